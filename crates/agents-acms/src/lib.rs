@@ -1,1 +1,15 @@
-//! tmp
+//! ACMS services: the context-management half of the engine.
+//!
+//! Today this holds repository indexing ([`indexing::RepoIndexingService`]):
+//! walking a resource, detecting languages, hashing and counting tokens, and
+//! persisting the result through the store, incrementally. Strategies, the
+//! assembly pipeline, tiers and policies join it as they land. Nothing here
+//! knows about clap or terminals: progress goes through [`indexing::Progress`].
+
+pub mod indexing;
+pub mod language;
+mod lock;
+pub mod projects;
+mod walk;
+
+pub use indexing::{IndexError, IndexOptions, Progress, RepoIndexingService};

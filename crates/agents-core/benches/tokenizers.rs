@@ -20,27 +20,23 @@ fn collect(dir: &Path, out: &mut Vec<String>, budget: &mut usize) {
         }
         if path.is_dir() {
             collect(&path, out, budget);
-        } else if let Ok(text) = std::fs::read_to_string(&path) {
-            if text.len() < 1 << 20 {
-                *budget = budget.saturating_sub(text.len());
-                out.push(text);
-            }
+        } else if let Ok(text) = std::fs::read_to_string(&path)
+            && text.len() < 1 << 20
+        {
+            *budget = budget.saturating_sub(text.len());
+            out.push(text);
         }
     }
 }
 
 fn main() {
-    let dir = std::env::args()
-        .skip(1)
-        .find(|a| !a.starts_with('-'))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let out = std::process::Command::new("python3")
-                .args(["-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"])
-                .output()
-                .expect("python3 to locate a corpus; pass a directory instead");
-            PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-        });
+    let dir = std::env::args().skip(1).find(|a| !a.starts_with('-')).map(PathBuf::from).unwrap_or_else(|| {
+        let out = std::process::Command::new("python3")
+            .args(["-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"])
+            .output()
+            .expect("python3 to locate a corpus; pass a directory instead");
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    });
     let mut texts = Vec::new();
     let mut budget = 40usize << 20; // 40 MB of text is plenty for a stable figure
     collect(&dir, &mut texts, &mut budget);

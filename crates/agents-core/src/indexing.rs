@@ -28,13 +28,8 @@ pub enum IndexStatus {
 }
 
 impl IndexStatus {
-    pub const ALL: [IndexStatus; 5] = [
-        IndexStatus::Pending,
-        IndexStatus::Indexing,
-        IndexStatus::Ready,
-        IndexStatus::Stale,
-        IndexStatus::Error,
-    ];
+    pub const ALL: [IndexStatus; 5] =
+        [IndexStatus::Pending, IndexStatus::Indexing, IndexStatus::Ready, IndexStatus::Stale, IndexStatus::Error];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -290,8 +285,8 @@ mod tests {
     fn error_status_requires_message() {
         let now = chrono::Utc::now();
         let id = crate::ids::new_ulid();
-        let e = IndexMetadata::new(id.clone(), id, now, 0, 0, "unknown".into(), IndexStatus::Error, None, now)
-            .unwrap_err();
+        let e =
+            IndexMetadata::new(id.clone(), id, now, 0, 0, "unknown".into(), IndexStatus::Error, None, now).unwrap_err();
         assert_eq!(e.field, "error_message");
     }
 }

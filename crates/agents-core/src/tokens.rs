@@ -64,6 +64,7 @@ pub enum TokenizerImpl {
     #[default]
     BpeOpenai,
     /// The `tiktoken-rs` crate: a port of OpenAI's tiktoken, the reference.
+    #[serde(rename = "tiktoken-rs")]
     Tiktoken,
 }
 

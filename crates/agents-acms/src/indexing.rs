@@ -1,0 +1,651 @@
+//! [`RepoIndexingService`]: turns a directory into a persistent file index.
+//!
+//! A run walks the resource ([`crate::walk`]), then, in parallel, reads each
+//! candidate file, skips binaries, hashes it (SHA-256), detects its language
+//! and counts its tokens with the shared tokenizer. The result is diffed
+//! against the stored file list and committed in one transaction.
+//!
+//! Incremental refresh: a file whose size and mtime match the stored record
+//! is not read at all; a file whose stat changed is re-hashed, and only if
+//! the hash changed is it re-processed. The run reports added / changed /
+//! removed / unchanged counts.
+//!
+//! Safety: a per-resource OS lock keeps two indexers off one index; the
+//! stored file list changes only in the final commit, so a run killed midway
+//! leaves the previous index intact, and [`RepoIndexingService::cleanup_stale_indexing`]
+//! (run at start-up) marks its orphaned `indexing` row `stale`.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use agents_core::indexing::{FileRecord, IndexMetadata, IndexReport, IndexStatus, RepoIndex, SkipReason};
+use agents_core::tokens::{TokenCounter, Tokenizer};
+use agents_store::{IndexCommit, Store, StoreError};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+
+use crate::language::{detect_language, needs_first_line};
+use crate::lock::{self, LockAttempt, ResourceLock};
+use crate::walk::{WalkEntry, WalkOptions, walk};
+
+/// How many example paths a report keeps per skip reason.
+const SKIP_EXAMPLES: usize = 5;
+/// Bytes inspected for NUL to decide that a file is binary (git's heuristic).
+const BINARY_PROBE: usize = 8000;
+
+/// Receives progress of a run. The CLI draws a bar; libraries pass [`NoProgress`].
+pub trait Progress: Sync {
+    /// A phase starts; `total` items will be reported with `advance`.
+    fn start(&self, _phase: &str, _total: u64) {}
+    fn advance(&self, _n: u64) {}
+    fn finish(&self) {}
+}
+
+/// Progress that goes nowhere.
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// What to index under a resource, from configuration and flags.
+#[derive(Clone, Debug, Default)]
+pub struct IndexOptions {
+    /// Globs (relative paths) a file must match to be indexed; empty = all.
+    pub include_globs: Vec<String>,
+    /// Globs that exclude files; exclusions win over inclusions.
+    pub exclude_globs: Vec<String>,
+    /// Files larger than this are skipped (`too_large`).
+    pub max_file_size: Option<u64>,
+    /// Once this many bytes are indexed, the remaining files (in path order)
+    /// are skipped (`total_size_limit`).
+    pub max_total_size: Option<u64>,
+    /// Index hidden files and directories (dotfiles).
+    pub hidden: bool,
+    /// Descend into symlinked directories.
+    pub follow_symlinks: bool,
+    /// Wait for another indexer of the same resource instead of refusing.
+    pub wait_for_lock: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("{path}: no such directory", path = .0.display())]
+    NotFound(PathBuf),
+    #[error("{path}: not a directory", path = .0.display())]
+    NotADirectory(PathBuf),
+    #[error(
+        "{path}: another indexer is already running on this resource{pid}; wait for it or pass --wait",
+        path = .path.display(),
+        pid = .pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+    )]
+    Busy { path: PathBuf, pid: Option<u32> },
+    #[error("invalid glob `{glob}`: {message}")]
+    BadGlob { glob: String, message: String },
+    #[error("{path}: {source}", path = .path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Whether a run may trust stored size+mtime to skip reading a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Read and hash every file.
+    Full,
+    /// Read only files whose size or mtime changed.
+    Refresh,
+}
+
+/// The repository indexing service of the spec.
+pub struct RepoIndexingService {
+    store: Arc<dyn Store>,
+    tokenizer: Tokenizer,
+    locks_dir: PathBuf,
+}
+
+/// What processing one walked file produced, unless it was skipped.
+enum Fresh {
+    /// Same content as stored; `touched` when only the mtime changed.
+    Unchanged { touched: bool },
+    /// New or changed content.
+    Record(FileRecord),
+}
+
+type Outcome = Result<Fresh, SkipReason>;
+
+impl RepoIndexingService {
+    pub fn new(store: Arc<dyn Store>, tokenizer: Tokenizer, locks_dir: PathBuf) -> RepoIndexingService {
+        RepoIndexingService { store, tokenizer, locks_dir }
+    }
+
+    /// Indexes `root` for `resource_id`, reading every file. The stored index
+    /// is replaced by the result; counts are relative to what was stored.
+    pub fn index_resource(
+        &self,
+        resource_id: &str,
+        root: &Path,
+        options: &IndexOptions,
+        progress: &dyn Progress,
+    ) -> Result<RepoIndex, IndexError> {
+        self.run(resource_id, root, options, Mode::Full, progress)
+    }
+
+    /// Brings the index of `resource_id` up to date, reading only files whose
+    /// size or modification time changed (a first refresh is a full index).
+    pub fn refresh_index(
+        &self,
+        resource_id: &str,
+        root: &Path,
+        options: &IndexOptions,
+        progress: &dyn Progress,
+    ) -> Result<RepoIndex, IndexError> {
+        self.run(resource_id, root, options, Mode::Refresh, progress)
+    }
+
+    /// The stored index with its files, or `None` if the resource has none.
+    pub fn get_index(&self, resource_id: &str) -> Result<Option<RepoIndex>, IndexError> {
+        let Some(metadata) = self.store.index_metadata(resource_id)? else { return Ok(None) };
+        let files = self.store.file_records(&metadata.index_id)?;
+        let report = self.store.last_report(&metadata.index_id)?;
+        let languages = RepoIndex::language_stats(&files);
+        Ok(Some(RepoIndex { metadata, files, languages, report }))
+    }
+
+    /// The summary row of the resource's index.
+    pub fn get_index_status(&self, resource_id: &str) -> Result<Option<IndexMetadata>, IndexError> {
+        Ok(self.store.index_metadata(resource_id)?)
+    }
+
+    /// Deletes the resource's index. Refuses while an indexer holds it.
+    pub fn remove_index(&self, resource_id: &str) -> Result<bool, IndexError> {
+        let path = lock::lock_path(&self.locks_dir, resource_id);
+        let _lock = self.acquire(&path, false, &path)?;
+        Ok(self.store.remove_index(resource_id)?)
+    }
+
+    /// Marks `indexing` rows whose indexer is gone (its lock is free) as
+    /// `stale`, with a message. Returns how many were repaired.
+    pub fn cleanup_stale_indexing(&self) -> Result<usize, IndexError> {
+        let mut repaired = 0;
+        for meta in self.store.indexes_with_status(IndexStatus::Indexing)? {
+            let path = lock::lock_path(&self.locks_dir, &meta.resource_id);
+            let attempt = lock::try_lock(&path).map_err(|source| IndexError::Io { path: path.clone(), source })?;
+            if let LockAttempt::Acquired(_held) = attempt {
+                // Re-check under the lock: the run may have finished meanwhile.
+                let current = self.store.index_metadata(&meta.resource_id)?;
+                if current.is_some_and(|m| m.status == IndexStatus::Indexing) {
+                    self.store.set_index_status(
+                        &meta.index_id,
+                        IndexStatus::Stale,
+                        Some(
+                            "interrupted: the indexing process exited before finishing; the next index run repairs it",
+                        ),
+                    )?;
+                    repaired += 1;
+                }
+            }
+        }
+        Ok(repaired)
+    }
+
+    fn acquire(&self, lock_path: &Path, wait: bool, root: &Path) -> Result<ResourceLock, IndexError> {
+        let io = |source| IndexError::Io { path: lock_path.to_path_buf(), source };
+        match lock::try_lock(lock_path).map_err(io)? {
+            LockAttempt::Acquired(held) => Ok(held),
+            LockAttempt::Busy { pid } if !wait => Err(IndexError::Busy { path: root.to_path_buf(), pid }),
+            LockAttempt::Busy { .. } => {
+                tracing::info!("waiting for another indexer of {}", root.display());
+                lock::lock_blocking(lock_path).map_err(io)
+            }
+        }
+    }
+
+    fn run(
+        &self,
+        resource_id: &str,
+        root: &Path,
+        options: &IndexOptions,
+        mode: Mode,
+        progress: &dyn Progress,
+    ) -> Result<RepoIndex, IndexError> {
+        let started = Instant::now();
+        check_root(root)?;
+        let filter = PathFilter::new(&options.include_globs, &options.exclude_globs)?;
+        let lock_path = lock::lock_path(&self.locks_dir, resource_id);
+        let _lock = self.acquire(&lock_path, options.wait_for_lock, root)?;
+
+        let metadata = self.store.ensure_index(resource_id)?;
+        self.store.set_index_status(&metadata.index_id, IndexStatus::Indexing, None)?;
+        match self.run_locked(&metadata, root, options, &filter, mode, progress, started) {
+            Ok(index) => Ok(index),
+            Err(err) => {
+                let message = err.to_string();
+                if let Err(store_err) =
+                    self.store.set_index_status(&metadata.index_id, IndexStatus::Error, Some(&message))
+                {
+                    tracing::warn!("could not record the failure of {}: {store_err}", root.display());
+                }
+                Err(err)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run_locked(
+        &self,
+        metadata: &IndexMetadata,
+        root: &Path,
+        options: &IndexOptions,
+        filter: &PathFilter,
+        mode: Mode,
+        progress: &dyn Progress,
+        started: Instant,
+    ) -> Result<RepoIndex, IndexError> {
+        let stored: HashMap<String, FileRecord> =
+            self.store.file_records(&metadata.index_id)?.into_iter().map(|f| (f.path.clone(), f)).collect();
+
+        progress.start("walking", 0);
+        let threads = rayon::current_num_threads().max(1);
+        let walked =
+            walk(root, &WalkOptions { hidden: options.hidden, follow_symlinks: options.follow_symlinks, threads });
+        let mut report = IndexReport::default();
+        for (reason, path) in walked.skipped {
+            note_skip(&mut report, reason, path);
+        }
+        let (candidates, excluded): (Vec<WalkEntry>, Vec<WalkEntry>) =
+            walked.files.into_iter().partition(|f| filter.allows(&f.rel_path));
+        for f in excluded {
+            note_skip(&mut report, SkipReason::Excluded, f.rel_path);
+        }
+
+        progress.start("indexing", candidates.len() as u64);
+        let outcomes: Vec<(Outcome, u64)> = candidates
+            .par_iter()
+            .map(|entry| {
+                let result = self.process(entry, stored.get(&entry.rel_path), options, mode);
+                progress.advance(1);
+                result
+            })
+            .collect();
+        progress.finish();
+
+        // Sequential, path-ordered pass: deterministic totals and size cap.
+        let mut commit = IndexCommit::default();
+        let mut files: Vec<FileRecord> = Vec::with_capacity(candidates.len());
+        let mut total_size = 0u64;
+        for (entry, (outcome, bytes_read)) in candidates.iter().zip(outcomes) {
+            if bytes_read > 0 {
+                report.files_read += 1;
+                report.bytes_read += bytes_read;
+            }
+            let fresh = match outcome {
+                Ok(fresh) => fresh,
+                Err(reason) => {
+                    note_skip(&mut report, reason, entry.rel_path.clone());
+                    continue;
+                }
+            };
+            if options.max_total_size.is_some_and(|cap| total_size + entry.size > cap) {
+                note_skip(&mut report, SkipReason::TotalSizeLimit, entry.rel_path.clone());
+                continue;
+            }
+            total_size += entry.size;
+            match fresh {
+                Fresh::Unchanged { touched } => {
+                    let mut record = stored[&entry.rel_path].clone();
+                    if touched {
+                        record.last_modified = entry.modified.clone();
+                        commit.touched.push((record.path.clone(), record.last_modified.clone()));
+                    }
+                    report.unchanged += 1;
+                    files.push(record);
+                }
+                Fresh::Record(record) => {
+                    if stored.contains_key(&record.path) {
+                        report.changed += 1;
+                    } else {
+                        report.added += 1;
+                    }
+                    commit.upserts.push(record.clone());
+                    files.push(record);
+                }
+            }
+        }
+        let kept: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        let mut removed: Vec<String> = stored.keys().filter(|p| !kept.contains(p.as_str())).cloned().collect();
+        removed.sort();
+        report.removed = removed.len() as u64;
+        commit.removed = removed;
+
+        let languages = RepoIndex::language_stats(&files);
+        commit.file_count = files.len() as u64;
+        commit.token_estimate = files.iter().map(|f| f.token_count).sum();
+        commit.primary_language = RepoIndex::primary_language(&languages);
+        report.duration_ms = started.elapsed().as_millis() as u64;
+        commit.report = report.clone();
+        let metadata = self.store.commit_index(&metadata.index_id, &commit)?;
+        Ok(RepoIndex { metadata, files, languages, report: Some(report) })
+    }
+
+    /// Reads, classifies and measures one file. Returns the outcome and the
+    /// number of bytes read (0 when the stored record was trusted).
+    fn process(
+        &self,
+        entry: &WalkEntry,
+        stored: Option<&FileRecord>,
+        options: &IndexOptions,
+        mode: Mode,
+    ) -> (Outcome, u64) {
+        if options.max_file_size.is_some_and(|max| entry.size > max) {
+            return (Err(SkipReason::TooLarge), 0);
+        }
+        if mode == Mode::Refresh
+            && let Some(old) = stored
+            && old.size_bytes == entry.size
+            && old.last_modified == entry.modified
+        {
+            return (Ok(Fresh::Unchanged { touched: false }), 0);
+        }
+        let bytes = match read_file(&entry.abs_path, entry.size) {
+            Ok(bytes) => bytes,
+            Err(_) => return (Err(SkipReason::Unreadable), 0),
+        };
+        let read = bytes.len() as u64;
+        if options.max_file_size.is_some_and(|max| read > max) {
+            return (Err(SkipReason::TooLarge), read);
+        }
+        if bytes[..bytes.len().min(BINARY_PROBE)].contains(&0) {
+            return (Err(SkipReason::Binary), read);
+        }
+        let content_hash = hex(&Sha256::digest(&bytes));
+        if let Some(old) = stored
+            && old.content_hash == content_hash
+        {
+            return (Ok(Fresh::Unchanged { touched: old.last_modified != entry.modified }), read);
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let first_line = needs_first_line(&entry.rel_path).then(|| text.lines().next().unwrap_or(""));
+        let language = detect_language(&entry.rel_path, first_line);
+        let record = FileRecord {
+            path: entry.rel_path.clone(),
+            content_hash,
+            token_count: self.tokenizer.count(&text) as u64,
+            size_bytes: read,
+            language: language.to_string(),
+            last_modified: entry.modified.clone(),
+        };
+        (Ok(Fresh::Record(record)), read)
+    }
+}
+
+fn check_root(root: &Path) -> Result<(), IndexError> {
+    match std::fs::metadata(root) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(IndexError::NotADirectory(root.to_path_buf())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(IndexError::NotFound(root.to_path_buf())),
+        Err(source) => Err(IndexError::Io { path: root.to_path_buf(), source }),
+    }
+}
+
+fn read_file(path: &Path, size_hint: u64) -> std::io::Result<Vec<u8>> {
+    let mut file = std::fs::File::open(path)?;
+    let mut bytes = Vec::with_capacity(size_hint as usize + 1);
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[(b >> 4) as usize] as char);
+        out.push(DIGITS[(b & 0xf) as usize] as char);
+    }
+    out
+}
+
+fn note_skip(report: &mut IndexReport, reason: SkipReason, path: String) {
+    *report.skipped.entry(reason).or_default() += 1;
+    let examples = report.skipped_examples.entry(reason).or_default();
+    if examples.len() < SKIP_EXAMPLES {
+        examples.push(path);
+    }
+}
+
+/// Include/exclude globs over relative paths; exclusions win.
+struct PathFilter {
+    include: Option<GlobSet>,
+    exclude: Option<GlobSet>,
+}
+
+impl PathFilter {
+    fn new(include: &[String], exclude: &[String]) -> Result<PathFilter, IndexError> {
+        Ok(PathFilter { include: build_globs(include)?, exclude: build_globs(exclude)? })
+    }
+
+    fn allows(&self, path: &str) -> bool {
+        if self.exclude.as_ref().is_some_and(|set| set.is_match(path)) {
+            return false;
+        }
+        self.include.as_ref().is_none_or(|set| set.is_match(path))
+    }
+}
+
+fn build_globs(globs: &[String]) -> Result<Option<GlobSet>, IndexError> {
+    if globs.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = GlobSetBuilder::new();
+    for g in globs {
+        let glob = Glob::new(g).map_err(|e| IndexError::BadGlob { glob: g.clone(), message: e.kind().to_string() })?;
+        builder.add(glob);
+    }
+    builder.build().map(Some).map_err(|e| IndexError::BadGlob { glob: globs.join(", "), message: e.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agents_store::SqliteStore;
+    use std::time::{Duration, SystemTime};
+
+    struct Fixture {
+        _home: tempfile::TempDir,
+        repo: tempfile::TempDir,
+        store: Arc<SqliteStore>,
+        service: RepoIndexingService,
+        resource_id: String,
+    }
+
+    fn fixture() -> Fixture {
+        let home = tempfile::tempdir().unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&home.path().join("agents.db")).unwrap());
+        let service = RepoIndexingService::new(store.clone(), Tokenizer::default(), home.path().join("locks"));
+        let p = store.create_project("p").unwrap();
+        let r = store.link_resource(&p.project_id, &repo.path().to_string_lossy(), "repo").unwrap();
+        Fixture { _home: home, repo, store, service, resource_id: r.resource_id }
+    }
+
+    impl Fixture {
+        fn write(&self, rel: &str, content: &[u8]) {
+            let path = self.repo.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+        fn refresh(&self, options: &IndexOptions) -> RepoIndex {
+            self.service.refresh_index(&self.resource_id, self.repo.path(), options, &NoProgress).unwrap()
+        }
+        fn full(&self, options: &IndexOptions) -> RepoIndex {
+            self.service.index_resource(&self.resource_id, self.repo.path(), options, &NoProgress).unwrap()
+        }
+        fn set_mtime(&self, rel: &str, t: SystemTime) {
+            let f = std::fs::File::options().write(true).open(self.repo.path().join(rel)).unwrap();
+            f.set_modified(t).unwrap();
+        }
+    }
+
+    fn report(index: &RepoIndex) -> &IndexReport {
+        index.report.as_ref().unwrap()
+    }
+
+    #[test]
+    fn first_index_records_hash_tokens_language_and_status() {
+        let fx = fixture();
+        fx.write("src/app.py", b"def main():\n    print('hello world')\n");
+        fx.write("src/big.py", "VALUES = [\n".repeat(20).as_bytes());
+        fx.write("src/lib.rs", b"pub fn add(a: i32, b: i32) -> i32 { a + b }\n");
+        fx.write("bin/tool", b"#!/usr/bin/env python3\nprint(1)\n");
+        let status = fx.service.get_index_status(&fx.resource_id).unwrap();
+        assert!(status.is_none());
+        let index = fx.refresh(&IndexOptions::default());
+        assert_eq!(index.metadata.status, IndexStatus::Ready);
+        assert_eq!(report(&index).added, 4);
+        let paths: Vec<_> = index.files.iter().map(|f| (f.path.as_str(), f.language.as_str())).collect();
+        assert_eq!(
+            paths,
+            [("bin/tool", "python"), ("src/app.py", "python"), ("src/big.py", "python"), ("src/lib.rs", "rust")]
+        );
+        let app = &index.files[1];
+        assert_eq!(app.content_hash, hex(&Sha256::digest(b"def main():\n    print('hello world')\n")));
+        assert_eq!(app.token_count as usize, Tokenizer::default().count("def main():\n    print('hello world')\n"));
+        assert_eq!(index.metadata.token_estimate, index.files.iter().map(|f| f.token_count).sum::<u64>());
+        assert_eq!(index.metadata.primary_language, "python");
+        let stored = fx.service.get_index(&fx.resource_id).unwrap().unwrap();
+        assert_eq!(stored.files, index.files);
+        assert_eq!(stored.metadata.status, IndexStatus::Ready);
+    }
+
+    #[test]
+    fn refresh_reads_only_changed_files_and_reprocesses_only_changed_hashes() {
+        let fx = fixture();
+        for i in 0..20 {
+            fx.write(&format!("m{i:02}.py"), format!("x = {i}\n").as_bytes());
+        }
+        let opts = IndexOptions::default();
+        fx.refresh(&opts);
+
+        // No change: nothing is read.
+        let idx = fx.refresh(&opts);
+        let r = report(&idx);
+        assert_eq!((r.added, r.changed, r.removed, r.unchanged, r.files_read), (0, 0, 0, 20, 0));
+
+        // Content change, mtime-only change, deletion, addition.
+        fx.write("m00.py", b"x = 'changed'\n");
+        let later = SystemTime::now() + Duration::from_secs(60);
+        fx.set_mtime("m01.py", later);
+        std::fs::remove_file(fx.repo.path().join("m02.py")).unwrap();
+        fx.write("new.py", b"y = 1\n");
+        let idx = fx.refresh(&opts);
+        let r = report(&idx);
+        assert_eq!((r.added, r.changed, r.removed, r.unchanged), (1, 1, 1, 18));
+        assert_eq!(r.files_read, 3, "only the changed, touched and new files are read");
+        let by_path: HashMap<_, _> = idx.files.iter().map(|f| (f.path.as_str(), f)).collect();
+        assert_eq!(by_path["m00.py"].content_hash, hex(&Sha256::digest(b"x = 'changed'\n")));
+        assert!(!by_path.contains_key("m02.py"));
+
+        // The touched file's new mtime was stored, so the next refresh reads nothing.
+        let idx = fx.refresh(&opts);
+        assert_eq!(report(&idx).files_read, 0);
+        assert_eq!(report(&idx).unchanged, 20);
+
+        // A full index reads everything but still finds nothing changed.
+        let idx = fx.full(&opts);
+        let r = report(&idx);
+        assert_eq!((r.added, r.changed, r.removed, r.unchanged, r.files_read), (0, 0, 0, 20, 20));
+    }
+
+    #[test]
+    fn skips_are_counted_by_reason() {
+        let fx = fixture();
+        fx.write("ok.txt", b"hello");
+        fx.write("image.bin", b"\x89PNG\0\0\0data");
+        fx.write("big.txt", &vec![b'a'; 2000]);
+        fx.write("vendor/lib.js", b"var x;");
+        fx.write("notes.md", b"# notes");
+        let options = IndexOptions {
+            max_file_size: Some(1000),
+            exclude_globs: vec!["vendor/**".into()],
+            ..IndexOptions::default()
+        };
+        let idx = fx.refresh(&options);
+        let r = report(&idx);
+        assert_eq!(r.skipped.get(&SkipReason::Binary), Some(&1));
+        assert_eq!(r.skipped.get(&SkipReason::TooLarge), Some(&1));
+        assert_eq!(r.skipped.get(&SkipReason::Excluded), Some(&1));
+        assert_eq!(r.skipped_examples[&SkipReason::Binary], ["image.bin"]);
+        let paths: Vec<_> = idx.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["notes.md", "ok.txt"]);
+
+        let only_md = IndexOptions { include_globs: vec!["*.md".into()], ..options.clone() };
+        let idx = fx.refresh(&only_md);
+        assert_eq!(idx.files.len(), 1);
+        assert_eq!(report(&idx).removed, 1, "ok.txt left the index");
+
+        let capped = IndexOptions { max_total_size: Some(6), ..IndexOptions::default() };
+        let idx = fx.refresh(&capped);
+        // In path order: big.txt (2000 B) and notes.md (7 B) do not fit, ok.txt (5 B) does,
+        // and then vendor/lib.js (6 B) no longer fits.
+        assert_eq!(report(&idx).skipped.get(&SkipReason::TotalSizeLimit), Some(&3));
+        assert_eq!(idx.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["ok.txt"]);
+    }
+
+    #[test]
+    fn bad_root_and_bad_glob_are_errors_that_change_nothing() {
+        let fx = fixture();
+        let err = fx
+            .service
+            .refresh_index(&fx.resource_id, Path::new("/no/such/dir"), &IndexOptions::default(), &NoProgress)
+            .unwrap_err();
+        assert!(matches!(err, IndexError::NotFound(_)));
+        let opts = IndexOptions { exclude_globs: vec!["a[".into()], ..IndexOptions::default() };
+        let err = fx.service.refresh_index(&fx.resource_id, fx.repo.path(), &opts, &NoProgress).unwrap_err();
+        assert!(matches!(err, IndexError::BadGlob { .. }), "{err}");
+        assert!(fx.service.get_index_status(&fx.resource_id).unwrap().is_none(), "no index row was created");
+    }
+
+    #[test]
+    fn concurrent_indexer_is_refused_and_orphans_are_repaired() {
+        let fx = fixture();
+        fx.write("a.py", b"a = 1\n");
+        fx.refresh(&IndexOptions::default());
+        let lock_path = lock::lock_path(&fx.service.locks_dir, &fx.resource_id);
+        let held = match lock::try_lock(&lock_path).unwrap() {
+            LockAttempt::Acquired(l) => l,
+            LockAttempt::Busy { .. } => panic!("busy"),
+        };
+        let err = fx
+            .service
+            .refresh_index(&fx.resource_id, fx.repo.path(), &IndexOptions::default(), &NoProgress)
+            .unwrap_err();
+        assert!(matches!(err, IndexError::Busy { pid: Some(_), .. }), "{err}");
+
+        // A live indexer's row is left alone ...
+        let meta = fx.store.index_metadata(&fx.resource_id).unwrap().unwrap();
+        fx.store.set_index_status(&meta.index_id, IndexStatus::Indexing, None).unwrap();
+        assert_eq!(fx.service.cleanup_stale_indexing().unwrap(), 0);
+        // ... a dead one's is marked stale, and its files are intact.
+        drop(held);
+        assert_eq!(fx.service.cleanup_stale_indexing().unwrap(), 1);
+        let meta = fx.store.index_metadata(&fx.resource_id).unwrap().unwrap();
+        assert_eq!(meta.status, IndexStatus::Stale);
+        assert!(meta.error_message.unwrap().contains("interrupted"));
+        assert_eq!(fx.store.file_records(&meta.index_id).unwrap().len(), 1);
+        // The next run repairs it.
+        let idx = fx.refresh(&IndexOptions::default());
+        assert_eq!(idx.metadata.status, IndexStatus::Ready);
+        assert_eq!(report(&idx).unchanged, 1);
+    }
+
+    #[test]
+    fn removing_an_index_deletes_its_files() {
+        let fx = fixture();
+        fx.write("a.py", b"a = 1\n");
+        fx.refresh(&IndexOptions::default());
+        assert!(fx.service.remove_index(&fx.resource_id).unwrap());
+        assert!(fx.service.get_index(&fx.resource_id).unwrap().is_none());
+        assert!(!fx.service.remove_index(&fx.resource_id).unwrap());
+    }
+}

@@ -1,0 +1,227 @@
+//! Walking a resource: which files exist, with their size and mtime.
+//!
+//! Uses ripgrep's `ignore` walker in parallel, so `.gitignore`, `.ignore`
+//! and git's global excludes are honoured and `.git` is never entered.
+//! Nothing is read here beyond directory entries and `stat`; problems
+//! (broken or looping symlinks, unreadable directories, special files) are
+//! returned as skips, never as errors, so one bad entry cannot stop a run.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use agents_core::ids::to_iso;
+use agents_core::indexing::SkipReason;
+use chrono::{DateTime, Utc};
+use ignore::{WalkBuilder, WalkState};
+
+/// A regular file found under the root.
+#[derive(Clone, Debug)]
+pub struct WalkEntry {
+    /// Path relative to the root, `/`-separated.
+    pub rel_path: String,
+    pub abs_path: PathBuf,
+    pub size: u64,
+    /// ISO-8601 UTC with nanoseconds.
+    pub modified: String,
+}
+
+/// Everything a walk found, sorted by path.
+#[derive(Debug, Default)]
+pub struct WalkResult {
+    pub files: Vec<WalkEntry>,
+    /// (reason, path relative to root) for entries that could not be used.
+    pub skipped: Vec<(SkipReason, String)>,
+}
+
+pub struct WalkOptions {
+    pub hidden: bool,
+    pub follow_symlinks: bool,
+    pub threads: usize,
+}
+
+pub fn walk(root: &Path, options: &WalkOptions) -> WalkResult {
+    let result = Mutex::new(WalkResult::default());
+    let walker = WalkBuilder::new(root)
+        .hidden(!options.hidden)
+        .follow_links(options.follow_symlinks)
+        .require_git(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .threads(options.threads)
+        .build_parallel();
+    walker.run(|| {
+        let mut local = Buffer { shared: &result, local: WalkResult::default() };
+        Box::new(move |entry| {
+            match entry {
+                Ok(entry) => visit(root, &entry, &mut local.local),
+                Err(err) => local.local.skipped.push(classify_error(root, &err)),
+            }
+            if local.local.files.len() + local.local.skipped.len() >= 256 {
+                local.flush();
+            }
+            WalkState::Continue
+        })
+    });
+    // Each thread's buffer flushed itself when its visitor was dropped.
+    let mut result = result.into_inner().unwrap_or_else(|p| p.into_inner());
+    result.files.sort_unstable_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    result.skipped.sort();
+    result
+}
+
+/// A walker thread's private batch, moved into the shared result when full
+/// and when the thread's visitor is dropped at the end of the walk.
+struct Buffer<'a> {
+    shared: &'a Mutex<WalkResult>,
+    local: WalkResult,
+}
+
+impl Buffer<'_> {
+    fn flush(&mut self) {
+        let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        shared.files.append(&mut self.local.files);
+        shared.skipped.append(&mut self.local.skipped);
+    }
+}
+
+impl Drop for Buffer<'_> {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+fn visit(root: &Path, entry: &ignore::DirEntry, local: &mut WalkResult) {
+    let Some(file_type) = entry.file_type() else { return }; // stdin, never here
+    if file_type.is_dir() {
+        return;
+    }
+    let rel_path = relative(root, entry.path());
+    // For a symlink (not followed), stat the target: a file target is indexed
+    // through the link, a missing or looping target is a broken symlink, a
+    // directory target is not descended into.
+    let metadata = if file_type.is_symlink() {
+        match std::fs::metadata(entry.path()) {
+            Ok(m) if m.is_dir() => return,
+            Ok(m) => m,
+            Err(_) => {
+                local.skipped.push((SkipReason::BrokenSymlink, rel_path));
+                return;
+            }
+        }
+    } else {
+        match entry.metadata() {
+            Ok(m) => m,
+            Err(_) => {
+                local.skipped.push((SkipReason::Unreadable, rel_path));
+                return;
+            }
+        }
+    };
+    if !metadata.is_file() {
+        // FIFOs, sockets, devices: reading them could block or never end.
+        local.skipped.push((SkipReason::Unreadable, rel_path));
+        return;
+    }
+    let modified = metadata.modified().map(iso_mtime).unwrap_or_default();
+    local.files.push(WalkEntry { rel_path, abs_path: entry.path().to_path_buf(), size: metadata.len(), modified });
+}
+
+fn iso_mtime(t: SystemTime) -> String {
+    to_iso(DateTime::<Utc>::from(t))
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let mut out = String::new();
+    for (i, part) in rel.components().enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        out.push_str(&part.as_os_str().to_string_lossy());
+    }
+    out
+}
+
+fn classify_error(root: &Path, err: &ignore::Error) -> (SkipReason, String) {
+    fn inner(err: &ignore::Error) -> (bool, Option<&Path>) {
+        match err {
+            ignore::Error::Loop { child, .. } => (true, Some(child.as_path())),
+            ignore::Error::WithPath { path, err } => {
+                let (is_loop, p) = inner(err);
+                (is_loop || !path.exists(), p.or(Some(path.as_path())))
+            }
+            ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => inner(err),
+            _ => (false, None),
+        }
+    }
+    let (broken_link, path) = inner(err);
+    let path = path.map(|p| relative(root, p)).unwrap_or_else(|| err.to_string());
+    let reason = if broken_link { SkipReason::BrokenSymlink } else { SkipReason::Unreadable };
+    (reason, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> WalkOptions {
+        WalkOptions { hidden: false, follow_symlinks: false, threads: 2 }
+    }
+
+    #[test]
+    fn honours_gitignore_and_skips_dot_git_and_hidden() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".git/objects")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref").unwrap();
+        std::fs::write(root.join(".gitignore"), "build/\n*.log\n").unwrap();
+        std::fs::create_dir_all(root.join("build")).unwrap();
+        std::fs::write(root.join("build/out.txt"), "x").unwrap();
+        std::fs::write(root.join("debug.log"), "x").unwrap();
+        std::fs::create_dir_all(root.join("src/deep")).unwrap();
+        std::fs::write(root.join("src/deep/a.py"), "x").unwrap();
+        std::fs::write(root.join("README.md"), "x").unwrap();
+        let r = walk(root, &opts());
+        let paths: Vec<_> = r.files.iter().map(|f| f.rel_path.as_str()).collect();
+        assert_eq!(paths, ["README.md", "src/deep/a.py"]);
+        let r = walk(root, &WalkOptions { hidden: true, ..opts() });
+        let paths: Vec<_> = r.files.iter().map(|f| f.rel_path.as_str()).collect();
+        assert_eq!(paths, [".gitignore", "README.md", "src/deep/a.py"]);
+    }
+
+    #[test]
+    fn broken_and_looping_symlinks_are_skipped_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("real.txt"), "hello").unwrap();
+        std::os::unix::fs::symlink("missing.txt", root.join("dangling.txt")).unwrap();
+        std::os::unix::fs::symlink("real.txt", root.join("alias.txt")).unwrap();
+        std::os::unix::fs::symlink("self", root.join("self")).unwrap();
+        std::fs::create_dir(root.join("d")).unwrap();
+        std::os::unix::fs::symlink("..", root.join("d/up")).unwrap();
+        for follow in [false, true] {
+            let r = walk(root, &WalkOptions { follow_symlinks: follow, ..opts() });
+            let paths: Vec<_> = r.files.iter().map(|f| f.rel_path.as_str()).collect();
+            assert_eq!(paths, ["alias.txt", "real.txt"], "follow={follow}");
+            let broken: Vec<_> = r
+                .skipped
+                .iter()
+                .filter(|(reason, _)| *reason == SkipReason::BrokenSymlink)
+                .map(|(_, p)| p.as_str())
+                .collect();
+            assert!(broken.contains(&"dangling.txt"), "follow={follow}: {:?}", r.skipped);
+            assert!(broken.contains(&"self"), "follow={follow}: {:?}", r.skipped);
+        }
+    }
+
+    #[test]
+    fn fifo_is_skipped_as_unreadable() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(status.success());
+        let r = walk(dir.path(), &opts());
+        assert!(r.files.is_empty());
+        assert_eq!(r.skipped, [(SkipReason::Unreadable, "pipe".to_string())]);
+    }
+}

@@ -1,0 +1,138 @@
+//! The command line, as clap types. Commands live in `commands/`, one module each.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// A context and knowledge engine for coding agents.
+///
+/// Indexes repositories into a knowledge graph and answers context requests
+/// inside a hard token budget. All state lives under one home directory
+/// ($AGENTS_HOME, default ~/.local/share/agents); no server to start.
+#[derive(Debug, Parser)]
+#[command(name = "agents", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Home directory holding the database and configuration.
+    #[arg(long, global = true, env = "AGENTS_HOME", value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// Configuration file to use instead of $AGENTS_HOME/config.toml.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// No progress bars or informational messages.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    /// More log output on stderr (repeat for more).
+    #[arg(long, short, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Index a directory (default: the current one), or refresh its index.
+    ///
+    /// Finds the resource that holds PATH, or creates a project named after
+    /// the directory and links it; then indexes incrementally: only files
+    /// whose size or modification time changed are read again.
+    Index(IndexArgs),
+    /// Show the index status of the resource holding PATH.
+    Status(StatusArgs),
+    /// Manage projects and their linked resources.
+    #[command(subcommand)]
+    Project(ProjectCommand),
+    /// Inspect and initialise the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// Directory to index.
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+    /// Re-read and re-hash every file instead of refreshing incrementally.
+    #[arg(long)]
+    pub full: bool,
+    /// Wait for another indexer of the same resource instead of refusing.
+    #[arg(long)]
+    pub wait: bool,
+    #[command(flatten)]
+    pub filters: IndexFilterArgs,
+}
+
+/// Per-run overrides of the `[index]` configuration.
+#[derive(Debug, Args, Clone, Default)]
+pub struct IndexFilterArgs {
+    /// Only index files matching this glob (repeatable; adds to the configuration's).
+    #[arg(long = "include", value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Skip files matching this glob (repeatable; exclusions win).
+    #[arg(long = "exclude", value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Skip files larger than this many bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub max_file_size: Option<u64>,
+    /// Stop adding files once this many bytes are indexed.
+    #[arg(long, value_name = "BYTES")]
+    pub max_total_size: Option<u64>,
+    /// Also index hidden files and directories.
+    #[arg(long)]
+    pub hidden: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// A directory inside an indexed resource.
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProjectCommand {
+    /// Create a project.
+    Create {
+        /// Project name: letters, digits, `.`, `_`, `-`.
+        name: String,
+    },
+    /// List projects and their resources.
+    List,
+    /// Link a directory to a project and index it.
+    LinkResource {
+        project: String,
+        path: PathBuf,
+        #[command(flatten)]
+        filters: IndexFilterArgs,
+    },
+    /// Unlink a resource (by path or resource id) from a project.
+    ///
+    /// A resource that no other project links is deleted with its index.
+    UnlinkResource {
+        project: String,
+        /// The resource's directory or its ULID.
+        resource: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the effective configuration and where each value came from.
+    Show,
+    /// Print the path of the configuration file in use.
+    Path,
+    /// Write a commented default configuration file (refuses to overwrite).
+    Init {
+        /// Overwrite an existing file.
+        #[arg(long)]
+        force: bool,
+    },
+}

@@ -1,0 +1,186 @@
+//! `agents index` and `agents status`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use agents_acms::indexing::IndexOptions;
+use agents_acms::projects::canonical_dir;
+use agents_core::indexing::{IndexMetadata, IndexReport, LanguageStats};
+use agents_engine::{IndexMode, IndexOutcome};
+use serde::Serialize;
+
+use crate::cli::{IndexArgs, IndexFilterArgs, StatusArgs};
+use crate::exit::UsageError;
+use crate::output::{table, thousands};
+use crate::progress::Bar;
+use crate::settings::Settings;
+
+/// What `agents index --json` prints.
+#[derive(Serialize)]
+pub struct IndexSummary<'a> {
+    pub project: &'a str,
+    pub resource_id: &'a str,
+    pub path: &'a str,
+    pub new_resource: bool,
+    pub index: &'a IndexMetadata,
+    pub report: Option<&'a IndexReport>,
+    pub languages: &'a BTreeMap<String, LanguageStats>,
+}
+
+impl<'a> IndexSummary<'a> {
+    pub fn of(outcome: &'a IndexOutcome) -> IndexSummary<'a> {
+        IndexSummary {
+            project: &outcome.project.name,
+            resource_id: &outcome.resource.resource_id,
+            path: &outcome.resource.path,
+            new_resource: outcome.new_resource,
+            index: &outcome.index.metadata,
+            report: outcome.index.report.as_ref(),
+            languages: &outcome.index.languages,
+        }
+    }
+}
+
+/// Applies per-run flags on top of the configured options.
+pub fn apply_filters(mut options: IndexOptions, filters: &IndexFilterArgs) -> IndexOptions {
+    options.include_globs.extend(filters.include.iter().cloned());
+    options.exclude_globs.extend(filters.exclude.iter().cloned());
+    if filters.max_file_size.is_some() {
+        options.max_file_size = filters.max_file_size;
+    }
+    if filters.max_total_size.is_some() {
+        options.max_total_size = filters.max_total_size;
+    }
+    options.hidden |= filters.hidden;
+    options
+}
+
+pub fn index(settings: &Settings, args: IndexArgs) -> anyhow::Result<()> {
+    let engine = settings.engine()?;
+    let mut options = apply_filters(engine.index_options(), &args.filters);
+    options.wait_for_lock = args.wait;
+    let mode = if args.full { IndexMode::Full } else { IndexMode::Refresh };
+    let bar = Bar::new(settings.progress);
+    let outcome = engine.index_path(&args.path, mode, &options, &bar)?;
+    let summary = IndexSummary::of(&outcome);
+    settings.printer.emit(&summary, || render_summary(&summary))
+}
+
+pub fn render_summary(s: &IndexSummary<'_>) -> String {
+    let mut out = String::new();
+    let verb = if s.new_resource { "Indexed" } else { "Refreshed" };
+    out.push_str(&format!("{verb} {} (project {}, resource {})\n", s.path, s.project, s.resource_id));
+    let m = s.index;
+    if let Some(r) = s.report {
+        out.push_str(&format!(
+            "  files      {} indexed: {} added, {} changed, {} removed, {} unchanged\n",
+            thousands(m.file_count),
+            thousands(r.added),
+            thousands(r.changed),
+            thousands(r.removed),
+            thousands(r.unchanged)
+        ));
+        out.push_str(&format!("  read       {} files, {:.1} MB\n", thousands(r.files_read), r.bytes_read as f64 / 1e6));
+        if r.skipped_total() > 0 {
+            let parts: Vec<String> =
+                r.skipped.iter().map(|(reason, n)| format!("{} {}", thousands(*n), reason.as_str())).collect();
+            out.push_str(&format!("  skipped    {}\n", parts.join(", ")));
+        }
+    }
+    out.push_str(&format!("  tokens     {} (primary language: {})\n", thousands(m.token_estimate), m.primary_language));
+    if let Some(r) = s.report {
+        out.push_str(&format!("  time       {:.2} s\n", r.duration_ms as f64 / 1000.0));
+    }
+    out.push_str(&render_languages(s.languages));
+    out
+}
+
+fn render_languages(languages: &BTreeMap<String, LanguageStats>) -> String {
+    const SHOWN: usize = 10;
+    if languages.is_empty() {
+        return String::new();
+    }
+    let mut rows: Vec<(&String, &LanguageStats)> = languages.iter().collect();
+    rows.sort_by(|a, b| b.1.tokens.cmp(&a.1.tokens).then_with(|| a.0.cmp(b.0)));
+    let mut t = table(&["language", "files", "tokens"]);
+    for (lang, stats) in rows.iter().take(SHOWN) {
+        t.add_row(vec![lang.to_string(), thousands(stats.files), thousands(stats.tokens)]);
+    }
+    if rows.len() > SHOWN {
+        let rest = &rows[SHOWN..];
+        t.add_row(vec![
+            format!("({} more)", rest.len()),
+            thousands(rest.iter().map(|r| r.1.files).sum()),
+            thousands(rest.iter().map(|r| r.1.tokens).sum()),
+        ]);
+    }
+    for i in 1..=2 {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(comfy_table::CellAlignment::Right);
+        }
+    }
+    format!("\n{t}\n")
+}
+
+#[derive(Serialize)]
+struct StatusView<'a> {
+    project: Vec<&'a str>,
+    resource_id: &'a str,
+    path: &'a str,
+    index: Option<&'a IndexMetadata>,
+    report: Option<&'a IndexReport>,
+}
+
+pub fn status(settings: &Settings, args: StatusArgs) -> anyhow::Result<()> {
+    let engine = settings.engine()?;
+    let dir = canonical_dir(&args.path)?;
+    let resource = engine.projects().resource_containing(&dir)?.ok_or_else(|| {
+        UsageError(format!("{}: not inside an indexed resource; run `agents index` there first", dir.display()))
+    })?;
+    let projects = engine.projects().projects_of(&resource)?;
+    let metadata = engine.indexing().get_index_status(&resource.resource_id)?;
+    let report = match &metadata {
+        Some(m) => engine.store().last_report(&m.index_id)?,
+        None => None,
+    };
+    let view = StatusView {
+        project: projects.iter().map(|p| p.name.as_str()).collect(),
+        resource_id: &resource.resource_id,
+        path: &resource.path,
+        index: metadata.as_ref(),
+        report: report.as_ref(),
+    };
+    settings.printer.emit(&view, || render_status(&view, Path::new(&resource.path)))
+}
+
+fn render_status(v: &StatusView<'_>, path: &Path) -> String {
+    let mut out = format!("{} (project {}, resource {})\n", path.display(), v.project.join(", "), v.resource_id);
+    match v.index {
+        None => out.push_str("  status     not indexed\n"),
+        Some(m) => {
+            out.push_str(&format!("  status     {}\n", m.status));
+            if let Some(msg) = &m.error_message {
+                out.push_str(&format!("  message    {msg}\n"));
+            }
+            out.push_str(&format!("  indexed at {}\n", m.indexed_at.format("%Y-%m-%d %H:%M:%S UTC")));
+            out.push_str(&format!(
+                "  files      {}, {} tokens, primary language {}\n",
+                thousands(m.file_count),
+                thousands(m.token_estimate),
+                m.primary_language
+            ));
+        }
+    }
+    if let Some(r) = v.report {
+        out.push_str(&format!(
+            "  last run   {} added, {} changed, {} removed, {} unchanged, {} skipped in {:.2} s\n",
+            r.added,
+            r.changed,
+            r.removed,
+            r.unchanged,
+            r.skipped_total(),
+            r.duration_ms as f64 / 1000.0
+        ));
+    }
+    out
+}

@@ -1,0 +1,18 @@
+//! One module per command; [`run`] dispatches.
+
+mod config;
+mod index;
+mod project;
+
+use crate::cli::{Cli, Command};
+use crate::settings::Settings;
+
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    let settings = Settings::resolve(&cli.global)?;
+    match cli.command {
+        Command::Index(args) => index::index(&settings, args),
+        Command::Status(args) => index::status(&settings, args),
+        Command::Project(cmd) => project::run(&settings, cmd),
+        Command::Config(cmd) => config::run(&settings, cmd),
+    }
+}

@@ -1,0 +1,651 @@
+//! [`SqliteStore`]: the embedded implementation of [`Store`].
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use agents_core::ids::{from_iso, new_ulid, now_utc, to_iso};
+use agents_core::indexing::{FileRecord, IndexMetadata, IndexReport, IndexStatus};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, Transaction, params};
+
+use crate::migrations::MIGRATIONS;
+use crate::{IndexCommit, Project, Resource, Store, StoreError};
+
+/// How long a writer waits for another writer before reporting `Locked`.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The embedded SQLite store. One connection behind a mutex: SQLite
+/// serialises writers anyway, and every method is a short transaction.
+pub struct SqliteStore {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").field("path", &self.path).finish()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path`, switches it to WAL
+    /// and applies pending migrations.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io { path: dir.to_path_buf(), source })?;
+        }
+        let conn = Connection::open(path).map_err(|e| classify(path, e))?;
+        let store = SqliteStore { path: path.to_path_buf(), conn: Mutex::new(conn) };
+        store.configure()?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// An in-memory store, for tests.
+    pub fn open_in_memory() -> Result<SqliteStore, StoreError> {
+        let path = PathBuf::from(":memory:");
+        let conn = Connection::open_in_memory().map_err(|e| classify(&path, e))?;
+        let store = SqliteStore { path, conn: Mutex::new(conn) };
+        store.configure()?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the open database.
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        let conn = self.conn();
+        conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| classify(&self.path, e))
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite inconsistent
+        // (transactions roll back on drop), so a poisoned lock is usable.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn configure(&self) -> Result<(), StoreError> {
+        let conn = self.conn();
+        let err = |e| classify(&self.path, e);
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
+        // The first real read: a corrupted file fails here.
+        let _: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(err)?;
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;").map_err(err)?;
+        Ok(())
+    }
+
+    fn migrate(&self) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let err = |e| classify(&self.path, e);
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(err)?;
+        let known = MIGRATIONS.len() as i64;
+        if version > known {
+            return Err(StoreError::TooNew { path: self.path.clone(), found: version, known });
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(err)?;
+            tx.execute_batch(sql).map_err(err)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64).map_err(err)?;
+            tx.commit().map_err(err)?;
+        }
+        Ok(())
+    }
+
+    fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| classify(&self.path, e))?;
+        let value = f(&tx)?;
+        tx.commit().map_err(|e| classify(&self.path, e))?;
+        Ok(value)
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
+        let conn = self.conn();
+        f(&conn).map_err(|e| classify(&self.path, e))
+    }
+
+    fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |e| classify(&self.path, e)
+    }
+}
+
+/// Maps SQLite failures to the errors users can act on.
+fn classify(path: &Path, e: rusqlite::Error) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase) | Some(ErrorCode::DatabaseCorrupt) => {
+            StoreError::Corrupt { path: path.to_path_buf(), source: e }
+        }
+        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => {
+            StoreError::Locked { path: path.to_path_buf() }
+        }
+        _ => StoreError::Sqlite { path: path.to_path_buf(), source: e },
+    }
+}
+
+const INDEX_COLUMNS: &str = "index_id, resource_id, indexed_at, file_count, token_estimate, \
+     primary_language, status, error_message, created_at";
+
+/// One `repo_indexes` row as stored, before validation.
+struct IndexRow {
+    index_id: String,
+    resource_id: String,
+    indexed_at: String,
+    file_count: i64,
+    token_estimate: i64,
+    primary_language: String,
+    status: String,
+    error_message: Option<String>,
+    created_at: String,
+}
+
+impl IndexRow {
+    fn read(row: &Row<'_>) -> rusqlite::Result<IndexRow> {
+        Ok(IndexRow {
+            index_id: row.get(0)?,
+            resource_id: row.get(1)?,
+            indexed_at: row.get(2)?,
+            file_count: row.get(3)?,
+            token_estimate: row.get(4)?,
+            primary_language: row.get(5)?,
+            status: row.get(6)?,
+            error_message: row.get(7)?,
+            created_at: row.get(8)?,
+        })
+    }
+
+    fn into_metadata(self) -> Result<IndexMetadata, StoreError> {
+        let parse_ts = |field: &'static str, s: &str| {
+            from_iso(s).ok_or_else(|| {
+                agents_core::ValidationError::new("IndexMetadata", field, format!("bad timestamp `{s}`"))
+            })
+        };
+        Ok(IndexMetadata::new(
+            self.index_id,
+            self.resource_id,
+            parse_ts("indexed_at", &self.indexed_at)?,
+            self.file_count.max(0) as u64,
+            self.token_estimate.max(0) as u64,
+            self.primary_language,
+            self.status.parse()?,
+            self.error_message,
+            parse_ts("created_at", &self.created_at)?,
+        )?)
+    }
+}
+
+fn project_from_row(row: &Row<'_>) -> rusqlite::Result<Project> {
+    Ok(Project { project_id: row.get(0)?, name: row.get(1)?, created_at: row.get(2)? })
+}
+
+fn resource_from_row(row: &Row<'_>) -> rusqlite::Result<Resource> {
+    Ok(Resource { resource_id: row.get(0)?, path: row.get(1)?, name: row.get(2)?, created_at: row.get(3)? })
+}
+
+fn file_from_row(row: &Row<'_>) -> rusqlite::Result<FileRecord> {
+    Ok(FileRecord {
+        path: row.get(0)?,
+        content_hash: row.get(1)?,
+        token_count: row.get::<_, i64>(2)? as u64,
+        size_bytes: row.get::<_, i64>(3)? as u64,
+        language: row.get(4)?,
+        last_modified: row.get(5)?,
+    })
+}
+
+impl SqliteStore {
+    fn query_index(&self, sql_where: &str, param: &str) -> Result<Option<IndexMetadata>, StoreError> {
+        let sql = format!("SELECT {INDEX_COLUMNS} FROM repo_indexes WHERE {sql_where}");
+        let row = self.read(|c| c.query_row(&sql, [param], IndexRow::read).optional())?;
+        row.map(IndexRow::into_metadata).transpose()
+    }
+}
+
+impl Store for SqliteStore {
+    fn create_project(&self, name: &str) -> Result<Project, StoreError> {
+        let project = Project { project_id: new_ulid(), name: name.to_string(), created_at: to_iso(now_utc()) };
+        self.write(|tx| {
+            let exists: bool = tx
+                .query_row("SELECT EXISTS(SELECT 1 FROM projects WHERE name = ?1)", [name], |r| r.get(0))
+                .map_err(self.sql())?;
+            if exists {
+                return Err(StoreError::AlreadyExists { what: "project", name: name.to_string() });
+            }
+            tx.execute(
+                "INSERT INTO projects (project_id, name, created_at) VALUES (?1, ?2, ?3)",
+                params![project.project_id, project.name, project.created_at],
+            )
+            .map_err(self.sql())?;
+            Ok(())
+        })?;
+        Ok(project)
+    }
+
+    fn project(&self, name: &str) -> Result<Option<Project>, StoreError> {
+        self.read(|c| {
+            c.query_row("SELECT project_id, name, created_at FROM projects WHERE name = ?1", [name], project_from_row)
+                .optional()
+        })
+    }
+
+    fn projects(&self) -> Result<Vec<Project>, StoreError> {
+        self.read(|c| {
+            let mut st = c.prepare("SELECT project_id, name, created_at FROM projects ORDER BY name")?;
+            st.query_map([], project_from_row)?.collect()
+        })
+    }
+
+    fn project_resources(&self, project_id: &str) -> Result<Vec<Resource>, StoreError> {
+        self.read(|c| {
+            let mut st = c.prepare(
+                "SELECT r.resource_id, r.path, r.name, r.created_at FROM resources r \
+                 JOIN project_resources pr ON pr.resource_id = r.resource_id \
+                 WHERE pr.project_id = ?1 ORDER BY r.path",
+            )?;
+            st.query_map([project_id], resource_from_row)?.collect()
+        })
+    }
+
+    fn resource_projects(&self, resource_id: &str) -> Result<Vec<Project>, StoreError> {
+        self.read(|c| {
+            let mut st = c.prepare(
+                "SELECT p.project_id, p.name, p.created_at FROM projects p \
+                 JOIN project_resources pr ON pr.project_id = p.project_id \
+                 WHERE pr.resource_id = ?1 ORDER BY p.name",
+            )?;
+            st.query_map([resource_id], project_from_row)?.collect()
+        })
+    }
+
+    fn resource_by_path(&self, path: &str) -> Result<Option<Resource>, StoreError> {
+        self.read(|c| {
+            c.query_row(
+                "SELECT resource_id, path, name, created_at FROM resources WHERE path = ?1",
+                [path],
+                resource_from_row,
+            )
+            .optional()
+        })
+    }
+
+    fn resource(&self, resource_id: &str) -> Result<Option<Resource>, StoreError> {
+        self.read(|c| {
+            c.query_row(
+                "SELECT resource_id, path, name, created_at FROM resources WHERE resource_id = ?1",
+                [resource_id],
+                resource_from_row,
+            )
+            .optional()
+        })
+    }
+
+    fn resources(&self) -> Result<Vec<Resource>, StoreError> {
+        self.read(|c| {
+            let mut st = c.prepare("SELECT resource_id, path, name, created_at FROM resources ORDER BY path")?;
+            st.query_map([], resource_from_row)?.collect()
+        })
+    }
+
+    fn link_resource(&self, project_id: &str, path: &str, name: &str) -> Result<Resource, StoreError> {
+        self.write(|tx| {
+            let existing = tx
+                .query_row(
+                    "SELECT resource_id, path, name, created_at FROM resources WHERE path = ?1",
+                    [path],
+                    resource_from_row,
+                )
+                .optional()
+                .map_err(self.sql())?;
+            let now = to_iso(now_utc());
+            let resource = match existing {
+                Some(r) => r,
+                None => {
+                    let r = Resource {
+                        resource_id: new_ulid(),
+                        path: path.to_string(),
+                        name: name.to_string(),
+                        created_at: now.clone(),
+                    };
+                    tx.execute(
+                        "INSERT INTO resources (resource_id, path, name, created_at) VALUES (?1, ?2, ?3, ?4)",
+                        params![r.resource_id, r.path, r.name, r.created_at],
+                    )
+                    .map_err(self.sql())?;
+                    r
+                }
+            };
+            tx.execute(
+                "INSERT OR IGNORE INTO project_resources (project_id, resource_id, linked_at) VALUES (?1, ?2, ?3)",
+                params![project_id, resource.resource_id, now],
+            )
+            .map_err(self.sql())?;
+            Ok(resource)
+        })
+    }
+
+    fn unlink_resource(&self, project_id: &str, resource_id: &str) -> Result<bool, StoreError> {
+        self.write(|tx| {
+            let n = tx
+                .execute(
+                    "DELETE FROM project_resources WHERE project_id = ?1 AND resource_id = ?2",
+                    params![project_id, resource_id],
+                )
+                .map_err(self.sql())?;
+            let still_linked: bool = tx
+                .query_row(
+                    "SELECT EXISTS(SELECT 1 FROM project_resources WHERE resource_id = ?1)",
+                    [resource_id],
+                    |r| r.get(0),
+                )
+                .map_err(self.sql())?;
+            if !still_linked {
+                tx.execute("DELETE FROM repo_indexes WHERE resource_id = ?1", [resource_id]).map_err(self.sql())?;
+                tx.execute("DELETE FROM resources WHERE resource_id = ?1", [resource_id]).map_err(self.sql())?;
+            }
+            Ok(n > 0)
+        })
+    }
+
+    fn index_metadata(&self, resource_id: &str) -> Result<Option<IndexMetadata>, StoreError> {
+        self.query_index("resource_id = ?1", resource_id)
+    }
+
+    fn ensure_index(&self, resource_id: &str) -> Result<IndexMetadata, StoreError> {
+        if let Some(meta) = self.index_metadata(resource_id)? {
+            return Ok(meta);
+        }
+        let now = to_iso(now_utc());
+        self.write(|tx| {
+            tx.execute(
+                "INSERT OR IGNORE INTO repo_indexes (index_id, resource_id, indexed_at, status, created_at) \
+                 VALUES (?1, ?2, ?3, 'pending', ?3)",
+                params![new_ulid(), resource_id, now],
+            )
+            .map_err(self.sql())?;
+            Ok(())
+        })?;
+        self.index_metadata(resource_id)?
+            .ok_or_else(|| StoreError::NotFound { what: "index of resource", name: resource_id.to_string() })
+    }
+
+    fn set_index_status(
+        &self,
+        index_id: &str,
+        status: IndexStatus,
+        error_message: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.write(|tx| {
+            let n = tx
+                .execute(
+                    "UPDATE repo_indexes SET status = ?2, error_message = ?3 WHERE index_id = ?1",
+                    params![index_id, status.as_str(), error_message],
+                )
+                .map_err(self.sql())?;
+            if n == 0 {
+                return Err(StoreError::NotFound { what: "index", name: index_id.to_string() });
+            }
+            Ok(())
+        })
+    }
+
+    fn indexes_with_status(&self, status: IndexStatus) -> Result<Vec<IndexMetadata>, StoreError> {
+        let sql = format!("SELECT {INDEX_COLUMNS} FROM repo_indexes WHERE status = ?1 ORDER BY index_id");
+        let rows = self.read(|c| {
+            let mut st = c.prepare(&sql)?;
+            st.query_map([status.as_str()], IndexRow::read)?.collect::<rusqlite::Result<Vec<_>>>()
+        })?;
+        rows.into_iter().map(IndexRow::into_metadata).collect()
+    }
+
+    fn file_records(&self, index_id: &str) -> Result<Vec<FileRecord>, StoreError> {
+        self.read(|c| {
+            let mut st = c.prepare(
+                "SELECT path, content_hash, token_count, size_bytes, language, last_modified \
+                 FROM indexed_files WHERE index_id = ?1 ORDER BY path",
+            )?;
+            st.query_map([index_id], file_from_row)?.collect()
+        })
+    }
+
+    fn commit_index(&self, index_id: &str, commit: &IndexCommit) -> Result<IndexMetadata, StoreError> {
+        if commit.primary_language.is_empty() || commit.primary_language.len() > 50 {
+            return Err(agents_core::ValidationError::new(
+                "IndexMetadata",
+                "primary_language",
+                "must be 1-50 characters",
+            )
+            .into());
+        }
+        let now = to_iso(now_utc());
+        let report = serde_json::to_string(&commit.report).expect("report serialises");
+        let resource_id = self.write(|tx| {
+            {
+                let mut upsert = tx
+                    .prepare(
+                        "INSERT OR REPLACE INTO indexed_files \
+                         (index_id, path, content_hash, token_count, size_bytes, language, last_modified) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    )
+                    .map_err(self.sql())?;
+                for f in &commit.upserts {
+                    upsert
+                        .execute(params![
+                            index_id,
+                            f.path,
+                            f.content_hash,
+                            f.token_count as i64,
+                            f.size_bytes as i64,
+                            f.language,
+                            f.last_modified
+                        ])
+                        .map_err(self.sql())?;
+                }
+                let mut touch = tx
+                    .prepare("UPDATE indexed_files SET last_modified = ?3 WHERE index_id = ?1 AND path = ?2")
+                    .map_err(self.sql())?;
+                for (path, modified) in &commit.touched {
+                    touch.execute(params![index_id, path, modified]).map_err(self.sql())?;
+                }
+                let mut delete =
+                    tx.prepare("DELETE FROM indexed_files WHERE index_id = ?1 AND path = ?2").map_err(self.sql())?;
+                for path in &commit.removed {
+                    delete.execute(params![index_id, path]).map_err(self.sql())?;
+                }
+            }
+            let resource_id: String = tx
+                .query_row(
+                    "UPDATE repo_indexes SET indexed_at = ?2, file_count = ?3, token_estimate = ?4, \
+                     primary_language = ?5, status = 'ready', error_message = NULL \
+                     WHERE index_id = ?1 RETURNING resource_id",
+                    params![
+                        index_id,
+                        now,
+                        commit.file_count as i64,
+                        commit.token_estimate as i64,
+                        commit.primary_language
+                    ],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(self.sql())?
+                .ok_or_else(|| StoreError::NotFound { what: "index", name: index_id.to_string() })?;
+            tx.execute("DELETE FROM index_runs WHERE index_id = ?1", [index_id]).map_err(self.sql())?;
+            tx.execute(
+                "INSERT INTO index_runs (index_id, finished_at, report) VALUES (?1, ?2, ?3)",
+                params![index_id, now, report],
+            )
+            .map_err(self.sql())?;
+            Ok(resource_id)
+        })?;
+        self.index_metadata(&resource_id)?
+            .ok_or_else(|| StoreError::NotFound { what: "index", name: index_id.to_string() })
+    }
+
+    fn last_report(&self, index_id: &str) -> Result<Option<IndexReport>, StoreError> {
+        let text: Option<String> = self.read(|c| {
+            c.query_row(
+                "SELECT report FROM index_runs WHERE index_id = ?1 ORDER BY finished_at DESC LIMIT 1",
+                [index_id],
+                |r| r.get(0),
+            )
+            .optional()
+        })?;
+        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    }
+
+    fn remove_index(&self, resource_id: &str) -> Result<bool, StoreError> {
+        self.write(|tx| {
+            let n = tx.execute("DELETE FROM repo_indexes WHERE resource_id = ?1", [resource_id]).map_err(self.sql())?;
+            Ok(n > 0)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(path: &str, hash: char, tokens: u64) -> FileRecord {
+        FileRecord::new(
+            path.into(),
+            hash.to_string().repeat(64),
+            tokens,
+            tokens * 4,
+            "python".into(),
+            "2026-01-01T00:00:00.000000000Z".into(),
+        )
+        .unwrap()
+    }
+
+    fn store_with_resource() -> (SqliteStore, Resource, IndexMetadata) {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let p = store.create_project("demo").unwrap();
+        let r = store.link_resource(&p.project_id, "/tmp/demo", "demo").unwrap();
+        let meta = store.ensure_index(&r.resource_id).unwrap();
+        (store, r, meta)
+    }
+
+    #[test]
+    fn migrations_set_version_and_reopen_is_idempotent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agents.db");
+        let s = SqliteStore::open(&path).unwrap();
+        assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len() as i64);
+        drop(s);
+        let s = SqliteStore::open(&path).unwrap();
+        assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len() as i64);
+        let mode: String = s.read(|c| c.query_row("PRAGMA journal_mode", [], |r| r.get(0))).unwrap();
+        assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn corrupted_file_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agents.db");
+        std::fs::write(&path, b"this is definitely not a sqlite database, just some text padding it out").unwrap();
+        let err = SqliteStore::open(&path).unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+        assert!(err.to_string().contains("not a valid agents database"));
+        // and the file was left as it was
+        assert!(std::fs::read(&path).unwrap().starts_with(b"this is definitely"));
+    }
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agents.db");
+        drop(SqliteStore::open(&path).unwrap());
+        let c = Connection::open(&path).unwrap();
+        c.pragma_update(None, "user_version", 99).unwrap();
+        drop(c);
+        assert!(matches!(SqliteStore::open(&path).unwrap_err(), StoreError::TooNew { found: 99, .. }));
+    }
+
+    #[test]
+    fn projects_are_unique_and_sorted() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        store.create_project("zeta").unwrap();
+        store.create_project("alpha").unwrap();
+        assert!(matches!(store.create_project("zeta"), Err(StoreError::AlreadyExists { .. })));
+        let names: Vec<_> = store.projects().unwrap().into_iter().map(|p| p.name).collect();
+        assert_eq!(names, ["alpha", "zeta"]);
+    }
+
+    #[test]
+    fn resources_are_shared_between_projects_and_deleted_with_last_link() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let a = store.create_project("a").unwrap();
+        let b = store.create_project("b").unwrap();
+        let r1 = store.link_resource(&a.project_id, "/src/x", "x").unwrap();
+        let r2 = store.link_resource(&b.project_id, "/src/x", "x").unwrap();
+        assert_eq!(r1, r2);
+        store.ensure_index(&r1.resource_id).unwrap();
+        assert!(store.unlink_resource(&a.project_id, &r1.resource_id).unwrap());
+        assert!(store.resource(&r1.resource_id).unwrap().is_some());
+        assert!(store.unlink_resource(&b.project_id, &r1.resource_id).unwrap());
+        assert!(store.resource(&r1.resource_id).unwrap().is_none());
+        assert!(store.index_metadata(&r1.resource_id).unwrap().is_none());
+        assert!(!store.unlink_resource(&b.project_id, &r1.resource_id).unwrap());
+    }
+
+    #[test]
+    fn commit_replaces_files_and_marks_ready() {
+        let (store, r, meta) = store_with_resource();
+        assert_eq!(meta.status, IndexStatus::Pending);
+        store.set_index_status(&meta.index_id, IndexStatus::Indexing, None).unwrap();
+        let commit = IndexCommit {
+            upserts: vec![file("b.py", 'b', 5), file("a.py", 'a', 7)],
+            file_count: 2,
+            token_estimate: 12,
+            primary_language: "python".into(),
+            ..IndexCommit::default()
+        };
+        let done = store.commit_index(&meta.index_id, &commit).unwrap();
+        assert_eq!(done.status, IndexStatus::Ready);
+        assert_eq!(done.file_count, 2);
+        let paths: Vec<_> = store.file_records(&meta.index_id).unwrap().into_iter().map(|f| f.path).collect();
+        assert_eq!(paths, ["a.py", "b.py"]);
+
+        let commit = IndexCommit {
+            upserts: vec![file("a.py", 'c', 9)],
+            touched: vec![("b.py".into(), "2026-02-02T00:00:00Z".into())],
+            removed: vec![],
+            file_count: 2,
+            token_estimate: 14,
+            primary_language: "python".into(),
+            report: IndexReport { changed: 1, unchanged: 1, ..Default::default() },
+        };
+        store.commit_index(&meta.index_id, &commit).unwrap();
+        let files = store.file_records(&meta.index_id).unwrap();
+        assert_eq!(files[0].content_hash, "c".repeat(64));
+        assert_eq!(files[1].last_modified, "2026-02-02T00:00:00Z");
+        assert_eq!(store.last_report(&meta.index_id).unwrap().unwrap().changed, 1);
+
+        let bad = IndexCommit { removed: vec!["a.py".into()], ..IndexCommit::default() };
+        assert!(matches!(store.commit_index(&meta.index_id, &bad), Err(StoreError::Invalid(_))));
+        assert_eq!(store.file_records(&meta.index_id).unwrap().len(), 2, "a rejected commit changes nothing");
+        let commit = IndexCommit { primary_language: "python".into(), ..bad };
+        store.commit_index(&meta.index_id, &commit).unwrap();
+        assert_eq!(store.file_records(&meta.index_id).unwrap().len(), 1);
+        assert!(store.remove_index(&r.resource_id).unwrap());
+        assert!(store.file_records(&meta.index_id).unwrap().is_empty());
+    }
+
+    #[test]
+    fn status_transitions_and_lookup() {
+        let (store, _, meta) = store_with_resource();
+        store.set_index_status(&meta.index_id, IndexStatus::Indexing, None).unwrap();
+        assert_eq!(store.indexes_with_status(IndexStatus::Indexing).unwrap().len(), 1);
+        store.set_index_status(&meta.index_id, IndexStatus::Error, Some("boom")).unwrap();
+        let m = store.indexes_with_status(IndexStatus::Error).unwrap().remove(0);
+        assert_eq!(m.error_message.as_deref(), Some("boom"));
+        assert!(matches!(
+            store.set_index_status("01ARZ3NDEKTSV4RRFFQ69G5FAV", IndexStatus::Ready, None),
+            Err(StoreError::NotFound { .. })
+        ));
+    }
+}

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Indexing benchmark: `agents index` against Universal Ctags (`ctags -R`) in one run.
+
+Builds the benchmark corpora with ../shared/bench/make-corpus.sh (unless they
+exist), then, for each corpus, measures side by side:
+
+  * ctags -R over the tree (the speed reference), median of --runs runs
+  * agents index, full first index into a fresh $AGENTS_HOME, median of --runs runs
+  * agents index, no-change refresh
+  * agents index, refresh after modifying 10 files
+
+reporting wall time, files/s, MB/s and peak RSS (from wait4's rusage), and the
+ratio agents/ctags. Prints a Markdown table (pasted into the README) and
+writes the raw numbers as JSON.
+
+    scripts/bench-index.py [--corpus-dir DIR] [--sizes 10000,0] [--runs 3] [--json OUT]
+
+Size 0 means the full tree (~31,000 files).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MAKE_CORPUS = ROOT.parent / "shared" / "bench" / "make-corpus.sh"
+
+
+def run_measured(cmd, cwd=None, env=None):
+    """Runs cmd and returns (seconds, peak RSS MB, stdout) using wait4 for the child's own RSS."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            sys.exit(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{err.read().decode(errors='replace')}")
+        return elapsed, usage.ru_maxrss / 1024.0, out.read()
+
+
+def tree_stats(path):
+    files = 0
+    size = 0
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            if os.path.isfile(p) and not os.path.islink(p):
+                files += 1
+                size += os.path.getsize(p)
+    return files, size
+
+
+def median_run(n, fn):
+    results = [fn() for _ in range(n)]
+    times = [r[0] for r in results]
+    rss = max(r[1] for r in results)
+    return statistics.median(times), rss, results[-1][2]
+
+
+def bench_corpus(binary, corpus, runs):
+    files, size = tree_stats(corpus)
+    tags = Path(tempfile.mkdtemp()) / "tags"
+    ctags = median_run(runs, lambda: run_measured(["ctags", "-R", "-f", str(tags), "."], cwd=corpus))
+    shutil.rmtree(tags.parent, ignore_errors=True)
+
+    def fresh_index():
+        home = tempfile.mkdtemp(prefix="agents-bench-")
+        env = dict(os.environ, AGENTS_HOME=home)
+        try:
+            return run_measured([binary, "--quiet", "--json", "index", str(corpus)], env=env)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+
+    full = median_run(runs, fresh_index)
+    summary = json.loads(full[2])
+
+    home = tempfile.mkdtemp(prefix="agents-bench-")
+    env = dict(os.environ, AGENTS_HOME=home)
+    try:
+        run_measured([binary, "--quiet", "--json", "index", str(corpus)], env=env)
+        noop = median_run(runs, lambda: run_measured([binary, "--quiet", "--json", "index", str(corpus)], env=env))
+        noop_report = json.loads(noop[2])["report"]
+        assert noop_report["files_read"] == 0, noop_report
+        # Modify 10 indexed files (append a comment line), then refresh.
+        indexed = sorted(p for p in (corpus.rglob("*.py")) if ".git" not in p.parts)[:10]
+        originals = {p: p.read_bytes() for p in indexed}
+        try:
+            for p in indexed:
+                with open(p, "ab") as f:
+                    f.write(b"\n# modified by bench-index\n")
+            changed = run_measured([binary, "--quiet", "--json", "index", str(corpus)], env=env)
+            changed_report = json.loads(changed[2])["report"]
+        finally:
+            for p, data in originals.items():
+                p.write_bytes(data)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+    return {
+        "corpus": str(corpus),
+        "files": files,
+        "bytes": size,
+        "ctags": {"seconds": ctags[0], "rss_mb": ctags[1]},
+        "index": {
+            "seconds": full[0],
+            "rss_mb": full[1],
+            "indexed_files": summary["index"]["file_count"],
+            "tokens": summary["index"]["token_estimate"],
+            "skipped": summary["report"]["skipped"],
+        },
+        "refresh_noop": {"seconds": noop[0], "rss_mb": noop[1], "files_read": noop_report["files_read"]},
+        "refresh_10": {
+            "seconds": changed[0],
+            "rss_mb": changed[1],
+            "changed": changed_report["changed"],
+            "files_read": changed_report["files_read"],
+        },
+    }
+
+
+def markdown(results):
+    lines = [
+        "| corpus | files | MB | ctags -R | agents index | ratio | files/s | MB/s | peak RSS (ctags / agents) | no-change refresh | refresh, 10 changed |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        mb = r["bytes"] / 1e6
+        t = r["index"]["seconds"]
+        lines.append(
+            f"| {r['files']:,} files | {r['files']:,} | {mb:.0f} | {r['ctags']['seconds']:.2f} s | {t:.2f} s | "
+            f"{t / r['ctags']['seconds']:.2f}x | {r['files'] / t:,.0f} | {mb / t:.0f} | "
+            f"{r['ctags']['rss_mb']:.0f} / {r['index']['rss_mb']:.0f} MB | {r['refresh_noop']['seconds'] * 1000:.0f} ms | "
+            f"{r['refresh_10']['seconds'] * 1000:.0f} ms ({r['refresh_10']['changed']} changed) |"
+        )
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus-dir", default=os.path.join(tempfile.gettempdir(), "agents-bench-corpus"))
+    ap.add_argument("--sizes", default="10000,0", help="comma-separated file counts; 0 = all")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--json", help="write raw results here")
+    ap.add_argument("--binary", help="agents binary (default: build target/release/agents)")
+    args = ap.parse_args()
+
+    if shutil.which("ctags") is None:
+        sys.exit("ctags (Universal Ctags) is required as the reference")
+    binary = args.binary
+    if not binary:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "agents-cli"], cwd=ROOT, check=True)
+        binary = str(ROOT / "target" / "release" / "agents")
+
+    results = []
+    for size in [int(s) for s in args.sizes.split(",")]:
+        corpus = Path(args.corpus_dir) / (f"first-{size}" if size else "all")
+        if not corpus.exists():
+            subprocess.run(["bash", str(MAKE_CORPUS), str(corpus), str(size)], check=True, stdout=subprocess.DEVNULL)
+        print(f"benchmarking {corpus} ...", file=sys.stderr)
+        results.append(bench_corpus(binary, corpus, args.runs))
+
+    print(markdown(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
