@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use agents_core::indexing::{FileRecord, IndexMetadata, IndexReport, IndexStatus, RepoIndex, SkipReason};
 use agents_core::tokens::{TokenCounter, Tokenizer};
-use agents_store::{IndexCommit, Store, StoreError};
+use agents_store::{IndexCommit, SkippedFile, Store, StoreError};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
@@ -245,6 +245,8 @@ impl RepoIndexingService {
     ) -> Result<RepoIndex, IndexError> {
         let stored: HashMap<String, FileRecord> =
             self.store.file_records(&metadata.index_id)?.into_iter().map(|f| (f.path.clone(), f)).collect();
+        let known_skips: HashMap<String, SkippedFile> =
+            self.store.skipped_files(&metadata.index_id)?.into_iter().map(|f| (f.path.clone(), f)).collect();
 
         progress.start("walking", 0);
         let threads = rayon::current_num_threads().max(1);
@@ -261,10 +263,11 @@ impl RepoIndexingService {
         }
 
         progress.start("indexing", candidates.len() as u64);
-        let outcomes: Vec<(Outcome, u64)> = candidates
+        let outcomes: Vec<(Outcome, Option<u64>)> = candidates
             .par_iter()
             .map(|entry| {
-                let result = self.process(entry, stored.get(&entry.rel_path), options, mode);
+                let known = Known { record: stored.get(&entry.rel_path), skip: known_skips.get(&entry.rel_path) };
+                let result = self.process(entry, known, options, mode);
                 progress.advance(1);
                 result
             })
@@ -276,13 +279,21 @@ impl RepoIndexingService {
         let mut files: Vec<FileRecord> = Vec::with_capacity(candidates.len());
         let mut total_size = 0u64;
         for (entry, (outcome, bytes_read)) in candidates.iter().zip(outcomes) {
-            if bytes_read > 0 {
+            if let Some(bytes) = bytes_read {
                 report.files_read += 1;
-                report.bytes_read += bytes_read;
+                report.bytes_read += bytes;
             }
             let fresh = match outcome {
                 Ok(fresh) => fresh,
                 Err(reason) => {
+                    if reason == SkipReason::Binary {
+                        commit.skipped.push(SkippedFile {
+                            path: entry.rel_path.clone(),
+                            size_bytes: entry.size,
+                            last_modified: entry.modified.clone(),
+                            reason,
+                        });
+                    }
                     note_skip(&mut report, reason, entry.rel_path.clone());
                     continue;
                 }
@@ -330,40 +341,45 @@ impl RepoIndexingService {
     }
 
     /// Reads, classifies and measures one file. Returns the outcome and the
-    /// number of bytes read (0 when the stored record was trusted).
+    /// number of bytes read (`None` when the stored state was trusted).
     fn process(
         &self,
         entry: &WalkEntry,
-        stored: Option<&FileRecord>,
+        known: Known<'_>,
         options: &IndexOptions,
         mode: Mode,
-    ) -> (Outcome, u64) {
+    ) -> (Outcome, Option<u64>) {
         if options.max_file_size.is_some_and(|max| entry.size > max) {
-            return (Err(SkipReason::TooLarge), 0);
+            return (Err(SkipReason::TooLarge), None);
         }
-        if mode == Mode::Refresh
-            && let Some(old) = stored
-            && old.size_bytes == entry.size
-            && old.last_modified == entry.modified
-        {
-            return (Ok(Fresh::Unchanged { touched: false }), 0);
+        if mode == Mode::Refresh {
+            if let Some(old) = known.record
+                && old.size_bytes == entry.size
+                && old.last_modified == entry.modified
+            {
+                return (Ok(Fresh::Unchanged { touched: false }), None);
+            }
+            if let Some(skip) = known.skip
+                && skip.size_bytes == entry.size
+                && skip.last_modified == entry.modified
+            {
+                return (Err(skip.reason), None);
+            }
         }
-        let bytes = match read_file(&entry.abs_path, entry.size) {
-            Ok(bytes) => bytes,
-            Err(_) => return (Err(SkipReason::Unreadable), 0),
+        let bytes = match read_text(&entry.abs_path, entry.size) {
+            Ok(Content::Text(bytes)) => bytes,
+            Ok(Content::Binary { probed }) => return (Err(SkipReason::Binary), Some(probed)),
+            Err(_) => return (Err(SkipReason::Unreadable), None),
         };
         let read = bytes.len() as u64;
         if options.max_file_size.is_some_and(|max| read > max) {
-            return (Err(SkipReason::TooLarge), read);
-        }
-        if bytes[..bytes.len().min(BINARY_PROBE)].contains(&0) {
-            return (Err(SkipReason::Binary), read);
+            return (Err(SkipReason::TooLarge), Some(read));
         }
         let content_hash = hex(&Sha256::digest(&bytes));
-        if let Some(old) = stored
+        if let Some(old) = known.record
             && old.content_hash == content_hash
         {
-            return (Ok(Fresh::Unchanged { touched: old.last_modified != entry.modified }), read);
+            return (Ok(Fresh::Unchanged { touched: old.last_modified != entry.modified }), Some(read));
         }
         let text = String::from_utf8_lossy(&bytes);
         let first_line = needs_first_line(&entry.rel_path).then(|| text.lines().next().unwrap_or(""));
@@ -376,8 +392,35 @@ impl RepoIndexingService {
             language: language.to_string(),
             last_modified: entry.modified.clone(),
         };
-        (Ok(Fresh::Record(record)), read)
+        (Ok(Fresh::Record(record)), Some(read))
     }
+}
+
+/// What the store knows of a path from the previous run.
+#[derive(Clone, Copy)]
+struct Known<'a> {
+    record: Option<&'a FileRecord>,
+    skip: Option<&'a SkippedFile>,
+}
+
+enum Content {
+    Text(Vec<u8>),
+    /// NUL bytes in the first block; only `probed` bytes were read.
+    Binary {
+        probed: u64,
+    },
+}
+
+/// Reads a file, stopping after the first block when it is binary.
+fn read_text(path: &Path, size_hint: u64) -> std::io::Result<Content> {
+    let mut file = std::fs::File::open(path)?;
+    let mut bytes = Vec::with_capacity(size_hint as usize + 1);
+    (&mut file).take(BINARY_PROBE as u64).read_to_end(&mut bytes)?;
+    if bytes.contains(&0) {
+        return Ok(Content::Binary { probed: bytes.len() as u64 });
+    }
+    file.read_to_end(&mut bytes)?;
+    Ok(Content::Text(bytes))
 }
 
 fn check_root(root: &Path) -> Result<(), IndexError> {
@@ -387,13 +430,6 @@ fn check_root(root: &Path) -> Result<(), IndexError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(IndexError::NotFound(root.to_path_buf())),
         Err(source) => Err(IndexError::Io { path: root.to_path_buf(), source }),
     }
-}
-
-fn read_file(path: &Path, size_hint: u64) -> std::io::Result<Vec<u8>> {
-    let mut file = std::fs::File::open(path)?;
-    let mut bytes = Vec::with_capacity(size_hint as usize + 1);
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -565,6 +601,11 @@ mod tests {
         fx.write("big.txt", &vec![b'a'; 2000]);
         fx.write("vendor/lib.js", b"var x;");
         fx.write("notes.md", b"# notes");
+        let idx = fx.refresh(&IndexOptions::default());
+        assert_eq!(report(&idx).skipped.get(&SkipReason::Binary), Some(&1));
+        let idx = fx.refresh(&IndexOptions::default());
+        assert_eq!(report(&idx).files_read, 0, "a known binary is not read again");
+        assert_eq!(report(&idx).skipped.get(&SkipReason::Binary), Some(&1), "but still reported");
         let options = IndexOptions {
             max_file_size: Some(1000),
             exclude_globs: vec!["vendor/**".into()],

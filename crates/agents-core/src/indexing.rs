@@ -178,6 +178,23 @@ impl SkipReason {
     }
 }
 
+impl FromStr for SkipReason {
+    type Err = ValidationError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        const ALL: [SkipReason; 6] = [
+            SkipReason::Binary,
+            SkipReason::TooLarge,
+            SkipReason::TotalSizeLimit,
+            SkipReason::Unreadable,
+            SkipReason::BrokenSymlink,
+            SkipReason::Excluded,
+        ];
+        ALL.into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| ValidationError::new("SkippedFile", "reason", format!("unknown skip reason `{s}`")))
+    }
+}
+
 /// What one indexing or refresh run did.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct IndexReport {
@@ -189,7 +206,8 @@ pub struct IndexReport {
     pub skipped: BTreeMap<SkipReason, u64>,
     /// Up to a few example paths per skip reason, for the user to check.
     pub skipped_examples: BTreeMap<SkipReason, Vec<String>>,
-    /// Files whose content was read and hashed in this run.
+    /// Files whose content was read in this run (wholly, or a first block
+    /// to recognise a binary).
     pub files_read: u64,
     /// Bytes read in this run.
     pub bytes_read: u64,

@@ -23,7 +23,7 @@ pub use atomic::atomic_write;
 pub use error::StoreError;
 pub use sqlite::SqliteStore;
 
-use agents_core::indexing::{FileRecord, IndexMetadata, IndexReport, IndexStatus};
+use agents_core::indexing::{FileRecord, IndexMetadata, IndexReport, IndexStatus, SkipReason};
 use serde::{Deserialize, Serialize};
 
 /// A named project; resources are linked to it.
@@ -45,6 +45,16 @@ pub struct Resource {
     pub created_at: String,
 }
 
+/// A file left out of an index because of its content (e.g. binary),
+/// remembered so a refresh need not read it again while its stat is unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedFile {
+    pub path: String,
+    pub size_bytes: u64,
+    pub last_modified: String,
+    pub reason: SkipReason,
+}
+
 /// The changes of one indexing run, applied in one transaction.
 #[derive(Clone, Debug, Default)]
 pub struct IndexCommit {
@@ -54,6 +64,8 @@ pub struct IndexCommit {
     pub touched: Vec<(String, String)>,
     /// Paths that are gone.
     pub removed: Vec<String>,
+    /// The complete list of content-skipped files (replaces the stored one).
+    pub skipped: Vec<SkippedFile>,
     pub file_count: u64,
     pub token_estimate: u64,
     pub primary_language: String,
@@ -97,6 +109,8 @@ pub trait Store: Send + Sync {
     fn indexes_with_status(&self, status: IndexStatus) -> Result<Vec<IndexMetadata>, StoreError>;
     /// Every file record of an index, sorted by path.
     fn file_records(&self, index_id: &str) -> Result<Vec<FileRecord>, StoreError>;
+    /// Files the last run skipped for their content, sorted by path.
+    fn skipped_files(&self, index_id: &str) -> Result<Vec<SkippedFile>, StoreError>;
     /// Applies a run's changes and marks the index `ready`, atomically.
     fn commit_index(&self, index_id: &str, commit: &IndexCommit) -> Result<IndexMetadata, StoreError>;
     /// The report of the latest completed run of an index.

@@ -53,4 +53,16 @@ CREATE TABLE index_runs (
 );
 CREATE INDEX ix_index_runs_index_id ON index_runs(index_id, finished_at);
 "#,
+    // 2: files skipped for their content (binary), so a refresh can skip
+    // them again by size and mtime without reading them.
+    r#"
+CREATE TABLE skipped_files (
+    index_id      VARCHAR(26) NOT NULL REFERENCES repo_indexes(index_id) ON DELETE CASCADE,
+    path          VARCHAR(1024) NOT NULL,
+    size_bytes    INTEGER NOT NULL,
+    last_modified VARCHAR(40) NOT NULL,
+    reason        VARCHAR(20) NOT NULL,
+    PRIMARY KEY (index_id, path)
+);
+"#,
 ];

@@ -9,7 +9,7 @@ use agents_core::indexing::{FileRecord, IndexMetadata, IndexReport, IndexStatus}
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, Transaction, params};
 
 use crate::migrations::MIGRATIONS;
-use crate::{IndexCommit, Project, Resource, Store, StoreError};
+use crate::{IndexCommit, Project, Resource, SkippedFile, Store, StoreError};
 
 /// How long a writer waits for another writer before reporting `Locked`.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -455,6 +455,17 @@ impl Store for SqliteStore {
                 for path in &commit.removed {
                     delete.execute(params![index_id, path]).map_err(self.sql())?;
                 }
+                tx.execute("DELETE FROM skipped_files WHERE index_id = ?1", [index_id]).map_err(self.sql())?;
+                let mut skip = tx
+                    .prepare(
+                        "INSERT OR REPLACE INTO skipped_files (index_id, path, size_bytes, last_modified, reason) \
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
+                    )
+                    .map_err(self.sql())?;
+                for f in &commit.skipped {
+                    skip.execute(params![index_id, f.path, f.size_bytes as i64, f.last_modified, f.reason.as_str()])
+                        .map_err(self.sql())?;
+                }
             }
             let resource_id: String = tx
                 .query_row(
@@ -483,6 +494,20 @@ impl Store for SqliteStore {
         })?;
         self.index_metadata(&resource_id)?
             .ok_or_else(|| StoreError::NotFound { what: "index", name: index_id.to_string() })
+    }
+
+    fn skipped_files(&self, index_id: &str) -> Result<Vec<SkippedFile>, StoreError> {
+        let rows: Vec<(String, i64, String, String)> = self.read(|c| {
+            let mut st = c.prepare(
+                "SELECT path, size_bytes, last_modified, reason FROM skipped_files WHERE index_id = ?1 ORDER BY path",
+            )?;
+            st.query_map([index_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect()
+        })?;
+        rows.into_iter()
+            .map(|(path, size, last_modified, reason)| {
+                Ok(SkippedFile { path, size_bytes: size.max(0) as u64, last_modified, reason: reason.parse()? })
+            })
+            .collect()
     }
 
     fn last_report(&self, index_id: &str) -> Result<Option<IndexReport>, StoreError> {
@@ -614,6 +639,12 @@ mod tests {
             upserts: vec![file("a.py", 'c', 9)],
             touched: vec![("b.py".into(), "2026-02-02T00:00:00Z".into())],
             removed: vec![],
+            skipped: vec![SkippedFile {
+                path: "logo.png".into(),
+                size_bytes: 3,
+                last_modified: "2026-02-02T00:00:00Z".into(),
+                reason: agents_core::indexing::SkipReason::Binary,
+            }],
             file_count: 2,
             token_estimate: 14,
             primary_language: "python".into(),
@@ -624,6 +655,7 @@ mod tests {
         assert_eq!(files[0].content_hash, "c".repeat(64));
         assert_eq!(files[1].last_modified, "2026-02-02T00:00:00Z");
         assert_eq!(store.last_report(&meta.index_id).unwrap().unwrap().changed, 1);
+        assert_eq!(store.skipped_files(&meta.index_id).unwrap()[0].path, "logo.png");
 
         let bad = IndexCommit { removed: vec!["a.py".into()], ..IndexCommit::default() };
         assert!(matches!(store.commit_index(&meta.index_id, &bad), Err(StoreError::Invalid(_))));
