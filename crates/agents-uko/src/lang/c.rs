@@ -1,0 +1,16 @@
+//! (placeholder: being written)
+
+use crate::lang::Analyzer;
+use crate::model::{FileAnalysis, NodeKind};
+
+pub struct CAnalyzer;
+
+impl Analyzer for CAnalyzer {
+    fn languages(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn analyze(&self, _language: &str, path: &str, text: &str) -> FileAnalysis {
+        FileAnalysis::file_only(NodeKind::File, path, text)
+    }
+}

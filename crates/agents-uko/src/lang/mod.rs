@@ -1,0 +1,326 @@
+//! Language analyzers: one module per language family, all on tree-sitter,
+//! plus a file-level fallback for every other text file.
+//!
+//! An [`Analyzer`] turns `(language, path, text)` into a [`FileAnalysis`]
+//! and knows how its language's import specifiers map to files
+//! ([`Analyzer::resolve_import`]). [`analyzer_for`] is the registry.
+//! [`FileBuilder`] and the helpers below are shared by every analyzer so
+//! symbol paths, spans, doc cleaning and syntax warnings work the same way
+//! everywhere.
+
+use std::collections::HashMap;
+
+use tree_sitter::{Node, Parser, Tree};
+
+use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span, SymbolNode, file_name};
+use crate::resolve::ResolveContext;
+
+pub mod c;
+pub mod fallback;
+pub mod go;
+pub mod java;
+pub mod javascript;
+pub mod markdown;
+pub mod python;
+pub mod rust;
+
+/// Extracts structure from files of some languages.
+pub trait Analyzer: Send + Sync {
+    /// Language names (as `agents-acms` detects them) this analyzer handles.
+    fn languages(&self) -> &'static [&'static str];
+
+    /// Extracts nodes and raw references. Never fails: a file that does not
+    /// parse yields what the partial tree holds plus a warning.
+    fn analyze(&self, language: &str, path: &str, text: &str) -> FileAnalysis;
+
+    /// The indexed file an import reference (`RefKind::Import`) of `from_path`
+    /// names, or `None` when it names something outside the resource
+    /// (a package, the standard library, a system header). Must never guess:
+    /// an ambiguous specifier stays unresolved.
+    fn resolve_import(&self, _ctx: &ResolveContext<'_>, _from_path: &str, _reference: &Reference) -> Option<String> {
+        None
+    }
+}
+
+static ANALYZERS: &[&dyn Analyzer] = &[
+    &python::PythonAnalyzer,
+    &javascript::JavaScriptAnalyzer,
+    &rust::RustAnalyzer,
+    &go::GoAnalyzer,
+    &java::JavaAnalyzer,
+    &c::CAnalyzer,
+    &markdown::MarkdownAnalyzer,
+];
+
+/// The analyzer for a detected language; the file-level fallback for any other.
+pub fn analyzer_for(language: &str) -> &'static dyn Analyzer {
+    ANALYZERS.iter().copied().find(|a| a.languages().contains(&language)).unwrap_or(&fallback::FallbackAnalyzer)
+}
+
+/// Every language with a structural (tree-sitter) analyzer, sorted.
+pub fn structured_languages() -> Vec<&'static str> {
+    let mut all: Vec<&'static str> = ANALYZERS.iter().flat_map(|a| a.languages().iter().copied()).collect();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
+/// Analyzes one file with the analyzer for its language.
+pub fn analyze(language: &str, path: &str, text: &str) -> FileAnalysis {
+    analyzer_for(language).analyze(language, path, text)
+}
+
+/// Parses `text` with a grammar. `None` only if the grammar cannot be loaded
+/// (an ABI mismatch, a bug) or parsing was cancelled.
+pub fn parse(language: &tree_sitter::Language, text: &str) -> Option<Tree> {
+    let mut parser = Parser::new();
+    parser.set_language(language).ok()?;
+    parser.parse(text, None)
+}
+
+/// The source text of a node.
+pub fn node_text<'t>(node: &Node<'_>, text: &'t str) -> &'t str {
+    text.get(node.start_byte()..node.end_byte()).unwrap_or("")
+}
+
+/// Text of the named field of a node, if present.
+pub fn field_text<'t>(node: &Node<'_>, field: &str, text: &'t str) -> Option<&'t str> {
+    node.child_by_field_name(field).map(|n| node_text(&n, text))
+}
+
+/// A declaration's header: its text from its start up to `body` (or the
+/// whole node when there is no body), with runs of whitespace collapsed and a
+/// trailing `{` or `:` removed.
+pub fn signature_until(node: &Node<'_>, body: Option<Node<'_>>, text: &str) -> String {
+    let end = body.map_or(node.end_byte(), |b| b.start_byte());
+    let raw = text.get(node.start_byte()..end).unwrap_or("");
+    let collapsed = raw.split_whitespace().collect::<Vec<_>>().join(" ");
+    collapsed.trim_end_matches(['{', ':', ' ', ';']).to_string()
+}
+
+/// Removes comment markers from a doc comment or docstring and trims
+/// common indentation: `///`, `//!`, `//`, `/** */`, `/* */`, `#`,
+/// Python string quotes (`"""`, `'''`, `r"""`, `"`), and leading `*` of
+/// block comment lines. Returns `None` if nothing but markers remains.
+pub fn clean_doc(raw: &str) -> Option<String> {
+    let mut s = raw.trim();
+    for prefix in ["r\"\"\"", "R\"\"\"", "u\"\"\"", "\"\"\"", "r'''", "'''", "/**", "/*!", "/*"] {
+        if let Some(rest) = s.strip_prefix(prefix) {
+            s = rest;
+            break;
+        }
+    }
+    for suffix in ["\"\"\"", "'''", "*/"] {
+        if let Some(rest) = s.strip_suffix(suffix) {
+            s = rest;
+            break;
+        }
+    }
+    if s.len() >= 2 && ((s.starts_with('"') && s.ends_with('"')) || (s.starts_with('\'') && s.ends_with('\''))) {
+        s = &s[1..s.len() - 1];
+    }
+    let lines: Vec<&str> = s
+        .lines()
+        .map(|line| {
+            let t = line.trim_start();
+            for marker in ["///", "//!", "//", "#!", "#"] {
+                if let Some(rest) = t.strip_prefix(marker) {
+                    return rest.strip_prefix(' ').unwrap_or(rest);
+                }
+            }
+            if let Some(rest) = t.strip_prefix('*')
+                && !rest.starts_with('/')
+            {
+                return rest.strip_prefix(' ').unwrap_or(rest);
+            }
+            line
+        })
+        .collect();
+    // Trim common indentation of the non-empty lines after the first.
+    let indent = lines
+        .iter()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        let line = if i == 0 { line.trim() } else { line.get(indent..).unwrap_or(line.trim_start()) };
+        out.push(line.trim_end().to_string());
+    }
+    while out.last().is_some_and(|l| l.is_empty()) {
+        out.pop();
+    }
+    while out.first().is_some_and(|l| l.is_empty()) {
+        out.remove(0);
+    }
+    let joined = out.join("\n");
+    if joined.trim().is_empty() { None } else { Some(joined) }
+}
+
+/// The comments that directly precede `node` (consecutive comment siblings
+/// with no blank line between them and the node), cleaned. `is_comment`
+/// says which node kinds are comments in the grammar.
+pub fn preceding_comments(node: &Node<'_>, text: &str, is_comment: impl Fn(&Node<'_>) -> bool) -> Option<String> {
+    let mut parts = Vec::new();
+    let mut next_start_row = node.start_position().row;
+    let mut current = node.prev_sibling();
+    while let Some(sibling) = current {
+        if !is_comment(&sibling) || sibling.end_position().row + 1 < next_start_row {
+            break;
+        }
+        parts.push(node_text(&sibling, text));
+        next_start_row = sibling.start_position().row;
+        current = sibling.prev_sibling();
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    parts.reverse();
+    let cleaned: Vec<String> = parts.iter().filter_map(|p| clean_doc(p)).collect();
+    if cleaned.is_empty() { None } else { Some(cleaned.join("\n")) }
+}
+
+/// Builds a [`FileAnalysis`]: node 0 is the file; [`FileBuilder::add`]
+/// computes unique symbol paths.
+pub struct FileBuilder {
+    analysis: FileAnalysis,
+    seen: HashMap<String, u32>,
+}
+
+impl FileBuilder {
+    pub fn new(kind: NodeKind, path: &str, text: &str) -> FileBuilder {
+        FileBuilder { analysis: FileAnalysis::file_only(kind, path, text), seen: HashMap::new() }
+    }
+
+    /// Adds a node under `parent` and returns its index.
+    pub fn add(
+        &mut self,
+        parent: usize,
+        kind: NodeKind,
+        name: &str,
+        span: Span,
+        signature: Option<String>,
+        doc: Option<String>,
+    ) -> usize {
+        let parent_path = &self.analysis.nodes[parent].symbol_path;
+        let base = if parent_path.is_empty() { name.to_string() } else { format!("{parent_path}.{name}") };
+        let count = self.seen.entry(base.clone()).or_insert(0);
+        *count += 1;
+        let symbol_path = if *count == 1 { base } else { format!("{base}~{count}") };
+        self.analysis.nodes.push(SymbolNode {
+            kind,
+            name: name.to_string(),
+            symbol_path,
+            parent: Some(parent),
+            span,
+            signature,
+            doc,
+        });
+        self.analysis.nodes.len() - 1
+    }
+
+    /// Records a reference by name (a call, inheritance or mention).
+    pub fn reference(&mut self, from: usize, kind: RefKind, target: impl Into<String>, span: Span) {
+        let target = target.into();
+        if target.is_empty() {
+            return;
+        }
+        self.analysis.references.push(Reference { from, kind, target, names: Vec::new(), system: false, span });
+    }
+
+    /// Records an import of module `target` bringing `names` into scope.
+    pub fn import(&mut self, from: usize, target: impl Into<String>, names: Vec<String>, system: bool, span: Span) {
+        let target = target.into();
+        if target.is_empty() {
+            return;
+        }
+        self.analysis.references.push(Reference { from, kind: RefKind::Import, target, names, system, span });
+    }
+
+    /// Sets the doc of an existing node (e.g. a module docstring on node 0).
+    pub fn set_doc(&mut self, index: usize, doc: Option<String>) {
+        self.analysis.nodes[index].doc = doc;
+    }
+
+    pub fn kind(&self, index: usize) -> NodeKind {
+        self.analysis.nodes[index].kind
+    }
+
+    pub fn warn(&mut self, message: impl Into<String>) {
+        self.analysis.warnings.push(message.into());
+    }
+
+    /// Adds up to five "syntax error" warnings for ERROR/MISSING nodes.
+    pub fn syntax_warnings(&mut self, tree: &Tree) {
+        if !tree.root_node().has_error() {
+            return;
+        }
+        let mut found = Vec::new();
+        collect_errors(tree.root_node(), &mut found);
+        for (line, missing) in found.iter().take(5) {
+            let what = if *missing { "missing syntax" } else { "syntax error" };
+            self.warn(format!("line {line}: {what}; the tree is partial"));
+        }
+        if found.is_empty() {
+            self.warn("syntax error; the tree is partial");
+        }
+    }
+
+    pub fn finish(self) -> FileAnalysis {
+        self.analysis
+    }
+}
+
+fn collect_errors(node: Node<'_>, out: &mut Vec<(usize, bool)>) {
+    if out.len() >= 5 {
+        return;
+    }
+    if node.is_error() || node.is_missing() {
+        out.push((node.start_position().row + 1, node.is_missing()));
+        return;
+    }
+    if !node.has_error() {
+        return;
+    }
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        collect_errors(child, out);
+    }
+}
+
+/// The file's name without extension, for module-style names.
+pub fn file_stem(path: &str) -> &str {
+    let name = file_name(path);
+    name.split_once('.').map_or(name, |(stem, _)| stem)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_doc_strips_markers() {
+        assert_eq!(clean_doc("/// Adds two.\n/// Returns sum.").unwrap(), "Adds two.\nReturns sum.");
+        assert_eq!(clean_doc("/**\n * Parses.\n * @param x the x\n */").unwrap(), "Parses.\n@param x the x");
+        assert_eq!(clean_doc("\"\"\"Run it.\n\n    Details here.\n    \"\"\"").unwrap(), "Run it.\n\nDetails here.");
+        assert_eq!(clean_doc("# comment").unwrap(), "comment");
+        assert_eq!(clean_doc("//"), None);
+        assert_eq!(clean_doc("'single'").unwrap(), "single");
+    }
+
+    #[test]
+    fn builder_makes_unique_paths() {
+        let mut b = FileBuilder::new(NodeKind::Module, "a/b.py", "x");
+        let c = b.add(0, NodeKind::Class, "C", Span::default(), None, None);
+        let m1 = b.add(c, NodeKind::Method, "m", Span::default(), None, None);
+        let m2 = b.add(c, NodeKind::Method, "m", Span::default(), None, None);
+        let a = b.finish();
+        assert_eq!(a.nodes[0].name, "b.py");
+        assert_eq!(a.nodes[c].symbol_path, "C");
+        assert_eq!(a.nodes[m1].symbol_path, "C.m");
+        assert_eq!(a.nodes[m2].symbol_path, "C.m~2");
+        assert_eq!(a.children(c), [m1, m2]);
+    }
+}
