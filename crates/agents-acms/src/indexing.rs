@@ -89,6 +89,14 @@ pub enum IndexError {
     Store(#[from] StoreError),
 }
 
+impl IndexOptions {
+    /// Checks the options (globs) without touching anything, so callers can
+    /// refuse bad input before their first write.
+    pub fn validate(&self) -> Result<(), IndexError> {
+        PathFilter::new(&self.include_globs, &self.exclude_globs).map(|_| ())
+    }
+}
+
 /// Whether a run may trust stored size+mtime to skip reading a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {

@@ -35,10 +35,13 @@ fn open(path: &Path) -> std::io::Result<File> {
     OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
 }
 
+/// Writes our pid over the file's content without ever leaving it empty,
+/// so a concurrent reader sees the old pid or the new one.
 fn stamp(file: &mut File) -> std::io::Result<()> {
-    file.set_len(0)?;
+    let pid = std::process::id().to_string();
     file.seek(SeekFrom::Start(0))?;
-    write!(file, "{}", std::process::id())?;
+    file.write_all(pid.as_bytes())?;
+    file.set_len(pid.len() as u64)?;
     file.flush()
 }
 

@@ -77,9 +77,13 @@ impl ProjectService {
 
     /// The project of `name`, created if missing.
     pub fn get_or_create(&self, name: &str) -> Result<Project, ProjectError> {
-        match self.store.project(name)? {
-            Some(p) => Ok(p),
-            None => self.create(name),
+        if let Some(p) = self.store.project(name)? {
+            return Ok(p);
+        }
+        match self.create(name) {
+            // Another process created it between the read and the insert.
+            Err(ProjectError::Store(StoreError::AlreadyExists { .. })) => self.get(name),
+            other => other,
         }
     }
 

@@ -64,7 +64,18 @@ pub fn walk(root: &Path, options: &WalkOptions) -> WalkResult {
     });
     // Each thread's buffer flushed itself when its visitor was dropped.
     let mut result = result.into_inner().unwrap_or_else(|p| p.into_inner());
-    result.files.sort_unstable_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    result.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path).then_with(|| a.abs_path.cmp(&b.abs_path)));
+    // Names that are not UTF-8 are stored lossily; two that collide would
+    // share one record, so only the first (by raw name) is indexed.
+    let mut collisions = Vec::new();
+    result.files.dedup_by(|later, first| {
+        let same = later.rel_path == first.rel_path;
+        if same {
+            collisions.push(later.rel_path.clone());
+        }
+        same
+    });
+    result.skipped.extend(collisions.into_iter().map(|p| (SkipReason::Unreadable, p)));
     result.skipped.sort();
     result
 }

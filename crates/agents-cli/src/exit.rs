@@ -60,6 +60,7 @@ fn project_code(e: &ProjectError) -> u8 {
         | ProjectError::NotFound(_)
         | ProjectError::NotADirectory(_)
         | ProjectError::NotLinked { .. } => USAGE,
+        ProjectError::Store(agents_store::StoreError::AlreadyExists { .. }) => USAGE,
         ProjectError::Io { .. } | ProjectError::Store(_) => FAILURE,
     }
 }

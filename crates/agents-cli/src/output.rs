@@ -1,6 +1,8 @@
 //! The printer: every command's output goes through here, as JSON for
 //! machines (`--json`) or text for people. Data on stdout, messages on stderr.
 
+use std::io::Write;
+
 use serde::Serialize;
 
 /// Where and how a command reports.
@@ -11,18 +13,18 @@ pub struct Printer {
 }
 
 impl Printer {
-    /// Prints `value` as pretty JSON, or the text `human` renders.
+    /// Prints `value` as pretty JSON, or the text `human` renders. A reader
+    /// that went away (`agents ... | head`) is not an error.
     pub fn emit<T: Serialize>(&self, value: &T, human: impl FnOnce() -> String) -> anyhow::Result<()> {
-        if self.json {
-            println!("{}", serde_json::to_string_pretty(value)?);
-        } else {
-            let text = human();
-            print!("{text}");
-            if !text.is_empty() && !text.ends_with('\n') {
-                println!();
-            }
+        let mut text = if self.json { serde_json::to_string_pretty(value)? } else { human() };
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
         }
-        Ok(())
+        let mut stdout = std::io::stdout().lock();
+        match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+            _ => Ok(()),
+        }
     }
 
     /// An informational line on stderr (suppressed by --quiet and --json).

@@ -159,6 +159,7 @@ impl Engine {
         options: &IndexOptions,
         progress: &dyn Progress,
     ) -> Result<IndexOutcome, EngineError> {
+        options.validate()?;
         let project = self.projects.get(project)?;
         let existed = self.store.resource_by_path(&canonical_dir(path)?.to_string_lossy())?.is_some();
         let resource = self.projects.link(&project, path)?;
@@ -176,6 +177,7 @@ impl Engine {
         options: &IndexOptions,
         progress: &dyn Progress,
     ) -> Result<IndexOutcome, EngineError> {
+        options.validate()?;
         let dir = canonical_dir(path)?;
         let (resource, new_resource) = match self.projects.resource_containing(&dir)? {
             Some(r) => (r, false),

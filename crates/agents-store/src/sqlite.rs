@@ -71,8 +71,22 @@ impl SqliteStore {
         let conn = self.conn();
         let err = |e| classify(&self.path, e);
         conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
-        // The first real read: a corrupted file fails here.
-        let _: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(err)?;
+        // The first real read: a corrupted file fails here. Switching to WAL
+        // needs a moment alone with the file and does not wait on the busy
+        // handler, so retry while another process is opening it.
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+                Ok(_) => break,
+                Err(e)
+                    if matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(err(e)),
+            }
+        }
         conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;").map_err(err)?;
         Ok(())
     }
@@ -80,17 +94,23 @@ impl SqliteStore {
     fn migrate(&self) -> Result<(), StoreError> {
         let mut conn = self.conn();
         let err = |e| classify(&self.path, e);
-        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(err)?;
         let known = MIGRATIONS.len() as i64;
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(err)?;
+        if version == known {
+            return Ok(());
+        }
+        // Read the version again under the write lock: another process may
+        // have migrated between our read and our lock.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(err)?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(err)?;
         if version > known {
             return Err(StoreError::TooNew { path: self.path.clone(), found: version, known });
         }
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(err)?;
+        for sql in MIGRATIONS.iter().skip(version as usize) {
             tx.execute_batch(sql).map_err(err)?;
-            tx.pragma_update(None, "user_version", (i + 1) as i64).map_err(err)?;
-            tx.commit().map_err(err)?;
         }
+        tx.pragma_update(None, "user_version", known).map_err(err)?;
+        tx.commit().map_err(err)?;
         Ok(())
     }
 

@@ -7,4 +7,5 @@
 
 pub mod lang;
 pub mod model;
+pub mod render;
 pub mod resolve;

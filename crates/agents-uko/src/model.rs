@@ -125,10 +125,7 @@ impl NodeKind {
 
     /// Kinds whose children are members (so a call `self.x()` resolves in them).
     pub fn is_type_scope(self) -> bool {
-        matches!(
-            self,
-            NodeKind::Class | NodeKind::Interface | NodeKind::Trait | NodeKind::Struct | NodeKind::Enum
-        )
+        matches!(self, NodeKind::Class | NodeKind::Interface | NodeKind::Trait | NodeKind::Struct | NodeKind::Enum)
     }
 
     /// Kinds that can be called.

@@ -1,0 +1,286 @@
+//! Detail-depth rendering: every node at depths 0-9 (the spec's table).
+//!
+//! | depth | question | adds |
+//! |---|---|---|
+//! | 0 | what exists? | kind and name |
+//! | 1 | how is it organised? | names of immediate children |
+//! | 2 | key relationships? | `dependsOn` / `references` edges |
+//! | 3 | purpose? | one-line summaries (doc first lines) of the node and children |
+//! | 4 | structural shape? | signatures with types, size metadata |
+//! | 5-8 | how does it work? | the source, 25 / 50 / 75 / 90 % of its lines |
+//! | 9 | everything | the complete source |
+//!
+//! Each depth's text is the previous depth's text with more appended (for
+//! 5-9, a longer prefix of the same source), so token counts never decrease
+//! with depth. Rendering is pure: the caller supplies the node, its
+//! children, its resolved edges and the file text.
+
+use agents_core::tokens::TokenCounter;
+
+use crate::model::{NodeKind, RefKind, Span};
+
+/// The deepest detail level.
+pub const MAX_DEPTH: u8 = 9;
+
+/// What rendering needs to know about one node.
+#[derive(Clone, Debug)]
+pub struct NodeView<'a> {
+    pub kind: NodeKind,
+    pub name: &'a str,
+    /// `App.run`; empty for a file node.
+    pub symbol_path: &'a str,
+    /// File path relative to the resource root.
+    pub path: &'a str,
+    pub span: Span,
+    pub signature: Option<&'a str>,
+    pub doc: Option<&'a str>,
+}
+
+impl NodeView<'_> {
+    /// `class App`, `function helper`, `module src/app.py`.
+    pub fn title(&self) -> String {
+        let name = if self.symbol_path.is_empty() { self.path } else { self.symbol_path };
+        format!("{} {}", self.kind.as_str().replace('_', " "), name)
+    }
+
+    fn summary(&self) -> Option<&str> {
+        self.doc.and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty()))
+    }
+}
+
+/// One outgoing edge, for depth 2 and deeper.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EdgeView {
+    pub kind: RefKind,
+    /// A file path, `path#Symbol`, or an external name as written.
+    pub target: String,
+    /// Whether the target lies outside the resource (unresolved).
+    pub external: bool,
+}
+
+/// Everything [`render`] reads.
+#[derive(Clone, Debug)]
+pub struct RenderInput<'a> {
+    pub node: NodeView<'a>,
+    /// Immediate children in source order.
+    pub children: Vec<NodeView<'a>>,
+    pub edges: Vec<EdgeView>,
+    /// The whole text of the node's file.
+    pub file_text: &'a str,
+}
+
+/// The node rendered at `depth` (values above 9 render as 9).
+pub fn render(input: &RenderInput<'_>, depth: u8) -> String {
+    let depth = depth.min(MAX_DEPTH);
+    let mut out = input.node.title();
+    out.push('\n');
+    if depth >= 1 && !input.children.is_empty() {
+        let names: Vec<String> =
+            input.children.iter().map(|c| format!("{} {}", c.kind.as_str().replace('_', " "), c.name)).collect();
+        out.push_str(&format!("contains: {}\n", names.join(", ")));
+    }
+    if depth >= 2 {
+        let mut edges = input.edges.clone();
+        edges.sort();
+        edges.dedup();
+        let depends: Vec<String> = edges
+            .iter()
+            .filter(|e| e.kind != RefKind::Mentions)
+            .map(|e| format!("{} ({}{})", e.target, e.kind.as_str(), if e.external { ", external" } else { "" }))
+            .collect();
+        let mentions: Vec<&str> =
+            edges.iter().filter(|e| e.kind == RefKind::Mentions).map(|e| e.target.as_str()).collect();
+        if !depends.is_empty() {
+            out.push_str(&format!("depends on: {}\n", depends.join(", ")));
+        }
+        if !mentions.is_empty() {
+            out.push_str(&format!("references: {}\n", mentions.join(", ")));
+        }
+    }
+    if depth >= 3 {
+        if let Some(summary) = input.node.summary() {
+            out.push_str(&format!("summary: {summary}\n"));
+        }
+        for child in &input.children {
+            if let Some(summary) = child.summary() {
+                out.push_str(&format!("- {}: {summary}\n", child.name));
+            }
+        }
+    }
+    if depth >= 4 {
+        if let Some(sig) = input.node.signature {
+            out.push_str(&format!("signature: {sig}\n"));
+        }
+        let span = input.node.span;
+        out.push_str(&format!(
+            "size: lines {}-{} ({} lines), {} members\n",
+            span.start.line,
+            span.end.line,
+            span.line_count(),
+            input.children.len()
+        ));
+        for child in &input.children {
+            if let Some(sig) = child.signature {
+                out.push_str(&format!("  {sig}\n"));
+            }
+        }
+    }
+    if depth >= 5 {
+        let source = source_lines(input);
+        let percent = match depth {
+            5 => 25,
+            6 => 50,
+            7 => 75,
+            8 => 90,
+            _ => 100,
+        };
+        let total = source.len();
+        let keep = if percent == 100 { total } else { (total * percent).div_ceil(100).max(1).min(total) };
+        out.push_str("```\n");
+        for line in &source[..keep] {
+            out.push_str(line);
+            out.push('\n');
+        }
+        if keep < total {
+            out.push_str(&format!("... ({} more lines)\n", total - keep));
+        }
+        out.push_str("```\n");
+    }
+    out
+}
+
+/// The node's source lines, starting at the beginning of its first line so
+/// indentation is kept.
+fn source_lines<'t>(input: &RenderInput<'t>) -> Vec<&'t str> {
+    let text = input.file_text;
+    let span = input.node.span;
+    let start = text.get(..span.start_byte.min(text.len())).and_then(|before| before.rfind('\n')).map_or(0, |i| i + 1);
+    let end = span.end_byte.min(text.len());
+    text.get(start..end).unwrap_or("").lines().collect()
+}
+
+/// Every depth's rendering with its token count, depth 0 first.
+pub fn render_all(input: &RenderInput<'_>, tokenizer: &dyn TokenCounter) -> Vec<(u8, String, usize)> {
+    (0..=MAX_DEPTH)
+        .map(|d| {
+            let text = render(input, d);
+            let tokens = tokenizer.count(&text);
+            (d, text, tokens)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Point;
+    use agents_core::tokens::Tokenizer;
+
+    fn span_of(text: &str, needle: &str) -> Span {
+        let start = text.find(needle).unwrap();
+        let end = start + needle.len();
+        let line = |b: usize| text[..b].matches('\n').count() as u32 + 1;
+        let col = |b: usize| (b - text[..b].rfind('\n').map_or(0, |i| i + 1)) as u32;
+        Span {
+            start_byte: start,
+            end_byte: end,
+            start: Point { line: line(start), column: col(start) },
+            end: Point { line: line(end), column: col(end) },
+        }
+    }
+
+    const FILE: &str = "import os\n\nclass App(Base):\n    \"\"\"Runs the service.\"\"\"\n\n    def run(self, n: int) -> str:\n        \"\"\"Run n times.\"\"\"\n        return helper(n)\n\n    def stop(self):\n        os.exit(0)\n";
+
+    fn input() -> RenderInput<'static> {
+        let class_text = &FILE[FILE.find("class App").unwrap()..];
+        let run_text = "def run(self, n: int) -> str:\n        \"\"\"Run n times.\"\"\"\n        return helper(n)";
+        RenderInput {
+            node: NodeView {
+                kind: NodeKind::Class,
+                name: "App",
+                symbol_path: "App",
+                path: "src/app.py",
+                span: span_of(FILE, class_text.trim_end()),
+                signature: Some("class App(Base)"),
+                doc: Some("Runs the service."),
+            },
+            children: vec![
+                NodeView {
+                    kind: NodeKind::Method,
+                    name: "run",
+                    symbol_path: "App.run",
+                    path: "src/app.py",
+                    span: span_of(FILE, run_text),
+                    signature: Some("def run(self, n: int) -> str"),
+                    doc: Some("Run n times."),
+                },
+                NodeView {
+                    kind: NodeKind::Method,
+                    name: "stop",
+                    symbol_path: "App.stop",
+                    path: "src/app.py",
+                    span: span_of(FILE, "def stop(self):\n        os.exit(0)"),
+                    signature: Some("def stop(self)"),
+                    doc: None,
+                },
+            ],
+            edges: vec![
+                EdgeView { kind: RefKind::Inherits, target: "src/base.py#Base".into(), external: false },
+                EdgeView { kind: RefKind::Calls, target: "os.exit".into(), external: true },
+            ],
+            file_text: FILE,
+        }
+    }
+
+    #[test]
+    fn depths_add_detail_as_the_table_says() {
+        let i = input();
+        assert_eq!(render(&i, 0), "class App\n");
+        assert!(render(&i, 1).contains("contains: method run, method stop"));
+        assert!(!render(&i, 1).contains("depends on"));
+        assert!(render(&i, 2).contains("depends on: src/base.py#Base (inherits), os.exit (calls, external)"));
+        assert!(render(&i, 3).contains("summary: Runs the service.\n- run: Run n times."));
+        let d4 = render(&i, 4);
+        assert!(d4.contains("signature: class App(Base)") && d4.contains("  def run(self, n: int) -> str"));
+        assert!(d4.contains("size: lines 3-11 (9 lines), 2 members"));
+        assert!(render(&i, 5).contains("... ("));
+        let d9 = render(&i, 9);
+        assert!(d9.contains(FILE[FILE.find("class App").unwrap()..].trim_end()));
+        assert!(!d9.contains("more lines"));
+    }
+
+    #[test]
+    fn every_depth_extends_the_previous_and_tokens_never_decrease() {
+        let i = input();
+        let all = render_all(&i, &Tokenizer::default());
+        for pair in all.windows(2) {
+            let ((d0, _, t0), (d1, _, t1)) = (&pair[0], &pair[1]);
+            assert!(t0 <= t1, "tokens({d0})={t0} > tokens({d1})={t1}");
+        }
+        for d in 0..4u8 {
+            assert!(render(&i, d + 1).starts_with(render(&i, d).trim_end_matches('\n')));
+        }
+    }
+
+    #[test]
+    fn a_file_without_structure_renders_whole_at_nine() {
+        let text = "line one\nline two\nline three\nline four\n";
+        let i = RenderInput {
+            node: NodeView {
+                kind: NodeKind::File,
+                name: "notes.txt",
+                symbol_path: "",
+                path: "docs/notes.txt",
+                span: Span::of_text(text),
+                signature: None,
+                doc: None,
+            },
+            children: vec![],
+            edges: vec![],
+            file_text: text,
+        };
+        assert_eq!(render(&i, 0), "file docs/notes.txt\n");
+        assert!(render(&i, 5).contains("line one\n... (3 more lines)"));
+        assert!(render(&i, 9).contains("line four\n```"));
+    }
+}
