@@ -15,13 +15,13 @@
 //! leaves the previous index intact, and [`RepoIndexingService::cleanup_stale_indexing`]
 //! (run at start-up) marks its orphaned `indexing` row `stale`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use agents_core::indexing::{FileRecord, IndexMetadata, IndexReport, IndexStatus, RepoIndex, SkipReason};
+use agents_core::indexing::{FileRecord, GraphReport, IndexMetadata, IndexReport, IndexStatus, RepoIndex, SkipReason};
 use agents_core::tokens::{TokenCounter, Tokenizer};
 use agents_store::{IndexCommit, SkippedFile, Store, StoreError};
 use globset::{Glob, GlobSet, GlobSetBuilder};
@@ -30,6 +30,7 @@ use sha2::{Digest, Sha256};
 
 use crate::language::{detect_language, needs_first_line};
 use crate::lock::{self, LockAttempt, ResourceLock};
+use crate::uko_index::{self, Analyzed, UkoPlan};
 use crate::walk::{WalkEntry, WalkOptions, walk};
 
 /// How many example paths a report keeps per skip reason.
@@ -117,8 +118,8 @@ pub struct RepoIndexingService {
 enum Fresh {
     /// Same content as stored; `touched` when only the mtime changed.
     Unchanged { touched: bool },
-    /// New or changed content.
-    Record(FileRecord),
+    /// New or changed content, with its code-graph analysis.
+    Record(FileRecord, Box<Analyzed>),
 }
 
 type Outcome = Result<Fresh, SkipReason>;
@@ -285,6 +286,7 @@ impl RepoIndexingService {
         // Sequential, path-ordered pass: deterministic totals and size cap.
         let mut commit = IndexCommit::default();
         let mut files: Vec<FileRecord> = Vec::with_capacity(candidates.len());
+        let mut analyzed: Vec<Analyzed> = Vec::new();
         let mut total_size = 0u64;
         for (entry, (outcome, bytes_read)) in candidates.iter().zip(outcomes) {
             if let Some(bytes) = bytes_read {
@@ -321,12 +323,13 @@ impl RepoIndexingService {
                     report.unchanged += 1;
                     files.push(record);
                 }
-                Fresh::Record(record) => {
+                Fresh::Record(record, analysis) => {
                     if stored.contains_key(&record.path) {
                         report.changed += 1;
                     } else {
                         report.added += 1;
                     }
+                    analyzed.push(*analysis);
                     commit.upserts.push(record.clone());
                     files.push(record);
                 }
@@ -336,7 +339,29 @@ impl RepoIndexingService {
         let mut removed: Vec<String> = stored.keys().filter(|p| !kept.contains(p.as_str())).cloned().collect();
         removed.sort();
         report.removed = removed.len() as u64;
+
+        progress.start("linking", 0);
+        let paths: BTreeSet<String> = files.iter().map(|f| f.path.clone()).collect();
+        let languages: HashMap<String, String> = files.iter().map(|f| (f.path.clone(), f.language.clone())).collect();
+        let plan = UkoPlan {
+            store: self.store.as_ref(),
+            index_id: &metadata.index_id,
+            resource_id: &metadata.resource_id,
+            files: &paths,
+            languages: &languages,
+        };
+        let (uko, stats) = plan.build(analyzed, removed.clone())?;
+        progress.finish();
+        commit.uko = uko;
         commit.removed = removed;
+        report.graph = GraphReport {
+            files_analyzed: stats.files_analyzed,
+            nodes: stats.nodes,
+            references: stats.references,
+            references_resolved: stats.references_resolved,
+            re_resolved: stats.re_resolved,
+            parse_warnings: stats.parse_warnings,
+        };
 
         let languages = RepoIndex::language_stats(&files);
         commit.file_count = files.len() as u64;
@@ -400,7 +425,8 @@ impl RepoIndexingService {
             language: language.to_string(),
             last_modified: entry.modified.clone(),
         };
-        (Ok(Fresh::Record(record)), Some(read))
+        let analyzed = uko_index::analyze(&entry.rel_path, language, &text);
+        (Ok(Fresh::Record(record, Box::new(analyzed))), Some(read))
     }
 }
 

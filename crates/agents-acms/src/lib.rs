@@ -6,10 +6,12 @@
 //! assembly pipeline, tiers and policies join it as they land. Nothing here
 //! knows about clap or terminals: progress goes through [`indexing::Progress`].
 
+pub mod graph;
 pub mod indexing;
 pub mod language;
 mod lock;
 pub mod projects;
+pub mod uko_index;
 mod walk;
 
 pub use indexing::{IndexError, IndexOptions, Progress, RepoIndexingService};

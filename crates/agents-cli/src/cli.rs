@@ -53,6 +53,53 @@ pub enum Command {
     /// Inspect and initialise the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// The code knowledge graph (UKO): nodes, depths, SPARQL, Turtle.
+    #[command(subcommand)]
+    Uko(UkoCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UkoCommand {
+    /// Render a file or symbol at a detail depth (refreshing the index first).
+    ///
+    /// TARGET is a file path (`src/app.py`), `path#Symbol` (`src/app.py#App.run`),
+    /// a symbol path (`App.run`) or a name (`run`).
+    Show {
+        target: String,
+        /// Detail depth 0-9, or a named level (MODULE_LISTING, SIGNATURES, FULL_SOURCE, ...).
+        #[arg(long, short, default_value = "4")]
+        depth: String,
+        /// Also list every revision of the node (validFrom / validUntil).
+        #[arg(long)]
+        history: bool,
+        /// A directory inside the indexed resource.
+        #[arg(long, default_value = ".")]
+        path: PathBuf,
+    },
+    /// Print the ontology's class tree.
+    Types,
+    /// Counts of the code graph: nodes by kind, references and how many
+    /// resolved, per language (refreshing the index first).
+    Stats {
+        #[arg(long, default_value = ".")]
+        path: PathBuf,
+    },
+    /// Run a SPARQL query over the code graph (UKO prefixes are predeclared).
+    Query {
+        sparql: String,
+        #[arg(long, default_value = ".")]
+        path: PathBuf,
+    },
+    /// Export the code graph (and the ontology) as Turtle.
+    Export {
+        #[arg(long, default_value = "ttl", value_parser = ["ttl"])]
+        format: String,
+        /// Write to this file (atomically) instead of stdout.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        #[arg(long, default_value = ".")]
+        path: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]

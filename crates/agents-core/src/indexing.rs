@@ -213,6 +213,26 @@ pub struct IndexReport {
     pub bytes_read: u64,
     /// Wall time of the run in milliseconds.
     pub duration_ms: u64,
+    /// What the run did to the code graph.
+    #[serde(default)]
+    pub graph: GraphReport,
+}
+
+/// The code-graph (UKO) part of a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GraphReport {
+    /// Files parsed by an analyzer in this run.
+    pub files_analyzed: u64,
+    /// Nodes written for those files.
+    pub nodes: u64,
+    /// References written for those files.
+    pub references: u64,
+    /// Of those, bound to a file or symbol of the resource.
+    pub references_resolved: u64,
+    /// References in other files whose binding changed.
+    pub re_resolved: u64,
+    /// Syntax problems met (the trees were partial).
+    pub parse_warnings: u64,
 }
 
 impl IndexReport {

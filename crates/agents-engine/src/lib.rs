@@ -17,6 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use agents_acms::graph::CodeGraph;
 use agents_acms::indexing::{IndexError, IndexOptions, Progress, RepoIndexingService};
 use agents_acms::projects::{ProjectError, ProjectService, canonical_dir, project_name_for};
 use agents_core::config::ResolvedConfig;
@@ -90,6 +91,7 @@ pub struct Engine {
     tokenizer: Tokenizer,
     indexing: RepoIndexingService,
     projects: ProjectService,
+    graph: CodeGraph,
     stale_repaired: usize,
 }
 
@@ -103,9 +105,10 @@ impl Engine {
             Tokenizer::with_impl(config.config().tokenizer.encoding, config.config().tokenizer.implementation);
         let dyn_store: Arc<dyn Store> = store.clone();
         let indexing = RepoIndexingService::new(dyn_store.clone(), tokenizer, home.locks_dir());
-        let projects = ProjectService::new(dyn_store);
+        let projects = ProjectService::new(dyn_store.clone());
+        let graph = CodeGraph::new(dyn_store);
         let stale_repaired = indexing.cleanup_stale_indexing()?;
-        Ok(Engine { home, config, store, tokenizer, indexing, projects, stale_repaired })
+        Ok(Engine { home, config, store, tokenizer, indexing, projects, graph, stale_repaired })
     }
 
     pub fn home(&self) -> &Home {
@@ -130,6 +133,11 @@ impl Engine {
 
     pub fn projects(&self) -> &ProjectService {
         &self.projects
+    }
+
+    /// The stored code graph (UKO nodes and edges).
+    pub fn graph(&self) -> &CodeGraph {
+        &self.graph
     }
 
     /// How many orphaned `indexing` rows start-up marked `stale`.

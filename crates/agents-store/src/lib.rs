@@ -18,6 +18,7 @@ mod atomic;
 mod error;
 mod migrations;
 mod sqlite;
+mod uko_sql;
 
 pub use atomic::atomic_write;
 pub use error::StoreError;
@@ -55,6 +56,91 @@ pub struct SkippedFile {
     pub reason: SkipReason,
 }
 
+/// One UKO node as the indexer produced it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UkoNode {
+    /// `uko://<resource>/<path>` for a file, `...#<symbol_path>` for a symbol.
+    pub uri: String,
+    pub path: String,
+    pub symbol_path: String,
+    pub kind: String,
+    pub name: String,
+    pub parent_uri: Option<String>,
+    pub language: String,
+    pub start_byte: i64,
+    pub end_byte: i64,
+    pub start_line: i64,
+    pub start_col: i64,
+    pub end_line: i64,
+    pub end_col: i64,
+    pub signature: Option<String>,
+    pub doc: Option<String>,
+    /// SHA-256 of the node's source text: a change makes a new revision.
+    pub content_hash: String,
+}
+
+/// A stored UKO node revision.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UkoNodeRecord {
+    pub node_id: i64,
+    #[serde(flatten)]
+    pub node: UkoNode,
+    pub valid_from: String,
+    pub valid_until: Option<String>,
+    pub is_current: bool,
+    /// The revision this one replaced.
+    pub revision_of: Option<i64>,
+}
+
+/// A reference from a node, as written and as resolved.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UkoRef {
+    /// The file the reference is written in.
+    pub path: String,
+    pub from_uri: String,
+    /// `import`, `inherits`, `calls` or `mentions`.
+    pub kind: String,
+    pub target: String,
+    /// The last segment of the target, for finding references by name.
+    pub target_name: String,
+    pub names: Vec<String>,
+    pub system: bool,
+    pub line: i64,
+    /// The node (file or symbol) it resolved to; `None` = external.
+    pub resolved_uri: Option<String>,
+    pub resolved_path: Option<String>,
+}
+
+/// The UKO part of an index commit.
+#[derive(Clone, Debug, Default)]
+pub struct UkoCommit {
+    /// Files whose nodes and references are replaced (revisions kept).
+    pub files: Vec<UkoFile>,
+    /// Files whose nodes are retired and references deleted.
+    pub removed_paths: Vec<String>,
+    /// New resolutions of references in unchanged files: (ref_id, uri, path).
+    pub re_resolved: Vec<(i64, Option<String>, Option<String>)>,
+}
+
+/// A file's fresh nodes and references.
+#[derive(Clone, Debug, Default)]
+pub struct UkoFile {
+    pub path: String,
+    pub nodes: Vec<UkoNode>,
+    pub refs: Vec<UkoRef>,
+}
+
+/// A current symbol, for name resolution.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UkoSymbol {
+    pub uri: String,
+    pub path: String,
+    pub symbol_path: String,
+    pub name: String,
+    pub kind: String,
+    pub parent_uri: Option<String>,
+}
+
 /// The changes of one indexing run, applied in one transaction.
 #[derive(Clone, Debug, Default)]
 pub struct IndexCommit {
@@ -66,6 +152,8 @@ pub struct IndexCommit {
     pub removed: Vec<String>,
     /// The complete list of content-skipped files (replaces the stored one).
     pub skipped: Vec<SkippedFile>,
+    /// Code-graph changes.
+    pub uko: UkoCommit,
     pub file_count: u64,
     pub token_estimate: u64,
     pub primary_language: String,
@@ -117,4 +205,51 @@ pub trait Store: Send + Sync {
     fn last_report(&self, index_id: &str) -> Result<Option<IndexReport>, StoreError>;
     /// Deletes an index and its files. Returns whether it existed.
     fn remove_index(&self, resource_id: &str) -> Result<bool, StoreError>;
+
+    // -- the UKO graph --
+    /// Current nodes of one file, in source order.
+    fn uko_file_nodes(&self, index_id: &str, path: &str) -> Result<Vec<UkoNodeRecord>, StoreError>;
+    /// The current revision of a node.
+    fn uko_node(&self, index_id: &str, uri: &str) -> Result<Option<UkoNodeRecord>, StoreError>;
+    /// Current nodes whose symbol path or name equals `query`, sorted by uri.
+    fn uko_find(&self, index_id: &str, query: &str) -> Result<Vec<UkoNodeRecord>, StoreError>;
+    /// Current children of a node, in source order.
+    fn uko_children(&self, index_id: &str, uri: &str) -> Result<Vec<UkoNodeRecord>, StoreError>;
+    /// Every revision of a node, newest first.
+    fn uko_revisions(&self, index_id: &str, uri: &str) -> Result<Vec<UkoNodeRecord>, StoreError>;
+    /// References written in a node, in line order.
+    fn uko_refs_from(&self, index_id: &str, uri: &str) -> Result<Vec<UkoRef>, StoreError>;
+    /// References written anywhere inside a node (its own and its
+    /// descendants'), in path and line order.
+    fn uko_refs_within(&self, index_id: &str, uri: &str) -> Result<Vec<UkoRef>, StoreError>;
+    /// References resolved to a node.
+    fn uko_refs_to(&self, index_id: &str, uri: &str) -> Result<Vec<UkoRef>, StoreError>;
+    /// Every current symbol, for name resolution.
+    fn uko_symbols(&self, index_id: &str) -> Result<Vec<UkoSymbol>, StoreError>;
+    /// References written in `path` (with their ids).
+    fn uko_file_refs(&self, index_id: &str, path: &str) -> Result<Vec<(i64, UkoRef)>, StoreError>;
+    /// References outside `exclude_paths` that resolved into one of `paths`
+    /// or whose target name is one of `names`.
+    fn uko_refs_affected_by(
+        &self,
+        index_id: &str,
+        paths: &[String],
+        names: &[String],
+    ) -> Result<Vec<(i64, UkoRef)>, StoreError>;
+    /// Every current node, sorted by uri.
+    fn uko_all_nodes(&self, index_id: &str) -> Result<Vec<UkoNodeRecord>, StoreError>;
+    /// Every reference, sorted by path, line and target.
+    fn uko_all_refs(&self, index_id: &str) -> Result<Vec<UkoRef>, StoreError>;
+    /// Node counts by (language, kind) and reference counts by (language,
+    /// kind) with how many resolved, sorted.
+    fn uko_stats(&self, index_id: &str) -> Result<UkoStatsRows, StoreError>;
+}
+
+/// Aggregate counts of a code graph.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UkoStatsRows {
+    /// (language, node kind, count).
+    pub nodes: Vec<(String, String, i64)>,
+    /// (language, reference kind, count, resolved).
+    pub refs: Vec<(String, String, i64, i64)>,
 }

@@ -65,4 +65,58 @@ CREATE TABLE skipped_files (
     PRIMARY KEY (index_id, path)
 );
 "#,
+    // 3: the UKO graph: nodes with revision history, and references
+    // (raw, as written, plus what they resolved to).
+    r#"
+CREATE TABLE uko_nodes (
+    node_id      INTEGER PRIMARY KEY,
+    index_id     VARCHAR(26) NOT NULL REFERENCES repo_indexes(index_id) ON DELETE CASCADE,
+    uri          TEXT NOT NULL,
+    path         TEXT NOT NULL,
+    symbol_path  TEXT NOT NULL,
+    kind         VARCHAR(20) NOT NULL,
+    name         TEXT NOT NULL,
+    parent_uri   TEXT,
+    language     VARCHAR(50) NOT NULL,
+    start_byte   INTEGER NOT NULL,
+    end_byte     INTEGER NOT NULL,
+    start_line   INTEGER NOT NULL,
+    start_col    INTEGER NOT NULL,
+    end_line     INTEGER NOT NULL,
+    end_col      INTEGER NOT NULL,
+    signature    TEXT,
+    doc          TEXT,
+    content_hash VARCHAR(64) NOT NULL,
+    valid_from   VARCHAR(40) NOT NULL,
+    valid_until  VARCHAR(40),
+    is_current   INTEGER NOT NULL CHECK (is_current IN (0, 1)),
+    revision_of  INTEGER REFERENCES uko_nodes(node_id)
+);
+CREATE UNIQUE INDEX ux_uko_nodes_current ON uko_nodes(index_id, uri) WHERE is_current = 1;
+CREATE INDEX ix_uko_nodes_path ON uko_nodes(index_id, path, is_current);
+CREATE INDEX ix_uko_nodes_uri ON uko_nodes(index_id, uri);
+CREATE TABLE uko_refs (
+    ref_id        INTEGER PRIMARY KEY,
+    index_id      VARCHAR(26) NOT NULL REFERENCES repo_indexes(index_id) ON DELETE CASCADE,
+    path          TEXT NOT NULL,
+    from_uri      TEXT NOT NULL,
+    kind          VARCHAR(20) NOT NULL,
+    target        TEXT NOT NULL,
+    target_name   TEXT NOT NULL,
+    names         TEXT NOT NULL,
+    system        INTEGER NOT NULL,
+    line          INTEGER NOT NULL,
+    resolved_uri  TEXT,
+    resolved_path TEXT
+);
+CREATE INDEX ix_uko_refs_path ON uko_refs(index_id, path);
+CREATE INDEX ix_uko_refs_resolved_path ON uko_refs(index_id, resolved_path);
+CREATE INDEX ix_uko_refs_target_name ON uko_refs(index_id, target_name);
+CREATE INDEX ix_uko_refs_resolved_uri ON uko_refs(index_id, resolved_uri);
+CREATE INDEX ix_uko_refs_from_uri ON uko_refs(index_id, from_uri);
+-- Indexes written before the code graph existed have no nodes: forget their
+-- file lists so the next refresh analyses every file.
+DELETE FROM indexed_files;
+DELETE FROM skipped_files;
+"#,
 ];

@@ -9,7 +9,8 @@ use agents_core::indexing::{FileRecord, IndexMetadata, IndexReport, IndexStatus}
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, Transaction, params};
 
 use crate::migrations::MIGRATIONS;
-use crate::{IndexCommit, Project, Resource, SkippedFile, Store, StoreError};
+use crate::uko_sql;
+use crate::{IndexCommit, Project, Resource, SkippedFile, Store, StoreError, UkoNodeRecord, UkoRef, UkoSymbol};
 
 /// How long a writer waits for another writer before reporting `Locked`.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -487,6 +488,7 @@ impl Store for SqliteStore {
                         .map_err(self.sql())?;
                 }
             }
+            uko_sql::apply(tx, index_id, &commit.uko, &now).map_err(self.sql())?;
             let resource_id: String = tx
                 .query_row(
                     "UPDATE repo_indexes SET indexed_at = ?2, file_count = ?3, token_estimate = ?4, \
@@ -547,6 +549,149 @@ impl Store for SqliteStore {
             let n = tx.execute("DELETE FROM repo_indexes WHERE resource_id = ?1", [resource_id]).map_err(self.sql())?;
             Ok(n > 0)
         })
+    }
+
+    fn uko_file_nodes(&self, index_id: &str, path: &str) -> Result<Vec<UkoNodeRecord>, StoreError> {
+        self.read(|c| {
+            uko_sql::query_nodes(
+                c,
+                "index_id = ?1 AND path = ?2 AND is_current = 1",
+                "start_byte, symbol_path",
+                &[&index_id, &path],
+            )
+        })
+    }
+
+    fn uko_node(&self, index_id: &str, uri: &str) -> Result<Option<UkoNodeRecord>, StoreError> {
+        self.read(|c| uko_sql::node_by_uri(c, index_id, uri))
+    }
+
+    fn uko_find(&self, index_id: &str, query: &str) -> Result<Vec<UkoNodeRecord>, StoreError> {
+        self.read(|c| {
+            uko_sql::query_nodes(
+                c,
+                "index_id = ?1 AND is_current = 1 AND (symbol_path = ?2 OR name = ?2)",
+                "uri",
+                &[&index_id, &query],
+            )
+        })
+    }
+
+    fn uko_children(&self, index_id: &str, uri: &str) -> Result<Vec<UkoNodeRecord>, StoreError> {
+        self.read(|c| {
+            uko_sql::query_nodes(
+                c,
+                "index_id = ?1 AND parent_uri = ?2 AND is_current = 1",
+                "start_byte, symbol_path",
+                &[&index_id, &uri],
+            )
+        })
+    }
+
+    fn uko_revisions(&self, index_id: &str, uri: &str) -> Result<Vec<UkoNodeRecord>, StoreError> {
+        self.read(|c| uko_sql::query_nodes(c, "index_id = ?1 AND uri = ?2", "node_id DESC", &[&index_id, &uri]))
+    }
+
+    fn uko_refs_from(&self, index_id: &str, uri: &str) -> Result<Vec<UkoRef>, StoreError> {
+        let rows = self.read(|c| uko_sql::query_refs(c, "index_id = ?1 AND from_uri = ?2", &[&index_id, &uri]))?;
+        Ok(rows.into_iter().map(|(_, r)| r).collect())
+    }
+
+    fn uko_refs_within(&self, index_id: &str, uri: &str) -> Result<Vec<UkoRef>, StoreError> {
+        // Descendants' URIs extend the node's: `file#Sym` under a file,
+        // `file#Sym.member` under a symbol.
+        let child_prefix = if uri.contains('#') { format!("{uri}.") } else { format!("{uri}#") };
+        let upper = format!("{child_prefix}\u{10FFFF}");
+        let rows = self.read(|c| {
+            uko_sql::query_refs(
+                c,
+                "index_id = ?1 AND (from_uri = ?2 OR (from_uri >= ?3 AND from_uri < ?4))",
+                &[&index_id, &uri, &child_prefix, &upper],
+            )
+        })?;
+        Ok(rows.into_iter().map(|(_, r)| r).collect())
+    }
+
+    fn uko_refs_to(&self, index_id: &str, uri: &str) -> Result<Vec<UkoRef>, StoreError> {
+        let rows = self.read(|c| uko_sql::query_refs(c, "index_id = ?1 AND resolved_uri = ?2", &[&index_id, &uri]))?;
+        Ok(rows.into_iter().map(|(_, r)| r).collect())
+    }
+
+    fn uko_symbols(&self, index_id: &str) -> Result<Vec<UkoSymbol>, StoreError> {
+        self.read(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT uri, path, symbol_path, name, kind, parent_uri FROM uko_nodes \
+                 WHERE index_id = ?1 AND is_current = 1 ORDER BY uri",
+            )?;
+            st.query_map([index_id], |r| {
+                Ok(UkoSymbol {
+                    uri: r.get(0)?,
+                    path: r.get(1)?,
+                    symbol_path: r.get(2)?,
+                    name: r.get(3)?,
+                    kind: r.get(4)?,
+                    parent_uri: r.get(5)?,
+                })
+            })?
+            .collect()
+        })
+    }
+
+    fn uko_file_refs(&self, index_id: &str, path: &str) -> Result<Vec<(i64, UkoRef)>, StoreError> {
+        self.read(|c| uko_sql::query_refs(c, "index_id = ?1 AND path = ?2", &[&index_id, &path]))
+    }
+
+    fn uko_refs_affected_by(
+        &self,
+        index_id: &str,
+        paths: &[String],
+        names: &[String],
+    ) -> Result<Vec<(i64, UkoRef)>, StoreError> {
+        let mut out = std::collections::BTreeMap::new();
+        self.read(|c| {
+            for p in paths {
+                for (id, r) in uko_sql::query_refs(c, "index_id = ?1 AND resolved_path = ?2", &[&index_id, p])? {
+                    out.insert(id, r);
+                }
+            }
+            for n in names {
+                for (id, r) in uko_sql::query_refs(c, "index_id = ?1 AND target_name = ?2", &[&index_id, n])? {
+                    out.insert(id, r);
+                }
+            }
+            Ok(())
+        })?;
+        let excluded: std::collections::HashSet<&str> = paths.iter().map(String::as_str).collect();
+        Ok(out.into_iter().filter(|(_, r)| !excluded.contains(r.path.as_str())).collect())
+    }
+
+    fn uko_all_nodes(&self, index_id: &str) -> Result<Vec<UkoNodeRecord>, StoreError> {
+        self.read(|c| uko_sql::query_nodes(c, "index_id = ?1 AND is_current = 1", "uri", &[&index_id]))
+    }
+
+    fn uko_stats(&self, index_id: &str) -> Result<crate::UkoStatsRows, StoreError> {
+        self.read(|c| {
+            let mut st = c.prepare(
+                "SELECT language, kind, COUNT(*) FROM uko_nodes WHERE index_id = ?1 AND is_current = 1 \
+                 GROUP BY language, kind ORDER BY language, kind",
+            )?;
+            let nodes =
+                st.query_map([index_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
+            let mut st = c.prepare(
+                "SELECT f.language, r.kind, COUNT(*), SUM(r.resolved_uri IS NOT NULL) FROM uko_refs r \
+                 JOIN indexed_files f ON f.index_id = r.index_id AND f.path = r.path \
+                 WHERE r.index_id = ?1 GROUP BY f.language, r.kind ORDER BY f.language, r.kind",
+            )?;
+            let refs = st
+                .query_map([index_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+                .collect::<Result<_, _>>()?;
+            Ok(crate::UkoStatsRows { nodes, refs })
+        })
+    }
+
+    fn uko_all_refs(&self, index_id: &str) -> Result<Vec<UkoRef>, StoreError> {
+        let rows = self.read(|c| uko_sql::query_refs(c, "index_id = ?1", &[&index_id]))?;
+        Ok(rows.into_iter().map(|(_, r)| r).collect())
     }
 }
 

@@ -7,5 +7,7 @@
 
 pub mod lang;
 pub mod model;
+pub mod ontology;
+pub mod rdf;
 pub mod render;
 pub mod resolve;

@@ -113,3 +113,213 @@ mod tests {
         assert_eq!(ctx.first_existing(["nope.h", "x.h"]).as_deref(), Some("x.h"));
     }
 }
+
+/// One symbol known to resolution.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SymbolEntry {
+    pub uri: String,
+    pub path: String,
+    pub symbol_path: String,
+    pub name: String,
+    pub kind: crate::model::NodeKind,
+}
+
+/// Every symbol of a resource by name and by file, for binding calls,
+/// inheritance and type mentions.
+#[derive(Default)]
+pub struct SymbolTable {
+    entries: Vec<SymbolEntry>,
+    by_name: HashMap<String, Vec<usize>>,
+}
+
+/// What a file's imports bring into scope, for name resolution.
+#[derive(Clone, Debug, Default)]
+pub struct FileScope {
+    /// The file's own path.
+    pub path: String,
+    /// Paths its imports resolved to, in import order.
+    pub imported_paths: Vec<String>,
+    /// Local name (alias or imported name) -> the path it came from.
+    pub aliases: HashMap<String, String>,
+}
+
+impl SymbolTable {
+    pub fn insert(&mut self, entry: SymbolEntry) {
+        if entry.symbol_path.is_empty() {
+            return; // file nodes are reached by path, not by name
+        }
+        self.by_name.entry(entry.name.clone()).or_default().push(self.entries.len());
+        self.entries.push(entry);
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Binds a by-name reference written in `scope.path` inside the node
+    /// `from_symbol_path` to a symbol, or `None` when the name is unknown or
+    /// ambiguous. Order: `self`/`this` members of the enclosing type; a
+    /// qualifier naming an import; the same file (innermost scope first);
+    /// top-level symbols of imported files; a symbol unique in the resource.
+    pub fn resolve(
+        &self,
+        scope: &FileScope,
+        from_symbol_path: &str,
+        kind: crate::model::RefKind,
+        target: &str,
+    ) -> Option<&SymbolEntry> {
+        let segments: Vec<&str> = target.split(['.', ':', '>', '-']).filter(|s| !s.is_empty() && *s != "<").collect();
+        let name = segments.last()?.trim_end_matches('!');
+        let qualifier = (segments.len() > 1).then(|| segments[0]);
+        let candidates: Vec<&SymbolEntry> = self
+            .by_name
+            .get(name)
+            .map(|ids| ids.iter().map(|&i| &self.entries[i]).filter(|e| kind_fits(kind, e.kind)).collect())
+            .unwrap_or_default();
+        if candidates.is_empty() {
+            return None;
+        }
+        let same_file: Vec<&SymbolEntry> = candidates.iter().copied().filter(|e| e.path == scope.path).collect();
+        if let Some(q) = qualifier {
+            if matches!(q, "self" | "this" | "Self" | "cls" | "super") {
+                return innermost(&same_file, from_symbol_path, true);
+            }
+            if let Some(path) = scope.aliases.get(q) {
+                return unique(candidates.iter().copied().filter(|e| &e.path == path && !e.symbol_path.contains('.')));
+            }
+            // `Type.method` / `Type::new` written against a type of this file.
+            if let Some(e) = same_file.iter().copied().find(|e| e.symbol_path == format!("{q}.{name}")) {
+                return Some(e);
+            }
+        }
+        if let Some(found) = innermost(&same_file, from_symbol_path, false) {
+            return Some(found);
+        }
+        if let Some(path) = scope.aliases.get(name) {
+            if let Some(found) = unique(candidates.iter().copied().filter(|e| &e.path == path)) {
+                return Some(found);
+            }
+        }
+        for path in &scope.imported_paths {
+            let top: Vec<&SymbolEntry> =
+                candidates.iter().copied().filter(|e| &e.path == path && !e.symbol_path.contains('.')).collect();
+            if let [one] = top.as_slice() {
+                return Some(one);
+            }
+        }
+        if qualifier.is_none() || kind != crate::model::RefKind::Calls {
+            return unique(candidates.iter().copied());
+        }
+        None
+    }
+}
+
+/// The candidate in the innermost scope enclosing `from` (longest shared
+/// symbol-path prefix); with `members_only`, only members of a type.
+fn innermost<'e>(same_file: &[&'e SymbolEntry], from: &str, members_only: bool) -> Option<&'e SymbolEntry> {
+    let scope_of = |e: &SymbolEntry| e.symbol_path.rsplit_once('.').map_or("", |(p, _)| p).to_string();
+    let mut best: Option<(usize, &SymbolEntry)> = None;
+    for e in same_file {
+        let parent = scope_of(e);
+        if members_only && parent.is_empty() {
+            continue;
+        }
+        let encloses = parent.is_empty() || from == parent || from.starts_with(&format!("{parent}."));
+        if !encloses {
+            continue;
+        }
+        let depth = if parent.is_empty() { 0 } else { parent.split('.').count() };
+        if best.is_none_or(|(d, b)| depth > d || (depth == d && e.uri < b.uri)) {
+            best = Some((depth, e));
+        }
+    }
+    best.map(|(_, e)| e)
+}
+
+fn unique<'e>(mut it: impl Iterator<Item = &'e SymbolEntry>) -> Option<&'e SymbolEntry> {
+    let first = it.next()?;
+    if it.next().is_some() { None } else { Some(first) }
+}
+
+/// Whether a symbol of kind `target` can be what a reference of `kind` means.
+fn kind_fits(kind: crate::model::RefKind, target: crate::model::NodeKind) -> bool {
+    use crate::model::{NodeKind as N, RefKind as R};
+    let is_type = matches!(target, N::Class | N::Interface | N::Trait | N::Struct | N::Enum | N::TypeAlias);
+    match kind {
+        R::Calls => target.is_callable() || matches!(target, N::Class | N::Struct),
+        R::Inherits => is_type,
+        R::Mentions => is_type,
+        R::Import => matches!(target, N::Module | N::Namespace),
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+    use crate::model::{NodeKind, RefKind};
+
+    fn entry(path: &str, symbol_path: &str, kind: NodeKind) -> SymbolEntry {
+        SymbolEntry {
+            uri: format!("uko://r/{path}#{symbol_path}"),
+            path: path.into(),
+            symbol_path: symbol_path.into(),
+            name: symbol_path.rsplit('.').next().unwrap().into(),
+            kind,
+        }
+    }
+
+    fn table() -> SymbolTable {
+        let mut t = SymbolTable::default();
+        for e in [
+            entry("a.py", "App", NodeKind::Class),
+            entry("a.py", "App.save", NodeKind::Method),
+            entry("a.py", "save", NodeKind::Function),
+            entry("a.py", "helper", NodeKind::Function),
+            entry("b.py", "helper", NodeKind::Function),
+            entry("b.py", "Base", NodeKind::Class),
+            entry("c.py", "Base", NodeKind::Class),
+            entry("c.py", "only_here", NodeKind::Function),
+        ] {
+            t.insert(e);
+        }
+        t
+    }
+
+    fn scope(path: &str, imports: &[&str]) -> FileScope {
+        FileScope {
+            path: path.into(),
+            imported_paths: imports.iter().map(|s| s.to_string()).collect(),
+            aliases: HashMap::new(),
+        }
+    }
+
+    #[test]
+    fn self_calls_bind_to_the_enclosing_type() {
+        let t = table();
+        let s = scope("a.py", &[]);
+        assert_eq!(t.resolve(&s, "App.run", RefKind::Calls, "self.save").unwrap().symbol_path, "App.save");
+        assert_eq!(t.resolve(&s, "main", RefKind::Calls, "save").unwrap().symbol_path, "save");
+        assert_eq!(t.resolve(&s, "App.run", RefKind::Calls, "save").unwrap().symbol_path, "App.save");
+    }
+
+    #[test]
+    fn imports_disambiguate_and_ambiguity_stays_unresolved() {
+        let t = table();
+        assert_eq!(t.resolve(&scope("d.py", &["c.py"]), "", RefKind::Inherits, "Base").unwrap().path, "c.py");
+        assert!(t.resolve(&scope("d.py", &[]), "", RefKind::Inherits, "Base").is_none(), "two Bases, no import");
+        assert_eq!(t.resolve(&scope("d.py", &[]), "", RefKind::Calls, "only_here").unwrap().path, "c.py");
+        assert!(t.resolve(&scope("d.py", &[]), "", RefKind::Calls, "print").is_none());
+        let mut s = scope("d.py", &[]);
+        s.aliases.insert("bmod".into(), "b.py".into());
+        assert_eq!(t.resolve(&s, "", RefKind::Calls, "bmod.helper").unwrap().path, "b.py");
+        assert!(
+            t.resolve(&scope("d.py", &[]), "", RefKind::Calls, "os.only_here").is_none(),
+            "qualified by an unknown module"
+        );
+        assert!(t.resolve(&scope("a.py", &[]), "", RefKind::Inherits, "save").is_none(), "a function is not a base");
+    }
+}

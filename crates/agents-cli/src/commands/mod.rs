@@ -3,6 +3,7 @@
 mod config;
 mod index;
 mod project;
+mod uko;
 
 use crate::cli::{Cli, Command};
 use crate::settings::Settings;
@@ -14,5 +15,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Status(args) => index::status(&settings, args),
         Command::Project(cmd) => project::run(&settings, cmd),
         Command::Config(cmd) => config::run(&settings, cmd),
+        Command::Uko(cmd) => uko::run(&settings, cmd),
     }
 }

@@ -1,16 +1,1601 @@
-//! (placeholder: being written)
+//! C and C++ (`"c"`, `"cpp"`), on `tree-sitter-c` and `tree-sitter-cpp`.
+//!
+//! Node 0 is the file as a [`NodeKind::Module`]. One parse, one walk over
+//! the declaration levels (file, `namespace`, `extern "C"`, class bodies and
+//! every preprocessor conditional branch, so declarations under
+//! `#ifdef`/`#else` count), and a flat scan of each function body for calls.
+//!
+//! What becomes a node:
+//!
+//! - `#include` -> an [`NodeKind::Import`] named by the path (`stdio.h`,
+//!   `util/bar.h`) plus an import reference from it, `system` for `<...>`.
+//!   Computed includes (`#include FOO`) are skipped.
+//! - `#define` -> [`NodeKind::Macro`], object-like and function-like; the
+//!   include guard (a valueless `#define X` inside `#ifndef X`) is skipped.
+//!   The signature is `#define NAME(params)`, plus the value when it is one
+//!   short line.
+//! - function definitions -> [`NodeKind::Function`] (or `Method` in a class
+//!   body). Prototypes become `Function` nodes only in header files
+//!   (`.h`, `.hpp`, `.hh`, `.hxx`, `.inl`, ...): in a source file they are
+//!   forward declarations of something defined elsewhere, and would only
+//!   duplicate the definition. Method prototypes in class bodies are always
+//!   `Method` nodes, so a method declared in a class and defined out of line
+//!   in the same file appears twice (`Foo.bar`, `Foo.bar~2`).
+//! - out-of-line definitions `void Foo::bar() {}` -> `Method` under the node
+//!   of `Foo` when `Foo` is a class/struct defined earlier in the file (C++
+//!   requires that anyway), a `Function` under the namespace node when `Foo`
+//!   is a namespace of the file, else a `Method` under the enclosing
+//!   container with name `bar` and symbol path `Foo.bar`.
+//! - `struct`/`union` -> [`NodeKind::Struct`], `class` -> `Class`, `enum` ->
+//!   `Enum`, each with its members: data members and enumerators are
+//!   [`NodeKind::Field`]s; anonymous nested structs/unions without a
+//!   declarator are flattened into their parent. `typedef struct {..} X;`
+//!   is a `Struct` named `X` (its signature `typedef struct {...} X`); a
+//!   tagged `typedef struct tag {..} X;` is a `Struct` `tag` plus a
+//!   `TypeAlias` `X` (one node if the names agree).
+//! - `typedef`s and C++ `using X = Y;` -> [`NodeKind::TypeAlias`].
+//! - global variables (file or namespace level) -> [`NodeKind::Variable`];
+//!   `extern` declarations count only in headers. The signature stops before
+//!   the initializer.
+//! - `namespace` -> [`NodeKind::Namespace`] (`namespace a::b` gives two
+//!   nested nodes; anonymous namespaces are transparent).
+//! - templates: the templated declaration, spanning `template <...>`, whose
+//!   signature starts with it.
+//! - tests: GoogleTest `TEST(Suite, Name)`, `TEST_F`, `TEST_P`, `TYPED_TEST`
+//!   -> [`NodeKind::Test`] named `Suite.Name`; Catch2/doctest
+//!   `TEST_CASE("name") { .. }` -> `Test` named by the string; free
+//!   functions named `test_*`, or `test*` in a file under a `test`/`tests`
+//!   directory -> `Test`.
+//!
+//! References: `Calls` from the innermost function for each call expression,
+//! once per (function, target): `foo`, `obj.method`, `ptr->method` as
+//! `ptr.method`, `this->f` as `this.f`, `ns::f`; template arguments are
+//! dropped (`std::make_shared<T>` -> `std::make_shared`). `Inherits` for base
+//! classes (template arguments dropped). `Mentions` of the type names in
+//! function signatures, fields, variables and aliases, once per node,
+//! skipping primitive types, the usual standard typedefs (`size_t`,
+//! `uint8_t`, `FILE`, ...), template parameters and `std::` names.
+//!
+//! Docs: the comment block directly above a declaration (`/** */`, `///`,
+//! `//` lines), not a comment trailing the previous line; fields and
+//! enumerators also take a trailing same-line comment (`int x; /**< x */`).
+//!
+//! `.h` is detected as C. A header that does not parse cleanly as C but
+//! contains C++ markers (`class `, `namespace `, `template<`) is parsed again
+//! as C++, and the tree with fewer error nodes is kept (C on a tie).
 
-use crate::lang::Analyzer;
-use crate::model::{FileAnalysis, NodeKind};
+use std::collections::{HashMap, HashSet};
+
+use tree_sitter::{Node, Tree};
+
+use crate::lang::{Analyzer, FileBuilder, node_text, parse, preceding_comments, signature_until};
+use crate::model::{FileAnalysis, NodeKind, Point, RefKind, Reference, Span};
+use crate::resolve::{ResolveContext, dir_of, join_normalized};
 
 pub struct CAnalyzer;
 
 impl Analyzer for CAnalyzer {
     fn languages(&self) -> &'static [&'static str] {
-        &[]
+        &["c", "cpp"]
     }
 
-    fn analyze(&self, _language: &str, path: &str, text: &str) -> FileAnalysis {
-        FileAnalysis::file_only(NodeKind::File, path, text)
+    fn analyze(&self, language: &str, path: &str, text: &str) -> FileAnalysis {
+        let Some(tree) = parse_c_family(language, path, text) else {
+            let mut analysis = FileAnalysis::file_only(NodeKind::Module, path, text);
+            analysis.warnings.push(format!("{language}: the grammar could not parse this file"));
+            return analysis;
+        };
+        let mut walker = Walker::new(path, text);
+        walker.builder.syntax_warnings(&tree);
+        walker.items(tree.root_node(), 0, Ctx::File);
+        walker.finish()
+    }
+
+    /// `<x.h>`: the one file ending with `include/x.h`, else unresolved (a
+    /// system or third-party header). `"x.h"`: the file next to the includer,
+    /// else the one file whose path ends with `x.h`; ambiguous stays `None`.
+    fn resolve_import(&self, ctx: &ResolveContext<'_>, from_path: &str, reference: &Reference) -> Option<String> {
+        let target = reference.target.as_str();
+        if reference.system {
+            let under_include: Vec<&str> = ctx
+                .ending_with(target)
+                .into_iter()
+                .filter(|p| {
+                    p.strip_suffix(target).is_some_and(|prefix| prefix == "include/" || prefix.ends_with("/include/"))
+                })
+                .collect();
+            return match under_include.as_slice() {
+                [one] => Some(one.to_string()),
+                _ => None,
+            };
+        }
+        if let Some(joined) = join_normalized(dir_of(from_path), target)
+            && ctx.exists(&joined)
+        {
+            return Some(joined);
+        }
+        ctx.unique_ending_with(target)
+    }
+}
+
+/// Parses with the grammar of `language`, re-parsing a C++-looking `.h` as C++.
+fn parse_c_family(language: &str, path: &str, text: &str) -> Option<Tree> {
+    let cpp_language: tree_sitter::Language = tree_sitter_cpp::LANGUAGE.into();
+    if language == "cpp" {
+        return parse(&cpp_language, text);
+    }
+    let tree = parse(&tree_sitter_c::LANGUAGE.into(), text)?;
+    let is_h = path.rsplit_once('.').is_some_and(|(_, ext)| ext.eq_ignore_ascii_case("h"));
+    if is_h && tree.root_node().has_error() && looks_like_cpp(text) {
+        let c_errors = error_count(&tree);
+        if let Some(cpp_tree) = parse(&cpp_language, text)
+            && error_count(&cpp_tree) < c_errors
+        {
+            return Some(cpp_tree);
+        }
+    }
+    Some(tree)
+}
+
+fn looks_like_cpp(text: &str) -> bool {
+    text.contains("class ") || text.contains("namespace ") || text.contains("template<") || text.contains("template <")
+}
+
+/// ERROR and MISSING nodes in a tree (only subtrees with errors are visited).
+fn error_count(tree: &Tree) -> usize {
+    let mut count = 0;
+    preorder(tree.root_node(), |n| {
+        if n.is_error() || n.is_missing() {
+            count += 1;
+        }
+        n.has_error()
+    });
+    count
+}
+
+/// Visits `root` and its descendants in order; `visit` returns whether to
+/// descend into the node. Iterative, so deep expression trees cannot
+/// overflow the stack.
+fn preorder<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>) -> bool) {
+    let mut cursor = root.walk();
+    'outer: loop {
+        if visit(cursor.node()) && cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                continue 'outer;
+            }
+            if !cursor.goto_parent() {
+                return;
+            }
+        }
+    }
+}
+
+/// Where a declaration sits: decides `Function` vs `Method`, `Variable` vs
+/// `Field`, and whether prototypes count.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Ctx {
+    File,
+    Namespace,
+    Class,
+}
+
+const HEADER_EXTENSIONS: &[&str] = &["h", "hh", "hpp", "hxx", "h++", "hp", "inl", "ipp", "tpp", "txx", "cuh"];
+
+/// Type names that are in effect primitive: not worth a `Mentions` edge.
+const BUILTIN_TYPES: &[&str] = &[
+    "size_t",
+    "ssize_t",
+    "ptrdiff_t",
+    "intptr_t",
+    "uintptr_t",
+    "intmax_t",
+    "uintmax_t",
+    "int8_t",
+    "int16_t",
+    "int32_t",
+    "int64_t",
+    "uint8_t",
+    "uint16_t",
+    "uint32_t",
+    "uint64_t",
+    "off_t",
+    "time_t",
+    "pid_t",
+    "wchar_t",
+    "char16_t",
+    "char32_t",
+    "char8_t",
+    "bool",
+    "FILE",
+    "va_list",
+    "nullptr_t",
+    "max_align_t",
+    "string",
+    "auto",
+];
+
+const GTEST_MACROS: &[&str] = &["TEST", "TEST_F", "TEST_P", "TYPED_TEST", "TYPED_TEST_P", "GTEST_TEST"];
+const CATCH_MACROS: &[&str] = &["TEST_CASE", "SCENARIO", "TEST_CASE_METHOD", "TEMPLATE_TEST_CASE"];
+
+struct Walker<'t> {
+    builder: FileBuilder,
+    text: &'t str,
+    header: bool,
+    test_file: bool,
+    /// Logical names of the enclosing namespaces and classes.
+    scope: Vec<String>,
+    /// `ns::Class` -> node, for out-of-line member definitions.
+    types: HashMap<String, usize>,
+    /// `ns::inner` -> node (the first one, when a namespace is reopened).
+    namespaces: HashMap<String, usize>,
+    /// Names of the template parameters in scope (not mentioned).
+    template_params: Vec<String>,
+    /// The `#ifndef` guard names in scope.
+    guards: Vec<String>,
+    /// Nodes whose symbol path was built from a qualified name; their simple name.
+    renames: Vec<(usize, String)>,
+    seen_refs: HashSet<(usize, RefKind, String)>,
+}
+
+impl<'t> Walker<'t> {
+    fn new(path: &str, text: &'t str) -> Walker<'t> {
+        let header =
+            path.rsplit_once('.').is_some_and(|(_, ext)| HEADER_EXTENSIONS.iter().any(|h| h.eq_ignore_ascii_case(ext)));
+        let dirs = path.rsplit_once('/').map_or("", |(d, _)| d);
+        let test_file = dirs.split('/').any(|d| d.eq_ignore_ascii_case("test") || d.eq_ignore_ascii_case("tests"));
+        Walker {
+            builder: FileBuilder::new(NodeKind::Module, path, text),
+            text,
+            header,
+            test_file,
+            scope: Vec::new(),
+            types: HashMap::new(),
+            namespaces: HashMap::new(),
+            template_params: Vec::new(),
+            guards: Vec::new(),
+            renames: Vec::new(),
+            seen_refs: HashSet::new(),
+        }
+    }
+
+    fn finish(self) -> FileAnalysis {
+        let mut analysis = self.builder.finish();
+        for (index, name) in self.renames {
+            analysis.nodes[index].name = name;
+        }
+        analysis
+    }
+
+    fn text_of(&self, node: &Node<'_>) -> &'t str {
+        node_text(node, self.text)
+    }
+
+    fn add(
+        &mut self,
+        parent: usize,
+        kind: NodeKind,
+        name: &str,
+        span_node: &Node<'_>,
+        signature: Option<String>,
+        doc: Option<String>,
+    ) -> usize {
+        let span = trimmed_span(span_node, self.text);
+        self.builder.add(parent, kind, name, span, signature, doc)
+    }
+
+    fn reference(&mut self, from: usize, kind: RefKind, target: String, node: &Node<'_>) {
+        if target.is_empty() || !self.seen_refs.insert((from, kind, target.clone())) {
+            return;
+        }
+        self.builder.reference(from, kind, target, Span::of_node(node));
+    }
+
+    fn doc(&self, node: &Node<'_>) -> Option<String> {
+        preceding_comments(node, self.text, is_leading_comment)
+    }
+
+    // ---- declaration levels -------------------------------------------------
+
+    /// Every declaration directly inside `container` (a translation unit,
+    /// declaration list, class body or preprocessor block).
+    fn items(&mut self, container: Node<'t>, parent: usize, ctx: Ctx) {
+        let mut cursor = container.walk();
+        let children: Vec<Node<'t>> = container.named_children(&mut cursor).collect();
+        for (i, child) in children.iter().enumerate() {
+            if child.kind() == "expression_statement"
+                && let Some(next) = children.get(i + 1)
+                && next.kind() == "compound_statement"
+            {
+                self.catch_test(*child, *next, parent);
+                continue;
+            }
+            self.item(*child, parent, ctx, None);
+        }
+    }
+
+    /// One declaration; `outer` is the `template_declaration` around it.
+    fn item(&mut self, node: Node<'t>, parent: usize, ctx: Ctx, outer: Option<Node<'t>>) {
+        match node.kind() {
+            "preproc_include" => self.include(node, parent),
+            "preproc_def" | "preproc_function_def" => self.define(node, parent),
+            "preproc_ifdef" => {
+                let guard = node.child(0).is_some_and(|d| d.kind() == "#ifndef");
+                let name = node.child_by_field_name("name").map(|n| self.text_of(&n).to_string());
+                let pushed = guard && name.is_some();
+                if let (true, Some(name)) = (pushed, name) {
+                    self.guards.push(name);
+                }
+                self.items(node, parent, ctx);
+                if pushed {
+                    self.guards.pop();
+                }
+            }
+            "preproc_if" | "preproc_else" | "preproc_elif" | "preproc_elifdef" | "ERROR" => {
+                self.items(node, parent, ctx)
+            }
+            "function_definition" => self.function(node, parent, ctx, outer),
+            "declaration" | "field_declaration" => self.declaration(node, parent, ctx, outer),
+            "type_definition" => self.typedef(node, parent, outer),
+            "alias_declaration" => self.alias(node, parent, outer),
+            "struct_specifier" | "union_specifier" | "class_specifier" | "enum_specifier" => {
+                self.type_spec(node, parent, outer.unwrap_or(node), None);
+            }
+            "namespace_definition" => self.namespace(node, parent),
+            "linkage_specification" => {
+                if let Some(body) = node.child_by_field_name("body") {
+                    if body.kind() == "declaration_list" {
+                        self.items(body, parent, ctx);
+                    } else {
+                        self.item(body, parent, ctx, None);
+                    }
+                }
+            }
+            "template_declaration" => self.template(node, parent, ctx, outer),
+            // `public: int x;` in a class the grammar read as a block (see `macro_class`).
+            "labeled_statement" => {
+                let mut cursor = node.walk();
+                let inner: Vec<Node<'t>> =
+                    node.named_children(&mut cursor).filter(|c| c.kind() != "statement_identifier").collect();
+                for child in inner {
+                    self.item(child, parent, ctx, None);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn template(&mut self, node: Node<'t>, parent: usize, ctx: Ctx, outer: Option<Node<'t>>) {
+        let before = self.template_params.len();
+        if let Some(params) = node.child_by_field_name("parameters") {
+            let mut cursor = params.walk();
+            for param in params.named_children(&mut cursor) {
+                let name = param.child_by_field_name("name").or_else(|| {
+                    let mut c = param.walk();
+                    param.named_children(&mut c).find(|n| n.kind() == "type_identifier")
+                });
+                if let Some(name) = name {
+                    self.template_params.push(self.text_of(&name).to_string());
+                }
+            }
+        }
+        let mut cursor = node.walk();
+        let inner = node
+            .named_children(&mut cursor)
+            .filter(|n| !matches!(n.kind(), "template_parameter_list" | "requires_clause" | "comment"))
+            .last();
+        if let Some(inner) = inner {
+            self.item(inner, parent, ctx, Some(outer.unwrap_or(node)));
+        }
+        self.template_params.truncate(before);
+    }
+
+    fn include(&mut self, node: Node<'t>, parent: usize) {
+        let Some(path) = node.child_by_field_name("path") else { return };
+        let raw = self.text_of(&path).trim();
+        let (target, system) = match path.kind() {
+            "system_lib_string" => (raw.trim_start_matches('<').trim_end_matches('>').trim(), true),
+            "string_literal" => (raw.trim_matches('"').trim(), false),
+            _ => return,
+        };
+        if target.is_empty() {
+            return;
+        }
+        let signature = collapse(self.text_of(&node));
+        let index = self.add(parent, NodeKind::Import, target, &node, Some(signature), None);
+        self.builder.import(index, target, Vec::new(), system, trimmed_span(&node, self.text));
+    }
+
+    fn define(&mut self, node: Node<'t>, parent: usize) {
+        let Some(name) = node.child_by_field_name("name").map(|n| self.text_of(&n)).filter(|n| !n.is_empty()) else {
+            return;
+        };
+        let value = node.child_by_field_name("value").map(|v| collapse(self.text_of(&v)));
+        let params = node.child_by_field_name("parameters");
+        if params.is_none() && value.is_none() && self.guards.iter().any(|g| g == name) {
+            return;
+        }
+        let mut signature = format!("#define {name}");
+        if let Some(params) = params {
+            signature.push_str(&collapse(self.text_of(&params)));
+        } else if let Some(value) = value.filter(|v| v.len() <= 60 && !v.contains('\\')) {
+            signature.push(' ');
+            signature.push_str(&value);
+        }
+        let doc = self.doc(&node);
+        self.add(parent, NodeKind::Macro, name, &node, Some(signature), doc);
+    }
+
+    fn namespace(&mut self, node: Node<'t>, parent: usize) {
+        let body = node.child_by_field_name("body");
+        let names: Vec<String> = match node.child_by_field_name("name") {
+            Some(name) => {
+                self.text_of(&name).split("::").map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+            }
+            None => Vec::new(),
+        };
+        let signature = signature_until(&node, body, self.text);
+        let doc = self.doc(&node);
+        let mut current = parent;
+        for (i, name) in names.iter().enumerate() {
+            let sig =
+                if i + 1 == names.len() { signature.clone() } else { format!("namespace {}", names[..=i].join("::")) };
+            let d = if i == 0 { doc.clone() } else { None };
+            current = self.add(current, NodeKind::Namespace, name, &node, Some(sig), d);
+            self.scope.push(name.clone());
+            self.namespaces.entry(self.scope.join("::")).or_insert(current);
+        }
+        if let Some(body) = body {
+            self.items(body, current, Ctx::Namespace);
+        }
+        self.scope.truncate(self.scope.len() - names.len());
+    }
+
+    /// A `struct`/`union`/`class`/`enum` with a body: its node and members.
+    /// `span_node` is the whole declaration (with `template <..>` or `typedef`);
+    /// `alias` names an anonymous one (`typedef struct {..} X`).
+    fn type_spec(&mut self, spec: Node<'t>, parent: usize, span_node: Node<'t>, alias: Option<&str>) -> Option<usize> {
+        let body = spec.child_by_field_name("body")?;
+        let name = match spec.child_by_field_name("name") {
+            Some(n) => simple_type_name(n, self.text).to_string(),
+            None => alias?.to_string(),
+        };
+        if name.is_empty() {
+            return None;
+        }
+        let kind = match spec.kind() {
+            "class_specifier" => NodeKind::Class,
+            "enum_specifier" => NodeKind::Enum,
+            _ => NodeKind::Struct,
+        };
+        let signature = if span_node.kind() == "type_definition" {
+            let head = collapse(self.text.get(span_node.start_byte()..body.start_byte()).unwrap_or(""));
+            let tail = collapse(self.text.get(body.end_byte()..span_node.end_byte()).unwrap_or(""));
+            format!("{head} {{...}} {}", tail.trim_end_matches(';').trim())
+        } else {
+            signature_until(&span_node, Some(body), self.text)
+        };
+        let doc = self.doc(&span_node);
+        let index = self.add(parent, kind, &name, &span_node, Some(signature), doc);
+        self.scope.push(name);
+        self.types.entry(self.scope.join("::")).or_insert(index);
+        let mut cursor = spec.walk();
+        for child in spec.named_children(&mut cursor) {
+            if child.kind() == "base_class_clause" {
+                let mut c = child.walk();
+                for base in child.named_children(&mut c) {
+                    if matches!(base.kind(), "type_identifier" | "qualified_identifier" | "template_type") {
+                        let target = strip_template_args(self.text_of(&base));
+                        self.reference(index, RefKind::Inherits, target, &base);
+                    }
+                }
+            }
+        }
+        if kind == NodeKind::Enum {
+            self.enumerators(body, index);
+        } else {
+            self.items(body, index, Ctx::Class);
+        }
+        self.scope.pop();
+        Some(index)
+    }
+
+    fn enumerators(&mut self, list: Node<'t>, parent: usize) {
+        let mut cursor = list.walk();
+        let children: Vec<Node<'t>> = list.named_children(&mut cursor).collect();
+        for child in children {
+            match child.kind() {
+                "enumerator" => {
+                    let Some(name) =
+                        child.child_by_field_name("name").map(|n| self.text_of(&n)).filter(|n| !n.is_empty())
+                    else {
+                        continue;
+                    };
+                    let doc = self.doc(&child).or_else(|| trailing_comment(&child, self.text));
+                    let signature = collapse(self.text_of(&child));
+                    self.add(parent, NodeKind::Field, name, &child, Some(signature), doc);
+                }
+                k if k.starts_with("preproc_") => self.enumerators(child, parent),
+                _ => {}
+            }
+        }
+    }
+
+    fn typedef(&mut self, node: Node<'t>, parent: usize, outer: Option<Node<'t>>) {
+        let span_node = outer.unwrap_or(node);
+        let mut cursor = node.walk();
+        let declarators: Vec<Node<'t>> = node.children_by_field_name("declarator", &mut cursor).collect();
+        let names: Vec<&'t str> =
+            declarators.iter().map(|d| innermost_name(*d, self.text)).filter(|n| !n.is_empty()).collect();
+        let ty = node.child_by_field_name("type");
+        let mut type_index = None;
+        let mut type_name = None;
+        if let Some(ty) = ty
+            && ty.child_by_field_name("body").is_some()
+            && matches!(ty.kind(), "struct_specifier" | "union_specifier" | "class_specifier" | "enum_specifier")
+        {
+            // Name an anonymous aggregate by its first plain declarator (`X`, not `*PX`).
+            let plain = declarators
+                .iter()
+                .find(|d| matches!(d.kind(), "type_identifier" | "primitive_type"))
+                .map(|d| self.text_of(d));
+            type_name = ty.child_by_field_name("name").map(|n| simple_type_name(n, self.text).to_string());
+            let alias = plain.or(names.first().copied());
+            type_index = self.type_spec(ty, parent, span_node, alias);
+            if type_name.is_none() {
+                type_name = alias.map(str::to_string);
+            }
+        }
+        let doc = self.doc(&span_node);
+        let prefix_end = declarators.first().map_or(node.end_byte(), |d| d.start_byte());
+        for (declarator, name) in declarators.iter().zip(names) {
+            if type_index.is_some() && type_name.as_deref() == Some(name) {
+                continue;
+            }
+            let signature = if type_index.is_some() {
+                let keyword = ty.map_or("", |t| t.child(0).map_or("", |k| self.text_of(&k)));
+                format!(
+                    "typedef {keyword} {} {}",
+                    type_name.as_deref().unwrap_or(""),
+                    collapse(self.text_of(declarator))
+                )
+            } else {
+                let head = collapse(self.text.get(span_node.start_byte()..prefix_end).unwrap_or(""));
+                format!("{head} {}", collapse(self.text_of(declarator)))
+            };
+            let index = self.add(parent, NodeKind::TypeAlias, name, &span_node, Some(signature), doc.clone());
+            if type_index.is_none()
+                && let Some(ty) = ty
+            {
+                self.mention_types(index, ty, None);
+            }
+            self.mention_types(index, *declarator, Some(name));
+        }
+    }
+
+    fn alias(&mut self, node: Node<'t>, parent: usize, outer: Option<Node<'t>>) {
+        let Some(name) = node.child_by_field_name("name").map(|n| self.text_of(&n)).filter(|n| !n.is_empty()) else {
+            return;
+        };
+        let span_node = outer.unwrap_or(node);
+        let signature = signature_until(&span_node, None, self.text);
+        let doc = self.doc(&span_node);
+        let index = self.add(parent, NodeKind::TypeAlias, name, &span_node, Some(signature), doc);
+        if let Some(ty) = node.child_by_field_name("type") {
+            self.mention_types(index, ty, None);
+        }
+    }
+
+    /// `declaration` (file/namespace level, or constructors in a class) and
+    /// `field_declaration` (class members).
+    fn declaration(&mut self, node: Node<'t>, parent: usize, ctx: Ctx, outer: Option<Node<'t>>) {
+        let span_node = outer.unwrap_or(node);
+        let ty = node.child_by_field_name("type");
+        let mut cursor = node.walk();
+        let declarators: Vec<Node<'t>> = node.children_by_field_name("declarator", &mut cursor).collect();
+        if let Some(ty) = ty
+            && ty.child_by_field_name("body").is_some()
+            && matches!(ty.kind(), "struct_specifier" | "union_specifier" | "class_specifier" | "enum_specifier")
+        {
+            let named = ty.child_by_field_name("name").is_some();
+            if named {
+                self.type_spec(ty, parent, if declarators.is_empty() { span_node } else { ty }, None);
+            } else if declarators.is_empty() && ctx == Ctx::Class && ty.kind() != "enum_specifier" {
+                // An anonymous struct/union member: its fields belong to the parent.
+                if let Some(body) = ty.child_by_field_name("body") {
+                    self.items(body, parent, Ctx::Class);
+                }
+            }
+        }
+        let is_extern = has_specifier(&node, "extern", self.text);
+        let doc = self.doc(&span_node);
+        let prefix = collapse(
+            self.text
+                .get(span_node.start_byte()..declarators.first().map_or(node.end_byte(), |d| d.start_byte()))
+                .unwrap_or(""),
+        );
+        for declarator in &declarators {
+            if let Some(function) = function_declarator(*declarator) {
+                let Some((scope, name)) = function_name(function, self.text) else { continue };
+                // Prototypes in source files are forward declarations, and a
+                // qualified one redeclares something declared elsewhere.
+                if (ctx != Ctx::Class && !self.header) || !scope.is_empty() {
+                    continue;
+                }
+                let signature = if declarators.len() == 1 {
+                    signature_until(&span_node, None, self.text)
+                } else {
+                    format!("{prefix} {}", collapse(self.text_of(declarator)))
+                };
+                let kind = if ctx == Ctx::Class { NodeKind::Method } else { NodeKind::Function };
+                let index = self.add(parent, kind, &name, &span_node, Some(signature), doc.clone());
+                self.mention_signature(index, node, None);
+                continue;
+            }
+            if ctx != Ctx::Class && is_extern && !self.header {
+                continue;
+            }
+            let target = value_declarator(*declarator);
+            let (scope, name) = match qualified_parts(target, self.text) {
+                Some(parts) => parts,
+                None => continue,
+            };
+            let kind = if ctx == Ctx::Class { NodeKind::Field } else { NodeKind::Variable };
+            // The declarator without its initializer: `*names[]`, not `*names[] = {..}`.
+            let declared = match declarator.kind() {
+                "init_declarator" => declarator.child_by_field_name("declarator").unwrap_or(*declarator),
+                _ => *declarator,
+            };
+            let signature = format!("{prefix} {}", collapse(self.text_of(&declared)));
+            let doc = if ctx == Ctx::Class {
+                doc.clone().or_else(|| trailing_comment(&node, self.text))
+            } else {
+                doc.clone()
+            };
+            let index = if scope.is_empty() {
+                self.add(parent, kind, &name, &span_node, Some(signature), doc)
+            } else {
+                // `int Foo::count = 0;`: the definition of a static member.
+                if self.lookup(&scope).is_some() {
+                    continue;
+                }
+                let qualified = format!("{}.{name}", scope.join("."));
+                let index = self.add(parent, kind, &qualified, &span_node, Some(signature), doc);
+                self.renames.push((index, name));
+                index
+            };
+            if let Some(ty) = ty {
+                self.mention_types(index, ty, None);
+            }
+            self.mention_types(index, declared, None);
+        }
+    }
+
+    fn function(&mut self, node: Node<'t>, parent: usize, ctx: Ctx, outer: Option<Node<'t>>) {
+        let span_node = outer.unwrap_or(node);
+        let body = node.child_by_field_name("body");
+        let Some(declarator) = node.child_by_field_name("declarator") else { return };
+        if let Some(ty) = node.child_by_field_name("type")
+            && matches!(ty.kind(), "class_specifier" | "struct_specifier" | "union_specifier")
+            && ty.child_by_field_name("body").is_none()
+            && declarator.kind() == "identifier"
+            && let Some(body) = body.filter(|b| b.kind() == "compound_statement")
+        {
+            self.macro_class(node, ty, declarator, body, parent, span_node);
+            return;
+        }
+        let doc = self.doc(&span_node);
+        let mut cursor = node.walk();
+        let sig_end = node
+            .children(&mut cursor)
+            .find(|c| c.kind() == "field_initializer_list")
+            .or(body)
+            .filter(|n| n.kind() != "try_statement");
+        let signature = signature_until(&span_node, sig_end.or(body), self.text);
+
+        if let Some(function) = function_declarator(declarator)
+            && let Some(test_name) = gtest_name(function, self.text)
+        {
+            let index = self.add(parent, NodeKind::Test, &test_name, &span_node, Some(signature), doc);
+            if let Some(body) = body {
+                self.calls(index, body);
+            }
+            return;
+        }
+        let Some((scope, name)) =
+            function_declarator(declarator).and_then(|f| function_name(f, self.text)).or_else(|| {
+                (declarator.kind() == "operator_cast").then(|| (Vec::new(), operator_cast_name(declarator, self.text)))
+            })
+        else {
+            return;
+        };
+        let index = if scope.is_empty() {
+            let kind = if ctx == Ctx::Class {
+                NodeKind::Method
+            } else if self.is_test_name(&name) {
+                NodeKind::Test
+            } else {
+                NodeKind::Function
+            };
+            self.add(parent, kind, &name, &span_node, Some(signature), doc)
+        } else {
+            match self.lookup(&scope) {
+                Some((owner, NodeKind::Namespace)) => {
+                    let kind = if self.is_test_name(&name) { NodeKind::Test } else { NodeKind::Function };
+                    self.add(owner, kind, &name, &span_node, Some(signature), doc)
+                }
+                Some((owner, _)) => self.add(owner, NodeKind::Method, &name, &span_node, Some(signature), doc),
+                None => {
+                    let qualified = format!("{}.{name}", scope.join("."));
+                    let index = self.add(parent, NodeKind::Method, &qualified, &span_node, Some(signature), doc);
+                    self.renames.push((index, name));
+                    index
+                }
+            }
+        };
+        self.mention_signature(index, node, body);
+        if let Some(body) = body {
+            self.calls(index, body);
+        }
+    }
+
+    /// `class EXPORT_MACRO Name { ... };`: the grammar reads a class whose
+    /// name follows an (unexpanded) attribute macro as a function `Name` of
+    /// return type `class EXPORT_MACRO` with a block body. Recovered as the
+    /// class `Name`, its block walked as a class body.
+    fn macro_class(
+        &mut self,
+        node: Node<'t>,
+        ty: Node<'t>,
+        declarator: Node<'t>,
+        body: Node<'t>,
+        parent: usize,
+        span_node: Node<'t>,
+    ) {
+        let kind = if ty.kind() == "class_specifier" { NodeKind::Class } else { NodeKind::Struct };
+        let name = self.text_of(&declarator);
+        let signature = signature_until(&span_node, Some(body), self.text);
+        let doc = self.doc(&span_node);
+        let index = self.add(parent, kind, name, &span_node, Some(signature), doc);
+        let _ = node;
+        self.scope.push(name.to_string());
+        self.types.entry(self.scope.join("::")).or_insert(index);
+        self.items(body, index, Ctx::Class);
+        self.scope.pop();
+    }
+
+    /// Catch2/doctest `TEST_CASE("name", "[tag]") { ... }`, which parses as a
+    /// call statement followed by a block.
+    fn catch_test(&mut self, call_stmt: Node<'t>, block: Node<'t>, parent: usize) {
+        let Some(call) = call_stmt.named_child(0).filter(|c| c.kind() == "call_expression") else { return };
+        let Some(function) = call.child_by_field_name("function") else { return };
+        let macro_name = self.text_of(&function);
+        if !CATCH_MACROS.contains(&macro_name) {
+            return;
+        }
+        let Some(args) = call.child_by_field_name("arguments") else { return };
+        let mut cursor = args.walk();
+        let Some(title) = args.named_children(&mut cursor).find(|a| a.kind() == "string_literal") else { return };
+        let name = self.text_of(&title).trim_matches('"').to_string();
+        if name.is_empty() {
+            return;
+        }
+        let start = Span::of_node(&call_stmt);
+        let end = Span::of_node(&block);
+        let span = Span { start_byte: start.start_byte, start: start.start, end_byte: end.end_byte, end: end.end };
+        let signature = collapse(self.text_of(&call));
+        let doc = self.doc(&call_stmt);
+        let index = self.builder.add(parent, NodeKind::Test, &name, span, Some(signature), doc);
+        self.calls(index, block);
+    }
+
+    fn is_test_name(&self, name: &str) -> bool {
+        name.starts_with("test_") || (self.test_file && name.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("test")))
+    }
+
+    /// The class or namespace a qualified name's scope denotes, looked up
+    /// from the innermost enclosing scope outwards.
+    fn lookup(&self, scope: &[String]) -> Option<(usize, NodeKind)> {
+        let written = scope.join("::");
+        for depth in (0..=self.scope.len()).rev() {
+            let key =
+                if depth == 0 { written.clone() } else { format!("{}::{written}", self.scope[..depth].join("::")) };
+            if let Some(&index) = self.types.get(&key) {
+                return Some((index, self.builder.kind(index)));
+            }
+            if let Some(&index) = self.namespaces.get(&key) {
+                return Some((index, NodeKind::Namespace));
+            }
+        }
+        None
+    }
+
+    // ---- references ---------------------------------------------------------
+
+    /// `Calls` for every call expression under `body`.
+    fn calls(&mut self, from: usize, body: Node<'t>) {
+        let mut found: Vec<(String, Node<'t>)> = Vec::new();
+        let text = self.text;
+        preorder(body, |n| {
+            if n.kind() == "call_expression"
+                && let Some(function) = n.child_by_field_name("function")
+                && let Some(target) = call_target(function, text)
+            {
+                found.push((target, function));
+            }
+            true
+        });
+        for (target, node) in found {
+            self.reference(from, RefKind::Calls, target, &node);
+        }
+    }
+
+    /// `Mentions` for the types in a function's return type and parameters.
+    fn mention_signature(&mut self, from: usize, function: Node<'t>, body: Option<Node<'t>>) {
+        let mut cursor = function.walk();
+        let parts: Vec<Node<'t>> = function
+            .children(&mut cursor)
+            .filter(|c| Some(*c) != body && c.kind() != "field_initializer_list" && c.kind() != "comment")
+            .collect();
+        for part in parts {
+            self.mention_types(from, part, None);
+        }
+    }
+
+    /// `Mentions` for the type names under `node`, except `skip` (a
+    /// typedef's own name).
+    fn mention_types(&mut self, from: usize, node: Node<'t>, skip: Option<&str>) {
+        let mut found: Vec<(String, Node<'t>)> = Vec::new();
+        let text = self.text;
+        let params = &self.template_params;
+        let wanted =
+            |name: &str| !BUILTIN_TYPES.contains(&name) && !params.iter().any(|p| p == name) && skip != Some(name);
+        let mut pending = vec![node];
+        while let Some(root) = pending.pop() {
+            let mut args = Vec::new();
+            preorder(root, |n| match n.kind() {
+                "type_identifier" => {
+                    let name = node_text(&n, text);
+                    if wanted(name) {
+                        found.push((name.to_string(), n));
+                    }
+                    false
+                }
+                "qualified_identifier" => {
+                    let target = strip_template_args(node_text(&n, text));
+                    if names_a_type(n) && !target.starts_with("std::") && !target.starts_with("::std::") {
+                        found.push((target, n));
+                    }
+                    // Only the template arguments inside hold further types.
+                    preorder(n, |m| {
+                        if m.kind() == "template_argument_list" {
+                            args.push(m);
+                            return false;
+                        }
+                        true
+                    });
+                    false
+                }
+                // Values (default arguments, array sizes) hold no types worth naming.
+                "compound_statement" | "initializer_list" | "argument_list" | "number_literal" | "string_literal" => {
+                    false
+                }
+                _ => true,
+            });
+            pending.extend(args.into_iter().rev());
+        }
+        for (target, n) in found {
+            self.reference(from, RefKind::Mentions, target, &n);
+        }
+    }
+}
+
+/// Whether a qualified identifier names a type (`a::B`, `a::B<int>`), not a
+/// function or variable (`a::f`).
+fn names_a_type(node: Node<'_>) -> bool {
+    let mut current = node;
+    while current.kind() == "qualified_identifier" {
+        let Some(name) = current.child_by_field_name("name") else { return false };
+        current = name;
+    }
+    matches!(current.kind(), "type_identifier" | "template_type")
+}
+
+// ---- helpers over declarators ------------------------------------------------
+
+/// A comment that starts on its own line (not trailing the previous code).
+fn is_leading_comment(node: &Node<'_>) -> bool {
+    if node.kind() != "comment" {
+        return false;
+    }
+    match node.prev_sibling() {
+        Some(prev) => last_row(&prev) < node.start_position().row,
+        None => true,
+    }
+}
+
+/// The row of a node's last character (a node ending with a newline ends on
+/// the next row at column 0).
+fn last_row(node: &Node<'_>) -> usize {
+    let end = node.end_position();
+    if end.column == 0 && end.row > node.start_position().row { end.row - 1 } else { end.row }
+}
+
+/// A comment on the same line right after `node` (`int x; /**< doc */`).
+fn trailing_comment(node: &Node<'_>, text: &str) -> Option<String> {
+    let next = node.next_named_sibling()?;
+    if next.kind() != "comment" || next.start_position().row != last_row(node) {
+        return None;
+    }
+    let cleaned = crate::lang::clean_doc(node_text(&next, text))?;
+    let cleaned = cleaned.strip_prefix('<').map_or(cleaned.as_str(), str::trim_start).to_string();
+    if cleaned.is_empty() { None } else { Some(cleaned) }
+}
+
+/// The span of a node without trailing whitespace (preprocessor nodes end
+/// after their newline).
+fn trimmed_span(node: &Node<'_>, text: &str) -> Span {
+    let mut span = Span::of_node(node);
+    let slice = span.slice(text);
+    let trimmed = slice.trim_end();
+    if trimmed.len() == slice.len() {
+        return span;
+    }
+    let removed = &slice[trimmed.len()..];
+    let newlines = removed.bytes().filter(|&b| b == b'\n').count() as u32;
+    span.end_byte = span.start_byte + trimmed.len();
+    if newlines > 0 {
+        let line_start = text[..span.end_byte].rfind('\n').map_or(0, |i| i + 1);
+        span.end = Point { line: span.end.line - newlines, column: (span.end_byte - line_start) as u32 };
+    } else {
+        span.end.column -= removed.len() as u32;
+    }
+    span
+}
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `detail::Mixin<int>` -> `detail::Mixin`, whitespace removed.
+fn strip_template_args(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut depth = 0usize;
+    for ch in s.chars() {
+        match ch {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            c if depth == 0 && !c.is_whitespace() => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn has_specifier(node: &Node<'_>, word: &str, text: &str) -> bool {
+    let mut cursor = node.walk();
+    node.children(&mut cursor).any(|c| c.kind() == "storage_class_specifier" && node_text(&c, text) == word)
+}
+
+/// The declared name of a class/struct name node (`Foo`, `Foo<int>` -> `Foo`, `a::Foo` -> `Foo`).
+fn simple_type_name<'t>(node: Node<'_>, text: &'t str) -> &'t str {
+    match node.kind() {
+        "template_type" => node.child_by_field_name("name").map_or("", |n| node_text(&n, text)),
+        "qualified_identifier" => node.child_by_field_name("name").map_or("", |n| simple_type_name(n, text)),
+        _ => node_text(&node, text),
+    }
+}
+
+/// The next declarator inward (`*p` -> `p`, `f(int)` -> `f`, `x = 1` -> `x`).
+fn inner_declarator<'t>(node: Node<'t>) -> Option<Node<'t>> {
+    if let Some(inner) = node.child_by_field_name("declarator") {
+        return Some(inner);
+    }
+    if matches!(node.kind(), "parenthesized_declarator" | "reference_declarator" | "attributed_declarator") {
+        let mut cursor = node.walk();
+        return node.named_children(&mut cursor).find(|c| {
+            c.kind().ends_with("declarator")
+                || matches!(c.kind(), "identifier" | "field_identifier" | "type_identifier" | "qualified_identifier")
+        });
+    }
+    None
+}
+
+fn is_name_node(kind: &str) -> bool {
+    matches!(
+        kind,
+        "identifier"
+            | "field_identifier"
+            | "qualified_identifier"
+            | "destructor_name"
+            | "operator_name"
+            | "template_function"
+            | "type_identifier"
+    )
+}
+
+/// The function declarator that declares a function (not a function pointer)
+/// in a declarator chain: the innermost one whose own declarator is a name.
+fn function_declarator<'t>(declarator: Node<'t>) -> Option<Node<'t>> {
+    let mut found = None;
+    let mut current = Some(declarator);
+    while let Some(node) = current {
+        if node.kind() == "function_declarator"
+            && node.child_by_field_name("declarator").is_some_and(|d| is_name_node(d.kind()))
+        {
+            found = Some(node);
+        }
+        if node.kind() == "init_declarator" && found.is_none() {
+            // `int (*fp)(int) = f;` is a variable whatever follows.
+            return None;
+        }
+        current = inner_declarator(node);
+    }
+    found
+}
+
+/// The declarator naming a variable/field: the chain's terminal name node.
+fn value_declarator<'t>(declarator: Node<'t>) -> Node<'t> {
+    let mut current = declarator;
+    while let Some(inner) = inner_declarator(current) {
+        current = inner;
+    }
+    current
+}
+
+/// The innermost name of a declarator chain, as text.
+fn innermost_name<'t>(declarator: Node<'_>, text: &'t str) -> &'t str {
+    let terminal = value_declarator(declarator);
+    if is_name_node(terminal.kind()) || terminal.kind() == "primitive_type" { node_text(&terminal, text) } else { "" }
+}
+
+/// A function's scope segments and simple name (`Foo::bar` -> `(["Foo"], "bar")`).
+fn function_name(function: Node<'_>, text: &str) -> Option<(Vec<String>, String)> {
+    qualified_parts(function.child_by_field_name("declarator")?, text)
+}
+
+/// Scope segments and simple name of a name node.
+fn qualified_parts(node: Node<'_>, text: &str) -> Option<(Vec<String>, String)> {
+    match node.kind() {
+        "identifier" | "field_identifier" | "type_identifier" | "destructor_name" | "operator_name" => {
+            let name = collapse(node_text(&node, text));
+            if name.is_empty() { None } else { Some((Vec::new(), name)) }
+        }
+        "template_function" | "template_type" => qualified_parts(node.child_by_field_name("name")?, text),
+        "operator_cast" => Some((Vec::new(), operator_cast_name(node, text))),
+        "qualified_identifier" => {
+            let mut scope = Vec::new();
+            if let Some(s) = node.child_by_field_name("scope") {
+                let segment = match s.kind() {
+                    "template_type" => s.child_by_field_name("name").map_or("", |n| node_text(&n, text)),
+                    _ => node_text(&s, text),
+                };
+                if !segment.is_empty() {
+                    scope.push(segment.to_string());
+                }
+            }
+            let (inner_scope, name) = qualified_parts(node.child_by_field_name("name")?, text)?;
+            scope.extend(inner_scope);
+            Some((scope, name))
+        }
+        _ => None,
+    }
+}
+
+/// `operator bool() const` -> `operator bool`.
+fn operator_cast_name(node: Node<'_>, text: &str) -> String {
+    let ty = node.child_by_field_name("type").map_or("", |t| node_text(&t, text));
+    format!("operator {}", collapse(ty))
+}
+
+/// GoogleTest `TEST(Suite, Name)` -> `Suite.Name`.
+fn gtest_name(function: Node<'_>, text: &str) -> Option<String> {
+    let macro_name = function.child_by_field_name("declarator")?;
+    if macro_name.kind() != "identifier" || !GTEST_MACROS.contains(&node_text(&macro_name, text)) {
+        return None;
+    }
+    let params = function.child_by_field_name("parameters")?;
+    let mut cursor = params.walk();
+    let args: Vec<String> = params.named_children(&mut cursor).map(|p| collapse(node_text(&p, text))).collect();
+    match args.as_slice() {
+        [suite, name] if !suite.is_empty() && !name.is_empty() => Some(format!("{suite}.{name}")),
+        _ => None,
+    }
+}
+
+/// What a call expression calls, as written: `f`, `obj.m`, `p->m` -> `p.m`,
+/// `ns::f`, `f<T>` -> `f`. `None` for calls through expressions.
+fn call_target(function: Node<'_>, text: &str) -> Option<String> {
+    match function.kind() {
+        "identifier" => Some(node_text(&function, text).to_string()),
+        "qualified_identifier" => Some(strip_template_args(node_text(&function, text))),
+        "template_function" => function.child_by_field_name("name").map(|n| node_text(&n, text).to_string()),
+        "field_expression" => {
+            let object = function.child_by_field_name("argument")?;
+            let field = function.child_by_field_name("field")?;
+            let field = strip_template_args(node_text(&field, text));
+            match object.kind() {
+                "identifier" | "this" | "field_expression" | "qualified_identifier" => {
+                    let object = node_text(&object, text).replace("->", ".");
+                    let object: String = object.chars().filter(|c| !c.is_whitespace()).collect();
+                    if object.contains(['(', '[', '<', '*', '&']) {
+                        Some(field)
+                    } else {
+                        Some(format!("{object}.{field}"))
+                    }
+                }
+                _ => Some(field),
+            }
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    fn analyze(language: &str, path: &str, text: &str) -> FileAnalysis {
+        CAnalyzer.analyze(language, path, text)
+    }
+
+    const HEADER: &str = r#"/* geometry.h - shapes for the demo.
+ * Copyright nobody. */
+
+#ifndef GEOMETRY_H
+#define GEOMETRY_H
+
+#include <stdio.h>
+#include <stdint.h>
+#include "util/vec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Largest coordinate we accept. */
+#define GEO_MAX 4096
+/* Clamp a value between lo and hi. */
+#define GEO_CLAMP(x, lo, hi) \
+    ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))
+
+/**
+ * A point in the plane.
+ */
+typedef struct {
+    int x; /**< horizontal */
+    int y; /**< vertical */
+} Point;
+
+/// A singly linked list of points.
+struct point_list {
+    Point value;
+    struct point_list *next;
+    union {
+        int tag;
+        float weight;
+    };
+};
+
+/* Colours of a shape. */
+enum color {
+    RED,   /* the default */
+    GREEN = 2,
+#ifdef WITH_BLUE
+    BLUE,
+#endif
+};
+
+typedef enum { SHAPE_CIRCLE, SHAPE_SQUARE } shape_kind;
+typedef struct shape shape_t;
+typedef int (*visit_fn)(const Point *p, void *ctx);
+typedef uint32_t geo_id;
+
+/** The number of shapes created so far. */
+extern int geo_shape_count;
+
+/**
+ * Computes the distance between two points.
+ * @param a the first point
+ */
+double geo_distance(const Point *a, const Point *b);
+
+/// Walks a list.
+int geo_walk(struct point_list *list, visit_fn visit, void *ctx);
+
+#ifdef GEO_DEBUG
+void geo_dump(FILE *out, const struct point_list *list);
+#else
+static inline void geo_dump(FILE *out, const struct point_list *list) { (void)out; (void)list; }
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GEOMETRY_H */
+"#;
+
+    const SOURCE: &str = r#"#include <math.h>
+#include "geometry.h"
+
+static int helper(int x);
+
+/* Number of shapes made. */
+int geo_shape_count = 0;
+static const char *names[] = {"circle", "square"};
+
+/* Squares a number. */
+static int helper(int x) {
+    return x * x;
+}
+
+double geo_distance(const Point *a, const Point *b) {
+    int dx = helper(a->x - b->x);
+    int dy = helper(a->y - b->y);
+    return sqrt((double)(dx + dy));
+}
+
+int geo_walk(struct point_list *list, visit_fn visit, void *ctx) {
+    int n = 0;
+    for (struct point_list *p = list; p; p = p->next) {
+        n += visit(&p->value, ctx);
+        geo_log(list->next, "visit");
+    }
+    return n;
+}
+
+void broken(void) {
+    int y = ;
+    helper(2);
+}
+
+int test_distance(void) {
+    Point a = {0, 0}, b = {3, 4};
+    return geo_distance(&a, &b) == 5.0;
+}
+"#;
+
+    const CPP: &str = r#"#include <memory>
+#include <vector>
+#include "shapes/base.hpp"
+
+namespace geo {
+namespace detail {
+/// Internal helper.
+int scale(int x);
+}  // namespace detail
+
+/**
+ * The base of every shape.
+ */
+class Shape {
+public:
+    virtual ~Shape() = default;
+    /// The area.
+    virtual double area() const = 0;
+protected:
+    int sides_;
+};
+
+// A circle.
+class Circle : public Shape, private detail::Counted<Circle> {
+public:
+    explicit Circle(double r) : r_(r) {}
+    double area() const override { return 3.14159 * r_ * r_; }
+    static std::unique_ptr<Circle> make(double r);
+    double radius() const;
+private:
+    double r_;
+    std::vector<Point> trail_;
+};
+
+template <typename T>
+T largest(const std::vector<T>& items) {
+    T best = items.front();
+    for (const auto& item : items) best = std::max(best, item);
+    return best;
+}
+
+/// A typed box.
+template <typename T>
+class Box {
+public:
+    T get() const { return value_; }
+private:
+    T value_;
+};
+
+using Real = double;
+template <typename T> using Shapes = std::vector<std::shared_ptr<T>>;
+
+double Circle::radius() const {
+    return r_;
+}
+
+std::unique_ptr<Circle> Circle::make(double r) {
+    auto c = std::make_unique<Circle>(r);
+    c->area();
+    detail::scale(2);
+    this->radius();
+    return c;
+}
+}  // namespace geo
+
+namespace geo::io {
+void save(const geo::Shape& shape);
+}
+
+void geo::io::save(const geo::Shape& shape) {
+    write(shape.area());
+}
+
+void Renderer::draw(const geo::Circle& c) {
+    c.area();
+}
+
+TEST(CircleTest, AreaIsPositive) {
+    geo::Circle c(1.0);
+    EXPECT_GT(c.area(), 0.0);
+}
+
+TEST_F(ShapeFixture, MakesCircle) {
+    auto c = geo::Circle::make(2.0);
+    ASSERT_TRUE(c);
+}
+
+TEST_CASE("boxes hold values", "[box]") {
+    REQUIRE(check_box());
+}
+"#;
+
+    const CPP_IN_H: &str = r#"#pragma once
+#include <string>
+
+namespace app {
+
+/// A named thing.
+class Named {
+public:
+    explicit Named(std::string name);
+    const std::string& name() const { return name_; }
+private:
+    std::string name_;
+};
+
+template<typename T>
+struct Pair : Named {
+    T first;
+    T second;
+};
+
+}  // namespace app
+"#;
+
+    #[test]
+    fn c_header_outline() {
+        let a = analyze("c", "include/geometry.h", HEADER);
+        insta::assert_snapshot!(a.outline());
+    }
+
+    #[test]
+    fn c_source_outline() {
+        let a = analyze("c", "src/geometry.c", SOURCE);
+        insta::assert_snapshot!(a.outline());
+    }
+
+    #[test]
+    fn cpp_outline() {
+        let a = analyze("cpp", "src/shapes.cpp", CPP);
+        insta::assert_snapshot!(a.outline());
+    }
+
+    #[test]
+    fn cpp_in_dot_h_is_reparsed() {
+        let a = analyze("c", "include/app/named.h", CPP_IN_H);
+        assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+        insta::assert_snapshot!(a.outline());
+        // A C header with a syntax error but no C++ markers stays C.
+        let c = analyze("c", "x.h", "int f(void) { return 1 }\n");
+        assert_eq!(c.nodes[1].kind, NodeKind::Function);
+        assert!(!c.warnings.is_empty());
+    }
+
+    #[test]
+    fn spans_start_with_the_declaration() {
+        for (language, path, text) in
+            [("c", "include/geometry.h", HEADER), ("c", "src/geometry.c", SOURCE), ("cpp", "src/shapes.cpp", CPP)]
+        {
+            let a = analyze(language, path, text);
+            for node in &a.nodes[1..] {
+                let slice = node.span.slice(text);
+                assert!(!slice.is_empty(), "{}: empty span", node.symbol_path);
+                assert_eq!(slice, slice.trim_end(), "{}: trailing whitespace", node.symbol_path);
+                let expected = match node.kind {
+                    NodeKind::Import => "#include",
+                    NodeKind::Macro => "#define",
+                    NodeKind::Namespace => "namespace",
+                    _ => "",
+                };
+                assert!(slice.starts_with(expected), "{}: {slice:?}", node.symbol_path);
+                if matches!(node.kind, NodeKind::Function | NodeKind::Method | NodeKind::Struct | NodeKind::Class) {
+                    let sig = node.signature.as_deref().unwrap();
+                    let head = sig.split_whitespace().next().unwrap();
+                    assert!(slice.starts_with(head), "{}: {slice:?} vs {sig:?}", node.symbol_path);
+                    assert!(slice.contains(node.name.as_str()), "{}: {slice:?}", node.symbol_path);
+                }
+                let lines = text.split('\n').collect::<Vec<_>>();
+                let start_line = lines[node.span.start.line as usize - 1];
+                assert_eq!(
+                    &start_line[node.span.start.column as usize..].chars().next(),
+                    &slice.chars().next(),
+                    "{}",
+                    node.symbol_path
+                );
+                let end_line = lines[node.span.end.line as usize - 1];
+                let last = slice.rsplit('\n').next().unwrap();
+                assert!(end_line[..node.span.end.column as usize].ends_with(last), "{}", node.symbol_path);
+            }
+        }
+    }
+
+    #[test]
+    fn docs_and_signatures() {
+        let a = analyze("c", "include/geometry.h", HEADER);
+        let find = |path: &str| a.nodes.iter().find(|n| n.symbol_path == path).unwrap();
+        assert_eq!(
+            find("geo_distance").doc.as_deref(),
+            Some("Computes the distance between two points.\n@param a the first point")
+        );
+        assert_eq!(
+            find("geo_distance").signature.as_deref(),
+            Some("double geo_distance(const Point *a, const Point *b)")
+        );
+        assert_eq!(find("Point.x").doc.as_deref(), Some("horizontal"));
+        assert_eq!(find("Point.y").doc.as_deref(), Some("vertical"));
+        assert_eq!(find("color.RED").doc.as_deref(), Some("the default"));
+        assert_eq!(find("GEO_MAX").doc.as_deref(), Some("Largest coordinate we accept."));
+        assert_eq!(find("GEO_CLAMP").signature.as_deref(), Some("#define GEO_CLAMP(x, lo, hi)"));
+        assert!(a.nodes.iter().all(|n| n.name != "GEOMETRY_H"), "include guard is not a macro");
+    }
+
+    fn files(paths: &[&str]) -> BTreeSet<String> {
+        paths.iter().map(|p| p.to_string()).collect()
+    }
+
+    fn include(target: &str, system: bool) -> Reference {
+        Reference {
+            from: 1,
+            kind: RefKind::Import,
+            target: target.to_string(),
+            names: Vec::new(),
+            system,
+            span: Span::default(),
+        }
+    }
+
+    #[test]
+    fn resolves_includes() {
+        let all = files(&[
+            "src/geometry.c",
+            "src/geometry.h",
+            "src/util/vec.h",
+            "include/geo/api.h",
+            "lib/a/config.h",
+            "lib/b/config.h",
+            "third_party/zlib/zlib.h",
+        ]);
+        let ctx = ResolveContext::new(&all);
+        let r = |from: &str, target: &str, system: bool| CAnalyzer.resolve_import(&ctx, from, &include(target, system));
+        // Relative to the including file.
+        assert_eq!(r("src/geometry.c", "geometry.h", false).as_deref(), Some("src/geometry.h"));
+        assert_eq!(r("src/geometry.c", "util/vec.h", false).as_deref(), Some("src/util/vec.h"));
+        assert_eq!(r("src/util/vec.h", "../geometry.h", false).as_deref(), Some("src/geometry.h"));
+        // A unique suffix anywhere.
+        assert_eq!(r("tests/t.c", "geo/api.h", false).as_deref(), Some("include/geo/api.h"));
+        assert_eq!(r("tests/t.c", "zlib.h", false).as_deref(), Some("third_party/zlib/zlib.h"));
+        // Ambiguous stays unresolved.
+        assert_eq!(r("src/geometry.c", "config.h", false), None);
+        // System headers: only under an include/ directory.
+        assert_eq!(r("src/geometry.c", "stdio.h", true), None);
+        assert_eq!(r("src/geometry.c", "zlib.h", true), None);
+        assert_eq!(r("src/geometry.c", "geo/api.h", true).as_deref(), Some("include/geo/api.h"));
+        assert_eq!(r("src/geometry.c", "api.h", true), None);
+        assert_eq!(r("src/geometry.c", "missing.h", false), None);
+    }
+
+    #[test]
+    fn never_panics_on_odd_input() {
+        for text in
+            ["", "#", "#include", "#define", "struct", "class A : {", "}}}", "int (*)(", "template<", "\u{feff}x"]
+        {
+            analyze("c", "a.h", text);
+            analyze("cpp", "a.cpp", text);
+        }
+    }
+}
+
+#[cfg(test)]
+mod corpus_tmp {
+    use super::*;
+    #[test]
+    #[ignore]
+    fn corpus() {
+        let roots = std::env::var("CORPUS").unwrap();
+        let mut files = Vec::new();
+        for root in roots.split(':') {
+            let mut stack = vec![std::path::PathBuf::from(root)];
+            while let Some(d) = stack.pop() {
+                let Ok(rd) = std::fs::read_dir(&d) else { continue };
+                for e in rd.flatten() {
+                    let p = e.path();
+                    let ft = e.file_type().unwrap();
+                    if ft.is_dir() {
+                        stack.push(p);
+                    } else if ft.is_file() {
+                        let s = p.to_string_lossy().to_string();
+                        let lang = match s.rsplit_once('.').map(|x| x.1) {
+                            Some("c") | Some("h") => "c",
+                            Some("cc") | Some("cpp") | Some("hpp") | Some("hh") | Some("cxx") => "cpp",
+                            _ => continue,
+                        };
+                        files.push((lang, s));
+                    }
+                }
+            }
+        }
+        let t = std::time::Instant::now();
+        let (mut nodes, mut refs, mut warned, mut bytes) = (0, 0, 0, 0);
+        let mut kinds: HashMap<NodeKind, usize> = HashMap::new();
+        let mut slowest = (std::time::Duration::ZERO, String::new());
+        for (lang, path) in &files {
+            let Ok(text) = std::fs::read_to_string(path) else { continue };
+            bytes += text.len();
+            let t0 = std::time::Instant::now();
+            let a = if std::env::var("PARSEONLY").is_ok() {
+                let _ = parse_c_family(lang, path, &text);
+                FileAnalysis::file_only(NodeKind::Module, path, &text)
+            } else {
+                CAnalyzer.analyze(lang, path.trim_start_matches('/'), &text)
+            };
+            let el = t0.elapsed();
+            if el > slowest.0 {
+                slowest = (el, path.clone());
+            }
+            for n in &a.nodes {
+                *kinds.entry(n.kind).or_default() += 1;
+                assert!(n.span.end_byte <= text.len());
+                assert!(!n.name.is_empty(), "{path}: empty name {:?}", n);
+            }
+            nodes += a.nodes.len();
+            refs += a.references.len();
+            if !a.warnings.is_empty() {
+                warned += 1;
+            }
+        }
+        let mut kinds: Vec<_> = kinds.into_iter().collect();
+        kinds.sort();
+        eprintln!(
+            "{} files, {} MB, {:?}, nodes {nodes} refs {refs} warned {warned}\n{kinds:?}\nslowest {slowest:?}",
+            files.len(),
+            bytes / 1_000_000,
+            t.elapsed()
+        );
+    }
+}
+#[cfg(test)]
+mod one_tmp {
+    use super::*;
+    #[test]
+    #[ignore]
+    fn one() {
+        let path = std::env::var("FILE").unwrap();
+        let lang = std::env::var("LANG_").unwrap_or("c".into());
+        let text = std::fs::read_to_string(&path).unwrap();
+        eprintln!("{}", CAnalyzer.analyze(&lang, path.trim_start_matches('/'), &text).outline());
     }
 }

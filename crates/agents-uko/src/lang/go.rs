@@ -1,16 +1,942 @@
-//! (placeholder: being written)
+//! Go: package, imports, types, functions, methods, tests, calls, mentions.
+//!
+//! Layout decisions:
+//! - Node 0 gets the package doc (the comment block directly above the
+//!   package clause) and the signature `package name`.
+//! - One `Import` node per import spec, named by the import path; its
+//!   reference's target is the path without quotes and its names are the
+//!   alias or the last path segment (a `/vN` or `.vN` version suffix is
+//!   skipped: `gopkg.in/yaml.v3` -> `yaml`); a dot import has names `["*"]`,
+//!   a blank import `_` none.
+//! - `type X struct` is a `Struct` with a `Field` per field name; embedded
+//!   fields are `Inherits` references. `type X interface` is an `Interface`
+//!   with its method specs as `Method`s; embedded interfaces are `Inherits`.
+//!   Other `type X Y` and `type X = Y` are `TypeAlias`es.
+//! - Methods go under the receiver type's node when it is declared in the
+//!   same file (symbol path `Type.Method`); otherwise under node 0 with the
+//!   simple name `Method` and the symbol path `Type.Method`.
+//! - `TestXxx`, `BenchmarkXxx`, `FuzzXxx` (with a `*testing.T/B/F` parameter
+//!   or in a `_test.go` file) and `ExampleXxx` in `_test.go` files are `Test`s.
+//! - Top-level `const`/`var` names are `Variable`s; a name in a group
+//!   without its own comment takes the group's doc. Single declarations
+//!   span from the keyword, grouped names span their spec.
+//! - Calls: `f`, `fmt.Println`, `s.save`, `a.b().c`; builtins (`len`,
+//!   `append`, ...) and conversions to predeclared types are not recorded.
+//! - Import resolution: a Go import names a package (a directory), so it
+//!   resolves to the package's first non-test `.go` file by sorted path.
+//!   Without `go.mod` contents the module path is unknown, so the import
+//!   path's trailing segments (at least two, or the whole path) are matched
+//!   against directories under each ancestor of the importing file (and
+//!   `vendor/<path>` there); the longest match wins, and several different
+//!   directories at that length leave it unresolved. Standard-library paths
+//!   (first segment without a dot and a known std root) stay unresolved.
 
-use crate::lang::Analyzer;
-use crate::model::{FileAnalysis, NodeKind};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::ops::Bound;
+use std::sync::LazyLock;
+
+use tree_sitter::{Language, Node};
+
+use crate::lang::rust::source_ordered;
+use crate::lang::{Analyzer, FileBuilder, clean_doc, node_text, parse, signature_until};
+use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
+use crate::resolve::{ResolveContext, dir_of, join_normalized};
+
+static LANGUAGE: LazyLock<Language> = LazyLock::new(|| tree_sitter_go::LANGUAGE.into());
+
+const MAX_DEPTH: usize = 48;
+
+/// Predeclared types: never mentions, and calls of them are conversions.
+const PREDECLARED_TYPES: &[&str] = &[
+    "any",
+    "bool",
+    "byte",
+    "comparable",
+    "complex64",
+    "complex128",
+    "error",
+    "float32",
+    "float64",
+    "int",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "rune",
+    "string",
+    "uint",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "uintptr",
+];
+
+const BUILTINS: &[&str] = &[
+    "append", "cap", "clear", "close", "complex", "copy", "delete", "imag", "len", "make", "max", "min", "new",
+    "panic", "print", "println", "real", "recover",
+];
+
+/// First segments of standard-library import paths.
+const STD_ROOTS: &[&str] = &[
+    "archive",
+    "bufio",
+    "builtin",
+    "bytes",
+    "cmp",
+    "compress",
+    "container",
+    "context",
+    "crypto",
+    "database",
+    "debug",
+    "embed",
+    "encoding",
+    "errors",
+    "expvar",
+    "flag",
+    "fmt",
+    "go",
+    "hash",
+    "html",
+    "image",
+    "index",
+    "internal",
+    "io",
+    "iter",
+    "log",
+    "maps",
+    "math",
+    "mime",
+    "net",
+    "os",
+    "path",
+    "plugin",
+    "reflect",
+    "regexp",
+    "runtime",
+    "slices",
+    "sort",
+    "strconv",
+    "strings",
+    "structs",
+    "sync",
+    "syscall",
+    "testing",
+    "text",
+    "time",
+    "unicode",
+    "unique",
+    "unsafe",
+    "weak",
+    "C",
+];
 
 pub struct GoAnalyzer;
 
 impl Analyzer for GoAnalyzer {
     fn languages(&self) -> &'static [&'static str] {
-        &[]
+        &["go"]
     }
 
     fn analyze(&self, _language: &str, path: &str, text: &str) -> FileAnalysis {
-        FileAnalysis::file_only(NodeKind::File, path, text)
+        let mut builder = FileBuilder::new(NodeKind::Module, path, text);
+        let Some(tree) = parse(&LANGUAGE, text) else {
+            builder.warn("could not parse: the Go grammar failed to load");
+            return builder.finish();
+        };
+        builder.syntax_warnings(&tree);
+        let root = tree.root_node();
+        let mut walker = Walker {
+            text,
+            test_file: path.ends_with("_test.go"),
+            b: builder,
+            types: HashMap::new(),
+            renames: Vec::new(),
+            mentioned: HashSet::new(),
+        };
+        let mut package = None;
+        let mut cursor = root.walk();
+        let children: Vec<Node<'_>> = root.named_children(&mut cursor).collect();
+        for &child in children.iter().filter(|c| c.kind() != "method_declaration") {
+            match child.kind() {
+                "package_clause" => {
+                    package = child.named_child(0).map(|n| format!("package {}", node_text(&n, text)));
+                    walker.b.set_doc(0, go_doc(child, text));
+                }
+                "import_declaration" => walker.imports(child),
+                "function_declaration" => walker.function(child),
+                "type_declaration" => walker.types(child),
+                "const_declaration" | "var_declaration" => walker.variables(child),
+                _ => {}
+            }
+        }
+        for &child in children.iter().filter(|c| c.kind() == "method_declaration") {
+            walker.method(child);
+        }
+        let Walker { b, renames, .. } = walker;
+        let mut analysis = source_ordered(b.finish(), &renames);
+        analysis.nodes[0].signature = package;
+        analysis
+    }
+
+    fn resolve_import(&self, ctx: &ResolveContext<'_>, from_path: &str, reference: &Reference) -> Option<String> {
+        resolve_go_import(ctx, from_path, &reference.target)
+    }
+}
+
+struct Walker<'t> {
+    text: &'t str,
+    test_file: bool,
+    b: FileBuilder,
+    /// Top-level type nodes by name, for methods.
+    types: HashMap<String, usize>,
+    renames: Vec<(usize, String)>,
+    mentioned: HashSet<(usize, String)>,
+}
+
+impl<'t> Walker<'t> {
+    fn t(&self, node: &Node<'_>) -> &'t str {
+        node_text(node, self.text)
+    }
+
+    fn imports(&mut self, decl: Node<'_>) {
+        let mut specs = Vec::new();
+        collect_kind(decl, "import_spec", &mut specs);
+        let single = specs.len() == 1 && specs[0].parent().is_some_and(|p| p.id() == decl.id());
+        for spec in specs {
+            let Some(path_node) = spec.child_by_field_name("path") else { continue };
+            let path = self.t(&path_node).trim_matches(['"', '`']);
+            if path.is_empty() {
+                continue;
+            }
+            let alias = spec.child_by_field_name("name").map(|n| self.t(&n));
+            let names = match alias {
+                Some("_") => Vec::new(),
+                Some(".") => vec!["*".to_string()],
+                Some(alias) => vec![alias.to_string()],
+                None => vec![package_name(path).to_string()],
+            };
+            let span_node = if single { decl } else { spec };
+            let sig = format!("import {}", signature_until(&spec, None, self.text));
+            let doc = go_doc(span_node, self.text);
+            let idx = self.b.add(0, NodeKind::Import, path, Span::of_node(&span_node), Some(sig), doc);
+            self.b.import(idx, path, names, false, Span::of_node(&spec));
+        }
+    }
+
+    fn is_test(&self, node: Node<'_>, name: &str) -> bool {
+        let params = node.child_by_field_name("parameters").map_or("", |p| self.t(&p));
+        let takes_testing = ["*testing.T", "*testing.B", "*testing.F"].iter().any(|t| params.contains(t));
+        let after = |prefix: &str| {
+            name.strip_prefix(prefix).is_some_and(|rest| rest.chars().next().is_none_or(|c| !c.is_lowercase()))
+        };
+        ((after("Test") || after("Benchmark") || after("Fuzz")) && (takes_testing || self.test_file))
+            || (after("Example") && self.test_file)
+    }
+
+    fn function(&mut self, node: Node<'_>) {
+        let Some(name) = node.child_by_field_name("name") else { return };
+        let name = self.t(&name);
+        let kind = if self.is_test(node, name) { NodeKind::Test } else { NodeKind::Function };
+        let body = node.child_by_field_name("body");
+        let sig = func_signature(node, body, self.text);
+        let doc = go_doc(node, self.text);
+        let idx = self.b.add(0, kind, name, Span::of_node(&node), Some(sig), doc);
+        let mut generics = Vec::new();
+        type_param_names(node, self.text, &mut generics);
+        self.signature_mentions(idx, node, &generics);
+        if let Some(body) = body {
+            self.body(body, idx);
+        }
+    }
+
+    fn method(&mut self, node: Node<'_>) {
+        let Some(name) = node.child_by_field_name("name") else { return };
+        let name = self.t(&name);
+        let mut generics = Vec::new();
+        let receiver = node
+            .child_by_field_name("receiver")
+            .and_then(|r| receiver_type(r, self.text, &mut generics))
+            .unwrap_or_default();
+        let body = node.child_by_field_name("body");
+        let sig = func_signature(node, body, self.text);
+        let doc = go_doc(node, self.text);
+        let span = Span::of_node(&node);
+        let idx = match self.types.get(&receiver) {
+            Some(&parent) => self.b.add(parent, NodeKind::Method, name, span, Some(sig), doc),
+            None if receiver.is_empty() => self.b.add(0, NodeKind::Method, name, span, Some(sig), doc),
+            None => {
+                let idx = self.b.add(0, NodeKind::Method, &format!("{receiver}.{name}"), span, Some(sig), doc);
+                self.renames.push((idx, name.to_string()));
+                idx
+            }
+        };
+        self.signature_mentions(idx, node, &generics);
+        if let Some(body) = body {
+            self.body(body, idx);
+        }
+    }
+
+    fn signature_mentions(&mut self, idx: usize, node: Node<'_>, generics: &[String]) {
+        for field in ["type_parameters", "parameters", "result"] {
+            if let Some(part) = node.child_by_field_name(field) {
+                self.mention_types(idx, part, generics);
+            }
+        }
+    }
+
+    fn types(&mut self, decl: Node<'_>) {
+        let mut specs = Vec::new();
+        let mut cursor = decl.walk();
+        specs.extend(decl.named_children(&mut cursor).filter(|c| matches!(c.kind(), "type_spec" | "type_alias")));
+        let single = specs.len() == 1;
+        let group_doc = go_doc(decl, self.text);
+        for spec in specs {
+            let Some(name_node) = spec.child_by_field_name("name") else { continue };
+            let name = self.t(&name_node);
+            let span_node = if single { decl } else { spec };
+            let doc = if single { group_doc.clone() } else { go_doc(spec, self.text).or_else(|| group_doc.clone()) };
+            let ty = spec.child_by_field_name("type");
+            let mut generics = Vec::new();
+            type_param_names(spec, self.text, &mut generics);
+            let span = Span::of_node(&span_node);
+            match ty.map(|t| t.kind()) {
+                Some("struct_type") if spec.kind() == "type_spec" => {
+                    let ty = ty.unwrap_or(spec);
+                    let list = child_of_kind(ty, "field_declaration_list");
+                    let sig = format!("type {}", signature_until(&spec, list, self.text));
+                    let idx = self.b.add(0, NodeKind::Struct, name, span, Some(sig), doc);
+                    self.types.insert(name.to_string(), idx);
+                    if let Some(list) = list {
+                        self.fields(list, idx, &generics);
+                    }
+                }
+                Some("interface_type") if spec.kind() == "type_spec" => {
+                    let ty = ty.unwrap_or(spec);
+                    let brace = child_of_kind_any(ty, "{");
+                    let header = signature_until(&spec, brace, self.text);
+                    let sig = format!("type {header}");
+                    let idx = self.b.add(0, NodeKind::Interface, name, span, Some(sig), doc);
+                    self.types.insert(name.to_string(), idx);
+                    self.interface_members(ty, idx, &generics);
+                }
+                _ => {
+                    let sig = format!("type {}", signature_until(&spec, None, self.text));
+                    let idx = self.b.add(0, NodeKind::TypeAlias, name, span, Some(sig), doc);
+                    self.types.insert(name.to_string(), idx);
+                    if let Some(ty) = ty {
+                        self.mention_types(idx, ty, &generics);
+                    }
+                    if let Some(params) = spec.child_by_field_name("type_parameters") {
+                        self.mention_types(idx, params, &generics);
+                    }
+                }
+            }
+        }
+    }
+
+    fn fields(&mut self, list: Node<'_>, parent: usize, generics: &[String]) {
+        let mut cursor = list.walk();
+        let fields: Vec<Node<'_>> =
+            list.named_children(&mut cursor).filter(|c| c.kind() == "field_declaration").collect();
+        for field in fields {
+            let Some(ty) = field.child_by_field_name("type") else { continue };
+            let mut cursor = field.walk();
+            let names: Vec<Node<'_>> = field.children_by_field_name("name", &mut cursor).collect();
+            if names.is_empty() {
+                let target = type_name(ty, self.text);
+                if !target.is_empty() {
+                    self.b.reference(parent, RefKind::Inherits, target, Span::of_node(&field));
+                }
+                continue;
+            }
+            let ty_text = collapse(self.t(&ty));
+            let doc = go_doc(field, self.text).or_else(|| trailing_comment(field, self.text));
+            for name in names {
+                let name = self.t(&name);
+                let sig = format!("{name} {ty_text}");
+                let idx = self.b.add(parent, NodeKind::Field, name, Span::of_node(&field), Some(sig), doc.clone());
+                self.mention_types(idx, ty, generics);
+            }
+        }
+    }
+
+    fn interface_members(&mut self, ty: Node<'_>, parent: usize, generics: &[String]) {
+        let mut cursor = ty.walk();
+        let members: Vec<Node<'_>> = ty.named_children(&mut cursor).collect();
+        for member in members {
+            match member.kind() {
+                "method_elem" => {
+                    let Some(name) = member.child_by_field_name("name") else { continue };
+                    let name = self.t(&name);
+                    let sig = signature_until(&member, None, self.text);
+                    let doc = go_doc(member, self.text).or_else(|| trailing_comment(member, self.text));
+                    let idx = self.b.add(parent, NodeKind::Method, name, Span::of_node(&member), Some(sig), doc);
+                    self.signature_mentions(idx, member, generics);
+                }
+                "type_elem" => {
+                    // An embedded interface; unions and `~T` are constraints.
+                    if member.named_child_count() == 1
+                        && let Some(inner) = member.named_child(0)
+                        && matches!(inner.kind(), "type_identifier" | "qualified_type" | "generic_type")
+                    {
+                        let target = type_name(inner, self.text);
+                        if !target.is_empty() && !PREDECLARED_TYPES.contains(&target.as_str()) {
+                            self.b.reference(parent, RefKind::Inherits, target, Span::of_node(&member));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn variables(&mut self, decl: Node<'_>) {
+        let spec_kind = if decl.kind() == "const_declaration" { "const_spec" } else { "var_spec" };
+        let keyword = if decl.kind() == "const_declaration" { "const" } else { "var" };
+        let mut specs = Vec::new();
+        collect_kind(decl, spec_kind, &mut specs);
+        let single = specs.len() == 1;
+        let group_doc = go_doc(decl, self.text);
+        for spec in specs {
+            let span_node = if single { decl } else { spec };
+            let doc = if single { group_doc.clone() } else { go_doc(spec, self.text).or_else(|| group_doc.clone()) };
+            let ty = spec.child_by_field_name("type");
+            let mut cursor = spec.walk();
+            let names: Vec<Node<'_>> = spec.children_by_field_name("name", &mut cursor).collect();
+            let mut first = None;
+            for name in names {
+                let name = self.t(&name);
+                if name == "_" {
+                    continue;
+                }
+                let sig = match ty {
+                    Some(ty) => format!("{keyword} {name} {}", collapse(self.t(&ty))),
+                    None => format!("{keyword} {name}"),
+                };
+                let idx = self.b.add(0, NodeKind::Variable, name, Span::of_node(&span_node), Some(sig), doc.clone());
+                if let Some(ty) = ty {
+                    self.mention_types(idx, ty, &[]);
+                }
+                first.get_or_insert(idx);
+            }
+            if let (Some(first), Some(value)) = (first, spec.child_by_field_name("value")) {
+                self.body(value, first);
+            }
+        }
+    }
+
+    /// Calls in a body or initializer; iterative.
+    fn body(&mut self, node: Node<'_>, from: usize) {
+        let mut stack = vec![node];
+        while let Some(n) = stack.pop() {
+            if n.kind() == "call_expression"
+                && let Some(function) = n.child_by_field_name("function")
+            {
+                let target = callee(function, self.text, 0);
+                let skip = target == "_"
+                    || BUILTINS.contains(&target.as_str())
+                    || PREDECLARED_TYPES.contains(&target.as_str());
+                if !skip {
+                    self.b.reference(from, RefKind::Calls, target, Span::of_node(&n));
+                }
+            }
+            let mut cursor = n.walk();
+            let start = stack.len();
+            stack.extend(n.named_children(&mut cursor));
+            stack[start..].reverse();
+        }
+    }
+
+    fn mention_types(&mut self, from: usize, node: Node<'_>, generics: &[String]) {
+        let mut stack = vec![node];
+        while let Some(n) = stack.pop() {
+            match n.kind() {
+                "type_identifier" | "qualified_type" => {
+                    let target: String = self.t(&n).split_whitespace().collect();
+                    if !PREDECLARED_TYPES.contains(&target.as_str())
+                        && !generics.contains(&target)
+                        && self.mentioned.insert((from, target.clone()))
+                    {
+                        self.b.reference(from, RefKind::Mentions, target, Span::of_node(&n));
+                    }
+                    continue;
+                }
+                "identifier" | "field_identifier" | "comment" => continue,
+                _ => {}
+            }
+            let mut cursor = n.walk();
+            let start = stack.len();
+            stack.extend(n.named_children(&mut cursor));
+            stack[start..].reverse();
+        }
+    }
+}
+
+/// A func header; in a damaged declaration only its first line.
+fn func_signature(node: Node<'_>, body: Option<Node<'_>>, text: &str) -> String {
+    let sig = signature_until(&node, body, text);
+    if !node.has_error() {
+        return sig;
+    }
+    let first_line = node_text(&node, text).lines().next().unwrap_or("");
+    collapse(first_line).trim_end_matches(['{', ' ']).to_string()
+}
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn collect_kind<'a>(node: Node<'a>, kind: &str, out: &mut Vec<Node<'a>>) {
+    let mut cursor = node.walk();
+    for child in node.named_children(&mut cursor) {
+        if child.kind() == kind {
+            out.push(child);
+        } else if child.kind().ends_with("_list") {
+            collect_kind(child, kind, out);
+        }
+    }
+}
+
+fn child_of_kind<'a>(node: Node<'a>, kind: &str) -> Option<Node<'a>> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).find(|c| c.kind() == kind)
+}
+
+fn child_of_kind_any<'a>(node: Node<'a>, kind: &str) -> Option<Node<'a>> {
+    let mut cursor = node.walk();
+    node.children(&mut cursor).find(|c| c.kind() == kind)
+}
+
+/// The comment block directly above a declaration (adjacent comments, no
+/// blank line in between), without `//go:` and `// +build` directive lines.
+/// Line comments are cleaned together so blank `//` lines keep paragraphs.
+fn go_doc(node: Node<'_>, text: &str) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    let mut next_row = node.start_position().row;
+    let mut current = node.prev_sibling();
+    while let Some(sibling) = current {
+        if sibling.kind() != "comment" || sibling.end_position().row + 1 < next_row {
+            break;
+        }
+        // A comment trailing the previous declaration's line is not ours.
+        if sibling
+            .prev_sibling()
+            .is_some_and(|p| p.kind() != "comment" && p.end_position().row == sibling.start_position().row)
+        {
+            break;
+        }
+        parts.push(node_text(&sibling, text));
+        next_row = sibling.start_position().row;
+        current = sibling.prev_sibling();
+    }
+    parts.reverse();
+    let mut cleaned: Vec<String> = Vec::new();
+    let mut lines = String::new();
+    for part in parts {
+        if part.starts_with("//") {
+            let body = part.trim_start_matches('/').trim_start();
+            if !(part.starts_with("//go:") || body.starts_with("+build") || part.starts_with("//line ")) {
+                lines.push_str(part);
+                lines.push('\n');
+            }
+            continue;
+        }
+        if !lines.is_empty() {
+            cleaned.extend(clean_doc(&lines));
+            lines.clear();
+        }
+        cleaned.extend(clean_doc(part));
+    }
+    if !lines.is_empty() {
+        cleaned.extend(clean_doc(&lines));
+    }
+    if cleaned.is_empty() { None } else { Some(cleaned.join("\n")) }
+}
+
+/// A comment on the same line after a field or method spec.
+fn trailing_comment(node: Node<'_>, text: &str) -> Option<String> {
+    let next = node.next_sibling()?;
+    if next.kind() != "comment" || next.start_position().row != node.end_position().row {
+        return None;
+    }
+    clean_doc(node_text(&next, text))
+}
+
+/// Type parameter names of a function or type spec.
+fn type_param_names(node: Node<'_>, text: &str, out: &mut Vec<String>) {
+    let Some(params) = node.child_by_field_name("type_parameters") else { return };
+    let mut cursor = params.walk();
+    for decl in params.named_children(&mut cursor) {
+        let mut inner = decl.walk();
+        out.extend(decl.children_by_field_name("name", &mut inner).map(|n| node_text(&n, text).to_string()));
+    }
+}
+
+/// The receiver's type name (`Store` for `(s *Store)` or `(l List[T])`),
+/// adding the receiver's type parameters to `generics`.
+fn receiver_type(receiver: Node<'_>, text: &str, generics: &mut Vec<String>) -> Option<String> {
+    let param = child_of_kind(receiver, "parameter_declaration")?;
+    let mut ty = param.child_by_field_name("type")?;
+    while matches!(ty.kind(), "pointer_type" | "parenthesized_type") {
+        ty = ty.named_child(0)?;
+    }
+    if ty.kind() == "generic_type" {
+        if let Some(args) = ty.child_by_field_name("type_arguments") {
+            let mut ids = Vec::new();
+            collect_kind_deep(args, "type_identifier", &mut ids);
+            generics.extend(ids.iter().map(|n| node_text(n, text).to_string()));
+        }
+        ty = ty.child_by_field_name("type")?;
+    }
+    Some(node_text(&ty, text).to_string())
+}
+
+fn collect_kind_deep<'a>(node: Node<'a>, kind: &str, out: &mut Vec<Node<'a>>) {
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if n.kind() == kind {
+            out.push(n);
+            continue;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+}
+
+/// A named type without pointer or type arguments: `*pkg.T[int]` -> `pkg.T`.
+fn type_name(node: Node<'_>, text: &str) -> String {
+    match node.kind() {
+        "type_identifier" | "qualified_type" => node_text(&node, text).split_whitespace().collect(),
+        "pointer_type" | "parenthesized_type" => node.named_child(0).map_or_else(String::new, |n| type_name(n, text)),
+        "generic_type" => node.child_by_field_name("type").map_or_else(String::new, |n| type_name(n, text)),
+        _ => String::new(),
+    }
+}
+
+/// The callee as written: `f`, `fmt.Println`, `s.save`, `a.b().c`.
+fn callee(node: Node<'_>, text: &str, depth: usize) -> String {
+    if depth > MAX_DEPTH {
+        return "_".to_string();
+    }
+    let recurse = |n: Option<Node<'_>>| n.map_or_else(|| "_".to_string(), |n| callee(n, text, depth + 1));
+    match node.kind() {
+        "identifier" | "field_identifier" | "package_identifier" | "type_identifier" => {
+            node_text(&node, text).to_string()
+        }
+        "selector_expression" => {
+            let field = node.child_by_field_name("field").map_or("", |n| node_text(&n, text));
+            format!("{}.{field}", recurse(node.child_by_field_name("operand")))
+        }
+        "call_expression" => format!("{}()", recurse(node.child_by_field_name("function"))),
+        "parenthesized_expression" => recurse(node.named_child(0)),
+        "index_expression" => recurse(node.child_by_field_name("operand")),
+        "generic_type" => recurse(node.child_by_field_name("type")),
+        _ => "_".to_string(),
+    }
+}
+
+/// The package name an import path brings into scope by default.
+fn package_name(path: &str) -> &str {
+    let mut segs = path.rsplit('/');
+    let last = segs.next().unwrap_or(path);
+    let is_version = |s: &str| s.len() > 1 && s.starts_with('v') && s[1..].chars().all(|c| c.is_ascii_digit());
+    if is_version(last)
+        && let Some(prev) = segs.next()
+    {
+        return prev;
+    }
+    match last.rsplit_once('.') {
+        Some((stem, version)) if is_version(version) && !stem.is_empty() => stem,
+        _ => last,
+    }
+}
+
+fn join_path(dir: &str, rest: &str) -> String {
+    if dir.is_empty() { rest.to_string() } else { format!("{dir}/{rest}") }
+}
+
+/// The first non-test `.go` file directly in `dir`, by sorted path.
+fn first_go_file(files: &BTreeSet<String>, dir: &str) -> Option<String> {
+    let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
+    let mut from = prefix.clone();
+    loop {
+        let next = files.range::<str, _>((Bound::Included(from.as_str()), Bound::Unbounded)).next()?;
+        let rest = next.strip_prefix(prefix.as_str())?;
+        match rest.find('/') {
+            // Skip the whole subdirectory: `sub0` sorts right after `sub/...`.
+            Some(i) => from = format!("{prefix}{}0", &rest[..i]),
+            None if rest.ends_with(".go") && !rest.ends_with("_test.go") => return Some(next.clone()),
+            None => from = format!("{next}\u{0}"),
+        }
+    }
+}
+
+fn resolve_go_import(ctx: &ResolveContext<'_>, from_path: &str, import: &str) -> Option<String> {
+    let files = ctx.files();
+    if import.starts_with("./") || import.starts_with("../") {
+        let dir = join_normalized(dir_of(from_path), import)?;
+        return first_go_file(files, &dir);
+    }
+    let segs: Vec<&str> = import.split('/').filter(|s| !s.is_empty()).collect();
+    let first = *segs.first()?;
+    if !first.contains('.') && STD_ROOTS.contains(&first) {
+        return None;
+    }
+    let n = segs.len();
+    let mut best_len = 0;
+    let mut best: Vec<String> = Vec::new();
+    let mut consider = |len: usize, dir: String| {
+        if first_go_file(files, &dir).is_none() || len < best_len {
+            return;
+        }
+        if len > best_len {
+            best_len = len;
+            best.clear();
+        }
+        if !best.contains(&dir) {
+            best.push(dir);
+        }
+    };
+    let mut ancestor = dir_of(from_path);
+    loop {
+        consider(n + 1, join_path(ancestor, &format!("vendor/{}", segs.join("/"))));
+        for k in (1..=n).rev().filter(|&k| k >= 2 || k == n) {
+            consider(k, join_path(ancestor, &segs[n - k..].join("/")));
+        }
+        if ancestor.is_empty() {
+            break;
+        }
+        ancestor = dir_of(ancestor);
+    }
+    match best.as_slice() {
+        [one] => first_go_file(files, one),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = r#"// Copyright 2024 The Authors.
+
+// Package store persists items for the service.
+//
+// It is safe for concurrent use.
+package store
+
+import "fmt"
+
+import (
+	"context"
+	"sync"
+
+	f "example.com/proj/internal/format"
+	_ "embed"
+	. "strings"
+	yaml "gopkg.in/yaml.v3"
+	"github.com/acme/kit/v2"
+)
+
+// Limits of the store.
+const (
+	// MaxItems bounds the store.
+	MaxItems       = 100
+	minItems int   = 1
+	_              = 0
+)
+
+// Default is the shared store.
+var Default = New(f.Options())
+
+// Store keeps items in memory.
+type Store struct {
+	sync.Mutex
+	*Base
+	items map[string]*Item // by key
+	// hits and misses count lookups.
+	hits, misses int
+	Name string `json:"name"`
+}
+
+// Saver saves items.
+type Saver interface {
+	io.Closer
+	// Save stores it.
+	Save(ctx context.Context, it *Item) error
+}
+
+// Number is a numeric constraint.
+type Number interface {
+	~int | ~float64
+}
+
+type ID = string
+type Count int
+
+type (
+	// Empty is empty.
+	Empty struct{}
+	Handler func(ctx context.Context) error
+)
+
+// List is a generic list.
+type List[T any] struct {
+	xs []T
+}
+
+// New makes a store.
+func New(opts format.Options) *Store {
+	return &Store{items: make(map[string]*Item)}
+}
+
+// Save saves it.
+//
+//go:noinline
+func (s *Store) Save(ctx context.Context, it *Item) error {
+	s.Lock()
+	defer s.Unlock()
+	s.save(it)
+	fmt.Println("saved", len(s.items))
+	go func() { notify(ctx) }()
+	return s.backend().Put(ctx, it)
+}
+
+func (l List[T]) Len() int { return len(l.xs) }
+
+func (r *Remote) Fetch() {}
+
+func Map[T, U any](xs []T, fn func(T) U) []U {
+	out := make([]U, 0, len(xs))
+	return out
+}
+
+func TestSave(t *testing.T) {
+	t.Run("x", func(t *testing.T) { New(nil).Save(context.Background(), nil) })
+}
+
+func BenchmarkSave(b *testing.B) {}
+
+func Testify() {}
+"#;
+
+    fn analyze(path: &str, text: &str) -> FileAnalysis {
+        GoAnalyzer.analyze("go", path, text)
+    }
+
+    fn assert_provenance(analysis: &FileAnalysis, text: &str) {
+        for node in &analysis.nodes[1..] {
+            let slice = node.span.slice(text);
+            assert!(!slice.is_empty(), "{} has an empty span", node.symbol_path);
+            let ok = ["func", "type", "const", "var", "import"].iter().any(|k| slice.starts_with(k))
+                || slice.starts_with(node.name.as_str())
+                || (node.kind == NodeKind::Import && slice.trim_start_matches(|c: char| c != '"').contains(&node.name))
+                || node.kind == NodeKind::Field;
+            assert!(ok, "{} span starts with {:?}", node.symbol_path, &slice[..slice.len().min(20)]);
+        }
+    }
+
+    #[test]
+    fn outline_of_a_realistic_file() {
+        let analysis = analyze("internal/store/store.go", FIXTURE);
+        assert!(analysis.warnings.is_empty(), "{:?}", analysis.warnings);
+        assert_provenance(&analysis, FIXTURE);
+        assert_eq!(analysis.nodes[0].signature.as_deref(), Some("package store"));
+        assert_eq!(
+            analysis.nodes[0].doc.as_deref(),
+            Some("Package store persists items for the service.\n\nIt is safe for concurrent use.")
+        );
+        let save = analysis.nodes.iter().find(|n| n.symbol_path == "Store.Save").unwrap();
+        assert_eq!(save.doc.as_deref(), Some("Save saves it."));
+        let fetch = analysis.nodes.iter().find(|n| n.symbol_path == "Remote.Fetch").unwrap();
+        assert_eq!((fetch.name.as_str(), fetch.parent), ("Fetch", Some(0)));
+        insta::assert_snapshot!(analysis.outline());
+    }
+
+    #[test]
+    fn syntax_errors_still_extract() {
+        let text = "package main\n\n// Store stores.\ntype Store struct{ n int }\n\n// Half is broken.\nfunc Half() {\n\tx := ;\n\tfmt.Println(x)\n}\n\n// Later works.\nfunc (s *Store) Later() int { return helper() }\n\nfunc (s Store) broken( {\n";
+        let analysis = analyze("main.go", text);
+        assert!(!analysis.warnings.is_empty());
+        assert_provenance(&analysis, text);
+        insta::assert_snapshot!(analysis.outline());
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        for text in ["", "package", "func (", "type X struct {", "import (", "var (\n a, b =", "é\u{feff}"] {
+            let analysis = analyze("x.go", text);
+            assert_provenance(&analysis, text);
+        }
+    }
+
+    #[test]
+    fn package_names_skip_versions() {
+        assert_eq!(package_name("gopkg.in/yaml.v3"), "yaml");
+        assert_eq!(package_name("github.com/acme/kit/v2"), "kit");
+        assert_eq!(package_name("net/http"), "http");
+        assert_eq!(package_name("fmt"), "fmt");
+    }
+
+    fn import(target: &str) -> Reference {
+        Reference {
+            from: 1,
+            kind: RefKind::Import,
+            target: target.to_string(),
+            names: Vec::new(),
+            system: false,
+            span: Span::default(),
+        }
+    }
+
+    #[test]
+    fn resolves_packages_by_path_suffix() {
+        let set: BTreeSet<String> = [
+            "go.mod",
+            "main.go",
+            "cmd/server/main.go",
+            "internal/store/store_test.go",
+            "internal/store/store.go",
+            "internal/store/a_helpers.go",
+            "internal/store/sub/deep.go",
+            "internal/format/format.go",
+            "pkg/util/util.go",
+            "lib/util/util.go",
+            "onlytests/x/x_test.go",
+            "vendor/github.com/acme/kit/kit.go",
+            "legacy/old.go",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        let ctx = ResolveContext::new(&set);
+        let r = |from: &str, target: &str| GoAnalyzer.resolve_import(&ctx, from, &import(target));
+        assert_eq!(
+            r("cmd/server/main.go", "example.com/proj/internal/store").as_deref(),
+            Some("internal/store/a_helpers.go")
+        );
+        assert_eq!(r("main.go", "example.com/proj/internal/format").as_deref(), Some("internal/format/format.go"));
+        assert_eq!(r("main.go", "example.com/proj/internal/store/sub").as_deref(), Some("internal/store/sub/deep.go"));
+        assert_eq!(r("main.go", "github.com/acme/kit").as_deref(), Some("vendor/github.com/acme/kit/kit.go"));
+        assert_eq!(r("cmd/server/main.go", "myapp/pkg/util").as_deref(), Some("pkg/util/util.go"));
+        assert_eq!(r("cmd/server/main.go", "../../legacy").as_deref(), Some("legacy/old.go"));
+        // Unresolved: std, unknown, a single-segment suffix, ambiguity, test-only packages.
+        assert_eq!(r("main.go", "fmt"), None);
+        assert_eq!(r("main.go", "net/http"), None);
+        assert_eq!(r("main.go", "internal/store"), None);
+        assert_eq!(r("main.go", "github.com/other/lib/store"), None);
+        assert_eq!(r("main.go", "example.com/proj/util"), None);
+        assert_eq!(r("main.go", "example.com/x/onlytests/x"), None);
+        // Two packages with the same suffix above the importing file: ambiguous.
+        let nested: BTreeSet<String> =
+            ["pkg/util/u.go", "svc/pkg/util/u.go", "svc/main.go"].into_iter().map(String::from).collect();
+        let ctx = ResolveContext::new(&nested);
+        assert_eq!(GoAnalyzer.resolve_import(&ctx, "svc/main.go", &import("example.com/pkg/util")), None);
+        assert_eq!(
+            GoAnalyzer.resolve_import(&ctx, "main.go", &import("example.com/pkg/util")).as_deref(),
+            Some("pkg/util/u.go")
+        );
     }
 }

@@ -1,16 +1,738 @@
-//! (placeholder: being written)
+//! Java: package, imports, types and their members, tests, calls, mentions.
+//!
+//! Layout decisions:
+//! - Node 0 gets the signature `package a.b` and, in `package-info.java`,
+//!   the Javadoc above the package declaration. Types stay directly under
+//!   node 0 (symbol paths `Store.save`, not package-qualified).
+//! - Classes and records are `Class`; interfaces and `@interface`s are
+//!   `Interface`; enums are `Enum` with constants as `Field`s (methods of a
+//!   constant body go under the constant). Record components are `Field`s.
+//!   Constructors (also compact ones) are `Method`s named like the class;
+//!   overloads get `~2`, `~3`. Methods annotated `@Test`,
+//!   `@ParameterizedTest`, `@RepeatedTest`, `@TestFactory`, `@TestTemplate`
+//!   or `@Property` are `Test`s.
+//! - Spans include annotations and modifiers (tree-sitter puts them inside
+//!   the declaration); signatures leave annotations out.
+//! - Docs: a `/** */` comment directly before the declaration.
+//! - Imports: one `Import` node per declaration. `import a.b.C;` -> target
+//!   `a.b.C`, names `["C"]`; `import a.b.*;` -> target `a.b`, names `["*"]`;
+//!   `import static a.b.C.m;` -> target `a.b.C.m`, names `["m"]`;
+//!   `import static a.b.C.*;` -> target `a.b.C`, names `["*"]`.
+//!   Resolution: `a/b/C.java` as a unique path suffix; failing that, the
+//!   trailing segments are dropped while the last one left is capitalized
+//!   (static members, nested classes). A package wildcard stays unresolved.
+//! - `extends`/`implements` are `Inherits` from the type; calls are
+//!   `m`, `obj.m`, `Util.m`, `this.m`, `a.b().c`, and `new Foo()` is a call of
+//!   `Foo` (`new Foo().m()` -> `Foo.m`); `super(..)`/`this(..)` are not.
+//! - `Mentions` for types in fields, parameters, returns and `throws`,
+//!   without primitives, type parameters and `java.lang` basics (`String`).
 
-use crate::lang::Analyzer;
-use crate::model::{FileAnalysis, NodeKind};
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use tree_sitter::{Language, Node};
+
+use crate::lang::{Analyzer, FileBuilder, clean_doc, node_text, parse};
+use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
+use crate::resolve::ResolveContext;
+
+static LANGUAGE: LazyLock<Language> = LazyLock::new(|| tree_sitter_java::LANGUAGE.into());
+
+const MAX_DEPTH: usize = 48;
+
+/// `java.lang` types never worth a mention (and `var`).
+const SKIP_TYPES: &[&str] = &[
+    "String",
+    "Object",
+    "Integer",
+    "Long",
+    "Short",
+    "Byte",
+    "Character",
+    "Boolean",
+    "Double",
+    "Float",
+    "Void",
+    "Number",
+    "var",
+];
+
+const TEST_ANNOTATIONS: &[&str] =
+    &["Test", "ParameterizedTest", "RepeatedTest", "TestFactory", "TestTemplate", "Property"];
 
 pub struct JavaAnalyzer;
 
 impl Analyzer for JavaAnalyzer {
     fn languages(&self) -> &'static [&'static str] {
-        &[]
+        &["java"]
     }
 
     fn analyze(&self, _language: &str, path: &str, text: &str) -> FileAnalysis {
-        FileAnalysis::file_only(NodeKind::File, path, text)
+        let mut builder = FileBuilder::new(NodeKind::Module, path, text);
+        let Some(tree) = parse(&LANGUAGE, text) else {
+            builder.warn("could not parse: the Java grammar failed to load");
+            return builder.finish();
+        };
+        builder.syntax_warnings(&tree);
+        let root = tree.root_node();
+        let mut walker = Walker { text, b: builder, mentioned: HashSet::new() };
+        let mut package = None;
+        let mut cursor = root.walk();
+        let children: Vec<Node<'_>> = root.named_children(&mut cursor).collect();
+        for child in children {
+            match child.kind() {
+                "package_declaration" => {
+                    let name = child.named_children(&mut child.walk()).find(|c| c.kind() != "annotation");
+                    package = name.map(|n| format!("package {}", collapse(node_text(&n, text))));
+                    walker.b.set_doc(0, javadoc(child, text));
+                }
+                "import_declaration" => walker.import(child),
+                _ => {
+                    walker.declaration(child, 0, &[]);
+                }
+            }
+        }
+        let mut analysis = walker.b.finish();
+        analysis.nodes[0].signature = package;
+        analysis
+    }
+
+    fn resolve_import(&self, ctx: &ResolveContext<'_>, _from_path: &str, reference: &Reference) -> Option<String> {
+        let segs: Vec<&str> = reference.target.split('.').filter(|s| !s.is_empty()).collect();
+        let class_file = |segs: &[&str]| ctx.unique_ending_with(&format!("{}.java", segs.join("/")));
+        if segs.is_empty() {
+            return None;
+        }
+        if let Some(found) = class_file(&segs) {
+            return Some(found);
+        }
+        if reference.names.iter().any(|n| n == "*") {
+            return None;
+        }
+        for k in (1..segs.len()).rev() {
+            if !segs[k - 1].starts_with(|c: char| c.is_uppercase()) {
+                break;
+            }
+            if let Some(found) = class_file(&segs[..k]) {
+                return Some(found);
+            }
+        }
+        None
+    }
+}
+
+struct Walker<'t> {
+    text: &'t str,
+    b: FileBuilder,
+    mentioned: HashSet<(usize, String)>,
+}
+
+impl<'t> Walker<'t> {
+    fn t(&self, node: &Node<'_>) -> &'t str {
+        node_text(node, self.text)
+    }
+
+    fn import(&mut self, node: Node<'_>) {
+        let mut cursor = node.walk();
+        let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+        let is_static = children.iter().any(|c| c.kind() == "static");
+        let wildcard = children.iter().any(|c| c.kind() == "asterisk");
+        let Some(path) = children.iter().find(|c| matches!(c.kind(), "scoped_identifier" | "identifier")) else {
+            return;
+        };
+        let path: String = self.t(path).split_whitespace().collect();
+        let (name, names) = if wildcard {
+            (format!("{path}.*"), vec!["*".to_string()])
+        } else {
+            let last = path.rsplit('.').next().unwrap_or(&path).to_string();
+            (path.clone(), vec![last])
+        };
+        let sig = format!("import {}{name}", if is_static { "static " } else { "" });
+        let span = Span::of_node(&node);
+        let idx = self.b.add(0, NodeKind::Import, &name, span, Some(sig), None);
+        self.b.import(idx, path, names, false, span);
+    }
+
+    /// A type declaration under `parent`; `false` if `node` is not one.
+    fn declaration(&mut self, node: Node<'_>, parent: usize, outer_generics: &[String]) -> bool {
+        let kind = match node.kind() {
+            "class_declaration" | "record_declaration" => NodeKind::Class,
+            "interface_declaration" | "annotation_type_declaration" => NodeKind::Interface,
+            "enum_declaration" => NodeKind::Enum,
+            _ => return false,
+        };
+        let Some(name) = node.child_by_field_name("name") else { return true };
+        let name = self.t(&name);
+        let body = node.child_by_field_name("body");
+        let sig = signature(node, body, self.text);
+        let doc = javadoc(node, self.text);
+        let idx = self.b.add(parent, kind, name, Span::of_node(&node), Some(sig), doc);
+        let mut generics = outer_generics.to_vec();
+        type_param_names(node, self.text, &mut generics);
+        let mut cursor = node.walk();
+        let parts: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+        for part in parts {
+            match part.kind() {
+                "superclass" | "super_interfaces" | "extends_interfaces" => self.inherits(idx, part),
+                "type_parameters" => self.mention_types(idx, part, &generics),
+                _ => {}
+            }
+        }
+        if let Some(params) = node.child_by_field_name("parameters") {
+            // Record components.
+            let mut cursor = params.walk();
+            let components: Vec<Node<'_>> = params.named_children(&mut cursor).collect();
+            for component in components {
+                let Some(cname) = component.child_by_field_name("name") else { continue };
+                let cname = self.t(&cname);
+                let sig = collapse(self.t(&component));
+                let field = self.b.add(idx, NodeKind::Field, cname, Span::of_node(&component), Some(sig), None);
+                if let Some(ty) = component.child_by_field_name("type") {
+                    self.mention_types(field, ty, &generics);
+                }
+            }
+        }
+        if let Some(body) = body {
+            self.members(body, idx, name, &generics);
+        }
+        true
+    }
+
+    fn inherits(&mut self, from: usize, clause: Node<'_>) {
+        let mut stack = vec![clause];
+        while let Some(n) = stack.pop() {
+            match n.kind() {
+                "type_identifier" | "scoped_type_identifier" | "generic_type" => {
+                    let target = type_base_name(n, self.text);
+                    if !target.is_empty() {
+                        self.b.reference(from, RefKind::Inherits, target, Span::of_node(&n));
+                    }
+                }
+                _ => {
+                    let mut cursor = n.walk();
+                    let start = stack.len();
+                    stack.extend(n.named_children(&mut cursor));
+                    stack[start..].reverse();
+                }
+            }
+        }
+    }
+
+    fn members(&mut self, body: Node<'_>, parent: usize, type_name: &str, generics: &[String]) {
+        let mut cursor = body.walk();
+        let members: Vec<Node<'_>> = body.named_children(&mut cursor).collect();
+        for member in members {
+            match member.kind() {
+                "field_declaration" | "constant_declaration" => self.field(member, parent, generics),
+                "method_declaration" | "annotation_type_element_declaration" => {
+                    self.method(member, parent, None, generics)
+                }
+                "constructor_declaration" | "compact_constructor_declaration" => {
+                    self.method(member, parent, Some(type_name), generics)
+                }
+                "enum_constant" => self.enum_constant(member, parent, generics),
+                "enum_body_declarations" => self.members(member, parent, type_name, generics),
+                "static_initializer" | "block" => self.body(member, parent, generics),
+                _ => {
+                    self.declaration(member, parent, generics);
+                }
+            }
+        }
+    }
+
+    fn field(&mut self, node: Node<'_>, parent: usize, generics: &[String]) {
+        let ty = node.child_by_field_name("type");
+        let head_end = ty.map_or(node.start_byte(), |t| t.end_byte());
+        let head = collapse(self.text.get(signature_start(node)..head_end).unwrap_or(""));
+        let doc = javadoc(node, self.text);
+        let mut cursor = node.walk();
+        let declarators: Vec<Node<'_>> = node.children_by_field_name("declarator", &mut cursor).collect();
+        for declarator in declarators {
+            let Some(name) = declarator.child_by_field_name("name") else { continue };
+            let name = self.t(&name);
+            let dims = declarator.child_by_field_name("dimensions").map_or("", |d| self.t(&d));
+            let sig = format!("{head} {name}{dims}");
+            let idx = self.b.add(parent, NodeKind::Field, name, Span::of_node(&node), Some(sig), doc.clone());
+            if let Some(ty) = ty {
+                self.mention_types(idx, ty, generics);
+            }
+            if let Some(value) = declarator.child_by_field_name("value") {
+                self.body(value, idx, generics);
+            }
+        }
+    }
+
+    fn method(&mut self, node: Node<'_>, parent: usize, constructor_of: Option<&str>, outer: &[String]) {
+        let name = match constructor_of {
+            Some(class) => node.child_by_field_name("name").map_or(class, |n| self.t(&n)),
+            None => match node.child_by_field_name("name") {
+                Some(n) => self.t(&n),
+                None => return,
+            },
+        };
+        let body = node.child_by_field_name("body");
+        let kind = if has_test_annotation(node, self.text) { NodeKind::Test } else { NodeKind::Method };
+        let sig = signature(node, body, self.text);
+        let doc = javadoc(node, self.text);
+        let idx = self.b.add(parent, kind, name, Span::of_node(&node), Some(sig), doc);
+        let mut generics = outer.to_vec();
+        type_param_names(node, self.text, &mut generics);
+        let return_type = node.child_by_field_name("type").map(|t| t.id());
+        let mut cursor = node.walk();
+        let parts: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+        for part in parts {
+            if matches!(part.kind(), "type_parameters" | "formal_parameters" | "throws")
+                || Some(part.id()) == return_type
+            {
+                self.mention_types(idx, part, &generics);
+            }
+        }
+        if let Some(body) = body {
+            self.body(body, idx, &generics);
+        }
+    }
+
+    fn enum_constant(&mut self, node: Node<'_>, parent: usize, generics: &[String]) {
+        let Some(name) = node.child_by_field_name("name") else { return };
+        let name = self.t(&name);
+        let body = node.child_by_field_name("body");
+        let sig = signature(node, body, self.text);
+        let doc = javadoc(node, self.text);
+        let idx = self.b.add(parent, NodeKind::Field, name, Span::of_node(&node), Some(sig), doc);
+        if let Some(args) = node.child_by_field_name("arguments") {
+            self.body(args, idx, generics);
+        }
+        if let Some(body) = body {
+            self.members(body, idx, name, generics);
+        }
+    }
+
+    /// Calls in a body or initializer (and local types); iterative.
+    fn body(&mut self, node: Node<'_>, from: usize, generics: &[String]) {
+        let mut stack = vec![node];
+        while let Some(n) = stack.pop() {
+            match n.kind() {
+                "method_invocation" => {
+                    let name = n.child_by_field_name("name").map_or("", |m| self.t(&m));
+                    let target = match n.child_by_field_name("object") {
+                        Some(object) => format!("{}.{name}", callee(object, self.text, 0)),
+                        None => name.to_string(),
+                    };
+                    self.b.reference(from, RefKind::Calls, target, Span::of_node(&n));
+                }
+                "method_reference" => {
+                    // `Item::key`, `System.out::println`, `Foo::new`.
+                    let count = n.child_count();
+                    if let (Some(object), Some(last)) = (n.named_child(0), n.child(count.saturating_sub(1))) {
+                        let object = match object.kind() {
+                            "type_identifier" | "scoped_type_identifier" | "generic_type" => {
+                                type_base_name(object, self.text)
+                            }
+                            _ => callee(object, self.text, 0),
+                        };
+                        let target = match last.kind() {
+                            "new" => object,
+                            "identifier" => format!("{object}.{}", self.t(&last)),
+                            _ => String::new(),
+                        };
+                        if !target.is_empty() && target != "_" {
+                            self.b.reference(from, RefKind::Calls, target, Span::of_node(&n));
+                        }
+                    }
+                }
+                "object_creation_expression" => {
+                    if let Some(ty) = n.child_by_field_name("type") {
+                        let target = type_base_name(ty, self.text);
+                        self.b.reference(from, RefKind::Calls, target, Span::of_node(&n));
+                    }
+                }
+                "class_declaration"
+                | "record_declaration"
+                | "interface_declaration"
+                | "enum_declaration"
+                | "annotation_type_declaration" => {
+                    self.declaration(n, from, generics);
+                    continue;
+                }
+                _ => {}
+            }
+            let mut cursor = n.walk();
+            let start = stack.len();
+            stack.extend(n.named_children(&mut cursor));
+            stack[start..].reverse();
+        }
+    }
+
+    fn mention_types(&mut self, from: usize, node: Node<'_>, generics: &[String]) {
+        let mut stack = vec![node];
+        while let Some(n) = stack.pop() {
+            match n.kind() {
+                "type_identifier" | "scoped_type_identifier" => {
+                    let target = type_base_name(n, self.text);
+                    if !target.is_empty()
+                        && !SKIP_TYPES.contains(&target.as_str())
+                        && !generics.contains(&target)
+                        && self.mentioned.insert((from, target.clone()))
+                    {
+                        self.b.reference(from, RefKind::Mentions, target, Span::of_node(&n));
+                    }
+                    continue;
+                }
+                "marker_annotation" | "annotation" | "identifier" => continue,
+                _ => {}
+            }
+            let mut cursor = n.walk();
+            let start = stack.len();
+            stack.extend(n.named_children(&mut cursor));
+            stack[start..].reverse();
+        }
+    }
+}
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Where a declaration's signature starts: after its annotations.
+fn signature_start(node: Node<'_>) -> usize {
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        match child.kind() {
+            "modifiers" => {
+                let mut inner = child.walk();
+                let first = child.children(&mut inner).find(|m| {
+                    !matches!(m.kind(), "marker_annotation" | "annotation" | "line_comment" | "block_comment")
+                });
+                if let Some(first) = first {
+                    return first.start_byte();
+                }
+            }
+            "line_comment" | "block_comment" => {}
+            _ => return child.start_byte(),
+        }
+    }
+    node.start_byte()
+}
+
+/// The header of a declaration without annotations and body:
+/// `public static <T> List<T> of(T... items)`.
+fn signature(node: Node<'_>, body: Option<Node<'_>>, text: &str) -> String {
+    let end = body.map_or(node.end_byte(), |b| b.start_byte());
+    let start = signature_start(node).min(end);
+    collapse(text.get(start..end).unwrap_or("")).trim_end_matches(['{', ';', ' ']).to_string()
+}
+
+/// The `/** */` comment directly before a declaration.
+fn javadoc(node: Node<'_>, text: &str) -> Option<String> {
+    let prev = node.prev_sibling()?;
+    let raw = node_text(&prev, text);
+    if prev.kind() == "block_comment" && raw.starts_with("/**") && raw != "/**/" { clean_doc(raw) } else { None }
+}
+
+fn has_test_annotation(node: Node<'_>, text: &str) -> bool {
+    let Some(modifiers) = node.named_children(&mut node.walk()).find(|c| c.kind() == "modifiers") else {
+        return false;
+    };
+    let mut cursor = modifiers.walk();
+    modifiers.named_children(&mut cursor).any(|m| {
+        matches!(m.kind(), "marker_annotation" | "annotation")
+            && m.child_by_field_name("name").is_some_and(|n| {
+                let name = node_text(&n, text);
+                TEST_ANNOTATIONS.contains(&name.rsplit('.').next().unwrap_or(name))
+            })
+    })
+}
+
+fn type_param_names(node: Node<'_>, text: &str, out: &mut Vec<String>) {
+    let Some(params) = node.child_by_field_name("type_parameters") else { return };
+    let mut cursor = params.walk();
+    for param in params.named_children(&mut cursor) {
+        let mut inner = param.walk();
+        if let Some(name) =
+            param.named_children(&mut inner).find(|c| matches!(c.kind(), "type_identifier" | "identifier"))
+        {
+            out.push(node_text(&name, text).to_string());
+        }
+    }
+}
+
+/// A type without type arguments: `Map<K, V>` -> `Map`, `a.b.C<T>` -> `a.b.C`.
+fn type_base_name(node: Node<'_>, text: &str) -> String {
+    match node.kind() {
+        "type_identifier" | "identifier" => node_text(&node, text).to_string(),
+        "scoped_type_identifier" | "generic_type" => {
+            let mut out = String::new();
+            let mut depth = 0usize;
+            for ch in node_text(&node, text).chars() {
+                match ch {
+                    '<' => depth += 1,
+                    '>' => depth = depth.saturating_sub(1),
+                    c if depth == 0 && !c.is_whitespace() => out.push(c),
+                    _ => {}
+                }
+            }
+            // Annotations on type parts (`a.@N B`) are rare; drop them.
+            if out.contains('@') { out.rsplit('.').next().unwrap_or("").to_string() } else { out }
+        }
+        _ => String::new(),
+    }
+}
+
+/// The receiver of a call as written: `obj`, `this`, `a.b`, `a.b()`.
+fn callee(node: Node<'_>, text: &str, depth: usize) -> String {
+    if depth > MAX_DEPTH {
+        return "_".to_string();
+    }
+    match node.kind() {
+        "identifier" | "this" | "super" | "type_identifier" => node_text(&node, text).to_string(),
+        "field_access" => {
+            let field = node.child_by_field_name("field").map_or("", |f| node_text(&f, text));
+            let object =
+                node.child_by_field_name("object").map_or_else(|| "_".to_string(), |o| callee(o, text, depth + 1));
+            format!("{object}.{field}")
+        }
+        "scoped_identifier" => collapse(node_text(&node, text)),
+        "method_invocation" => {
+            let name = node.child_by_field_name("name").map_or("", |m| node_text(&m, text));
+            match node.child_by_field_name("object") {
+                Some(object) => format!("{}.{name}()", callee(object, text, depth + 1)),
+                None => format!("{name}()"),
+            }
+        }
+        "object_creation_expression" => {
+            let ty = node.child_by_field_name("type").map(|t| type_base_name(t, text)).unwrap_or_default();
+            if ty.is_empty() { "_".to_string() } else { ty }
+        }
+        "parenthesized_expression" => {
+            node.named_child(0).map_or_else(|| "_".to_string(), |n| callee(n, text, depth + 1))
+        }
+        _ => "_".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    const FIXTURE: &str = r#"/*
+ * Copyright 2024 The Authors.
+ */
+package com.example.store;
+
+import java.util.List;
+import java.util.*;
+import java.io.IOException;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static com.example.util.Checks.*;
+import com.example.model.Item;
+
+/**
+ * Keeps items in memory.
+ *
+ * @param <T> the item type
+ */
+@Service
+public class Store<T extends Item> extends BaseStore<T> implements Saver, AutoCloseable {
+    /** The most items a store holds. */
+    private static final int MAX = 100;
+    private final Map<String, T> items = new HashMap<>(), backup;
+    private Item[] recent;
+
+    /** Creates a store. */
+    public Store(Map<String, T> items) {
+        super(items);
+        this.items = items;
+    }
+
+    public Store() {
+        this(new HashMap<>());
+    }
+
+    /**
+     * Builds a list.
+     */
+    @SafeVarargs
+    public static <U> List<U> of(U... xs) throws IOException {
+        Checks.notNull(xs);
+        validate(xs.length);
+        return List.of(xs);
+    }
+
+    @Override
+    public void save(T item) {
+        this.items.put(item.key(), item);
+        new Auditor(this).record(item);
+        Supplier<Store> make = Store::new;
+        items.values().stream().map(Item::key).forEach(System.out::println);
+        Runnable r = () -> flush();
+    }
+
+    /** A nested helper. */
+    static class Cursor implements Iterator<Item> {
+        private int pos;
+        public boolean hasNext() { return pos < MAX; }
+        public Item next() { return null; }
+    }
+
+    @Test
+    void savesItems() {
+        assertEquals(1, new Store<Item>().size());
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {1, 2})
+    void savesMany(int n) {}
+
+    @org.junit.jupiter.api.RepeatedTest(3)
+    void repeats() {}
+}
+
+/** Saves things. */
+interface Saver extends AutoCloseable {
+    int LIMIT = 10;
+    void save(Item item);
+    default int size() { return 0; }
+}
+
+/** Colors. */
+enum Color implements Named {
+    /** Red. */
+    RED,
+    GREEN("g") {
+        @Override
+        String label() { return "green"; }
+    };
+
+    private final String code;
+
+    Color() { this("r"); }
+
+    Color(String code) { this.code = code; }
+
+    String label() { return code; }
+}
+
+/** A point. */
+record Point(int x, int y) implements Shape {
+    Point {
+        Checks.positive(x);
+    }
+
+    double norm() { return Math.sqrt(x * x + y * y); }
+}
+
+@interface Marker {
+    String value() default "";
+}
+"#;
+
+    fn analyze(text: &str) -> FileAnalysis {
+        JavaAnalyzer.analyze("java", "src/main/java/com/example/store/Store.java", text)
+    }
+
+    fn assert_provenance(analysis: &FileAnalysis, text: &str) {
+        for node in &analysis.nodes[1..] {
+            let slice = node.span.slice(text);
+            assert!(!slice.is_empty(), "{} has an empty span", node.symbol_path);
+            let ok = slice.starts_with('@')
+                || [
+                    "public",
+                    "private",
+                    "protected",
+                    "static",
+                    "final",
+                    "abstract",
+                    "class",
+                    "interface",
+                    "enum",
+                    "record",
+                    "import",
+                    "void",
+                    "default",
+                ]
+                .iter()
+                .any(|k| slice.starts_with(k))
+                || slice.starts_with(node.name.as_str())
+                || node.kind == NodeKind::Field
+                || node.kind == NodeKind::Method;
+            assert!(ok, "{} span starts with {:?}", node.symbol_path, &slice[..slice.len().min(20)]);
+        }
+    }
+
+    #[test]
+    fn outline_of_a_realistic_file() {
+        let analysis = analyze(FIXTURE);
+        assert!(analysis.warnings.is_empty(), "{:?}", analysis.warnings);
+        assert_provenance(&analysis, FIXTURE);
+        assert_eq!(analysis.nodes[0].signature.as_deref(), Some("package com.example.store"));
+        let of = analysis.nodes.iter().find(|n| n.symbol_path == "Store.of").unwrap();
+        assert_eq!(of.signature.as_deref(), Some("public static <U> List<U> of(U... xs) throws IOException"));
+        assert_eq!(of.doc.as_deref(), Some("Builds a list."));
+        assert!(of.span.slice(FIXTURE).starts_with("@SafeVarargs"));
+        insta::assert_snapshot!(analysis.outline());
+    }
+
+    #[test]
+    fn syntax_errors_still_extract() {
+        let text = "package a;\n\n/** Broken. */\npublic class Broken {\n    void half( {\n        call();\n    }\n\n    /** Works. */\n    int works() { return helper(); }\n}\n";
+        let analysis = analyze(text);
+        assert!(!analysis.warnings.is_empty());
+        assert_provenance(&analysis, text);
+        insta::assert_snapshot!(analysis.outline());
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        for text in ["", "class", "import static ;", "enum E { A(", "@interface", "record R(", "é\u{feff}"] {
+            let analysis = analyze(text);
+            assert_provenance(&analysis, text);
+        }
+    }
+
+    fn import(target: &str, names: &[&str]) -> Reference {
+        Reference {
+            from: 1,
+            kind: RefKind::Import,
+            target: target.to_string(),
+            names: names.iter().map(|n| n.to_string()).collect(),
+            system: false,
+            span: Span::default(),
+        }
+    }
+
+    #[test]
+    fn resolves_class_paths() {
+        let set: BTreeSet<String> = [
+            "src/main/java/com/example/model/Item.java",
+            "src/main/java/com/example/util/Checks.java",
+            "src/main/java/com/example/store/Store.java",
+            "src/main/java/com/example/Outer.java",
+            "a/src/com/example/Dup.java",
+            "b/src/com/example/Dup.java",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        let ctx = ResolveContext::new(&set);
+        let from = "src/main/java/com/example/store/Store.java";
+        let r = |target: &str, names: &[&str]| JavaAnalyzer.resolve_import(&ctx, from, &import(target, names));
+        assert_eq!(
+            r("com.example.model.Item", &["Item"]).as_deref(),
+            Some("src/main/java/com/example/model/Item.java")
+        );
+        assert_eq!(
+            r("com.example.util.Checks.notNull", &["notNull"]).as_deref(),
+            Some("src/main/java/com/example/util/Checks.java")
+        );
+        assert_eq!(r("com.example.util.Checks", &["*"]).as_deref(), Some("src/main/java/com/example/util/Checks.java"));
+        assert_eq!(r("com.example.Outer.Inner", &["Inner"]).as_deref(), Some("src/main/java/com/example/Outer.java"));
+        // Unresolved: the JDK, a package wildcard, ambiguity, lowercase members of unknown classes.
+        assert_eq!(r("java.util.List", &["List"]), None);
+        assert_eq!(r("java.util", &["*"]), None);
+        assert_eq!(r("com.example.model", &["*"]), None);
+        assert_eq!(r("com.example.Dup", &["Dup"]), None);
+        assert_eq!(r("org.junit.jupiter.api.Assertions.assertEquals", &["assertEquals"]), None);
     }
 }

@@ -1,16 +1,1505 @@
-//! (placeholder: being written)
+//! JavaScript, TypeScript and TSX: classes, interfaces, enums, type aliases,
+//! namespaces, functions (declarations and arrow functions or function
+//! expressions bound to a name), methods, fields, module variables,
+//! ES imports and re-exports, `require`/`import()`, Jest/Mocha/Vitest tests,
+//! JSDoc, and calls/inheritance/type mentions.
+//!
+//! One parse and one pre-order walk per file, on an explicit stack (no
+//! recursion: minified bundles nest deeply). Spans cover the whole
+//! declaration including `export`, `declare` and decorators, so a span starts
+//! with `@`, `export`, `declare`, the declaration keyword (`class`,
+//! `function`, `async`, `const`, ...), a member's modifiers or name, or, for a
+//! test, the `describe`/`it`/`test` call. Signatures start at `export` (or the
+//! keyword) and leave decorators and bodies out.
+//!
+//! Import `names`: for `import {a, b as c}` and `export {a} from` the
+//! original names (`["a", "b"]`); for a default or namespace import, `import
+//! x = require()` or `const x = require()` the local name; for
+//! `const {a, b: c} = require()` the original keys; `["*"]` for `export *`.
+//! `require()` and `import()` become an import reference from the enclosing
+//! node (the file, a function, a test) without an `Import` node.
 
-use crate::lang::Analyzer;
-use crate::model::{FileAnalysis, NodeKind};
+use std::collections::HashSet;
+
+use tree_sitter::{Node, TreeCursor};
+
+use crate::lang::{Analyzer, FileBuilder, field_text, node_text, parse, preceding_comments, signature_until};
+use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
+use crate::resolve::{ResolveContext, dir_of, join_normalized};
 
 pub struct JavaScriptAnalyzer;
 
 impl Analyzer for JavaScriptAnalyzer {
     fn languages(&self) -> &'static [&'static str] {
-        &[]
+        &["javascript", "typescript", "tsx"]
     }
 
-    fn analyze(&self, _language: &str, path: &str, text: &str) -> FileAnalysis {
-        FileAnalysis::file_only(NodeKind::File, path, text)
+    fn analyze(&self, language: &str, path: &str, text: &str) -> FileAnalysis {
+        let mut builder = FileBuilder::new(NodeKind::Module, path, text);
+        let grammar: tree_sitter::Language = match language {
+            "typescript" => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            "tsx" => tree_sitter_typescript::LANGUAGE_TSX.into(),
+            _ => tree_sitter_javascript::LANGUAGE.into(),
+        };
+        let Some(tree) = parse(&grammar, text) else {
+            builder.warn(format!("the {language} grammar could not parse this file"));
+            return builder.finish();
+        };
+        builder.syntax_warnings(&tree);
+        let root = tree.root_node();
+        let mut walker = Walker {
+            text,
+            b: builder,
+            stack: Vec::new(),
+            cursor: root.walk(),
+            seen_refs: HashSet::new(),
+            fields: HashSet::new(),
+            frames: vec![Frame { parent: 0, names: Vec::new() }],
+        };
+        walker.run(root);
+        walker.b.finish()
     }
+
+    fn resolve_import(&self, ctx: &ResolveContext<'_>, from_path: &str, reference: &Reference) -> Option<String> {
+        resolve_js_import(ctx, from_path, &reference.target)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Module level: `const`/`let`/`var` define variables.
+    Module,
+    /// A TS namespace or ambient module body: like module level.
+    Namespace,
+    /// A class body: members.
+    Class,
+    /// An interface body or object type literal of a type alias: members.
+    Interface,
+    /// A function, method or test body; `ctor_of` is the class of a constructor.
+    Function { ctor_of: Option<usize> },
+}
+
+#[derive(Clone, Copy)]
+struct Ctx {
+    /// The container of new definitions and the source of calls.
+    parent: usize,
+    /// The source of type mentions (a field or variable for its annotation).
+    owner: usize,
+    scope: Scope,
+    /// The innermost frame of type parameter names.
+    frame: usize,
+}
+
+/// Type parameter names in scope (`T`, `K`), which are not type mentions.
+struct Frame {
+    parent: usize,
+    names: Vec<String>,
+}
+
+/// A queued node; `lead` is the first decorator of a class member.
+type Item<'tree> = (Node<'tree>, Ctx, Option<Node<'tree>>);
+
+struct Walker<'t, 'tree> {
+    text: &'t str,
+    b: FileBuilder,
+    stack: Vec<Item<'tree>>,
+    cursor: TreeCursor<'tree>,
+    seen_refs: HashSet<(usize, RefKind, String)>,
+    /// (class, name) of fields already defined.
+    fields: HashSet<(usize, String)>,
+    frames: Vec<Frame>,
+}
+
+impl<'t, 'tree> Walker<'t, 'tree> {
+    fn run(&mut self, root: Node<'tree>) {
+        let ctx = Ctx { parent: 0, owner: 0, scope: Scope::Module, frame: 0 };
+        self.push_children(root, ctx);
+        while let Some((node, ctx, lead)) = self.stack.pop() {
+            self.visit(node, ctx, lead);
+        }
+    }
+
+    /// Queues the named children of `node`, to be visited in source order.
+    fn push_children(&mut self, node: Node<'tree>, ctx: Ctx) {
+        let start = self.stack.len();
+        self.cursor.reset(node);
+        if self.cursor.goto_first_child() {
+            loop {
+                let child = self.cursor.node();
+                if child.is_named() && child.kind() != "comment" {
+                    self.stack.push((child, ctx, None));
+                }
+                if !self.cursor.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
+        self.stack[start..].reverse();
+    }
+
+    /// Queues `nodes` (in source order), skipping absent ones.
+    fn push_all(&mut self, nodes: &[(Option<Node<'tree>>, Ctx)]) {
+        for (node, ctx) in nodes.iter().rev() {
+            if let Some(node) = node {
+                self.stack.push((*node, *ctx, None));
+            }
+        }
+    }
+
+    /// Queues the members of a class body or interface, each with its
+    /// leading decorators.
+    fn push_members(&mut self, body: Node<'tree>, ctx: Ctx) {
+        let start = self.stack.len();
+        let mut lead = None;
+        for child in named_children(body) {
+            match child.kind() {
+                "decorator" => {
+                    lead.get_or_insert(child);
+                }
+                "comment" => {}
+                _ => self.stack.push((child, ctx, lead.take())),
+            }
+        }
+        self.stack[start..].reverse();
+    }
+
+    fn visit(&mut self, node: Node<'tree>, ctx: Ctx, lead: Option<Node<'tree>>) {
+        match node.kind() {
+            "comment" | "decorator" | "hash_bang_line" => {}
+            "import_statement" => self.import_statement(node, ctx),
+            "export_statement" => self.export_statement(node, ctx),
+            "expression_statement" => self.expression_statement(node, ctx),
+            "call_expression" => self.call(node, ctx),
+            "new_expression" => {
+                if let Some(callee) = node.child_by_field_name("constructor")
+                    && let Some(name) = dotted(callee, self.text)
+                    && !is_builtin_call(&name)
+                {
+                    self.reference(ctx.parent, RefKind::Calls, name, node);
+                }
+                self.push_children(node, ctx);
+            }
+            "jsx_opening_element" | "jsx_self_closing_element" => {
+                // `<Button />` renders (calls) a component; `<div>` is intrinsic.
+                if let Some(name) = node.child_by_field_name("name")
+                    && let Some(name) = dotted(name, self.text)
+                    && name.starts_with(|c: char| c.is_ascii_uppercase())
+                {
+                    self.reference(ctx.parent, RefKind::Calls, name, node);
+                }
+                self.push_children(node, ctx);
+            }
+            "type_identifier" => {
+                let name = node_text(&node, self.text);
+                if !self.is_type_parameter(ctx.frame, name) {
+                    self.mention(ctx.owner, name.to_string(), node);
+                }
+            }
+            "nested_type_identifier" => {
+                let name: String = node_text(&node, self.text).split_whitespace().collect();
+                self.mention(ctx.owner, name, node);
+            }
+            "method_definition" | "method_signature" | "abstract_method_signature"
+                if matches!(ctx.scope, Scope::Class | Scope::Interface) =>
+            {
+                self.method(node, lead, ctx)
+            }
+            "public_field_definition" | "field_definition" | "property_signature"
+                if matches!(ctx.scope, Scope::Class | Scope::Interface) =>
+            {
+                self.field(node, lead, ctx)
+            }
+            _ => {
+                if !self.declaration(node, node, ctx) {
+                    self.push_children(node, ctx);
+                }
+            }
+        }
+    }
+
+    /// Handles a declaration `decl` whose whole extent (with `export`,
+    /// `declare`, decorators) is `outer`; `false` if `decl` is none.
+    fn declaration(&mut self, decl: Node<'tree>, outer: Node<'tree>, ctx: Ctx) -> bool {
+        match decl.kind() {
+            "function_declaration" | "generator_function_declaration" | "function_signature" => {
+                let name = field_text(&decl, "name", self.text).unwrap_or("default");
+                self.function(decl, outer, name, ctx);
+            }
+            "class_declaration" | "abstract_class_declaration" => {
+                let name = field_text(&decl, "name", self.text).unwrap_or("default");
+                self.class(decl, outer, name, sig_start(outer), ctx);
+            }
+            // A named class expression (`foo(class A {})`, or a declaration
+            // that error recovery parsed as one).
+            "class" if decl.child_by_field_name("name").is_some() => {
+                let name = field_text(&decl, "name", self.text).unwrap_or("default");
+                self.class(decl, outer, name, sig_start(outer), ctx);
+            }
+            "interface_declaration" => self.interface(decl, outer, ctx),
+            "enum_declaration" => self.enumeration(decl, outer, ctx),
+            "type_alias_declaration" => self.type_alias(decl, outer, ctx),
+            "internal_module" | "module" => self.namespace(decl, outer, ctx),
+            "lexical_declaration" | "variable_declaration" => self.variables(decl, outer, ctx),
+            "ambient_declaration" => {
+                // `declare ...`; `declare global { ... }` holds a block.
+                for child in named_children(decl) {
+                    if !self.declaration(child, outer, ctx) {
+                        self.push_children(child, ctx);
+                    }
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn function(&mut self, node: Node<'tree>, outer: Node<'tree>, name: &str, ctx: Ctx) {
+        let body = node.child_by_field_name("body");
+        let signature = header(self.text, sig_start(outer), body.map_or(node.end_byte(), |b| b.start_byte()));
+        let doc = jsdoc(outer, self.text);
+        let index = self.b.add(ctx.parent, NodeKind::Function, name, Span::of_node(&outer), Some(signature), doc);
+        self.function_body(node, index, ctx, None);
+    }
+
+    /// Queues a function's parameters, types and body inside node `index`.
+    fn function_body(&mut self, function: Node<'tree>, index: usize, ctx: Ctx, ctor_of: Option<usize>) {
+        let frame = self.frame(function, ctx.frame);
+        let inner = Ctx { parent: index, owner: index, scope: Scope::Function { ctor_of }, frame };
+        self.push_children(function, inner);
+    }
+
+    fn class(&mut self, node: Node<'tree>, outer: Node<'tree>, name: &str, sig_from: usize, ctx: Ctx) {
+        let body = node.child_by_field_name("body");
+        let signature = header(self.text, sig_from, body.map_or(node.end_byte(), |b| b.start_byte()));
+        let doc = jsdoc(outer, self.text);
+        let index = self.b.add(ctx.parent, NodeKind::Class, name, Span::of_node(&outer), Some(signature), doc);
+        // Decorators of `@Dec export class` sit on the export statement.
+        let mut decorators: Vec<Node<'tree>> = named_children(node).filter(|c| c.kind() == "decorator").collect();
+        if outer != node {
+            decorators.extend(named_children(outer).filter(|c| c.kind() == "decorator"));
+        }
+        self.decorators(index, &decorators);
+        let frame = self.frame(node, ctx.frame);
+        let inner = Ctx { parent: index, owner: index, scope: Scope::Class, frame };
+        let heritage_ctx = Ctx { scope: Scope::Function { ctor_of: None }, ..inner };
+        // Queued last to first: members, heritage, type parameters.
+        if let Some(body) = body {
+            self.push_members(body, inner);
+        }
+        for heritage in named_children(node).filter(|c| c.kind() == "class_heritage") {
+            for clause in named_children(heritage) {
+                if matches!(clause.kind(), "extends_clause" | "implements_clause") {
+                    for item in named_children(clause) {
+                        self.heritage(index, item, heritage_ctx);
+                    }
+                } else {
+                    // JavaScript: `extends <expression>`.
+                    self.heritage(index, clause, heritage_ctx);
+                }
+            }
+        }
+        self.push_all(&[(node.child_by_field_name("type_parameters"), heritage_ctx)]);
+    }
+
+    /// One `extends`/`implements` item: a base type or, for anything else, an
+    /// expression whose calls and type arguments still count.
+    fn heritage(&mut self, index: usize, item: Node<'tree>, ctx: Ctx) {
+        let base = if item.kind() == "generic_type" { item.child_by_field_name("name") } else { Some(item) };
+        if let Some(base) = base
+            && let Some(target) = dotted(base, self.text)
+        {
+            self.reference(index, RefKind::Inherits, target, base);
+            if item.kind() == "generic_type" {
+                self.push_all(&[(item.child_by_field_name("type_arguments"), ctx)]);
+            }
+            return;
+        }
+        self.push_all(&[(Some(item), ctx)]);
+    }
+
+    fn decorators(&mut self, index: usize, decorators: &[Node<'tree>]) {
+        for decorator in decorators {
+            let Some(mut expr) = decorator.named_child(0) else { continue };
+            if expr.kind() == "call_expression"
+                && let Some(function) = expr.child_by_field_name("function")
+            {
+                expr = function;
+            }
+            if let Some(name) = dotted(expr, self.text) {
+                self.reference(index, RefKind::Calls, name, *decorator);
+            }
+        }
+    }
+
+    fn interface(&mut self, node: Node<'tree>, outer: Node<'tree>, ctx: Ctx) {
+        let Some(name) = field_text(&node, "name", self.text) else {
+            return self.push_children(node, ctx);
+        };
+        let body = node.child_by_field_name("body");
+        let signature = header(self.text, sig_start(outer), body.map_or(node.end_byte(), |b| b.start_byte()));
+        let doc = jsdoc(outer, self.text);
+        let index = self.b.add(ctx.parent, NodeKind::Interface, name, Span::of_node(&outer), Some(signature), doc);
+        let frame = self.frame(node, ctx.frame);
+        let inner = Ctx { parent: index, owner: index, scope: Scope::Interface, frame };
+        let constraints = Ctx { scope: Scope::Function { ctor_of: None }, ..inner };
+        if let Some(body) = body {
+            self.push_members(body, inner);
+        }
+        for clause in named_children(node).filter(|c| c.kind() == "extends_type_clause") {
+            for item in named_children(clause) {
+                self.heritage(index, item, constraints);
+            }
+        }
+        self.push_all(&[(node.child_by_field_name("type_parameters"), constraints)]);
+    }
+
+    fn enumeration(&mut self, node: Node<'tree>, outer: Node<'tree>, ctx: Ctx) {
+        let Some(name) = field_text(&node, "name", self.text) else {
+            return self.push_children(node, ctx);
+        };
+        let body = node.child_by_field_name("body");
+        let signature = header(self.text, sig_start(outer), body.map_or(node.end_byte(), |b| b.start_byte()));
+        let doc = jsdoc(outer, self.text);
+        let index = self.b.add(ctx.parent, NodeKind::Enum, name, Span::of_node(&outer), Some(signature), doc);
+        for member in body.into_iter().flat_map(named_children) {
+            let (name, signature) = match member.kind() {
+                "enum_assignment" => match member.child_by_field_name("name") {
+                    Some(n) => (n, Some(header(self.text, member.start_byte(), member.end_byte()))),
+                    None => continue,
+                },
+                "property_identifier" | "string" => (member, None),
+                _ => continue,
+            };
+            let name = strip_quotes(node_text(&name, self.text));
+            let doc = jsdoc(member, self.text);
+            self.b.add(index, NodeKind::Field, name, Span::of_node(&member), signature, doc);
+        }
+    }
+
+    fn type_alias(&mut self, node: Node<'tree>, outer: Node<'tree>, ctx: Ctx) {
+        let Some(name) = field_text(&node, "name", self.text) else {
+            return self.push_children(node, ctx);
+        };
+        let value = node.child_by_field_name("value");
+        let start = sig_start(outer);
+        // `type Id = string | number` whole; a long or object type stops at `=`.
+        let mut signature = header(self.text, start, node.end_byte());
+        if let Some(value) = value
+            && (value.kind() == "object_type" || signature.len() > 160)
+        {
+            signature = format!("{} =", header(self.text, start, value.start_byte()));
+        }
+        let doc = jsdoc(outer, self.text);
+        let index = self.b.add(ctx.parent, NodeKind::TypeAlias, name, Span::of_node(&outer), Some(signature), doc);
+        let frame = self.frame(node, ctx.frame);
+        match value {
+            Some(value) if value.kind() == "object_type" => {
+                self.push_members(value, Ctx { parent: index, owner: index, scope: Scope::Interface, frame });
+            }
+            _ => {
+                let inner = Ctx { owner: index, scope: Scope::Function { ctor_of: None }, frame, ..ctx };
+                self.push_all(&[(value, inner)]);
+            }
+        }
+        let constraints = Ctx { owner: index, scope: Scope::Function { ctor_of: None }, frame, ..ctx };
+        self.push_all(&[(node.child_by_field_name("type_parameters"), constraints)]);
+    }
+
+    fn namespace(&mut self, node: Node<'tree>, outer: Node<'tree>, ctx: Ctx) {
+        let Some(name_node) = node.child_by_field_name("name") else {
+            return self.push_children(node, ctx);
+        };
+        let name: String = strip_quotes(node_text(&name_node, self.text)).split_whitespace().collect();
+        let body = node.child_by_field_name("body");
+        let signature = header(self.text, sig_start(outer), body.map_or(node.end_byte(), |b| b.start_byte()));
+        let doc = jsdoc(outer, self.text);
+        let index = self.b.add(ctx.parent, NodeKind::Namespace, &name, Span::of_node(&outer), Some(signature), doc);
+        if let Some(body) = body {
+            self.push_children(body, Ctx { parent: index, owner: index, scope: Scope::Namespace, ..ctx });
+        }
+    }
+
+    /// `const`/`let`/`var`: functions and classes bound to a name anywhere,
+    /// variables at module or namespace level, `require()` imports.
+    fn variables(&mut self, node: Node<'tree>, outer: Node<'tree>, ctx: Ctx) {
+        let declarators: Vec<Node<'tree>> =
+            named_children(node).filter(|c| c.kind() == "variable_declarator").collect();
+        let Some(first) = declarators.first() else {
+            return self.push_children(node, ctx);
+        };
+        let head = header(self.text, sig_start(outer), first.start_byte());
+        let single = declarators.len() == 1;
+        let doc = jsdoc(outer, self.text);
+        let module_level = matches!(ctx.scope, Scope::Module | Scope::Namespace);
+        for declarator in declarators.iter().copied() {
+            let span_node = if single { outer } else { declarator };
+            let name_node = declarator.child_by_field_name("name");
+            let value = declarator.child_by_field_name("value");
+            let simple_name = name_node.filter(|n| n.kind() == "identifier").map(|n| node_text(&n, self.text));
+            match (simple_name, value) {
+                (Some(name), Some(value))
+                    if matches!(value.kind(), "arrow_function" | "function_expression" | "generator_function") =>
+                {
+                    let body = value.child_by_field_name("body").map_or(value.end_byte(), |b| b.start_byte());
+                    let signature = format!("{head} {}", header(self.text, declarator.start_byte(), body));
+                    let index = self.b.add(
+                        ctx.parent,
+                        NodeKind::Function,
+                        name,
+                        Span::of_node(&span_node),
+                        Some(signature),
+                        doc.clone(),
+                    );
+                    let inner = Ctx { parent: index, owner: index, ..ctx };
+                    self.function_body(value, index, ctx, None);
+                    self.push_all(&[(declarator.child_by_field_name("type"), inner)]);
+                }
+                (Some(name), Some(value)) if value.kind() == "class" => {
+                    let from = if single { sig_start(outer) } else { declarator.start_byte() };
+                    self.class(value, span_node, name, from, ctx);
+                }
+                _ => {
+                    let mut owner = ctx.owner;
+                    if module_level && let Some(name_node) = name_node {
+                        let mut names = Vec::new();
+                        pattern_names(name_node, self.text, &mut names);
+                        let end = value.map_or(declarator.end_byte(), |v| v.start_byte());
+                        let signature = format!("{head} {}", header(self.text, declarator.start_byte(), end));
+                        for name in names {
+                            let span = Span::of_node(&span_node);
+                            let index = self.b.add(
+                                ctx.parent,
+                                NodeKind::Variable,
+                                name,
+                                span,
+                                Some(signature.clone()),
+                                doc.clone(),
+                            );
+                            if owner == ctx.owner {
+                                owner = index;
+                            }
+                        }
+                    }
+                    if let Some(value) = value
+                        && let Some(spec) = import_call(value, self.text)
+                    {
+                        // `const x = require('./x')`, `const {a} = await import('./a')`.
+                        let names = name_node.map(|n| imported_names(n, self.text)).unwrap_or_default();
+                        self.b.import(ctx.parent, spec, names, false, Span::of_node(&value));
+                        self.push_all(&[(declarator.child_by_field_name("type"), Ctx { owner, ..ctx })]);
+                        continue;
+                    }
+                    let typed = Ctx { owner, ..ctx };
+                    self.push_all(&[(declarator.child_by_field_name("type"), typed), (value, typed)]);
+                }
+            }
+        }
+    }
+
+    fn method(&mut self, node: Node<'tree>, lead: Option<Node<'tree>>, ctx: Ctx) {
+        let Some(name) = node.child_by_field_name("name").map(|n| strip_quotes(node_text(&n, self.text))) else {
+            return self.push_children(node, ctx);
+        };
+        let first = lead.unwrap_or(node);
+        let body = node.child_by_field_name("body");
+        let signature = signature_until(&node, body, self.text);
+        let doc = jsdoc(first, self.text);
+        let index = self.b.add(ctx.parent, NodeKind::Method, name, span_between(first, node), Some(signature), doc);
+        self.member_decorators(index, lead, node);
+        let ctor_of = (name == "constructor" && ctx.scope == Scope::Class).then_some(ctx.parent);
+        if let Some(class) = ctor_of {
+            self.parameter_properties(node, class);
+        }
+        self.function_body(node, index, ctx, ctor_of);
+    }
+
+    /// TS `constructor(private readonly db: Db)` declares field `db`.
+    fn parameter_properties(&mut self, ctor: Node<'tree>, class: usize) {
+        let Some(params) = ctor.child_by_field_name("parameters") else { return };
+        for param in named_children(params) {
+            let mut cursor = param.walk();
+            let is_property = param
+                .children(&mut cursor)
+                .any(|c| matches!(c.kind(), "accessibility_modifier" | "readonly" | "override_modifier"));
+            let Some(pattern) = param.child_by_field_name("pattern").filter(|p| p.kind() == "identifier") else {
+                continue;
+            };
+            let name = node_text(&pattern, self.text);
+            if is_property && self.fields.insert((class, name.to_string())) {
+                let signature = header(self.text, param.start_byte(), param.end_byte());
+                self.b.add(class, NodeKind::Field, name, Span::of_node(&param), Some(signature), None);
+            }
+        }
+    }
+
+    fn member_decorators(&mut self, index: usize, lead: Option<Node<'tree>>, member: Node<'tree>) {
+        let mut decorators = Vec::new();
+        let mut current = lead;
+        while let Some(node) = current.filter(|n| *n != member) {
+            if node.kind() == "decorator" {
+                decorators.push(node);
+            }
+            current = node.next_named_sibling();
+        }
+        self.decorators(index, &decorators);
+    }
+
+    /// A class field or property, an interface property; one holding an
+    /// arrow function or function expression is a method.
+    fn field(&mut self, node: Node<'tree>, lead: Option<Node<'tree>>, ctx: Ctx) {
+        let name_node = node.child_by_field_name("name").or_else(|| node.child_by_field_name("property"));
+        let Some(name) = name_node.map(|n| strip_quotes(node_text(&n, self.text))) else {
+            return self.push_children(node, ctx);
+        };
+        let first = lead.unwrap_or(node);
+        let doc = jsdoc(first, self.text);
+        let value = node.child_by_field_name("value");
+        let span = span_between(first, node);
+        if let Some(value) = value.filter(|v| matches!(v.kind(), "arrow_function" | "function_expression")) {
+            let body = value.child_by_field_name("body").map_or(value.end_byte(), |b| b.start_byte());
+            let signature = header(self.text, node.start_byte(), body);
+            let index = self.b.add(ctx.parent, NodeKind::Method, name, span, Some(signature), doc);
+            self.member_decorators(index, lead, node);
+            self.function_body(value, index, ctx, None);
+            return;
+        }
+        if !self.fields.insert((ctx.parent, name.to_string())) {
+            return self.push_children(node, ctx);
+        }
+        let end = value.map_or(node.end_byte(), |v| v.start_byte());
+        let signature = header(self.text, node.start_byte(), end);
+        let index = self.b.add(ctx.parent, NodeKind::Field, name, span, Some(signature), doc);
+        self.member_decorators(index, lead, node);
+        let type_ctx = Ctx { owner: index, scope: Scope::Function { ctor_of: None }, ..ctx };
+        self.push_all(&[(node.child_by_field_name("type"), type_ctx), (value, ctx)]);
+    }
+
+    fn expression_statement(&mut self, node: Node<'tree>, ctx: Ctx) {
+        let Some(expr) = node.named_child(0) else { return };
+        if expr.kind() == "internal_module" {
+            // `namespace A.B { ... }` parses as an expression statement.
+            self.namespace(expr, node, ctx);
+            return;
+        }
+        if expr.kind() == "assignment_expression"
+            && let (Some(left), Some(right)) = (expr.child_by_field_name("left"), expr.child_by_field_name("right"))
+            && left.kind() == "member_expression"
+            && let (Some(object), Some(property)) =
+                (left.child_by_field_name("object"), left.child_by_field_name("property"))
+        {
+            let object = node_text(&object, self.text);
+            let name = node_text(&property, self.text);
+            match ctx.scope {
+                // CommonJS: `exports.f = function () {}`, `module.exports.g = () => {}`.
+                Scope::Module if matches!(object, "exports" | "module.exports") => {
+                    if matches!(right.kind(), "arrow_function" | "function_expression" | "generator_function") {
+                        let body = right.child_by_field_name("body").map_or(right.end_byte(), |b| b.start_byte());
+                        let signature = header(self.text, node.start_byte(), body);
+                        let doc = jsdoc(node, self.text);
+                        let index = self.b.add(
+                            ctx.parent,
+                            NodeKind::Function,
+                            name,
+                            Span::of_node(&node),
+                            Some(signature),
+                            doc,
+                        );
+                        self.function_body(right, index, ctx, None);
+                        return;
+                    }
+                    if right.kind() == "class" {
+                        self.class(right, node, name, node.start_byte(), ctx);
+                        return;
+                    }
+                }
+                // `this.x = ...` in a constructor declares field `x`.
+                Scope::Function { ctor_of: Some(class) }
+                    if object == "this"
+                        && property.kind() == "property_identifier"
+                        && self.fields.insert((class, name.to_string())) =>
+                {
+                    self.b.add(class, NodeKind::Field, name, Span::of_node(&node), None, None);
+                }
+                _ => {}
+            }
+        }
+        self.push_children(node, ctx);
+    }
+
+    fn call(&mut self, node: Node<'tree>, ctx: Ctx) {
+        if let Some(spec) = import_call(node, self.text) {
+            self.b.import(ctx.parent, spec, Vec::new(), false, Span::of_node(&node));
+            return;
+        }
+        let Some(function) = node.child_by_field_name("function") else {
+            return self.push_children(node, ctx);
+        };
+        let arguments = node.child_by_field_name("arguments");
+        if is_test_callee(function, self.text)
+            && let Some(name) = arguments.and_then(|a| a.named_child(0)).and_then(|a| literal_string(a, self.text))
+        {
+            let name: String = name.split_whitespace().collect::<Vec<_>>().join(" ");
+            let index = self.b.add(ctx.parent, NodeKind::Test, &name, Span::of_node(&node), None, None);
+            let inner = Ctx { parent: index, owner: index, scope: Scope::Function { ctor_of: None }, ..ctx };
+            self.push_all(&[(arguments, inner)]);
+            return;
+        }
+        if let Some(name) = dotted(function, self.text)
+            && !is_builtin_call(&name)
+        {
+            self.reference(ctx.parent, RefKind::Calls, name, node);
+        }
+        self.push_children(node, ctx);
+    }
+
+    fn import_statement(&mut self, node: Node<'tree>, ctx: Ctx) {
+        let mut names = Vec::new();
+        let mut source = node.child_by_field_name("source");
+        for child in named_children(node) {
+            match child.kind() {
+                "import_clause" => {
+                    for part in named_children(child) {
+                        match part.kind() {
+                            "identifier" => names.push(node_text(&part, self.text).to_string()),
+                            "namespace_import" => {
+                                names.extend(named_children(part).map(|n| node_text(&n, self.text).to_string()).take(1))
+                            }
+                            "named_imports" => {
+                                for spec in named_children(part).filter(|s| s.kind() == "import_specifier") {
+                                    if let Some(name) = field_text(&spec, "name", self.text) {
+                                        names.push(strip_quotes(name).to_string());
+                                    }
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                "import_require_clause" => {
+                    // TS `import fs = require('fs')`.
+                    source = child.child_by_field_name("source");
+                    names.extend(
+                        named_children(child)
+                            .filter(|n| n.kind() == "identifier")
+                            .map(|n| node_text(&n, self.text).to_string())
+                            .take(1),
+                    );
+                }
+                _ => {}
+            }
+        }
+        if let Some(source) = source {
+            let spec = strip_quotes(node_text(&source, self.text)).to_string();
+            self.import_node(node, ctx, spec, names);
+        }
+    }
+
+    fn export_statement(&mut self, node: Node<'tree>, ctx: Ctx) {
+        if let Some(source) = node.child_by_field_name("source") {
+            // `export * from`, `export * as ns from`, `export {a, b as c} from`.
+            let mut names = Vec::new();
+            for child in named_children(node) {
+                match child.kind() {
+                    "export_clause" => {
+                        for spec in named_children(child).filter(|s| s.kind() == "export_specifier") {
+                            if let Some(name) = field_text(&spec, "name", self.text) {
+                                names.push(strip_quotes(name).to_string());
+                            }
+                        }
+                    }
+                    "namespace_export" => {
+                        names.extend(named_children(child).map(|n| strip_quotes(node_text(&n, self.text)).to_string()))
+                    }
+                    _ => {}
+                }
+            }
+            if names.is_empty() {
+                names.push("*".to_string());
+            }
+            let spec = strip_quotes(node_text(&source, self.text)).to_string();
+            self.import_node(node, ctx, spec, names);
+            return;
+        }
+        if let Some(decl) = node.child_by_field_name("declaration") {
+            if !self.declaration(decl, node, ctx) {
+                self.push_children(decl, ctx);
+            }
+            return;
+        }
+        if let Some(value) = node.child_by_field_name("value") {
+            match value.kind() {
+                "function_expression" | "arrow_function" | "generator_function" => {
+                    let name = field_text(&value, "name", self.text).unwrap_or("default");
+                    self.function(value, node, name, ctx);
+                }
+                "class" => {
+                    let name = field_text(&value, "name", self.text).unwrap_or("default");
+                    self.class(value, node, name, sig_start(node), ctx);
+                }
+                _ => self.push_all(&[(Some(value), ctx)]),
+            }
+        }
+    }
+
+    fn import_node(&mut self, statement: Node<'tree>, ctx: Ctx, spec: String, names: Vec<String>) {
+        let span = Span::of_node(&statement);
+        let index = self.b.add(ctx.parent, NodeKind::Import, &spec, span, None, None);
+        self.b.import(index, spec, names, false, span);
+    }
+
+    /// A frame with the type parameters `node` declares, or `parent` if none.
+    fn frame(&mut self, node: Node<'_>, parent: usize) -> usize {
+        let Some(params) = node.child_by_field_name("type_parameters") else { return parent };
+        let names: Vec<String> = named_children(params)
+            .filter_map(|p| p.child_by_field_name("name"))
+            .map(|n| node_text(&n, self.text).to_string())
+            .collect();
+        if names.is_empty() {
+            return parent;
+        }
+        self.frames.push(Frame { parent, names });
+        self.frames.len() - 1
+    }
+
+    fn is_type_parameter(&self, mut frame: usize, name: &str) -> bool {
+        // `T`, `K`: type variables by convention (also `infer U`, mapped `[K in ...]`).
+        if name.len() == 1 && name.starts_with(|c: char| c.is_ascii_uppercase()) {
+            return true;
+        }
+        while frame != 0 {
+            if self.frames[frame].names.iter().any(|n| n == name) {
+                return true;
+            }
+            frame = self.frames[frame].parent;
+        }
+        false
+    }
+
+    fn reference(&mut self, from: usize, kind: RefKind, target: String, node: Node<'_>) {
+        if self.seen_refs.insert((from, kind, target.clone())) {
+            self.b.reference(from, kind, target, Span::of_node(&node));
+        }
+    }
+
+    fn mention(&mut self, from: usize, name: String, node: Node<'_>) {
+        if !is_builtin_type(&name) {
+            self.reference(from, RefKind::Mentions, name, node);
+        }
+    }
+}
+
+fn named_children<'tree>(node: Node<'tree>) -> impl Iterator<Item = Node<'tree>> {
+    (0..node.named_child_count() as u32).filter_map(move |i| node.named_child(i))
+}
+
+/// Where a declaration's signature starts: after its decorators.
+fn sig_start(node: Node<'_>) -> usize {
+    let mut cursor = node.walk();
+    node.children(&mut cursor)
+        .find(|c| !matches!(c.kind(), "decorator" | "comment"))
+        .map_or(node.start_byte(), |c| c.start_byte())
+}
+
+/// `text[start..end]` as a one-line header: whitespace collapsed, without a
+/// trailing `{`, `:`, `;`, `=` or `=>`.
+fn header(text: &str, start: usize, end: usize) -> String {
+    let raw = text.get(start..end.max(start)).unwrap_or("");
+    let collapsed = raw.split_whitespace().collect::<Vec<_>>().join(" ");
+    let trimmed = collapsed.trim_end_matches(['{', ':', ' ', ';', '=']);
+    let trimmed = trimmed.strip_suffix("=>").unwrap_or(trimmed);
+    trimmed.trim_end_matches(['{', ':', ' ', ';', '=']).to_string()
+}
+
+/// The JSDoc (`/** ... */`) right before `node`.
+fn jsdoc(node: Node<'_>, text: &str) -> Option<String> {
+    preceding_comments(&node, text, |c| c.kind() == "comment" && node_text(c, text).starts_with("/**"))
+}
+
+fn span_between(first: Node<'_>, last: Node<'_>) -> Span {
+    let (a, b) = (Span::of_node(&first), Span::of_node(&last));
+    Span { start_byte: a.start_byte, start: a.start, end_byte: b.end_byte, end: b.end }
+}
+
+/// `name`, `a.b.c`, `this.x`, `super.m` when `node` is an identifier or a
+/// chain of property accesses on one (optional chaining normalised to `.`);
+/// `None` for anything else (`f().x`, `a[0].b`).
+fn dotted(node: Node<'_>, text: &str) -> Option<String> {
+    let mut parts = Vec::new();
+    let mut current = node;
+    loop {
+        match current.kind() {
+            "identifier" | "type_identifier" | "this" | "property_identifier" | "private_property_identifier" => {
+                parts.push(node_text(&current, text));
+                break;
+            }
+            "super" if !parts.is_empty() => {
+                parts.push("super");
+                break;
+            }
+            "member_expression" | "nested_identifier" | "nested_type_identifier" => {
+                let property = current
+                    .child_by_field_name("property")
+                    .or_else(|| current.child_by_field_name("name"))
+                    .filter(|p| {
+                        matches!(
+                            p.kind(),
+                            "property_identifier" | "private_property_identifier" | "identifier" | "type_identifier"
+                        )
+                    })?;
+                parts.push(node_text(&property, text));
+                current = current.child_by_field_name("object").or_else(|| current.child_by_field_name("module"))?;
+            }
+            _ => return None,
+        }
+    }
+    parts.reverse();
+    Some(parts.join("."))
+}
+
+/// The specifier of `require('x')` or `import('x')` (possibly awaited).
+fn import_call<'t>(node: Node<'_>, text: &'t str) -> Option<&'t str> {
+    let call = if node.kind() == "await_expression" { node.named_child(0)? } else { node };
+    if call.kind() != "call_expression" {
+        return None;
+    }
+    let function = call.child_by_field_name("function")?;
+    let is_import =
+        function.kind() == "import" || (function.kind() == "identifier" && node_text(&function, text) == "require");
+    if !is_import {
+        return None;
+    }
+    let arguments = call.child_by_field_name("arguments")?;
+    if arguments.named_child_count() != 1 {
+        return None;
+    }
+    literal_string(arguments.named_child(0)?, text)
+}
+
+/// The value of a string literal or a template string without substitutions.
+fn literal_string<'t>(node: Node<'_>, text: &'t str) -> Option<&'t str> {
+    match node.kind() {
+        "string" => Some(strip_quotes(node_text(&node, text))),
+        "template_string" if !named_children(node).any(|c| c.kind() == "template_substitution") => {
+            Some(strip_quotes(node_text(&node, text)))
+        }
+        _ => None,
+    }
+}
+
+fn strip_quotes(s: &str) -> &str {
+    for q in ['"', '\'', '`'] {
+        if let Some(inner) = s.strip_prefix(q).and_then(|r| r.strip_suffix(q)) {
+            return inner;
+        }
+    }
+    s
+}
+
+/// `describe`, `it`, `test` (Jest, Mocha, Vitest, Playwright), with
+/// modifiers (`it.only`, `test.describe.serial`) and tables (`test.each(t)`).
+fn is_test_callee(node: Node<'_>, text: &str) -> bool {
+    match node.kind() {
+        "identifier" => matches!(
+            node_text(&node, text),
+            "describe" | "it" | "test" | "suite" | "fdescribe" | "xdescribe" | "fit" | "xit" | "xtest"
+        ),
+        "member_expression" => {
+            let property = field_text(&node, "property", text);
+            let modifier = matches!(
+                property,
+                Some(
+                    "only"
+                        | "skip"
+                        | "todo"
+                        | "concurrent"
+                        | "failing"
+                        | "fixme"
+                        | "describe"
+                        | "parallel"
+                        | "serial"
+                        | "sequential"
+                        | "each"
+                )
+            );
+            modifier && node.child_by_field_name("object").is_some_and(|o| is_test_callee(o, text))
+        }
+        "call_expression" => {
+            // `test.each(table)('name %s', fn)`
+            node.child_by_field_name("function").is_some_and(|f| {
+                f.kind() == "member_expression"
+                    && field_text(&f, "property", text) == Some("each")
+                    && is_test_callee(f, text)
+            })
+        }
+        _ => false,
+    }
+}
+
+/// The names a binding pattern binds: `x`, `{a, b: c}` -> `a`, `c`, `[d, ...e]`.
+fn pattern_names<'t>(node: Node<'_>, text: &'t str, out: &mut Vec<&'t str>) {
+    match node.kind() {
+        "identifier" | "shorthand_property_identifier_pattern" => out.push(node_text(&node, text)),
+        "pair_pattern" => {
+            if let Some(value) = node.child_by_field_name("value") {
+                pattern_names(value, text, out);
+            }
+        }
+        "assignment_pattern" | "object_assignment_pattern" => {
+            if let Some(left) = node.child_by_field_name("left") {
+                pattern_names(left, text, out);
+            }
+        }
+        "object_pattern" | "array_pattern" | "rest_pattern" => {
+            for child in named_children(node) {
+                pattern_names(child, text, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The names `const <pattern> = require()` imports: the local name of a
+/// whole module, the original keys of a destructuring.
+fn imported_names(pattern: Node<'_>, text: &str) -> Vec<String> {
+    match pattern.kind() {
+        "identifier" => vec![node_text(&pattern, text).to_string()],
+        "object_pattern" => named_children(pattern)
+            .filter_map(|p| match p.kind() {
+                "shorthand_property_identifier_pattern" => Some(node_text(&p, text)),
+                "pair_pattern" => p.child_by_field_name("key").map(|k| strip_quotes(node_text(&k, text))),
+                "object_assignment_pattern" => p.child_by_field_name("left").map(|l| node_text(&l, text)),
+                _ => None,
+            })
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Global functions and namespaces whose calls say nothing about the project.
+fn is_builtin_call(name: &str) -> bool {
+    let root = name.split('.').next().unwrap_or(name);
+    if name.contains('.') {
+        return matches!(
+            root,
+            "console"
+                | "Math"
+                | "JSON"
+                | "Object"
+                | "Array"
+                | "Promise"
+                | "Number"
+                | "String"
+                | "Reflect"
+                | "Symbol"
+                | "Date"
+                | "Intl"
+        );
+    }
+    matches!(
+        name,
+        "require"
+            | "parseInt"
+            | "parseFloat"
+            | "isNaN"
+            | "isFinite"
+            | "setTimeout"
+            | "setInterval"
+            | "clearTimeout"
+            | "clearInterval"
+            | "setImmediate"
+            | "queueMicrotask"
+            | "structuredClone"
+            | "encodeURIComponent"
+            | "decodeURIComponent"
+            | "encodeURI"
+            | "decodeURI"
+            | "String"
+            | "Number"
+            | "Boolean"
+            | "Symbol"
+            | "BigInt"
+            | "Array"
+            | "Object"
+            | "Promise"
+            | "Map"
+            | "Set"
+            | "WeakMap"
+            | "WeakSet"
+            | "WeakRef"
+            | "Date"
+            | "RegExp"
+            | "Error"
+            | "TypeError"
+            | "RangeError"
+            | "SyntaxError"
+            | "URL"
+            | "URLSearchParams"
+    )
+}
+
+/// Global and utility types, which name nothing in the project.
+fn is_builtin_type(name: &str) -> bool {
+    matches!(
+        name,
+        "Promise"
+            | "PromiseLike"
+            | "Array"
+            | "ReadonlyArray"
+            | "ArrayLike"
+            | "Record"
+            | "Partial"
+            | "Required"
+            | "Readonly"
+            | "Pick"
+            | "Omit"
+            | "Exclude"
+            | "Extract"
+            | "NonNullable"
+            | "ReturnType"
+            | "Parameters"
+            | "InstanceType"
+            | "ConstructorParameters"
+            | "Awaited"
+            | "Map"
+            | "Set"
+            | "WeakMap"
+            | "WeakSet"
+            | "ReadonlyMap"
+            | "ReadonlySet"
+            | "Date"
+            | "RegExp"
+            | "Error"
+            | "Function"
+            | "Object"
+            | "String"
+            | "Number"
+            | "Boolean"
+            | "Symbol"
+            | "BigInt"
+            | "Iterable"
+            | "Iterator"
+            | "IterableIterator"
+            | "AsyncIterable"
+            | "AsyncIterator"
+            | "AsyncIterableIterator"
+            | "Generator"
+            | "AsyncGenerator"
+            | "PropertyKey"
+            | "ArrayBuffer"
+            | "Uint8Array"
+    )
+}
+
+/// Relative (`./`, `../`) and root (`/`) specifiers to files: exact, with an
+/// extension, a TS source for a `.js` specifier, or a directory index. Bare
+/// specifiers (packages, `node:` builtins, path aliases) stay unresolved.
+fn resolve_js_import(ctx: &ResolveContext<'_>, from_path: &str, target: &str) -> Option<String> {
+    // Bundler suffixes: `./a.svg?raw`, `./b#x`.
+    let spec = target.split(['?', '#']).next().unwrap_or(target);
+    let base = if spec == "." || spec == ".." || spec.starts_with("./") || spec.starts_with("../") {
+        join_normalized(dir_of(from_path), spec)?
+    } else if spec.starts_with('/') && !spec.starts_with("//") {
+        join_normalized("", spec)?
+    } else {
+        return None;
+    };
+    const EXTENSIONS: [&str; 11] =
+        [".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".json", ".vue"];
+    let mut candidates: Vec<String> = Vec::new();
+    if !base.is_empty() {
+        candidates.push(base.clone());
+        // A `.js` specifier in TypeScript names the `.ts` source.
+        for (js, sources) in [
+            (".js", [".ts", ".tsx"]),
+            (".jsx", [".tsx", ".tsx"]),
+            (".mjs", [".mts", ".mts"]),
+            (".cjs", [".cts", ".cts"]),
+        ] {
+            if let Some(stem) = base.strip_suffix(js) {
+                candidates.extend(sources.iter().map(|s| format!("{stem}{s}")));
+            }
+        }
+        candidates.extend(EXTENSIONS.iter().map(|e| format!("{base}{e}")));
+    }
+    let index = if base.is_empty() { "index".to_string() } else { format!("{base}/index") };
+    candidates.extend(EXTENSIONS.iter().map(|e| format!("{index}{e}")));
+    ctx.first_existing(candidates)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    fn analyze(language: &str, path: &str, text: &str) -> FileAnalysis {
+        JavaScriptAnalyzer.analyze(language, path, text)
+    }
+
+    pub(crate) const TS_PUB: &str = TS;
+    const TS: &str = r#"import React, { useState as useS, type FC } from 'react';
+import * as path from "node:path";
+import type { Shape as ShapeType } from './types';
+import './side-effect';
+export * from './c';
+export * as ns from './ns';
+export { a, b as bb } from '../d';
+import fs = require('fs');
+
+/** A shape with an area. */
+export interface Shape<T> extends Base, Other<T> {
+  /** The name. */
+  readonly name: string;
+  area(unit: Unit): number;
+  [key: string]: unknown;
+}
+
+/** Colors. */
+export enum Color {
+  /** Red. */
+  Red = 1,
+  Green,
+}
+
+export type Id = string | number;
+
+/** Options. */
+type Options = { verbose?: boolean; logger: Logger };
+
+declare module 'foo' {
+  export function bar(): void;
+}
+
+namespace NS.Inner {
+  export const x: Config = load();
+}
+
+/**
+ * A widget.
+ */
+@Component({ selector: 'w' })
+export default class Widget<T extends Shape<T>> extends BaseWidget<T> implements Renderable, ns.Thing {
+  private count: number = 0;
+  static readonly KIND = "w";
+  #secret = new Secret();
+
+  constructor(private readonly svc: Service, public x?: number, plain: string) {
+    super();
+    this.count = 1;
+    this.extra = plain;
+  }
+
+  /** Renders. */
+  @Input()
+  @Other
+  async render(opts: RenderOptions): Promise<void> {
+    this.helper(opts);
+    await this.svc.load().then((r) => r);
+    const m = await import('./lazy');
+    foo.bar.baz();
+    console.log(JSON.stringify(opts));
+    f()();
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  set size(v: number) {
+    this.count = v;
+  }
+
+  handler = (e: Event): void => {
+    this.render(e as RenderOptions);
+  };
+}
+
+/** Adds two numbers. */
+export const add = async (a: number, b: number): Promise<number> => compute(a, b);
+const MAX: number = 10, MIN = 0;
+let counter = 0;
+
+export function identity<U>(x: U): U {
+  function nested(): void {}
+  return x;
+}
+
+export function overload(a: string): void;
+export function overload(a: number): void;
+export function overload(a: unknown): void {}
+
+function* gen(): Generator<Item> {
+  yield new Item();
+}
+
+describe('Widget', () => {
+  beforeEach(() => setup());
+  it('renders', async () => {
+    expect(render()).toBe(true);
+  });
+  test.each([1, 2])('works %d', (n) => {
+    check(n);
+  });
+  it.skip(`template name`, () => {});
+});
+"#;
+
+    const TSX: &str = r#"import React from 'react';
+import { Icon } from './icon';
+
+/** Props. */
+type Props = { title: string; onClick?: () => void };
+
+/** A button. */
+export const Button: React.FC<Props> = ({ title, onClick }) => {
+  const [count, setCount] = useState(0);
+  const handle = () => onClick?.();
+  return (
+    <button onClick={handle}>
+      {title}
+      <Icon name="x" />
+      <Layout.Row />
+    </button>
+  );
+};
+
+export default function App(): JSX.Element {
+  return <Button title="hi" />;
+}
+"#;
+
+    const JS: &str = r#"'use strict';
+const fs = require('fs');
+const { join, resolve: res } = require('path');
+const util = require('./util');
+require('./side');
+
+/**
+ * Loads things.
+ * @param {string} p
+ */
+function load(p) {
+  const cfg = require('../config.json');
+  return fs.readFileSync(join(p, cfg.name));
+}
+
+class Loader extends events.EventEmitter {
+  static defaults = {};
+  #cache = new Map();
+  name;
+
+  constructor(name) {
+    super();
+    this.name = name;
+    this.size = 0;
+  }
+
+  async *items() {
+    yield* this.#cache.values();
+  }
+
+  get count() {
+    return util.count(this);
+  }
+}
+
+module.exports = { load, Loader };
+exports.helper = function (a) {
+  return util.go(a);
+};
+module.exports.other = (b) => b;
+const lazy = async () => (await import('./lazy.js')).default;
+"#;
+
+    #[test]
+    fn typescript_outline() {
+        insta::assert_snapshot!(analyze("typescript", "src/widget.ts", TS).outline());
+    }
+
+    #[test]
+    fn tsx_outline() {
+        insta::assert_snapshot!(analyze("tsx", "src/App.tsx", TSX).outline());
+    }
+
+    #[test]
+    fn commonjs_outline() {
+        insta::assert_snapshot!(analyze("javascript", "lib/loader.js", JS).outline());
+    }
+
+    #[test]
+    fn syntax_error_keeps_partial_tree() {
+        let text = "import { a } from './a';\n\nexport function ok(x: number) {\n  return a(x) +;\n}\n\nclass After extends Base {\n  m() { return ok(1); }\n}\n\nconst broken = (x: number => x +;\n\nclass Lost {\n  n() {}\n}\n";
+        let analysis = analyze("typescript", "src/broken.ts", text);
+        assert!(!analysis.warnings.is_empty());
+        insta::assert_snapshot!(analysis.outline());
+    }
+
+    #[test]
+    fn declaration_edge_cases() {
+        let text = r#"@Dec class A {}
+declare global {
+  interface Window { app: App }
+}
+declare const VERSION: string;
+export declare function f(a: string): void;
+export default async () => 1;
+const B = class Named extends A {};
+abstract class Abs<K extends Key> {
+  abstract m(): K;
+  protected abstract n(x: Map<string, Entry>): void;
+}
+type Mapped<T> = { [K in keyof T]: T[K] extends infer U ? U : Fallback };
+let v = x satisfies Foo;
+export = Abs;
+foo(class Inline {});
+"#;
+        insta::assert_snapshot!(analyze("typescript", "src/edge.ts", text).outline());
+    }
+
+    #[test]
+    fn spans_slice_back_to_declarations() {
+        for (language, text) in [("typescript", TS), ("tsx", TSX), ("javascript", JS)] {
+            let analysis = analyze(language, "src/x", text);
+            let lines: Vec<&str> = text.split('\n').collect();
+            let offset = |p: crate::model::Point| {
+                lines[..p.line as usize - 1].iter().map(|l| l.len() + 1).sum::<usize>() + p.column as usize
+            };
+            for node in &analysis.nodes[1..] {
+                let slice = node.span.slice(text);
+                assert_eq!(&text[offset(node.span.start)..offset(node.span.end)], slice);
+                let first = slice.split(|c: char| c.is_whitespace() || c == '(').next().unwrap();
+                let ok = match node.kind {
+                    NodeKind::Import => first == "import" || first == "export",
+                    NodeKind::Test => ["describe", "it", "test"].iter().any(|t| first.starts_with(t)),
+                    NodeKind::Method | NodeKind::Field => {
+                        first.starts_with('@')
+                            || slice.starts_with(node.name.as_str())
+                            || matches!(first, "async" | "get" | "set" | "static" | "private" | "public" | "readonly")
+                            || slice.starts_with("this.")
+                    }
+                    _ => {
+                        first.starts_with('@')
+                            || matches!(
+                                first,
+                                "export"
+                                    | "declare"
+                                    | "class"
+                                    | "interface"
+                                    | "enum"
+                                    | "type"
+                                    | "namespace"
+                                    | "module"
+                                    | "function"
+                                    | "function*"
+                                    | "async"
+                                    | "const"
+                                    | "let"
+                                    | "var"
+                                    | "exports.helper"
+                                    | "module.exports.other"
+                            )
+                            || first.starts_with(node.name.as_str())
+                    }
+                };
+                assert!(ok, "{language}: {:?} {} starts with {first:?}", node.kind, node.symbol_path);
+                if let Some(sig) = &node.signature {
+                    assert!(!sig.starts_with('@'), "signature without decorators: {sig}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn jsdoc_and_decorators() {
+        let analysis = analyze("typescript", "src/widget.ts", TS);
+        let find = |path: &str| analysis.nodes.iter().find(|n| n.symbol_path == path).unwrap();
+        assert_eq!(find("Widget").doc.as_deref(), Some("A widget."));
+        assert!(!find("Widget").span.slice(TS).starts_with("/**"));
+        assert!(find("Widget").span.slice(TS).starts_with("@Component"));
+        assert_eq!(find("Widget").signature.as_deref().unwrap().split(' ').next(), Some("export"));
+        assert_eq!(find("Widget.render").doc.as_deref(), Some("Renders."));
+        assert!(find("Widget.render").span.slice(TS).starts_with("@Input()"));
+        assert_eq!(find("add").doc.as_deref(), Some("Adds two numbers."));
+        assert_eq!(find("Shape.name").doc.as_deref(), Some("The name."));
+        assert_eq!(find("Color.Red").doc.as_deref(), Some("Red."));
+    }
+
+    #[test]
+    fn minified_nesting_does_not_overflow() {
+        let text = format!("var x = {}1{};\n", "(".repeat(20_000), ")".repeat(20_000));
+        let analysis = analyze("javascript", "a.min.js", &text);
+        assert_eq!(analysis.nodes[1].name, "x");
+    }
+
+    #[test]
+    fn resolves_imports() {
+        let files: BTreeSet<String> = [
+            "src/app.ts",
+            "src/util.ts",
+            "src/types.d.ts",
+            "src/components/index.tsx",
+            "src/components/Button.tsx",
+            "src/legacy.js",
+            "src/data.json",
+            "src/esm.mts",
+            "lib/index.js",
+            "index.ts",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        let ctx = ResolveContext::new(&files);
+        let r = |from: &str, target: &str| {
+            let reference = Reference {
+                from: 0,
+                kind: RefKind::Import,
+                target: target.to_string(),
+                names: Vec::new(),
+                system: false,
+                span: Span::default(),
+            };
+            JavaScriptAnalyzer.resolve_import(&ctx, from, &reference)
+        };
+        assert_eq!(r("src/app.ts", "./util").as_deref(), Some("src/util.ts"));
+        assert_eq!(r("src/app.ts", "./util.js").as_deref(), Some("src/util.ts"));
+        assert_eq!(r("src/app.ts", "./util.ts").as_deref(), Some("src/util.ts"));
+        assert_eq!(r("src/app.ts", "./types").as_deref(), Some("src/types.d.ts"));
+        assert_eq!(r("src/app.ts", "./components").as_deref(), Some("src/components/index.tsx"));
+        assert_eq!(r("src/components/index.tsx", "./Button").as_deref(), Some("src/components/Button.tsx"));
+        assert_eq!(r("src/components/Button.tsx", "../legacy").as_deref(), Some("src/legacy.js"));
+        assert_eq!(r("src/components/Button.tsx", "../data.json").as_deref(), Some("src/data.json"));
+        assert_eq!(r("src/app.ts", "./esm.mjs").as_deref(), Some("src/esm.mts"));
+        assert_eq!(r("src/app.ts", "/lib").as_deref(), Some("lib/index.js"));
+        assert_eq!(r("src/app.ts", "..").as_deref(), Some("index.ts"));
+        assert_eq!(r("src/app.ts", "./util?raw").as_deref(), Some("src/util.ts"));
+        // Missing, escaping and bare specifiers stay unresolved.
+        assert_eq!(r("src/app.ts", "./missing"), None);
+        assert_eq!(r("src/app.ts", "../../outside"), None);
+        assert_eq!(r("src/app.ts", "react"), None);
+        assert_eq!(r("src/app.ts", "@scope/pkg"), None);
+        assert_eq!(r("src/app.ts", "node:fs"), None);
+        assert_eq!(r("src/app.ts", "util"), None);
+        assert_eq!(r("src/app.ts", "//cdn.example.com/x.js"), None);
+    }
+}
+#[cfg(test)]
+mod perf_tmp {
+    #[test]
+    fn perf_tmp() {
+        use crate::lang::Analyzer;
+        let ts = super::tests_fixture();
+        let big = ts.repeat(100);
+        let t = std::time::Instant::now();
+        let a = super::JavaScriptAnalyzer.analyze("typescript", "x.ts", &big);
+        eprintln!("ts {} bytes {} nodes {} refs in {:?}", big.len(), a.nodes.len(), a.references.len(), t.elapsed());
+        let py = crate::lang::python::tests_fixture().repeat(100);
+        let t = std::time::Instant::now();
+        let a = crate::lang::python::PythonAnalyzer.analyze("python", "x.py", &py);
+        eprintln!("py {} bytes {} nodes {} refs in {:?}", py.len(), a.nodes.len(), a.references.len(), t.elapsed());
+    }
+}
+#[cfg(test)]
+pub(crate) fn tests_fixture() -> &'static str {
+    tests::TS_PUB
 }

@@ -1,16 +1,996 @@
-//! (placeholder: being written)
+//! Python: modules, classes, functions and methods, fields (class-level
+//! assignments and `self.x = ...` in `__init__`), module variables, imports,
+//! pytest/unittest tests, docstrings, and calls/inheritance/type mentions.
+//!
+//! One parse and one pre-order walk per file, on an explicit stack (no
+//! recursion, so deeply nested generated code cannot overflow a thread's
+//! stack). Node spans include decorators (`@property` and all), so a span
+//! starts with `@`, `def`, `async`, `class`, `import`, `from`, `type` or the
+//! assigned name; signatures leave decorators out.
+//!
+//! Import `names`: for `from m import a, b as c` the original names
+//! (`["a", "b"]`, so the resolver can look them up in `m` or as submodules),
+//! `["*"]` for a wildcard; for `import a.b.c` the name it binds (`["a"]`);
+//! for `import a.b as c` the alias (`["c"]`).
 
-use crate::lang::Analyzer;
-use crate::model::{FileAnalysis, NodeKind};
+use std::collections::{HashMap, HashSet};
+
+use tree_sitter::{Node, TreeCursor};
+
+use crate::lang::{
+    Analyzer, FileBuilder, clean_doc, field_text, node_text, parse, preceding_comments, signature_until,
+};
+use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
+use crate::resolve::{ResolveContext, dir_of};
 
 pub struct PythonAnalyzer;
 
 impl Analyzer for PythonAnalyzer {
     fn languages(&self) -> &'static [&'static str] {
-        &[]
+        &["python"]
     }
 
     fn analyze(&self, _language: &str, path: &str, text: &str) -> FileAnalysis {
-        FileAnalysis::file_only(NodeKind::File, path, text)
+        let mut builder = FileBuilder::new(NodeKind::Module, path, text);
+        let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+        let Some(tree) = parse(&language, text) else {
+            builder.warn("the Python grammar could not parse this file");
+            return builder.finish();
+        };
+        builder.syntax_warnings(&tree);
+        let root = tree.root_node();
+        let mut walker = Walker {
+            text,
+            b: builder,
+            stack: Vec::new(),
+            cursor: root.walk(),
+            seen_refs: HashSet::new(),
+            members: HashMap::new(),
+        };
+        walker.run(root);
+        walker.b.finish()
     }
+
+    fn resolve_import(&self, ctx: &ResolveContext<'_>, from_path: &str, reference: &Reference) -> Option<String> {
+        resolve_python_import(ctx, from_path, &reference.target, &reference.names)
+    }
+}
+
+/// What kind of block the walk is in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Module level, including `if`/`try`/`with` blocks at module level.
+    Module,
+    /// A class body; `test` for `Test*` classes and `*TestCase` subclasses.
+    Class { test: bool },
+    /// A function body; `init_of` is the class when this is its `__init__`.
+    Function { init_of: Option<usize> },
+}
+
+#[derive(Clone, Copy)]
+struct Ctx {
+    /// The container of new definitions and the source of calls.
+    parent: usize,
+    /// The source of type mentions (a field or variable for its annotation).
+    owner: usize,
+    scope: Scope,
+    /// Inside a type annotation: names are type mentions.
+    in_type: bool,
+}
+
+struct Walker<'t, 'tree> {
+    text: &'t str,
+    b: FileBuilder,
+    stack: Vec<(Node<'tree>, Ctx)>,
+    cursor: TreeCursor<'tree>,
+    seen_refs: HashSet<(usize, RefKind, String)>,
+    /// Names already defined as fields (per class) or variables (key 0).
+    members: HashMap<usize, HashSet<String>>,
+}
+
+impl<'t, 'tree> Walker<'t, 'tree> {
+    fn run(&mut self, root: Node<'tree>) {
+        if let Some(doc) = docstring(root, self.text) {
+            self.b.set_doc(0, Some(doc));
+        }
+        let ctx = Ctx { parent: 0, owner: 0, scope: Scope::Module, in_type: false };
+        self.push_children(root, ctx);
+        while let Some((node, ctx)) = self.stack.pop() {
+            self.visit(node, ctx);
+        }
+    }
+
+    /// Queues the named children of `node`, to be visited in source order.
+    fn push_children(&mut self, node: Node<'tree>, ctx: Ctx) {
+        let start = self.stack.len();
+        self.cursor.reset(node);
+        if self.cursor.goto_first_child() {
+            loop {
+                let child = self.cursor.node();
+                if child.is_named() && child.kind() != "comment" {
+                    self.stack.push((child, ctx));
+                }
+                if !self.cursor.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
+        self.stack[start..].reverse();
+    }
+
+    /// Queues `nodes` (in source order), skipping absent ones.
+    fn push_all(&mut self, nodes: &[(Option<Node<'tree>>, Ctx)]) {
+        for (node, ctx) in nodes.iter().rev() {
+            if let Some(node) = node {
+                self.stack.push((*node, *ctx));
+            }
+        }
+    }
+
+    fn visit(&mut self, node: Node<'tree>, ctx: Ctx) {
+        match node.kind() {
+            "decorator" | "comment" | "future_import_statement" => {}
+            "decorated_definition" => {
+                let decorators: Vec<Node<'tree>> = named_children(node).filter(|c| c.kind() == "decorator").collect();
+                match node.child_by_field_name("definition") {
+                    Some(def) if def.kind() == "function_definition" => self.function(def, node, &decorators, ctx),
+                    Some(def) if def.kind() == "class_definition" => self.class(def, node, &decorators, ctx),
+                    _ => self.push_children(node, ctx),
+                }
+            }
+            "function_definition" => self.function(node, node, &[], ctx),
+            "class_definition" => self.class(node, node, &[], ctx),
+            "import_statement" => self.import(node, ctx),
+            "import_from_statement" => self.import_from(node, ctx),
+            "type_alias_statement" => self.type_alias(node, ctx),
+            "expression_statement" => self.statement(node, ctx),
+            "type" => self.push_children(node, Ctx { in_type: true, ..ctx }),
+            "identifier" | "attribute" if ctx.in_type => {
+                if let Some(name) = dotted(node, self.text) {
+                    self.mention(ctx.owner, name, node);
+                }
+            }
+            "string" if ctx.in_type => {
+                // A forward reference: `"Item"`, `"mod.Other"`.
+                let inner = strip_quotes(node_text(&node, self.text));
+                if is_dotted_name(inner) {
+                    self.mention(ctx.owner, inner.to_string(), node);
+                }
+            }
+            "keyword_argument" if ctx.in_type => {
+                if let Some(value) = node.child_by_field_name("value") {
+                    self.stack.push((value, ctx));
+                }
+            }
+            "call" => {
+                if let Some(callee) = node.child_by_field_name("function")
+                    && let Some(name) = dotted(callee, self.text)
+                    && !is_builtin_call(&name)
+                {
+                    self.reference(ctx.parent, RefKind::Calls, name, node);
+                }
+                self.push_children(node, Ctx { in_type: false, ..ctx });
+            }
+            _ => self.push_children(node, ctx),
+        }
+    }
+
+    fn function(&mut self, def: Node<'tree>, outer: Node<'tree>, decorators: &[Node<'tree>], ctx: Ctx) {
+        let Some(name) = field_text(&def, "name", self.text) else {
+            return self.push_children(def, ctx);
+        };
+        let kind = match ctx.scope {
+            Scope::Class { test: true } if is_test_name(name) => NodeKind::Test,
+            Scope::Class { .. } => NodeKind::Method,
+            Scope::Module if is_test_name(name) => NodeKind::Test,
+            _ => NodeKind::Function,
+        };
+        let body = def.child_by_field_name("body");
+        let signature = signature_until(&def, body, self.text);
+        let doc = body.and_then(|b| docstring(b, self.text));
+        let index = self.b.add(ctx.parent, kind, name, Span::of_node(&outer), Some(signature), doc);
+        self.decorators(index, decorators);
+        let init_of = match ctx.scope {
+            Scope::Class { .. } if name == "__init__" => Some(ctx.parent),
+            _ => None,
+        };
+        let inner = Ctx { parent: index, owner: index, scope: Scope::Function { init_of }, in_type: false };
+        self.push_all(&[
+            (def.child_by_field_name("parameters"), inner),
+            (def.child_by_field_name("return_type"), inner),
+            (body, inner),
+        ]);
+    }
+
+    fn class(&mut self, def: Node<'tree>, outer: Node<'tree>, decorators: &[Node<'tree>], ctx: Ctx) {
+        let Some(name) = field_text(&def, "name", self.text) else {
+            return self.push_children(def, ctx);
+        };
+        let body = def.child_by_field_name("body");
+        let signature = signature_until(&def, body, self.text);
+        let doc = body.and_then(|b| docstring(b, self.text));
+        let index = self.b.add(ctx.parent, NodeKind::Class, name, Span::of_node(&outer), Some(signature), doc);
+        self.decorators(index, decorators);
+        let mut test = name.starts_with("Test");
+        if let Some(bases) = def.child_by_field_name("superclasses") {
+            for base in named_children(bases) {
+                // `Base`, `mod.Mixin`, `Generic[T]`; not `metaclass=Meta`.
+                let base = if base.kind() == "subscript" { base.child_by_field_name("value") } else { Some(base) };
+                if let Some(base) = base
+                    && let Some(target) = dotted(base, self.text)
+                {
+                    test |= target.ends_with("TestCase");
+                    self.reference(index, RefKind::Inherits, target, base);
+                }
+            }
+        }
+        let inner = Ctx { parent: index, owner: index, scope: Scope::Class { test }, in_type: false };
+        self.push_all(&[(body, inner)]);
+    }
+
+    /// Records each decorator (`@property`, `@app.route(...)`) as a call from the decorated node.
+    fn decorators(&mut self, index: usize, decorators: &[Node<'tree>]) {
+        for decorator in decorators {
+            let Some(mut expr) = decorator.named_child(0) else { continue };
+            if expr.kind() == "call"
+                && let Some(function) = expr.child_by_field_name("function")
+            {
+                expr = function;
+            }
+            if let Some(name) = dotted(expr, self.text)
+                && !is_builtin_call(&name)
+            {
+                self.reference(index, RefKind::Calls, name, *decorator);
+            }
+        }
+    }
+
+    fn type_alias(&mut self, node: Node<'tree>, ctx: Ctx) {
+        let left = node.child_by_field_name("left");
+        let name_node = left.and_then(|l| {
+            let inner = l.named_child(0)?;
+            if inner.kind() == "generic_type" { inner.named_child(0) } else { Some(inner) }
+        });
+        let Some(name) = name_node.map(|n| node_text(&n, self.text)) else {
+            return self.push_children(node, ctx);
+        };
+        let signature = signature_until(&node, None, self.text);
+        let doc = preceding_comments(&node, self.text, is_comment);
+        let index = self.b.add(ctx.parent, NodeKind::TypeAlias, name, Span::of_node(&node), Some(signature), doc);
+        let inner = Ctx { owner: index, ..ctx };
+        self.push_all(&[(node.child_by_field_name("right"), inner)]);
+    }
+
+    fn import(&mut self, node: Node<'tree>, ctx: Ctx) {
+        for child in named_children(node) {
+            let (module, bound) = match child.kind() {
+                "dotted_name" => {
+                    // `import a.b.c` binds `a`.
+                    let module = compact(node_text(&child, self.text));
+                    let bound = module.split('.').next().unwrap_or_default().to_string();
+                    (module, bound)
+                }
+                "aliased_import" => {
+                    let module = child.child_by_field_name("name").map(|n| compact(node_text(&n, self.text)));
+                    let alias = field_text(&child, "alias", self.text).map(str::to_string);
+                    match (module, alias) {
+                        (Some(m), Some(a)) => (m, a),
+                        _ => continue,
+                    }
+                }
+                _ => continue,
+            };
+            self.import_node(node, ctx, module, vec![bound]);
+        }
+    }
+
+    fn import_from(&mut self, node: Node<'tree>, ctx: Ctx) {
+        let Some(module) = node.child_by_field_name("module_name") else { return };
+        let module = compact(node_text(&module, self.text));
+        let mut names = Vec::new();
+        let mut cursor = node.walk();
+        for (i, child) in node.children(&mut cursor).enumerate() {
+            if child.kind() == "wildcard_import" {
+                names.push("*".to_string());
+            } else if node.field_name_for_child(i as u32) == Some("name") {
+                let original =
+                    if child.kind() == "aliased_import" { child.child_by_field_name("name") } else { Some(child) };
+                if let Some(original) = original {
+                    names.push(compact(node_text(&original, self.text)));
+                }
+            }
+        }
+        self.import_node(node, ctx, module, names);
+    }
+
+    fn import_node(&mut self, statement: Node<'tree>, ctx: Ctx, module: String, names: Vec<String>) {
+        let span = Span::of_node(&statement);
+        let index = self.b.add(ctx.parent, NodeKind::Import, &module, span, None, None);
+        self.b.import(index, module, names, false, span);
+    }
+
+    /// An expression statement: assignments define variables and fields.
+    fn statement(&mut self, node: Node<'tree>, ctx: Ctx) {
+        let Some(assignment) = node.named_child(0).filter(|n| n.kind() == "assignment") else {
+            return self.push_children(node, ctx);
+        };
+        // `x = y = 1` chains assignments in `right`.
+        let mut targets = Vec::new();
+        let mut current = Some(assignment);
+        let mut last = assignment;
+        while let Some(a) = current.filter(|a| a.kind() == "assignment") {
+            if let Some(left) = a.child_by_field_name("left") {
+                targets.push(left);
+            }
+            last = a;
+            current = a.child_by_field_name("right");
+        }
+        let annotation = assignment.child_by_field_name("type");
+        let mut owner = ctx.owner;
+        let (container, kind) = match ctx.scope {
+            Scope::Module => (Some(0), NodeKind::Variable),
+            Scope::Class { .. } => (Some(ctx.parent), NodeKind::Field),
+            Scope::Function { init_of } => (init_of, NodeKind::Field),
+        };
+        if let Some(container) = container {
+            let in_init = matches!(ctx.scope, Scope::Function { .. });
+            let mut names = Vec::new();
+            for target in &targets {
+                assigned_names(*target, in_init, self.text, &mut names);
+            }
+            if !names.is_empty() {
+                let signature = annotation.and_then(|t| {
+                    let left = assignment.child_by_field_name("left")?;
+                    let raw = self.text.get(left.start_byte()..t.end_byte())?;
+                    Some(raw.split_whitespace().collect::<Vec<_>>().join(" "))
+                });
+                let doc =
+                    attribute_docstring(node, self.text).or_else(|| preceding_comments(&node, self.text, is_comment));
+                for name in names {
+                    if !self.members.entry(container).or_default().insert(name.to_string()) {
+                        continue;
+                    }
+                    let index = self.b.add(container, kind, name, Span::of_node(&node), signature.clone(), doc.clone());
+                    if !in_init && owner == ctx.owner {
+                        owner = index;
+                    }
+                }
+            }
+        }
+        let value_ctx = Ctx { in_type: false, ..ctx };
+        let mut queue: Vec<(Option<Node<'tree>>, Ctx)> = targets.iter().map(|t| (Some(*t), value_ctx)).collect();
+        queue.push((annotation, Ctx { owner, in_type: true, ..ctx }));
+        queue.push((last.child_by_field_name("right"), value_ctx));
+        self.push_all(&queue);
+    }
+
+    fn reference(&mut self, from: usize, kind: RefKind, target: String, node: Node<'_>) {
+        if self.seen_refs.insert((from, kind, target.clone())) {
+            self.b.reference(from, kind, target, Span::of_node(&node));
+        }
+    }
+
+    fn mention(&mut self, from: usize, name: String, node: Node<'_>) {
+        if !is_builtin_type(&name) {
+            self.reference(from, RefKind::Mentions, name, node);
+        }
+    }
+}
+
+fn named_children<'tree>(node: Node<'tree>) -> impl Iterator<Item = Node<'tree>> {
+    (0..node.named_child_count() as u32).filter_map(move |i| node.named_child(i))
+}
+
+fn is_comment(node: &Node<'_>) -> bool {
+    node.kind() == "comment"
+}
+
+/// The docstring of a module or block: its first statement, if a string literal.
+fn docstring(block: Node<'_>, text: &str) -> Option<String> {
+    let first = named_children(block).find(|n| n.kind() != "comment")?;
+    if first.kind() != "expression_statement" || first.named_child_count() != 1 {
+        return None;
+    }
+    let string = first.named_child(0).filter(|s| s.kind() == "string")?;
+    clean_doc(node_text(&string, text))
+}
+
+/// An attribute docstring: a string literal statement right after an assignment.
+fn attribute_docstring(statement: Node<'_>, text: &str) -> Option<String> {
+    let next = statement.next_named_sibling()?;
+    if next.kind() != "expression_statement"
+        || next.named_child_count() != 1
+        || next.start_position().row > statement.end_position().row + 1
+    {
+        return None;
+    }
+    let string = next.named_child(0).filter(|s| s.kind() == "string")?;
+    clean_doc(node_text(&string, text))
+}
+
+/// The names an assignment target binds: identifiers (in tuples too) at
+/// module or class level; `self.x` attributes in `__init__`.
+fn assigned_names<'t>(target: Node<'_>, in_init: bool, text: &'t str, out: &mut Vec<&'t str>) {
+    match target.kind() {
+        "identifier" if !in_init => out.push(node_text(&target, text)),
+        "attribute" if in_init => {
+            let object = target.child_by_field_name("object");
+            if object.is_some_and(|o| o.kind() == "identifier" && node_text(&o, text) == "self")
+                && let Some(attr) = target.child_by_field_name("attribute")
+            {
+                out.push(node_text(&attr, text));
+            }
+        }
+        "pattern_list" | "tuple_pattern" | "list_pattern" => {
+            for child in named_children(target) {
+                assigned_names(child, in_init, text, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `name` or `a.b.c` when `node` is an identifier or a chain of attribute
+/// accesses on one, without whitespace; `None` for anything else
+/// (`f().x`, `a[0].b`).
+fn dotted(node: Node<'_>, text: &str) -> Option<String> {
+    let mut parts = Vec::new();
+    let mut current = node;
+    loop {
+        match current.kind() {
+            "identifier" => {
+                parts.push(node_text(&current, text));
+                break;
+            }
+            "attribute" => {
+                parts.push(field_text(&current, "attribute", text)?);
+                current = current.child_by_field_name("object")?;
+            }
+            _ => return None,
+        }
+    }
+    parts.reverse();
+    Some(parts.join("."))
+}
+
+/// `a . b` -> `a.b`; `..pkg` stays.
+fn compact(s: &str) -> String {
+    s.split_whitespace().collect()
+}
+
+fn strip_quotes(s: &str) -> &str {
+    let s = s.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+    for q in ["\"\"\"", "'''", "\"", "'"] {
+        if let Some(inner) = s.strip_prefix(q).and_then(|r| r.strip_suffix(q)) {
+            return inner.trim();
+        }
+    }
+    s
+}
+
+fn is_dotted_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.split('.').all(|part| {
+            let mut chars = part.chars();
+            chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+                && chars.all(|c| c.is_alphanumeric() || c == '_')
+        })
+}
+
+/// pytest and unittest naming: `test_x`, `test`, `testSomething`.
+fn is_test_name(name: &str) -> bool {
+    match name.strip_prefix("test") {
+        Some(rest) => rest.is_empty() || rest.starts_with('_') || rest.starts_with(|c: char| c.is_ascii_uppercase()),
+        None => false,
+    }
+}
+
+/// Builtins whose calls say nothing about the project.
+fn is_builtin_call(name: &str) -> bool {
+    matches!(
+        name,
+        "print"
+            | "len"
+            | "range"
+            | "str"
+            | "int"
+            | "float"
+            | "bool"
+            | "bytes"
+            | "list"
+            | "dict"
+            | "set"
+            | "frozenset"
+            | "tuple"
+            | "object"
+            | "type"
+            | "isinstance"
+            | "issubclass"
+            | "super"
+            | "getattr"
+            | "setattr"
+            | "hasattr"
+            | "delattr"
+            | "iter"
+            | "next"
+            | "enumerate"
+            | "zip"
+            | "map"
+            | "filter"
+            | "sorted"
+            | "reversed"
+            | "min"
+            | "max"
+            | "sum"
+            | "any"
+            | "all"
+            | "abs"
+            | "round"
+            | "open"
+            | "repr"
+            | "hash"
+            | "id"
+            | "callable"
+            | "vars"
+            | "dir"
+            | "format"
+            | "chr"
+            | "ord"
+            | "divmod"
+            | "property"
+            | "staticmethod"
+            | "classmethod"
+            | "Exception"
+            | "ValueError"
+            | "TypeError"
+            | "KeyError"
+            | "IndexError"
+            | "RuntimeError"
+            | "AttributeError"
+            | "NotImplementedError"
+            | "AssertionError"
+            | "OSError"
+    )
+}
+
+/// Builtin and `typing` types, which name nothing in the project.
+fn is_builtin_type(name: &str) -> bool {
+    let last = match name.split_once('.') {
+        Some(("typing" | "t" | "typing_extensions" | "collections" | "builtins", _)) => {
+            name.rsplit('.').next().unwrap_or(name)
+        }
+        Some(_) => return false,
+        None => name,
+    };
+    matches!(
+        last,
+        "int"
+            | "str"
+            | "float"
+            | "bool"
+            | "bytes"
+            | "bytearray"
+            | "complex"
+            | "object"
+            | "list"
+            | "dict"
+            | "set"
+            | "frozenset"
+            | "tuple"
+            | "type"
+            | "None"
+            | "Any"
+            | "Optional"
+            | "Union"
+            | "List"
+            | "Dict"
+            | "Set"
+            | "FrozenSet"
+            | "Tuple"
+            | "Type"
+            | "Callable"
+            | "Iterable"
+            | "Iterator"
+            | "Generator"
+            | "AsyncIterable"
+            | "AsyncIterator"
+            | "AsyncGenerator"
+            | "Awaitable"
+            | "Coroutine"
+            | "Sequence"
+            | "MutableSequence"
+            | "Mapping"
+            | "MutableMapping"
+            | "Literal"
+            | "Final"
+            | "ClassVar"
+            | "Annotated"
+            | "Generic"
+            | "Protocol"
+            | "NoReturn"
+            | "Never"
+            | "Self"
+            | "TypeAlias"
+            | "TypeGuard"
+            | "IO"
+            | "TextIO"
+            | "BinaryIO"
+            | "Collection"
+            | "DefaultDict"
+            | "OrderedDict"
+            | "Deque"
+            | "Counter"
+    )
+}
+
+/// Python import resolution; see [`PythonAnalyzer::resolve_import`].
+///
+/// Relative specifiers resolve against the importing file's package; absolute
+/// ones against the resource root, the root above the importing file's
+/// top-level package, `src/`, `lib/` and (for scripts outside packages) the
+/// file's own directory, then by a unique path suffix of two or more segments,
+/// then by ever shorter prefixes of the dotted name.
+fn resolve_python_import(ctx: &ResolveContext<'_>, from_path: &str, target: &str, names: &[String]) -> Option<String> {
+    if target.starts_with('.') {
+        let dots = target.len() - target.trim_start_matches('.').len();
+        let rest = &target[dots..];
+        if !rest.is_empty() && !is_dotted_name(rest) {
+            return None;
+        }
+        let mut dir = dir_of(from_path);
+        for _ in 1..dots {
+            if dir.is_empty() {
+                return None; // escapes the resource root
+            }
+            dir = dir_of(dir);
+        }
+        let module = join(dir, &rest.replace('.', "/"));
+        return resolve_module(ctx, &module, rest.is_empty(), names);
+    }
+    if !is_dotted_name(target) {
+        return None;
+    }
+    let segments: Vec<&str> = target.split('.').collect();
+    // Submodule candidates: not the `a` that `import a.b` binds.
+    let names: Vec<String> = names.iter().filter(|n| n.as_str() != segments[0]).cloned().collect();
+    let roots = source_roots(ctx, from_path);
+    for k in (1..=segments.len()).rev() {
+        let rel = segments[..k].join("/");
+        let names = if k == segments.len() { names.as_slice() } else { &[] };
+        for root in &roots {
+            if let Some(found) = resolve_module(ctx, &join(root, &rel), false, names) {
+                return Some(found);
+            }
+        }
+        if k >= 2 {
+            // Unique across `rel.py` and `rel/__init__.py` (a `.pyi` stub
+            // only where its `.py` is absent).
+            let mut found: Vec<&str> = Vec::new();
+            for suffix in [format!("{rel}.py"), format!("{rel}/__init__.py")] {
+                found.extend(ctx.ending_with(&suffix));
+            }
+            for suffix in [format!("{rel}.pyi"), format!("{rel}/__init__.pyi")] {
+                for stub in ctx.ending_with(&suffix) {
+                    if !ctx.exists(&stub[..stub.len() - 1]) {
+                        found.push(stub);
+                    }
+                }
+            }
+            if let [one] = found.as_slice() {
+                return Some(one.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// `module` (a `/` path without extension) as a module file or package;
+/// for a package, `names` that are its submodules come first.
+fn resolve_module(ctx: &ResolveContext<'_>, module: &str, package_only: bool, names: &[String]) -> Option<String> {
+    if !package_only && !module.is_empty() {
+        for ext in [".py", ".pyi"] {
+            let candidate = format!("{module}{ext}");
+            if ctx.exists(&candidate) {
+                return Some(candidate);
+            }
+        }
+    }
+    let prefix = if module.is_empty() { String::new() } else { format!("{module}/") };
+    for name in names {
+        if name == "*" || !is_dotted_name(name) || name.contains('.') {
+            continue;
+        }
+        let found = ctx.first_existing([
+            format!("{prefix}{name}.py"),
+            format!("{prefix}{name}.pyi"),
+            format!("{prefix}{name}/__init__.py"),
+            format!("{prefix}{name}/__init__.pyi"),
+        ]);
+        if found.is_some() {
+            return found;
+        }
+    }
+    ctx.first_existing([format!("{prefix}__init__.py"), format!("{prefix}__init__.pyi")])
+}
+
+fn is_package(ctx: &ResolveContext<'_>, dir: &str) -> bool {
+    ctx.exists(&format!("{dir}/__init__.py")) || ctx.exists(&format!("{dir}/__init__.pyi"))
+}
+
+/// The directories absolute imports are tried under, in order.
+fn source_roots<'p>(ctx: &ResolveContext<'_>, from_path: &'p str) -> Vec<&'p str> {
+    let mut roots = vec![""];
+    let own = dir_of(from_path);
+    let mut dir = own;
+    let mut top = None;
+    while !dir.is_empty() && is_package(ctx, dir) {
+        top = Some(dir);
+        dir = dir_of(dir);
+    }
+    if let Some(top) = top {
+        roots.push(dir_of(top));
+    }
+    roots.extend(["src", "lib"]);
+    if top.is_none() {
+        // A script outside any package imports its siblings.
+        roots.push(own);
+    }
+    let mut seen = HashSet::new();
+    roots.retain(|r| seen.insert(*r));
+    roots
+}
+
+fn join(dir: &str, rel: &str) -> String {
+    match (dir.is_empty(), rel.is_empty()) {
+        (true, _) => rel.to_string(),
+        (_, true) => dir.to_string(),
+        _ => format!("{dir}/{rel}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    fn analyze(text: &str) -> FileAnalysis {
+        PythonAnalyzer.analyze("python", "pkg/inventory.py", text)
+    }
+
+    pub(crate) const MODULE_PUB: &str = MODULE;
+    const MODULE: &str = r#"#!/usr/bin/env python3
+"""Inventory models.
+
+Stores items and their prices.
+"""
+from __future__ import annotations
+
+import os
+import os.path as osp, sys
+from . import utils
+from ..core.base import Base as CoreBase, Mixin
+from .sub import *
+from typing import (Optional,
+    List)
+
+# Largest inventory size.
+MAX_ITEMS: int = 10
+a, b = 1, 2
+a = 3
+DEFAULT = make_default()
+
+
+@dataclass
+class Item(CoreBase, mod.Mixin, metaclass=Meta):
+    """An item in stock.
+
+    Has a name and a price.
+    """
+
+    count: int = 0
+    kind = "plain"
+    """The kind of item."""
+
+    def __init__(self, name: str, tags: List[Tag] = None) -> None:
+        self.name = name
+        self.price: float = 0.0
+        self.name = name.strip()
+        self.a, self.count = 1, 2
+        super().__init__()
+        if tags:
+            self.tags = tags
+
+    @property
+    def label(self) -> Optional["Label"]:
+        '''The label.'''
+        return os.path.join(self.name, helper(x)(y))
+
+    @app.route("/save", methods=["POST"])
+    async def save(self, *args, db: storage.Database, **kwargs) -> "mod.Result":
+        await self.db.save(self)
+
+        def inner(x):
+            return validate(x)
+
+        class Local:
+            pass
+
+        return lambda q: q
+
+    class Meta:
+        ordering = ["name"]
+
+
+def test_item():
+    assert Item("a").label
+
+
+class TestItem(unittest.TestCase):
+    def setUp(self):
+        self.item = Item("b")
+
+    def test_label(self):
+        self.assertEqual(self.item.label, "b")
+
+
+if __name__ == "__main__":
+    main()
+"#;
+
+    #[test]
+    fn module_outline() {
+        insta::assert_snapshot!(analyze(MODULE).outline());
+    }
+
+    #[test]
+    fn modern_syntax_outline() {
+        let text = r#"type Vec[T] = list[T]
+
+
+class Box[T](Generic[T], Base[T]):
+    value: "Item"
+
+    def get(self, a: pkg.Thing | None, b: dict[str, Item]) -> T: ...
+
+
+def g(x: Optional["Item"]) -> typing.List[Entry]:
+    x = y = 3
+    return x
+
+
+try:
+    import json
+except ImportError:
+    json = None
+"#;
+        insta::assert_snapshot!(analyze(text).outline());
+    }
+
+    #[test]
+    fn syntax_error_keeps_partial_tree() {
+        let text = "import os\n\ndef ok(a):\n    return a\n\ndef broken(:\n    pass\n\nclass After:\n    def m(self):\n        return ok(1)\n";
+        let analysis = analyze(text);
+        assert!(!analysis.warnings.is_empty());
+        insta::assert_snapshot!(analysis.outline());
+    }
+
+    #[test]
+    fn spans_slice_back_to_declarations() {
+        let analysis = analyze(MODULE);
+        for node in &analysis.nodes[1..] {
+            let slice = node.span.slice(MODULE);
+            let first = slice.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '@')).next().unwrap();
+            let ok = match node.kind {
+                NodeKind::Function | NodeKind::Method | NodeKind::Test => {
+                    first.starts_with('@') || first == "def" || first == "async"
+                }
+                NodeKind::Class => first.starts_with('@') || first == "class",
+                NodeKind::Import => first == "import" || first == "from",
+                // `a, b = 1, 2` defines both from one statement.
+                NodeKind::Variable | NodeKind::Field => {
+                    let targets = slice.split(['=', ':']).next().unwrap();
+                    targets.split(',').any(|t| t.trim().trim_start_matches("self.") == node.name)
+                }
+                _ => false,
+            };
+            assert!(ok, "{:?} {} starts with {first:?}", node.kind, node.symbol_path);
+            if let Some(sig) = &node.signature {
+                assert!(!sig.starts_with('@'), "signature without decorators: {sig}");
+            }
+            // The outline's range is the span's.
+            let (s, e) = (node.span.start, node.span.end);
+            let lines: Vec<&str> = MODULE.split('\n').collect();
+            let start = lines[..s.line as usize - 1].iter().map(|l| l.len() + 1).sum::<usize>() + s.column as usize;
+            let end = lines[..e.line as usize - 1].iter().map(|l| l.len() + 1).sum::<usize>() + e.column as usize;
+            assert_eq!(&MODULE[start..end], slice);
+        }
+        assert_eq!(analysis.nodes[0].doc.as_deref(), Some("Inventory models.\n\nStores items and their prices."));
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow() {
+        let text = format!("x = {}1{}\n", "(".repeat(20_000), ")".repeat(20_000));
+        let analysis = analyze(&text);
+        assert_eq!(analysis.nodes[1].name, "x");
+    }
+
+    fn resolve(files: &BTreeSet<String>, from: &str, target: &str, names: &[&str]) -> Option<String> {
+        let ctx = ResolveContext::new(files);
+        let reference = Reference {
+            from: 0,
+            kind: RefKind::Import,
+            target: target.to_string(),
+            names: names.iter().map(|n| n.to_string()).collect(),
+            system: false,
+            span: Span::default(),
+        };
+        PythonAnalyzer.resolve_import(&ctx, from, &reference)
+    }
+
+    #[test]
+    fn resolves_imports() {
+        let files: BTreeSet<String> = [
+            "app/__init__.py",
+            "app/models.py",
+            "app/views/__init__.py",
+            "app/views/list.py",
+            "app/util/helpers.py",
+            "app/util/strings.pyi",
+            "src/core/__init__.py",
+            "src/core/base.py",
+            "src/core/sub/deep.py",
+            "scripts/run.py",
+            "scripts/helper.py",
+            "a/logging.py",
+            "b/logging.py",
+            "one/two/config.py",
+            "x/one/two/config.py",
+            "vendor/google/protobuf/message.py",
+            "setup.py",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        let r = |from, target, names: &[&str]| resolve(&files, from, target, names);
+        // Relative imports.
+        assert_eq!(r("app/views/list.py", "..models", &["Item"]).as_deref(), Some("app/models.py"));
+        assert_eq!(r("app/views/list.py", ".", &["list"]).as_deref(), Some("app/views/list.py"));
+        assert_eq!(r("app/views/list.py", ".", &["nothing"]).as_deref(), Some("app/views/__init__.py"));
+        assert_eq!(r("app/models.py", ".views", &["list"]).as_deref(), Some("app/views/list.py"));
+        assert_eq!(r("app/models.py", ".views", &["View"]).as_deref(), Some("app/views/__init__.py"));
+        assert_eq!(r("app/models.py", ".util", &["helpers"]).as_deref(), Some("app/util/helpers.py"));
+        assert_eq!(r("app/models.py", ".util.strings", &["x"]).as_deref(), Some("app/util/strings.pyi"));
+        assert_eq!(r("app/models.py", ".util", &["Other"]), None); // namespace package, no __init__
+        assert_eq!(r("app/models.py", "..", &["setup"]).as_deref(), Some("setup.py"));
+        assert_eq!(r("app/models.py", "...", &["x"]), None); // escapes the root
+        assert_eq!(r("app/views/list.py", "....x", &[]), None);
+        // Absolute imports from the root and from a source root.
+        assert_eq!(r("scripts/run.py", "app.models", &["app"]).as_deref(), Some("app/models.py"));
+        assert_eq!(r("scripts/run.py", "app.views", &["list"]).as_deref(), Some("app/views/list.py"));
+        assert_eq!(r("scripts/run.py", "app", &["app"]).as_deref(), Some("app/__init__.py"));
+        assert_eq!(r("src/core/sub/deep.py", "core.base", &["Base"]).as_deref(), Some("src/core/base.py"));
+        assert_eq!(r("tests/test_x.py", "core", &["core"]).as_deref(), Some("src/core/__init__.py"));
+        // A script's sibling; not from inside a package.
+        assert_eq!(r("scripts/run.py", "helper", &["helper"]).as_deref(), Some("scripts/helper.py"));
+        assert_eq!(r("app/models.py", "helper", &["helper"]), None);
+        // Longest existing prefix of the dotted name.
+        assert_eq!(r("scripts/run.py", "app.models.Item", &["app"]).as_deref(), Some("app/models.py"));
+        // A unique suffix of two segments or more.
+        assert_eq!(
+            r("tools/x.py", "google.protobuf.message", &["M"]).as_deref(),
+            Some("vendor/google/protobuf/message.py")
+        );
+        // Stdlib, third-party, ambiguous and bare names stay unresolved.
+        assert_eq!(r("scripts/run.py", "os", &["os"]), None);
+        assert_eq!(r("scripts/run.py", "os.path", &["join"]), None);
+        assert_eq!(r("scripts/run.py", "numpy", &["np"]), None);
+        assert_eq!(r("tools/x.py", "logging", &["logging"]), None);
+        assert_eq!(r("tools/x.py", "two.config", &["config"]), None);
+        assert_eq!(r("tools/x.py", "not a module", &[]), None);
+    }
+}
+#[cfg(test)]
+pub(crate) fn tests_fixture() -> &'static str {
+    tests::MODULE_PUB
 }

@@ -1,0 +1,147 @@
+//! Reading the stored code graph: find nodes, render them at a depth, list
+//! their edges and revisions. The read side of what `uko_index` writes.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use agents_core::tokens::TokenCounter;
+use agents_store::{Store, StoreError, UkoNodeRecord, UkoRef};
+use agents_uko::model::{NodeKind, Point, RefKind, Span};
+use agents_uko::render::{EdgeView, NodeView, RenderInput, render};
+
+#[derive(Debug, thiserror::Error)]
+pub enum GraphError {
+    #[error("no node matches `{0}`; give a file path, `path#Symbol`, or a symbol name")]
+    NotFound(String),
+    #[error("{path}: cannot read the source: {source}", path = .path.display())]
+    Io { path: std::path::PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A node rendered at one depth.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Rendered {
+    pub uri: String,
+    pub kind: String,
+    pub path: String,
+    pub source_range: String,
+    pub depth: u8,
+    pub tokens: usize,
+    pub content: String,
+    /// Token count at every depth 0-9.
+    pub tokens_by_depth: Vec<usize>,
+}
+
+pub struct CodeGraph {
+    store: Arc<dyn Store>,
+}
+
+impl CodeGraph {
+    pub fn new(store: Arc<dyn Store>) -> CodeGraph {
+        CodeGraph { store }
+    }
+
+    /// Nodes matching `query`: a file path (`src/app.py`), `path#Symbol`,
+    /// a node URI, a symbol path (`App.run`) or a bare name (`run`).
+    pub fn find(&self, resource_id: &str, index_id: &str, query: &str) -> Result<Vec<UkoNodeRecord>, GraphError> {
+        let query = query.trim();
+        let uri = if query.starts_with("uko://") {
+            query.to_string()
+        } else {
+            let (path, symbol) = query.split_once('#').unwrap_or((query, ""));
+            let path = path.trim_start_matches("./");
+            if symbol.is_empty() {
+                format!("uko://{resource_id}/{path}")
+            } else {
+                format!("uko://{resource_id}/{path}#{symbol}")
+            }
+        };
+        if let Some(node) = self.store.uko_node(index_id, &uri)? {
+            return Ok(vec![node]);
+        }
+        let found = self.store.uko_find(index_id, query)?;
+        if found.is_empty() {
+            return Err(GraphError::NotFound(query.to_string()));
+        }
+        Ok(found)
+    }
+
+    /// Renders `node` at `depth`, reading its file under `root`.
+    pub fn render(
+        &self,
+        root: &Path,
+        index_id: &str,
+        node: &UkoNodeRecord,
+        depth: u8,
+        tokenizer: &dyn TokenCounter,
+    ) -> Result<Rendered, GraphError> {
+        let file = root.join(&node.node.path);
+        let bytes = std::fs::read(&file).map_err(|source| GraphError::Io { path: file.clone(), source })?;
+        let text = String::from_utf8_lossy(&bytes);
+        let children = self.store.uko_children(index_id, &node.node.uri)?;
+        let edges: Vec<EdgeView> =
+            self.store.uko_refs_within(index_id, &node.node.uri)?.iter().filter_map(edge_view).collect();
+        let input =
+            RenderInput { node: view(node), children: children.iter().map(view).collect(), edges, file_text: &text };
+        let tokens_by_depth: Vec<usize> =
+            (0..=agents_uko::render::MAX_DEPTH).map(|d| tokenizer.count(&render(&input, d))).collect();
+        let content = render(&input, depth);
+        Ok(Rendered {
+            uri: node.node.uri.clone(),
+            kind: node.node.kind.clone(),
+            path: node.node.path.clone(),
+            source_range: format!(
+                "{}:{}-{}:{}",
+                node.node.start_line, node.node.start_col, node.node.end_line, node.node.end_col
+            ),
+            depth,
+            tokens: tokens_by_depth[depth.min(9) as usize],
+            content,
+            tokens_by_depth,
+        })
+    }
+
+    /// Every revision of a node, newest first.
+    pub fn revisions(&self, index_id: &str, uri: &str) -> Result<Vec<UkoNodeRecord>, GraphError> {
+        Ok(self.store.uko_revisions(index_id, uri)?)
+    }
+
+    /// References resolved to the node (who depends on it).
+    pub fn dependents(&self, index_id: &str, uri: &str) -> Result<Vec<UkoRef>, GraphError> {
+        Ok(self.store.uko_refs_to(index_id, uri)?)
+    }
+}
+
+/// The rendering view of a stored node.
+pub fn view(n: &UkoNodeRecord) -> NodeView<'_> {
+    let n = &n.node;
+    NodeView {
+        kind: NodeKind::parse(&n.kind).unwrap_or(NodeKind::File),
+        name: &n.name,
+        symbol_path: &n.symbol_path,
+        path: &n.path,
+        span: Span {
+            start_byte: n.start_byte.max(0) as usize,
+            end_byte: n.end_byte.max(0) as usize,
+            start: Point { line: n.start_line.max(0) as u32, column: n.start_col.max(0) as u32 },
+            end: Point { line: n.end_line.max(0) as u32, column: n.end_col.max(0) as u32 },
+        },
+        signature: n.signature.as_deref(),
+        doc: n.doc.as_deref(),
+    }
+}
+
+/// An edge for rendering: where a reference written in the node (or inside
+/// it) leads.
+fn edge_view(r: &UkoRef) -> Option<EdgeView> {
+    let kind = RefKind::parse(&r.kind)?;
+    let target = match (&r.resolved_uri, &r.resolved_path) {
+        (Some(uri), Some(path)) => match uri.split_once('#') {
+            Some((_, symbol)) => format!("{path}#{symbol}"),
+            None => path.clone(),
+        },
+        _ => r.target.clone(),
+    };
+    Some(EdgeView { kind, target, external: r.resolved_uri.is_none() })
+}

@@ -1,0 +1,213 @@
+//! SQL of the UKO graph: nodes with revisions, and references.
+//!
+//! Revision rule, applied per file when it is re-analysed: a node whose URI
+//! and content hash are unchanged is updated in place (it may have moved);
+//! a node whose content changed is retired (`valid_until`, `is_current = 0`)
+//! and a new revision inserted with `revision_of` pointing at it; a node
+//! that disappeared is retired.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::{UkoCommit, UkoNode, UkoNodeRecord, UkoRef};
+
+pub const NODE_COLUMNS: &str = "node_id, uri, path, symbol_path, kind, name, parent_uri, language, start_byte, \
+     end_byte, start_line, start_col, end_line, end_col, signature, doc, content_hash, valid_from, valid_until, \
+     is_current, revision_of";
+
+pub const REF_COLUMNS: &str =
+    "ref_id, path, from_uri, kind, target, target_name, names, system, line, resolved_uri, resolved_path";
+
+pub fn node_from_row(row: &Row<'_>) -> rusqlite::Result<UkoNodeRecord> {
+    Ok(UkoNodeRecord {
+        node_id: row.get(0)?,
+        node: UkoNode {
+            uri: row.get(1)?,
+            path: row.get(2)?,
+            symbol_path: row.get(3)?,
+            kind: row.get(4)?,
+            name: row.get(5)?,
+            parent_uri: row.get(6)?,
+            language: row.get(7)?,
+            start_byte: row.get(8)?,
+            end_byte: row.get(9)?,
+            start_line: row.get(10)?,
+            start_col: row.get(11)?,
+            end_line: row.get(12)?,
+            end_col: row.get(13)?,
+            signature: row.get(14)?,
+            doc: row.get(15)?,
+            content_hash: row.get(16)?,
+        },
+        valid_from: row.get(17)?,
+        valid_until: row.get(18)?,
+        is_current: row.get::<_, i64>(19)? == 1,
+        revision_of: row.get(20)?,
+    })
+}
+
+pub fn ref_from_row(row: &Row<'_>) -> rusqlite::Result<(i64, UkoRef)> {
+    let names: String = row.get(6)?;
+    Ok((
+        row.get(0)?,
+        UkoRef {
+            path: row.get(1)?,
+            from_uri: row.get(2)?,
+            kind: row.get(3)?,
+            target: row.get(4)?,
+            target_name: row.get(5)?,
+            names: serde_json::from_str(&names).unwrap_or_default(),
+            system: row.get::<_, i64>(7)? == 1,
+            line: row.get(8)?,
+            resolved_uri: row.get(9)?,
+            resolved_path: row.get(10)?,
+        },
+    ))
+}
+
+pub fn query_nodes(
+    conn: &Connection,
+    sql_where: &str,
+    order: &str,
+    params: &[&dyn rusqlite::ToSql],
+) -> rusqlite::Result<Vec<UkoNodeRecord>> {
+    let sql = format!("SELECT {NODE_COLUMNS} FROM uko_nodes WHERE {sql_where} ORDER BY {order}");
+    let mut st = conn.prepare_cached(&sql)?;
+    st.query_map(params, node_from_row)?.collect()
+}
+
+pub fn query_refs(
+    conn: &Connection,
+    sql_where: &str,
+    params: &[&dyn rusqlite::ToSql],
+) -> rusqlite::Result<Vec<(i64, UkoRef)>> {
+    let sql = format!("SELECT {REF_COLUMNS} FROM uko_refs WHERE {sql_where} ORDER BY path, line, target, ref_id");
+    let mut st = conn.prepare_cached(&sql)?;
+    st.query_map(params, ref_from_row)?.collect()
+}
+
+/// Applies the UKO part of a commit inside the caller's transaction.
+pub fn apply(conn: &Connection, index_id: &str, uko: &UkoCommit, now: &str) -> rusqlite::Result<()> {
+    let mut retire = conn.prepare_cached(
+        "UPDATE uko_nodes SET is_current = 0, valid_until = ?2 WHERE node_id = ?1 AND is_current = 1",
+    )?;
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO uko_nodes (index_id, uri, path, symbol_path, kind, name, parent_uri, language, start_byte, \
+         end_byte, start_line, start_col, end_line, end_col, signature, doc, content_hash, valid_from, valid_until, \
+         is_current, revision_of) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, NULL, 1, ?19)",
+    )?;
+    let mut update = conn.prepare_cached(
+        "UPDATE uko_nodes SET parent_uri = ?2, start_byte = ?3, end_byte = ?4, start_line = ?5, start_col = ?6, \
+         end_line = ?7, end_col = ?8, signature = ?9, doc = ?10, kind = ?11, name = ?12, language = ?13 \
+         WHERE node_id = ?1",
+    )?;
+    let mut current_of_path = conn.prepare_cached(
+        "SELECT node_id, uri, content_hash FROM uko_nodes WHERE index_id = ?1 AND path = ?2 AND is_current = 1",
+    )?;
+    let mut delete_refs = conn.prepare_cached("DELETE FROM uko_refs WHERE index_id = ?1 AND path = ?2")?;
+    let mut insert_ref = conn.prepare_cached(
+        "INSERT INTO uko_refs (index_id, path, from_uri, kind, target, target_name, names, system, line, \
+         resolved_uri, resolved_path) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?;
+
+    for path in &uko.removed_paths {
+        let old: Vec<(i64, String, String)> = current_of_path
+            .query_map(params![index_id, path], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (id, _, _) in old {
+            retire.execute(params![id, now])?;
+        }
+        delete_refs.execute(params![index_id, path])?;
+    }
+
+    for file in &uko.files {
+        let old: HashMap<String, (i64, String)> = current_of_path
+            .query_map(params![index_id, file.path], |r| Ok((r.get::<_, String>(1)?, (r.get(0)?, r.get(2)?))))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut seen = std::collections::HashSet::new();
+        for n in &file.nodes {
+            seen.insert(n.uri.as_str());
+            let revision_of = match old.get(&n.uri) {
+                Some((id, hash)) if *hash == n.content_hash => {
+                    update.execute(params![
+                        id,
+                        n.parent_uri,
+                        n.start_byte,
+                        n.end_byte,
+                        n.start_line,
+                        n.start_col,
+                        n.end_line,
+                        n.end_col,
+                        n.signature,
+                        n.doc,
+                        n.kind,
+                        n.name,
+                        n.language
+                    ])?;
+                    continue;
+                }
+                Some((id, _)) => {
+                    retire.execute(params![id, now])?;
+                    Some(*id)
+                }
+                None => None,
+            };
+            insert.execute(params![
+                index_id,
+                n.uri,
+                n.path,
+                n.symbol_path,
+                n.kind,
+                n.name,
+                n.parent_uri,
+                n.language,
+                n.start_byte,
+                n.end_byte,
+                n.start_line,
+                n.start_col,
+                n.end_line,
+                n.end_col,
+                n.signature,
+                n.doc,
+                n.content_hash,
+                now,
+                revision_of
+            ])?;
+        }
+        for (uri, (id, _)) in &old {
+            if !seen.contains(uri.as_str()) {
+                retire.execute(params![id, now])?;
+            }
+        }
+        delete_refs.execute(params![index_id, file.path])?;
+        for r in &file.refs {
+            insert_ref.execute(params![
+                index_id,
+                r.path,
+                r.from_uri,
+                r.kind,
+                r.target,
+                r.target_name,
+                serde_json::to_string(&r.names).expect("names serialise"),
+                r.system as i64,
+                r.line,
+                r.resolved_uri,
+                r.resolved_path
+            ])?;
+        }
+    }
+
+    let mut re_resolve =
+        conn.prepare_cached("UPDATE uko_refs SET resolved_uri = ?2, resolved_path = ?3 WHERE ref_id = ?1")?;
+    for (ref_id, uri, path) in &uko.re_resolved {
+        re_resolve.execute(params![ref_id, uri, path])?;
+    }
+    Ok(())
+}
+
+pub fn node_by_uri(conn: &Connection, index_id: &str, uri: &str) -> rusqlite::Result<Option<UkoNodeRecord>> {
+    let sql = format!("SELECT {NODE_COLUMNS} FROM uko_nodes WHERE index_id = ?1 AND uri = ?2 AND is_current = 1");
+    conn.query_row(&sql, params![index_id, uri], node_from_row).optional()
+}
