@@ -30,11 +30,14 @@ use sha2::{Digest, Sha256};
 
 use crate::language::{detect_language, needs_first_line};
 use crate::lock::{self, LockAttempt, ResourceLock};
-use crate::uko_index::{self, Analyzed, UkoPlan};
+use crate::uko_index::{self, Analyzed, Linker};
 use crate::walk::{WalkEntry, WalkOptions, walk};
 
 /// How many example paths a report keeps per skip reason.
 const SKIP_EXAMPLES: usize = 5;
+/// Files processed in parallel between two batches of graph writes: bounds
+/// memory (a chunk's parsed nodes) on large trees.
+const CHUNK: usize = 1024;
 /// Bytes inspected for NUL to decide that a file is binary (git's heuristic).
 const BINARY_PROBE: usize = 8000;
 
@@ -265,103 +268,98 @@ impl RepoIndexingService {
         for (reason, path) in walked.skipped {
             note_skip(&mut report, reason, path);
         }
-        let (candidates, excluded): (Vec<WalkEntry>, Vec<WalkEntry>) =
-            walked.files.into_iter().partition(|f| filter.allows(&f.rel_path));
-        for f in excluded {
-            note_skip(&mut report, SkipReason::Excluded, f.rel_path);
-        }
-
-        progress.start("indexing", candidates.len() as u64);
-        let outcomes: Vec<(Outcome, Option<u64>)> = candidates
-            .par_iter()
-            .map(|entry| {
-                let known = Known { record: stored.get(&entry.rel_path), skip: known_skips.get(&entry.rel_path) };
-                let result = self.process(entry, known, options, mode);
-                progress.advance(1);
-                result
-            })
-            .collect();
-        progress.finish();
-
-        // Sequential, path-ordered pass: deterministic totals and size cap.
-        let mut commit = IndexCommit::default();
-        let mut files: Vec<FileRecord> = Vec::with_capacity(candidates.len());
-        let mut analyzed: Vec<Analyzed> = Vec::new();
-        let mut total_size = 0u64;
-        for (entry, (outcome, bytes_read)) in candidates.iter().zip(outcomes) {
-            if let Some(bytes) = bytes_read {
-                report.files_read += 1;
-                report.bytes_read += bytes;
-            }
-            let fresh = match outcome {
-                Ok(fresh) => fresh,
-                Err(reason) => {
-                    if reason == SkipReason::Binary {
-                        commit.skipped.push(SkippedFile {
-                            path: entry.rel_path.clone(),
-                            size_bytes: entry.size,
-                            last_modified: entry.modified.clone(),
-                            reason,
-                        });
-                    }
-                    note_skip(&mut report, reason, entry.rel_path.clone());
-                    continue;
-                }
-            };
-            if options.max_total_size.is_some_and(|cap| total_size + entry.size > cap) {
-                note_skip(&mut report, SkipReason::TotalSizeLimit, entry.rel_path.clone());
+        // Filters and the total-size cap are decided from the walk alone,
+        // in path order, before anything is read.
+        let mut candidates: Vec<WalkEntry> = Vec::with_capacity(walked.files.len());
+        let mut planned_size = 0u64;
+        for f in walked.files {
+            if !filter.allows(&f.rel_path) {
+                note_skip(&mut report, SkipReason::Excluded, f.rel_path);
                 continue;
             }
-            total_size += entry.size;
-            match fresh {
-                Fresh::Unchanged { touched } => {
-                    let mut record = stored[&entry.rel_path].clone();
-                    if touched {
-                        record.last_modified = entry.modified.clone();
-                        commit.touched.push((record.path.clone(), record.last_modified.clone()));
-                    }
-                    report.unchanged += 1;
-                    files.push(record);
-                }
-                Fresh::Record(record, analysis) => {
-                    if stored.contains_key(&record.path) {
-                        report.changed += 1;
-                    } else {
-                        report.added += 1;
-                    }
-                    analyzed.push(*analysis);
-                    commit.upserts.push(record.clone());
-                    files.push(record);
-                }
+            let too_large = options.max_file_size.is_some_and(|max| f.size > max);
+            if !too_large && options.max_total_size.is_some_and(|cap| planned_size + f.size > cap) {
+                note_skip(&mut report, SkipReason::TotalSizeLimit, f.rel_path);
+                continue;
             }
+            if !too_large {
+                planned_size += f.size;
+            }
+            candidates.push(f);
         }
+        tracing::info!(files = candidates.len(), elapsed_ms = started.elapsed().as_millis() as u64, "walked");
+
+        // One write transaction for the whole run: graph rows stream into it
+        // chunk by chunk; nothing is visible (and a crash changes nothing)
+        // until it commits.
+        let mut writer = self.store.begin_index_write(&metadata.index_id)?;
+        progress.start("indexing", candidates.len() as u64);
+        let mut commit = IndexCommit::default();
+        let mut files: Vec<FileRecord> = Vec::with_capacity(candidates.len());
+        let mut pending = Vec::new();
+        let mut graph = GraphReport::default();
+        // Two-stage pipeline: while the pool reads and parses chunk k+1, this
+        // thread writes chunk k. Chunks keep memory bounded and the write
+        // order (hence row ids) deterministic.
+        let process_chunk = |chunk: &[WalkEntry]| -> Vec<(Outcome, Option<u64>)> {
+            chunk
+                .par_iter()
+                .map(|entry| {
+                    let known = Known { record: stored.get(&entry.rel_path), skip: known_skips.get(&entry.rel_path) };
+                    let result = self.process(&metadata.resource_id, entry, known, options, mode);
+                    progress.advance(1);
+                    result
+                })
+                .collect()
+        };
+        let chunks: Vec<&[WalkEntry]> = candidates.chunks(CHUNK).collect();
+        std::thread::scope(|scope| -> Result<(), IndexError> {
+            let process_chunk = &process_chunk;
+            let mut next = chunks.first().map(|&c| scope.spawn(move || process_chunk(c)));
+            for (i, chunk) in chunks.iter().enumerate() {
+                let outcomes = match next.take().map(|handle| handle.join()) {
+                    Some(Ok(outcomes)) => outcomes,
+                    Some(Err(panic)) => std::panic::resume_unwind(panic),
+                    None => unreachable!("a chunk is always spawned before it is read"),
+                };
+                next = chunks.get(i + 1).map(|&c| scope.spawn(move || process_chunk(c)));
+                let mut sink = Sink {
+                    stored: &stored,
+                    report: &mut report,
+                    commit: &mut commit,
+                    files: &mut files,
+                    graph: &mut graph,
+                    pending: &mut pending,
+                };
+                sink.absorb(chunk, outcomes, writer.as_mut())?;
+            }
+            Ok(())
+        })?;
+        progress.finish();
         let kept: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
         let mut removed: Vec<String> = stored.keys().filter(|p| !kept.contains(p.as_str())).cloned().collect();
         removed.sort();
         report.removed = removed.len() as u64;
+        writer.retire_paths(&removed)?;
+        tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "read, hashed, counted, parsed");
 
         progress.start("linking", 0);
         let paths: BTreeSet<String> = files.iter().map(|f| f.path.clone()).collect();
         let languages: HashMap<String, String> = files.iter().map(|f| (f.path.clone(), f.language.clone())).collect();
-        let plan = UkoPlan {
-            store: self.store.as_ref(),
-            index_id: &metadata.index_id,
-            resource_id: &metadata.resource_id,
-            files: &paths,
-            languages: &languages,
-        };
-        let (uko, stats) = plan.build(analyzed, removed.clone())?;
+        let changed_paths: Vec<String> =
+            pending.iter().map(|p| p.path.clone()).chain(removed.iter().cloned()).collect();
+        let linker = Linker { resource_id: &metadata.resource_id, files: &paths, languages: &languages };
+        // A first index has no other files whose references could rebind.
+        let rebind_others = !stored.is_empty();
+        let (stats, re_resolved) = linker.link(writer.as_mut(), pending, &changed_paths, rebind_others)?;
         progress.finish();
-        commit.uko = uko;
+        graph.references = stats.references;
+        graph.references_resolved = stats.references_resolved;
+        graph.re_resolved = stats.re_resolved;
+        report.graph = graph;
+        commit.uko.re_resolved = re_resolved;
         commit.removed = removed;
-        report.graph = GraphReport {
-            files_analyzed: stats.files_analyzed,
-            nodes: stats.nodes,
-            references: stats.references,
-            references_resolved: stats.references_resolved,
-            re_resolved: stats.re_resolved,
-            parse_warnings: stats.parse_warnings,
-        };
+        tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "references resolved");
 
         let languages = RepoIndex::language_stats(&files);
         commit.file_count = files.len() as u64;
@@ -369,7 +367,9 @@ impl RepoIndexingService {
         commit.primary_language = RepoIndex::primary_language(&languages);
         report.duration_ms = started.elapsed().as_millis() as u64;
         commit.report = report.clone();
-        let metadata = self.store.commit_index(&metadata.index_id, &commit)?;
+        let metadata = writer.finish(&commit)?;
+        report.duration_ms = started.elapsed().as_millis() as u64;
+        tracing::info!(elapsed_ms = report.duration_ms, "committed");
         Ok(RepoIndex { metadata, files, languages, report: Some(report) })
     }
 
@@ -377,6 +377,7 @@ impl RepoIndexingService {
     /// number of bytes read (`None` when the stored state was trusted).
     fn process(
         &self,
+        resource_id: &str,
         entry: &WalkEntry,
         known: Known<'_>,
         options: &IndexOptions,
@@ -425,8 +426,71 @@ impl RepoIndexingService {
             language: language.to_string(),
             last_modified: entry.modified.clone(),
         };
-        let analyzed = uko_index::analyze(&entry.rel_path, language, &text);
+        let analyzed = uko_index::analyze(resource_id, &entry.rel_path, language, &text);
         (Ok(Fresh::Record(record, Box::new(analyzed))), Some(read))
+    }
+}
+
+/// Where a chunk's outcomes accumulate, in path order.
+struct Sink<'a> {
+    stored: &'a HashMap<String, FileRecord>,
+    report: &'a mut IndexReport,
+    commit: &'a mut IndexCommit,
+    files: &'a mut Vec<FileRecord>,
+    graph: &'a mut GraphReport,
+    pending: &'a mut Vec<uko_index::PendingRefs>,
+}
+
+impl Sink<'_> {
+    fn absorb(
+        &mut self,
+        chunk: &[WalkEntry],
+        outcomes: Vec<(Outcome, Option<u64>)>,
+        writer: &mut dyn agents_store::IndexWrite,
+    ) -> Result<(), StoreError> {
+        for (entry, (outcome, bytes_read)) in chunk.iter().zip(outcomes) {
+            if let Some(bytes) = bytes_read {
+                self.report.files_read += 1;
+                self.report.bytes_read += bytes;
+            }
+            match outcome {
+                Err(reason) => {
+                    if reason == SkipReason::Binary {
+                        self.commit.skipped.push(SkippedFile {
+                            path: entry.rel_path.clone(),
+                            size_bytes: entry.size,
+                            last_modified: entry.modified.clone(),
+                            reason,
+                        });
+                    }
+                    note_skip(self.report, reason, entry.rel_path.clone());
+                }
+                Ok(Fresh::Unchanged { touched }) => {
+                    let mut record = self.stored[&entry.rel_path].clone();
+                    if touched {
+                        record.last_modified = entry.modified.clone();
+                        self.commit.touched.push((record.path.clone(), record.last_modified.clone()));
+                    }
+                    self.report.unchanged += 1;
+                    self.files.push(record);
+                }
+                Ok(Fresh::Record(record, analyzed)) => {
+                    if self.stored.contains_key(&record.path) {
+                        self.report.changed += 1;
+                    } else {
+                        self.report.added += 1;
+                    }
+                    writer.write_nodes(&analyzed.path, &analyzed.nodes)?;
+                    self.graph.files_analyzed += 1;
+                    self.graph.nodes += analyzed.nodes.len() as u64;
+                    self.graph.parse_warnings += analyzed.warnings as u64;
+                    self.pending.push(analyzed.pending);
+                    self.commit.upserts.push(record.clone());
+                    self.files.push(record);
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -661,9 +725,10 @@ mod tests {
 
         let capped = IndexOptions { max_total_size: Some(6), ..IndexOptions::default() };
         let idx = fx.refresh(&capped);
-        // In path order: big.txt (2000 B) and notes.md (7 B) do not fit, ok.txt (5 B) does,
+        // Decided from sizes before reading, in path order: big.txt (2000 B),
+        // image.bin (11 B) and notes.md (7 B) do not fit, ok.txt (5 B) does,
         // and then vendor/lib.js (6 B) no longer fits.
-        assert_eq!(report(&idx).skipped.get(&SkipReason::TotalSizeLimit), Some(&3));
+        assert_eq!(report(&idx).skipped.get(&SkipReason::TotalSizeLimit), Some(&4));
         assert_eq!(idx.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["ok.txt"]);
     }
 
@@ -722,5 +787,150 @@ mod tests {
         assert!(fx.service.remove_index(&fx.resource_id).unwrap());
         assert!(fx.service.get_index(&fx.resource_id).unwrap().is_none());
         assert!(!fx.service.remove_index(&fx.resource_id).unwrap());
+    }
+}
+
+#[cfg(test)]
+mod graph_tests {
+    use super::*;
+    use agents_store::SqliteStore;
+
+    struct Repo {
+        _home: tempfile::TempDir,
+        dir: tempfile::TempDir,
+        store: Arc<SqliteStore>,
+        service: RepoIndexingService,
+        resource_id: String,
+    }
+
+    fn repo() -> Repo {
+        let home = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&home.path().join("agents.db")).unwrap());
+        let service = RepoIndexingService::new(store.clone(), Tokenizer::default(), home.path().join("locks"));
+        let p = store.create_project("p").unwrap();
+        let r = store.link_resource(&p.project_id, &dir.path().to_string_lossy(), "repo").unwrap();
+        Repo { _home: home, dir, store, service, resource_id: r.resource_id }
+    }
+
+    impl Repo {
+        fn write(&self, rel: &str, text: &str) {
+            let path = self.dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        fn refresh(&self) -> RepoIndex {
+            self.service.refresh_index(&self.resource_id, self.dir.path(), &IndexOptions::default(), &NoProgress).unwrap()
+        }
+        fn uri(&self, rest: &str) -> String {
+            format!("uko://{}/{rest}", self.resource_id)
+        }
+    }
+
+    const LIB_V1: &str = "mod util;\n\npub fn run() -> u32 {\n    util::helper()\n}\n\npub fn stable() {}\n";
+    const UTIL: &str = "pub fn helper() -> u32 {\n    42\n}\n";
+
+    #[test]
+    fn nodes_edges_and_provenance_are_stored() {
+        let r = repo();
+        r.write("src/lib.rs", LIB_V1);
+        r.write("src/util.rs", UTIL);
+        let idx = r.refresh();
+        let graph = &report(&idx).graph;
+        assert_eq!(graph.files_analyzed, 2);
+        assert!(graph.nodes >= 5, "{graph:?}");
+        let index_id = &idx.metadata.index_id;
+        let run = r.store.uko_node(index_id, &r.uri("src/lib.rs#run")).unwrap().expect("run is a node");
+        assert_eq!(run.node.kind, "function");
+        assert_eq!(run.node.parent_uri.as_deref(), Some(r.uri("src/lib.rs").as_str()));
+        // The stored range slices back to exactly the declaration.
+        let slice = &LIB_V1[run.node.start_byte as usize..run.node.end_byte as usize];
+        assert!(slice.starts_with("pub fn run() -> u32 {") && slice.ends_with('}'), "{slice:?}");
+        // `mod util;` resolved to the file, the call to the function in it.
+        let refs = r.store.uko_refs_within(index_id, &r.uri("src/lib.rs")).unwrap();
+        let import = refs.iter().find(|x| x.kind == "import").expect("mod util is an import");
+        assert_eq!(import.resolved_path.as_deref(), Some("src/util.rs"));
+        let call = refs.iter().find(|x| x.kind == "calls" && x.target.ends_with("helper")).expect("a call");
+        assert_eq!(call.resolved_uri.as_deref(), Some(r.uri("src/util.rs#helper").as_str()));
+    }
+
+    fn report(index: &RepoIndex) -> &IndexReport {
+        index.report.as_ref().unwrap()
+    }
+
+    #[test]
+    fn revisions_are_kept_across_refreshes() {
+        let r = repo();
+        r.write("src/lib.rs", LIB_V1);
+        r.write("src/util.rs", UTIL);
+        let first = r.refresh();
+        let index_id = first.metadata.index_id.clone();
+        let run_uri = r.uri("src/lib.rs#run");
+        let stable_uri = r.uri("src/lib.rs#stable");
+        let stable_v1 = r.store.uko_node(&index_id, &stable_uri).unwrap().unwrap();
+
+        // Change `run`, leave `stable` alone but move it down a line.
+        r.write("src/lib.rs", &LIB_V1.replace("util::helper()", "util::helper() + 1").replace("\npub fn stable", "\n\npub fn stable"));
+        let second = r.refresh();
+        assert_eq!(report(&second).graph.files_analyzed, 1, "only the changed file is parsed");
+        let revisions = r.store.uko_revisions(&index_id, &run_uri).unwrap();
+        assert_eq!(revisions.len(), 2, "{revisions:#?}");
+        let (new, old) = (&revisions[0], &revisions[1]);
+        assert!(new.is_current && !old.is_current);
+        assert_eq!(new.revision_of, Some(old.node_id));
+        assert_eq!(old.valid_until.as_deref(), Some(new.valid_from.as_str()));
+        // An unchanged symbol keeps its revision; only its position moved.
+        let stable_v2 = r.store.uko_node(&index_id, &stable_uri).unwrap().unwrap();
+        assert_eq!(stable_v2.node_id, stable_v1.node_id);
+        assert_eq!(stable_v2.node.start_line, stable_v1.node.start_line + 1);
+        assert_eq!(r.store.uko_revisions(&index_id, &stable_uri).unwrap().len(), 1);
+
+        // Deleting the function retires it; history stays readable.
+        r.write("src/lib.rs", "mod util;\n\npub fn stable() {}\n");
+        r.refresh();
+        assert!(r.store.uko_node(&index_id, &run_uri).unwrap().is_none());
+        let revisions = r.store.uko_revisions(&index_id, &run_uri).unwrap();
+        assert_eq!(revisions.len(), 2);
+        assert!(revisions.iter().all(|x| !x.is_current && x.valid_until.is_some()));
+    }
+
+    #[test]
+    fn edges_into_a_changed_file_are_rebound() {
+        let r = repo();
+        r.write("src/lib.rs", LIB_V1);
+        r.write("src/util.rs", UTIL);
+        let idx = r.refresh();
+        let index_id = idx.metadata.index_id.clone();
+        let call = |r: &Repo| {
+            r.store
+                .uko_refs_within(&index_id, &r.uri("src/lib.rs#run"))
+                .unwrap()
+                .into_iter()
+                .find(|x| x.kind == "calls" && x.target.ends_with("helper"))
+                .unwrap()
+        };
+        assert!(call(&r).resolved_uri.is_some());
+        // The callee disappears: the caller's edge (in an unchanged file) is unbound.
+        r.write("src/util.rs", "pub fn other() {}\n");
+        let idx = r.refresh();
+        assert_eq!(report(&idx).graph.files_analyzed, 1);
+        assert!(report(&idx).graph.re_resolved >= 1);
+        assert_eq!(call(&r).resolved_uri, None);
+        // It comes back: the edge binds again.
+        r.write("src/util.rs", UTIL);
+        r.refresh();
+        assert_eq!(call(&r).resolved_uri.as_deref(), Some(r.uri("src/util.rs#helper").as_str()));
+    }
+
+    #[test]
+    fn an_unparseable_file_is_still_indexed_with_a_warning() {
+        let r = repo();
+        r.write("src/broken.rs", "pub fn ok() {}\n\nfn broken( {\n    let x = ;\n}\n");
+        let idx = r.refresh();
+        assert_eq!(idx.files.len(), 1);
+        assert!(report(&idx).graph.parse_warnings >= 1);
+        let nodes = r.store.uko_file_nodes(&idx.metadata.index_id, "src/broken.rs").unwrap();
+        assert_eq!(nodes[0].node.kind, "module");
+        assert!(nodes.iter().any(|n| n.node.name == "ok"), "the parsable part is still extracted");
     }
 }

@@ -1,26 +1,54 @@
 //! The code-graph step of indexing: analyse changed files with the UKO
-//! analyzers, resolve their references, and prepare the store's UKO commit.
+//! analyzers, write their nodes as they come, then resolve references once
+//! every node is known.
 //!
-//! Only files whose content changed are analysed. References elsewhere that
+//! Memory stays bounded on large trees: a file's nodes go to the open write
+//! transaction as soon as its chunk is parsed; only its raw references (a
+//! few dozen bytes each) wait for resolution. References elsewhere that
 //! pointed into a changed or removed file, or that name a symbol a changed
-//! file newly defines, are resolved again, so edges stay right without
+//! file defines, are resolved again, so edges stay right without
 //! re-reading the resource.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
-use agents_store::{Store, StoreError, UkoCommit, UkoFile, UkoNode, UkoRef};
+use agents_store::{IndexWrite, StoreError, UkoNode, UkoRef};
 use agents_uko::lang::analyzer_for;
 use agents_uko::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use agents_uko::resolve::{FileScope, ResolveContext, SymbolEntry, SymbolTable};
 use sha2::{Digest, Sha256};
 
-/// One freshly analysed file.
+/// Stored docs are capped: depth 3 shows a summary line and depth 9 shows
+/// the source itself, so a long docstring adds nothing but bytes.
+const MAX_DOC_CHARS: usize = 2000;
+const MAX_SIGNATURE_CHARS: usize = 1000;
+
+/// One freshly analysed file: its nodes ready to write, its references
+/// waiting for resolution.
 pub struct Analyzed {
     pub path: String,
     pub language: String,
-    pub analysis: FileAnalysis,
-    /// SHA-256 of each node's source text, parallel to `analysis.nodes`.
-    pub node_hashes: Vec<String>,
+    pub nodes: Vec<UkoNode>,
+    pub pending: PendingRefs,
+    pub warnings: usize,
+}
+
+/// A file's unresolved references in compact form.
+pub struct PendingRefs {
+    pub path: String,
+    pub language: String,
+    /// Symbol path of every node, by node index (the `from` of references).
+    symbol_paths: Vec<Box<str>>,
+    refs: Vec<RawRef>,
+}
+
+struct RawRef {
+    from: u32,
+    kind: RefKind,
+    system: bool,
+    line: u32,
+    target: Box<str>,
+    names: Box<[String]>,
 }
 
 /// Counts for the run report.
@@ -35,10 +63,73 @@ pub struct UkoStats {
 }
 
 /// Analyses one file's text (runs inside the parallel indexing pass).
-pub fn analyze(path: &str, language: &str, text: &str) -> Analyzed {
-    let analysis = agents_uko::lang::analyze(language, path, text);
-    let node_hashes = analysis.nodes.iter().map(|n| hex_digest(n.span.slice(text).as_bytes())).collect();
-    Analyzed { path: path.to_string(), language: language.to_string(), analysis, node_hashes }
+pub fn analyze(resource_id: &str, path: &str, language: &str, text: &str) -> Analyzed {
+    // An analyzer bug must not take the whole run down: the file is then
+    // indexed at file level, with a warning.
+    let analysis = std::panic::catch_unwind(|| agents_uko::lang::analyze(language, path, text)).unwrap_or_else(|_| {
+        tracing::warn!("{path}: the {language} analyzer failed; indexed at file level");
+        let mut a = FileAnalysis::file_only(NodeKind::File, path, text);
+        a.warnings.push("analyzer failed; indexed at file level".to_string());
+        a
+    });
+    let nodes = graph_nodes(resource_id, path, language, text, &analysis);
+    let pending = PendingRefs {
+        path: path.to_string(),
+        language: language.to_string(),
+        symbol_paths: analysis.nodes.iter().map(|n| n.symbol_path.clone().into_boxed_str()).collect(),
+        refs: analysis
+            .references
+            .into_iter()
+            .map(|r| RawRef {
+                from: r.from as u32,
+                kind: r.kind,
+                system: r.system,
+                line: r.span.start.line,
+                target: r.target.into_boxed_str(),
+                names: r.names.into_boxed_slice(),
+            })
+            .collect(),
+    };
+    Analyzed {
+        path: path.to_string(),
+        language: language.to_string(),
+        nodes,
+        pending,
+        warnings: analysis.warnings.len(),
+    }
+}
+
+fn graph_nodes(resource_id: &str, path: &str, language: &str, text: &str, a: &FileAnalysis) -> Vec<UkoNode> {
+    let uris: Vec<String> = a.nodes.iter().map(|n| node_uri(resource_id, path, &n.symbol_path)).collect();
+    a.nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| UkoNode {
+            uri: uris[i].clone(),
+            path: path.to_string(),
+            symbol_path: n.symbol_path.clone(),
+            kind: n.kind.as_str().to_string(),
+            name: n.name.clone(),
+            parent_uri: n.parent.map(|p| uris[p].clone()),
+            language: language.to_string(),
+            start_byte: n.span.start_byte as i64,
+            end_byte: n.span.end_byte as i64,
+            start_line: n.span.start.line as i64,
+            start_col: n.span.start.column as i64,
+            end_line: n.span.end.line as i64,
+            end_col: n.span.end.column as i64,
+            signature: n.signature.as_deref().map(|s| truncate(s, MAX_SIGNATURE_CHARS)),
+            doc: n.doc.as_deref().map(|d| truncate(d, MAX_DOC_CHARS)),
+            content_hash: hex_digest(n.span.slice(text).as_bytes()),
+        })
+        .collect()
+}
+
+fn truncate(s: &str, max_chars: usize) -> String {
+    match s.char_indices().nth(max_chars) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
 }
 
 /// The URI of a node: `uko://<resource>/<path>` or `...#<symbol_path>`.
@@ -55,10 +146,8 @@ fn symbol_path_of(uri: &str) -> &str {
     uri.split_once('#').map_or("", |(_, s)| s)
 }
 
-/// Builds the UKO commit for one run.
-pub struct UkoPlan<'a> {
-    pub store: &'a dyn Store,
-    pub index_id: &'a str,
+/// Resolves the references of one run inside its write transaction.
+pub struct Linker<'a> {
     pub resource_id: &'a str,
     /// Every file of the index after this run.
     pub files: &'a BTreeSet<String>,
@@ -66,151 +155,135 @@ pub struct UkoPlan<'a> {
     pub languages: &'a HashMap<String, String>,
 }
 
-impl UkoPlan<'_> {
-    pub fn build(&self, analyzed: Vec<Analyzed>, removed: Vec<String>) -> Result<(UkoCommit, UkoStats), StoreError> {
+impl Linker<'_> {
+    /// Writes resolved references for `pending` files and re-resolves
+    /// affected references elsewhere (when `rebind_others`). Nodes of every
+    /// file must already be written. Returns (refs written, resolved,
+    /// rebound) and the re-resolutions to apply.
+    pub fn link(
+        &self,
+        writer: &mut dyn IndexWrite,
+        pending: Vec<PendingRefs>,
+        changed_paths: &[String],
+        rebind_others: bool,
+    ) -> Result<(UkoStats, Vec<(i64, Option<String>, Option<String>)>), StoreError> {
         let mut stats = UkoStats::default();
-        if analyzed.is_empty() && removed.is_empty() {
-            return Ok((UkoCommit::default(), stats));
+        if pending.is_empty() && changed_paths.is_empty() {
+            return Ok((stats, Vec::new()));
         }
-        let changed: HashSet<&str> =
-            analyzed.iter().map(|a| a.path.as_str()).chain(removed.iter().map(String::as_str)).collect();
-
-        // Symbols: stored ones of unchanged files, plus the fresh ones.
-        let stored = self.store.uko_symbols(self.index_id)?;
-        let mut old_names_in_changed: HashSet<String> = HashSet::new();
-        let mut table = SymbolTable::default();
-        for s in &stored {
-            if changed.contains(s.path.as_str()) {
-                old_names_in_changed.insert(s.name.clone());
-                continue;
-            }
-            if let Some(kind) = NodeKind::parse(&s.kind) {
-                table.insert(SymbolEntry {
-                    uri: s.uri.clone(),
-                    path: s.path.clone(),
-                    symbol_path: s.symbol_path.clone(),
-                    name: s.name.clone(),
-                    kind,
-                });
-            }
-        }
-        let mut new_names: BTreeSet<String> = BTreeSet::new();
-        for a in &analyzed {
-            for n in a.analysis.nodes.iter().skip(1) {
-                if !old_names_in_changed.contains(&n.name) {
-                    new_names.insert(n.name.clone());
-                }
-                table.insert(SymbolEntry {
-                    uri: node_uri(self.resource_id, &a.path, &n.symbol_path),
-                    path: a.path.clone(),
-                    symbol_path: n.symbol_path.clone(),
-                    name: n.name.clone(),
-                    kind: n.kind,
-                });
-            }
-        }
+        let table = self.symbol_table(writer)?;
         let ctx = ResolveContext::new(self.files);
-
-        let mut commit = UkoCommit { removed_paths: removed.clone(), ..UkoCommit::default() };
-        for a in &analyzed {
-            stats.files_analyzed += 1;
-            stats.parse_warnings += a.analysis.warnings.len() as u64;
-            let file = self.file_commit(a, &ctx, &table);
-            stats.nodes += file.nodes.len() as u64;
-            stats.references += file.refs.len() as u64;
-            stats.references_resolved += file.refs.iter().filter(|r| r.resolved_uri.is_some()).count() as u64;
-            commit.files.push(file);
+        let mut new_names: BTreeSet<String> = BTreeSet::new();
+        for file in pending {
+            for sp in file.symbol_paths.iter().skip(1) {
+                new_names.insert(last_name(sp).to_string());
+            }
+            let refs = self.resolve_file(&file, &ctx, &table);
+            stats.references += refs.len() as u64;
+            stats.references_resolved += refs.iter().filter(|r| r.resolved_uri.is_some()).count() as u64;
+            writer.write_refs(&file.path, &refs)?;
         }
-
-        // References in unchanged files that may now bind differently.
-        if !stored.is_empty() {
-            let changed_paths: Vec<String> = changed.iter().map(|s| s.to_string()).collect();
+        let mut re_resolved = Vec::new();
+        if rebind_others {
             let names: Vec<String> = new_names.into_iter().collect();
-            let affected = self.store.uko_refs_affected_by(self.index_id, &changed_paths, &names)?;
+            let affected = writer.refs_affected_by(changed_paths, &names)?;
             let mut scopes: HashMap<String, FileScope> = HashMap::new();
             for (ref_id, r) in affected {
                 if !scopes.contains_key(&r.path) {
-                    let scope = self.stored_scope(&r.path, &ctx)?;
+                    let scope = self.stored_scope(writer, &r.path, &ctx)?;
                     scopes.insert(r.path.clone(), scope);
                 }
-                let scope = &scopes[&r.path];
-                let (uri, path) = self.resolve_stored(&r, scope, &ctx, &table);
+                let (uri, path) = self.resolve_stored(&r, &scopes[&r.path], &ctx, &table);
                 if uri != r.resolved_uri || path != r.resolved_path {
-                    commit.re_resolved.push((ref_id, uri, path));
-                    stats.re_resolved += 1;
+                    re_resolved.push((ref_id, uri, path));
                 }
             }
+            stats.re_resolved = re_resolved.len() as u64;
         }
-        Ok((commit, stats))
+        Ok((stats, re_resolved))
     }
 
-    fn file_commit(&self, a: &Analyzed, ctx: &ResolveContext<'_>, table: &SymbolTable) -> UkoFile {
-        let nodes = &a.analysis.nodes;
-        let uris: Vec<String> = nodes.iter().map(|n| node_uri(self.resource_id, &a.path, &n.symbol_path)).collect();
-        let analyzer = analyzer_for(&a.language);
-        let mut out = UkoFile { path: a.path.clone(), ..UkoFile::default() };
-        for (i, n) in nodes.iter().enumerate() {
-            out.nodes.push(UkoNode {
-                uri: uris[i].clone(),
-                path: a.path.clone(),
-                symbol_path: n.symbol_path.clone(),
-                kind: n.kind.as_str().to_string(),
-                name: n.name.clone(),
-                parent_uri: n.parent.map(|p| uris[p].clone()),
-                language: a.language.clone(),
-                start_byte: n.span.start_byte as i64,
-                end_byte: n.span.end_byte as i64,
-                start_line: n.span.start.line as i64,
-                start_col: n.span.start.column as i64,
-                end_line: n.span.end.line as i64,
-                end_col: n.span.end.column as i64,
-                signature: n.signature.clone(),
-                doc: n.doc.clone(),
-                content_hash: a.node_hashes[i].clone(),
-            });
-        }
-        // Imports first: they make the scope other references resolve in.
-        let mut scope = FileScope { path: a.path.clone(), ..FileScope::default() };
-        let mut import_targets: Vec<Option<String>> = Vec::with_capacity(a.analysis.references.len());
-        for r in &a.analysis.references {
-            let target = (r.kind == RefKind::Import).then(|| analyzer.resolve_import(ctx, &a.path, r)).flatten();
-            if let Some(path) = &target {
-                add_import(&mut scope, path, &r.names);
-            }
-            import_targets.push(target);
-        }
-        for (r, import_target) in a.analysis.references.iter().zip(import_targets) {
-            let (resolved_uri, resolved_path) = match r.kind {
-                RefKind::Import => (import_target.as_ref().map(|p| node_uri(self.resource_id, p, "")), import_target),
-                _ => match table.resolve(&scope, &nodes[r.from].symbol_path, r.kind, &r.target) {
-                    Some(e) => (Some(e.uri.clone()), Some(e.path.clone())),
-                    None => (None, None),
-                },
+    /// Every current symbol (as the open transaction sees them), compact.
+    fn symbol_table(&self, writer: &mut dyn IndexWrite) -> Result<SymbolTable, StoreError> {
+        let mut table = SymbolTable::default();
+        let mut last_path: Option<Arc<str>> = None;
+        writer.for_each_symbol(&mut |path, symbol_path, name, kind| {
+            let Some(kind) = NodeKind::parse(kind) else { return };
+            let shared = match &last_path {
+                Some(p) if &**p == path => p.clone(),
+                _ => {
+                    let p: Arc<str> = Arc::from(path);
+                    last_path = Some(p.clone());
+                    p
+                }
             };
-            out.refs.push(UkoRef {
-                path: a.path.clone(),
-                from_uri: uris[r.from].clone(),
-                kind: r.kind.as_str().to_string(),
-                target: r.target.clone(),
-                target_name: target_name(&r.target).to_string(),
-                names: r.names.clone(),
-                system: r.system,
-                line: r.span.start.line as i64,
-                resolved_uri,
-                resolved_path,
-            });
-        }
-        out
+            table.insert(name, SymbolEntry { path: shared, symbol_path: symbol_path.into(), kind });
+        })?;
+        Ok(table)
+    }
+
+    fn uri_of(&self, e: &SymbolEntry) -> String {
+        node_uri(self.resource_id, &e.path, &e.symbol_path)
+    }
+
+    fn resolve_file(&self, file: &PendingRefs, ctx: &ResolveContext<'_>, table: &SymbolTable) -> Vec<UkoRef> {
+        let analyzer = analyzer_for(&file.language);
+        // Imports first: they make the scope other references resolve in.
+        let mut scope = FileScope { path: file.path.clone(), ..FileScope::default() };
+        let import_targets: Vec<Option<String>> = file
+            .refs
+            .iter()
+            .map(|r| {
+                let target = (r.kind == RefKind::Import).then(|| analyzer.resolve_import(ctx, &file.path, &as_reference(r))).flatten();
+                if let Some(path) = &target {
+                    add_import(&mut scope, path, &r.names);
+                }
+                target
+            })
+            .collect();
+        file.refs
+            .iter()
+            .zip(import_targets)
+            .map(|(r, import_target)| {
+                let from_symbol = &file.symbol_paths[r.from as usize];
+                let (resolved_uri, resolved_path) = match r.kind {
+                    RefKind::Import => {
+                        (import_target.as_ref().map(|p| node_uri(self.resource_id, p, "")), import_target)
+                    }
+                    _ => match table.resolve(&scope, from_symbol, r.kind, &r.target) {
+                        Some(e) => (Some(self.uri_of(e)), Some(e.path.to_string())),
+                        None => (None, None),
+                    },
+                };
+                UkoRef {
+                    path: file.path.clone(),
+                    from_uri: node_uri(self.resource_id, &file.path, from_symbol),
+                    kind: r.kind.as_str().to_string(),
+                    target: r.target.to_string(),
+                    target_name: target_name(&r.target).to_string(),
+                    names: r.names.to_vec(),
+                    system: r.system,
+                    line: r.line as i64,
+                    resolved_uri,
+                    resolved_path,
+                }
+            })
+            .collect()
     }
 
     /// The import scope of an unchanged file, from its stored references,
     /// with imports re-resolved against the current file set.
-    fn stored_scope(&self, path: &str, ctx: &ResolveContext<'_>) -> Result<FileScope, StoreError> {
+    fn stored_scope(
+        &self,
+        writer: &mut dyn IndexWrite,
+        path: &str,
+        ctx: &ResolveContext<'_>,
+    ) -> Result<FileScope, StoreError> {
         let mut scope = FileScope { path: path.to_string(), ..FileScope::default() };
         let language = self.languages.get(path).map(String::as_str).unwrap_or("unknown");
-        for (_, r) in self.store.uko_file_refs(self.index_id, path)? {
+        for (_, r) in writer.file_refs(path)? {
             if r.kind == RefKind::Import.as_str()
-                && let Some(target) = analyzer_for(language).resolve_import(ctx, path, &as_reference(&r))
+                && let Some(target) = analyzer_for(language).resolve_import(ctx, path, &stored_reference(&r))
             {
                 add_import(&mut scope, &target, &r.names);
             }
@@ -228,11 +301,11 @@ impl UkoPlan<'_> {
         let Some(kind) = RefKind::parse(&r.kind) else { return (None, None) };
         if kind == RefKind::Import {
             let language = self.languages.get(&r.path).map(String::as_str).unwrap_or("unknown");
-            let target = analyzer_for(language).resolve_import(ctx, &r.path, &as_reference(r));
+            let target = analyzer_for(language).resolve_import(ctx, &r.path, &stored_reference(r));
             return (target.as_ref().map(|p| node_uri(self.resource_id, p, "")), target);
         }
         match table.resolve(scope, symbol_path_of(&r.from_uri), kind, &r.target) {
-            Some(e) => (Some(e.uri.clone()), Some(e.path.clone())),
+            Some(e) => (Some(self.uri_of(e)), Some(e.path.to_string())),
             None => (None, None),
         }
     }
@@ -247,8 +320,19 @@ fn add_import(scope: &mut FileScope, path: &str, names: &[String]) {
     }
 }
 
+fn as_reference(r: &RawRef) -> Reference {
+    Reference {
+        from: r.from as usize,
+        kind: r.kind,
+        target: r.target.to_string(),
+        names: r.names.to_vec(),
+        system: r.system,
+        span: Span::default(),
+    }
+}
+
 /// A stored reference back in the analyzers' form, for re-resolution.
-fn as_reference(r: &UkoRef) -> Reference {
+fn stored_reference(r: &UkoRef) -> Reference {
     Reference {
         from: 0,
         kind: RefKind::parse(&r.kind).unwrap_or(RefKind::Mentions),
@@ -259,17 +343,32 @@ fn as_reference(r: &UkoRef) -> Reference {
     }
 }
 
+/// The name of a symbol path's last segment (without a `~n` suffix).
+fn last_name(symbol_path: &str) -> &str {
+    let last = symbol_path.rsplit('.').next().unwrap_or(symbol_path);
+    last.split_once('~').map_or(last, |(name, _)| name)
+}
+
 /// The last segment of a dotted, `::` or `->` qualified name.
 pub fn target_name(target: &str) -> &str {
     target.rsplit(['.', ':', '>', '/']).find(|s| !s.is_empty()).unwrap_or(target).trim_end_matches('!')
 }
 
 fn hex_digest(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(bytes);
     let mut out = String::with_capacity(64);
     for b in digest {
-        out.push_str(&format!("{b:02x}"));
+        out.push(DIGITS[(b >> 4) as usize] as char);
+        out.push(DIGITS[(b & 0xf) as usize] as char);
     }
+    out
+}
+
+/// Paths in `a` not in `b`, for the set of files whose graph must be retired.
+pub fn difference(a: &HashSet<String>, b: &HashSet<String>) -> Vec<String> {
+    let mut out: Vec<String> = a.difference(b).cloned().collect();
+    out.sort();
     out
 }
 
@@ -288,5 +387,8 @@ mod tests {
         assert_eq!(target_name("ptr->next"), "next");
         assert_eq!(target_name("println!"), "println");
         assert_eq!(target_name("./util"), "util");
+        assert_eq!(last_name("A.m~2"), "m");
+        assert_eq!(truncate("héllo", 2), "hé…");
+        assert_eq!(truncate("hi", 2), "hi");
     }
 }

@@ -130,6 +130,25 @@ pub struct UkoFile {
     pub refs: Vec<UkoRef>,
 }
 
+/// The open write transaction of an indexing run.
+pub trait IndexWrite {
+    /// Replaces the current nodes of one file (keeping revisions).
+    fn write_nodes(&mut self, path: &str, nodes: &[UkoNode]) -> Result<(), StoreError>;
+    /// Replaces the references written in one file.
+    fn write_refs(&mut self, path: &str, refs: &[UkoRef]) -> Result<(), StoreError>;
+    /// Retires the nodes and deletes the references of files that left the index.
+    fn retire_paths(&mut self, paths: &[String]) -> Result<(), StoreError>;
+    /// Calls `f(path, symbol_path, name, kind)` for every current node,
+    /// sorted by path, as the transaction sees them.
+    fn for_each_symbol(&mut self, f: &mut dyn FnMut(&str, &str, &str, &str)) -> Result<(), StoreError>;
+    /// References written in `path`, as the transaction sees them.
+    fn file_refs(&mut self, path: &str) -> Result<Vec<(i64, UkoRef)>, StoreError>;
+    /// See [`Store::uko_refs_affected_by`].
+    fn refs_affected_by(&mut self, paths: &[String], names: &[String]) -> Result<Vec<(i64, UkoRef)>, StoreError>;
+    /// Applies the rest of the commit, marks the index `ready` and commits.
+    fn finish(self: Box<Self>, commit: &IndexCommit) -> Result<IndexMetadata, StoreError>;
+}
+
 /// A current symbol, for name resolution.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UkoSymbol {
@@ -199,6 +218,11 @@ pub trait Store: Send + Sync {
     fn file_records(&self, index_id: &str) -> Result<Vec<FileRecord>, StoreError>;
     /// Files the last run skipped for their content, sorted by path.
     fn skipped_files(&self, index_id: &str) -> Result<Vec<SkippedFile>, StoreError>;
+    /// Opens the write transaction of an indexing run: graph rows can be
+    /// written file by file (bounded memory), and nothing is visible until
+    /// [`IndexWrite::finish`]; dropping the writer rolls everything back.
+    /// Other writers wait while it is open.
+    fn begin_index_write(&self, index_id: &str) -> Result<Box<dyn IndexWrite + '_>, StoreError>;
     /// Applies a run's changes and marks the index `ready`, atomically.
     fn commit_index(&self, index_id: &str, commit: &IndexCommit) -> Result<IndexMetadata, StoreError>;
     /// The report of the latest completed run of an index.

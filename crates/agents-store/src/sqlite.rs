@@ -13,7 +13,9 @@ use crate::uko_sql;
 use crate::{IndexCommit, Project, Resource, SkippedFile, Store, StoreError, UkoNodeRecord, UkoRef, UkoSymbol};
 
 /// How long a writer waits for another writer before reporting `Locked`.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a writer waits for another writer (an indexing run holds the
+/// write lock for its whole duration) before reporting `Locked`.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The embedded SQLite store. One connection behind a mutex: SQLite
 /// serialises writers anyway, and every method is a short transaction.
@@ -88,7 +90,7 @@ impl SqliteStore {
                 Err(e) => return Err(err(e)),
             }
         }
-        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;").map_err(err)?;
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;").map_err(err)?;
         Ok(())
     }
 
@@ -433,89 +435,25 @@ impl Store for SqliteStore {
     }
 
     fn commit_index(&self, index_id: &str, commit: &IndexCommit) -> Result<IndexMetadata, StoreError> {
-        if commit.primary_language.is_empty() || commit.primary_language.len() > 50 {
-            return Err(agents_core::ValidationError::new(
-                "IndexMetadata",
-                "primary_language",
-                "must be 1-50 characters",
-            )
-            .into());
-        }
+        validate_commit(commit)?;
         let now = to_iso(now_utc());
-        let report = serde_json::to_string(&commit.report).expect("report serialises");
         let resource_id = self.write(|tx| {
-            {
-                let mut upsert = tx
-                    .prepare(
-                        "INSERT OR REPLACE INTO indexed_files \
-                         (index_id, path, content_hash, token_count, size_bytes, language, last_modified) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    )
-                    .map_err(self.sql())?;
-                for f in &commit.upserts {
-                    upsert
-                        .execute(params![
-                            index_id,
-                            f.path,
-                            f.content_hash,
-                            f.token_count as i64,
-                            f.size_bytes as i64,
-                            f.language,
-                            f.last_modified
-                        ])
-                        .map_err(self.sql())?;
-                }
-                let mut touch = tx
-                    .prepare("UPDATE indexed_files SET last_modified = ?3 WHERE index_id = ?1 AND path = ?2")
-                    .map_err(self.sql())?;
-                for (path, modified) in &commit.touched {
-                    touch.execute(params![index_id, path, modified]).map_err(self.sql())?;
-                }
-                let mut delete =
-                    tx.prepare("DELETE FROM indexed_files WHERE index_id = ?1 AND path = ?2").map_err(self.sql())?;
-                for path in &commit.removed {
-                    delete.execute(params![index_id, path]).map_err(self.sql())?;
-                }
-                tx.execute("DELETE FROM skipped_files WHERE index_id = ?1", [index_id]).map_err(self.sql())?;
-                let mut skip = tx
-                    .prepare(
-                        "INSERT OR REPLACE INTO skipped_files (index_id, path, size_bytes, last_modified, reason) \
-                         VALUES (?1, ?2, ?3, ?4, ?5)",
-                    )
-                    .map_err(self.sql())?;
-                for f in &commit.skipped {
-                    skip.execute(params![index_id, f.path, f.size_bytes as i64, f.last_modified, f.reason.as_str()])
-                        .map_err(self.sql())?;
-                }
-            }
             uko_sql::apply(tx, index_id, &commit.uko, &now).map_err(self.sql())?;
-            let resource_id: String = tx
-                .query_row(
-                    "UPDATE repo_indexes SET indexed_at = ?2, file_count = ?3, token_estimate = ?4, \
-                     primary_language = ?5, status = 'ready', error_message = NULL \
-                     WHERE index_id = ?1 RETURNING resource_id",
-                    params![
-                        index_id,
-                        now,
-                        commit.file_count as i64,
-                        commit.token_estimate as i64,
-                        commit.primary_language
-                    ],
-                    |r| r.get(0),
-                )
-                .optional()
-                .map_err(self.sql())?
-                .ok_or_else(|| StoreError::NotFound { what: "index", name: index_id.to_string() })?;
-            tx.execute("DELETE FROM index_runs WHERE index_id = ?1", [index_id]).map_err(self.sql())?;
-            tx.execute(
-                "INSERT INTO index_runs (index_id, finished_at, report) VALUES (?1, ?2, ?3)",
-                params![index_id, now, report],
-            )
-            .map_err(self.sql())?;
-            Ok(resource_id)
+            finish_commit(tx, &self.path, index_id, commit, &now)
         })?;
         self.index_metadata(&resource_id)?
             .ok_or_else(|| StoreError::NotFound { what: "index", name: index_id.to_string() })
+    }
+
+    fn begin_index_write(&self, index_id: &str) -> Result<Box<dyn crate::IndexWrite + '_>, StoreError> {
+        let conn = self.conn();
+        conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| classify(&self.path, e))?;
+        Ok(Box::new(SqliteIndexWrite {
+            store: self,
+            conn: Some(conn),
+            index_id: index_id.to_string(),
+            now: to_iso(now_utc()),
+        }))
     }
 
     fn skipped_files(&self, index_id: &str) -> Result<Vec<SkippedFile>, StoreError> {
@@ -647,22 +585,7 @@ impl Store for SqliteStore {
         paths: &[String],
         names: &[String],
     ) -> Result<Vec<(i64, UkoRef)>, StoreError> {
-        let mut out = std::collections::BTreeMap::new();
-        self.read(|c| {
-            for p in paths {
-                for (id, r) in uko_sql::query_refs(c, "index_id = ?1 AND resolved_path = ?2", &[&index_id, p])? {
-                    out.insert(id, r);
-                }
-            }
-            for n in names {
-                for (id, r) in uko_sql::query_refs(c, "index_id = ?1 AND target_name = ?2", &[&index_id, n])? {
-                    out.insert(id, r);
-                }
-            }
-            Ok(())
-        })?;
-        let excluded: std::collections::HashSet<&str> = paths.iter().map(String::as_str).collect();
-        Ok(out.into_iter().filter(|(_, r)| !excluded.contains(r.path.as_str())).collect())
+        self.read(|c| uko_sql::refs_affected_by(c, index_id, paths, names))
     }
 
     fn uko_all_nodes(&self, index_id: &str) -> Result<Vec<UkoNodeRecord>, StoreError> {
@@ -692,6 +615,175 @@ impl Store for SqliteStore {
     fn uko_all_refs(&self, index_id: &str) -> Result<Vec<UkoRef>, StoreError> {
         let rows = self.read(|c| uko_sql::query_refs(c, "index_id = ?1", &[&index_id]))?;
         Ok(rows.into_iter().map(|(_, r)| r).collect())
+    }
+}
+
+fn validate_commit(commit: &IndexCommit) -> Result<(), StoreError> {
+    if commit.primary_language.is_empty() || commit.primary_language.len() > 50 {
+        return Err(agents_core::ValidationError::new("IndexMetadata", "primary_language", "must be 1-50 characters")
+            .into());
+    }
+    Ok(())
+}
+
+/// The file-list part of a commit and the status change to `ready`.
+fn finish_commit(
+    tx: &Connection,
+    db: &Path,
+    index_id: &str,
+    commit: &IndexCommit,
+    now: &str,
+) -> Result<String, StoreError> {
+    let sql = |e| classify(db, e);
+    let report = serde_json::to_string(&commit.report).expect("report serialises");
+    {
+        let mut upsert = tx
+            .prepare_cached(
+                "INSERT OR REPLACE INTO indexed_files \
+                 (index_id, path, content_hash, token_count, size_bytes, language, last_modified) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .map_err(sql)?;
+        for f in &commit.upserts {
+            upsert
+                .execute(params![
+                    index_id,
+                    f.path,
+                    f.content_hash,
+                    f.token_count as i64,
+                    f.size_bytes as i64,
+                    f.language,
+                    f.last_modified
+                ])
+                .map_err(sql)?;
+        }
+        let mut touch = tx
+            .prepare_cached("UPDATE indexed_files SET last_modified = ?3 WHERE index_id = ?1 AND path = ?2")
+            .map_err(sql)?;
+        for (path, modified) in &commit.touched {
+            touch.execute(params![index_id, path, modified]).map_err(sql)?;
+        }
+        let mut delete =
+            tx.prepare_cached("DELETE FROM indexed_files WHERE index_id = ?1 AND path = ?2").map_err(sql)?;
+        for path in &commit.removed {
+            delete.execute(params![index_id, path]).map_err(sql)?;
+        }
+        tx.execute("DELETE FROM skipped_files WHERE index_id = ?1", [index_id]).map_err(sql)?;
+        let mut skip = tx
+            .prepare_cached(
+                "INSERT OR REPLACE INTO skipped_files (index_id, path, size_bytes, last_modified, reason) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .map_err(sql)?;
+        for f in &commit.skipped {
+            skip.execute(params![index_id, f.path, f.size_bytes as i64, f.last_modified, f.reason.as_str()])
+                .map_err(sql)?;
+        }
+    }
+    let resource_id: String = tx
+        .query_row(
+            "UPDATE repo_indexes SET indexed_at = ?2, file_count = ?3, token_estimate = ?4, \
+             primary_language = ?5, status = 'ready', error_message = NULL \
+             WHERE index_id = ?1 RETURNING resource_id",
+            params![index_id, now, commit.file_count as i64, commit.token_estimate as i64, commit.primary_language],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(sql)?
+        .ok_or_else(|| StoreError::NotFound { what: "index", name: index_id.to_string() })?;
+    tx.execute("DELETE FROM index_runs WHERE index_id = ?1", [index_id]).map_err(sql)?;
+    tx.execute("INSERT INTO index_runs (index_id, finished_at, report) VALUES (?1, ?2, ?3)", params![index_id, now, report])
+        .map_err(sql)?;
+    Ok(resource_id)
+}
+
+/// An open write transaction of an indexing run (see [`crate::IndexWrite`]).
+/// Dropped without [`crate::IndexWrite::finish`], it rolls back.
+struct SqliteIndexWrite<'a> {
+    store: &'a SqliteStore,
+    conn: Option<MutexGuard<'a, Connection>>,
+    index_id: String,
+    now: String,
+}
+
+impl SqliteIndexWrite<'_> {
+    fn conn(&self) -> &Connection {
+        self.conn.as_ref().expect("write transaction is open")
+    }
+
+    fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |e| classify(&self.store.path, e)
+    }
+}
+
+impl crate::IndexWrite for SqliteIndexWrite<'_> {
+    fn write_nodes(&mut self, path: &str, nodes: &[crate::UkoNode]) -> Result<(), StoreError> {
+        uko_sql::write_nodes(self.conn(), &self.index_id, path, nodes, &self.now).map_err(self.sql())
+    }
+
+    fn write_refs(&mut self, path: &str, refs: &[UkoRef]) -> Result<(), StoreError> {
+        uko_sql::write_refs(self.conn(), &self.index_id, path, refs).map_err(self.sql())
+    }
+
+    fn retire_paths(&mut self, paths: &[String]) -> Result<(), StoreError> {
+        for path in paths {
+            uko_sql::retire_path(self.conn(), &self.index_id, path, &self.now).map_err(self.sql())?;
+        }
+        Ok(())
+    }
+
+    fn for_each_symbol(&mut self, f: &mut dyn FnMut(&str, &str, &str, &str)) -> Result<(), StoreError> {
+        let conn = self.conn();
+        let mut st = conn
+            .prepare_cached(
+                "SELECT path, symbol_path, name, kind FROM uko_nodes WHERE index_id = ?1 AND is_current = 1 \
+                 ORDER BY path",
+            )
+            .map_err(self.sql())?;
+        let mut rows = st.query([&self.index_id]).map_err(self.sql())?;
+        while let Some(row) = rows.next().map_err(self.sql())? {
+            let get = |i| row.get_ref(i).ok().and_then(|v| v.as_str().ok()).unwrap_or("");
+            f(get(0), get(1), get(2), get(3));
+        }
+        Ok(())
+    }
+
+    fn file_refs(&mut self, path: &str) -> Result<Vec<(i64, UkoRef)>, StoreError> {
+        uko_sql::query_refs(self.conn(), "index_id = ?1 AND path = ?2", &[&self.index_id, &path]).map_err(self.sql())
+    }
+
+    fn refs_affected_by(&mut self, paths: &[String], names: &[String]) -> Result<Vec<(i64, UkoRef)>, StoreError> {
+        uko_sql::refs_affected_by(self.conn(), &self.index_id, paths, names).map_err(self.sql())
+    }
+
+    fn finish(mut self: Box<Self>, commit: &IndexCommit) -> Result<IndexMetadata, StoreError> {
+        validate_commit(commit)?;
+        let result = (|| {
+            uko_sql::apply(self.conn(), &self.index_id, &commit.uko, &self.now).map_err(self.sql())?;
+            finish_commit(self.conn(), &self.store.path, &self.index_id, commit, &self.now)
+        })();
+        let conn = self.conn.take().expect("write transaction is open");
+        match result {
+            Ok(resource_id) => {
+                conn.execute_batch("COMMIT").map_err(|e| classify(&self.store.path, e))?;
+                drop(conn);
+                self.store
+                    .index_metadata(&resource_id)?
+                    .ok_or_else(|| StoreError::NotFound { what: "index", name: self.index_id.clone() })
+            }
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for SqliteIndexWrite<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
     }
 }
 
@@ -814,6 +906,7 @@ mod tests {
             token_estimate: 14,
             primary_language: "python".into(),
             report: IndexReport { changed: 1, unchanged: 1, ..Default::default() },
+            uko: crate::UkoCommit::default(),
         };
         store.commit_index(&meta.index_id, &commit).unwrap();
         let files = store.file_records(&meta.index_id).unwrap();

@@ -89,6 +89,33 @@ pub fn query_refs(
 
 /// Applies the UKO part of a commit inside the caller's transaction.
 pub fn apply(conn: &Connection, index_id: &str, uko: &UkoCommit, now: &str) -> rusqlite::Result<()> {
+    for path in &uko.removed_paths {
+        retire_path(conn, index_id, path, now)?;
+    }
+    for file in &uko.files {
+        write_nodes(conn, index_id, &file.path, &file.nodes, now)?;
+        write_refs(conn, index_id, &file.path, &file.refs)?;
+    }
+    let mut re_resolve =
+        conn.prepare_cached("UPDATE uko_refs SET resolved_uri = ?2, resolved_path = ?3 WHERE ref_id = ?1")?;
+    for (ref_id, uri, path) in &uko.re_resolved {
+        re_resolve.execute(params![ref_id, uri, path])?;
+    }
+    Ok(())
+}
+
+/// Retires every current node of a file and deletes its references.
+pub fn retire_path(conn: &Connection, index_id: &str, path: &str, now: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE uko_nodes SET is_current = 0, valid_until = ?3 WHERE index_id = ?1 AND path = ?2 AND is_current = 1",
+    )?
+    .execute(params![index_id, path, now])?;
+    conn.prepare_cached("DELETE FROM uko_refs WHERE index_id = ?1 AND path = ?2")?.execute(params![index_id, path])?;
+    Ok(())
+}
+
+/// Replaces the current nodes of one file, keeping revisions (module docs).
+pub fn write_nodes(conn: &Connection, index_id: &str, path: &str, nodes: &[UkoNode], now: &str) -> rusqlite::Result<()> {
     let mut retire = conn.prepare_cached(
         "UPDATE uko_nodes SET is_current = 0, valid_until = ?2 WHERE node_id = ?1 AND is_current = 1",
     )?;
@@ -103,108 +130,116 @@ pub fn apply(conn: &Connection, index_id: &str, uko: &UkoCommit, now: &str) -> r
          end_line = ?7, end_col = ?8, signature = ?9, doc = ?10, kind = ?11, name = ?12, language = ?13 \
          WHERE node_id = ?1",
     )?;
-    let mut current_of_path = conn.prepare_cached(
-        "SELECT node_id, uri, content_hash FROM uko_nodes WHERE index_id = ?1 AND path = ?2 AND is_current = 1",
-    )?;
-    let mut delete_refs = conn.prepare_cached("DELETE FROM uko_refs WHERE index_id = ?1 AND path = ?2")?;
+    let old: HashMap<String, (i64, String)> = conn
+        .prepare_cached(
+            "SELECT node_id, uri, content_hash FROM uko_nodes WHERE index_id = ?1 AND path = ?2 AND is_current = 1",
+        )?
+        .query_map(params![index_id, path], |r| Ok((r.get::<_, String>(1)?, (r.get(0)?, r.get(2)?))))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut seen = std::collections::HashSet::new();
+    for n in nodes {
+        seen.insert(n.uri.as_str());
+        let revision_of = match old.get(&n.uri) {
+            Some((id, hash)) if *hash == n.content_hash => {
+                update.execute(params![
+                    id,
+                    n.parent_uri,
+                    n.start_byte,
+                    n.end_byte,
+                    n.start_line,
+                    n.start_col,
+                    n.end_line,
+                    n.end_col,
+                    n.signature,
+                    n.doc,
+                    n.kind,
+                    n.name,
+                    n.language
+                ])?;
+                continue;
+            }
+            Some((id, _)) => {
+                retire.execute(params![id, now])?;
+                Some(*id)
+            }
+            None => None,
+        };
+        insert.execute(params![
+            index_id,
+            n.uri,
+            n.path,
+            n.symbol_path,
+            n.kind,
+            n.name,
+            n.parent_uri,
+            n.language,
+            n.start_byte,
+            n.end_byte,
+            n.start_line,
+            n.start_col,
+            n.end_line,
+            n.end_col,
+            n.signature,
+            n.doc,
+            n.content_hash,
+            now,
+            revision_of
+        ])?;
+    }
+    for (uri, (id, _)) in &old {
+        if !seen.contains(uri.as_str()) {
+            retire.execute(params![id, now])?;
+        }
+    }
+    Ok(())
+}
+
+/// Replaces the references written in one file.
+pub fn write_refs(conn: &Connection, index_id: &str, path: &str, refs: &[UkoRef]) -> rusqlite::Result<()> {
+    conn.prepare_cached("DELETE FROM uko_refs WHERE index_id = ?1 AND path = ?2")?.execute(params![index_id, path])?;
     let mut insert_ref = conn.prepare_cached(
         "INSERT INTO uko_refs (index_id, path, from_uri, kind, target, target_name, names, system, line, \
          resolved_uri, resolved_path) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?;
-
-    for path in &uko.removed_paths {
-        let old: Vec<(i64, String, String)> = current_of_path
-            .query_map(params![index_id, path], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        for (id, _, _) in old {
-            retire.execute(params![id, now])?;
-        }
-        delete_refs.execute(params![index_id, path])?;
-    }
-
-    for file in &uko.files {
-        let old: HashMap<String, (i64, String)> = current_of_path
-            .query_map(params![index_id, file.path], |r| Ok((r.get::<_, String>(1)?, (r.get(0)?, r.get(2)?))))?
-            .collect::<rusqlite::Result<_>>()?;
-        let mut seen = std::collections::HashSet::new();
-        for n in &file.nodes {
-            seen.insert(n.uri.as_str());
-            let revision_of = match old.get(&n.uri) {
-                Some((id, hash)) if *hash == n.content_hash => {
-                    update.execute(params![
-                        id,
-                        n.parent_uri,
-                        n.start_byte,
-                        n.end_byte,
-                        n.start_line,
-                        n.start_col,
-                        n.end_line,
-                        n.end_col,
-                        n.signature,
-                        n.doc,
-                        n.kind,
-                        n.name,
-                        n.language
-                    ])?;
-                    continue;
-                }
-                Some((id, _)) => {
-                    retire.execute(params![id, now])?;
-                    Some(*id)
-                }
-                None => None,
-            };
-            insert.execute(params![
-                index_id,
-                n.uri,
-                n.path,
-                n.symbol_path,
-                n.kind,
-                n.name,
-                n.parent_uri,
-                n.language,
-                n.start_byte,
-                n.end_byte,
-                n.start_line,
-                n.start_col,
-                n.end_line,
-                n.end_col,
-                n.signature,
-                n.doc,
-                n.content_hash,
-                now,
-                revision_of
-            ])?;
-        }
-        for (uri, (id, _)) in &old {
-            if !seen.contains(uri.as_str()) {
-                retire.execute(params![id, now])?;
-            }
-        }
-        delete_refs.execute(params![index_id, file.path])?;
-        for r in &file.refs {
-            insert_ref.execute(params![
-                index_id,
-                r.path,
-                r.from_uri,
-                r.kind,
-                r.target,
-                r.target_name,
-                serde_json::to_string(&r.names).expect("names serialise"),
-                r.system as i64,
-                r.line,
-                r.resolved_uri,
-                r.resolved_path
-            ])?;
-        }
-    }
-
-    let mut re_resolve =
-        conn.prepare_cached("UPDATE uko_refs SET resolved_uri = ?2, resolved_path = ?3 WHERE ref_id = ?1")?;
-    for (ref_id, uri, path) in &uko.re_resolved {
-        re_resolve.execute(params![ref_id, uri, path])?;
+    for r in refs {
+        insert_ref.execute(params![
+            index_id,
+            r.path,
+            r.from_uri,
+            r.kind,
+            r.target,
+            r.target_name,
+            serde_json::to_string(&r.names).expect("names serialise"),
+            r.system as i64,
+            r.line,
+            r.resolved_uri,
+            r.resolved_path
+        ])?;
     }
     Ok(())
+}
+
+/// References outside `paths` that resolved into one of `paths` or whose
+/// target name is one of `names`, by ref id.
+pub fn refs_affected_by(
+    conn: &Connection,
+    index_id: &str,
+    paths: &[String],
+    names: &[String],
+) -> rusqlite::Result<Vec<(i64, UkoRef)>> {
+    let mut out = std::collections::BTreeMap::new();
+    for p in paths {
+        for (id, r) in query_refs(conn, "index_id = ?1 AND resolved_path = ?2", &[&index_id, p])? {
+            out.insert(id, r);
+        }
+    }
+    for n in names {
+        for (id, r) in query_refs(conn, "index_id = ?1 AND target_name = ?2", &[&index_id, n])? {
+            out.insert(id, r);
+        }
+    }
+    let excluded: std::collections::HashSet<&str> = paths.iter().map(String::as_str).collect();
+    Ok(out.into_iter().filter(|(_, r)| !excluded.contains(r.path.as_str())).collect())
 }
 
 pub fn node_by_uri(conn: &Connection, index_id: &str, uri: &str) -> rusqlite::Result<Option<UkoNodeRecord>> {

@@ -114,13 +114,12 @@ mod tests {
     }
 }
 
-/// One symbol known to resolution.
+/// One symbol known to resolution. Compact: a resource can hold hundreds of
+/// thousands; the path is shared by every symbol of a file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SymbolEntry {
-    pub uri: String,
-    pub path: String,
-    pub symbol_path: String,
-    pub name: String,
+    pub path: std::sync::Arc<str>,
+    pub symbol_path: Box<str>,
     pub kind: crate::model::NodeKind,
 }
 
@@ -129,7 +128,8 @@ pub struct SymbolEntry {
 #[derive(Default)]
 pub struct SymbolTable {
     entries: Vec<SymbolEntry>,
-    by_name: HashMap<String, Vec<usize>>,
+    by_name: HashMap<String, Vec<u32>>,
+    by_file: HashMap<std::sync::Arc<str>, Vec<u32>>,
 }
 
 /// What a file's imports bring into scope, for name resolution.
@@ -144,11 +144,20 @@ pub struct FileScope {
 }
 
 impl SymbolTable {
-    pub fn insert(&mut self, entry: SymbolEntry) {
+    /// Adds a symbol named `name` (file nodes, with an empty symbol path,
+    /// are reached by path and not added).
+    pub fn insert(&mut self, name: &str, entry: SymbolEntry) {
         if entry.symbol_path.is_empty() {
-            return; // file nodes are reached by path, not by name
+            return;
         }
-        self.by_name.entry(entry.name.clone()).or_default().push(self.entries.len());
+        let id = self.entries.len() as u32;
+        match self.by_name.get_mut(name) {
+            Some(ids) => ids.push(id),
+            None => {
+                self.by_name.insert(name.to_string(), vec![id]);
+            }
+        }
+        self.by_file.entry(entry.path.clone()).or_default().push(id);
         self.entries.push(entry);
     }
 
@@ -175,47 +184,62 @@ impl SymbolTable {
         let segments: Vec<&str> = target.split(['.', ':', '>', '-']).filter(|s| !s.is_empty() && *s != "<").collect();
         let name = segments.last()?.trim_end_matches('!');
         let qualifier = (segments.len() > 1).then(|| segments[0]);
-        let candidates: Vec<&SymbolEntry> = self
-            .by_name
-            .get(name)
-            .map(|ids| ids.iter().map(|&i| &self.entries[i]).filter(|e| kind_fits(kind, e.kind)).collect())
-            .unwrap_or_default();
-        if candidates.is_empty() {
-            return None;
-        }
-        let same_file: Vec<&SymbolEntry> = candidates.iter().copied().filter(|e| e.path == scope.path).collect();
+        let ids = self.by_name.get(name)?;
+        let fits = |e: &&SymbolEntry| kind_fits(kind, e.kind);
+        // Symbols of one file with this name (files hold few; names can be
+        // shared by thousands across a resource).
+        let in_file = |path: &str| -> Vec<&SymbolEntry> {
+            self.by_file
+                .get(path)
+                .map(|ids| {
+                    ids.iter()
+                        .map(|&i| &self.entries[i as usize])
+                        .filter(|e| last_segment(&e.symbol_path) == name)
+                        .filter(fits)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let top_level = |path: &str| -> Option<&SymbolEntry> {
+            unique(in_file(path).into_iter().filter(|e| !e.symbol_path.contains('.')))
+        };
+        let same_file = in_file(&scope.path);
         if let Some(q) = qualifier {
             if matches!(q, "self" | "this" | "Self" | "cls" | "super") {
                 return innermost(&same_file, from_symbol_path, true);
             }
             if let Some(path) = scope.aliases.get(q) {
-                return unique(candidates.iter().copied().filter(|e| &e.path == path && !e.symbol_path.contains('.')));
+                return top_level(path);
             }
             // `Type.method` / `Type::new` written against a type of this file.
-            if let Some(e) = same_file.iter().copied().find(|e| e.symbol_path == format!("{q}.{name}")) {
+            if let Some(e) = same_file.iter().copied().find(|e| *e.symbol_path == *format!("{q}.{name}")) {
                 return Some(e);
             }
         }
         if let Some(found) = innermost(&same_file, from_symbol_path, false) {
             return Some(found);
         }
-        if let Some(path) = scope.aliases.get(name) {
-            if let Some(found) = unique(candidates.iter().copied().filter(|e| &e.path == path)) {
+        if let Some(path) = scope.aliases.get(name)
+            && let Some(found) = unique(in_file(path).into_iter())
+        {
+            return Some(found);
+        }
+        for path in &scope.imported_paths {
+            if let Some(found) = top_level(path) {
                 return Some(found);
             }
         }
-        for path in &scope.imported_paths {
-            let top: Vec<&SymbolEntry> =
-                candidates.iter().copied().filter(|e| &e.path == path && !e.symbol_path.contains('.')).collect();
-            if let [one] = top.as_slice() {
-                return Some(one);
-            }
-        }
         if qualifier.is_none() || kind != crate::model::RefKind::Calls {
-            return unique(candidates.iter().copied());
+            return unique(ids.iter().map(|&i| &self.entries[i as usize]).filter(fits));
         }
         None
     }
+}
+
+/// The last `.`-separated segment of a symbol path, without a `~n` suffix.
+fn last_segment(symbol_path: &str) -> &str {
+    let last = symbol_path.rsplit('.').next().unwrap_or(symbol_path);
+    last.split_once('~').map_or(last, |(name, _)| name)
 }
 
 /// The candidate in the innermost scope enclosing `from` (longest shared
@@ -233,7 +257,7 @@ fn innermost<'e>(same_file: &[&'e SymbolEntry], from: &str, members_only: bool) 
             continue;
         }
         let depth = if parent.is_empty() { 0 } else { parent.split('.').count() };
-        if best.is_none_or(|(d, b)| depth > d || (depth == d && e.uri < b.uri)) {
+        if best.is_none_or(|(d, b)| depth > d || (depth == d && e.symbol_path < b.symbol_path)) {
             best = Some((depth, e));
         }
     }
@@ -263,13 +287,7 @@ mod table_tests {
     use crate::model::{NodeKind, RefKind};
 
     fn entry(path: &str, symbol_path: &str, kind: NodeKind) -> SymbolEntry {
-        SymbolEntry {
-            uri: format!("uko://r/{path}#{symbol_path}"),
-            path: path.into(),
-            symbol_path: symbol_path.into(),
-            name: symbol_path.rsplit('.').next().unwrap().into(),
-            kind,
-        }
+        SymbolEntry { path: path.into(), symbol_path: symbol_path.into(), kind }
     }
 
     fn table() -> SymbolTable {
@@ -284,7 +302,8 @@ mod table_tests {
             entry("c.py", "Base", NodeKind::Class),
             entry("c.py", "only_here", NodeKind::Function),
         ] {
-            t.insert(e);
+            let name = e.symbol_path.rsplit('.').next().unwrap().to_string();
+            t.insert(&name, e);
         }
         t
     }
@@ -301,21 +320,21 @@ mod table_tests {
     fn self_calls_bind_to_the_enclosing_type() {
         let t = table();
         let s = scope("a.py", &[]);
-        assert_eq!(t.resolve(&s, "App.run", RefKind::Calls, "self.save").unwrap().symbol_path, "App.save");
-        assert_eq!(t.resolve(&s, "main", RefKind::Calls, "save").unwrap().symbol_path, "save");
-        assert_eq!(t.resolve(&s, "App.run", RefKind::Calls, "save").unwrap().symbol_path, "App.save");
+        assert_eq!(t.resolve(&s, "App.run", RefKind::Calls, "self.save").unwrap().symbol_path.as_ref(), "App.save");
+        assert_eq!(t.resolve(&s, "main", RefKind::Calls, "save").unwrap().symbol_path.as_ref(), "save");
+        assert_eq!(t.resolve(&s, "App.run", RefKind::Calls, "save").unwrap().symbol_path.as_ref(), "App.save");
     }
 
     #[test]
     fn imports_disambiguate_and_ambiguity_stays_unresolved() {
         let t = table();
-        assert_eq!(t.resolve(&scope("d.py", &["c.py"]), "", RefKind::Inherits, "Base").unwrap().path, "c.py");
+        assert_eq!(t.resolve(&scope("d.py", &["c.py"]), "", RefKind::Inherits, "Base").unwrap().path.as_ref(), "c.py");
         assert!(t.resolve(&scope("d.py", &[]), "", RefKind::Inherits, "Base").is_none(), "two Bases, no import");
-        assert_eq!(t.resolve(&scope("d.py", &[]), "", RefKind::Calls, "only_here").unwrap().path, "c.py");
+        assert_eq!(t.resolve(&scope("d.py", &[]), "", RefKind::Calls, "only_here").unwrap().path.as_ref(), "c.py");
         assert!(t.resolve(&scope("d.py", &[]), "", RefKind::Calls, "print").is_none());
         let mut s = scope("d.py", &[]);
         s.aliases.insert("bmod".into(), "b.py".into());
-        assert_eq!(t.resolve(&s, "", RefKind::Calls, "bmod.helper").unwrap().path, "b.py");
+        assert_eq!(t.resolve(&s, "", RefKind::Calls, "bmod.helper").unwrap().path.as_ref(), "b.py");
         assert!(
             t.resolve(&scope("d.py", &[]), "", RefKind::Calls, "os.only_here").is_none(),
             "qualified by an unknown module"

@@ -87,6 +87,17 @@ pub fn render_summary(s: &IndexSummary<'_>) -> String {
             out.push_str(&format!("  skipped    {}\n", parts.join(", ")));
         }
     }
+    if let Some(g) = s.report.map(|r| &r.graph).filter(|g| g.files_analyzed > 0 || g.re_resolved > 0) {
+        let resolved = if g.references == 0 { 0.0 } else { 100.0 * g.references_resolved as f64 / g.references as f64 };
+        out.push_str(&format!(
+            "  graph      {} files parsed: {} nodes, {} references ({resolved:.0}% resolved), {} rebound{}\n",
+            thousands(g.files_analyzed),
+            thousands(g.nodes),
+            thousands(g.references),
+            thousands(g.re_resolved),
+            if g.parse_warnings > 0 { format!(", {} syntax warnings", thousands(g.parse_warnings)) } else { String::new() }
+        ));
+    }
     out.push_str(&format!("  tokens     {} (primary language: {})\n", thousands(m.token_estimate), m.primary_language));
     if let Some(r) = s.report {
         out.push_str(&format!("  time       {:.2} s\n", r.duration_ms as f64 / 1000.0));

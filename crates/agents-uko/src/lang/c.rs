@@ -704,13 +704,17 @@ impl<'t> Walker<'t> {
             }
             return;
         }
-        let Some((scope, name)) =
+        let Some((mut scope, name)) =
             function_declarator(declarator).and_then(|f| function_name(f, self.text)).or_else(|| {
                 (declarator.kind() == "operator_cast").then(|| (Vec::new(), operator_cast_name(declarator, self.text)))
             })
         else {
             return;
         };
+        if ctx == Ctx::Class {
+            // No qualified definitions inside a class: a misparse (`MACRO std::string f()`).
+            scope.clear();
+        }
         let index = if scope.is_empty() {
             let kind = if ctx == Ctx::Class {
                 NodeKind::Method
@@ -1026,10 +1030,6 @@ fn function_declarator<'t>(declarator: Node<'t>) -> Option<Node<'t>> {
             && node.child_by_field_name("declarator").is_some_and(|d| is_name_node(d.kind()))
         {
             found = Some(node);
-        }
-        if node.kind() == "init_declarator" && found.is_none() {
-            // `int (*fp)(int) = f;` is a variable whatever follows.
-            return None;
         }
         current = inner_declarator(node);
     }
@@ -1565,6 +1565,11 @@ mod corpus_tmp {
             let el = t0.elapsed();
             if el > slowest.0 {
                 slowest = (el, path.clone());
+            }
+            if std::env::var("BRUTE").is_ok() {
+                let brute = |b: usize| { let before = &text[..b]; Point { line: before.matches('\n').count() as u32 + 1, column: (b - before.rfind('\n').map_or(0, |p| p + 1)) as u32 } };
+                for n in &a.nodes[1..] { assert_eq!((n.span.start, n.span.end), (brute(n.span.start_byte), brute(n.span.end_byte)), "{path} {}", n.symbol_path); }
+                for r in &a.references { assert_eq!((r.span.start, r.span.end), (brute(r.span.start_byte), brute(r.span.end_byte)), "{path} {}", r.target); }
             }
             for n in &a.nodes {
                 *kinds.entry(n.kind).or_default() += 1;

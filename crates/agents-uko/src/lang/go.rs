@@ -158,21 +158,22 @@ impl Analyzer for GoAnalyzer {
         let mut package = None;
         let mut cursor = root.walk();
         let children: Vec<Node<'_>> = root.named_children(&mut cursor).collect();
-        for &child in children.iter().filter(|c| c.kind() != "method_declaration") {
+        for (i, child) in children.iter().enumerate().filter(|(_, c)| c.kind() != "method_declaration") {
+            let at = At { list: &children, i };
             match child.kind() {
                 "package_clause" => {
                     package = child.named_child(0).map(|n| format!("package {}", node_text(&n, text)));
-                    walker.b.set_doc(0, go_doc(child, text));
+                    walker.b.set_doc(0, go_doc(at, text));
                 }
-                "import_declaration" => walker.imports(child),
-                "function_declaration" => walker.function(child),
-                "type_declaration" => walker.types(child),
-                "const_declaration" | "var_declaration" => walker.variables(child),
+                "import_declaration" => walker.imports(at),
+                "function_declaration" => walker.function(at),
+                "type_declaration" => walker.types(at),
+                "const_declaration" | "var_declaration" => walker.variables(at),
                 _ => {}
             }
         }
-        for &child in children.iter().filter(|c| c.kind() == "method_declaration") {
-            walker.method(child);
+        for (i, _) in children.iter().enumerate().filter(|(_, c)| c.kind() == "method_declaration") {
+            walker.method(At { list: &children, i });
         }
         let Walker { b, renames, .. } = walker;
         let mut analysis = source_ordered(b.finish(), &renames);
@@ -200,11 +201,15 @@ impl<'t> Walker<'t> {
         node_text(node, self.text)
     }
 
-    fn imports(&mut self, decl: Node<'_>) {
-        let mut specs = Vec::new();
-        collect_kind(decl, "import_spec", &mut specs);
-        let single = specs.len() == 1 && specs[0].parent().is_some_and(|p| p.id() == decl.id());
-        for spec in specs {
+    fn imports(&mut self, at: At<'_, '_>) {
+        let decl = at.node();
+        let list = child_of_kind(decl, "import_spec_list");
+        let single = list.is_none();
+        let siblings = named_children(list.unwrap_or(decl));
+        for (i, &spec) in siblings.iter().enumerate() {
+            if spec.kind() != "import_spec" {
+                continue;
+            }
             let Some(path_node) = spec.child_by_field_name("path") else { continue };
             let path = self.t(&path_node).trim_matches(['"', '`']);
             if path.is_empty() {
@@ -219,7 +224,7 @@ impl<'t> Walker<'t> {
             };
             let span_node = if single { decl } else { spec };
             let sig = format!("import {}", signature_until(&spec, None, self.text));
-            let doc = go_doc(span_node, self.text);
+            let doc = go_doc(if single { at } else { At { list: &siblings, i } }, self.text);
             let idx = self.b.add(0, NodeKind::Import, path, Span::of_node(&span_node), Some(sig), doc);
             self.b.import(idx, path, names, false, Span::of_node(&spec));
         }
@@ -228,20 +233,19 @@ impl<'t> Walker<'t> {
     fn is_test(&self, node: Node<'_>, name: &str) -> bool {
         let params = node.child_by_field_name("parameters").map_or("", |p| self.t(&p));
         let takes_testing = ["*testing.T", "*testing.B", "*testing.F"].iter().any(|t| params.contains(t));
-        let after = |prefix: &str| {
-            name.strip_prefix(prefix).is_some_and(|rest| rest.chars().next().is_none_or(|c| !c.is_lowercase()))
-        };
+        let after = |prefix: &str| starts_word(name, prefix);
         ((after("Test") || after("Benchmark") || after("Fuzz")) && (takes_testing || self.test_file))
             || (after("Example") && self.test_file)
     }
 
-    fn function(&mut self, node: Node<'_>) {
+    fn function(&mut self, at: At<'_, '_>) {
+        let node = at.node();
         let Some(name) = node.child_by_field_name("name") else { return };
         let name = self.t(&name);
         let kind = if self.is_test(node, name) { NodeKind::Test } else { NodeKind::Function };
         let body = node.child_by_field_name("body");
         let sig = func_signature(node, body, self.text);
-        let doc = go_doc(node, self.text);
+        let doc = go_doc(at, self.text);
         let idx = self.b.add(0, kind, name, Span::of_node(&node), Some(sig), doc);
         let mut generics = Vec::new();
         type_param_names(node, self.text, &mut generics);
@@ -251,7 +255,8 @@ impl<'t> Walker<'t> {
         }
     }
 
-    fn method(&mut self, node: Node<'_>) {
+    fn method(&mut self, at: At<'_, '_>) {
+        let node = at.node();
         let Some(name) = node.child_by_field_name("name") else { return };
         let name = self.t(&name);
         let mut generics = Vec::new();
@@ -261,13 +266,16 @@ impl<'t> Walker<'t> {
             .unwrap_or_default();
         let body = node.child_by_field_name("body");
         let sig = func_signature(node, body, self.text);
-        let doc = go_doc(node, self.text);
+        let doc = go_doc(at, self.text);
         let span = Span::of_node(&node);
+        // Suite methods (`func (s *StoreSuite) TestSave()`, testify) in test files.
+        let suite_test = self.test_file && starts_word(name, "Test");
+        let kind = if suite_test { NodeKind::Test } else { NodeKind::Method };
         let idx = match self.types.get(&receiver) {
-            Some(&parent) => self.b.add(parent, NodeKind::Method, name, span, Some(sig), doc),
-            None if receiver.is_empty() => self.b.add(0, NodeKind::Method, name, span, Some(sig), doc),
+            Some(&parent) => self.b.add(parent, kind, name, span, Some(sig), doc),
+            None if receiver.is_empty() => self.b.add(0, kind, name, span, Some(sig), doc),
             None => {
-                let idx = self.b.add(0, NodeKind::Method, &format!("{receiver}.{name}"), span, Some(sig), doc);
+                let idx = self.b.add(0, kind, &format!("{receiver}.{name}"), span, Some(sig), doc);
                 self.renames.push((idx, name.to_string()));
                 idx
             }
@@ -286,17 +294,21 @@ impl<'t> Walker<'t> {
         }
     }
 
-    fn types(&mut self, decl: Node<'_>) {
-        let mut specs = Vec::new();
-        let mut cursor = decl.walk();
-        specs.extend(decl.named_children(&mut cursor).filter(|c| matches!(c.kind(), "type_spec" | "type_alias")));
-        let single = specs.len() == 1;
-        let group_doc = go_doc(decl, self.text);
-        for spec in specs {
+    fn types(&mut self, at: At<'_, '_>) {
+        let decl = at.node();
+        let siblings = named_children(decl);
+        let is_spec = |n: &Node<'_>| matches!(n.kind(), "type_spec" | "type_alias");
+        let single = siblings.iter().filter(|n| is_spec(n)).count() == 1;
+        let group_doc = go_doc(at, self.text);
+        for (i, &spec) in siblings.iter().enumerate() {
+            if !is_spec(&spec) {
+                continue;
+            }
             let Some(name_node) = spec.child_by_field_name("name") else { continue };
             let name = self.t(&name_node);
             let span_node = if single { decl } else { spec };
-            let doc = if single { group_doc.clone() } else { go_doc(spec, self.text).or_else(|| group_doc.clone()) };
+            let own = || go_doc(At { list: &siblings, i }, self.text);
+            let doc = if single { group_doc.clone() } else { own().or_else(|| group_doc.clone()) };
             let ty = spec.child_by_field_name("type");
             let mut generics = Vec::new();
             type_param_names(spec, self.text, &mut generics);
@@ -337,10 +349,11 @@ impl<'t> Walker<'t> {
     }
 
     fn fields(&mut self, list: Node<'_>, parent: usize, generics: &[String]) {
-        let mut cursor = list.walk();
-        let fields: Vec<Node<'_>> =
-            list.named_children(&mut cursor).filter(|c| c.kind() == "field_declaration").collect();
-        for field in fields {
+        let siblings = named_children(list);
+        for (i, &field) in siblings.iter().enumerate() {
+            if field.kind() != "field_declaration" {
+                continue;
+            }
             let Some(ty) = field.child_by_field_name("type") else { continue };
             let mut cursor = field.walk();
             let names: Vec<Node<'_>> = field.children_by_field_name("name", &mut cursor).collect();
@@ -352,7 +365,8 @@ impl<'t> Walker<'t> {
                 continue;
             }
             let ty_text = collapse(self.t(&ty));
-            let doc = go_doc(field, self.text).or_else(|| trailing_comment(field, self.text));
+            let at = At { list: &siblings, i };
+            let doc = go_doc(at, self.text).or_else(|| trailing_comment(at, self.text));
             for name in names {
                 let name = self.t(&name);
                 let sig = format!("{name} {ty_text}");
@@ -363,15 +377,15 @@ impl<'t> Walker<'t> {
     }
 
     fn interface_members(&mut self, ty: Node<'_>, parent: usize, generics: &[String]) {
-        let mut cursor = ty.walk();
-        let members: Vec<Node<'_>> = ty.named_children(&mut cursor).collect();
-        for member in members {
+        let siblings = named_children(ty);
+        for (i, &member) in siblings.iter().enumerate() {
             match member.kind() {
                 "method_elem" => {
                     let Some(name) = member.child_by_field_name("name") else { continue };
                     let name = self.t(&name);
                     let sig = signature_until(&member, None, self.text);
-                    let doc = go_doc(member, self.text).or_else(|| trailing_comment(member, self.text));
+                    let at = At { list: &siblings, i };
+                    let doc = go_doc(at, self.text).or_else(|| trailing_comment(at, self.text));
                     let idx = self.b.add(parent, NodeKind::Method, name, Span::of_node(&member), Some(sig), doc);
                     self.signature_mentions(idx, member, generics);
                 }
@@ -392,16 +406,20 @@ impl<'t> Walker<'t> {
         }
     }
 
-    fn variables(&mut self, decl: Node<'_>) {
+    fn variables(&mut self, at: At<'_, '_>) {
+        let decl = at.node();
         let spec_kind = if decl.kind() == "const_declaration" { "const_spec" } else { "var_spec" };
         let keyword = if decl.kind() == "const_declaration" { "const" } else { "var" };
-        let mut specs = Vec::new();
-        collect_kind(decl, spec_kind, &mut specs);
-        let single = specs.len() == 1;
-        let group_doc = go_doc(decl, self.text);
-        for spec in specs {
+        let siblings = named_children(child_of_kind(decl, "var_spec_list").unwrap_or(decl));
+        let single = siblings.iter().filter(|n| n.kind() == spec_kind).count() == 1;
+        let group_doc = go_doc(at, self.text);
+        for (i, &spec) in siblings.iter().enumerate() {
+            if spec.kind() != spec_kind {
+                continue;
+            }
             let span_node = if single { decl } else { spec };
-            let doc = if single { group_doc.clone() } else { go_doc(spec, self.text).or_else(|| group_doc.clone()) };
+            let own = || go_doc(At { list: &siblings, i }, self.text);
+            let doc = if single { group_doc.clone() } else { own().or_else(|| group_doc.clone()) };
             let ty = spec.child_by_field_name("type");
             let mut cursor = spec.walk();
             let names: Vec<Node<'_>> = spec.children_by_field_name("name", &mut cursor).collect();
@@ -474,6 +492,11 @@ impl<'t> Walker<'t> {
     }
 }
 
+/// `TestXxx`-style names: `prefix` alone or followed by a non-lowercase char.
+fn starts_word(name: &str, prefix: &str) -> bool {
+    name.strip_prefix(prefix).is_some_and(|rest| rest.chars().next().is_none_or(|c| !c.is_lowercase()))
+}
+
 /// A func header; in a damaged declaration only its first line.
 fn func_signature(node: Node<'_>, body: Option<Node<'_>>, text: &str) -> String {
     let sig = signature_until(&node, body, text);
@@ -488,15 +511,23 @@ fn collapse(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn collect_kind<'a>(node: Node<'a>, kind: &str, out: &mut Vec<Node<'a>>) {
-    let mut cursor = node.walk();
-    for child in node.named_children(&mut cursor) {
-        if child.kind() == kind {
-            out.push(child);
-        } else if child.kind().ends_with("_list") {
-            collect_kind(child, kind, out);
-        }
+/// A node among its named siblings (which include its comments), so
+/// doc lookups need no `prev_sibling` walks (linear in tree-sitter).
+#[derive(Clone, Copy)]
+struct At<'s, 'a> {
+    list: &'s [Node<'a>],
+    i: usize,
+}
+
+impl<'a> At<'_, 'a> {
+    fn node(&self) -> Node<'a> {
+        self.list[self.i]
     }
+}
+
+fn named_children<'a>(node: Node<'a>) -> Vec<Node<'a>> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
 }
 
 fn child_of_kind<'a>(node: Node<'a>, kind: &str) -> Option<Node<'a>> {
@@ -510,26 +541,26 @@ fn child_of_kind_any<'a>(node: Node<'a>, kind: &str) -> Option<Node<'a>> {
 }
 
 /// The comment block directly above a declaration (adjacent comments, no
-/// blank line in between), without `//go:` and `// +build` directive lines.
-/// Line comments are cleaned together so blank `//` lines keep paragraphs.
-fn go_doc(node: Node<'_>, text: &str) -> Option<String> {
+/// blank line in between, none trailing an earlier line), without `//go:`,
+/// `//line` and `// +build` directives. Line comments are cleaned together
+/// so blank `//` lines keep paragraphs.
+fn go_doc(at: At<'_, '_>, text: &str) -> Option<String> {
     let mut parts: Vec<&str> = Vec::new();
-    let mut next_row = node.start_position().row;
-    let mut current = node.prev_sibling();
-    while let Some(sibling) = current {
+    let mut next_row = at.node().start_position().row;
+    for k in (0..at.i).rev() {
+        let sibling = at.list[k];
         if sibling.kind() != "comment" || sibling.end_position().row + 1 < next_row {
             break;
         }
         // A comment trailing the previous declaration's line is not ours.
-        if sibling
-            .prev_sibling()
-            .is_some_and(|p| p.kind() != "comment" && p.end_position().row == sibling.start_position().row)
+        if k > 0
+            && at.list[k - 1].kind() != "comment"
+            && at.list[k - 1].end_position().row == sibling.start_position().row
         {
             break;
         }
         parts.push(node_text(&sibling, text));
         next_row = sibling.start_position().row;
-        current = sibling.prev_sibling();
     }
     parts.reverse();
     let mut cleaned: Vec<String> = Vec::new();
@@ -556,12 +587,12 @@ fn go_doc(node: Node<'_>, text: &str) -> Option<String> {
 }
 
 /// A comment on the same line after a field or method spec.
-fn trailing_comment(node: Node<'_>, text: &str) -> Option<String> {
-    let next = node.next_sibling()?;
-    if next.kind() != "comment" || next.start_position().row != node.end_position().row {
+fn trailing_comment(at: At<'_, '_>, text: &str) -> Option<String> {
+    let next = at.list.get(at.i + 1)?;
+    if next.kind() != "comment" || next.start_position().row != at.node().end_position().row {
         return None;
     }
-    clean_doc(node_text(&next, text))
+    clean_doc(node_text(next, text))
 }
 
 /// Type parameter names of a function or type spec.
@@ -607,11 +638,18 @@ fn collect_kind_deep<'a>(node: Node<'a>, kind: &str, out: &mut Vec<Node<'a>>) {
 
 /// A named type without pointer or type arguments: `*pkg.T[int]` -> `pkg.T`.
 fn type_name(node: Node<'_>, text: &str) -> String {
-    match node.kind() {
-        "type_identifier" | "qualified_type" => node_text(&node, text).split_whitespace().collect(),
-        "pointer_type" | "parenthesized_type" => node.named_child(0).map_or_else(String::new, |n| type_name(n, text)),
-        "generic_type" => node.child_by_field_name("type").map_or_else(String::new, |n| type_name(n, text)),
-        _ => String::new(),
+    let mut node = node;
+    loop {
+        let inner = match node.kind() {
+            "type_identifier" | "qualified_type" => return node_text(&node, text).split_whitespace().collect(),
+            "pointer_type" | "parenthesized_type" => node.named_child(0),
+            "generic_type" => node.child_by_field_name("type"),
+            _ => None,
+        };
+        match inner {
+            Some(inner) => node = inner,
+            None => return String::new(),
+        }
     }
 }
 
@@ -826,7 +864,25 @@ func Testify() {}
         GoAnalyzer.analyze("go", path, text)
     }
 
+    /// Every span slices back to its declaration: non-empty, starting at a
+    /// token boundary, containing the node's name.
+    fn assert_spans_are_declarations(analysis: &FileAnalysis, text: &str) {
+        let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        for node in &analysis.nodes[1..] {
+            let slice = node.span.slice(text);
+            let what = format!("{} {:?}", node.symbol_path, &slice[..slice.len().min(30)]);
+            assert!(!slice.is_empty() && !slice.starts_with(char::is_whitespace), "{what}");
+            let before = text[..node.span.start_byte].chars().next_back();
+            assert!(before.is_none_or(|c| c.is_whitespace() || "{(,;".contains(c)), "{what} after {before:?}");
+            assert!(flat(slice).contains(&flat(&node.name)), "{what} lacks its name");
+        }
+        for r in &analysis.references {
+            assert!(!r.span.slice(text).is_empty(), "{r:?}");
+        }
+    }
+
     fn assert_provenance(analysis: &FileAnalysis, text: &str) {
+        assert_spans_are_declarations(analysis, text);
         for node in &analysis.nodes[1..] {
             let slice = node.span.slice(text);
             assert!(!slice.is_empty(), "{} has an empty span", node.symbol_path);
@@ -856,12 +912,52 @@ func Testify() {}
     }
 
     #[test]
+    fn tests_need_the_testing_shape() {
+        let text = "package x\n\ntype Suite struct{}\n\nfunc (s *Suite) TestSave() {}\n\nfunc (s *Suite) helper() {}\n\nfunc TestLoad(t *testing.T) {}\n\nfunc Testify() {}\n\nfunc ExampleLoad() {}\n";
+        let kinds = |path: &str| -> Vec<(String, NodeKind)> {
+            analyze(path, text).nodes[1..].iter().map(|n| (n.symbol_path.clone(), n.kind)).collect()
+        };
+        let in_test_file = kinds("x_test.go");
+        assert!(in_test_file.contains(&("Suite.TestSave".to_string(), NodeKind::Test)));
+        assert!(in_test_file.contains(&("Suite.helper".to_string(), NodeKind::Method)));
+        assert!(in_test_file.contains(&("TestLoad".to_string(), NodeKind::Test)));
+        assert!(in_test_file.contains(&("Testify".to_string(), NodeKind::Function)));
+        assert!(in_test_file.contains(&("ExampleLoad".to_string(), NodeKind::Test)));
+        let in_source = kinds("x.go");
+        assert!(in_source.contains(&("Suite.TestSave".to_string(), NodeKind::Method)));
+        assert!(in_source.contains(&("TestLoad".to_string(), NodeKind::Test)));
+        assert!(in_source.contains(&("ExampleLoad".to_string(), NodeKind::Function)));
+    }
+
+    #[test]
     fn syntax_errors_still_extract() {
         let text = "package main\n\n// Store stores.\ntype Store struct{ n int }\n\n// Half is broken.\nfunc Half() {\n\tx := ;\n\tfmt.Println(x)\n}\n\n// Later works.\nfunc (s *Store) Later() int { return helper() }\n\nfunc (s Store) broken( {\n";
         let analysis = analyze("main.go", text);
         assert!(!analysis.warnings.is_empty());
         assert_provenance(&analysis, text);
         insta::assert_snapshot!(analysis.outline());
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow() {
+        let mut text = String::from("package p\n\nfunc f() {\n");
+        text.push_str(&"func() { ".repeat(2000));
+        text.push_str("g()");
+        text.push_str(&" }()".repeat(2000));
+        text.push_str("\nx := 1");
+        text.push_str(&" + a.b()".repeat(20000));
+        text.push_str("\ny");
+        text.push_str(&".c()".repeat(5000));
+        text.push_str("\n}\n\ntype T struct { a ");
+        text.push_str(&"*".repeat(3000));
+        text.push_str("U }\n");
+        let analysis = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || GoAnalyzer.analyze("go", "p.go", &text))
+            .unwrap()
+            .join()
+            .expect("no stack overflow");
+        assert!(analysis.nodes.iter().any(|n| n.symbol_path == "f"));
     }
 
     #[test]

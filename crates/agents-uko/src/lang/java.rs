@@ -75,20 +75,21 @@ impl Analyzer for JavaAnalyzer {
         };
         builder.syntax_warnings(&tree);
         let root = tree.root_node();
-        let mut walker = Walker { text, b: builder, mentioned: HashSet::new() };
+        let mut walker = Walker { text, b: builder, mentioned: HashSet::new(), depth: 0 };
         let mut package = None;
         let mut cursor = root.walk();
         let children: Vec<Node<'_>> = root.named_children(&mut cursor).collect();
-        for child in children {
+        for (i, &child) in children.iter().enumerate() {
+            let prev = i.checked_sub(1).map(|k| children[k]);
             match child.kind() {
                 "package_declaration" => {
                     let name = child.named_children(&mut child.walk()).find(|c| c.kind() != "annotation");
                     package = name.map(|n| format!("package {}", collapse(node_text(&n, text))));
-                    walker.b.set_doc(0, javadoc(child, text));
+                    walker.b.set_doc(0, javadoc(prev, text));
                 }
                 "import_declaration" => walker.import(child),
                 _ => {
-                    walker.declaration(child, 0, &[]);
+                    walker.declaration(child, 0, &[], prev);
                 }
             }
         }
@@ -125,6 +126,8 @@ struct Walker<'t> {
     text: &'t str,
     b: FileBuilder,
     mentioned: HashSet<(usize, String)>,
+    /// Nesting of type declarations being walked.
+    depth: usize,
 }
 
 impl<'t> Walker<'t> {
@@ -154,7 +157,8 @@ impl<'t> Walker<'t> {
     }
 
     /// A type declaration under `parent`; `false` if `node` is not one.
-    fn declaration(&mut self, node: Node<'_>, parent: usize, outer_generics: &[String]) -> bool {
+    /// `prev` is its previous named sibling (a Javadoc comment or not).
+    fn declaration(&mut self, node: Node<'_>, parent: usize, outer: &[String], prev: Option<Node<'_>>) -> bool {
         let kind = match node.kind() {
             "class_declaration" | "record_declaration" => NodeKind::Class,
             "interface_declaration" | "annotation_type_declaration" => NodeKind::Interface,
@@ -162,12 +166,16 @@ impl<'t> Walker<'t> {
             _ => return false,
         };
         let Some(name) = node.child_by_field_name("name") else { return true };
+        if self.depth > MAX_DEPTH {
+            // Absurdly deep nesting: keep the stack bounded.
+            return true;
+        }
         let name = self.t(&name);
         let body = node.child_by_field_name("body");
         let sig = signature(node, body, self.text);
-        let doc = javadoc(node, self.text);
+        let doc = javadoc(prev, self.text);
         let idx = self.b.add(parent, kind, name, Span::of_node(&node), Some(sig), doc);
-        let mut generics = outer_generics.to_vec();
+        let mut generics = outer.to_vec();
         type_param_names(node, self.text, &mut generics);
         let mut cursor = node.walk();
         let parts: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
@@ -193,7 +201,9 @@ impl<'t> Walker<'t> {
             }
         }
         if let Some(body) = body {
+            self.depth += 1;
             self.members(body, idx, name, &generics);
+            self.depth -= 1;
         }
         true
     }
@@ -221,30 +231,31 @@ impl<'t> Walker<'t> {
     fn members(&mut self, body: Node<'_>, parent: usize, type_name: &str, generics: &[String]) {
         let mut cursor = body.walk();
         let members: Vec<Node<'_>> = body.named_children(&mut cursor).collect();
-        for member in members {
+        for (i, &member) in members.iter().enumerate() {
+            let prev = i.checked_sub(1).map(|k| members[k]);
             match member.kind() {
-                "field_declaration" | "constant_declaration" => self.field(member, parent, generics),
+                "field_declaration" | "constant_declaration" => self.field(member, parent, generics, prev),
                 "method_declaration" | "annotation_type_element_declaration" => {
-                    self.method(member, parent, None, generics)
+                    self.method(member, parent, None, generics, prev)
                 }
                 "constructor_declaration" | "compact_constructor_declaration" => {
-                    self.method(member, parent, Some(type_name), generics)
+                    self.method(member, parent, Some(type_name), generics, prev)
                 }
-                "enum_constant" => self.enum_constant(member, parent, generics),
+                "enum_constant" => self.enum_constant(member, parent, generics, prev),
                 "enum_body_declarations" => self.members(member, parent, type_name, generics),
                 "static_initializer" | "block" => self.body(member, parent, generics),
                 _ => {
-                    self.declaration(member, parent, generics);
+                    self.declaration(member, parent, generics, prev);
                 }
             }
         }
     }
 
-    fn field(&mut self, node: Node<'_>, parent: usize, generics: &[String]) {
+    fn field(&mut self, node: Node<'_>, parent: usize, generics: &[String], prev: Option<Node<'_>>) {
         let ty = node.child_by_field_name("type");
         let head_end = ty.map_or(node.start_byte(), |t| t.end_byte());
         let head = collapse(self.text.get(signature_start(node)..head_end).unwrap_or(""));
-        let doc = javadoc(node, self.text);
+        let doc = javadoc(prev, self.text);
         let mut cursor = node.walk();
         let declarators: Vec<Node<'_>> = node.children_by_field_name("declarator", &mut cursor).collect();
         for declarator in declarators {
@@ -262,7 +273,14 @@ impl<'t> Walker<'t> {
         }
     }
 
-    fn method(&mut self, node: Node<'_>, parent: usize, constructor_of: Option<&str>, outer: &[String]) {
+    fn method(
+        &mut self,
+        node: Node<'_>,
+        parent: usize,
+        constructor_of: Option<&str>,
+        outer: &[String],
+        prev: Option<Node<'_>>,
+    ) {
         let name = match constructor_of {
             Some(class) => node.child_by_field_name("name").map_or(class, |n| self.t(&n)),
             None => match node.child_by_field_name("name") {
@@ -273,7 +291,7 @@ impl<'t> Walker<'t> {
         let body = node.child_by_field_name("body");
         let kind = if has_test_annotation(node, self.text) { NodeKind::Test } else { NodeKind::Method };
         let sig = signature(node, body, self.text);
-        let doc = javadoc(node, self.text);
+        let doc = javadoc(prev, self.text);
         let idx = self.b.add(parent, kind, name, Span::of_node(&node), Some(sig), doc);
         let mut generics = outer.to_vec();
         type_param_names(node, self.text, &mut generics);
@@ -292,12 +310,12 @@ impl<'t> Walker<'t> {
         }
     }
 
-    fn enum_constant(&mut self, node: Node<'_>, parent: usize, generics: &[String]) {
+    fn enum_constant(&mut self, node: Node<'_>, parent: usize, generics: &[String], prev: Option<Node<'_>>) {
         let Some(name) = node.child_by_field_name("name") else { return };
         let name = self.t(&name);
         let body = node.child_by_field_name("body");
         let sig = signature(node, body, self.text);
-        let doc = javadoc(node, self.text);
+        let doc = javadoc(prev, self.text);
         let idx = self.b.add(parent, NodeKind::Field, name, Span::of_node(&node), Some(sig), doc);
         if let Some(args) = node.child_by_field_name("arguments") {
             self.body(args, idx, generics);
@@ -351,7 +369,8 @@ impl<'t> Walker<'t> {
                 | "interface_declaration"
                 | "enum_declaration"
                 | "annotation_type_declaration" => {
-                    self.declaration(n, from, generics);
+                    // Local types are rare: a linear sibling lookup is fine.
+                    self.declaration(n, from, generics, n.prev_named_sibling());
                     continue;
                 }
                 _ => {}
@@ -422,9 +441,10 @@ fn signature(node: Node<'_>, body: Option<Node<'_>>, text: &str) -> String {
     collapse(text.get(start..end).unwrap_or("")).trim_end_matches(['{', ';', ' ']).to_string()
 }
 
-/// The `/** */` comment directly before a declaration.
-fn javadoc(node: Node<'_>, text: &str) -> Option<String> {
-    let prev = node.prev_sibling()?;
+/// The `/** */` comment directly before a declaration (`prev`, its
+/// previous named sibling).
+fn javadoc(prev: Option<Node<'_>>, text: &str) -> Option<String> {
+    let prev = prev?;
     let raw = node_text(&prev, text);
     if prev.kind() == "block_comment" && raw.starts_with("/**") && raw != "/**/" { clean_doc(raw) } else { None }
 }
@@ -632,7 +652,25 @@ record Point(int x, int y) implements Shape {
         JavaAnalyzer.analyze("java", "src/main/java/com/example/store/Store.java", text)
     }
 
+    /// Every span slices back to its declaration: non-empty, starting at a
+    /// token boundary, containing the node's name.
+    fn assert_spans_are_declarations(analysis: &FileAnalysis, text: &str) {
+        let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        for node in &analysis.nodes[1..] {
+            let slice = node.span.slice(text);
+            let what = format!("{} {:?}", node.symbol_path, &slice[..slice.len().min(30)]);
+            assert!(!slice.is_empty() && !slice.starts_with(char::is_whitespace), "{what}");
+            let before = text[..node.span.start_byte].chars().next_back();
+            assert!(before.is_none_or(|c| c.is_whitespace() || "{(,;".contains(c)), "{what} after {before:?}");
+            assert!(flat(slice).contains(&flat(&node.name)), "{what} lacks its name");
+        }
+        for r in &analysis.references {
+            assert!(!r.span.slice(text).is_empty(), "{r:?}");
+        }
+    }
+
     fn assert_provenance(analysis: &FileAnalysis, text: &str) {
+        assert_spans_are_declarations(analysis, text);
         for node in &analysis.nodes[1..] {
             let slice = node.span.slice(text);
             assert!(!slice.is_empty(), "{} has an empty span", node.symbol_path);
@@ -675,12 +713,51 @@ record Point(int x, int y) implements Shape {
     }
 
     #[test]
+    fn package_info_doc_and_local_types() {
+        let text = "/** The store package. */\npackage com.example.store;\n";
+        let analysis = JavaAnalyzer.analyze("java", "com/example/store/package-info.java", text);
+        assert_eq!(analysis.nodes[0].doc.as_deref(), Some("The store package."));
+        let text = "class A {\n    void run() {\n        /** Local. */\n        class Local { void go() { work(); } }\n        new Runnable() { public void run() { tick(); } };\n    }\n}\n";
+        let analysis = analyze(text);
+        assert_provenance(&analysis, text);
+        let paths: Vec<&str> = analysis.nodes.iter().map(|n| n.symbol_path.as_str()).collect();
+        assert_eq!(paths, ["", "A", "A.run", "A.run.Local", "A.run.Local.go"]);
+        let local = &analysis.nodes[3];
+        assert_eq!(local.doc.as_deref(), Some("Local."));
+        let calls: Vec<(&str, &str)> = analysis
+            .references
+            .iter()
+            .map(|r| (analysis.nodes[r.from].symbol_path.as_str(), r.target.as_str()))
+            .collect();
+        assert_eq!(calls, [("A.run.Local.go", "work"), ("A.run", "Runnable"), ("A.run", "tick")]);
+    }
+
+    #[test]
     fn syntax_errors_still_extract() {
         let text = "package a;\n\n/** Broken. */\npublic class Broken {\n    void half( {\n        call();\n    }\n\n    /** Works. */\n    int works() { return helper(); }\n}\n";
         let analysis = analyze(text);
         assert!(!analysis.warnings.is_empty());
         assert_provenance(&analysis, text);
         insta::assert_snapshot!(analysis.outline());
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow() {
+        let mut text = String::new();
+        text.push_str(&"class C { ".repeat(2000));
+        text.push_str(&"}".repeat(2000));
+        text.push_str("\nclass D { void f() { int x = 1");
+        text.push_str(&" + a.b()".repeat(20000));
+        text.push_str("; y");
+        text.push_str(&".c()".repeat(5000));
+        text.push_str("; } }\n");
+        let analysis = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || analyze(&text))
+            .unwrap()
+            .join()
+            .expect("no stack overflow");
+        assert!(analysis.nodes.iter().any(|n| n.symbol_path == "D.f"));
     }
 
     #[test]

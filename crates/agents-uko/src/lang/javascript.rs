@@ -79,6 +79,9 @@ enum Scope {
     Function { ctor_of: Option<usize> },
 }
 
+/// Code that is neither module level nor a class or interface body.
+const NESTED: Scope = Scope::Function { ctor_of: None };
+
 #[derive(Clone, Copy)]
 struct Ctx {
     /// The container of new definitions and the source of calls.
@@ -211,7 +214,9 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             }
             _ => {
                 if !self.declaration(node, node, ctx) {
-                    self.push_children(node, ctx);
+                    // Code inside a statement or expression: not module level, not members.
+                    let scope = if matches!(ctx.scope, Scope::Function { .. }) { ctx.scope } else { NESTED };
+                    self.push_children(node, Ctx { scope, ..ctx });
                 }
             }
         }
@@ -281,7 +286,7 @@ impl<'t, 'tree> Walker<'t, 'tree> {
         self.decorators(index, &decorators);
         let frame = self.frame(node, ctx.frame);
         let inner = Ctx { parent: index, owner: index, scope: Scope::Class, frame };
-        let heritage_ctx = Ctx { scope: Scope::Function { ctor_of: None }, ..inner };
+        let heritage_ctx = Ctx { scope: NESTED, ..inner };
         // Queued last to first: members, heritage, type parameters.
         if let Some(body) = body {
             self.push_members(body, inner);
@@ -341,7 +346,7 @@ impl<'t, 'tree> Walker<'t, 'tree> {
         let index = self.b.add(ctx.parent, NodeKind::Interface, name, Span::of_node(&outer), Some(signature), doc);
         let frame = self.frame(node, ctx.frame);
         let inner = Ctx { parent: index, owner: index, scope: Scope::Interface, frame };
-        let constraints = Ctx { scope: Scope::Function { ctor_of: None }, ..inner };
+        let constraints = Ctx { scope: NESTED, ..inner };
         if let Some(body) = body {
             self.push_members(body, inner);
         }
@@ -397,11 +402,11 @@ impl<'t, 'tree> Walker<'t, 'tree> {
                 self.push_members(value, Ctx { parent: index, owner: index, scope: Scope::Interface, frame });
             }
             _ => {
-                let inner = Ctx { owner: index, scope: Scope::Function { ctor_of: None }, frame, ..ctx };
+                let inner = Ctx { owner: index, scope: NESTED, frame, ..ctx };
                 self.push_all(&[(value, inner)]);
             }
         }
-        let constraints = Ctx { owner: index, scope: Scope::Function { ctor_of: None }, frame, ..ctx };
+        let constraints = Ctx { owner: index, scope: NESTED, frame, ..ctx };
         self.push_all(&[(node.child_by_field_name("type_parameters"), constraints)]);
     }
 
@@ -564,14 +569,14 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             return;
         }
         if !self.fields.insert((ctx.parent, name.to_string())) {
-            return self.push_children(node, ctx);
+            return self.push_children(node, Ctx { scope: NESTED, ..ctx });
         }
         let end = value.map_or(node.end_byte(), |v| v.start_byte());
         let signature = header(self.text, node.start_byte(), end);
         let index = self.b.add(ctx.parent, NodeKind::Field, name, span, Some(signature), doc);
         self.member_decorators(index, lead, node);
-        let type_ctx = Ctx { owner: index, scope: Scope::Function { ctor_of: None }, ..ctx };
-        self.push_all(&[(node.child_by_field_name("type"), type_ctx), (value, ctx)]);
+        let type_ctx = Ctx { owner: index, scope: NESTED, ..ctx };
+        self.push_all(&[(node.child_by_field_name("type"), type_ctx), (value, Ctx { scope: NESTED, ..ctx })]);
     }
 
     fn expression_statement(&mut self, node: Node<'tree>, ctx: Ctx) {
@@ -640,7 +645,7 @@ impl<'t, 'tree> Walker<'t, 'tree> {
         {
             let name: String = name.split_whitespace().collect::<Vec<_>>().join(" ");
             let index = self.b.add(ctx.parent, NodeKind::Test, &name, Span::of_node(&node), None, None);
-            let inner = Ctx { parent: index, owner: index, scope: Scope::Function { ctor_of: None }, ..ctx };
+            let inner = Ctx { parent: index, owner: index, scope: NESTED, ..ctx };
             self.push_all(&[(arguments, inner)]);
             return;
         }
@@ -812,6 +817,10 @@ fn header(text: &str, start: usize, end: usize) -> String {
 
 /// The JSDoc (`/** ... */`) right before `node`.
 fn jsdoc(node: Node<'_>, text: &str) -> Option<String> {
+    // Finding siblings is linear in their number: look at the text first.
+    if !text.get(..node.start_byte()).unwrap_or("").trim_end().ends_with("*/") {
+        return None;
+    }
     preceding_comments(&node, text, |c| c.kind() == "comment" && node_text(c, text).starts_with("/**"))
 }
 
@@ -1137,7 +1146,6 @@ mod tests {
         JavaScriptAnalyzer.analyze(language, path, text)
     }
 
-    pub(crate) const TS_PUB: &str = TS;
     const TS: &str = r#"import React, { useState as useS, type FC } from 'react';
 import * as path from "node:path";
 import type { Shape as ShapeType } from './types';
@@ -1353,6 +1361,12 @@ type Mapped<T> = { [K in keyof T]: T[K] extends infer U ? U : Fallback };
 let v = x satisfies Foo;
 export = Abs;
 foo(class Inline {});
+for (let i = 0; i < 3; i++) {
+  const inner = i;
+}
+class Holder {
+  static defaults = { build() { return make(); } };
+}
 "#;
         insta::assert_snapshot!(analyze("typescript", "src/edge.ts", text).outline());
     }
@@ -1426,6 +1440,16 @@ foo(class Inline {});
     }
 
     #[test]
+    fn jsx_in_javascript() {
+        let text = "import { Row } from './row';\nexport default function List({ items }) {\n  return <ul>{items.map((i) => <Row key={i} />)}</ul>;\n}\n";
+        let analysis = analyze("javascript", "src/List.jsx", text);
+        assert!(analysis.warnings.is_empty(), "{:?}", analysis.warnings);
+        let outline = analysis.outline();
+        assert!(outline.contains("function List [2:0-4:1]"), "{outline}");
+        assert!(outline.contains("calls List -> Row @3"), "{outline}");
+    }
+
+    #[test]
     fn minified_nesting_does_not_overflow() {
         let text = format!("var x = {}1{};\n", "(".repeat(20_000), ")".repeat(20_000));
         let analysis = analyze("javascript", "a.min.js", &text);
@@ -1482,24 +1506,4 @@ foo(class Inline {});
         assert_eq!(r("src/app.ts", "util"), None);
         assert_eq!(r("src/app.ts", "//cdn.example.com/x.js"), None);
     }
-}
-#[cfg(test)]
-mod perf_tmp {
-    #[test]
-    fn perf_tmp() {
-        use crate::lang::Analyzer;
-        let ts = super::tests_fixture();
-        let big = ts.repeat(100);
-        let t = std::time::Instant::now();
-        let a = super::JavaScriptAnalyzer.analyze("typescript", "x.ts", &big);
-        eprintln!("ts {} bytes {} nodes {} refs in {:?}", big.len(), a.nodes.len(), a.references.len(), t.elapsed());
-        let py = crate::lang::python::tests_fixture().repeat(100);
-        let t = std::time::Instant::now();
-        let a = crate::lang::python::PythonAnalyzer.analyze("python", "x.py", &py);
-        eprintln!("py {} bytes {} nodes {} refs in {:?}", py.len(), a.nodes.len(), a.references.len(), t.elapsed());
-    }
-}
-#[cfg(test)]
-pub(crate) fn tests_fixture() -> &'static str {
-    tests::TS_PUB
 }

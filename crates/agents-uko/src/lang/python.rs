@@ -157,6 +157,13 @@ impl<'t, 'tree> Walker<'t, 'tree> {
                     self.mention(ctx.owner, inner.to_string(), node);
                 }
             }
+            "generic_type" | "subscript" if ctx.in_type => {
+                // `Literal["a", "b"]` holds values, not types.
+                let base = node.named_child(0).and_then(|b| dotted(b, self.text));
+                if !base.is_some_and(|b| b == "Literal" || b.ends_with(".Literal")) {
+                    self.push_children(node, ctx);
+                }
+            }
             "keyword_argument" if ctx.in_type => {
                 if let Some(value) = node.child_by_field_name("value") {
                     self.stack.push((value, ctx));
@@ -255,7 +262,7 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             return self.push_children(node, ctx);
         };
         let signature = signature_until(&node, None, self.text);
-        let doc = preceding_comments(&node, self.text, is_comment);
+        let doc = comments_before(node, self.text);
         let index = self.b.add(ctx.parent, NodeKind::TypeAlias, name, Span::of_node(&node), Some(signature), doc);
         let inner = Ctx { owner: index, ..ctx };
         self.push_all(&[(node.child_by_field_name("right"), inner)]);
@@ -344,8 +351,7 @@ impl<'t, 'tree> Walker<'t, 'tree> {
                     let raw = self.text.get(left.start_byte()..t.end_byte())?;
                     Some(raw.split_whitespace().collect::<Vec<_>>().join(" "))
                 });
-                let doc =
-                    attribute_docstring(node, self.text).or_else(|| preceding_comments(&node, self.text, is_comment));
+                let doc = attribute_docstring(node, self.text).or_else(|| comments_before(node, self.text));
                 for name in names {
                     if !self.members.entry(container).or_default().insert(name.to_string()) {
                         continue;
@@ -395,8 +401,25 @@ fn docstring(block: Node<'_>, text: &str) -> Option<String> {
     clean_doc(node_text(&string, text))
 }
 
+/// The `#` comments right above `node`.
+fn comments_before(node: Node<'_>, text: &str) -> Option<String> {
+    // Finding siblings is linear in their number: look at the text first.
+    let before = text.get(..node.start_byte())?.trim_end_matches([' ', '\t']);
+    let before = before.strip_suffix('\n')?;
+    let line = before.rsplit('\n').next()?;
+    if !line.trim_start().starts_with('#') {
+        return None;
+    }
+    preceding_comments(&node, text, is_comment)
+}
+
 /// An attribute docstring: a string literal statement right after an assignment.
 fn attribute_docstring(statement: Node<'_>, text: &str) -> Option<String> {
+    // Finding siblings is linear in their number: look at the text first.
+    let after = text.get(statement.end_byte()..)?.trim_start();
+    if !after.trim_start_matches(['r', 'R', 'u', 'U']).starts_with(['"', '\'']) {
+        return None;
+    }
     let next = statement.next_named_sibling()?;
     if next.kind() != "expression_statement"
         || next.named_child_count() != 1
@@ -553,8 +576,12 @@ fn is_builtin_call(name: &str) -> bool {
     )
 }
 
-/// Builtin and `typing` types, which name nothing in the project.
+/// Builtin and `typing` types, which name nothing in the project, and
+/// one-letter type variables (`T`).
 fn is_builtin_type(name: &str) -> bool {
+    if name.len() == 1 && name.starts_with(|c: char| c.is_ascii_uppercase()) {
+        return true;
+    }
     let last = match name.split_once('.') {
         Some(("typing" | "t" | "typing_extensions" | "collections" | "builtins", _)) => {
             name.rsplit('.').next().unwrap_or(name)
@@ -758,7 +785,6 @@ mod tests {
         PythonAnalyzer.analyze("python", "pkg/inventory.py", text)
     }
 
-    pub(crate) const MODULE_PUB: &str = MODULE;
     const MODULE: &str = r#"#!/usr/bin/env python3
 """Inventory models.
 
@@ -854,7 +880,7 @@ class Box[T](Generic[T], Base[T]):
     def get(self, a: pkg.Thing | None, b: dict[str, Item]) -> T: ...
 
 
-def g(x: Optional["Item"]) -> typing.List[Entry]:
+def g(x: Optional["Item"], mode: Literal["r", "w"] = "r") -> typing.List[Entry]:
     x = y = 3
     return x
 
@@ -969,6 +995,7 @@ except ImportError:
         assert_eq!(r("scripts/run.py", "app.models", &["app"]).as_deref(), Some("app/models.py"));
         assert_eq!(r("scripts/run.py", "app.views", &["list"]).as_deref(), Some("app/views/list.py"));
         assert_eq!(r("scripts/run.py", "app", &["app"]).as_deref(), Some("app/__init__.py"));
+        assert_eq!(r("scripts/run.py", "app.views", &["app"]).as_deref(), Some("app/views/__init__.py"));
         assert_eq!(r("src/core/sub/deep.py", "core.base", &["Base"]).as_deref(), Some("src/core/base.py"));
         assert_eq!(r("tests/test_x.py", "core", &["core"]).as_deref(), Some("src/core/__init__.py"));
         // A script's sibling; not from inside a package.
@@ -989,8 +1016,4 @@ except ImportError:
         assert_eq!(r("tools/x.py", "two.config", &["config"]), None);
         assert_eq!(r("tools/x.py", "not a module", &[]), None);
     }
-}
-#[cfg(test)]
-pub(crate) fn tests_fixture() -> &'static str {
-    tests::MODULE_PUB
 }

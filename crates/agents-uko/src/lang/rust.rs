@@ -112,56 +112,66 @@ impl<'t> Walker<'t> {
     fn items(&mut self, list: Node<'_>, ctx: &Ctx) {
         let mut cursor = list.walk();
         let children: Vec<Node<'_>> = list.named_children(&mut cursor).collect();
-        for child in children.iter().filter(|c| c.kind() != "impl_item") {
-            self.item(*child, ctx);
+        for (i, child) in children.iter().enumerate().filter(|(_, c)| c.kind() != "impl_item") {
+            self.item(*child, ctx, &children[..i]);
         }
-        for child in children.iter().filter(|c| c.kind() == "impl_item") {
-            self.item(*child, ctx);
+        for (i, child) in children.iter().enumerate().filter(|(_, c)| c.kind() == "impl_item") {
+            self.item(*child, ctx, &children[..i]);
         }
     }
 
-    /// One item; `false` if `node` is not an item.
-    fn item(&mut self, node: Node<'_>, ctx: &Ctx) -> bool {
+    /// One item (anything else is ignored). `prev` are its preceding named
+    /// siblings (doc comments, attributes).
+    fn item(&mut self, node: Node<'_>, ctx: &Ctx, prev: &[Node<'_>]) {
+        if ctx.scope_chain.len() > MAX_DEPTH {
+            // Absurdly deep nesting: keep the stack bounded.
+            return;
+        }
         match node.kind() {
-            "function_item" | "function_signature_item" => self.function(node, ctx, false),
-            "struct_item" | "union_item" => self.structure(node, ctx),
-            "enum_item" => self.enumeration(node, ctx),
-            "trait_item" => self.trait_item(node, ctx),
+            "function_item" | "function_signature_item" => self.function(node, ctx, false, prev),
+            "struct_item" | "union_item" => self.structure(node, ctx, prev),
+            "enum_item" => self.enumeration(node, ctx, prev),
+            "trait_item" => self.trait_item(node, ctx, prev),
             "impl_item" => self.impl_item(node, ctx),
-            "mod_item" => self.module(node, ctx),
-            "use_declaration" => self.use_declaration(node, ctx),
+            "mod_item" => self.module(node, ctx, prev),
+            "use_declaration" => self.use_declaration(node, ctx, prev),
             "extern_crate_declaration" => {
                 let name = node.child_by_field_name("name").map_or("", |n| self.t(&n));
                 let sig = signature_until(&node, None, self.text);
                 let idx = self.b.add(ctx.scope, NodeKind::Import, name, Span::of_node(&node), Some(sig), None);
                 self.b.import(idx, name, vec![name.to_string()], false, Span::of_node(&node));
             }
-            "const_item" | "static_item" => self.constant(node, ctx, NodeKind::Variable),
-            "type_item" => self.type_alias(node, ctx),
+            "const_item" | "static_item" => self.constant(node, ctx, NodeKind::Variable, prev),
+            "type_item" => self.type_alias(node, ctx, prev),
             "macro_definition" => {
                 if let Some(name) = node.child_by_field_name("name") {
                     let name = self.t(&name);
-                    let doc = outer_docs(node, self.text);
+                    let doc = outer_docs(prev, self.text);
                     let sig = format!("macro_rules! {name}");
                     self.b.add(ctx.scope, NodeKind::Macro, name, Span::of_node(&node), Some(sig), doc);
                 }
             }
             "macro_invocation" => self.macro_call(node, ctx.scope, ctx),
+            // `thread_local!(..);`, `include!(..);` at item level.
+            "expression_statement" => {
+                if let Some(mac) = node.named_child(0).filter(|m| m.kind() == "macro_invocation") {
+                    self.macro_call(mac, ctx.scope, ctx);
+                }
+            }
             "foreign_mod_item" => {
                 if let Some(body) = node.child_by_field_name("body") {
                     self.items(body, ctx);
                 }
             }
-            _ => return false,
+            _ => {}
         }
-        true
     }
 
-    fn function(&mut self, node: Node<'_>, ctx: &Ctx, member: bool) {
+    fn function(&mut self, node: Node<'_>, ctx: &Ctx, member: bool, prev: &[Node<'_>]) {
         let Some(name) = node.child_by_field_name("name") else { return };
         let name = self.t(&name);
         let body = node.child_by_field_name("body");
-        let kind = if has_test_attribute(node, self.text) {
+        let kind = if has_test_attribute(prev, self.text) {
             NodeKind::Test
         } else if member {
             NodeKind::Method
@@ -169,7 +179,7 @@ impl<'t> Walker<'t> {
             NodeKind::Function
         };
         let sig = fn_signature(node, body, self.text);
-        let doc = outer_docs(node, self.text);
+        let doc = outer_docs(prev, self.text);
         let idx = self.b.add(ctx.scope, kind, name, Span::of_node(&node), Some(sig), doc);
         let mut generics = ctx.generics.clone();
         generic_names(node, self.text, &mut generics);
@@ -190,13 +200,13 @@ impl<'t> Walker<'t> {
         }
     }
 
-    fn structure(&mut self, node: Node<'_>, ctx: &Ctx) {
+    fn structure(&mut self, node: Node<'_>, ctx: &Ctx, prev: &[Node<'_>]) {
         let Some(name) = node.child_by_field_name("name") else { return };
         let name = self.t(&name);
         let body = node.child_by_field_name("body");
         let named_body = body.filter(|b| b.kind() == "field_declaration_list");
         let sig = signature_until(&node, named_body, self.text);
-        let doc = outer_docs(node, self.text);
+        let doc = outer_docs(prev, self.text);
         let idx = self.b.add(ctx.scope, NodeKind::Struct, name, Span::of_node(&node), Some(sig), doc);
         self.types.insert((ctx.scope, name.to_string()), idx);
         let mut generics = ctx.generics.clone();
@@ -210,14 +220,15 @@ impl<'t> Walker<'t> {
 
     fn fields(&mut self, list: Node<'_>, parent: usize, generics: &[String]) {
         let mut cursor = list.walk();
-        for field in list.named_children(&mut cursor) {
+        let children: Vec<Node<'_>> = list.named_children(&mut cursor).collect();
+        for (i, &field) in children.iter().enumerate() {
             if field.kind() != "field_declaration" {
                 continue;
             }
             let Some(name) = field.child_by_field_name("name") else { continue };
             let name = self.t(&name);
             let sig = signature_until(&field, None, self.text);
-            let doc = outer_docs(field, self.text);
+            let doc = outer_docs(&children[..i], self.text);
             let idx = self.b.add(parent, NodeKind::Field, name, Span::of_node(&field), Some(sig), doc);
             if let Some(ty) = field.child_by_field_name("type") {
                 self.mention_types(idx, ty, generics);
@@ -225,26 +236,27 @@ impl<'t> Walker<'t> {
         }
     }
 
-    fn enumeration(&mut self, node: Node<'_>, ctx: &Ctx) {
+    fn enumeration(&mut self, node: Node<'_>, ctx: &Ctx, prev: &[Node<'_>]) {
         let Some(name) = node.child_by_field_name("name") else { return };
         let name = self.t(&name);
         let body = node.child_by_field_name("body");
         let sig = signature_until(&node, body, self.text);
-        let doc = outer_docs(node, self.text);
+        let doc = outer_docs(prev, self.text);
         let idx = self.b.add(ctx.scope, NodeKind::Enum, name, Span::of_node(&node), Some(sig), doc);
         self.types.insert((ctx.scope, name.to_string()), idx);
         let mut generics = ctx.generics.clone();
         generic_names(node, self.text, &mut generics);
         let Some(body) = body else { return };
         let mut cursor = body.walk();
-        for variant in body.named_children(&mut cursor) {
+        let children: Vec<Node<'_>> = body.named_children(&mut cursor).collect();
+        for (i, &variant) in children.iter().enumerate() {
             if variant.kind() != "enum_variant" {
                 continue;
             }
             let Some(vname) = variant.child_by_field_name("name") else { continue };
             let vname = self.t(&vname);
             let sig = signature_until(&variant, None, self.text);
-            let doc = outer_docs(variant, self.text);
+            let doc = outer_docs(&children[..i], self.text);
             let v = self.b.add(idx, NodeKind::Field, vname, Span::of_node(&variant), Some(sig), doc);
             if let Some(vbody) = variant.child_by_field_name("body") {
                 self.mention_types(v, vbody, &generics);
@@ -252,12 +264,12 @@ impl<'t> Walker<'t> {
         }
     }
 
-    fn trait_item(&mut self, node: Node<'_>, ctx: &Ctx) {
+    fn trait_item(&mut self, node: Node<'_>, ctx: &Ctx, prev: &[Node<'_>]) {
         let Some(name) = node.child_by_field_name("name") else { return };
         let name = self.t(&name);
         let body = node.child_by_field_name("body");
         let sig = signature_until(&node, body, self.text);
-        let doc = outer_docs(node, self.text);
+        let doc = outer_docs(prev, self.text);
         let idx = self.b.add(ctx.scope, NodeKind::Trait, name, Span::of_node(&node), Some(sig), doc);
         self.types.insert((ctx.scope, name.to_string()), idx);
         if let Some(bounds) = node.child_by_field_name("bounds") {
@@ -286,11 +298,13 @@ impl<'t> Walker<'t> {
         let mut inner = ctx.clone();
         inner.scope = parent;
         let mut cursor = body.walk();
-        for member in body.named_children(&mut cursor) {
+        let children: Vec<Node<'_>> = body.named_children(&mut cursor).collect();
+        for (i, &member) in children.iter().enumerate() {
+            let prev = &children[..i];
             match member.kind() {
-                "function_item" | "function_signature_item" => self.function(member, &inner, true),
-                "const_item" => self.constant(member, &inner, NodeKind::Field),
-                "type_item" | "associated_type" => self.type_alias(member, &inner),
+                "function_item" | "function_signature_item" => self.function(member, &inner, true, prev),
+                "const_item" => self.constant(member, &inner, NodeKind::Field, prev),
+                "type_item" | "associated_type" => self.type_alias(member, &inner, prev),
                 "macro_invocation" => self.macro_call(member, parent, &inner),
                 _ => {}
             }
@@ -299,7 +313,8 @@ impl<'t> Walker<'t> {
 
     fn impl_item(&mut self, node: Node<'_>, ctx: &Ctx) {
         let Some(ty) = node.child_by_field_name("type") else { return };
-        let type_name = type_base_name(ty, self.text);
+        // `impl super::Db` / `impl crate::store::Db`: the type is `Db`.
+        let type_name = last_segment(&type_base_name(ty, self.text)).to_string();
         let target = ctx.scope_chain.iter().rev().find_map(|s| self.types.get(&(*s, type_name.clone())).copied());
         let mut inner = ctx.clone();
         inner.self_type = Some(type_name.clone());
@@ -321,10 +336,12 @@ impl<'t> Walker<'t> {
     /// under the scope with the qualified name `Type.member`.
     fn members_qualified(&mut self, body: Node<'_>, type_name: &str, ctx: &Ctx) {
         let mut cursor = body.walk();
-        for member in body.named_children(&mut cursor) {
+        let children: Vec<Node<'_>> = body.named_children(&mut cursor).collect();
+        for (i, &member) in children.iter().enumerate() {
+            let prev = &children[..i];
             let (kind, name_node) = match member.kind() {
                 "function_item" | "function_signature_item" => {
-                    let kind = if has_test_attribute(member, self.text) { NodeKind::Test } else { NodeKind::Method };
+                    let kind = if has_test_attribute(prev, self.text) { NodeKind::Test } else { NodeKind::Method };
                     (kind, member.child_by_field_name("name"))
                 }
                 "const_item" => (NodeKind::Field, member.child_by_field_name("name")),
@@ -344,7 +361,7 @@ impl<'t> Walker<'t> {
                 "function_item" | "function_signature_item" => fn_signature(member, body_node, self.text),
                 _ => signature_until(&member, None, self.text),
             };
-            let doc = outer_docs(member, self.text);
+            let doc = outer_docs(prev, self.text);
             let idx = self.b.add(ctx.scope, kind, &qualified, Span::of_node(&member), Some(sig), doc);
             self.renames.push((idx, simple.to_string()));
             let mut generics = ctx.generics.clone();
@@ -366,20 +383,20 @@ impl<'t> Walker<'t> {
         }
     }
 
-    fn module(&mut self, node: Node<'_>, ctx: &Ctx) {
+    fn module(&mut self, node: Node<'_>, ctx: &Ctx, prev: &[Node<'_>]) {
         let Some(name) = node.child_by_field_name("name") else { return };
         let name = self.t(&name);
         let body = node.child_by_field_name("body");
         let sig = signature_until(&node, body, self.text);
         match body {
             None => {
-                let doc = outer_docs(node, self.text);
+                let doc = outer_docs(prev, self.text);
                 let idx = self.b.add(ctx.scope, NodeKind::Import, name, Span::of_node(&node), Some(sig), doc);
                 let target = relative_to_file(&format!("self::{name}"), &ctx.mod_path);
                 self.b.import(idx, target, vec![name.to_string()], false, Span::of_node(&node));
             }
             Some(body) => {
-                let doc = join_docs(outer_docs(node, self.text), inner_docs(body, self.text));
+                let doc = join_docs(outer_docs(prev, self.text), inner_docs(body, self.text));
                 let idx = self.b.add(ctx.scope, NodeKind::Namespace, name, Span::of_node(&node), Some(sig), doc);
                 let mut inner = ctx.clone();
                 inner.scope = idx;
@@ -390,11 +407,11 @@ impl<'t> Walker<'t> {
         }
     }
 
-    fn use_declaration(&mut self, node: Node<'_>, ctx: &Ctx) {
+    fn use_declaration(&mut self, node: Node<'_>, ctx: &Ctx, prev: &[Node<'_>]) {
         let Some(arg) = node.child_by_field_name("argument") else { return };
         let name = self.t(&arg).split_whitespace().collect::<Vec<_>>().join(" ");
         let sig = signature_until(&node, None, self.text);
-        let doc = outer_docs(node, self.text);
+        let doc = outer_docs(prev, self.text);
         let idx = self.b.add(ctx.scope, NodeKind::Import, &name, Span::of_node(&node), Some(sig), doc);
         let mut out = Vec::new();
         use_tree(arg, "", self.text, &mut out, 0);
@@ -404,11 +421,11 @@ impl<'t> Walker<'t> {
         }
     }
 
-    fn constant(&mut self, node: Node<'_>, ctx: &Ctx, kind: NodeKind) {
+    fn constant(&mut self, node: Node<'_>, ctx: &Ctx, kind: NodeKind, prev: &[Node<'_>]) {
         let Some(name) = node.child_by_field_name("name") else { return };
         let name = self.t(&name);
         let sig = const_signature(node, self.text);
-        let doc = outer_docs(node, self.text);
+        let doc = outer_docs(prev, self.text);
         let idx = self.b.add(ctx.scope, kind, name, Span::of_node(&node), Some(sig), doc);
         if let Some(ty) = node.child_by_field_name("type") {
             self.mention_types(idx, ty, &ctx.generics);
@@ -418,11 +435,11 @@ impl<'t> Walker<'t> {
         }
     }
 
-    fn type_alias(&mut self, node: Node<'_>, ctx: &Ctx) {
+    fn type_alias(&mut self, node: Node<'_>, ctx: &Ctx, prev: &[Node<'_>]) {
         let Some(name) = node.child_by_field_name("name") else { return };
         let name = self.t(&name);
         let sig = signature_until(&node, None, self.text);
-        let doc = outer_docs(node, self.text);
+        let doc = outer_docs(prev, self.text);
         let idx = self.b.add(ctx.scope, NodeKind::TypeAlias, name, Span::of_node(&node), Some(sig), doc);
         let mut generics = ctx.generics.clone();
         generic_names(node, self.text, &mut generics);
@@ -449,29 +466,29 @@ impl<'t> Walker<'t> {
                     self.macro_call(n, from, ctx);
                     continue;
                 }
-                "function_item"
-                | "function_signature_item"
-                | "struct_item"
-                | "union_item"
-                | "enum_item"
-                | "trait_item"
-                | "impl_item"
-                | "mod_item"
-                | "use_declaration"
-                | "const_item"
-                | "static_item"
-                | "type_item"
-                | "macro_definition"
-                | "extern_crate_declaration"
-                | "foreign_mod_item" => {
-                    self.item(n, ctx);
+                kind if is_item(kind) => {
+                    // Only the body node itself: items inside are handled
+                    // below, with their preceding siblings.
+                    self.item(n, ctx, &[]);
                     continue;
                 }
                 _ => {}
             }
             let mut cursor = n.walk();
             let start = stack.len();
-            stack.extend(n.named_children(&mut cursor));
+            if n.kind() == "block" {
+                // Statements: nested items get their preceding siblings.
+                let children: Vec<Node<'_>> = n.named_children(&mut cursor).collect();
+                for (i, &child) in children.iter().enumerate() {
+                    if is_item(child.kind()) {
+                        self.item(child, ctx, &children[..i]);
+                    } else {
+                        stack.push(child);
+                    }
+                }
+            } else {
+                stack.extend(n.named_children(&mut cursor));
+            }
             stack[start..].reverse();
         }
     }
@@ -595,6 +612,27 @@ impl<'t> Walker<'t> {
     }
 }
 
+fn is_item(kind: &str) -> bool {
+    matches!(
+        kind,
+        "function_item"
+            | "function_signature_item"
+            | "struct_item"
+            | "union_item"
+            | "enum_item"
+            | "trait_item"
+            | "impl_item"
+            | "mod_item"
+            | "use_declaration"
+            | "const_item"
+            | "static_item"
+            | "type_item"
+            | "macro_definition"
+            | "extern_crate_declaration"
+            | "foreign_mod_item"
+    )
+}
+
 fn child_of_kind<'a>(node: Node<'a>, kind: &str) -> Option<Node<'a>> {
     let mut cursor = node.walk();
     node.named_children(&mut cursor).find(|c| c.kind() == kind)
@@ -627,25 +665,21 @@ fn generic_names(node: Node<'_>, text: &str, out: &mut Vec<String>) {
 /// A type or trait path without generics, references or `dyn`:
 /// `Point<'a, T>` -> `Point`, `fmt::Display` -> `fmt::Display`.
 fn type_base_name(node: Node<'_>, text: &str) -> String {
-    match node.kind() {
-        "type_identifier" | "identifier" => node_text(&node, text).to_string(),
-        "scoped_type_identifier" | "scoped_identifier" => strip_generics(node_text(&node, text)),
-        "generic_type" => node.child_by_field_name("type").map_or_else(String::new, |t| type_base_name(t, text)),
-        "reference_type" | "pointer_type" => {
-            node.child_by_field_name("type").map_or_else(String::new, |t| type_base_name(t, text))
+    let mut node = node;
+    loop {
+        let inner = match node.kind() {
+            "type_identifier" | "identifier" => return node_text(&node, text).to_string(),
+            "scoped_type_identifier" | "scoped_identifier" => return strip_generics(node_text(&node, text)),
+            "generic_type" | "reference_type" | "pointer_type" => node.child_by_field_name("type"),
+            "dynamic_type" | "abstract_type" => node.child_by_field_name("trait"),
+            "higher_ranked_trait_bound" => node.child_by_field_name("value"),
+            "function_type" | "removed_trait_bound" | "lifetime" | "tuple_type" => None,
+            _ => return node_text(&node, text).split_whitespace().collect(),
+        };
+        match inner {
+            Some(inner) => node = inner,
+            None => return String::new(),
         }
-        "dynamic_type" | "abstract_type" => {
-            node.child_by_field_name("trait").map_or_else(String::new, |t| type_base_name(t, text))
-        }
-        "function_type" | "higher_ranked_trait_bound" | "removed_trait_bound" | "lifetime" | "tuple_type" => {
-            if node.kind() == "higher_ranked_trait_bound"
-                && let Some(v) = node.child_by_field_name("value")
-            {
-                return type_base_name(v, text);
-            }
-            String::new()
-        }
-        _ => node_text(&node, text).split_whitespace().collect(),
     }
 }
 
@@ -810,9 +844,8 @@ fn relative_to_file(path: &str, mod_path: &[String]) -> String {
 }
 
 /// `#[test]`, `#[tokio::test]`, `#[rstest]`, `#[test_case(..)]` before an item.
-fn has_test_attribute(node: Node<'_>, text: &str) -> bool {
-    let mut current = node.prev_sibling();
-    while let Some(sibling) = current {
+fn has_test_attribute(prev: &[Node<'_>], text: &str) -> bool {
+    for &sibling in prev.iter().rev() {
         match sibling.kind() {
             "attribute_item" => {
                 if let Some(attr) = sibling.named_child(0)
@@ -828,7 +861,6 @@ fn has_test_attribute(node: Node<'_>, text: &str) -> bool {
             "line_comment" | "block_comment" => {}
             _ => return false,
         }
-        current = sibling.prev_sibling();
     }
     false
 }
@@ -862,10 +894,9 @@ fn clean_doc_run(parts: &[(bool, String)]) -> Option<String> {
 
 /// The `///`, `/** */` and `#[doc = ".."]` docs before an item, skipping
 /// attributes and plain comments in between.
-fn outer_docs(node: Node<'_>, text: &str) -> Option<String> {
+fn outer_docs(prev: &[Node<'_>], text: &str) -> Option<String> {
     let mut parts: Vec<(bool, String)> = Vec::new();
-    let mut current = node.prev_sibling();
-    while let Some(sibling) = current {
+    for &sibling in prev.iter().rev() {
         match sibling.kind() {
             "attribute_item" => {
                 if let Some(doc) = doc_attribute(sibling, text) {
@@ -879,7 +910,6 @@ fn outer_docs(node: Node<'_>, text: &str) -> Option<String> {
             }
             _ => break,
         }
-        current = sibling.prev_sibling();
     }
     parts.reverse();
     clean_doc_run(&parts)
@@ -1225,7 +1255,25 @@ mod tests {
         RustAnalyzer.analyze("rust", "src/geo/points.rs", text)
     }
 
+    /// Every span slices back to its declaration: non-empty, starting at a
+    /// token boundary, containing the node's name.
+    fn assert_spans_are_declarations(analysis: &FileAnalysis, text: &str) {
+        let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        for node in &analysis.nodes[1..] {
+            let slice = node.span.slice(text);
+            let what = format!("{} {:?}", node.symbol_path, &slice[..slice.len().min(30)]);
+            assert!(!slice.is_empty() && !slice.starts_with(char::is_whitespace), "{what}");
+            let before = text[..node.span.start_byte].chars().next_back();
+            assert!(before.is_none_or(|c| c.is_whitespace() || "{(,;".contains(c)), "{what} after {before:?}");
+            assert!(flat(slice).contains(&flat(&node.name)), "{what} lacks its name");
+        }
+        for r in &analysis.references {
+            assert!(!r.span.slice(text).is_empty(), "{r:?}");
+        }
+    }
+
     fn assert_provenance(analysis: &FileAnalysis, text: &str) {
+        assert_spans_are_declarations(analysis, text);
         for node in &analysis.nodes[1..] {
             let slice = node.span.slice(text);
             assert!(!slice.is_empty(), "{} has an empty span", node.symbol_path);
@@ -1280,12 +1328,58 @@ mod tests {
     }
 
     #[test]
+    fn doc_forms() {
+        let text = "/*! Block inner. */\n#![allow(dead_code)]\n\n/** Block outer. */\n#[doc = \"Attr doc.\"]\n// plain\n#[inline]\nfn f() {}\n\n// not a doc\nfn g() {}\n";
+        let analysis = analyze(text);
+        assert_eq!(analysis.nodes[0].doc.as_deref(), Some("Block inner."));
+        let f = analysis.nodes.iter().find(|n| n.name == "f").unwrap();
+        assert_eq!(f.doc.as_deref(), Some("Block outer.\nAttr doc."));
+        let g = analysis.nodes.iter().find(|n| n.name == "g").unwrap();
+        assert_eq!(g.doc, None);
+    }
+
+    #[test]
+    fn item_level_macros_are_calls() {
+        let text = "lazy_static! { static ref X: u8 = make(); }\nthread_local!(static Y: u8 = init());\n";
+        let analysis = analyze(text);
+        let calls: Vec<(usize, &str)> = analysis.references.iter().map(|r| (r.from, r.target.as_str())).collect();
+        assert_eq!(calls, [(0, "lazy_static!"), (0, "make"), (0, "thread_local!"), (0, "init")]);
+    }
+
+    #[test]
     fn syntax_errors_still_extract() {
         let text = "/// Broken.\npub(crate) fn broken( {\n    let x = ;\n}\n\nstruct After { a: u8 }\n";
         let analysis = analyze(text);
         assert!(!analysis.warnings.is_empty());
         assert_provenance(&analysis, text);
         insta::assert_snapshot!(analysis.outline());
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow() {
+        let mut text = String::new();
+        text.push_str(&"mod m { ".repeat(3000));
+        text.push_str(&"}".repeat(3000));
+        text.push_str("\nfn f() { ");
+        text.push_str(&"{ ".repeat(3000));
+        text.push_str("g();");
+        text.push_str(&" }".repeat(3000));
+        text.push_str(" let x = 1");
+        text.push_str(&" + a.b()".repeat(20000));
+        text.push_str("; y");
+        text.push_str(&".c()".repeat(5000));
+        text.push_str("; }\nfn h(x: ");
+        text.push_str(&"&".repeat(3000));
+        text.push_str("T) {}\nimpl X for ");
+        text.push_str(&"&".repeat(3000));
+        text.push_str("Y {}\n");
+        let analysis = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || analyze(&text))
+            .unwrap()
+            .join()
+            .expect("no stack overflow");
+        assert!(analysis.nodes.iter().any(|n| n.symbol_path == "f"));
     }
 
     #[test]
@@ -1368,51 +1462,5 @@ mod tests {
         assert_eq!(relative_to_file("super::super::x", &["a".into()]), "super::x");
         assert_eq!(relative_to_file("crate::x", &["a".into()]), "crate::x");
         assert_eq!(relative_to_file("super::x", &[]), "super::x");
-    }
-}
-
-#[cfg(test)]
-mod corpus_tmp_rgj {
-    use super::*;
-
-    #[test]
-    #[ignore]
-    fn corpus() {
-        let root = std::env::var("CORPUS").unwrap();
-        let mut files = Vec::new();
-        let mut stack = vec![std::path::PathBuf::from(root)];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).unwrap().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if p.extension().is_some_and(|x| x == "rs" || x == "go" || x == "java") {
-                    files.push(p);
-                }
-            }
-        }
-        let start = std::time::Instant::now();
-        let (mut nodes, mut refs, mut warned, mut bytes) = (0, 0, 0, 0);
-        for p in &files {
-            let Ok(text) = std::fs::read_to_string(p) else { continue };
-            bytes += text.len();
-            let lang = p.extension().unwrap().to_str().unwrap();
-            let lang = if lang == "rs" { "rust" } else { lang };
-            let a = crate::lang::analyze(lang, &p.to_string_lossy(), &text);
-            for (i, n) in a.nodes.iter().enumerate() {
-                assert!(n.parent.is_none_or(|q| q < i), "{p:?}");
-                let s = n.span.slice(&text);
-                assert!(i == 0 || !s.is_empty() || text.is_empty(), "{p:?} {}", n.symbol_path);
-            }
-            nodes += a.nodes.len();
-            refs += a.references.len();
-            warned += usize::from(!a.warnings.is_empty());
-        }
-        eprintln!(
-            "{} files {} MB {:?} nodes {nodes} refs {refs} warned {warned}",
-            files.len(),
-            bytes / 1_000_000,
-            start.elapsed()
-        );
     }
 }
