@@ -820,7 +820,9 @@ mod graph_tests {
             std::fs::write(path, text).unwrap();
         }
         fn refresh(&self) -> RepoIndex {
-            self.service.refresh_index(&self.resource_id, self.dir.path(), &IndexOptions::default(), &NoProgress).unwrap()
+            self.service
+                .refresh_index(&self.resource_id, self.dir.path(), &IndexOptions::default(), &NoProgress)
+                .unwrap()
         }
         fn uri(&self, rest: &str) -> String {
             format!("uko://{}/{rest}", self.resource_id)
@@ -870,7 +872,10 @@ mod graph_tests {
         let stable_v1 = r.store.uko_node(&index_id, &stable_uri).unwrap().unwrap();
 
         // Change `run`, leave `stable` alone but move it down a line.
-        r.write("src/lib.rs", &LIB_V1.replace("util::helper()", "util::helper() + 1").replace("\npub fn stable", "\n\npub fn stable"));
+        r.write(
+            "src/lib.rs",
+            &LIB_V1.replace("util::helper()", "util::helper() + 1").replace("\npub fn stable", "\n\npub fn stable"),
+        );
         let second = r.refresh();
         assert_eq!(report(&second).graph.files_analyzed, 1, "only the changed file is parsed");
         let revisions = r.store.uko_revisions(&index_id, &run_uri).unwrap();

@@ -9,10 +9,10 @@
 //! file defines, are resolved again, so edges stay right without
 //! re-reading the resource.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use agents_store::{IndexWrite, StoreError, UkoNode, UkoRef};
+use agents_store::{IndexWrite, Rebinding, StoreError, UkoNode, UkoRef};
 use agents_uko::lang::analyzer_for;
 use agents_uko::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use agents_uko::resolve::{FileScope, ResolveContext, SymbolEntry, SymbolTable};
@@ -166,7 +166,7 @@ impl Linker<'_> {
         pending: Vec<PendingRefs>,
         changed_paths: &[String],
         rebind_others: bool,
-    ) -> Result<(UkoStats, Vec<(i64, Option<String>, Option<String>)>), StoreError> {
+    ) -> Result<(UkoStats, Vec<Rebinding>), StoreError> {
         let mut stats = UkoStats::default();
         if pending.is_empty() && changed_paths.is_empty() {
             return Ok((stats, Vec::new()));
@@ -234,7 +234,9 @@ impl Linker<'_> {
             .refs
             .iter()
             .map(|r| {
-                let target = (r.kind == RefKind::Import).then(|| analyzer.resolve_import(ctx, &file.path, &as_reference(r))).flatten();
+                let target = (r.kind == RefKind::Import)
+                    .then(|| analyzer.resolve_import(ctx, &file.path, &as_reference(r)))
+                    .flatten();
                 if let Some(path) = &target {
                     add_import(&mut scope, path, &r.names);
                 }
@@ -362,13 +364,6 @@ fn hex_digest(bytes: &[u8]) -> String {
         out.push(DIGITS[(b >> 4) as usize] as char);
         out.push(DIGITS[(b & 0xf) as usize] as char);
     }
-    out
-}
-
-/// Paths in `a` not in `b`, for the set of files whose graph must be retired.
-pub fn difference(a: &HashSet<String>, b: &HashSet<String>) -> Vec<String> {
-    let mut out: Vec<String> = a.difference(b).cloned().collect();
-    out.sort();
     out
 }
 

@@ -118,9 +118,12 @@ pub struct UkoCommit {
     pub files: Vec<UkoFile>,
     /// Files whose nodes are retired and references deleted.
     pub removed_paths: Vec<String>,
-    /// New resolutions of references in unchanged files: (ref_id, uri, path).
-    pub re_resolved: Vec<(i64, Option<String>, Option<String>)>,
+    /// New resolutions of references in unchanged files.
+    pub re_resolved: Vec<Rebinding>,
 }
+
+/// A stored reference bound anew: (ref_id, resolved uri, resolved path).
+pub type Rebinding = (i64, Option<String>, Option<String>);
 
 /// A file's fresh nodes and references.
 #[derive(Clone, Debug, Default)]

@@ -620,8 +620,9 @@ impl Store for SqliteStore {
 
 fn validate_commit(commit: &IndexCommit) -> Result<(), StoreError> {
     if commit.primary_language.is_empty() || commit.primary_language.len() > 50 {
-        return Err(agents_core::ValidationError::new("IndexMetadata", "primary_language", "must be 1-50 characters")
-            .into());
+        return Err(
+            agents_core::ValidationError::new("IndexMetadata", "primary_language", "must be 1-50 characters").into()
+        );
     }
     Ok(())
 }
@@ -692,8 +693,11 @@ fn finish_commit(
         .map_err(sql)?
         .ok_or_else(|| StoreError::NotFound { what: "index", name: index_id.to_string() })?;
     tx.execute("DELETE FROM index_runs WHERE index_id = ?1", [index_id]).map_err(sql)?;
-    tx.execute("INSERT INTO index_runs (index_id, finished_at, report) VALUES (?1, ?2, ?3)", params![index_id, now, report])
-        .map_err(sql)?;
+    tx.execute(
+        "INSERT INTO index_runs (index_id, finished_at, report) VALUES (?1, ?2, ?3)",
+        params![index_id, now, report],
+    )
+    .map_err(sql)?;
     Ok(resource_id)
 }
 

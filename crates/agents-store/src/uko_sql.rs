@@ -115,7 +115,13 @@ pub fn retire_path(conn: &Connection, index_id: &str, path: &str, now: &str) -> 
 }
 
 /// Replaces the current nodes of one file, keeping revisions (module docs).
-pub fn write_nodes(conn: &Connection, index_id: &str, path: &str, nodes: &[UkoNode], now: &str) -> rusqlite::Result<()> {
+pub fn write_nodes(
+    conn: &Connection,
+    index_id: &str,
+    path: &str,
+    nodes: &[UkoNode],
+    now: &str,
+) -> rusqlite::Result<()> {
     let mut retire = conn.prepare_cached(
         "UPDATE uko_nodes SET is_current = 0, valid_until = ?2 WHERE node_id = ?1 AND is_current = 1",
     )?;

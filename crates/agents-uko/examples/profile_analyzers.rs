@@ -70,7 +70,7 @@ fn main() {
             *bytes as f64 / 1e6 / t.as_secs_f64().max(1e-9)
         );
     }
-    slow.sort_by(|a, b| b.0.cmp(&a.0));
+    slow.sort_by_key(|s| std::cmp::Reverse(s.0));
     for (t, p, bytes, nodes) in slow.iter().take(15) {
         println!("{:>8.1} ms {bytes:>9} B {nodes:>6} nodes  {p}", t.as_secs_f64() * 1000.0);
     }

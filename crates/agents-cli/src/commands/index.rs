@@ -95,7 +95,11 @@ pub fn render_summary(s: &IndexSummary<'_>) -> String {
             thousands(g.nodes),
             thousands(g.references),
             thousands(g.re_resolved),
-            if g.parse_warnings > 0 { format!(", {} syntax warnings", thousands(g.parse_warnings)) } else { String::new() }
+            if g.parse_warnings > 0 {
+                format!(", {} syntax warnings", thousands(g.parse_warnings))
+            } else {
+                String::new()
+            }
         ));
     }
     out.push_str(&format!("  tokens     {} (primary language: {})\n", thousands(m.token_estimate), m.primary_language));

@@ -25,11 +25,16 @@
 //!   of `Foo` when `Foo` is a class/struct defined earlier in the file (C++
 //!   requires that anyway), a `Function` under the namespace node when `Foo`
 //!   is a namespace of the file, else a `Method` under the enclosing
-//!   container with name `bar` and symbol path `Foo.bar`.
+//!   container with name `bar` and symbol path `Foo.bar`. Such a member's
+//!   span lies outside its parent's span.
 //! - `struct`/`union` -> [`NodeKind::Struct`], `class` -> `Class`, `enum` ->
 //!   `Enum`, each with its members: data members and enumerators are
 //!   [`NodeKind::Field`]s; anonymous nested structs/unions without a
-//!   declarator are flattened into their parent. `typedef struct {..} X;`
+//!   declarator are flattened into their parent, and the enumerators of an
+//!   anonymous `enum { A, B };` become `Variable`s (`Field`s in a class) of
+//!   the container. A class whose name follows an attribute macro
+//!   (`class API_EXPORT Foo {`), which the grammar misreads as a function, is
+//!   recovered as the class `Foo`. `typedef struct {..} X;`
 //!   is a `Struct` named `X` (its signature `typedef struct {...} X`); a
 //!   tagged `typedef struct tag {..} X;` is a `Struct` `tag` plus a
 //!   `TypeAlias` `X` (one node if the names agree).
@@ -59,6 +64,11 @@
 //! Docs: the comment block directly above a declaration (`/** */`, `///`,
 //! `//` lines), not a comment trailing the previous line; fields and
 //! enumerators also take a trailing same-line comment (`int x; /**< x */`).
+//!
+//! Preprocessor directives are not expanded, so a file's tree can be
+//! partial (a warning says where): notably the C grammar reports the usual
+//! `#ifdef __cplusplus` / `extern "C" {` / `#endif` guard as a missing
+//! `#endif`, with every declaration still found.
 //!
 //! `.h` is detected as C. A header that does not parse cleanly as C but
 //! contains C++ markers (`class `, `namespace `, `template<`) is parsed again
@@ -458,9 +468,18 @@ impl<'t> Walker<'t> {
     /// `alias` names an anonymous one (`typedef struct {..} X`).
     fn type_spec(&mut self, spec: Node<'t>, parent: usize, span_node: Node<'t>, alias: Option<&str>) -> Option<usize> {
         let body = spec.child_by_field_name("body")?;
-        let name = match spec.child_by_field_name("name") {
-            Some(n) => simple_type_name(n, self.text).to_string(),
-            None => alias?.to_string(),
+        let name = match (spec.child_by_field_name("name"), alias) {
+            (Some(n), _) => simple_type_name(n, self.text).to_string(),
+            (None, Some(alias)) => alias.to_string(),
+            (None, None) => {
+                if spec.kind() == "enum_specifier" {
+                    // `enum { A, B };`: the enumerators are constants of the container.
+                    let kind =
+                        if self.builder.kind(parent).is_type_scope() { NodeKind::Field } else { NodeKind::Variable };
+                    self.enumerators(body, parent, kind);
+                }
+                return None;
+            }
         };
         if name.is_empty() {
             return None;
@@ -494,7 +513,7 @@ impl<'t> Walker<'t> {
             }
         }
         if kind == NodeKind::Enum {
-            self.enumerators(body, index);
+            self.enumerators(body, index, NodeKind::Field);
         } else {
             self.items(body, index, Ctx::Class);
         }
@@ -502,7 +521,7 @@ impl<'t> Walker<'t> {
         Some(index)
     }
 
-    fn enumerators(&mut self, list: Node<'t>, parent: usize) {
+    fn enumerators(&mut self, list: Node<'t>, parent: usize, kind: NodeKind) {
         let mut cursor = list.walk();
         let children: Vec<Node<'t>> = list.named_children(&mut cursor).collect();
         for child in children {
@@ -515,9 +534,9 @@ impl<'t> Walker<'t> {
                     };
                     let doc = self.doc(&child).or_else(|| trailing_comment(&child, self.text));
                     let signature = collapse(self.text_of(&child));
-                    self.add(parent, NodeKind::Field, name, &child, Some(signature), doc);
+                    self.add(parent, kind, name, &child, Some(signature), doc);
                 }
-                k if k.starts_with("preproc_") => self.enumerators(child, parent),
+                k if k.starts_with("preproc_") => self.enumerators(child, parent, kind),
                 _ => {}
             }
         }
@@ -600,9 +619,10 @@ impl<'t> Walker<'t> {
             && matches!(ty.kind(), "struct_specifier" | "union_specifier" | "class_specifier" | "enum_specifier")
         {
             let named = ty.child_by_field_name("name").is_some();
-            if named {
-                self.type_spec(ty, parent, if declarators.is_empty() { span_node } else { ty }, None);
-            } else if declarators.is_empty() && ctx == Ctx::Class && ty.kind() != "enum_specifier" {
+            if named || (declarators.is_empty() && ty.kind() == "enum_specifier") {
+                // (An anonymous enum's enumerators go to the container.)
+                self.type_spec(ty, parent, span_node, None);
+            } else if declarators.is_empty() && ctx == Ctx::Class {
                 // An anonymous struct/union member: its fields belong to the parent.
                 if let Some(body) = ty.child_by_field_name("body") {
                     self.items(body, parent, Ctx::Class);
@@ -683,7 +703,7 @@ impl<'t> Walker<'t> {
             && declarator.kind() == "identifier"
             && let Some(body) = body.filter(|b| b.kind() == "compound_statement")
         {
-            self.macro_class(node, ty, declarator, body, parent, span_node);
+            self.macro_class(ty, declarator, body, parent, span_node);
             return;
         }
         let doc = self.doc(&span_node);
@@ -749,21 +769,12 @@ impl<'t> Walker<'t> {
     /// name follows an (unexpanded) attribute macro as a function `Name` of
     /// return type `class EXPORT_MACRO` with a block body. Recovered as the
     /// class `Name`, its block walked as a class body.
-    fn macro_class(
-        &mut self,
-        node: Node<'t>,
-        ty: Node<'t>,
-        declarator: Node<'t>,
-        body: Node<'t>,
-        parent: usize,
-        span_node: Node<'t>,
-    ) {
+    fn macro_class(&mut self, ty: Node<'t>, declarator: Node<'t>, body: Node<'t>, parent: usize, span_node: Node<'t>) {
         let kind = if ty.kind() == "class_specifier" { NodeKind::Class } else { NodeKind::Struct };
         let name = self.text_of(&declarator);
         let signature = signature_until(&span_node, Some(body), self.text);
         let doc = self.doc(&span_node);
         let index = self.add(parent, kind, name, &span_node, Some(signature), doc);
-        let _ = node;
         self.scope.push(name.to_string());
         self.types.entry(self.scope.join("::")).or_insert(index);
         self.items(body, index, Ctx::Class);
@@ -1191,6 +1202,7 @@ enum color {
 };
 
 typedef enum { SHAPE_CIRCLE, SHAPE_SQUARE } shape_kind;
+enum { GEO_MAX_SIDES = 12 };
 typedef struct shape shape_t;
 typedef int (*visit_fn)(const Point *p, void *ctx);
 typedef uint32_t geo_id;
@@ -1516,91 +1528,5 @@ struct Pair : Named {
             analyze("c", "a.h", text);
             analyze("cpp", "a.cpp", text);
         }
-    }
-}
-
-#[cfg(test)]
-mod corpus_tmp {
-    use super::*;
-    #[test]
-    #[ignore]
-    fn corpus() {
-        let roots = std::env::var("CORPUS").unwrap();
-        let mut files = Vec::new();
-        for root in roots.split(':') {
-            let mut stack = vec![std::path::PathBuf::from(root)];
-            while let Some(d) = stack.pop() {
-                let Ok(rd) = std::fs::read_dir(&d) else { continue };
-                for e in rd.flatten() {
-                    let p = e.path();
-                    let ft = e.file_type().unwrap();
-                    if ft.is_dir() {
-                        stack.push(p);
-                    } else if ft.is_file() {
-                        let s = p.to_string_lossy().to_string();
-                        let lang = match s.rsplit_once('.').map(|x| x.1) {
-                            Some("c") | Some("h") => "c",
-                            Some("cc") | Some("cpp") | Some("hpp") | Some("hh") | Some("cxx") => "cpp",
-                            _ => continue,
-                        };
-                        files.push((lang, s));
-                    }
-                }
-            }
-        }
-        let t = std::time::Instant::now();
-        let (mut nodes, mut refs, mut warned, mut bytes) = (0, 0, 0, 0);
-        let mut kinds: HashMap<NodeKind, usize> = HashMap::new();
-        let mut slowest = (std::time::Duration::ZERO, String::new());
-        for (lang, path) in &files {
-            let Ok(text) = std::fs::read_to_string(path) else { continue };
-            bytes += text.len();
-            let t0 = std::time::Instant::now();
-            let a = if std::env::var("PARSEONLY").is_ok() {
-                let _ = parse_c_family(lang, path, &text);
-                FileAnalysis::file_only(NodeKind::Module, path, &text)
-            } else {
-                CAnalyzer.analyze(lang, path.trim_start_matches('/'), &text)
-            };
-            let el = t0.elapsed();
-            if el > slowest.0 {
-                slowest = (el, path.clone());
-            }
-            if std::env::var("BRUTE").is_ok() {
-                let brute = |b: usize| { let before = &text[..b]; Point { line: before.matches('\n').count() as u32 + 1, column: (b - before.rfind('\n').map_or(0, |p| p + 1)) as u32 } };
-                for n in &a.nodes[1..] { assert_eq!((n.span.start, n.span.end), (brute(n.span.start_byte), brute(n.span.end_byte)), "{path} {}", n.symbol_path); }
-                for r in &a.references { assert_eq!((r.span.start, r.span.end), (brute(r.span.start_byte), brute(r.span.end_byte)), "{path} {}", r.target); }
-            }
-            for n in &a.nodes {
-                *kinds.entry(n.kind).or_default() += 1;
-                assert!(n.span.end_byte <= text.len());
-                assert!(!n.name.is_empty(), "{path}: empty name {:?}", n);
-            }
-            nodes += a.nodes.len();
-            refs += a.references.len();
-            if !a.warnings.is_empty() {
-                warned += 1;
-            }
-        }
-        let mut kinds: Vec<_> = kinds.into_iter().collect();
-        kinds.sort();
-        eprintln!(
-            "{} files, {} MB, {:?}, nodes {nodes} refs {refs} warned {warned}\n{kinds:?}\nslowest {slowest:?}",
-            files.len(),
-            bytes / 1_000_000,
-            t.elapsed()
-        );
-    }
-}
-#[cfg(test)]
-mod one_tmp {
-    use super::*;
-    #[test]
-    #[ignore]
-    fn one() {
-        let path = std::env::var("FILE").unwrap();
-        let lang = std::env::var("LANG_").unwrap_or("c".into());
-        let text = std::fs::read_to_string(&path).unwrap();
-        eprintln!("{}", CAnalyzer.analyze(&lang, path.trim_start_matches('/'), &text).outline());
     }
 }

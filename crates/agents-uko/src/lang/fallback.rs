@@ -98,17 +98,13 @@ fn asciidoc_doc(text: &str) -> Option<String> {
                 && !t.starts_with("//")
                 && !is_field(t)
                 && !is_adornment(t)
-                && !(t.starts_with('[') && t.ends_with(']'))
+                && (!t.starts_with('[') || !t.ends_with(']'))
         })
         .map(str::to_string)
 }
 
 fn text_doc(text: &str) -> Option<String> {
-    head(text)
-        .map(str::trim)
-        .find(|t| !t.is_empty())
-        .filter(|t| t.chars().any(char::is_alphabetic))
-        .map(str::to_string)
+    head(text).map(str::trim).find(|t| !t.is_empty()).filter(|t| t.chars().any(char::is_alphabetic)).map(str::to_string)
 }
 
 fn limit(s: &str) -> String {

@@ -594,7 +594,11 @@ Trailing notes.
         assert_eq!(sections.len(), 5, "{}", a.outline());
         for node in sections {
             let slice = node.span.slice(README);
-            assert!(slice.starts_with(node.name.as_str()) || slice.trim_start_matches('#').trim_start().starts_with(node.name.as_str()), "{slice:?}");
+            assert!(
+                slice.starts_with(node.name.as_str())
+                    || slice.trim_start_matches('#').trim_start().starts_with(node.name.as_str()),
+                "{slice:?}"
+            );
             assert_eq!(slice, slice.trim_end());
             let line = README.split('\n').nth(node.span.start.line as usize - 1).unwrap();
             assert!(line.contains(node.name.as_str()));
@@ -641,8 +645,14 @@ Trailing notes.
     #[test]
     fn plain_text_drops_markup() {
         assert_eq!(plain_text("Serde JSON &emsp; ![Build Status] ![x](y.svg)", true), "Serde JSON");
-        assert_eq!(plain_text("*ser*ializing a * b snake_case _em_ **bold**", false), "serializing a * b snake_case em bold");
-        assert_eq!(plain_text("try [#rust] or [docs](d.md) or [ref][r] `[k](v)` <b>x</b> &amp; &bogus;", false), "try #rust or docs or ref `[k](v)` x & &bogus;");
+        assert_eq!(
+            plain_text("*ser*ializing a * b snake_case _em_ **bold**", false),
+            "serializing a * b snake_case em bold"
+        );
+        assert_eq!(
+            plain_text("try [#rust] or [docs](d.md) or [ref][r] `[k](v)` <b>x</b> &amp; &bogus;", false),
+            "try #rust or docs or ref `[k](v)` x & &bogus;"
+        );
         assert_eq!(plain_text("`code` name", true), "code name");
         assert_eq!(plain_text("[unclosed and ![ and & and <", false), "[unclosed and ![ and & and <");
     }
@@ -656,51 +666,9 @@ Trailing notes.
         assert_eq!(local_target("#anchor"), None);
         assert_eq!(local_target("//cdn.x/y.js"), None);
         assert_eq!(local_target("/docs/x.md"), Some("/docs/x.md"));
-        assert_eq!(link_destinations("a [b](c d) `[e](f)` [g](<h i>) [j](k(l))"), vec![(6, "c"), (25, "h i"), (35, "k(l)")]);
-    }
-}
-#[cfg(test)]
-mod corpus_tmp_md {
-    use super::*;
-    #[test]
-    #[ignore]
-    fn corpus() {
-        let roots = std::env::var("CORPUS").unwrap();
-        let mut files = Vec::new();
-        for root in roots.split(':') {
-            let mut stack = vec![std::path::PathBuf::from(root)];
-            while let Some(d) = stack.pop() {
-                let Ok(rd) = std::fs::read_dir(&d) else { continue };
-                for e in rd.flatten() {
-                    let p = e.path();
-                    let ft = e.file_type().unwrap();
-                    if ft.is_dir() { stack.push(p); } else if ft.is_file() && p.extension().is_some_and(|e| e == "md") {
-                        files.push(p.to_string_lossy().to_string());
-                    }
-                }
-            }
-        }
-        let t = std::time::Instant::now();
-        let (mut nodes, mut refs, mut warned, mut bytes) = (0, 0, 0, 0);
-        for path in &files {
-            let Ok(text) = std::fs::read_to_string(path) else { continue };
-            bytes += text.len();
-            if std::env::var("PARSEONLY").is_ok() { let _ = parse(&tree_sitter_md::LANGUAGE.into(), &text); continue; }
-            let a = MarkdownAnalyzer.analyze("markdown", path, &text);
-            let brute = |b: usize| { let before = &text[..b]; Point { line: before.matches('\n').count() as u32 + 1, column: (b - before.rfind('\n').map_or(0, |p| p + 1)) as u32 } };
-            for n in &a.nodes[1..] { assert_eq!((n.span.start, n.span.end), (brute(n.span.start_byte), brute(n.span.end_byte)), "{path} {}", n.symbol_path); }
-            for r in &a.references { assert_eq!((r.span.start, r.span.end), (brute(r.span.start_byte), brute(r.span.end_byte)), "{path} {}", r.target); assert_eq!(&text[r.span.start_byte..r.span.end_byte].split(['#','?']).next().unwrap(), &r.target.as_str()); }
-            for n in &a.nodes[1..] {
-                let slice = n.span.slice(&text);
-                assert!(n.span.start_byte <= n.span.end_byte && n.span.end_byte <= text.len());
-                let line = text.split('\n').nth(n.span.end.line as usize - 1).unwrap();
-                assert!(line.len() >= n.span.end.column as usize, "{path} {}", n.symbol_path);
-                assert!(!slice.is_empty(), "{path} {}", n.symbol_path);
-            }
-            nodes += a.nodes.len(); refs += a.references.len();
-            if !a.warnings.is_empty() { warned += 1; }
-            if std::env::var("SHOW").is_ok_and(|s| path.contains(&s)) { eprintln!("{}", a.outline()); }
-        }
-        eprintln!("{} files, {} KB, {:?}, nodes {nodes} refs {refs} warned {warned}", files.len(), bytes / 1000, t.elapsed());
+        assert_eq!(
+            link_destinations("a [b](c d) `[e](f)` [g](<h i>) [j](k(l))"),
+            vec![(6, "c"), (25, "h i"), (35, "k(l)")]
+        );
     }
 }

@@ -273,20 +273,24 @@ impl FileBuilder {
     }
 }
 
-fn collect_errors(node: Node<'_>, out: &mut Vec<(usize, bool)>) {
-    if out.len() >= 5 {
-        return;
-    }
-    if node.is_error() || node.is_missing() {
-        out.push((node.start_position().row + 1, node.is_missing()));
-        return;
-    }
-    if !node.has_error() {
-        return;
-    }
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        collect_errors(child, out);
+/// ERROR and MISSING nodes in document order (at most five), found with an
+/// explicit stack so a deeply nested broken tree cannot overflow ours.
+fn collect_errors(root: Node<'_>, out: &mut Vec<(usize, bool)>) {
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if out.len() >= 5 {
+            return;
+        }
+        if node.is_error() || node.is_missing() {
+            out.push((node.start_position().row + 1, node.is_missing()));
+            continue;
+        }
+        if !node.has_error() {
+            continue;
+        }
+        let mut cursor = node.walk();
+        let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
     }
 }
 
