@@ -37,7 +37,7 @@ use crate::walk::{WalkEntry, WalkOptions, walk};
 const SKIP_EXAMPLES: usize = 5;
 /// Files processed in parallel between two batches of graph writes: bounds
 /// memory (a chunk's parsed nodes) on large trees.
-const CHUNK: usize = 1024;
+const CHUNK: usize = 256;
 /// Bytes inspected for NUL to decide that a file is binary (git's heuristic).
 const BINARY_PROBE: usize = 8000;
 
@@ -341,7 +341,11 @@ impl RepoIndexingService {
         removed.sort();
         report.removed = removed.len() as u64;
         writer.retire_paths(&removed)?;
-        tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "read, hashed, counted, parsed");
+        tracing::info!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            rss_mb = rss_mb(),
+            "read, hashed, counted, parsed"
+        );
 
         progress.start("linking", 0);
         let paths: BTreeSet<String> = files.iter().map(|f| f.path.clone()).collect();
@@ -359,7 +363,7 @@ impl RepoIndexingService {
         report.graph = graph;
         commit.uko.re_resolved = re_resolved;
         commit.removed = removed;
-        tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "references resolved");
+        tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, rss_mb = rss_mb(), "references resolved");
 
         let languages = RepoIndex::language_stats(&files);
         commit.file_count = files.len() as u64;
@@ -369,7 +373,7 @@ impl RepoIndexingService {
         commit.report = report.clone();
         let metadata = writer.finish(&commit)?;
         report.duration_ms = started.elapsed().as_millis() as u64;
-        tracing::info!(elapsed_ms = report.duration_ms, "committed");
+        tracing::info!(elapsed_ms = report.duration_ms, rss_mb = rss_mb(), "committed");
         Ok(RepoIndex { metadata, files, languages, report: Some(report) })
     }
 
@@ -519,6 +523,14 @@ fn read_text(path: &Path, size_hint: u64) -> std::io::Result<Content> {
     }
     file.read_to_end(&mut bytes)?;
     Ok(Content::Text(bytes))
+}
+
+/// Resident memory in MB, for `-v` progress logs (Linux; 0 elsewhere).
+fn rss_mb() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096 / (1 << 20))
 }
 
 fn check_root(root: &Path) -> Result<(), IndexError> {

@@ -16,6 +16,7 @@ use agents_store::{IndexWrite, Rebinding, StoreError, UkoNode, UkoRef};
 use agents_uko::lang::analyzer_for;
 use agents_uko::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use agents_uko::resolve::{FileScope, ResolveContext, SymbolEntry, SymbolTable};
+use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 /// Stored docs are capped: depth 3 shows a summary line and depth 9 shows
@@ -33,13 +34,19 @@ pub struct Analyzed {
     pub warnings: usize,
 }
 
-/// A file's unresolved references in compact form.
+/// A file's unresolved references in compact form: all of a file's strings
+/// live in one buffer, so hundreds of thousands of references cost a few
+/// allocations per file rather than one or two each.
 pub struct PendingRefs {
     pub path: String,
     pub language: String,
+    /// Every string below, back to back.
+    strings: String,
     /// Symbol path of every node, by node index (the `from` of references).
-    symbol_paths: Vec<Box<str>>,
+    symbol_paths: Vec<(u32, u32)>,
     refs: Vec<RawRef>,
+    /// Names imported by import references, by reference index (rare).
+    names: Vec<(u32, Vec<String>)>,
 }
 
 struct RawRef {
@@ -47,8 +54,51 @@ struct RawRef {
     kind: RefKind,
     system: bool,
     line: u32,
-    target: Box<str>,
-    names: Box<[String]>,
+    target: (u32, u32),
+}
+
+impl PendingRefs {
+    fn new(path: &str, language: &str, analysis: FileAnalysis) -> PendingRefs {
+        let mut strings = String::new();
+        let mut push = |s: &str| {
+            let start = strings.len() as u32;
+            strings.push_str(s);
+            (start, s.len() as u32)
+        };
+        let symbol_paths = analysis.nodes.iter().map(|n| push(&n.symbol_path)).collect();
+        let mut names = Vec::new();
+        let refs = analysis
+            .references
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                if !r.names.is_empty() {
+                    names.push((i as u32, r.names));
+                }
+                RawRef {
+                    from: r.from as u32,
+                    kind: r.kind,
+                    system: r.system,
+                    line: r.span.start.line,
+                    target: push(&r.target),
+                }
+            })
+            .collect();
+        strings.shrink_to_fit();
+        PendingRefs { path: path.to_string(), language: language.to_string(), strings, symbol_paths, refs, names }
+    }
+
+    fn str(&self, (start, len): (u32, u32)) -> &str {
+        &self.strings[start as usize..(start + len) as usize]
+    }
+
+    fn symbol_path(&self, node: u32) -> &str {
+        self.str(self.symbol_paths[node as usize])
+    }
+
+    fn names(&self, reference: usize) -> &[String] {
+        self.names.binary_search_by_key(&(reference as u32), |(i, _)| *i).map_or(&[], |at| &self.names[at].1)
+    }
 }
 
 /// Counts for the run report.
@@ -73,30 +123,9 @@ pub fn analyze(resource_id: &str, path: &str, language: &str, text: &str) -> Ana
         a
     });
     let nodes = graph_nodes(resource_id, path, language, text, &analysis);
-    let pending = PendingRefs {
-        path: path.to_string(),
-        language: language.to_string(),
-        symbol_paths: analysis.nodes.iter().map(|n| n.symbol_path.clone().into_boxed_str()).collect(),
-        refs: analysis
-            .references
-            .into_iter()
-            .map(|r| RawRef {
-                from: r.from as u32,
-                kind: r.kind,
-                system: r.system,
-                line: r.span.start.line,
-                target: r.target.into_boxed_str(),
-                names: r.names.into_boxed_slice(),
-            })
-            .collect(),
-    };
-    Analyzed {
-        path: path.to_string(),
-        language: language.to_string(),
-        nodes,
-        pending,
-        warnings: analysis.warnings.len(),
-    }
+    let warnings = analysis.warnings.len();
+    let pending = PendingRefs::new(path, language, analysis);
+    Analyzed { path: path.to_string(), language: language.to_string(), nodes, pending, warnings }
 }
 
 fn graph_nodes(resource_id: &str, path: &str, language: &str, text: &str, a: &FileAnalysis) -> Vec<UkoNode> {
@@ -174,15 +203,21 @@ impl Linker<'_> {
         let table = self.symbol_table(writer)?;
         let ctx = ResolveContext::new(self.files);
         let mut new_names: BTreeSet<String> = BTreeSet::new();
-        for file in pending {
-            for sp in file.symbol_paths.iter().skip(1) {
-                new_names.insert(last_name(sp).to_string());
+        for file in &pending {
+            for node in 1..file.symbol_paths.len() as u32 {
+                new_names.insert(last_name(file.symbol_path(node)).to_string());
             }
-            let refs = self.resolve_file(&file, &ctx, &table);
-            stats.references += refs.len() as u64;
-            stats.references_resolved += refs.iter().filter(|r| r.resolved_uri.is_some()).count() as u64;
-            writer.write_refs(&file.path, &refs)?;
         }
+        // Resolve a chunk of files in parallel, then write it, in path order.
+        for chunk in pending.chunks(256) {
+            let resolved: Vec<Vec<UkoRef>> = chunk.par_iter().map(|f| self.resolve_file(f, &ctx, &table)).collect();
+            for (file, refs) in chunk.iter().zip(resolved) {
+                stats.references += refs.len() as u64;
+                stats.references_resolved += refs.iter().filter(|r| r.resolved_uri.is_some()).count() as u64;
+                writer.write_refs(&file.path, &refs)?;
+            }
+        }
+        drop(pending);
         let mut re_resolved = Vec::new();
         if rebind_others {
             let names: Vec<String> = new_names.into_iter().collect();
@@ -217,8 +252,9 @@ impl Linker<'_> {
                     p
                 }
             };
-            table.insert(name, SymbolEntry { path: shared, symbol_path: symbol_path.into(), kind });
+            table.insert(SymbolEntry { path: shared, symbol_path: symbol_path.into(), name: name.into(), kind });
         })?;
+        table.finish();
         Ok(table)
     }
 
@@ -233,12 +269,22 @@ impl Linker<'_> {
         let import_targets: Vec<Option<String>> = file
             .refs
             .iter()
-            .map(|r| {
-                let target = (r.kind == RefKind::Import)
-                    .then(|| analyzer.resolve_import(ctx, &file.path, &as_reference(r)))
-                    .flatten();
+            .enumerate()
+            .map(|(i, r)| {
+                if r.kind != RefKind::Import {
+                    return None;
+                }
+                let reference = Reference {
+                    from: r.from as usize,
+                    kind: r.kind,
+                    target: file.str(r.target).to_string(),
+                    names: file.names(i).to_vec(),
+                    system: r.system,
+                    span: Span::default(),
+                };
+                let target = analyzer.resolve_import(ctx, &file.path, &reference);
                 if let Some(path) = &target {
-                    add_import(&mut scope, path, &r.names);
+                    add_import(&mut scope, path, file.names(i));
                 }
                 target
             })
@@ -246,13 +292,15 @@ impl Linker<'_> {
         file.refs
             .iter()
             .zip(import_targets)
-            .map(|(r, import_target)| {
-                let from_symbol = &file.symbol_paths[r.from as usize];
+            .enumerate()
+            .map(|(i, (r, import_target))| {
+                let from_symbol = file.symbol_path(r.from);
+                let target = file.str(r.target);
                 let (resolved_uri, resolved_path) = match r.kind {
                     RefKind::Import => {
                         (import_target.as_ref().map(|p| node_uri(self.resource_id, p, "")), import_target)
                     }
-                    _ => match table.resolve(&scope, from_symbol, r.kind, &r.target) {
+                    _ => match table.resolve(&scope, from_symbol, r.kind, target) {
                         Some(e) => (Some(self.uri_of(e)), Some(e.path.to_string())),
                         None => (None, None),
                     },
@@ -261,9 +309,9 @@ impl Linker<'_> {
                     path: file.path.clone(),
                     from_uri: node_uri(self.resource_id, &file.path, from_symbol),
                     kind: r.kind.as_str().to_string(),
-                    target: r.target.to_string(),
-                    target_name: target_name(&r.target).to_string(),
-                    names: r.names.to_vec(),
+                    target: target.to_string(),
+                    target_name: target_name(target).to_string(),
+                    names: file.names(i).to_vec(),
                     system: r.system,
                     line: r.line as i64,
                     resolved_uri,
@@ -319,17 +367,6 @@ fn add_import(scope: &mut FileScope, path: &str, names: &[String]) {
     }
     for n in names.iter().filter(|n| n.as_str() != "*") {
         scope.aliases.entry(n.clone()).or_insert_with(|| path.to_string());
-    }
-}
-
-fn as_reference(r: &RawRef) -> Reference {
-    Reference {
-        from: r.from as usize,
-        kind: r.kind,
-        target: r.target.to_string(),
-        names: r.names.to_vec(),
-        system: r.system,
-        span: Span::default(),
     }
 }
 

@@ -112,8 +112,8 @@ impl Default for Tokenizer {
 impl TokenCounter for Tokenizer {
     fn count(&self, text: &str) -> usize {
         match (self.implementation, self.encoding) {
-            (TokenizerImpl::BpeOpenai, Encoding::O200kBase) => bpe_openai::o200k_base().count(text),
-            (TokenizerImpl::BpeOpenai, Encoding::Cl100kBase) => bpe_openai::cl100k_base().count(text),
+            (TokenizerImpl::BpeOpenai, Encoding::O200kBase) => cached_count(bpe_openai::o200k_base(), 0, text),
+            (TokenizerImpl::BpeOpenai, Encoding::Cl100kBase) => cached_count(bpe_openai::cl100k_base(), 1, text),
             (TokenizerImpl::Tiktoken, Encoding::O200kBase) => {
                 tiktoken_rs::o200k_base_singleton().encode_ordinary(text).len()
             }
@@ -122,6 +122,46 @@ impl TokenCounter for Tokenizer {
             }
         }
     }
+}
+
+/// Pieces longer than this are counted without the cache (they rarely repeat).
+const CACHED_PIECE_MAX: usize = 48;
+/// The per-thread cache is cleared when it grows past this many pieces.
+const CACHE_CAPACITY: usize = 1 << 18;
+
+thread_local! {
+    /// Token counts of pre-tokenized pieces, per encoding. BPE never merges
+    /// across pieces, so a text's count is the sum of its pieces' counts, and
+    /// source code repeats the same identifiers, keywords and indentation
+    /// endlessly: most pieces are counted once per thread.
+    static PIECE_COUNTS: std::cell::RefCell<[rustc_hash::FxHashMap<Box<str>, u32>; 2]> =
+        std::cell::RefCell::new([rustc_hash::FxHashMap::default(), rustc_hash::FxHashMap::default()]);
+}
+
+fn cached_count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usize {
+    PIECE_COUNTS.with(|cell| {
+        let mut caches = cell.borrow_mut();
+        let cache = &mut caches[slot];
+        if cache.len() > CACHE_CAPACITY {
+            cache.clear();
+        }
+        let mut total = 0usize;
+        for piece in tokenizer.split(text) {
+            if piece.len() > CACHED_PIECE_MAX {
+                total += tokenizer.bpe.count(piece.as_bytes());
+                continue;
+            }
+            total += match cache.get(piece) {
+                Some(&n) => n as usize,
+                None => {
+                    let n = tokenizer.bpe.count(piece.as_bytes());
+                    cache.insert(piece.into(), n as u32);
+                    n
+                }
+            };
+        }
+        total
+    })
 }
 
 #[cfg(test)]
@@ -146,6 +186,18 @@ mod tests {
             for sample in SAMPLES {
                 assert_eq!(fast.count(sample), reference.count(sample), "{encoding} on {sample:?}");
             }
+        }
+    }
+
+    #[test]
+    fn cached_counts_equal_uncached_ones() {
+        let text = "def f(x):\n    return x + 1\n".repeat(50) + &"long_identifier_".repeat(10);
+        for (encoding, reference) in
+            [(Encoding::O200kBase, bpe_openai::o200k_base()), (Encoding::Cl100kBase, bpe_openai::cl100k_base())]
+        {
+            let tok = Tokenizer::new(encoding);
+            assert_eq!(tok.count(&text), reference.count(text.as_str()));
+            assert_eq!(tok.count(&text), reference.count(text.as_str()), "second, cached pass");
         }
     }
 

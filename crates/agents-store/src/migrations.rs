@@ -92,9 +92,11 @@ CREATE TABLE uko_nodes (
     is_current   INTEGER NOT NULL CHECK (is_current IN (0, 1)),
     revision_of  INTEGER REFERENCES uko_nodes(node_id)
 );
-CREATE UNIQUE INDEX ux_uko_nodes_current ON uko_nodes(index_id, uri) WHERE is_current = 1;
-CREATE INDEX ix_uko_nodes_path ON uko_nodes(index_id, path, is_current);
-CREATE INDEX ix_uko_nodes_uri ON uko_nodes(index_id, uri);
+-- URIs embed the resource id, so they need no index_id prefix. Few indexes
+-- keep bulk indexing fast; every query below is served by one of them.
+CREATE INDEX ix_uko_nodes_uri ON uko_nodes(uri);
+CREATE INDEX ix_uko_nodes_path ON uko_nodes(index_id, path);
+CREATE INDEX ix_uko_nodes_parent ON uko_nodes(parent_uri);
 CREATE TABLE uko_refs (
     ref_id        INTEGER PRIMARY KEY,
     index_id      VARCHAR(26) NOT NULL REFERENCES repo_indexes(index_id) ON DELETE CASCADE,
@@ -110,10 +112,8 @@ CREATE TABLE uko_refs (
     resolved_path TEXT
 );
 CREATE INDEX ix_uko_refs_path ON uko_refs(index_id, path);
-CREATE INDEX ix_uko_refs_resolved_path ON uko_refs(index_id, resolved_path);
 CREATE INDEX ix_uko_refs_target_name ON uko_refs(index_id, target_name);
-CREATE INDEX ix_uko_refs_resolved_uri ON uko_refs(index_id, resolved_uri);
-CREATE INDEX ix_uko_refs_from_uri ON uko_refs(index_id, from_uri);
+CREATE INDEX ix_uko_refs_resolved_uri ON uko_refs(resolved_uri);
 -- Indexes written before the code graph existed have no nodes: forget their
 -- file lists so the next refresh analyses every file.
 DELETE FROM indexed_files;

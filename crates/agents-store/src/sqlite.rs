@@ -90,7 +90,7 @@ impl SqliteStore {
                 Err(e) => return Err(err(e)),
             }
         }
-        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;").map_err(err)?;
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY;").map_err(err)?;
         Ok(())
     }
 
@@ -537,14 +537,15 @@ impl Store for SqliteStore {
 
     fn uko_refs_within(&self, index_id: &str, uri: &str) -> Result<Vec<UkoRef>, StoreError> {
         // Descendants' URIs extend the node's: `file#Sym` under a file,
-        // `file#Sym.member` under a symbol.
+        // `file#Sym.member` under a symbol. All live in the node's file.
+        let Some(node) = self.uko_node(index_id, uri)? else { return Ok(Vec::new()) };
         let child_prefix = if uri.contains('#') { format!("{uri}.") } else { format!("{uri}#") };
         let upper = format!("{child_prefix}\u{10FFFF}");
         let rows = self.read(|c| {
             uko_sql::query_refs(
                 c,
-                "index_id = ?1 AND (from_uri = ?2 OR (from_uri >= ?3 AND from_uri < ?4))",
-                &[&index_id, &uri, &child_prefix, &upper],
+                "index_id = ?1 AND path = ?2 AND (from_uri = ?3 OR (from_uri >= ?4 AND from_uri < ?5))",
+                &[&index_id, &node.node.path, &uri, &child_prefix, &upper],
             )
         })?;
         Ok(rows.into_iter().map(|(_, r)| r).collect())

@@ -234,8 +234,17 @@ pub fn refs_affected_by(
     names: &[String],
 ) -> rusqlite::Result<Vec<(i64, UkoRef)>> {
     let mut out = std::collections::BTreeMap::new();
+    let Some(rid) = resource_of(conn, index_id)? else { return Ok(Vec::new()) };
     for p in paths {
-        for (id, r) in query_refs(conn, "index_id = ?1 AND resolved_path = ?2", &[&index_id, p])? {
+        // The file's URI and every symbol URI under it (`file#...`).
+        let file_uri = format!("uko://{rid}/{p}");
+        let lower = format!("{file_uri}#");
+        let upper = format!("{file_uri}#\u{10FFFF}");
+        for (id, r) in query_refs(
+            conn,
+            "index_id = ?1 AND (resolved_uri = ?2 OR (resolved_uri >= ?3 AND resolved_uri < ?4))",
+            &[&index_id, &file_uri, &lower, &upper],
+        )? {
             out.insert(id, r);
         }
     }
@@ -246,6 +255,12 @@ pub fn refs_affected_by(
     }
     let excluded: std::collections::HashSet<&str> = paths.iter().map(String::as_str).collect();
     Ok(out.into_iter().filter(|(_, r)| !excluded.contains(r.path.as_str())).collect())
+}
+
+fn resource_of(conn: &Connection, index_id: &str) -> rusqlite::Result<Option<String>> {
+    conn.prepare_cached("SELECT resource_id FROM repo_indexes WHERE index_id = ?1")?
+        .query_row([index_id], |r| r.get(0))
+        .optional()
 }
 
 pub fn node_by_uri(conn: &Connection, index_id: &str, uri: &str) -> rusqlite::Result<Option<UkoNodeRecord>> {

@@ -120,6 +120,7 @@ mod tests {
 pub struct SymbolEntry {
     pub path: std::sync::Arc<str>,
     pub symbol_path: Box<str>,
+    pub name: Box<str>,
     pub kind: crate::model::NodeKind,
 }
 
@@ -129,7 +130,9 @@ pub struct SymbolEntry {
 pub struct SymbolTable {
     entries: Vec<SymbolEntry>,
     by_name: HashMap<String, Vec<u32>>,
-    by_file: HashMap<std::sync::Arc<str>, Vec<u32>>,
+    /// Entry ids sorted by (path, name), for (file, name) lookups by binary
+    /// search: files can hold thousands of symbols. Built by [`SymbolTable::finish`].
+    by_file: Vec<u32>,
 }
 
 /// What a file's imports bring into scope, for name resolution.
@@ -144,21 +147,41 @@ pub struct FileScope {
 }
 
 impl SymbolTable {
-    /// Adds a symbol named `name` (file nodes, with an empty symbol path,
-    /// are reached by path and not added).
-    pub fn insert(&mut self, name: &str, entry: SymbolEntry) {
+    /// Adds a symbol (file nodes, with an empty symbol path, are reached by
+    /// path and not added). Call [`SymbolTable::finish`] before resolving.
+    pub fn insert(&mut self, entry: SymbolEntry) {
         if entry.symbol_path.is_empty() {
             return;
         }
         let id = self.entries.len() as u32;
-        match self.by_name.get_mut(name) {
+        match self.by_name.get_mut(&*entry.name) {
             Some(ids) => ids.push(id),
             None => {
-                self.by_name.insert(name.to_string(), vec![id]);
+                self.by_name.insert(entry.name.to_string(), vec![id]);
             }
         }
-        self.by_file.entry(entry.path.clone()).or_default().push(id);
         self.entries.push(entry);
+    }
+
+    /// Builds the (file, name) lookup once every symbol is inserted.
+    pub fn finish(&mut self) {
+        let mut ids: Vec<u32> = (0..self.entries.len() as u32).collect();
+        ids.sort_by(|&a, &b| {
+            let (a, b) = (&self.entries[a as usize], &self.entries[b as usize]);
+            (&a.path, &a.name).cmp(&(&b.path, &b.name))
+        });
+        self.by_file = ids;
+    }
+
+    /// Ids of the symbols named `name` in file `path`.
+    fn in_file(&self, path: &str, name: &str) -> &[u32] {
+        let key = |&id: &u32| {
+            let e = &self.entries[id as usize];
+            (&*e.path, &*e.name)
+        };
+        let start = self.by_file.partition_point(|id| key(id) < (path, name));
+        let end = start + self.by_file[start..].partition_point(|id| key(id) == (path, name));
+        &self.by_file[start..end]
     }
 
     pub fn len(&self) -> usize {
@@ -189,16 +212,7 @@ impl SymbolTable {
         // Symbols of one file with this name (files hold few; names can be
         // shared by thousands across a resource).
         let in_file = |path: &str| -> Vec<&SymbolEntry> {
-            self.by_file
-                .get(path)
-                .map(|ids| {
-                    ids.iter()
-                        .map(|&i| &self.entries[i as usize])
-                        .filter(|e| last_segment(&e.symbol_path) == name)
-                        .filter(fits)
-                        .collect()
-                })
-                .unwrap_or_default()
+            self.in_file(path, name).iter().map(|&i| &self.entries[i as usize]).filter(fits).collect()
         };
         let top_level = |path: &str| -> Option<&SymbolEntry> {
             unique(in_file(path).into_iter().filter(|e| !e.symbol_path.contains('.')))
@@ -234,12 +248,6 @@ impl SymbolTable {
         }
         None
     }
-}
-
-/// The last `.`-separated segment of a symbol path, without a `~n` suffix.
-fn last_segment(symbol_path: &str) -> &str {
-    let last = symbol_path.rsplit('.').next().unwrap_or(symbol_path);
-    last.split_once('~').map_or(last, |(name, _)| name)
 }
 
 /// The candidate in the innermost scope enclosing `from` (longest shared
@@ -287,7 +295,8 @@ mod table_tests {
     use crate::model::{NodeKind, RefKind};
 
     fn entry(path: &str, symbol_path: &str, kind: NodeKind) -> SymbolEntry {
-        SymbolEntry { path: path.into(), symbol_path: symbol_path.into(), kind }
+        let name = symbol_path.rsplit('.').next().unwrap();
+        SymbolEntry { path: path.into(), symbol_path: symbol_path.into(), name: name.into(), kind }
     }
 
     fn table() -> SymbolTable {
@@ -302,9 +311,9 @@ mod table_tests {
             entry("c.py", "Base", NodeKind::Class),
             entry("c.py", "only_here", NodeKind::Function),
         ] {
-            let name = e.symbol_path.rsplit('.').next().unwrap().to_string();
-            t.insert(&name, e);
+            t.insert(e);
         }
+        t.finish();
         t
     }
 
