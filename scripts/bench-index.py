@@ -89,6 +89,7 @@ def bench_corpus(binary, corpus, runs):
     env = dict(os.environ, AGENTS_HOME=home)
     try:
         run_measured([binary, "--quiet", "--json", "index", str(corpus)], env=env)
+        stats = json.loads(run_measured([binary, "--quiet", "--json", "uko", "stats", "--path", str(corpus)], env=env)[2])
         noop = median_run(runs, lambda: run_measured([binary, "--quiet", "--json", "index", str(corpus)], env=env))
         noop_report = json.loads(noop[2])["report"]
         assert noop_report["files_read"] == 0, noop_report
@@ -118,7 +119,9 @@ def bench_corpus(binary, corpus, runs):
             "indexed_files": summary["index"]["file_count"],
             "tokens": summary["index"]["token_estimate"],
             "skipped": summary["report"]["skipped"],
+            "graph": summary["report"]["graph"],
         },
+        "graph_stats": stats,
         "refresh_noop": {"seconds": noop[0], "rss_mb": noop[1], "files_read": noop_report["files_read"]},
         "refresh_10": {
             "seconds": changed[0],
@@ -129,9 +132,30 @@ def bench_corpus(binary, corpus, runs):
     }
 
 
+def graph_markdown(results):
+    lines = [
+        "| corpus | nodes | edges (references) | resolved | nodes/s | edges/s | syntax warnings |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        g = r["index"]["graph"]
+        t = r["index"]["seconds"]
+        resolved = 100.0 * g["references_resolved"] / max(g["references"], 1)
+        lines.append(
+            f"| {r['files']:,} files | {g['nodes']:,} | {g['references']:,} | {resolved:.0f}% | "
+            f"{g['nodes'] / t:,.0f} | {g['references'] / t:,.0f} | {g['parse_warnings']:,} |"
+        )
+    lines += ["", "| corpus | language | import edges | resolved to a file | share |", "|---|---|---:|---:|---:|"]
+    for r in results:
+        for lang, kind, count, resolved in r["graph_stats"]["refs"]:
+            if kind == "import" and count:
+                lines.append(f"| {r['files']:,} files | {lang} | {count:,} | {resolved:,} | {100.0 * resolved / count:.0f}% |")
+    return "\n".join(lines)
+
+
 def markdown(results):
     lines = [
-        "| corpus | files | MB | ctags -R | agents index | ratio | files/s | MB/s | peak RSS (ctags / agents) | no-change refresh | refresh, 10 changed |",
+        "| corpus | files | MB | ctags -R | agents index (with code graph) | ratio | files/s | MB/s | peak RSS (ctags / agents) | no-change refresh | refresh, 10 changed |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
@@ -171,6 +195,8 @@ def main():
         results.append(bench_corpus(binary, corpus, args.runs))
 
     print(markdown(results))
+    print()
+    print(graph_markdown(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
 

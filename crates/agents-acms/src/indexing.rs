@@ -297,6 +297,7 @@ impl RepoIndexingService {
         let mut commit = IndexCommit::default();
         let mut files: Vec<FileRecord> = Vec::with_capacity(candidates.len());
         let mut pending = Vec::new();
+        let mut introduced: BTreeSet<String> = BTreeSet::new();
         let mut graph = GraphReport::default();
         // Two-stage pipeline: while the pool reads and parses chunk k+1, this
         // thread writes chunk k. Chunks keep memory bounded and the write
@@ -330,6 +331,7 @@ impl RepoIndexingService {
                     files: &mut files,
                     graph: &mut graph,
                     pending: &mut pending,
+                    introduced: &mut introduced,
                 };
                 sink.absorb(chunk, outcomes, writer.as_mut())?;
             }
@@ -355,7 +357,8 @@ impl RepoIndexingService {
         let linker = Linker { resource_id: &metadata.resource_id, files: &paths, languages: &languages };
         // A first index has no other files whose references could rebind.
         let rebind_others = !stored.is_empty();
-        let (stats, re_resolved) = linker.link(writer.as_mut(), pending, &changed_paths, rebind_others)?;
+        let introduced: Vec<String> = introduced.into_iter().collect();
+        let (stats, re_resolved) = linker.link(writer.as_mut(), pending, &changed_paths, &introduced, rebind_others)?;
         progress.finish();
         graph.references = stats.references;
         graph.references_resolved = stats.references_resolved;
@@ -443,6 +446,8 @@ struct Sink<'a> {
     files: &'a mut Vec<FileRecord>,
     graph: &'a mut GraphReport,
     pending: &'a mut Vec<uko_index::PendingRefs>,
+    /// Names of symbols that changed files did not define before.
+    introduced: &'a mut BTreeSet<String>,
 }
 
 impl Sink<'_> {
@@ -484,7 +489,7 @@ impl Sink<'_> {
                     } else {
                         self.report.added += 1;
                     }
-                    writer.write_nodes(&analyzed.path, &analyzed.nodes)?;
+                    self.introduced.extend(writer.write_nodes(&analyzed.path, &analyzed.nodes)?);
                     self.graph.files_analyzed += 1;
                     self.graph.nodes += analyzed.nodes.len() as u64;
                     self.graph.parse_warnings += analyzed.warnings as u64;

@@ -194,20 +194,32 @@ impl Linker<'_> {
         writer: &mut dyn IndexWrite,
         pending: Vec<PendingRefs>,
         changed_paths: &[String],
+        introduced_names: &[String],
         rebind_others: bool,
     ) -> Result<(UkoStats, Vec<Rebinding>), StoreError> {
         let mut stats = UkoStats::default();
         if pending.is_empty() && changed_paths.is_empty() {
             return Ok((stats, Vec::new()));
         }
-        let table = self.symbol_table(writer)?;
-        let ctx = ResolveContext::new(self.files);
-        let mut new_names: BTreeSet<String> = BTreeSet::new();
+        // Only the names references mention matter; for a small change they
+        // are few and are read by name instead of reading every symbol.
+        let mut wanted: BTreeSet<&str> = BTreeSet::new();
         for file in &pending {
-            for node in 1..file.symbol_paths.len() as u32 {
-                new_names.insert(last_name(file.symbol_path(node)).to_string());
+            for r in &file.refs {
+                if r.kind != RefKind::Import {
+                    wanted.insert(symbol_name(file.str(r.target)));
+                }
             }
         }
+        let affected =
+            if rebind_others { writer.refs_affected_by(changed_paths, introduced_names)? } else { Vec::new() };
+        for (_, r) in &affected {
+            wanted.insert(symbol_name(&r.target));
+        }
+        let names: Option<Vec<String>> =
+            (wanted.len() <= NAMED_LOOKUP_LIMIT).then(|| wanted.iter().map(|s| s.to_string()).collect());
+        let table = self.symbol_table(writer, names.as_deref())?;
+        let ctx = ResolveContext::new(self.files);
         // Resolve a chunk of files in parallel, then write it, in path order.
         for chunk in pending.chunks(256) {
             let resolved: Vec<Vec<UkoRef>> = chunk.par_iter().map(|f| self.resolve_file(f, &ctx, &table)).collect();
@@ -220,8 +232,6 @@ impl Linker<'_> {
         drop(pending);
         let mut re_resolved = Vec::new();
         if rebind_others {
-            let names: Vec<String> = new_names.into_iter().collect();
-            let affected = writer.refs_affected_by(changed_paths, &names)?;
             let mut scopes: HashMap<String, FileScope> = HashMap::new();
             for (ref_id, r) in affected {
                 if !scopes.contains_key(&r.path) {
@@ -238,11 +248,12 @@ impl Linker<'_> {
         Ok((stats, re_resolved))
     }
 
-    /// Every current symbol (as the open transaction sees them), compact.
-    fn symbol_table(&self, writer: &mut dyn IndexWrite) -> Result<SymbolTable, StoreError> {
+    /// The current symbols (as the open transaction sees them) named one of
+    /// `names`, or all of them; compact.
+    fn symbol_table(&self, writer: &mut dyn IndexWrite, names: Option<&[String]>) -> Result<SymbolTable, StoreError> {
         let mut table = SymbolTable::default();
         let mut last_path: Option<Arc<str>> = None;
-        writer.for_each_symbol(&mut |path, symbol_path, name, kind| {
+        let mut add = |path: &str, symbol_path: &str, name: &str, kind: &str| {
             let Some(kind) = NodeKind::parse(kind) else { return };
             let shared = match &last_path {
                 Some(p) if &**p == path => p.clone(),
@@ -253,7 +264,11 @@ impl Linker<'_> {
                 }
             };
             table.insert(SymbolEntry { path: shared, symbol_path: symbol_path.into(), name: name.into(), kind });
-        })?;
+        };
+        match names {
+            Some(names) => writer.for_each_symbol_named(names, &mut add)?,
+            None => writer.for_each_symbol(&mut add)?,
+        }
         table.finish();
         Ok(table)
     }
@@ -382,10 +397,13 @@ fn stored_reference(r: &UkoRef) -> Reference {
     }
 }
 
-/// The name of a symbol path's last segment (without a `~n` suffix).
-fn last_name(symbol_path: &str) -> &str {
-    let last = symbol_path.rsplit('.').next().unwrap_or(symbol_path);
-    last.split_once('~').map_or(last, |(name, _)| name)
+/// Past this many distinct names, reading every symbol is cheaper than
+/// looking names up one by one.
+const NAMED_LOOKUP_LIMIT: usize = 5000;
+
+/// The simple name a by-name reference binds to (as `SymbolTable::resolve` reads it).
+fn symbol_name(target: &str) -> &str {
+    target.split(['.', ':', '>', '-']).filter(|s| !s.is_empty() && *s != "<").last().unwrap_or("").trim_end_matches('!')
 }
 
 /// The last segment of a dotted, `::` or `->` qualified name.
@@ -419,7 +437,6 @@ mod tests {
         assert_eq!(target_name("ptr->next"), "next");
         assert_eq!(target_name("println!"), "println");
         assert_eq!(target_name("./util"), "util");
-        assert_eq!(last_name("A.m~2"), "m");
         assert_eq!(truncate("héllo", 2), "hé…");
         assert_eq!(truncate("hi", 2), "hi");
     }

@@ -135,8 +135,9 @@ pub struct UkoFile {
 
 /// The open write transaction of an indexing run.
 pub trait IndexWrite {
-    /// Replaces the current nodes of one file (keeping revisions).
-    fn write_nodes(&mut self, path: &str, nodes: &[UkoNode]) -> Result<(), StoreError>;
+    /// Replaces the current nodes of one file (keeping revisions). Returns
+    /// the names of symbols the file did not define before.
+    fn write_nodes(&mut self, path: &str, nodes: &[UkoNode]) -> Result<Vec<String>, StoreError>;
     /// Replaces the references written in one file.
     fn write_refs(&mut self, path: &str, refs: &[UkoRef]) -> Result<(), StoreError>;
     /// Retires the nodes and deletes the references of files that left the index.
@@ -144,6 +145,12 @@ pub trait IndexWrite {
     /// Calls `f(path, symbol_path, name, kind)` for every current node,
     /// sorted by path, as the transaction sees them.
     fn for_each_symbol(&mut self, f: &mut dyn FnMut(&str, &str, &str, &str)) -> Result<(), StoreError>;
+    /// Like [`IndexWrite::for_each_symbol`], for current nodes named one of `names`.
+    fn for_each_symbol_named(
+        &mut self,
+        names: &[String],
+        f: &mut dyn FnMut(&str, &str, &str, &str),
+    ) -> Result<(), StoreError>;
     /// References written in `path`, as the transaction sees them.
     fn file_refs(&mut self, path: &str) -> Result<Vec<(i64, UkoRef)>, StoreError>;
     /// See [`Store::uko_refs_affected_by`].
@@ -255,8 +262,8 @@ pub trait Store: Send + Sync {
     fn uko_symbols(&self, index_id: &str) -> Result<Vec<UkoSymbol>, StoreError>;
     /// References written in `path` (with their ids).
     fn uko_file_refs(&self, index_id: &str, path: &str) -> Result<Vec<(i64, UkoRef)>, StoreError>;
-    /// References outside `exclude_paths` that resolved into one of `paths`
-    /// or whose target name is one of `names`.
+    /// References outside `paths` that resolved into one of `paths`, or
+    /// that are unresolved and whose target name is one of `names`.
     fn uko_refs_affected_by(
         &self,
         index_id: &str,

@@ -92,11 +92,13 @@ CREATE TABLE uko_nodes (
     is_current   INTEGER NOT NULL CHECK (is_current IN (0, 1)),
     revision_of  INTEGER REFERENCES uko_nodes(node_id)
 );
--- URIs embed the resource id, so they need no index_id prefix. Few indexes
--- keep bulk indexing fast; every query below is served by one of them.
+-- Single-column indexes: URIs embed the resource id, and without
+-- statistics SQLite would pick an (index_id, ...) index for any query on one
+-- index and scan it. Few indexes also keep bulk indexing fast.
 CREATE INDEX ix_uko_nodes_uri ON uko_nodes(uri);
-CREATE INDEX ix_uko_nodes_path ON uko_nodes(index_id, path);
+CREATE INDEX ix_uko_nodes_path ON uko_nodes(path);
 CREATE INDEX ix_uko_nodes_parent ON uko_nodes(parent_uri);
+CREATE INDEX ix_uko_nodes_name ON uko_nodes(name);
 CREATE TABLE uko_refs (
     ref_id        INTEGER PRIMARY KEY,
     index_id      VARCHAR(26) NOT NULL REFERENCES repo_indexes(index_id) ON DELETE CASCADE,
@@ -111,8 +113,8 @@ CREATE TABLE uko_refs (
     resolved_uri  TEXT,
     resolved_path TEXT
 );
-CREATE INDEX ix_uko_refs_path ON uko_refs(index_id, path);
-CREATE INDEX ix_uko_refs_target_name ON uko_refs(index_id, target_name);
+CREATE INDEX ix_uko_refs_path ON uko_refs(path);
+CREATE INDEX ix_uko_refs_target_name ON uko_refs(target_name);
 CREATE INDEX ix_uko_refs_resolved_uri ON uko_refs(resolved_uri);
 -- Indexes written before the code graph existed have no nodes: forget their
 -- file lists so the next refresh analyses every file.

@@ -552,7 +552,14 @@ impl Store for SqliteStore {
     }
 
     fn uko_refs_to(&self, index_id: &str, uri: &str) -> Result<Vec<UkoRef>, StoreError> {
-        let rows = self.read(|c| uko_sql::query_refs(c, "index_id = ?1 AND resolved_uri = ?2", &[&index_id, &uri]))?;
+        let rows = self.read(|c| {
+            uko_sql::query_refs_by(
+                c,
+                Some("ix_uko_refs_resolved_uri"),
+                "index_id = ?1 AND resolved_uri = ?2",
+                &[&index_id, &uri],
+            )
+        })?;
         Ok(rows.into_iter().map(|(_, r)| r).collect())
     }
 
@@ -722,7 +729,7 @@ impl SqliteIndexWrite<'_> {
 }
 
 impl crate::IndexWrite for SqliteIndexWrite<'_> {
-    fn write_nodes(&mut self, path: &str, nodes: &[crate::UkoNode]) -> Result<(), StoreError> {
+    fn write_nodes(&mut self, path: &str, nodes: &[crate::UkoNode]) -> Result<Vec<String>, StoreError> {
         uko_sql::write_nodes(self.conn(), &self.index_id, path, nodes, &self.now).map_err(self.sql())
     }
 
@@ -749,6 +756,28 @@ impl crate::IndexWrite for SqliteIndexWrite<'_> {
         while let Some(row) = rows.next().map_err(self.sql())? {
             let get = |i| row.get_ref(i).ok().and_then(|v| v.as_str().ok()).unwrap_or("");
             f(get(0), get(1), get(2), get(3));
+        }
+        Ok(())
+    }
+
+    fn for_each_symbol_named(
+        &mut self,
+        names: &[String],
+        f: &mut dyn FnMut(&str, &str, &str, &str),
+    ) -> Result<(), StoreError> {
+        let conn = self.conn();
+        let mut st = conn
+            .prepare_cached(
+                "SELECT path, symbol_path, name, kind FROM uko_nodes INDEXED BY ix_uko_nodes_name \
+                 WHERE index_id = ?1 AND name = ?2 AND is_current = 1",
+            )
+            .map_err(self.sql())?;
+        for name in names {
+            let mut rows = st.query(params![self.index_id, name]).map_err(self.sql())?;
+            while let Some(row) = rows.next().map_err(self.sql())? {
+                let get = |i| row.get_ref(i).ok().and_then(|v| v.as_str().ok()).unwrap_or("");
+                f(get(0), get(1), get(2), get(3));
+            }
         }
         Ok(())
     }

@@ -82,7 +82,20 @@ pub fn query_refs(
     sql_where: &str,
     params: &[&dyn rusqlite::ToSql],
 ) -> rusqlite::Result<Vec<(i64, UkoRef)>> {
-    let sql = format!("SELECT {REF_COLUMNS} FROM uko_refs WHERE {sql_where} ORDER BY path, line, target, ref_id");
+    query_refs_by(conn, None, sql_where, params)
+}
+
+/// [`query_refs`] through a named index. Without statistics SQLite prefers
+/// the index that avoids the final sort (by path), which for a selective
+/// condition on another column means scanning the whole index.
+pub fn query_refs_by(
+    conn: &Connection,
+    index: Option<&str>,
+    sql_where: &str,
+    params: &[&dyn rusqlite::ToSql],
+) -> rusqlite::Result<Vec<(i64, UkoRef)>> {
+    let hint = index.map(|i| format!(" INDEXED BY {i}")).unwrap_or_default();
+    let sql = format!("SELECT {REF_COLUMNS} FROM uko_refs{hint} WHERE {sql_where} ORDER BY path, line, target, ref_id");
     let mut st = conn.prepare_cached(&sql)?;
     st.query_map(params, ref_from_row)?.collect()
 }
@@ -121,7 +134,7 @@ pub fn write_nodes(
     path: &str,
     nodes: &[UkoNode],
     now: &str,
-) -> rusqlite::Result<()> {
+) -> rusqlite::Result<Vec<String>> {
     let mut retire = conn.prepare_cached(
         "UPDATE uko_nodes SET is_current = 0, valid_until = ?2 WHERE node_id = ?1 AND is_current = 1",
     )?;
@@ -143,6 +156,7 @@ pub fn write_nodes(
         .query_map(params![index_id, path], |r| Ok((r.get::<_, String>(1)?, (r.get(0)?, r.get(2)?))))?
         .collect::<rusqlite::Result<_>>()?;
     let mut seen = std::collections::HashSet::new();
+    let mut introduced = Vec::new();
     for n in nodes {
         seen.insert(n.uri.as_str());
         let revision_of = match old.get(&n.uri) {
@@ -168,7 +182,12 @@ pub fn write_nodes(
                 retire.execute(params![id, now])?;
                 Some(*id)
             }
-            None => None,
+            None => {
+                if !n.symbol_path.is_empty() {
+                    introduced.push(n.name.clone());
+                }
+                None
+            }
         };
         insert.execute(params![
             index_id,
@@ -197,7 +216,7 @@ pub fn write_nodes(
             retire.execute(params![id, now])?;
         }
     }
-    Ok(())
+    Ok(introduced)
 }
 
 /// Replaces the references written in one file.
@@ -225,8 +244,10 @@ pub fn write_refs(conn: &Connection, index_id: &str, path: &str, refs: &[UkoRef]
     Ok(())
 }
 
-/// References outside `paths` that resolved into one of `paths` or whose
-/// target name is one of `names`, by ref id.
+/// References outside `paths` whose target in one of `paths` is gone (no
+/// current node has its URI any more), or that are unresolved and whose
+/// target name is one of `names`, by ref id. A reference whose target
+/// still exists keeps its binding.
 pub fn refs_affected_by(
     conn: &Connection,
     index_id: &str,
@@ -240,16 +261,23 @@ pub fn refs_affected_by(
         let file_uri = format!("uko://{rid}/{p}");
         let lower = format!("{file_uri}#");
         let upper = format!("{file_uri}#\u{10FFFF}");
-        for (id, r) in query_refs(
+        for (id, r) in query_refs_by(
             conn,
-            "index_id = ?1 AND (resolved_uri = ?2 OR (resolved_uri >= ?3 AND resolved_uri < ?4))",
+            Some("ix_uko_refs_resolved_uri"),
+            "index_id = ?1 AND (resolved_uri = ?2 OR (resolved_uri >= ?3 AND resolved_uri < ?4)) \
+             AND NOT EXISTS (SELECT 1 FROM uko_nodes n WHERE n.uri = uko_refs.resolved_uri AND n.is_current = 1)",
             &[&index_id, &file_uri, &lower, &upper],
         )? {
             out.insert(id, r);
         }
     }
     for n in names {
-        for (id, r) in query_refs(conn, "index_id = ?1 AND target_name = ?2", &[&index_id, n])? {
+        for (id, r) in query_refs_by(
+            conn,
+            Some("ix_uko_refs_target_name"),
+            "index_id = ?1 AND target_name = ?2 AND resolved_uri IS NULL",
+            &[&index_id, n],
+        )? {
             out.insert(id, r);
         }
     }
