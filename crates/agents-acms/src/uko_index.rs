@@ -15,7 +15,7 @@ use std::sync::Arc;
 use agents_store::{IndexWrite, Rebinding, StoreError, UkoNode, UkoRef};
 use agents_uko::lang::analyzer_for;
 use agents_uko::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
-use agents_uko::resolve::{FileScope, ResolveContext, SymbolEntry, SymbolTable};
+use agents_uko::resolve::{FileScope, ResolveContext, SymbolEntry, SymbolTable, reference_name};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
@@ -207,14 +207,14 @@ impl Linker<'_> {
         for file in &pending {
             for r in &file.refs {
                 if r.kind != RefKind::Import {
-                    wanted.insert(symbol_name(file.str(r.target)));
+                    wanted.insert(reference_name(file.str(r.target)));
                 }
             }
         }
         let affected =
             if rebind_others { writer.refs_affected_by(changed_paths, introduced_names)? } else { Vec::new() };
         for (_, r) in &affected {
-            wanted.insert(symbol_name(&r.target));
+            wanted.insert(reference_name(&r.target));
         }
         let names: Option<Vec<String>> =
             (wanted.len() <= NAMED_LOOKUP_LIMIT).then(|| wanted.iter().map(|s| s.to_string()).collect());
@@ -325,7 +325,8 @@ impl Linker<'_> {
                     from_uri: node_uri(self.resource_id, &file.path, from_symbol),
                     kind: r.kind.as_str().to_string(),
                     target: target.to_string(),
-                    target_name: target_name(target).to_string(),
+                    target_name: if r.kind == RefKind::Import { target_name(target) } else { reference_name(target) }
+                        .to_string(),
                     names: file.names(i).to_vec(),
                     system: r.system,
                     line: r.line as i64,
@@ -401,12 +402,7 @@ fn stored_reference(r: &UkoRef) -> Reference {
 /// looking names up one by one.
 const NAMED_LOOKUP_LIMIT: usize = 5000;
 
-/// The simple name a by-name reference binds to (as `SymbolTable::resolve` reads it).
-fn symbol_name(target: &str) -> &str {
-    target.split(['.', ':', '>', '-']).filter(|s| !s.is_empty() && *s != "<").last().unwrap_or("").trim_end_matches('!')
-}
-
-/// The last segment of a dotted, `::` or `->` qualified name.
+/// The last segment of an import specifier (`os.path`, `./util`, `crate::a::b`).
 pub fn target_name(target: &str) -> &str {
     target.rsplit(['.', ':', '>', '/']).find(|s| !s.is_empty()).unwrap_or(target).trim_end_matches('!')
 }

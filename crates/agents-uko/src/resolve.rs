@@ -204,8 +204,11 @@ impl SymbolTable {
         kind: crate::model::RefKind,
         target: &str,
     ) -> Option<&SymbolEntry> {
-        let segments: Vec<&str> = target.split(['.', ':', '>', '-']).filter(|s| !s.is_empty() && *s != "<").collect();
-        let name = segments.last()?.trim_end_matches('!');
+        let segments: Vec<&str> = segments(target).collect();
+        let name = reference_name(target);
+        if name.is_empty() {
+            return None;
+        }
         let qualifier = (segments.len() > 1).then(|| segments[0]);
         let ids = self.by_name.get(name)?;
         let fits = |e: &&SymbolEntry| kind_fits(kind, e.kind);
@@ -248,6 +251,17 @@ impl SymbolTable {
         }
         None
     }
+}
+
+/// The segments of a qualified reference (`a.b`, `A::b`, `p->b`).
+fn segments(target: &str) -> impl DoubleEndedIterator<Item = &str> {
+    target.split(['.', ':', '>', '-']).filter(|s| !s.is_empty() && *s != "<")
+}
+
+/// The simple name a by-name reference binds to: its last segment, without
+/// a macro's `!` (`os.path.join` -> `join`, `Type::new` -> `new`).
+pub fn reference_name(target: &str) -> &str {
+    segments(target).next_back().unwrap_or("").trim_end_matches('!')
 }
 
 /// The candidate in the innermost scope enclosing `from` (longest shared
