@@ -7,7 +7,7 @@ use std::sync::Arc;
 use agents_core::tokens::TokenCounter;
 use agents_store::{Store, StoreError, UkoNodeRecord, UkoRef};
 use agents_uko::model::{NodeKind, Point, RefKind, Span};
-use agents_uko::render::{EdgeView, NodeView, RenderInput, render};
+use agents_uko::render::{EdgeView, NodeView, RenderInput, render_all};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GraphError {
@@ -84,9 +84,9 @@ impl CodeGraph {
             self.store.uko_refs_within(index_id, &node.node.uri)?.iter().filter_map(edge_view).collect();
         let input =
             RenderInput { node: view(node), children: children.iter().map(view).collect(), edges, file_text: &text };
-        let tokens_by_depth: Vec<usize> =
-            (0..=agents_uko::render::MAX_DEPTH).map(|d| tokenizer.count(&render(&input, d))).collect();
-        let content = render(&input, depth);
+        let mut all = render_all(&input, tokenizer);
+        let tokens_by_depth: Vec<usize> = all.iter().map(|(_, _, tokens)| *tokens).collect();
+        let content = std::mem::take(&mut all[depth.min(agents_uko::render::MAX_DEPTH) as usize].1);
         Ok(Rendered {
             uri: node.node.uri.clone(),
             kind: node.node.kind.clone(),

@@ -42,6 +42,9 @@ pub fn code_for(err: &anyhow::Error) -> u8 {
         if let Some(e) = cause.downcast_ref::<IndexError>() {
             return index_code(e);
         }
+        if let Some(agents_acms::graph::GraphError::NotFound(_)) = cause.downcast_ref() {
+            return USAGE;
+        }
         if let Some(e) = cause.downcast_ref::<EngineError>() {
             return match e {
                 EngineError::Project(e) => project_code(e),

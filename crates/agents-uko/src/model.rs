@@ -185,9 +185,12 @@ impl Span {
         text.get(self.start_byte..self.end_byte).unwrap_or("")
     }
 
-    /// Number of lines covered.
+    /// Number of lines covered (an end at column 0 of a line, as after a
+    /// final newline, does not count that line).
     pub fn line_count(&self) -> u32 {
-        self.end.line.saturating_sub(self.start.line) + 1
+        let last =
+            if self.end.column == 0 && self.end.line > self.start.line { self.end.line - 1 } else { self.end.line };
+        last.saturating_sub(self.start.line) + 1
     }
 }
 

@@ -51,9 +51,8 @@ pub const ONTOLOGY_GRAPH: &str = "https://cleveragents.ai/ontology/uko";
 /// The URI prefix of external dependency nodes (unresolved edge targets).
 pub const EXTERNAL_PREFIX: &str = "uko://external/";
 
-/// The class of external dependency nodes. The ontology has no dedicated
-/// class for them (such as `uko:ExternalDependency`), so they are plain
-/// information units, told apart by their [`EXTERNAL_PREFIX`] IRI.
+/// The class of external dependency nodes: what a resource references but
+/// does not contain, named as written.
 pub const EXTERNAL_CLASS: &str = "uko:ExternalDependency";
 
 /// Ontology object properties refining `uko:dependsOn` per reference kind.

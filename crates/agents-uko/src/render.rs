@@ -112,12 +112,13 @@ pub fn render(input: &RenderInput<'_>, depth: u8) -> String {
             out.push_str(&format!("signature: {sig}\n"));
         }
         let span = input.node.span;
+        let lines = span.line_count();
         out.push_str(&format!(
-            "size: lines {}-{} ({} lines), {} members\n",
+            "size: lines {}-{} ({}), {}\n",
             span.start.line,
-            span.end.line,
-            span.line_count(),
-            input.children.len()
+            span.start.line + lines - 1,
+            plural(lines as usize, "line"),
+            plural(input.children.len(), "member")
         ));
         for child in &input.children {
             if let Some(sig) = child.signature {
@@ -142,7 +143,8 @@ pub fn render(input: &RenderInput<'_>, depth: u8) -> String {
             out.push('\n');
         }
         if keep < total {
-            out.push_str(&format!("... ({} more lines)\n", total - keep));
+            let more = total - keep;
+            out.push_str(&format!("... ({more} more {})\n", if more == 1 { "line" } else { "lines" }));
         }
         out.push_str("```\n");
     }
@@ -159,15 +161,30 @@ fn source_lines<'t>(input: &RenderInput<'t>) -> Vec<&'t str> {
     text.get(start..end).unwrap_or("").lines().collect()
 }
 
-/// Every depth's rendering with its token count, depth 0 first.
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
+/// Every depth's rendering with its token count, depth 0 first, with token
+/// counts that never decrease: at depths 5-8 an excerpt's `... (N more
+/// lines)` marker can cost more than the lines it leaves out, and then the
+/// next depth's text (which is cheaper and has more detail) is used instead.
 pub fn render_all(input: &RenderInput<'_>, tokenizer: &dyn TokenCounter) -> Vec<(u8, String, usize)> {
-    (0..=MAX_DEPTH)
+    let mut all: Vec<(u8, String, usize)> = (0..=MAX_DEPTH)
         .map(|d| {
             let text = render(input, d);
             let tokens = tokenizer.count(&text);
             (d, text, tokens)
         })
-        .collect()
+        .collect();
+    for d in (5..MAX_DEPTH as usize).rev() {
+        if all[d].2 >= all[d + 1].2 {
+            let (_, text, tokens) = all[d + 1].clone();
+            all[d].1 = text;
+            all[d].2 = tokens;
+        }
+    }
+    all
 }
 
 #[cfg(test)]
@@ -242,7 +259,7 @@ mod tests {
         assert!(render(&i, 3).contains("summary: Runs the service.\n- run: Run n times."));
         let d4 = render(&i, 4);
         assert!(d4.contains("signature: class App(Base)") && d4.contains("  def run(self, n: int) -> str"));
-        assert!(d4.contains("size: lines 3-11 (9 lines), 2 members"));
+        assert!(d4.contains("size: lines 3-11 (9 lines), 2 members"), "{d4}");
         assert!(render(&i, 5).contains("... ("));
         let d9 = render(&i, 9);
         assert!(d9.contains(FILE[FILE.find("class App").unwrap()..].trim_end()));
@@ -260,6 +277,31 @@ mod tests {
         for d in 0..4u8 {
             assert!(render(&i, d + 1).starts_with(render(&i, d).trim_end_matches('\n')));
         }
+    }
+
+    #[test]
+    fn a_costly_excerpt_marker_never_makes_a_depth_cheaper_than_the_one_below() {
+        // Two short lines: the marker at 5-8 costs more than the omitted line.
+        let text = "x = 1\ny = 2\n";
+        let i = RenderInput {
+            node: NodeView {
+                kind: NodeKind::Module,
+                name: "m.py",
+                symbol_path: "",
+                path: "m.py",
+                span: Span::of_text(text),
+                signature: None,
+                doc: None,
+            },
+            children: vec![],
+            edges: vec![],
+            file_text: text,
+        };
+        let all = render_all(&i, &Tokenizer::default());
+        for pair in all.windows(2) {
+            assert!(pair[0].2 <= pair[1].2, "{:?} > {:?}", pair[0], pair[1]);
+        }
+        assert_eq!(all[5].1, all[9].1, "the whole text is cheaper than an excerpt of it");
     }
 
     #[test]
@@ -281,6 +323,7 @@ mod tests {
         };
         assert_eq!(render(&i, 0), "file docs/notes.txt\n");
         assert!(render(&i, 5).contains("line one\n... (3 more lines)"));
+        assert!(render(&i, 4).contains("size: lines 1-4 (4 lines), 0 members"), "a final newline is not a line");
         assert!(render(&i, 9).contains("line four\n```"));
     }
 }

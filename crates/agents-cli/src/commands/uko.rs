@@ -7,6 +7,7 @@ use agents_engine::{Engine, IndexMode, IndexOutcome};
 use agents_store::UkoNodeRecord;
 use agents_uko::ontology::Ontology;
 use agents_uko::rdf::{RdfEdge, RdfNode, UkoGraph};
+use anyhow::Context;
 use serde::Serialize;
 
 use crate::cli::UkoCommand;
@@ -62,7 +63,8 @@ pub fn run(settings: &Settings, cmd: UkoCommand) -> anyhow::Result<()> {
             let turtle = graph.to_turtle()?;
             match output {
                 Some(file) => {
-                    agents_store::atomic_write(&file, turtle.as_bytes())?;
+                    agents_store::atomic_write(&file, turtle.as_bytes())
+                        .with_context(|| format!("cannot write {}", file.display()))?;
                     let view = serde_json::json!({ "path": file.display().to_string(), "triples": graph.len() });
                     printer.emit(&view, || format!("Wrote {} triples to {}", graph.len(), file.display()))
                 }
