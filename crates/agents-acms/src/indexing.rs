@@ -433,7 +433,7 @@ impl RepoIndexingService {
             language: language.to_string(),
             last_modified: entry.modified.clone(),
         };
-        let analyzed = uko_index::analyze(resource_id, &entry.rel_path, language, &text);
+        let analyzed = uko_index::analyze(resource_id, &entry.rel_path, language, &text, &record.content_hash);
         (Ok(Fresh::Record(record, Box::new(analyzed))), Some(read))
     }
 }

@@ -113,7 +113,9 @@ pub struct UkoStats {
 }
 
 /// Analyses one file's text (runs inside the parallel indexing pass).
-pub fn analyze(resource_id: &str, path: &str, language: &str, text: &str) -> Analyzed {
+/// `file_hash` is the SHA-256 of the whole file, reused for a node that
+/// spans all of it.
+pub fn analyze(resource_id: &str, path: &str, language: &str, text: &str, file_hash: &str) -> Analyzed {
     // An analyzer bug must not take the whole run down: the file is then
     // indexed at file level, with a warning.
     let analysis = std::panic::catch_unwind(|| agents_uko::lang::analyze(language, path, text)).unwrap_or_else(|_| {
@@ -122,13 +124,20 @@ pub fn analyze(resource_id: &str, path: &str, language: &str, text: &str) -> Ana
         a.warnings.push("analyzer failed; indexed at file level".to_string());
         a
     });
-    let nodes = graph_nodes(resource_id, path, language, text, &analysis);
+    let nodes = graph_nodes(resource_id, path, language, text, file_hash, &analysis);
     let warnings = analysis.warnings.len();
     let pending = PendingRefs::new(path, language, analysis);
     Analyzed { path: path.to_string(), language: language.to_string(), nodes, pending, warnings }
 }
 
-fn graph_nodes(resource_id: &str, path: &str, language: &str, text: &str, a: &FileAnalysis) -> Vec<UkoNode> {
+fn graph_nodes(
+    resource_id: &str,
+    path: &str,
+    language: &str,
+    text: &str,
+    file_hash: &str,
+    a: &FileAnalysis,
+) -> Vec<UkoNode> {
     let uris: Vec<String> = a.nodes.iter().map(|n| node_uri(resource_id, path, &n.symbol_path)).collect();
     a.nodes
         .iter()
@@ -149,7 +158,11 @@ fn graph_nodes(resource_id: &str, path: &str, language: &str, text: &str, a: &Fi
             end_col: n.span.end.column as i64,
             signature: n.signature.as_deref().map(|s| truncate(s, MAX_SIGNATURE_CHARS)),
             doc: n.doc.as_deref().map(|d| truncate(d, MAX_DOC_CHARS)),
-            content_hash: hex_digest(n.span.slice(text).as_bytes()),
+            content_hash: if n.span.start_byte == 0 && n.span.end_byte == text.len() {
+                file_hash.to_string()
+            } else {
+                hex_digest(n.span.slice(text).as_bytes())
+            },
         })
         .collect()
 }

@@ -448,11 +448,15 @@ impl Store for SqliteStore {
     fn begin_index_write(&self, index_id: &str) -> Result<Box<dyn crate::IndexWrite + '_>, StoreError> {
         let conn = self.conn();
         conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| classify(&self.path, e))?;
+        let has_nodes: bool = conn
+            .query_row("SELECT EXISTS(SELECT 1 FROM uko_nodes WHERE index_id = ?1)", [index_id], |r| r.get(0))
+            .map_err(|e| classify(&self.path, e))?;
         Ok(Box::new(SqliteIndexWrite {
             store: self,
             conn: Some(conn),
             index_id: index_id.to_string(),
             now: to_iso(now_utc()),
+            has_nodes,
         }))
     }
 
@@ -716,6 +720,9 @@ struct SqliteIndexWrite<'a> {
     conn: Option<MutexGuard<'a, Connection>>,
     index_id: String,
     now: String,
+    /// Whether the index had graph nodes when the run began; a first index
+    /// has no old revisions to look up.
+    has_nodes: bool,
 }
 
 impl SqliteIndexWrite<'_> {
@@ -730,6 +737,9 @@ impl SqliteIndexWrite<'_> {
 
 impl crate::IndexWrite for SqliteIndexWrite<'_> {
     fn write_nodes(&mut self, path: &str, nodes: &[crate::UkoNode]) -> Result<Vec<String>, StoreError> {
+        if !self.has_nodes {
+            return uko_sql::insert_nodes(self.conn(), &self.index_id, nodes, &self.now).map_err(self.sql());
+        }
         uko_sql::write_nodes(self.conn(), &self.index_id, path, nodes, &self.now).map_err(self.sql())
     }
 

@@ -127,6 +127,56 @@ pub fn retire_path(conn: &Connection, index_id: &str, path: &str, now: &str) -> 
     Ok(())
 }
 
+const INSERT_NODE: &str = "INSERT INTO uko_nodes (index_id, uri, path, symbol_path, kind, name, parent_uri, \
+     language, start_byte, end_byte, start_line, start_col, end_line, end_col, signature, doc, content_hash, \
+     valid_from, valid_until, is_current, revision_of) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, NULL, 1, ?19)";
+
+fn insert_node(
+    st: &mut rusqlite::CachedStatement<'_>,
+    index_id: &str,
+    n: &UkoNode,
+    now: &str,
+    revision_of: Option<i64>,
+) -> rusqlite::Result<()> {
+    st.execute(params![
+        index_id,
+        n.uri,
+        n.path,
+        n.symbol_path,
+        n.kind,
+        n.name,
+        n.parent_uri,
+        n.language,
+        n.start_byte,
+        n.end_byte,
+        n.start_line,
+        n.start_col,
+        n.end_line,
+        n.end_col,
+        n.signature,
+        n.doc,
+        n.content_hash,
+        now,
+        revision_of
+    ])?;
+    Ok(())
+}
+
+/// Inserts the nodes of a file into an index that has none yet (a first
+/// index: no revisions to look up). Returns the names of the symbols.
+pub fn insert_nodes(conn: &Connection, index_id: &str, nodes: &[UkoNode], now: &str) -> rusqlite::Result<Vec<String>> {
+    let mut insert = conn.prepare_cached(INSERT_NODE)?;
+    let mut names = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        insert_node(&mut insert, index_id, n, now, None)?;
+        if !n.symbol_path.is_empty() {
+            names.push(n.name.clone());
+        }
+    }
+    Ok(names)
+}
+
 /// Replaces the current nodes of one file, keeping revisions (module docs).
 pub fn write_nodes(
     conn: &Connection,
@@ -138,12 +188,7 @@ pub fn write_nodes(
     let mut retire = conn.prepare_cached(
         "UPDATE uko_nodes SET is_current = 0, valid_until = ?2 WHERE node_id = ?1 AND is_current = 1",
     )?;
-    let mut insert = conn.prepare_cached(
-        "INSERT INTO uko_nodes (index_id, uri, path, symbol_path, kind, name, parent_uri, language, start_byte, \
-         end_byte, start_line, start_col, end_line, end_col, signature, doc, content_hash, valid_from, valid_until, \
-         is_current, revision_of) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, NULL, 1, ?19)",
-    )?;
+    let mut insert = conn.prepare_cached(INSERT_NODE)?;
     let mut update = conn.prepare_cached(
         "UPDATE uko_nodes SET parent_uri = ?2, start_byte = ?3, end_byte = ?4, start_line = ?5, start_col = ?6, \
          end_line = ?7, end_col = ?8, signature = ?9, doc = ?10, kind = ?11, name = ?12, language = ?13 \
@@ -189,27 +234,7 @@ pub fn write_nodes(
                 None
             }
         };
-        insert.execute(params![
-            index_id,
-            n.uri,
-            n.path,
-            n.symbol_path,
-            n.kind,
-            n.name,
-            n.parent_uri,
-            n.language,
-            n.start_byte,
-            n.end_byte,
-            n.start_line,
-            n.start_col,
-            n.end_line,
-            n.end_col,
-            n.signature,
-            n.doc,
-            n.content_hash,
-            now,
-            revision_of
-        ])?;
+        insert_node(&mut insert, index_id, n, now, revision_of)?;
     }
     for (uri, (id, _)) in &old {
         if !seen.contains(uri.as_str()) {
