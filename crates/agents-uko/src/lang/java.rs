@@ -32,7 +32,7 @@ use std::sync::LazyLock;
 
 use tree_sitter::{Language, Node};
 
-use crate::lang::{Analyzer, FileBuilder, clean_doc, node_text, parse};
+use crate::lang::{clean_doc, node_text, parse, Analyzer, FileBuilder};
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::ResolveContext;
 
@@ -446,7 +446,11 @@ fn signature(node: Node<'_>, body: Option<Node<'_>>, text: &str) -> String {
 fn javadoc(prev: Option<Node<'_>>, text: &str) -> Option<String> {
     let prev = prev?;
     let raw = node_text(&prev, text);
-    if prev.kind() == "block_comment" && raw.starts_with("/**") && raw != "/**/" { clean_doc(raw) } else { None }
+    if prev.kind() == "block_comment" && raw.starts_with("/**") && raw != "/**/" {
+        clean_doc(raw)
+    } else {
+        None
+    }
 }
 
 fn has_test_annotation(node: Node<'_>, text: &str) -> bool {
@@ -492,7 +496,11 @@ fn type_base_name(node: Node<'_>, text: &str) -> String {
                 }
             }
             // Annotations on type parts (`a.@N B`) are rare; drop them.
-            if out.contains('@') { out.rsplit('.').next().unwrap_or("").to_string() } else { out }
+            if out.contains('@') {
+                out.rsplit('.').next().unwrap_or("").to_string()
+            } else {
+                out
+            }
         }
         _ => String::new(),
     }
@@ -521,7 +529,11 @@ fn callee(node: Node<'_>, text: &str, depth: usize) -> String {
         }
         "object_creation_expression" => {
             let ty = node.child_by_field_name("type").map(|t| type_base_name(t, text)).unwrap_or_default();
-            if ty.is_empty() { "_".to_string() } else { ty }
+            if ty.is_empty() {
+                "_".to_string()
+            } else {
+                ty
+            }
         }
         "parenthesized_expression" => {
             node.named_child(0).map_or_else(|| "_".to_string(), |n| callee(n, text, depth + 1))
@@ -652,22 +664,7 @@ record Point(int x, int y) implements Shape {
         JavaAnalyzer.analyze("java", "src/main/java/com/example/store/Store.java", text)
     }
 
-    /// Every span slices back to its declaration: non-empty, starting at a
-    /// token boundary, containing the node's name.
-    fn assert_spans_are_declarations(analysis: &FileAnalysis, text: &str) {
-        let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-        for node in &analysis.nodes[1..] {
-            let slice = node.span.slice(text);
-            let what = format!("{} {:?}", node.symbol_path, &slice[..slice.len().min(30)]);
-            assert!(!slice.is_empty() && !slice.starts_with(char::is_whitespace), "{what}");
-            let before = text[..node.span.start_byte].chars().next_back();
-            assert!(before.is_none_or(|c| c.is_whitespace() || "{(,;".contains(c)), "{what} after {before:?}");
-            assert!(flat(slice).contains(&flat(&node.name)), "{what} lacks its name");
-        }
-        for r in &analysis.references {
-            assert!(!r.span.slice(text).is_empty(), "{r:?}");
-        }
-    }
+    use crate::lang::test_support::assert_spans_are_declarations;
 
     fn assert_provenance(analysis: &FileAnalysis, text: &str) {
         assert_spans_are_declarations(analysis, text);

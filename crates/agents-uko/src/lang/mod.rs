@@ -300,6 +300,29 @@ pub fn file_stem(path: &str) -> &str {
     name.split_once('.').map_or(name, |(stem, _)| stem)
 }
 
+/// Checks shared by the analyzers' tests.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use crate::model::FileAnalysis;
+
+    /// Every span slices back to its declaration: non-empty, starting at a
+    /// token boundary, containing the node's name.
+    pub fn assert_spans_are_declarations(analysis: &FileAnalysis, text: &str) {
+        let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        for node in &analysis.nodes[1..] {
+            let slice = node.span.slice(text);
+            let what = format!("{} {:?}", node.symbol_path, &slice[..slice.len().min(30)]);
+            assert!(!slice.is_empty() && !slice.starts_with(char::is_whitespace), "{what}");
+            let before = text[..node.span.start_byte].chars().next_back();
+            assert!(before.is_none_or(|c| c.is_whitespace() || "{(,;".contains(c)), "{what} after {before:?}");
+            assert!(flat(slice).contains(&flat(&node.name)), "{what} lacks its name");
+        }
+        for r in &analysis.references {
+            assert!(!r.span.slice(text).is_empty(), "{r:?}");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1255,22 +1255,7 @@ mod tests {
         RustAnalyzer.analyze("rust", "src/geo/points.rs", text)
     }
 
-    /// Every span slices back to its declaration: non-empty, starting at a
-    /// token boundary, containing the node's name.
-    fn assert_spans_are_declarations(analysis: &FileAnalysis, text: &str) {
-        let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-        for node in &analysis.nodes[1..] {
-            let slice = node.span.slice(text);
-            let what = format!("{} {:?}", node.symbol_path, &slice[..slice.len().min(30)]);
-            assert!(!slice.is_empty() && !slice.starts_with(char::is_whitespace), "{what}");
-            let before = text[..node.span.start_byte].chars().next_back();
-            assert!(before.is_none_or(|c| c.is_whitespace() || "{(,;".contains(c)), "{what} after {before:?}");
-            assert!(flat(slice).contains(&flat(&node.name)), "{what} lacks its name");
-        }
-        for r in &analysis.references {
-            assert!(!r.span.slice(text).is_empty(), "{r:?}");
-        }
-    }
+    use crate::lang::test_support::assert_spans_are_declarations;
 
     fn assert_provenance(analysis: &FileAnalysis, text: &str) {
         assert_spans_are_declarations(analysis, text);
