@@ -32,7 +32,7 @@ use std::sync::LazyLock;
 
 use tree_sitter::{Language, Node};
 
-use crate::lang::{clean_doc, node_text, parse, Analyzer, FileBuilder};
+use crate::lang::{Analyzer, FileBuilder, clean_doc, node_text, parse};
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::ResolveContext;
 
@@ -446,11 +446,7 @@ fn signature(node: Node<'_>, body: Option<Node<'_>>, text: &str) -> String {
 fn javadoc(prev: Option<Node<'_>>, text: &str) -> Option<String> {
     let prev = prev?;
     let raw = node_text(&prev, text);
-    if prev.kind() == "block_comment" && raw.starts_with("/**") && raw != "/**/" {
-        clean_doc(raw)
-    } else {
-        None
-    }
+    if prev.kind() == "block_comment" && raw.starts_with("/**") && raw != "/**/" { clean_doc(raw) } else { None }
 }
 
 fn has_test_annotation(node: Node<'_>, text: &str) -> bool {
@@ -496,11 +492,7 @@ fn type_base_name(node: Node<'_>, text: &str) -> String {
                 }
             }
             // Annotations on type parts (`a.@N B`) are rare; drop them.
-            if out.contains('@') {
-                out.rsplit('.').next().unwrap_or("").to_string()
-            } else {
-                out
-            }
+            if out.contains('@') { out.rsplit('.').next().unwrap_or("").to_string() } else { out }
         }
         _ => String::new(),
     }
@@ -529,11 +521,7 @@ fn callee(node: Node<'_>, text: &str, depth: usize) -> String {
         }
         "object_creation_expression" => {
             let ty = node.child_by_field_name("type").map(|t| type_base_name(t, text)).unwrap_or_default();
-            if ty.is_empty() {
-                "_".to_string()
-            } else {
-                ty
-            }
+            if ty.is_empty() { "_".to_string() } else { ty }
         }
         "parenthesized_expression" => {
             node.named_child(0).map_or_else(|| "_".to_string(), |n| callee(n, text, depth + 1))

@@ -32,7 +32,7 @@ use std::collections::HashSet;
 
 use tree_sitter::Node;
 
-use crate::lang::{node_text, parse, Analyzer, FileBuilder};
+use crate::lang::{Analyzer, FileBuilder, node_text, parse};
 use crate::model::{FileAnalysis, NodeKind, Point, RefKind, Span};
 
 pub struct MarkdownAnalyzer;
@@ -240,11 +240,7 @@ fn strip_closing_hashes(s: &str) -> &str {
     if without.len() == t.len() {
         return t;
     }
-    if without.is_empty() || without.ends_with([' ', '\t']) {
-        without.trim_end()
-    } else {
-        t
-    }
+    if without.is_empty() || without.ends_with([' ', '\t']) { without.trim_end() } else { t }
 }
 
 /// Inline Markdown as plain text on one line: links become their text,
@@ -490,11 +486,7 @@ fn local_target(destination: &str) -> Option<&str> {
     if first_segment.contains(':') {
         return None; // `https:`, `mailto:`, `data:` ...
     }
-    if path.is_empty() {
-        None
-    } else {
-        Some(path)
-    }
+    if path.is_empty() { None } else { Some(path) }
 }
 
 /// The point of byte `target` at or after `anchor`, whose point is known
