@@ -1,0 +1,146 @@
+//! Full-text search over UKO nodes, behind one trait with two on-disk engines.
+//!
+//! The `simple-keyword` retrieval strategy (and the text third of ARCE) asks "which code
+//! units mention these words?". This crate answers it with BM25 over the fields of a UKO
+//! node ([`TextDoc`]: path, name, kind, signature, docstring, body), with field boosts so a
+//! match in a name outweighs a mention in a body. Two engines implement [`TextBackend`]:
+//!
+//! - `tantivy` (default): a Tantivy index in an `MmapDirectory`;
+//! - `fts5`: an SQLite FTS5 table in `fts5.db`, for hosts that would rather not carry a
+//!   second on-disk format.
+//!
+//! They are chosen by name (`context.backends.text`) through [`open_text_backend`] and
+//! pass one test suite (`tests/backends.rs`). Both split text with the same code-aware
+//! analyzer, [`code_tokens`], so `http request` finds `parseHttpRequest` in either.
+//!
+//! # Contract shared by the backends
+//! - Documents are keyed by [`TextDoc::id`] (the node URI): [`TextBackend::upsert`]
+//!   replaces, [`TextBackend::delete_paths`] drops every node of a file.
+//! - Writes become visible to [`TextBackend::search`] and [`TextBackend::doc_count`] and
+//!   durable only after [`TextBackend::commit`]; dropping a backend without committing
+//!   discards them.
+//! - A query is free text: it is split by [`code_tokens`], tokens are deduplicated and
+//!   OR-ed; there is no query syntax, so no user text is a syntax error. A query without
+//!   tokens finds nothing.
+//! - Scores are BM25 summed over fields, each weighted by its boost: name 4.0,
+//!   signature 2.0, path 1.5, doc 1.0, body 0.5, kind 0.5. Scores are comparable within
+//!   one backend and one index only.
+//! - Hits are ordered by score descending, then id ascending, so equal scores come back
+//!   in the same order every time, including across the `limit` cut.
+//! - [`SearchFilter`] restricts hits to paths starting with one of the given prefixes
+//!   (plain string prefixes: add a trailing `/` to mean a directory) and to the given
+//!   kinds; filters never change scores.
+
+mod fts5_backend;
+mod tantivy_backend;
+mod tokenize;
+
+use std::path::{Path, PathBuf};
+
+pub use tokenize::code_tokens;
+
+/// One searchable unit: a UKO node with the text of its fields.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TextDoc {
+    /// The node URI; unique in an index.
+    pub id: String,
+    /// Path of the file holding the node, relative to the repository root.
+    pub path: String,
+    pub name: String,
+    /// The UKO kind (`function`, `class`, `module`, ...); searchable and filterable.
+    pub kind: String,
+    pub signature: String,
+    /// The docstring or leading comment.
+    pub doc: String,
+    pub body: String,
+}
+
+/// One search result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TextHit {
+    pub id: String,
+    pub path: String,
+    /// Boosted BM25 score, greater is better.
+    pub score: f32,
+}
+
+/// Restricts a search; an empty list means no restriction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SearchFilter {
+    /// Keep hits whose path starts with one of these strings.
+    pub paths_prefix: Vec<String>,
+    /// Keep hits whose kind is one of these, compared exactly.
+    pub kinds: Vec<String>,
+}
+
+/// A full-text engine over [`TextDoc`]s; see the crate documentation for the contract.
+pub trait TextBackend: Send + Sync {
+    /// The name that selects this backend: `"tantivy"` or `"fts5"`.
+    fn name(&self) -> &'static str;
+    /// Adds the documents, replacing any stored document with the same id.
+    fn upsert(&mut self, docs: &[TextDoc]) -> Result<(), SearchError>;
+    /// Removes every document whose path is one of `paths`.
+    fn delete_paths(&mut self, paths: &[String]) -> Result<(), SearchError>;
+    /// Makes the changes since the last commit durable and visible.
+    fn commit(&mut self) -> Result<(), SearchError>;
+    /// The best `limit` documents for `query`, by score descending then id ascending.
+    fn search(&self, query: &str, limit: usize, filter: &SearchFilter) -> Result<Vec<TextHit>, SearchError>;
+    /// Number of committed documents.
+    fn doc_count(&self) -> Result<u64, SearchError>;
+}
+
+/// The names [`open_text_backend`] accepts.
+pub const TEXT_BACKEND_KINDS: [&str; 2] = ["tantivy", "fts5"];
+
+/// Opens (creating if needed) the text backend `kind` with its files in `dir`.
+///
+/// `dir` is created if missing. Tantivy keeps its segment files directly in `dir`; FTS5
+/// uses `dir/fts5.db`. An index that exists but cannot be read is an error.
+pub fn open_text_backend(kind: &str, dir: &Path) -> Result<Box<dyn TextBackend>, SearchError> {
+    if !TEXT_BACKEND_KINDS.contains(&kind) {
+        return Err(SearchError::UnknownBackend { kind: kind.to_owned() });
+    }
+    std::fs::create_dir_all(dir).map_err(|source| SearchError::CreateDir { dir: dir.to_owned(), source })?;
+    match kind {
+        "tantivy" => Ok(Box::new(tantivy_backend::TantivyBackend::open(dir)?)),
+        _ => Ok(Box::new(fts5_backend::Fts5Backend::open(dir)?)),
+    }
+}
+
+/// Errors of the text backends; each names the index directory or database file.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error("unknown text backend {kind:?}, expected one of \"tantivy\", \"fts5\"")]
+    UnknownBackend { kind: String },
+    #[error("cannot create index directory {}: {source}", dir.display())]
+    CreateDir { dir: PathBuf, source: std::io::Error },
+    #[error("tantivy index {}: cannot {action}: {source}", dir.display())]
+    Tantivy { dir: PathBuf, action: &'static str, source: tantivy::TantivyError },
+    #[error("fts5 index {}: cannot {action}: {source}", path.display())]
+    Sqlite { path: PathBuf, action: &'static str, source: rusqlite::Error },
+    #[error("fts5 index {}: a previous call panicked while holding the connection", path.display())]
+    Poisoned { path: PathBuf },
+}
+
+/// The indexed fields of a [`TextDoc`] with their BM25 boosts, in the order both backends
+/// lay them out.
+pub(crate) const TEXT_FIELDS: [(&str, f32); 6] =
+    [("name", 4.0), ("signature", 2.0), ("path", 1.5), ("doc", 1.0), ("body", 0.5), ("kind", 0.5)];
+
+/// The text of `doc` for each entry of [`TEXT_FIELDS`], in the same order.
+pub(crate) fn field_texts(doc: &TextDoc) -> [&str; 6] {
+    [&doc.name, &doc.signature, &doc.path, &doc.doc, &doc.body, &doc.kind]
+}
+
+/// The distinct tokens of a query, in first-seen order.
+pub(crate) fn query_tokens(query: &str) -> Vec<String> {
+    let mut tokens = code_tokens(query);
+    let mut seen = std::collections::HashSet::new();
+    tokens.retain(|token| seen.insert(token.clone()));
+    tokens
+}
+
+/// Orders hits by score descending then id ascending: the tie rule of the contract.
+pub(crate) fn sort_hits(hits: &mut [TextHit]) {
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+}

@@ -1,0 +1,288 @@
+//! The Tantivy text backend: the default engine behind [`TextBackend`].
+//!
+//! Layout of the index (one Tantivy document per [`TextDoc`]):
+//! - `id` and `path_raw`: raw (`STRING`) and stored; the id term deletes a node on
+//!   upsert, the path term deletes a file's nodes, and both come back in hits;
+//! - `kind_raw`: raw, for the kind filter;
+//! - `name`, `signature`, `path`, `doc`, `body`, `kind`: analyzed by the `code`
+//!   tokenizer ([`CodeTokenizer`], a wrapper of [`crate::code_tokens`]), with term
+//!   frequencies and field norms for BM25 but no positions (there are no phrase queries).
+//!
+//! A query is a boolean OR of one term query per (token, field), each boosted by the
+//! field's weight; filters are added as zero-scored required clauses. One `IndexWriter`
+//! (one thread, 50 MB) lives as long as the backend and holds the directory lock; the
+//! reader is reloaded on commit.
+
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+
+use tantivy::collector::TopDocs;
+use tantivy::directory::MmapDirectory;
+use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, InvertedIndexRangeQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing, TextOptions, Value,
+};
+use tantivy::tokenizer::{TextAnalyzer, Token, TokenStream, Tokenizer};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Term};
+
+use crate::tokenize::for_each_code_token;
+use crate::{
+    SearchError, SearchFilter, TEXT_FIELDS, TextBackend, TextDoc, TextHit, field_texts, query_tokens, sort_hits,
+};
+
+/// Name under which [`CodeTokenizer`] is registered with the index.
+const TOKENIZER: &str = "code";
+/// Memory budget of the single indexing thread.
+const WRITER_MEMORY_BYTES: usize = 50_000_000;
+
+pub(crate) struct TantivyBackend {
+    dir: PathBuf,
+    writer: IndexWriter,
+    reader: IndexReader,
+    fields: Fields,
+}
+
+struct Fields {
+    id: Field,
+    path_raw: Field,
+    kind_raw: Field,
+    /// Analyzed fields in the order of [`TEXT_FIELDS`].
+    text: [Field; 6],
+}
+
+fn schema() -> Schema {
+    let mut builder = Schema::builder();
+    builder.add_text_field("id", STRING | STORED);
+    builder.add_text_field("path_raw", STRING | STORED);
+    builder.add_text_field("kind_raw", STRING);
+    let analyzed = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default().set_tokenizer(TOKENIZER).set_index_option(IndexRecordOption::WithFreqs),
+    );
+    for (name, _) in TEXT_FIELDS {
+        builder.add_text_field(name, analyzed.clone());
+    }
+    builder.build()
+}
+
+impl TantivyBackend {
+    pub(crate) fn open(dir: &Path) -> Result<TantivyBackend, SearchError> {
+        let error = |action| move |source| SearchError::Tantivy { dir: dir.to_owned(), action, source };
+        let directory = MmapDirectory::open(dir).map_err(|source| error("open directory")(source.into()))?;
+        let index = Index::open_or_create(directory, schema()).map_err(error("open index"))?;
+        index.tokenizers().register(TOKENIZER, TextAnalyzer::from(CodeTokenizer));
+        let schema = index.schema();
+        let field = |name: &str| schema.get_field(name).map_err(error("read schema"));
+        let fields = Fields {
+            id: field("id")?,
+            path_raw: field("path_raw")?,
+            kind_raw: field("kind_raw")?,
+            text: [
+                field(TEXT_FIELDS[0].0)?,
+                field(TEXT_FIELDS[1].0)?,
+                field(TEXT_FIELDS[2].0)?,
+                field(TEXT_FIELDS[3].0)?,
+                field(TEXT_FIELDS[4].0)?,
+                field(TEXT_FIELDS[5].0)?,
+            ],
+        };
+        let writer = index.writer_with_num_threads(1, WRITER_MEMORY_BYTES).map_err(error("open index writer"))?;
+        let reader =
+            index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(error("open reader"))?;
+        tracing::debug!(dir = %dir.display(), "opened tantivy text index");
+        Ok(TantivyBackend { dir: dir.to_owned(), writer, reader, fields })
+    }
+
+    fn error(&self, action: &'static str) -> impl Fn(tantivy::TantivyError) -> SearchError + '_ {
+        move |source| SearchError::Tantivy { dir: self.dir.clone(), action, source }
+    }
+
+    fn document(&self, doc: &TextDoc) -> TantivyDocument {
+        let mut document = TantivyDocument::default();
+        document.add_text(self.fields.id, &doc.id);
+        document.add_text(self.fields.path_raw, &doc.path);
+        document.add_text(self.fields.kind_raw, &doc.kind);
+        for (field, text) in self.fields.text.iter().zip(field_texts(doc)) {
+            document.add_text(*field, text);
+        }
+        document
+    }
+
+    fn query(&self, tokens: &[String], filter: &SearchFilter) -> BooleanQuery {
+        let mut text_clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for token in tokens {
+            for (field, (_, boost)) in self.fields.text.iter().zip(TEXT_FIELDS) {
+                let term = TermQuery::new(Term::from_field_text(*field, token), IndexRecordOption::WithFreqs);
+                text_clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(term), boost))));
+            }
+        }
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(BooleanQuery::new(text_clauses)))];
+        let unscored = |query: Box<dyn Query>| -> (Occur, Box<dyn Query>) {
+            (Occur::Must, Box::new(ConstScoreQuery::new(query, 0.0)))
+        };
+        if !filter.paths_prefix.is_empty() && !filter.paths_prefix.iter().any(String::is_empty) {
+            let prefixes = filter.paths_prefix.iter().map(|prefix| {
+                let upper = match prefix_successor(prefix.as_bytes()) {
+                    Some(bytes) => Bound::Excluded(Term::from_field_bytes(self.fields.path_raw, &bytes)),
+                    None => Bound::Unbounded,
+                };
+                let lower = Bound::Included(Term::from_field_text(self.fields.path_raw, prefix));
+                (Occur::Should, Box::new(InvertedIndexRangeQuery::new(lower, upper)) as Box<dyn Query>)
+            });
+            clauses.push(unscored(Box::new(BooleanQuery::new(prefixes.collect()))));
+        }
+        if !filter.kinds.is_empty() {
+            let kinds = filter.kinds.iter().map(|kind| {
+                let term = Term::from_field_text(self.fields.kind_raw, kind);
+                (Occur::Should, Box::new(TermQuery::new(term, IndexRecordOption::Basic)) as Box<dyn Query>)
+            });
+            clauses.push(unscored(Box::new(BooleanQuery::new(kinds.collect()))));
+        }
+        BooleanQuery::new(clauses)
+    }
+}
+
+/// The smallest byte string greater than every string starting with `prefix`, if any.
+fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut bytes = prefix.to_vec();
+    while let Some(last) = bytes.pop() {
+        if last < u8::MAX {
+            bytes.push(last + 1);
+            return Some(bytes);
+        }
+    }
+    None
+}
+
+impl TextBackend for TantivyBackend {
+    fn name(&self) -> &'static str {
+        "tantivy"
+    }
+
+    fn upsert(&mut self, docs: &[TextDoc]) -> Result<(), SearchError> {
+        for doc in docs {
+            self.writer.delete_term(Term::from_field_text(self.fields.id, &doc.id));
+            self.writer.add_document(self.document(doc)).map_err(self.error("add document"))?;
+        }
+        Ok(())
+    }
+
+    fn delete_paths(&mut self, paths: &[String]) -> Result<(), SearchError> {
+        for path in paths {
+            self.writer.delete_term(Term::from_field_text(self.fields.path_raw, path));
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), SearchError> {
+        self.writer.commit().map_err(self.error("commit"))?;
+        self.reader.reload().map_err(self.error("reload reader"))
+    }
+
+    fn search(&self, query: &str, limit: usize, filter: &SearchFilter) -> Result<Vec<TextHit>, SearchError> {
+        let tokens = query_tokens(query);
+        let searcher = self.reader.searcher();
+        // Tantivy allocates for the requested count, so never ask for more than exist.
+        let available = usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX);
+        let limit = limit.min(available);
+        if tokens.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let query = self.query(&tokens, filter);
+        // Fetch past `limit` until the cut falls between two different scores, so that
+        // every document tied with the last kept one is seen and the id rule can apply.
+        let mut fetch = limit.saturating_add(1);
+        let top = loop {
+            let top =
+                searcher.search(&query, &TopDocs::with_limit(fetch).order_by_score()).map_err(self.error("search"))?;
+            if top.len() < fetch || top[fetch - 1].0 < top[limit - 1].0 {
+                break top;
+            }
+            fetch = fetch.saturating_mul(2).min(available.saturating_add(1));
+        };
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            let document: TantivyDocument = searcher.doc(address).map_err(self.error("read stored document"))?;
+            let text =
+                |field| document.get_first(field).and_then(|value| value.as_str()).unwrap_or_default().to_owned();
+            hits.push(TextHit { id: text(self.fields.id), path: text(self.fields.path_raw), score });
+        }
+        sort_hits(&mut hits);
+        hits.truncate(limit);
+        Ok(hits)
+    }
+
+    fn doc_count(&self) -> Result<u64, SearchError> {
+        Ok(self.reader.searcher().num_docs())
+    }
+}
+
+/// [`crate::code_tokens`] as a Tantivy tokenizer, so indexing and querying split alike.
+#[derive(Clone, Copy, Debug, Default)]
+struct CodeTokenizer;
+
+impl Tokenizer for CodeTokenizer {
+    type TokenStream<'a> = CodeTokenStream;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> CodeTokenStream {
+        let mut tokens = Vec::new();
+        for_each_code_token(text, |token, span| {
+            let position = tokens.len();
+            tokens.push(Token {
+                offset_from: span.start,
+                offset_to: span.end,
+                position,
+                text: token,
+                position_length: 1,
+            });
+        });
+        CodeTokenStream { tokens, next: 0 }
+    }
+}
+
+struct CodeTokenStream {
+    tokens: Vec<Token>,
+    /// Index of the token after the current one.
+    next: usize,
+}
+
+impl TokenStream for CodeTokenStream {
+    fn advance(&mut self) -> bool {
+        if self.next < self.tokens.len() {
+            self.next += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn token(&self) -> &Token {
+        &self.tokens[self.next - 1]
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.tokens[self.next - 1]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokenizer_matches_code_tokens() {
+        let text = "fn parseHttpRequest(src/store.rs)";
+        let mut stream = CodeTokenizer.token_stream(text);
+        let mut seen = Vec::new();
+        while let Some(token) = stream.next() {
+            seen.push(token.text.clone());
+        }
+        assert_eq!(seen, crate::code_tokens(text));
+    }
+
+    #[test]
+    fn prefix_successor_increments_last_byte() {
+        assert_eq!(prefix_successor(b"src/"), Some(b"src0".to_vec()));
+        assert_eq!(prefix_successor(&[b'a', 0xff]), Some(vec![b'b']));
+        assert_eq!(prefix_successor(&[0xff]), None);
+    }
+}

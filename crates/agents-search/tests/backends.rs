@@ -1,0 +1,316 @@
+//! The one test suite every text backend must pass.
+//!
+//! Each case is a function taking the backend name; `backend_suite!` runs it once per
+//! backend, so a behaviour is specified once and both engines are held to it.
+
+use std::path::Path;
+
+use agents_search::{SearchError, SearchFilter, TextBackend, TextDoc, open_text_backend};
+
+macro_rules! backend_suite {
+    ($($case:ident),* $(,)?) => {
+        mod tantivy {
+            $(#[test] fn $case() { super::$case("tantivy") })*
+        }
+        mod fts5 {
+            $(#[test] fn $case() { super::$case("fts5") })*
+        }
+    };
+}
+
+backend_suite!(
+    name_reports_kind,
+    camel_snake_and_path_parts_are_found,
+    whole_identifier_ranks_exact_name_first,
+    name_boost_beats_body_mention,
+    upsert_replaces_by_id,
+    delete_paths_removes_every_doc_of_a_file,
+    changes_persist_across_reopen_only_after_commit,
+    uncommitted_changes_are_invisible,
+    filter_by_path_prefix_and_kind,
+    ties_are_ordered_by_id,
+    hostile_queries_do_not_fail,
+    empty_query_finds_nothing,
+    corrupted_index_is_an_error,
+);
+
+fn open(kind: &str, dir: &Path) -> Box<dyn TextBackend> {
+    open_text_backend(kind, dir).unwrap_or_else(|error| panic!("open {kind}: {error}"))
+}
+
+/// A fresh backend in a temporary directory, filled with `docs` and committed.
+fn indexed(kind: &str, docs: &[TextDoc]) -> (tempfile::TempDir, Box<dyn TextBackend>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut backend = open(kind, dir.path());
+    backend.upsert(docs).unwrap();
+    backend.commit().unwrap();
+    (dir, backend)
+}
+
+fn doc(id: &str, path: &str, name: &str) -> TextDoc {
+    TextDoc { id: id.into(), path: path.into(), name: name.into(), kind: "function".into(), ..TextDoc::default() }
+}
+
+fn ids(backend: &dyn TextBackend, query: &str, filter: &SearchFilter) -> Vec<String> {
+    backend.search(query, 10, filter).unwrap().into_iter().map(|hit| hit.id).collect()
+}
+
+fn all() -> SearchFilter {
+    SearchFilter::default()
+}
+
+fn name_reports_kind(kind: &str) {
+    let (_dir, backend) = indexed(kind, &[]);
+    assert_eq!(backend.name(), kind);
+    assert_eq!(backend.doc_count().unwrap(), 0);
+}
+
+fn camel_snake_and_path_parts_are_found(kind: &str) {
+    let (_dir, backend) = indexed(
+        kind,
+        &[
+            doc("n:camel", "src/net.rs", "parseHttpRequest"),
+            doc("n:other", "src/page.rs", "renderPage"),
+            doc("n:snake", "src/io.py", "read_config_file"),
+            doc("n:path", "src/agents/store.rs", "open"),
+        ],
+    );
+    assert_eq!(ids(&*backend, "http request", &all()), ["n:camel"]);
+    assert_eq!(ids(&*backend, "config", &all()), ["n:snake"]);
+    assert_eq!(ids(&*backend, "ReadConfigFile", &all()), ["n:snake"]);
+    // `rs` matches every Rust file; the whole file name ranks its own file first.
+    assert_eq!(ids(&*backend, "store.rs", &all())[0], "n:path");
+    assert_eq!(ids(&*backend, "agents", &all()), ["n:path"]);
+}
+
+fn whole_identifier_ranks_exact_name_first(kind: &str) {
+    let (_dir, backend) = indexed(
+        kind,
+        &[
+            TextDoc { body: "parse http request".into(), ..doc("n:a", "src/a.rs", "parse_http") },
+            doc("n:b", "src/b.rs", "http_request_parser"),
+            doc("n:c", "src/c.rs", "parse_http_request"),
+            doc("n:d", "src/d.rs", "request"),
+        ],
+    );
+    let hits = ids(&*backend, "parse_http_request", &all());
+    assert_eq!(hits[0], "n:c", "{hits:?}");
+    assert_eq!(hits.len(), 4);
+}
+
+fn name_boost_beats_body_mention(kind: &str) {
+    let (_dir, backend) = indexed(
+        kind,
+        &[
+            TextDoc { body: "opens a socket and returns".into(), ..doc("n:1", "src/a.rs", "connect") },
+            TextDoc { body: "calls connect and returns".into(), ..doc("n:0", "src/b.rs", "helper") },
+        ],
+    );
+    let hits = backend.search("connect", 10, &all()).unwrap();
+    assert_eq!(hits.iter().map(|hit| hit.id.as_str()).collect::<Vec<_>>(), ["n:1", "n:0"]);
+    assert!(hits[0].score > hits[1].score, "{hits:?}");
+    assert_eq!(hits[0].path, "src/a.rs");
+}
+
+fn upsert_replaces_by_id(kind: &str) {
+    let (_dir, mut backend) = indexed(kind, &[doc("n:1", "src/a.rs", "alpha"), doc("n:2", "src/a.rs", "beta")]);
+    backend.upsert(&[doc("n:1", "src/moved.rs", "gamma")]).unwrap();
+    backend.commit().unwrap();
+    assert_eq!(backend.doc_count().unwrap(), 2);
+    assert!(ids(&*backend, "alpha", &all()).is_empty());
+    let hits = backend.search("gamma", 10, &all()).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!((hits[0].id.as_str(), hits[0].path.as_str()), ("n:1", "src/moved.rs"));
+
+    // The same id twice in one batch: the last one wins.
+    backend.upsert(&[doc("n:3", "src/c.rs", "delta"), doc("n:3", "src/c.rs", "epsilon")]).unwrap();
+    backend.commit().unwrap();
+    assert_eq!(backend.doc_count().unwrap(), 3);
+    assert!(ids(&*backend, "delta", &all()).is_empty());
+    assert_eq!(ids(&*backend, "epsilon", &all()), ["n:3"]);
+}
+
+fn delete_paths_removes_every_doc_of_a_file(kind: &str) {
+    let (_dir, mut backend) = indexed(
+        kind,
+        &[
+            doc("n:1", "src/a.rs", "shared one"),
+            doc("n:2", "src/a.rs", "shared two"),
+            doc("n:3", "src/a.rs", "shared three"),
+            doc("n:4", "src/b.rs", "shared four"),
+            doc("n:5", "src/c.rs", "shared five"),
+        ],
+    );
+    backend.delete_paths(&["src/a.rs".into(), "src/c.rs".into(), "src/missing.rs".into()]).unwrap();
+    backend.delete_paths(&[]).unwrap();
+    backend.commit().unwrap();
+    assert_eq!(backend.doc_count().unwrap(), 1);
+    assert_eq!(ids(&*backend, "shared", &all()), ["n:4"]);
+}
+
+fn changes_persist_across_reopen_only_after_commit(kind: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let index_dir = dir.path().join("nested/text");
+    {
+        let mut backend = open(kind, &index_dir);
+        backend.upsert(&[doc("n:1", "src/a.rs", "persisted")]).unwrap();
+        backend.commit().unwrap();
+        backend.upsert(&[doc("n:2", "src/b.rs", "discarded")]).unwrap();
+    }
+    let backend = open(kind, &index_dir);
+    assert_eq!(backend.doc_count().unwrap(), 1);
+    assert_eq!(ids(&*backend, "persisted", &all()), ["n:1"]);
+    assert!(ids(&*backend, "discarded", &all()).is_empty());
+}
+
+fn uncommitted_changes_are_invisible(kind: &str) {
+    let (_dir, mut backend) = indexed(kind, &[doc("n:1", "src/a.rs", "visible")]);
+    backend.upsert(&[doc("n:2", "src/b.rs", "pending")]).unwrap();
+    backend.delete_paths(&["src/a.rs".into()]).unwrap();
+    assert_eq!(backend.doc_count().unwrap(), 1);
+    assert!(ids(&*backend, "pending", &all()).is_empty());
+    assert_eq!(ids(&*backend, "visible", &all()), ["n:1"]);
+    backend.commit().unwrap();
+    assert_eq!(ids(&*backend, "pending", &all()), ["n:2"]);
+    assert!(ids(&*backend, "visible", &all()).is_empty());
+}
+
+fn filter_by_path_prefix_and_kind(kind: &str) {
+    let (_dir, backend) = indexed(
+        kind,
+        &[
+            doc("n:1", "src/store/db.rs", "token"),
+            TextDoc { kind: "class".into(), ..doc("n:2", "src/store/model.rs", "token") },
+            doc("n:3", "src/search/index.rs", "token"),
+            doc("n:4", "tests/store.rs", "token"),
+            doc("n:5", "src/storage.rs", "token"),
+        ],
+    );
+    let filter = |paths: &[&str], kinds: &[&str]| SearchFilter {
+        paths_prefix: paths.iter().map(|p| p.to_string()).collect(),
+        kinds: kinds.iter().map(|k| k.to_string()).collect(),
+    };
+    let sorted = |mut ids: Vec<String>| {
+        ids.sort();
+        ids
+    };
+    assert_eq!(sorted(ids(&*backend, "token", &filter(&["src/store/"], &[]))), ["n:1", "n:2"]);
+    assert_eq!(sorted(ids(&*backend, "token", &filter(&["src/stor"], &[]))), ["n:1", "n:2", "n:5"]);
+    assert_eq!(sorted(ids(&*backend, "token", &filter(&["src/search/", "tests/"], &[]))), ["n:3", "n:4"]);
+    assert_eq!(ids(&*backend, "token", &filter(&[], &["class"])), ["n:2"]);
+    assert_eq!(ids(&*backend, "token", &filter(&["src/store/"], &["function"])), ["n:1"]);
+    assert!(ids(&*backend, "token", &filter(&["nowhere/"], &[])).is_empty());
+    assert!(ids(&*backend, "token", &filter(&[], &["module"])).is_empty());
+    assert_eq!(ids(&*backend, "token", &filter(&[""], &[])).len(), 5);
+
+    // Filters select, they do not score.
+    let unfiltered = backend.search("token", 10, &all()).unwrap();
+    let filtered = backend.search("token", 10, &filter(&["src/"], &["class"])).unwrap();
+    let same = unfiltered.iter().find(|hit| hit.id == "n:2").unwrap();
+    assert_eq!(filtered[0].score, same.score);
+}
+
+fn ties_are_ordered_by_id(kind: &str) {
+    let docs: Vec<TextDoc> = ["n:4", "n:1", "n:5", "n:3", "n:2"]
+        .iter()
+        .map(|id| TextDoc { body: "same body".into(), ..doc(id, "src/same.rs", "tied") })
+        .collect();
+    // Two commits, so Tantivy holds the ties in two segments.
+    let (_dir, mut backend) = indexed(kind, &docs[..2]);
+    backend.upsert(&docs[2..]).unwrap();
+    backend.commit().unwrap();
+    let hits = backend.search("tied", 10, &all()).unwrap();
+    assert_eq!(hits.iter().map(|hit| hit.id.as_str()).collect::<Vec<_>>(), ["n:1", "n:2", "n:3", "n:4", "n:5"]);
+    assert!(hits.windows(2).all(|pair| pair[0].score == pair[1].score));
+    let cut = ids(&*backend, "tied", &all());
+    for limit in 1..=5 {
+        let limited: Vec<String> = backend.search("tied", limit, &all()).unwrap().into_iter().map(|h| h.id).collect();
+        assert_eq!(limited, cut[..limit], "limit {limit}");
+    }
+    assert!(backend.search("tied", 0, &all()).unwrap().is_empty());
+    assert_eq!(backend.search("tied", usize::MAX, &all()).unwrap().len(), 5);
+}
+
+fn hostile_queries_do_not_fail(kind: &str) {
+    let (_dir, backend) = indexed(kind, &[TextDoc { body: "foo bar x".into(), ..doc("n:1", "src/a.rs", "foo") }]);
+    for query in [
+        "foo(bar) AND \"x",
+        "\"",
+        "\"\"",
+        "*",
+        "foo*",
+        "NOT foo",
+        "foo OR",
+        "AND OR NOT NEAR",
+        "name:foo",
+        "-foo +bar",
+        "{} [] ^ ~2 \\ '",
+        "NEAR(foo bar, 2)",
+        "ключ 鍵 🔑 \u{0}",
+        &"x".repeat(10_000),
+    ] {
+        let result = backend.search(query, 10, &all());
+        assert!(result.is_ok(), "query {query:?}: {result:?}");
+    }
+    assert_eq!(ids(&*backend, "foo(bar) AND \"x", &all()), ["n:1"]);
+}
+
+fn empty_query_finds_nothing(kind: &str) {
+    let (_dir, backend) = indexed(kind, &[doc("n:1", "src/a.rs", "anything")]);
+    for query in ["", "   ", "()\"*:-", "\n\t"] {
+        assert!(backend.search(query, 10, &all()).unwrap().is_empty(), "query {query:?}");
+    }
+}
+
+fn corrupted_index_is_an_error(kind: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = if kind == "tantivy" { "meta.json" } else { "fts5.db" };
+    std::fs::write(dir.path().join(file), b"this is not an index, it is a corrupted file of some length").unwrap();
+    let error = match open_text_backend(kind, dir.path()) {
+        Ok(_) => panic!("{kind} opened a corrupted index"),
+        Err(error) => error,
+    };
+    let message = error.to_string();
+    assert!(message.contains(&dir.path().display().to_string()), "{message}");
+}
+
+#[test]
+fn unknown_backend_kind_is_an_error_naming_the_choices() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = open_text_backend("lucene", &dir.path().join("never")).err().expect("unknown kind must fail");
+    assert!(matches!(error, SearchError::UnknownBackend { .. }));
+    let message = error.to_string();
+    assert!(message.contains("lucene") && message.contains("tantivy") && message.contains("fts5"), "{message}");
+    assert!(!dir.path().join("never").exists());
+}
+
+#[test]
+fn backends_are_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync + ?Sized>() {}
+    assert_send_sync::<dyn TextBackend>();
+}
+
+mod analyzer {
+    use agents_search::code_tokens;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn tokens_are_lowercase_and_non_empty(text in any::<String>()) {
+            for token in code_tokens(&text) {
+                prop_assert!(!token.is_empty());
+                prop_assert_eq!(token.to_lowercase(), token.clone());
+            }
+        }
+
+        #[test]
+        fn code_like_text_keeps_every_word(words in proptest::collection::vec("[a-zA-Z][a-z0-9]{0,8}", 1..6)) {
+            let identifier = words.join("_");
+            let tokens = code_tokens(&identifier);
+            prop_assert_eq!(&tokens[0], &identifier.to_lowercase());
+            for word in &words {
+                prop_assert!(tokens.contains(&word.to_lowercase()), "{} missing from {:?}", word, tokens);
+            }
+        }
+    }
+}
