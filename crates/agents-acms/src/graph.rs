@@ -67,6 +67,26 @@ impl CodeGraph {
         Ok(found)
     }
 
+    /// Renders `node` at every depth 0-9 (text and token count), reading its
+    /// file under `root`.
+    pub fn render_depths(
+        &self,
+        root: &Path,
+        index_id: &str,
+        node: &UkoNodeRecord,
+        tokenizer: &dyn TokenCounter,
+    ) -> Result<Vec<(u8, String, usize)>, GraphError> {
+        let file = root.join(&node.node.path);
+        let bytes = std::fs::read(&file).map_err(|source| GraphError::Io { path: file.clone(), source })?;
+        let text = String::from_utf8_lossy(&bytes);
+        let children = self.store.uko_children(index_id, &node.node.uri)?;
+        let edges: Vec<EdgeView> =
+            self.store.uko_refs_within(index_id, &node.node.uri)?.iter().filter_map(edge_view).collect();
+        let input =
+            RenderInput { node: view(node), children: children.iter().map(view).collect(), edges, file_text: &text };
+        Ok(render_all(&input, tokenizer))
+    }
+
     /// Renders `node` at `depth`, reading its file under `root`.
     pub fn render(
         &self,
@@ -76,27 +96,17 @@ impl CodeGraph {
         depth: u8,
         tokenizer: &dyn TokenCounter,
     ) -> Result<Rendered, GraphError> {
-        let file = root.join(&node.node.path);
-        let bytes = std::fs::read(&file).map_err(|source| GraphError::Io { path: file.clone(), source })?;
-        let text = String::from_utf8_lossy(&bytes);
-        let children = self.store.uko_children(index_id, &node.node.uri)?;
-        let edges: Vec<EdgeView> =
-            self.store.uko_refs_within(index_id, &node.node.uri)?.iter().filter_map(edge_view).collect();
-        let input =
-            RenderInput { node: view(node), children: children.iter().map(view).collect(), edges, file_text: &text };
-        let mut all = render_all(&input, tokenizer);
+        let mut all = self.render_depths(root, index_id, node, tokenizer)?;
         let tokens_by_depth: Vec<usize> = all.iter().map(|(_, _, tokens)| *tokens).collect();
-        let content = std::mem::take(&mut all[depth.min(agents_uko::render::MAX_DEPTH) as usize].1);
+        let depth = depth.min(agents_uko::render::MAX_DEPTH);
+        let content = std::mem::take(&mut all[depth as usize].1);
         Ok(Rendered {
             uri: node.node.uri.clone(),
             kind: node.node.kind.clone(),
             path: node.node.path.clone(),
-            source_range: format!(
-                "{}:{}-{}:{}",
-                node.node.start_line, node.node.start_col, node.node.end_line, node.node.end_col
-            ),
+            source_range: source_range(node),
             depth,
-            tokens: tokens_by_depth[depth.min(9) as usize],
+            tokens: tokens_by_depth[depth as usize],
             content,
             tokens_by_depth,
         })
@@ -111,6 +121,12 @@ impl CodeGraph {
     pub fn dependents(&self, index_id: &str, uri: &str) -> Result<Vec<UkoRef>, GraphError> {
         Ok(self.store.uko_refs_to(index_id, uri)?)
     }
+}
+
+/// `line:col-line:col` of a stored node.
+pub fn source_range(n: &UkoNodeRecord) -> String {
+    let n = &n.node;
+    format!("{}:{}-{}:{}", n.start_line, n.start_col, n.end_line, n.end_col)
 }
 
 /// The rendering view of a stored node.

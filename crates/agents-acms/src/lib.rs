@@ -11,6 +11,7 @@ pub mod indexing;
 pub mod language;
 mod lock;
 pub mod projects;
+pub mod query;
 pub mod uko_index;
 mod walk;
 

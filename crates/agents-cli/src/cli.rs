@@ -39,6 +39,15 @@ pub struct GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Get the context for a task: the code that matches it, packed under a token budget.
+    ///
+    /// Indexes PATH first (or refreshes it), brings its full-text index up to
+    /// date, ranks the code graph's nodes by BM25 over names, signatures,
+    /// docs and bodies, and packs the best into --max-tokens, each at the
+    /// requested depth or, when it does not fit, a shallower one (4, 2, 0).
+    /// Prints Markdown (each fragment headed by path, line range, kind and
+    /// depth) or --json.
+    Query(QueryArgs),
     /// Index a directory (default: the current one), or refresh its index.
     ///
     /// Finds the resource that holds PATH, or creates a project named after
@@ -100,6 +109,30 @@ pub enum UkoCommand {
         #[arg(long, default_value = ".")]
         path: PathBuf,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// What the context is for, in words.
+    pub text: String,
+    /// Directory of the repository.
+    #[arg(default_value = ".")]
+    pub path: PathBuf,
+    /// Token budget for the whole output.
+    #[arg(long, default_value_t = 8000)]
+    pub max_tokens: usize,
+    /// Preferred detail depth 0-9 or a named level (SIGNATURES, FULL_SOURCE, ...).
+    #[arg(long, short, default_value = "9")]
+    pub depth: String,
+    /// How many search hits to consider.
+    #[arg(long, default_value_t = 50)]
+    pub candidates: usize,
+    /// Only code under this path prefix (repeatable).
+    #[arg(long = "under", value_name = "PREFIX")]
+    pub under: Vec<String>,
+    /// Only nodes of this kind: function, class, method, module, ... (repeatable).
+    #[arg(long = "type", value_name = "KIND")]
+    pub kinds: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -49,7 +49,8 @@ pub fn code_for(err: &anyhow::Error) -> u8 {
             return match e {
                 EngineError::Project(e) => project_code(e),
                 EngineError::Index(e) => index_code(e),
-                EngineError::Store(_) => FAILURE,
+                EngineError::Query(agents_acms::query::QueryError::EmptyQuery) => USAGE,
+                EngineError::Store(_) | EngineError::Query(_) => FAILURE,
             };
         }
     }

@@ -62,6 +62,21 @@ pub struct ContextConfig {
     pub pipeline: PipelineConfig,
     pub executor: ExecutorConfig,
     pub scorer: ScorerWeights,
+    pub backends: BackendsConfig,
+}
+
+/// `[context.backends]`: which engine serves each kind of retrieval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BackendsConfig {
+    /// Full-text engine: `tantivy` or `fts5`.
+    pub text: String,
+}
+
+impl Default for BackendsConfig {
+    fn default() -> Self {
+        BackendsConfig { text: "tantivy".to_string() }
+    }
 }
 
 /// `[context.hot]`: the live working context.
@@ -488,6 +503,7 @@ fn render_table(out: &mut String, path: &mut Vec<String>, table: &toml::Table) {
 const KEY_DOCS: &[(&str, &str)] = &[
     ("global-vault", "directory of the global knowledge vault shared by every project (unset by default)"),
     ("context.budget.min-useful-budget", "smallest budget worth assembling context for, in tokens"),
+    ("context.backends.text", "full-text search engine: tantivy or fts5"),
     ("context.budget.refresh-threshold", "relative budget change that triggers a context refresh, 0 to 1"),
     ("context.budget.response-reserve", "tokens kept free for the model's response"),
     ("context.budget.skeleton-ratio", "share of the budget a skeleton of the parent plan may use, 0 to 1"),
@@ -943,6 +959,12 @@ fn validate(config: &Config) -> Result<(), Violation> {
         ));
     }
     at_least_one("context.budget.min-useful-budget", context.budget.min_useful_budget)?;
+    if !["tantivy", "fts5"].contains(&context.backends.text.as_str()) {
+        return Err(violation(
+            "context.backends.text",
+            format!("must be `tantivy` or `fts5`, got `{}`", context.backends.text),
+        ));
+    }
     at_least_one("context.executor.timeout-secs", context.executor.timeout_secs)?;
     at_least_one("context.executor.max-workers", context.executor.max_workers)?;
     at_least_one("context.executor.circuit-breaker-threshold", context.executor.circuit_breaker_threshold)?;
@@ -1069,6 +1091,7 @@ mod tests {
             ("context.file.max-total-size", 52428800.into()),
             ("context.budget.refresh-threshold", 0.30.into()),
             ("context.budget.min-useful-budget", 500.into()),
+            ("context.backends.text", "tantivy".into()),
             ("context.budget.skeleton-ratio", 0.15.into()),
             ("context.budget.response-reserve", 4096.into()),
             ("context.executor.timeout-secs", 30.into()),
@@ -1317,7 +1340,7 @@ mod tests {
         assert_eq!(&models[2..6], ["\"gpt-3.5-turbo\"", "gpt-4", "gpt-4-turbo", "\"gpt-4.1\""]);
         // 14 spec keys + 10 pipeline + response-reserve + 3 executor + 4 scorer
         // + 2 tokenizer + default-model + 2 per model + 5 index + global-vault.
-        assert_eq!(entries.len(), 14 + 10 + 1 + 3 + 4 + 2 + 1 + 2 * BUILTIN_MODELS.len() + 5 + 1);
+        assert_eq!(entries.len(), 14 + 10 + 1 + 3 + 4 + 1 + 2 + 1 + 2 * BUILTIN_MODELS.len() + 5 + 1);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //!   agents.db        SQLite (WAL): projects, resources, indexes, files
 //!   config.toml      optional user configuration
 //!   locks/           one lock file per resource being indexed
+//!   search/<resource>/<backend>/   full-text index (tantivy or fts5)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use agents_acms::graph::CodeGraph;
 use agents_acms::indexing::{IndexError, IndexOptions, Progress, RepoIndexingService};
 use agents_acms::projects::{ProjectError, ProjectService, canonical_dir, project_name_for};
+use agents_acms::query::{ContextSearch, KeywordContext, KeywordQuery, QueryError};
 use agents_core::config::ResolvedConfig;
 use agents_core::indexing::RepoIndex;
 use agents_core::tokens::Tokenizer;
@@ -51,6 +53,11 @@ impl Home {
     pub fn locks_dir(&self) -> PathBuf {
         self.root.join("locks")
     }
+
+    /// The text-search index of a resource for one backend.
+    pub fn search_dir(&self, resource_id: &str, backend: &str) -> PathBuf {
+        self.root.join("search").join(resource_id).join(backend)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +68,8 @@ pub enum EngineError {
     Index(#[from] IndexError),
     #[error(transparent)]
     Project(#[from] ProjectError),
+    #[error(transparent)]
+    Query(#[from] QueryError),
 }
 
 /// The result of [`Engine::index_path`].
@@ -92,6 +101,7 @@ pub struct Engine {
     indexing: RepoIndexingService,
     projects: ProjectService,
     graph: CodeGraph,
+    search: ContextSearch,
     stale_repaired: usize,
 }
 
@@ -106,9 +116,10 @@ impl Engine {
         let dyn_store: Arc<dyn Store> = store.clone();
         let indexing = RepoIndexingService::new(dyn_store.clone(), tokenizer, home.locks_dir());
         let projects = ProjectService::new(dyn_store.clone());
-        let graph = CodeGraph::new(dyn_store);
+        let graph = CodeGraph::new(dyn_store.clone());
+        let search = ContextSearch::new(dyn_store);
         let stale_repaired = indexing.cleanup_stale_indexing()?;
-        Ok(Engine { home, config, store, tokenizer, indexing, projects, graph, stale_repaired })
+        Ok(Engine { home, config, store, tokenizer, indexing, projects, graph, search, stale_repaired })
     }
 
     pub fn home(&self) -> &Home {
@@ -138,6 +149,20 @@ impl Engine {
     /// The stored code graph (UKO nodes and edges).
     pub fn graph(&self) -> &CodeGraph {
         &self.graph
+    }
+
+    /// Keyword context for `query` over the resource of an index outcome:
+    /// syncs the resource's text index, searches, packs under the budget.
+    pub fn keyword_context(&self, outcome: &IndexOutcome, query: &KeywordQuery) -> Result<KeywordContext, EngineError> {
+        let kind = &self.config.config().context.backends.text;
+        let dir = self.home.search_dir(&outcome.resource.resource_id, kind);
+        let mut backend = agents_search::open_text_backend(kind, &dir).map_err(QueryError::from)?;
+        let root = PathBuf::from(&outcome.resource.path);
+        let index_id = &outcome.index.metadata.index_id;
+        let sync = self.search.sync(&root, index_id, backend.as_mut())?;
+        let mut context = self.search.query(&root, index_id, backend.as_ref(), query, &self.tokenizer)?;
+        context.sync = sync;
+        Ok(context)
     }
 
     /// How many orphaned `indexing` rows start-up marked `stale`.

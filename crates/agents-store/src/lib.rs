@@ -274,6 +274,16 @@ pub trait Store: Send + Sync {
     fn uko_all_nodes(&self, index_id: &str) -> Result<Vec<UkoNodeRecord>, StoreError>;
     /// Every reference, sorted by path, line and target.
     fn uko_all_refs(&self, index_id: &str) -> Result<Vec<UkoRef>, StoreError>;
+    /// What a text-search index holds: path -> content hash of the indexed version.
+    fn search_state(&self, index_id: &str, backend: &str) -> Result<Vec<(String, String)>, StoreError>;
+    /// Records that a text-search index now holds `indexed` and no longer `removed`.
+    fn set_search_state(
+        &self,
+        index_id: &str,
+        backend: &str,
+        indexed: &[(String, String)],
+        removed: &[String],
+    ) -> Result<(), StoreError>;
     /// Node counts by (language, kind) and reference counts by (language,
     /// kind) with how many resolved, sorted.
     fn uko_stats(&self, index_id: &str) -> Result<UkoStatsRows, StoreError>;

@@ -121,4 +121,15 @@ CREATE INDEX ix_uko_refs_resolved_uri ON uko_refs(resolved_uri);
 DELETE FROM indexed_files;
 DELETE FROM skipped_files;
 "#,
+    // 4: what each text-search index holds, per file, so it is brought up
+    // to date incrementally.
+    r#"
+CREATE TABLE search_state (
+    index_id     VARCHAR(26) NOT NULL REFERENCES repo_indexes(index_id) ON DELETE CASCADE,
+    backend      VARCHAR(20) NOT NULL,
+    path         TEXT NOT NULL,
+    content_hash VARCHAR(64) NOT NULL,
+    PRIMARY KEY (index_id, backend, path)
+);
+"#,
 ];

@@ -604,6 +604,41 @@ impl Store for SqliteStore {
         self.read(|c| uko_sql::query_nodes(c, "index_id = ?1 AND is_current = 1", "uri", &[&index_id]))
     }
 
+    fn search_state(&self, index_id: &str, backend: &str) -> Result<Vec<(String, String)>, StoreError> {
+        self.read(|c| {
+            let mut st = c.prepare(
+                "SELECT path, content_hash FROM search_state WHERE index_id = ?1 AND backend = ?2 ORDER BY path",
+            )?;
+            st.query_map(params![index_id, backend], |r| Ok((r.get(0)?, r.get(1)?)))?.collect()
+        })
+    }
+
+    fn set_search_state(
+        &self,
+        index_id: &str,
+        backend: &str,
+        indexed: &[(String, String)],
+        removed: &[String],
+    ) -> Result<(), StoreError> {
+        self.write(|tx| {
+            let mut put = tx
+                .prepare(
+                    "INSERT OR REPLACE INTO search_state (index_id, backend, path, content_hash) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(self.sql())?;
+            for (path, hash) in indexed {
+                put.execute(params![index_id, backend, path, hash]).map_err(self.sql())?;
+            }
+            let mut delete = tx
+                .prepare("DELETE FROM search_state WHERE index_id = ?1 AND backend = ?2 AND path = ?3")
+                .map_err(self.sql())?;
+            for path in removed {
+                delete.execute(params![index_id, backend, path]).map_err(self.sql())?;
+            }
+            Ok(())
+        })
+    }
+
     fn uko_stats(&self, index_id: &str) -> Result<crate::UkoStatsRows, StoreError> {
         self.read(|c| {
             let mut st = c.prepare(

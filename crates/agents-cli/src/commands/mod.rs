@@ -3,6 +3,7 @@
 mod config;
 mod index;
 mod project;
+mod query;
 mod uko;
 
 use crate::cli::{Cli, Command};
@@ -11,6 +12,7 @@ use crate::settings::Settings;
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = Settings::resolve(&cli.global)?;
     match cli.command {
+        Command::Query(args) => query::query(&settings, args),
         Command::Index(args) => index::index(&settings, args),
         Command::Status(args) => index::status(&settings, args),
         Command::Project(cmd) => project::run(&settings, cmd),

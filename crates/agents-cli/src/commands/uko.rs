@@ -78,13 +78,13 @@ pub fn run(settings: &Settings, cmd: UkoCommand) -> anyhow::Result<()> {
 }
 
 /// Refreshes (or first indexes) the resource holding `path`.
-fn refresh(settings: &Settings, engine: &Engine, path: &Path) -> anyhow::Result<IndexOutcome> {
+pub fn refresh(settings: &Settings, engine: &Engine, path: &Path) -> anyhow::Result<IndexOutcome> {
     let bar = Bar::new(settings.progress);
     Ok(engine.index_path(path, IndexMode::Refresh, &engine.index_options(), &bar)?)
 }
 
 /// `4`, `SIGNATURES`, `full-source`, or a level of the node's language map.
-fn resolve_depth(depth: &str, language: &str) -> anyhow::Result<u8> {
+pub fn resolve_depth(depth: &str, language: &str) -> anyhow::Result<u8> {
     let parsed: Depth = depth.parse().map_err(|e| UsageError(format!("--depth: {e}")))?;
     if let Some(level) = parsed.as_level() {
         return Ok(level);

@@ -1,0 +1,185 @@
+//! `agents query` through the real binary: the budget is a hard ceiling on
+//! what is printed, the best match comes first, bad input exits 2.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use agents_core::tokens::{TokenCounter, Tokenizer};
+use assert_cmd::Command;
+use serde_json::Value;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    repo: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (home, repo) = (root.join("home"), root.join("repo"));
+        let write = |rel: &str, text: &str| {
+            let p = repo.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write(
+            "billing/invoice.py",
+            "\"\"\"Invoices and their totals.\"\"\"\n\n\nclass Invoice:\n    \"\"\"A bill sent to a customer.\"\"\"\n\n    def total_amount(self):\n        \"\"\"Sum of the line items, with tax.\"\"\"\n        return sum(item.price for item in self.items) * 1.2\n\n    def send_reminder(self, days_late):\n        \"\"\"Email the customer about a late payment.\"\"\"\n        return f\"reminder after {days_late} days\"\n",
+        );
+        write(
+            "shipping/parcel.py",
+            "class Parcel:\n    \"\"\"A box on its way.\"\"\"\n\n    def weight(self):\n        return 3\n",
+        );
+        for i in 0..30 {
+            write(
+                &format!("misc/module_{i:02}.py"),
+                &format!(
+                    "def helper_{i}(value):\n    \"\"\"Unrelated helper number {i} that formats a value.\"\"\"\n    return str(value) * {i}\n"
+                ),
+            );
+        }
+        let mut ledger = String::from("\"\"\"The ledger: every posting of every account.\"\"\"\n\n");
+        for i in 0..120 {
+            ledger.push_str(&format!(
+                "def post_entry_{i}(account, amount):\n    return account.balance + amount * {i}\n\n"
+            ));
+        }
+        write("billing/ledger.py", &ledger);
+        write("README.md", "# Shop\n\nInvoices, parcels and helpers.\n");
+        Fixture { _dir: dir, home, repo }
+    }
+
+    fn query(&self, args: &[&str]) -> Output {
+        Command::cargo_bin("agents")
+            .unwrap()
+            .env("AGENTS_HOME", &self.home)
+            .env_remove("AGENTS_LOG")
+            .arg("query")
+            .args(args)
+            .arg(&self.repo)
+            .output()
+            .unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = self.query(&all);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+fn count(text: &[u8]) -> usize {
+    Tokenizer::default().count(&String::from_utf8_lossy(text))
+}
+
+#[test]
+fn the_best_match_comes_first_with_provenance() {
+    let fx = Fixture::new();
+    let v = fx.json(&["late payment reminder", "--max-tokens", "2000"]);
+    let first = &v["fragments"][0];
+    assert_eq!(first["source_path"], "billing/invoice.py", "{v:#}");
+    assert!(first["uko_node"].as_str().unwrap().ends_with("#Invoice.send_reminder"), "{v:#}");
+    assert_eq!(first["relevance_score"], 1.0);
+    // The range slices back to the method.
+    let range = first["source_range"].as_str().unwrap();
+    let (start, _) = range.split_once('-').unwrap();
+    let line: usize = start.split(':').next().unwrap().parse().unwrap();
+    let text = std::fs::read_to_string(fx.repo.join("billing/invoice.py")).unwrap();
+    assert!(text.lines().nth(line - 1).unwrap().trim_start().starts_with("def send_reminder"));
+    assert_eq!(v["sync"]["files_indexed"], 34, "the first query indexes the text of every file");
+    // The second query reuses the text index.
+    let again = fx.json(&["late payment reminder", "--max-tokens", "2000"]);
+    assert_eq!(again["sync"]["files_indexed"], 0);
+    assert_eq!(again["fragments"], v["fragments"], "identical inputs, identical output");
+}
+
+#[test]
+fn the_printed_context_never_exceeds_the_budget() {
+    let fx = Fixture::new();
+    for budget in ["500", "700", "1000", "1500", "3000", "8000"] {
+        let out = fx.query(&["helper value invoice parcel", "--max-tokens", budget]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let budget: usize = budget.parse().unwrap();
+        assert!(count(&out.stdout) <= budget, "{budget}: printed {} tokens", count(&out.stdout));
+        let v = fx.json(&["helper value invoice parcel", "--max-tokens", &budget.to_string()]);
+        let total = v["total_tokens"].as_u64().unwrap() as usize;
+        assert!(total <= budget, "{budget}: {total}");
+        let sum: u64 = v["fragments"].as_array().unwrap().iter().map(|f| f["token_count"].as_u64().unwrap()).sum();
+        assert_eq!(sum as usize, total);
+    }
+}
+
+#[test]
+fn tight_budgets_fall_back_to_shallower_depths() {
+    let fx = Fixture::new();
+    let depths = |v: &Value| -> Vec<u64> {
+        v["fragments"].as_array().unwrap().iter().map(|f| f["detail_depth"].as_u64().unwrap()).collect()
+    };
+    // The whole ledger module is far more than 500 tokens: it comes at a
+    // shallower depth instead of not at all.
+    let args = ["ledger posting account", "--type", "module", "--under", "billing/ledger.py"];
+    let roomy = fx.json(&[&args[..], &["--max-tokens", "20000"]].concat());
+    let tight = fx.json(&[&args[..], &["--max-tokens", "500"]].concat());
+    assert_eq!(depths(&roomy), [9]);
+    assert_eq!(tight["fragments"].as_array().unwrap().len(), 1, "{tight:#}");
+    assert!([4, 2, 0].contains(&depths(&tight)[0]), "{:?}", depths(&tight));
+    assert!(tight["total_tokens"].as_u64().unwrap() <= 500);
+    // A named depth is honoured.
+    let sigs = fx.json(&["invoice total amount tax", "--depth", "SIGNATURES"]);
+    assert!(depths(&sigs).iter().all(|d| *d <= 4), "{:?}", depths(&sigs));
+}
+
+#[test]
+fn no_source_is_packed_twice() {
+    let fx = Fixture::new();
+    let v = fx.json(&["invoice total amount tax reminder", "--max-tokens", "8000"]);
+    let fragments = v["fragments"].as_array().unwrap();
+    let with_source: Vec<&str> = fragments
+        .iter()
+        .filter(|f| f["detail_depth"].as_u64().unwrap() >= 5)
+        .map(|f| f["uko_node"].as_str().unwrap())
+        .collect();
+    for a in &with_source {
+        for b in &with_source {
+            let nested = b.len() > a.len() && b.starts_with(a) && matches!(&b[a.len()..a.len() + 1], "#" | ".");
+            assert!(!nested, "{b} is inside {a}, both with source");
+        }
+    }
+}
+
+#[test]
+fn filters_restrict_what_is_searched() {
+    let fx = Fixture::new();
+    let v = fx.json(&["helper value", "--under", "misc/", "--type", "function"]);
+    let fragments = v["fragments"].as_array().unwrap();
+    assert!(!fragments.is_empty());
+    assert!(fragments.iter().all(|f| f["source_path"].as_str().unwrap().starts_with("misc/")));
+    assert!(fragments.iter().all(|f| f["kind"] == "function"));
+}
+
+#[test]
+fn bad_input_exits_2_and_changes_nothing() {
+    let fx = Fixture::new();
+    for (args, needle) in [
+        (vec!["anything", "--max-tokens", "100"], "min-useful-budget"),
+        (vec!["((( )))"], "the query is empty"),
+        (vec!["x", "--depth", "DEEPEST"], "--depth"),
+    ] {
+        let out = fx.query(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with("error: ") && err.contains(needle), "{args:?}: {err}");
+    }
+    let missing = Command::cargo_bin("agents")
+        .unwrap()
+        .env("AGENTS_HOME", &fx.home)
+        .args(["query", "x", "/definitely/not/here"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(!Path::new(&fx.home).join("search").exists() || fx.home.join("agents.db").exists());
+}
