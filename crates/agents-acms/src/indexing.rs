@@ -602,15 +602,15 @@ mod tests {
     use agents_store::SqliteStore;
     use std::time::{Duration, SystemTime};
 
-    struct Fixture {
+    pub(super) struct Fixture {
         _home: tempfile::TempDir,
-        repo: tempfile::TempDir,
-        store: Arc<SqliteStore>,
-        service: RepoIndexingService,
-        resource_id: String,
+        pub(super) repo: tempfile::TempDir,
+        pub(super) store: Arc<SqliteStore>,
+        pub(super) service: RepoIndexingService,
+        pub(super) resource_id: String,
     }
 
-    fn fixture() -> Fixture {
+    pub(super) fn fixture() -> Fixture {
         let home = tempfile::tempdir().unwrap();
         let repo = tempfile::tempdir().unwrap();
         let store = Arc::new(SqliteStore::open(&home.path().join("agents.db")).unwrap());
@@ -621,12 +621,12 @@ mod tests {
     }
 
     impl Fixture {
-        fn write(&self, rel: &str, content: &[u8]) {
+        pub(super) fn write(&self, rel: &str, content: &[u8]) {
             let path = self.repo.path().join(rel);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, content).unwrap();
         }
-        fn refresh(&self, options: &IndexOptions) -> RepoIndex {
+        pub(super) fn refresh(&self, options: &IndexOptions) -> RepoIndex {
             self.service.refresh_index(&self.resource_id, self.repo.path(), options, &NoProgress).unwrap()
         }
         fn full(&self, options: &IndexOptions) -> RepoIndex {
@@ -810,36 +810,15 @@ mod tests {
 #[cfg(test)]
 mod graph_tests {
     use super::*;
-    use agents_store::SqliteStore;
 
-    struct Repo {
-        _home: tempfile::TempDir,
-        dir: tempfile::TempDir,
-        store: Arc<SqliteStore>,
-        service: RepoIndexingService,
-        resource_id: String,
-    }
-
-    fn repo() -> Repo {
-        let home = tempfile::tempdir().unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SqliteStore::open(&home.path().join("agents.db")).unwrap());
-        let service = RepoIndexingService::new(store.clone(), Tokenizer::default(), home.path().join("locks"));
-        let p = store.create_project("p").unwrap();
-        let r = store.link_resource(&p.project_id, &dir.path().to_string_lossy(), "repo").unwrap();
-        Repo { _home: home, dir, store, service, resource_id: r.resource_id }
-    }
+    use super::tests::{Fixture as Repo, fixture as repo};
 
     impl Repo {
-        fn write(&self, rel: &str, text: &str) {
-            let path = self.dir.path().join(rel);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
+        fn put(&self, rel: &str, text: &str) {
+            self.write(rel, text.as_bytes());
         }
-        fn refresh(&self) -> RepoIndex {
-            self.service
-                .refresh_index(&self.resource_id, self.dir.path(), &IndexOptions::default(), &NoProgress)
-                .unwrap()
+        fn update(&self) -> RepoIndex {
+            self.refresh(&IndexOptions::default())
         }
         fn uri(&self, rest: &str) -> String {
             format!("uko://{}/{rest}", self.resource_id)
@@ -852,9 +831,9 @@ mod graph_tests {
     #[test]
     fn nodes_edges_and_provenance_are_stored() {
         let r = repo();
-        r.write("src/lib.rs", LIB_V1);
-        r.write("src/util.rs", UTIL);
-        let idx = r.refresh();
+        r.put("src/lib.rs", LIB_V1);
+        r.put("src/util.rs", UTIL);
+        let idx = r.update();
         let graph = &report(&idx).graph;
         assert_eq!(graph.files_analyzed, 2);
         assert!(graph.nodes >= 5, "{graph:?}");
@@ -880,20 +859,20 @@ mod graph_tests {
     #[test]
     fn revisions_are_kept_across_refreshes() {
         let r = repo();
-        r.write("src/lib.rs", LIB_V1);
-        r.write("src/util.rs", UTIL);
-        let first = r.refresh();
+        r.put("src/lib.rs", LIB_V1);
+        r.put("src/util.rs", UTIL);
+        let first = r.update();
         let index_id = first.metadata.index_id.clone();
         let run_uri = r.uri("src/lib.rs#run");
         let stable_uri = r.uri("src/lib.rs#stable");
         let stable_v1 = r.store.uko_node(&index_id, &stable_uri).unwrap().unwrap();
 
         // Change `run`, leave `stable` alone but move it down a line.
-        r.write(
+        r.put(
             "src/lib.rs",
             &LIB_V1.replace("util::helper()", "util::helper() + 1").replace("\npub fn stable", "\n\npub fn stable"),
         );
-        let second = r.refresh();
+        let second = r.update();
         assert_eq!(report(&second).graph.files_analyzed, 1, "only the changed file is parsed");
         let revisions = r.store.uko_revisions(&index_id, &run_uri).unwrap();
         assert_eq!(revisions.len(), 2, "{revisions:#?}");
@@ -908,8 +887,8 @@ mod graph_tests {
         assert_eq!(r.store.uko_revisions(&index_id, &stable_uri).unwrap().len(), 1);
 
         // Deleting the function retires it; history stays readable.
-        r.write("src/lib.rs", "mod util;\n\npub fn stable() {}\n");
-        r.refresh();
+        r.put("src/lib.rs", "mod util;\n\npub fn stable() {}\n");
+        r.update();
         assert!(r.store.uko_node(&index_id, &run_uri).unwrap().is_none());
         let revisions = r.store.uko_revisions(&index_id, &run_uri).unwrap();
         assert_eq!(revisions.len(), 2);
@@ -919,9 +898,9 @@ mod graph_tests {
     #[test]
     fn edges_into_a_changed_file_are_rebound() {
         let r = repo();
-        r.write("src/lib.rs", LIB_V1);
-        r.write("src/util.rs", UTIL);
-        let idx = r.refresh();
+        r.put("src/lib.rs", LIB_V1);
+        r.put("src/util.rs", UTIL);
+        let idx = r.update();
         let index_id = idx.metadata.index_id.clone();
         let call = |r: &Repo| {
             r.store
@@ -933,22 +912,22 @@ mod graph_tests {
         };
         assert!(call(&r).resolved_uri.is_some());
         // The callee disappears: the caller's edge (in an unchanged file) is unbound.
-        r.write("src/util.rs", "pub fn other() {}\n");
-        let idx = r.refresh();
+        r.put("src/util.rs", "pub fn other() {}\n");
+        let idx = r.update();
         assert_eq!(report(&idx).graph.files_analyzed, 1);
         assert!(report(&idx).graph.re_resolved >= 1);
         assert_eq!(call(&r).resolved_uri, None);
         // It comes back: the edge binds again.
-        r.write("src/util.rs", UTIL);
-        r.refresh();
+        r.put("src/util.rs", UTIL);
+        r.update();
         assert_eq!(call(&r).resolved_uri.as_deref(), Some(r.uri("src/util.rs#helper").as_str()));
     }
 
     #[test]
     fn an_unparseable_file_is_still_indexed_with_a_warning() {
         let r = repo();
-        r.write("src/broken.rs", "pub fn ok() {}\n\nfn broken( {\n    let x = ;\n}\n");
-        let idx = r.refresh();
+        r.put("src/broken.rs", "pub fn ok() {}\n\nfn broken( {\n    let x = ;\n}\n");
+        let idx = r.update();
         assert_eq!(idx.files.len(), 1);
         assert!(report(&idx).graph.parse_warnings >= 1);
         let nodes = r.store.uko_file_nodes(&idx.metadata.index_id, "src/broken.rs").unwrap();
