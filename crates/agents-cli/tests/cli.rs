@@ -26,14 +26,8 @@ use tempfile::TempDir;
 // Helpers
 // ---------------------------------------------------------------------------
 
-/// The binary, with `$AGENTS_HOME` set to `home`, logging left at its default
-/// and the working directory set to `home` (tests that rely on the default
-/// `.` path override it with `current_dir`).
-fn agents(home: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agents"));
-    cmd.env("AGENTS_HOME", home).env_remove("AGENTS_LOG").env_remove("RUST_BACKTRACE").current_dir(home);
-    cmd
-}
+mod common;
+use common::agents;
 
 /// A temporary home (created) and a fixture repository directory named
 /// `repo` (created, empty), so the project derived from it is always `repo`.
@@ -45,14 +39,8 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Fixture {
-        let tmp = tempfile::tempdir().unwrap();
-        // Canonical, so paths printed by the binary match ours exactly.
-        let root = tmp.path().canonicalize().unwrap();
-        let home = root.join("home");
-        let repo = root.join("repo");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&repo).unwrap();
-        Fixture { _tmp: tmp, home, repo }
+        let d = common::dirs();
+        Fixture { _tmp: d.tmp, home: d.home, repo: d.repo }
     }
 
     fn cmd(&self) -> Command {

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use agents_core::tokens::{TokenCounter, Tokenizer};
-use assert_cmd::Command;
 use serde_json::Value;
+
+mod common;
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -16,9 +17,7 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let (home, repo) = (root.join("home"), root.join("repo"));
+        let common::Dirs { tmp: dir, home, repo, .. } = common::dirs();
         let write = |rel: &str, text: &str| {
             let p = repo.join(rel);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -52,15 +51,7 @@ impl Fixture {
     }
 
     fn query(&self, args: &[&str]) -> Output {
-        Command::cargo_bin("agents")
-            .unwrap()
-            .env("AGENTS_HOME", &self.home)
-            .env_remove("AGENTS_LOG")
-            .arg("query")
-            .args(args)
-            .arg(&self.repo)
-            .output()
-            .unwrap()
+        common::agents(&self.home).arg("query").args(args).arg(&self.repo).output().unwrap()
     }
 
     fn json(&self, args: &[&str]) -> Value {
@@ -174,12 +165,7 @@ fn bad_input_exits_2_and_changes_nothing() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.starts_with("error: ") && err.contains(needle), "{args:?}: {err}");
     }
-    let missing = Command::cargo_bin("agents")
-        .unwrap()
-        .env("AGENTS_HOME", &fx.home)
-        .args(["query", "x", "/definitely/not/here"])
-        .output()
-        .unwrap();
+    let missing = common::agents(&fx.home).args(["query", "x", "/definitely/not/here"]).output().unwrap();
     assert_eq!(missing.status.code(), Some(2));
     assert!(!Path::new(&fx.home).join("search").exists() || fx.home.join("agents.db").exists());
 }

@@ -7,7 +7,7 @@
 //! `--path REPO` so that the commands never depend on the working directory.
 #![cfg(unix)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 
 use assert_cmd::Command;
@@ -18,13 +18,8 @@ use tempfile::TempDir;
 // Helpers
 // ---------------------------------------------------------------------------
 
-/// The binary, with `$AGENTS_HOME` set to `home`, logging left at its default
-/// and the working directory set to `home`.
-fn agents(home: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agents"));
-    cmd.env("AGENTS_HOME", home).env_remove("AGENTS_LOG").env_remove("RUST_BACKTRACE").current_dir(home);
-    cmd
-}
+mod common;
+use common::agents;
 
 /// A temporary home and the fixture repository `repo` next to it.
 struct Fixture {
@@ -38,14 +33,8 @@ impl Fixture {
     /// The standard fixture, written (not yet indexed: every `uko` command
     /// but `types` indexes or refreshes the resource first).
     fn new() -> Fixture {
-        let tmp = tempfile::tempdir().unwrap();
-        // Canonical, so paths printed by the binary match ours exactly.
-        let root = tmp.path().canonicalize().unwrap();
-        let home = root.join("home");
-        let repo = root.join("repo");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(&repo).unwrap();
-        let fx = Fixture { _tmp: tmp, root, home, repo };
+        let d = common::dirs();
+        let fx = Fixture { _tmp: d.tmp, root: d.root, home: d.home, repo: d.repo };
         for (path, text) in FILES {
             fx.write(path, text);
         }

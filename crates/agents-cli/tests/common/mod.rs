@@ -1,0 +1,38 @@
+//! What every end-to-end test file shares: how the binary is started and
+//! the temporary directories it runs in. Only [`agents`] knows how the
+//! binary is started, so a change to its interface is fixed in one place.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use tempfile::TempDir;
+
+/// The binary, with `$AGENTS_HOME` set to `home`, logging left at its default
+/// and the working directory set to `home` (tests that rely on the default
+/// `.` path override it with `current_dir`).
+pub fn agents(home: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agents"));
+    cmd.env("AGENTS_HOME", home).env_remove("AGENTS_LOG").env_remove("RUST_BACKTRACE").current_dir(home);
+    cmd
+}
+
+/// A temporary directory holding a home and an empty repository named
+/// `repo` (so the project derived from it is always `repo`), all canonical
+/// so paths printed by the binary match ours exactly.
+pub struct Dirs {
+    pub tmp: TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub repo: PathBuf,
+}
+
+pub fn dirs() -> Dirs {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let home = root.join("home");
+    let repo = root.join("repo");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&repo).unwrap();
+    Dirs { tmp, root, home, repo }
+}
