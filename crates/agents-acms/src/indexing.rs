@@ -202,6 +202,13 @@ impl RepoIndexingService {
         Ok(repaired)
     }
 
+    /// Takes the resource's lock, waiting for an indexer (or another holder)
+    /// to finish. Whatever else writes per-resource state (the text index)
+    /// holds it while it does.
+    pub fn lock_resource(&self, resource_id: &str, root: &Path) -> Result<ResourceLock, IndexError> {
+        self.acquire(&lock::lock_path(&self.locks_dir, resource_id), true, root)
+    }
+
     fn acquire(&self, lock_path: &Path, wait: bool, root: &Path) -> Result<ResourceLock, IndexError> {
         let io = |source| IndexError::Io { path: lock_path.to_path_buf(), source };
         match lock::try_lock(lock_path).map_err(io)? {

@@ -16,3 +16,4 @@ pub mod uko_index;
 mod walk;
 
 pub use indexing::{IndexError, IndexOptions, Progress, RepoIndexingService};
+pub use lock::ResourceLock;

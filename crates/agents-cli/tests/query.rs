@@ -143,6 +143,31 @@ fn no_source_is_packed_twice() {
 }
 
 #[test]
+fn concurrent_queries_take_turns_and_agree() {
+    let fx = Fixture::new();
+    let spawn = || {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_agents"));
+        cmd.env("AGENTS_HOME", &fx.home)
+            .env_remove("AGENTS_LOG")
+            .args(["--json", "query", "late payment reminder"])
+            .arg(&fx.repo)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        cmd.spawn().unwrap()
+    };
+    // From an empty home: they race to create the store, index, and build the text index.
+    let children: Vec<_> = (0..3).map(|_| spawn()).collect();
+    let outputs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    let mut fragments = Vec::new();
+    for out in &outputs {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        fragments.push(v["fragments"].clone());
+    }
+    assert!(fragments.windows(2).all(|w| w[0] == w[1]), "every query sees the same context");
+}
+
+#[test]
 fn filters_restrict_what_is_searched() {
     let fx = Fixture::new();
     let v = fx.json(&["helper value", "--under", "misc/", "--type", "function"]);

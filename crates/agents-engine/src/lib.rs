@@ -156,8 +156,11 @@ impl Engine {
     pub fn keyword_context(&self, outcome: &IndexOutcome, query: &KeywordQuery) -> Result<KeywordContext, EngineError> {
         let kind = &self.config.config().context.backends.text;
         let dir = self.home.search_dir(&outcome.resource.resource_id, kind);
-        let mut backend = agents_search::open_text_backend(kind, &dir).map_err(QueryError::from)?;
         let root = PathBuf::from(&outcome.resource.path);
+        // One writer of the resource's text index at a time: concurrent
+        // queries take turns to sync it (an index run waits for them too).
+        let _lock = self.indexing.lock_resource(&outcome.resource.resource_id, &root)?;
+        let mut backend = agents_search::open_text_backend(kind, &dir).map_err(QueryError::from)?;
         let index_id = &outcome.index.metadata.index_id;
         let sync = self.search.sync(&root, index_id, backend.as_mut())?;
         let mut context = self.search.query(&root, index_id, backend.as_ref(), query, &self.tokenizer)?;

@@ -77,10 +77,13 @@ pub fn run(settings: &Settings, cmd: UkoCommand) -> anyhow::Result<()> {
     }
 }
 
-/// Refreshes (or first indexes) the resource holding `path`.
+/// Refreshes (or first indexes) the resource holding `path`, waiting for
+/// an indexer already at work on it rather than failing: a reader only
+/// needs the index to be current.
 pub fn refresh(settings: &Settings, engine: &Engine, path: &Path) -> anyhow::Result<IndexOutcome> {
     let bar = Bar::new(settings.progress);
-    Ok(engine.index_path(path, IndexMode::Refresh, &engine.index_options(), &bar)?)
+    let options = agents_acms::IndexOptions { wait_for_lock: true, ..engine.index_options() };
+    Ok(engine.index_path(path, IndexMode::Refresh, &options, &bar)?)
 }
 
 /// `4`, `SIGNATURES`, `full-source`, or a level of the node's language map.
