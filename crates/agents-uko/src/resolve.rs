@@ -222,10 +222,19 @@ impl SymbolTable {
         };
         let same_file = in_file(&scope.path);
         if let Some(q) = qualifier {
-            if matches!(q, "self" | "this" | "Self" | "cls" | "super") {
+            if matches!(q, "self" | "this" | "Self" | "cls") {
                 return innermost(&same_file, from_symbol_path, true);
             }
+            if q == "super" {
+                // A base class's member: never the enclosing type's own.
+                return None;
+            }
             if let Some(path) = scope.aliases.get(q) {
+                // `module.func`, or `Class.method` of an imported class.
+                let member = format!("{q}.{name}");
+                if let Some(e) = in_file(path).into_iter().find(|e| *e.symbol_path == *member) {
+                    return Some(e);
+                }
                 return top_level(path);
             }
             // `Type.method` / `Type::new` written against a type of this file.
@@ -346,6 +355,7 @@ mod table_tests {
         assert_eq!(t.resolve(&s, "App.run", RefKind::Calls, "self.save").unwrap().symbol_path.as_ref(), "App.save");
         assert_eq!(t.resolve(&s, "main", RefKind::Calls, "save").unwrap().symbol_path.as_ref(), "save");
         assert_eq!(t.resolve(&s, "App.run", RefKind::Calls, "save").unwrap().symbol_path.as_ref(), "App.save");
+        assert!(t.resolve(&s, "App.save", RefKind::Calls, "super.save").is_none(), "super is not self");
     }
 
     #[test]
@@ -358,6 +368,14 @@ mod table_tests {
         let mut s = scope("d.py", &[]);
         s.aliases.insert("bmod".into(), "b.py".into());
         assert_eq!(t.resolve(&s, "", RefKind::Calls, "bmod.helper").unwrap().path.as_ref(), "b.py");
+        let mut s = scope("d.py", &["a.py"]);
+        s.aliases.insert("App".into(), "a.py".into());
+        let found = t.resolve(&s, "main", RefKind::Calls, "App.save").unwrap();
+        assert_eq!(
+            (found.path.as_ref(), found.symbol_path.as_ref()),
+            ("a.py", "App.save"),
+            "a method of an imported class"
+        );
         assert!(
             t.resolve(&scope("d.py", &[]), "", RefKind::Calls, "os.only_here").is_none(),
             "qualified by an unknown module"

@@ -469,6 +469,14 @@ fn dotted(node: Node<'_>, text: &str) -> Option<String> {
                 parts.push(field_text(&current, "attribute", text)?);
                 current = current.child_by_field_name("object")?;
             }
+            // `Store().save` names `Store.save`: a method of what the call
+            // made. Only for a call of a plain (dotted) name.
+            "call" if !parts.is_empty() => {
+                current = current.child_by_field_name("function")?;
+                if !matches!(current.kind(), "identifier" | "attribute") {
+                    return None;
+                }
+            }
             _ => return None,
         }
     }
