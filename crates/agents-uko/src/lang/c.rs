@@ -74,7 +74,7 @@
 //! contains C++ markers (`class `, `namespace `, `template<`) is parsed again
 //! as C++, and the tree with fewer error nodes is kept (C on a tie).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use tree_sitter::{Node, Tree};
 
@@ -247,7 +247,6 @@ struct Walker<'t> {
     guards: Vec<String>,
     /// Nodes whose symbol path was built from a qualified name; their simple name.
     renames: Vec<(usize, String)>,
-    seen_refs: HashSet<(usize, RefKind, String)>,
 }
 
 impl<'t> Walker<'t> {
@@ -267,7 +266,6 @@ impl<'t> Walker<'t> {
             template_params: Vec::new(),
             guards: Vec::new(),
             renames: Vec::new(),
-            seen_refs: HashSet::new(),
         }
     }
 
@@ -297,10 +295,7 @@ impl<'t> Walker<'t> {
     }
 
     fn reference(&mut self, from: usize, kind: RefKind, target: String, node: &Node<'_>) {
-        if target.is_empty() || !self.seen_refs.insert((from, kind, target.clone())) {
-            return;
-        }
-        self.builder.reference(from, kind, target, Span::of_node(node));
+        self.builder.reference_once(from, kind, target, Span::of_node(node));
     }
 
     fn doc(&self, node: &Node<'_>) -> Option<String> {

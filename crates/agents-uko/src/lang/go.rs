@@ -31,7 +31,7 @@
 //!   directories at that length leave it unresolved. Standard-library paths
 //!   (first segment without a dot and a known std root) stay unresolved.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::LazyLock;
 
@@ -153,7 +153,6 @@ impl Analyzer for GoAnalyzer {
             b: builder,
             types: HashMap::new(),
             renames: Vec::new(),
-            mentioned: HashSet::new(),
         };
         let mut package = None;
         let mut cursor = root.walk();
@@ -193,7 +192,6 @@ struct Walker<'t> {
     /// Top-level type nodes by name, for methods.
     types: HashMap<String, usize>,
     renames: Vec<(usize, String)>,
-    mentioned: HashSet<(usize, String)>,
 }
 
 impl<'t> Walker<'t> {
@@ -473,11 +471,8 @@ impl<'t> Walker<'t> {
             match n.kind() {
                 "type_identifier" | "qualified_type" => {
                     let target: String = self.t(&n).split_whitespace().collect();
-                    if !PREDECLARED_TYPES.contains(&target.as_str())
-                        && !generics.contains(&target)
-                        && self.mentioned.insert((from, target.clone()))
-                    {
-                        self.b.reference(from, RefKind::Mentions, target, Span::of_node(&n));
+                    if !PREDECLARED_TYPES.contains(&target.as_str()) && !generics.contains(&target) {
+                        self.b.reference_once(from, RefKind::Mentions, target, Span::of_node(&n));
                     }
                     continue;
                 }

@@ -27,7 +27,6 @@
 //! - `Mentions` for types in fields, parameters, returns and `throws`,
 //!   without primitives, type parameters and `java.lang` basics (`String`).
 
-use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use tree_sitter::{Language, Node};
@@ -75,7 +74,7 @@ impl Analyzer for JavaAnalyzer {
         };
         builder.syntax_warnings(&tree);
         let root = tree.root_node();
-        let mut walker = Walker { text, b: builder, mentioned: HashSet::new(), depth: 0 };
+        let mut walker = Walker { text, b: builder, depth: 0 };
         let mut package = None;
         let mut cursor = root.walk();
         let children: Vec<Node<'_>> = root.named_children(&mut cursor).collect();
@@ -125,7 +124,6 @@ impl Analyzer for JavaAnalyzer {
 struct Walker<'t> {
     text: &'t str,
     b: FileBuilder,
-    mentioned: HashSet<(usize, String)>,
     /// Nesting of type declarations being walked.
     depth: usize,
 }
@@ -388,12 +386,8 @@ impl<'t> Walker<'t> {
             match n.kind() {
                 "type_identifier" | "scoped_type_identifier" => {
                     let target = type_base_name(n, self.text);
-                    if !target.is_empty()
-                        && !SKIP_TYPES.contains(&target.as_str())
-                        && !generics.contains(&target)
-                        && self.mentioned.insert((from, target.clone()))
-                    {
-                        self.b.reference(from, RefKind::Mentions, target, Span::of_node(&n));
+                    if !target.is_empty() && !SKIP_TYPES.contains(&target.as_str()) && !generics.contains(&target) {
+                        self.b.reference_once(from, RefKind::Mentions, target, Span::of_node(&n));
                     }
                     continue;
                 }

@@ -23,7 +23,9 @@ use std::collections::HashSet;
 
 use tree_sitter::{Node, TreeCursor};
 
-use crate::lang::{Analyzer, FileBuilder, field_text, node_text, parse, preceding_comments, signature_until};
+use crate::lang::{
+    Analyzer, FileBuilder, field_text, named_children, node_text, parse, preceding_comments, signature_until,
+};
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of, join_normalized};
 
@@ -52,7 +54,6 @@ impl Analyzer for JavaScriptAnalyzer {
             b: builder,
             stack: Vec::new(),
             cursor: root.walk(),
-            seen_refs: HashSet::new(),
             fields: HashSet::new(),
             frames: vec![Frame { parent: 0, names: Vec::new() }],
         };
@@ -107,7 +108,6 @@ struct Walker<'t, 'tree> {
     b: FileBuilder,
     stack: Vec<Item<'tree>>,
     cursor: TreeCursor<'tree>,
-    seen_refs: HashSet<(usize, RefKind, String)>,
     /// (class, name) of fields already defined.
     fields: HashSet<(usize, String)>,
     frames: Vec<Frame>,
@@ -781,9 +781,7 @@ impl<'t, 'tree> Walker<'t, 'tree> {
     }
 
     fn reference(&mut self, from: usize, kind: RefKind, target: String, node: Node<'_>) {
-        if self.seen_refs.insert((from, kind, target.clone())) {
-            self.b.reference(from, kind, target, Span::of_node(&node));
-        }
+        self.b.reference_once(from, kind, target, Span::of_node(&node));
     }
 
     fn mention(&mut self, from: usize, name: String, node: Node<'_>) {
@@ -791,10 +789,6 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             self.reference(from, RefKind::Mentions, name, node);
         }
     }
-}
-
-fn named_children<'tree>(node: Node<'tree>) -> impl Iterator<Item = Node<'tree>> {
-    (0..node.named_child_count() as u32).filter_map(move |i| node.named_child(i))
 }
 
 /// Where a declaration's signature starts: after its decorators.

@@ -28,8 +28,6 @@
 //! Links inside code spans and code blocks are not links. HTML `href`/`src`
 //! attributes are not read.
 
-use std::collections::HashSet;
-
 use tree_sitter::Node;
 
 use crate::lang::{Analyzer, FileBuilder, node_text, parse};
@@ -56,7 +54,6 @@ impl Analyzer for MarkdownAnalyzer {
             wants_doc: None,
             document_doc: None,
             first_heading: None,
-            seen_links: HashSet::new(),
         };
         walker.builder.syntax_warnings(&tree);
         walker.blocks(tree.root_node());
@@ -78,7 +75,6 @@ struct Walker<'t> {
     wants_doc: Option<usize>,
     document_doc: Option<String>,
     first_heading: Option<String>,
-    seen_links: HashSet<(usize, String)>,
 }
 
 impl<'t> Walker<'t> {
@@ -211,9 +207,7 @@ impl<'t> Walker<'t> {
 
     fn mention(&mut self, target: &str, span: Span) {
         let from = self.current();
-        if self.seen_links.insert((from, target.to_string())) {
-            self.builder.reference(from, RefKind::Mentions, target, span);
-        }
+        self.builder.reference_once(from, RefKind::Mentions, target, span);
     }
 }
 

@@ -8,7 +8,7 @@
 //! symbol paths, spans, doc cleaning and syntax warnings work the same way
 //! everywhere.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use tree_sitter::{Node, Parser, Tree};
 
@@ -76,6 +76,11 @@ pub fn parse(language: &tree_sitter::Language, text: &str) -> Option<Tree> {
     let mut parser = Parser::new();
     parser.set_language(language).ok()?;
     parser.parse(text, None)
+}
+
+/// A node's named children, without a cursor to manage.
+pub fn named_children<'tree>(node: Node<'tree>) -> impl Iterator<Item = Node<'tree>> {
+    (0..node.named_child_count() as u32).filter_map(move |i| node.named_child(i))
 }
 
 /// The source text of a node.
@@ -187,11 +192,17 @@ pub fn preceding_comments(node: &Node<'_>, text: &str, is_comment: impl Fn(&Node
 pub struct FileBuilder {
     analysis: FileAnalysis,
     seen: HashMap<String, u32>,
+    /// (from, kind, target) already recorded by [`FileBuilder::reference_once`].
+    recorded: HashSet<(usize, RefKind, String)>,
 }
 
 impl FileBuilder {
     pub fn new(kind: NodeKind, path: &str, text: &str) -> FileBuilder {
-        FileBuilder { analysis: FileAnalysis::file_only(kind, path, text), seen: HashMap::new() }
+        FileBuilder {
+            analysis: FileAnalysis::file_only(kind, path, text),
+            seen: HashMap::new(),
+            recorded: HashSet::new(),
+        }
     }
 
     /// Adds a node under `parent` and returns its index.
@@ -228,6 +239,16 @@ impl FileBuilder {
             return;
         }
         self.analysis.references.push(Reference { from, kind, target, names: Vec::new(), system: false, span });
+    }
+
+    /// Records a reference unless the same (from, kind, target) was already
+    /// recorded this way: a node that calls `save` ten times depends on it once.
+    pub fn reference_once(&mut self, from: usize, kind: RefKind, target: impl Into<String>, span: Span) {
+        let target = target.into();
+        if target.is_empty() || !self.recorded.insert((from, kind, target.clone())) {
+            return;
+        }
+        self.reference(from, kind, target, span);
     }
 
     /// Records an import of module `target` bringing `names` into scope.

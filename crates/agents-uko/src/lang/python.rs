@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, TreeCursor};
 
 use crate::lang::{
-    Analyzer, FileBuilder, clean_doc, field_text, node_text, parse, preceding_comments, signature_until,
+    Analyzer, FileBuilder, clean_doc, field_text, named_children, node_text, parse, preceding_comments, signature_until,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of};
@@ -39,14 +39,7 @@ impl Analyzer for PythonAnalyzer {
         };
         builder.syntax_warnings(&tree);
         let root = tree.root_node();
-        let mut walker = Walker {
-            text,
-            b: builder,
-            stack: Vec::new(),
-            cursor: root.walk(),
-            seen_refs: HashSet::new(),
-            members: HashMap::new(),
-        };
+        let mut walker = Walker { text, b: builder, stack: Vec::new(), cursor: root.walk(), members: HashMap::new() };
         walker.run(root);
         walker.b.finish()
     }
@@ -83,7 +76,6 @@ struct Walker<'t, 'tree> {
     b: FileBuilder,
     stack: Vec<(Node<'tree>, Ctx)>,
     cursor: TreeCursor<'tree>,
-    seen_refs: HashSet<(usize, RefKind, String)>,
     /// Names already defined as fields (per class) or variables (key 0).
     members: HashMap<usize, HashSet<String>>,
 }
@@ -371,9 +363,7 @@ impl<'t, 'tree> Walker<'t, 'tree> {
     }
 
     fn reference(&mut self, from: usize, kind: RefKind, target: String, node: Node<'_>) {
-        if self.seen_refs.insert((from, kind, target.clone())) {
-            self.b.reference(from, kind, target, Span::of_node(&node));
-        }
+        self.b.reference_once(from, kind, target, Span::of_node(&node));
     }
 
     fn mention(&mut self, from: usize, name: String, node: Node<'_>) {
@@ -381,10 +371,6 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             self.reference(from, RefKind::Mentions, name, node);
         }
     }
-}
-
-fn named_children<'tree>(node: Node<'tree>) -> impl Iterator<Item = Node<'tree>> {
-    (0..node.named_child_count() as u32).filter_map(move |i| node.named_child(i))
 }
 
 fn is_comment(node: &Node<'_>) -> bool {

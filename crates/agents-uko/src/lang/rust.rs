@@ -26,7 +26,7 @@
 //!   Tuple-variant constructors `Some`, `Ok`, `Err` are not calls.
 //! - Nodes are returned in source preorder (a node's children follow it).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use tree_sitter::{Language, Node};
@@ -63,8 +63,7 @@ impl Analyzer for RustAnalyzer {
         builder.syntax_warnings(&tree);
         let root = tree.root_node();
         builder.set_doc(0, inner_docs(root, text));
-        let mut walker =
-            Walker { text, b: builder, types: HashMap::new(), renames: Vec::new(), mentioned: HashSet::new() };
+        let mut walker = Walker { text, b: builder, types: HashMap::new(), renames: Vec::new() };
         let ctx = Ctx { scope: 0, scope_chain: vec![0], mod_path: Vec::new(), self_type: None, generics: Vec::new() };
         walker.items(root, &ctx);
         let Walker { b, renames, .. } = walker;
@@ -98,8 +97,6 @@ struct Walker<'t> {
     types: HashMap<(usize, String), usize>,
     /// Final simple names for nodes whose builder name was qualified.
     renames: Vec<(usize, String)>,
-    /// (from, target) mentions already recorded.
-    mentioned: HashSet<(usize, String)>,
 }
 
 impl<'t> Walker<'t> {
@@ -598,9 +595,8 @@ impl<'t> Walker<'t> {
                 if let Some(target) = target
                     && !SKIP_TYPES.contains(&target.as_str())
                     && !generics.contains(&target)
-                    && self.mentioned.insert((from, target.clone()))
                 {
-                    self.b.reference(from, RefKind::Mentions, target, Span::of_node(&n));
+                    self.b.reference_once(from, RefKind::Mentions, target, Span::of_node(&n));
                 }
                 continue;
             }
