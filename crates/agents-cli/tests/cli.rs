@@ -27,7 +27,7 @@ use tempfile::TempDir;
 // ---------------------------------------------------------------------------
 
 mod common;
-use common::agents;
+use common::{agents, assert_one_error_line, parse, regex_escape, stderr, stdout};
 
 /// A temporary home (created) and a fixture repository directory named
 /// `repo` (created, empty), so the project derived from it is always `repo`.
@@ -92,46 +92,12 @@ fn write(root: &Path, rel: &str, content: impl AsRef<[u8]>) {
     std::fs::write(path, content).unwrap();
 }
 
-fn parse(bytes: &[u8]) -> Value {
-    serde_json::from_slice(bytes)
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", String::from_utf8_lossy(bytes)))
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).unwrap()
-}
-
 /// The counters of an index report, in a fixed order for compact asserts:
 /// (added, changed, removed, unchanged, files_read).
 fn counts(v: &Value) -> (u64, u64, u64, u64, u64) {
     let r = &v["report"];
     let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("report.{k} missing in {v:#}"));
     (n("added"), n("changed"), n("removed"), n("unchanged"), n("files_read"))
-}
-
-/// Asserts that a failed command wrote exactly one line, an `error:` line.
-fn assert_one_error_line(output: &Output) -> String {
-    let err = stderr(output);
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "expected one line on stderr, got:\n{err}");
-    assert!(lines[0].starts_with("error: "), "{err}");
-    lines[0].to_string()
-}
-
-/// Escapes regex metacharacters, for insta filters that match a literal path.
-fn regex_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if "\\.+*?()|[]{}^$#&-~".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Filters that make output deterministic: the fixture's paths, ULIDs,

@@ -19,7 +19,7 @@ use tempfile::TempDir;
 // ---------------------------------------------------------------------------
 
 mod common;
-use common::agents;
+use common::{agents, parse, regex_escape, stderr, stdout};
 
 /// A temporary home and the fixture repository `repo` next to it.
 struct Fixture {
@@ -147,40 +147,11 @@ fn store_class() -> &'static str {
     MODELS_PY[MODELS_PY.find("class Store").unwrap()..].trim_end()
 }
 
-fn parse(bytes: &[u8]) -> Value {
-    serde_json::from_slice(bytes)
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", String::from_utf8_lossy(bytes)))
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).unwrap()
-}
-
 /// Asserts that a failed command wrote nothing on stdout and exactly one
 /// `error:` line on stderr, and returns that line.
 fn assert_one_error_line(output: &Output) -> String {
     assert!(output.stdout.is_empty(), "stdout: {}", String::from_utf8_lossy(&output.stdout));
-    let err = stderr(output);
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "expected one line on stderr, got:\n{err}");
-    assert!(lines[0].starts_with("error: "), "{err}");
-    lines[0].to_string()
-}
-
-/// Escapes regex metacharacters, for insta filters that match a literal path.
-fn regex_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if "\\.+*?()|[]{}^$#&-~".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
+    common::assert_one_error_line(output)
 }
 
 /// Filters that make output deterministic: the fixture's paths, ULIDs,
