@@ -76,14 +76,22 @@ impl CodeGraph {
         node: &UkoNodeRecord,
         tokenizer: &dyn TokenCounter,
     ) -> Result<Vec<(u8, String, usize)>, GraphError> {
-        let file = root.join(&node.node.path);
-        let bytes = std::fs::read(&file).map_err(|source| GraphError::Io { path: file.clone(), source })?;
-        let text = String::from_utf8_lossy(&bytes);
+        let text = read_source(root, &node.node.path)?;
+        self.render_depths_of(index_id, node, &text, tokenizer)
+    }
+
+    /// [`CodeGraph::render_depths`] with the file's text already in hand.
+    pub fn render_depths_of(
+        &self,
+        index_id: &str,
+        node: &UkoNodeRecord,
+        file_text: &str,
+        tokenizer: &dyn TokenCounter,
+    ) -> Result<Vec<(u8, String, usize)>, GraphError> {
         let children = self.store.uko_children(index_id, &node.node.uri)?;
         let edges: Vec<EdgeView> =
             self.store.uko_refs_within(index_id, &node.node.uri)?.iter().filter_map(edge_view).collect();
-        let input =
-            RenderInput { node: view(node), children: children.iter().map(view).collect(), edges, file_text: &text };
+        let input = RenderInput { node: view(node), children: children.iter().map(view).collect(), edges, file_text };
         Ok(render_all(&input, tokenizer))
     }
 
@@ -121,6 +129,13 @@ impl CodeGraph {
     pub fn dependents(&self, index_id: &str, uri: &str) -> Result<Vec<UkoRef>, GraphError> {
         Ok(self.store.uko_refs_to(index_id, uri)?)
     }
+}
+
+/// The text of a file of a resource (lossily decoded, as indexing reads it).
+pub fn read_source(root: &Path, path: &str) -> Result<String, GraphError> {
+    let file = root.join(path);
+    let bytes = std::fs::read(&file).map_err(|source| GraphError::Io { path: file.clone(), source })?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// `line:col-line:col` of a stored node.

@@ -24,7 +24,7 @@ use agents_search::{SearchError, SearchFilter, TextBackend, TextDoc};
 use agents_store::{Store, StoreError};
 use serde::Serialize;
 
-use crate::graph::{CodeGraph, GraphError, source_range};
+use crate::graph::{CodeGraph, GraphError, read_source, source_range};
 
 /// Depth fallback steps below the requested depth.
 const FALLBACK: [u8; 3] = [4, 2, 0];
@@ -201,6 +201,8 @@ impl ContextSearch {
         // Packed nodes, and which of them carry their source (depth >= 5).
         let mut packed: Vec<String> = Vec::new();
         let mut with_source: Vec<String> = Vec::new();
+        // Hits cluster in few files: read each once.
+        let mut sources: HashMap<String, String> = HashMap::new();
         for hit in &hits {
             let remaining = query.max_tokens.saturating_sub(context.total_tokens);
             if remaining < MIN_FRAGMENT_TOKENS {
@@ -216,7 +218,10 @@ impl ContextSearch {
             // structure, not its source again.
             let ceiling = if packed.iter().any(|p| is_inside(p, &node.node.uri)) { 4 } else { requested };
             let top = requested.min(ceiling);
-            let renderings = self.graph.render_depths(root, index_id, &node, tokenizer)?;
+            if !sources.contains_key(&node.node.path) {
+                sources.insert(node.node.path.clone(), read_source(root, &node.node.path)?);
+            }
+            let renderings = self.graph.render_depths_of(index_id, &node, &sources[&node.node.path], tokenizer)?;
             let mut chosen = None;
             for depth in std::iter::once(top).chain(FALLBACK.into_iter().filter(|d| *d < top)) {
                 let (_, content, _) = &renderings[depth as usize];
