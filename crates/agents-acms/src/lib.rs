@@ -12,6 +12,7 @@ pub mod language;
 mod lock;
 pub mod projects;
 pub mod query;
+pub mod retrieval;
 pub mod uko_index;
 mod walk;
 

@@ -1,27 +1,27 @@
-//! Keyword context: the `simple-keyword` path from a question to a packed,
-//! budgeted context, end to end.
+//! Turning ranked candidates into a packed, budgeted context, and keeping the
+//! search backends in step with the store.
 //!
-//! 1. The resource's text index (BM25 over UKO nodes, `agents-search`) is
-//!    brought up to date from the store: only files whose content hash
-//!    differs from what the index holds are re-read and re-indexed.
-//! 2. The query's hits are rendered at the requested depth and packed
-//!    greedily under the token budget, best first, falling back through
-//!    depths 4, 2, 0 when a fragment does not fit (the spec's depth
-//!    fallback); a hit whose ancestor is already packed with its source is
-//!    skipped, and a hit some of whose parts are already packed gets at most
-//!    depth 4 (its structure), so no source text is packed twice. Every count comes from the shared tokenizer and includes each
+//! 1. [`ContextSearch::sync`] brings a resource's text index (BM25 over UKO nodes)
+//!    and, when a model is present, its vector index (embeddings of node summaries)
+//!    up to date from the store: only files whose content hash differs from what a
+//!    backend holds are re-read and re-indexed; each backend keeps its own record.
+//! 2. A retrieval strategy (`crate::retrieval`) ranks [`Candidate`]s.
+//! 3. [`ContextSearch::pack`] renders them best first at their depth and packs them
+//!    greedily under the token budget, falling back through depths 4, 2, 0 when a
+//!    fragment does not fit (the spec's depth fallback); a candidate whose ancestor
+//!    is already packed with its source is skipped, and one some of whose parts are
+//!    already packed gets at most depth 4 (its structure), so no source text is
+//!    packed twice. Every count comes from the shared tokenizer and includes each
 //!    fragment's heading, so the rendered output never exceeds the budget.
-//!
-//! The multi-strategy pipeline (semantic, graph, temporal, ARCE) builds on
-//! this; the packing rules here are the budget invariant it keeps.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use agents_core::tokens::TokenCounter;
-use agents_search::{SearchError, SearchFilter, TextBackend, TextDoc};
-use agents_store::{Store, StoreError};
+use agents_search::vector::{Embedder, VectorBackend, VectorDoc};
+use agents_search::{SearchError, TextBackend, TextDoc};
+use agents_store::{Store, StoreError, UkoNodeRecord};
 use serde::Serialize;
 
 use crate::graph::{CodeGraph, GraphError, read_source, source_range};
@@ -32,6 +32,8 @@ const FALLBACK: [u8; 3] = [4, 2, 0];
 const MIN_FRAGMENT_TOKENS: usize = 10;
 /// Longest body indexed per node; longer ones are cut (search only).
 const MAX_BODY_CHARS: usize = 20_000;
+/// Texts embedded per batch while syncing.
+const EMBED_BATCH: usize = 512;
 
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
@@ -45,17 +47,24 @@ pub enum QueryError {
     EmptyQuery,
 }
 
-/// A keyword context request.
-#[derive(Clone, Debug)]
-pub struct KeywordQuery {
-    pub text: String,
-    /// Hard ceiling for the rendered output, headings included.
-    pub max_tokens: usize,
-    /// Preferred detail depth 0-9; fragments fall back to shallower ones.
+/// A node (or a ready-made text) a strategy proposes, best first.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Candidate {
+    /// The UKO node URI (or a `plan://` / `git://` id for inline content).
+    pub uri: String,
+    pub path: String,
+    /// Relevance in [0, 1].
+    pub score: f32,
+    /// Detail depth to render at (the packer may fall back below it).
     pub depth: u8,
-    /// How many search hits to consider.
-    pub candidates: usize,
-    pub filter: SearchFilter,
+    /// The strategy that proposed it.
+    pub strategy: String,
+    /// Why it was proposed, for provenance (e.g. the commits that touched it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Content to pack as it is instead of rendering a stored node.
+    #[serde(skip)]
+    pub content: Option<String>,
 }
 
 /// One packed piece of context.
@@ -67,36 +76,38 @@ pub struct Fragment {
     pub source_range: String,
     pub detail_depth: u8,
     pub token_count: usize,
-    /// BM25 score relative to the best hit, in [0, 1].
+    /// The strategy's relevance, in [0, 1].
     pub relevance_score: f32,
+    /// The strategy that proposed it.
+    pub strategy: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     pub content: String,
 }
 
-/// What a text-index update did.
+/// What a backend update did.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct SyncReport {
     pub files_indexed: u64,
     pub files_removed: u64,
     pub docs_indexed: u64,
+    /// Node summaries embedded into the vector index.
+    pub vectors_indexed: u64,
 }
 
-/// The packed context.
-#[derive(Clone, Debug, Serialize)]
-pub struct KeywordContext {
-    pub query: String,
-    pub backend: String,
+/// Candidates packed under a budget.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Packed {
     pub fragments: Vec<Fragment>,
     /// Tokens of the rendered output (fragments and their headings).
     pub total_tokens: usize,
     pub max_tokens: usize,
-    pub candidates: usize,
-    /// Hits left out: no depth fitted the remaining budget, or an ancestor
+    /// Candidates left out: no depth fitted the remaining budget, or an ancestor
     /// already carried their source.
     pub omitted: usize,
-    pub sync: SyncReport,
 }
 
-impl KeywordContext {
+impl Packed {
     /// The context as Markdown, as agents read it.
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
@@ -113,6 +124,44 @@ fn heading(f: &Fragment) -> String {
     format!("## {} {} ({}, depth {})\n", f.source_path, f.source_range, f.kind, f.detail_depth)
 }
 
+/// Node kinds whose summaries are embedded: code units a question is about, not
+/// every field, import or variable.
+pub fn is_embedded_kind(kind: &str) -> bool {
+    !matches!(kind, "field" | "import" | "variable")
+}
+
+/// The text embedded for a node: its kind and name, signature, docstring, and the
+/// identifiers of its path and name split into words; a file adds the names of its
+/// top-level symbols.
+pub fn embedding_text(node: &agents_store::UkoNode, child_names: &[&str]) -> String {
+    let mut text = String::new();
+    let words = |s: &str| agents_search::code_tokens(s).join(" ");
+    text.push_str(&node.kind);
+    text.push(' ');
+    text.push_str(&words(&node.name));
+    if let Some(signature) = &node.signature {
+        text.push_str(". ");
+        text.push_str(signature.chars().take(300).collect::<String>().as_str());
+    }
+    if let Some(doc) = &node.doc {
+        text.push_str(". ");
+        text.push_str(doc.chars().take(600).collect::<String>().as_str());
+    }
+    text.push_str(". ");
+    text.push_str(&words(&node.path));
+    if !child_names.is_empty() {
+        text.push_str(". ");
+        text.push_str(&words(&child_names.join(" ")));
+    }
+    text
+}
+
+/// A vector backend and the model that fills it.
+pub struct VectorSink<'a> {
+    pub backend: &'a mut dyn VectorBackend,
+    pub embedder: &'a dyn Embedder,
+}
+
 pub struct ContextSearch {
     store: Arc<dyn Store>,
     graph: CodeGraph,
@@ -123,25 +172,56 @@ impl ContextSearch {
         ContextSearch { graph: CodeGraph::new(store.clone()), store }
     }
 
-    /// Brings `backend` up to date with the stored index of the resource at `root`.
-    pub fn sync(&self, root: &Path, index_id: &str, backend: &mut dyn TextBackend) -> Result<SyncReport, QueryError> {
-        let kind = backend.name();
-        let held: HashMap<String, String> = self.store.search_state(index_id, kind)?.into_iter().collect();
+    pub fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+
+    pub fn graph(&self) -> &CodeGraph {
+        &self.graph
+    }
+
+    /// Paths whose content differs from what `state_key` recorded, and recorded paths
+    /// gone from the index. A backend holding nothing starts from scratch.
+    fn stale(
+        &self,
+        index_id: &str,
+        state_key: &str,
+        backend_is_empty: bool,
+    ) -> Result<(Vec<agents_core::indexing::FileRecord>, Vec<String>), QueryError> {
+        let mut held: HashMap<String, String> = self.store.search_state(index_id, state_key)?.into_iter().collect();
         let files = self.store.file_records(index_id)?;
+        let current: std::collections::HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        let mut removed: Vec<String> = held.keys().filter(|p| !current.contains(p.as_str())).cloned().collect();
+        removed.sort();
+        if backend_is_empty {
+            held.clear();
+        }
+        let changed = files.into_iter().filter(|f| held.get(&f.path) != Some(&f.content_hash)).collect();
+        Ok((changed, removed))
+    }
+
+    /// Brings the text backend, and the vector backend when given, up to date with
+    /// the stored index of the resource at `root`.
+    pub fn sync(
+        &self,
+        root: &Path,
+        index_id: &str,
+        text: &mut dyn TextBackend,
+        vector: Option<VectorSink<'_>>,
+    ) -> Result<SyncReport, QueryError> {
         let mut report = SyncReport::default();
+        let text_key = text.name();
+        let (changed, removed) = self.stale(index_id, text_key, text.doc_count()? == 0)?;
         let mut indexed = Vec::new();
-        for f in &files {
-            if held.get(&f.path) == Some(&f.content_hash) {
-                continue;
-            }
+        for f in &changed {
             let Ok(bytes) = std::fs::read(root.join(&f.path)) else { continue };
-            let text = String::from_utf8_lossy(&bytes);
+            let source = String::from_utf8_lossy(&bytes);
             let nodes = self.store.uko_file_nodes(index_id, &f.path)?;
             let docs: Vec<TextDoc> = nodes
                 .iter()
                 .map(|n| {
                     let n = &n.node;
-                    let body = text.get(n.start_byte.max(0) as usize..n.end_byte.max(0) as usize).unwrap_or("");
+                    let body = source.get(n.start_byte.max(0) as usize..n.end_byte.max(0) as usize).unwrap_or("");
                     TextDoc {
                         id: n.uri.clone(),
                         path: n.path.clone(),
@@ -153,69 +233,138 @@ impl ContextSearch {
                     }
                 })
                 .collect();
-            backend.delete_paths(std::slice::from_ref(&f.path))?;
-            backend.upsert(&docs)?;
+            text.delete_paths(std::slice::from_ref(&f.path))?;
+            text.upsert(&docs)?;
             report.files_indexed += 1;
             report.docs_indexed += docs.len() as u64;
             indexed.push((f.path.clone(), f.content_hash.clone()));
         }
-        let current: std::collections::HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
-        let mut removed: Vec<String> = held.keys().filter(|p| !current.contains(p.as_str())).cloned().collect();
-        removed.sort();
         if !removed.is_empty() {
-            backend.delete_paths(&removed)?;
+            text.delete_paths(&removed)?;
         }
         report.files_removed = removed.len() as u64;
         if !indexed.is_empty() || !removed.is_empty() {
-            backend.commit()?;
-            self.store.set_search_state(index_id, kind, &indexed, &removed)?;
+            text.commit()?;
+            self.store.set_search_state(index_id, text_key, &indexed, &removed)?;
+        }
+        if let Some(sink) = vector {
+            report.vectors_indexed = self.sync_vectors(index_id, sink)?;
         }
         Ok(report)
     }
 
-    /// Searches and packs (the backend must be synced).
-    pub fn query(
+    /// The vector half of [`ContextSearch::sync`]: embeds the summaries of changed files' nodes.
+    fn sync_vectors(&self, index_id: &str, sink: VectorSink<'_>) -> Result<u64, QueryError> {
+        let key = format!("vector-{}", sink.backend.name());
+        let (changed, removed) = self.stale(index_id, &key, sink.backend.is_empty())?;
+        let mut indexed = Vec::new();
+        let mut pending: Vec<(String, String, String, String)> = Vec::new();
+        let mut count = 0u64;
+        let flush = |pending: &mut Vec<(String, String, String, String)>,
+                     backend: &mut dyn VectorBackend|
+         -> Result<u64, QueryError> {
+            let texts: Vec<String> = pending.iter().map(|p| p.3.clone()).collect();
+            let vectors = sink.embedder.embed(&texts);
+            let docs: Vec<VectorDoc> = pending
+                .drain(..)
+                .zip(vectors)
+                .map(|((id, path, kind, _), vector)| VectorDoc { id, path, kind, vector })
+                .collect();
+            backend.upsert(&docs)?;
+            Ok(docs.len() as u64)
+        };
+        let changed_paths: Vec<String> = changed.iter().map(|f| f.path.clone()).collect();
+        sink.backend.delete_paths(&changed_paths)?;
+        for f in &changed {
+            let nodes: Vec<UkoNodeRecord> = self.store.uko_file_nodes(index_id, &f.path)?;
+            for n in nodes.iter().filter(|n| is_embedded_kind(&n.node.kind)) {
+                let children: Vec<&str> = if n.node.kind == "file" {
+                    nodes
+                        .iter()
+                        .filter(|c| c.node.parent_uri.as_deref() == Some(n.node.uri.as_str()))
+                        .map(|c| c.node.name.as_str())
+                        .take(40)
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                pending.push((
+                    n.node.uri.clone(),
+                    n.node.path.clone(),
+                    n.node.kind.clone(),
+                    embedding_text(&n.node, &children),
+                ));
+            }
+            if pending.len() >= EMBED_BATCH {
+                count += flush(&mut pending, sink.backend)?;
+            }
+            indexed.push((f.path.clone(), f.content_hash.clone()));
+        }
+        if !pending.is_empty() {
+            count += flush(&mut pending, sink.backend)?;
+        }
+        if !removed.is_empty() {
+            sink.backend.delete_paths(&removed)?;
+        }
+        if !indexed.is_empty() || !removed.is_empty() {
+            sink.backend.commit()?;
+            self.store.set_search_state(index_id, &key, &indexed, &removed)?;
+        }
+        Ok(count)
+    }
+
+    /// Renders and packs `candidates` (best first) under `max_tokens`.
+    pub fn pack(
         &self,
         root: &Path,
         index_id: &str,
-        backend: &dyn TextBackend,
-        query: &KeywordQuery,
+        candidates: &[Candidate],
+        max_tokens: usize,
         tokenizer: &dyn TokenCounter,
-    ) -> Result<KeywordContext, QueryError> {
-        if agents_search::code_tokens(&query.text).is_empty() {
-            return Err(QueryError::EmptyQuery);
-        }
-        let hits = backend.search(&query.text, query.candidates, &query.filter)?;
-        let best = hits.first().map_or(1.0, |h| h.score.max(f32::MIN_POSITIVE));
-        let mut context = KeywordContext {
-            query: query.text.clone(),
-            backend: backend.name().to_string(),
-            fragments: Vec::new(),
-            total_tokens: 0,
-            max_tokens: query.max_tokens,
-            candidates: hits.len(),
-            omitted: 0,
-            sync: SyncReport::default(),
-        };
-        let requested = query.depth.min(agents_uko::render::MAX_DEPTH);
+    ) -> Result<Packed, QueryError> {
+        let mut packed_context = Packed { max_tokens, ..Packed::default() };
         // Packed nodes, and which of them carry their source (depth >= 5).
         let mut packed: Vec<String> = Vec::new();
         let mut with_source: Vec<String> = Vec::new();
-        // Hits cluster in few files: read each once.
+        // Candidates cluster in few files: read each once.
         let mut sources: HashMap<String, String> = HashMap::new();
-        for hit in &hits {
-            let remaining = query.max_tokens.saturating_sub(context.total_tokens);
-            if remaining < MIN_FRAGMENT_TOKENS {
-                context.omitted += 1;
+        for candidate in candidates {
+            let remaining = max_tokens.saturating_sub(packed_context.total_tokens);
+            if remaining < MIN_FRAGMENT_TOKENS || packed.contains(&candidate.uri) {
+                packed_context.omitted += 1;
                 continue;
             }
-            let Some(node) = self.store.uko_node(index_id, &hit.id)? else { continue };
+            if let Some(content) = &candidate.content {
+                let fragment = Fragment {
+                    uko_node: candidate.uri.clone(),
+                    kind: "note".to_owned(),
+                    source_path: candidate.path.clone(),
+                    source_range: String::new(),
+                    detail_depth: candidate.depth,
+                    token_count: 0,
+                    relevance_score: candidate.score,
+                    strategy: candidate.strategy.clone(),
+                    note: candidate.note.clone(),
+                    content: content.clone(),
+                };
+                let cost = tokenizer.count(&heading(&fragment)) + tokenizer.count(&fragment.content) + 1;
+                if cost <= remaining {
+                    packed.push(fragment.uko_node.clone());
+                    packed_context.total_tokens += cost;
+                    packed_context.fragments.push(Fragment { token_count: cost, ..fragment });
+                } else {
+                    packed_context.omitted += 1;
+                }
+                continue;
+            }
+            let Some(node) = self.store.uko_node(index_id, &candidate.uri)? else { continue };
             if with_source.iter().any(|p| is_inside(&node.node.uri, p)) {
-                context.omitted += 1;
+                packed_context.omitted += 1;
                 continue;
             }
             // A node some of whose parts are already packed gets its
             // structure, not its source again.
+            let requested = candidate.depth.min(agents_uko::render::MAX_DEPTH);
             let ceiling = if packed.iter().any(|p| is_inside(p, &node.node.uri)) { 4 } else { requested };
             let top = requested.min(ceiling);
             if !sources.contains_key(&node.node.path) {
@@ -232,7 +381,9 @@ impl ContextSearch {
                     source_range: source_range(&node),
                     detail_depth: depth,
                     token_count: 0,
-                    relevance_score: (hit.score / best).clamp(0.0, 1.0),
+                    relevance_score: candidate.score.clamp(0.0, 1.0),
+                    strategy: candidate.strategy.clone(),
+                    note: candidate.note.clone(),
                     content: content.clone(),
                 };
                 let cost = tokenizer.count(&heading(&fragment)) + tokenizer.count(&fragment.content) + 1;
@@ -247,13 +398,13 @@ impl ContextSearch {
                         with_source.push(f.uko_node.clone());
                     }
                     packed.push(f.uko_node.clone());
-                    context.total_tokens += f.token_count;
-                    context.fragments.push(f);
+                    packed_context.total_tokens += f.token_count;
+                    packed_context.fragments.push(f);
                 }
-                None => context.omitted += 1,
+                None => packed_context.omitted += 1,
             }
         }
-        Ok(context)
+        Ok(packed_context)
     }
 }
 

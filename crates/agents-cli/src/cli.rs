@@ -133,6 +133,29 @@ pub struct QueryArgs {
     /// Only nodes of this kind: function, class, method, module, ... (repeatable).
     #[arg(long = "type", value_name = "KIND")]
     pub kinds: Vec<String>,
+    /// Retrieval strategy: simple-keyword, semantic-embedding, breadth-depth-navigator,
+    /// arce, temporal-archaeology, plan-decision-context (default: the registry's
+    /// best for the request; unavailable ones fall back along the spec's path).
+    #[arg(long, value_name = "NAME")]
+    pub strategy: Option<String>,
+    /// Start from this node: a file path, a `uko://` URI or a symbol name (repeatable).
+    #[arg(long, value_name = "NODE")]
+    pub focus: Vec<String>,
+    /// A named entity the context must cover (repeatable).
+    #[arg(long = "entity", value_name = "NAME")]
+    pub entities: Vec<String>,
+    /// Graph hops from the focus.
+    #[arg(long, default_value_t = 2)]
+    pub breadth: u32,
+    /// Give nodes nearer the focus more detail.
+    #[arg(long)]
+    pub depth_gradient: bool,
+    /// History to consider: current, recent or all.
+    #[arg(long, default_value = "current")]
+    pub temporal: String,
+    /// The plan the context is for: its ancestors' decisions become retrievable.
+    #[arg(long, value_name = "PLAN_ID")]
+    pub plan: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -146,6 +169,9 @@ pub struct IndexArgs {
     /// Wait for another indexer of the same resource instead of refusing.
     #[arg(long)]
     pub wait: bool,
+    /// Only the code graph: leave the text and vector indexes for the first query.
+    #[arg(long)]
+    pub no_search: bool,
     #[command(flatten)]
     pub filters: IndexFilterArgs,
 }

@@ -50,6 +50,9 @@ pub fn code_for(err: &anyhow::Error) -> u8 {
                 EngineError::Project(e) => project_code(e),
                 EngineError::Index(e) => index_code(e),
                 EngineError::Query(agents_acms::query::QueryError::EmptyQuery) => USAGE,
+                EngineError::PlanNotFound(_) => USAGE,
+                EngineError::Strategy(agents_acms::retrieval::registry::RegistryError::Exhausted { .. }) => FAILURE,
+                EngineError::Strategy(_) => USAGE,
                 EngineError::Store(_) | EngineError::Query(_) => FAILURE,
             };
         }

@@ -40,6 +40,11 @@ impl Settings {
                 return Err(UsageError(format!("{}: cannot read configuration: {e}", config_file.display())).into());
             }
         };
+        let mut config = config;
+        if let Ok(model) = std::env::var("AGENTS_EMBEDDING_MODEL") {
+            let origin = agents_core::config::Origin::Env("AGENTS_EMBEDDING_MODEL".into());
+            config.set_override("context.backends.embedding-model", &model, origin)?;
+        }
         let printer = Printer { json: global.json, quiet: global.quiet };
         Ok(Settings { home, config, config_file, printer, progress: !global.quiet && !global.json })
     }

@@ -71,11 +71,22 @@ pub struct ContextConfig {
 pub struct BackendsConfig {
     /// Full-text engine: `tantivy` or `fts5`.
     pub text: String,
+    /// Vector engine: `local` (on disk beside the text index) or `none`.
+    pub vector: String,
+    /// Directory of the embedding model; empty means `$AGENTS_HOME/models/minilm-code-static`.
+    pub embedding_model: String,
+    /// From this many vectors up, searches use the HNSW graph instead of an exact scan.
+    pub ann_threshold: usize,
 }
 
 impl Default for BackendsConfig {
     fn default() -> Self {
-        BackendsConfig { text: "tantivy".to_string() }
+        BackendsConfig {
+            text: "tantivy".to_string(),
+            vector: "local".to_string(),
+            embedding_model: String::new(),
+            ann_threshold: 50_000,
+        }
     }
 }
 
@@ -138,7 +149,18 @@ pub struct StrategiesConfig {
 impl Default for StrategiesConfig {
     fn default() -> Self {
         StrategiesConfig {
-            enabled: ["simple-keyword", "semantic-embedding", "breadth-depth-navigator"].map(String::from).to_vec(),
+            // All six: the spec's v1 default leaves out the strategies v1 could not
+            // back (ARCE, temporal, plan decisions); this build backs them all.
+            enabled: [
+                "simple-keyword",
+                "semantic-embedding",
+                "breadth-depth-navigator",
+                "arce",
+                "temporal-archaeology",
+                "plan-decision-context",
+            ]
+            .map(String::from)
+            .to_vec(),
             arce: ArceConfig::default(),
             breadth_depth_navigator: NavigatorConfig::default(),
         }
@@ -504,6 +526,12 @@ const KEY_DOCS: &[(&str, &str)] = &[
     ("global-vault", "directory of the global knowledge vault shared by every project (unset by default)"),
     ("context.budget.min-useful-budget", "smallest budget worth assembling context for, in tokens"),
     ("context.backends.text", "full-text search engine: tantivy or fts5"),
+    ("context.backends.vector", "vector search engine: local or none"),
+    (
+        "context.backends.embedding-model",
+        "directory of the embedding model (empty: $AGENTS_HOME/models/minilm-code-static)",
+    ),
+    ("context.backends.ann-threshold", "vectors from which searches use the HNSW graph instead of an exact scan"),
     ("context.budget.refresh-threshold", "relative budget change that triggers a context refresh, 0 to 1"),
     ("context.budget.response-reserve", "tokens kept free for the model's response"),
     ("context.budget.skeleton-ratio", "share of the budget a skeleton of the parent plan may use, 0 to 1"),
@@ -965,6 +993,12 @@ fn validate(config: &Config) -> Result<(), Violation> {
             format!("must be `tantivy` or `fts5`, got `{}`", context.backends.text),
         ));
     }
+    if !["local", "none"].contains(&context.backends.vector.as_str()) {
+        return Err(violation(
+            "context.backends.vector",
+            format!("must be `local` or `none`, got `{}`", context.backends.vector),
+        ));
+    }
     at_least_one("context.executor.timeout-secs", context.executor.timeout_secs)?;
     at_least_one("context.executor.max-workers", context.executor.max_workers)?;
     at_least_one("context.executor.circuit-breaker-threshold", context.executor.circuit_breaker_threshold)?;
@@ -1082,7 +1116,14 @@ mod tests {
             ("context.cold.retention-days", 90.into()),
             (
                 "context.strategies.enabled",
-                serde_json::json!(["simple-keyword", "semantic-embedding", "breadth-depth-navigator"]),
+                serde_json::json!([
+                    "simple-keyword",
+                    "semantic-embedding",
+                    "breadth-depth-navigator",
+                    "arce",
+                    "temporal-archaeology",
+                    "plan-decision-context"
+                ]),
             ),
             ("context.strategies.arce.max-rounds", 3.into()),
             ("context.strategies.breadth-depth-navigator.max-hops", 4.into()),
@@ -1092,6 +1133,9 @@ mod tests {
             ("context.budget.refresh-threshold", 0.30.into()),
             ("context.budget.min-useful-budget", 500.into()),
             ("context.backends.text", "tantivy".into()),
+            ("context.backends.vector", "local".into()),
+            ("context.backends.embedding-model", "".into()),
+            ("context.backends.ann-threshold", 50000.into()),
             ("context.budget.skeleton-ratio", 0.15.into()),
             ("context.budget.response-reserve", 4096.into()),
             ("context.executor.timeout-secs", 30.into()),
@@ -1339,8 +1383,9 @@ mod tests {
             entries.iter().filter_map(|entry| entry.key.strip_prefix("models.")?.strip_suffix(".encoding")).collect();
         assert_eq!(&models[2..6], ["\"gpt-3.5-turbo\"", "gpt-4", "gpt-4-turbo", "\"gpt-4.1\""]);
         // 14 spec keys + 10 pipeline + response-reserve + 3 executor + 4 scorer
-        // + 2 tokenizer + default-model + 2 per model + 5 index + global-vault.
-        assert_eq!(entries.len(), 14 + 10 + 1 + 3 + 4 + 1 + 2 + 1 + 2 * BUILTIN_MODELS.len() + 5 + 1);
+        // + 2 tokenizer + default-model + 2 per model + 5 index + global-vault
+        // + 3 vector backend keys.
+        assert_eq!(entries.len(), 14 + 10 + 1 + 3 + 4 + 1 + 2 + 1 + 2 * BUILTIN_MODELS.len() + 5 + 1 + 3);
     }
 
     #[test]

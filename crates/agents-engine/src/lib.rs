@@ -13,6 +13,8 @@
 //!   config.toml      optional user configuration
 //!   locks/           one lock file per resource being indexed
 //!   search/<resource>/<backend>/   full-text index (tantivy or fts5)
+//!   search/<resource>/vector/      embeddings and the HNSW graph
+//!   models/minilm-code-static/     the embedding model (scripts/get-model.sh)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -21,10 +23,18 @@ use std::sync::Arc;
 use agents_acms::graph::CodeGraph;
 use agents_acms::indexing::{IndexError, IndexOptions, Progress, RepoIndexingService};
 use agents_acms::projects::{ProjectError, ProjectService, canonical_dir, project_name_for};
-use agents_acms::query::{ContextSearch, KeywordContext, KeywordQuery, QueryError};
+use agents_acms::query::{ContextSearch, QueryError, SyncReport, VectorSink};
+use agents_acms::retrieval::registry::{ContextStrategyRegistry, RegistryError};
+use agents_acms::retrieval::{
+    BackendKind, Backends, PlanContext, PlanDecisions, RetrievalQuery, RetrievedContext, VectorAccess, ranked_files,
+};
 use agents_core::config::ResolvedConfig;
 use agents_core::indexing::RepoIndex;
+use agents_core::request::ContextRequest;
 use agents_core::tokens::Tokenizer;
+use agents_search::SearchFilter;
+use agents_search::history::GitHistory;
+use agents_search::vector::{Embedder, LocalVectorIndex, StaticEmbedder, VectorOptions};
 use agents_store::{Project, Resource, SqliteStore, Store, StoreError};
 
 /// The engine's home directory and the paths inside it.
@@ -54,6 +64,11 @@ impl Home {
         self.root.join("locks")
     }
 
+    /// Where the embedding model is looked for when the configuration names none.
+    pub fn default_model_dir(&self) -> PathBuf {
+        self.root.join("models").join("minilm-code-static")
+    }
+
     /// The text-search index of a resource for one backend.
     pub fn search_dir(&self, resource_id: &str, backend: &str) -> PathBuf {
         self.root.join("search").join(resource_id).join(backend)
@@ -70,6 +85,26 @@ pub enum EngineError {
     Project(#[from] ProjectError),
     #[error(transparent)]
     Query(#[from] QueryError),
+    #[error(transparent)]
+    Strategy(#[from] RegistryError),
+    #[error("plan `{0}` not found")]
+    PlanNotFound(String),
+}
+
+/// What `agents query` asks for, beyond the request itself.
+#[derive(Clone, Debug, Default)]
+pub struct RetrieveOptions {
+    /// A strategy by name; `None` lets the registry choose.
+    pub strategy: Option<String>,
+    /// The requested depth, resolved to 0-9.
+    pub depth: u8,
+    /// Candidates drawn from each backend.
+    pub limit: usize,
+    pub filter: SearchFilter,
+    /// Hard ceiling for the rendered output.
+    pub max_tokens: usize,
+    /// The plan the context is for (its ancestors' decisions are retrievable).
+    pub plan_id: Option<String>,
 }
 
 /// The result of [`Engine::index_path`].
@@ -151,21 +186,160 @@ impl Engine {
         &self.graph
     }
 
-    /// Keyword context for `query` over the resource of an index outcome:
-    /// syncs the resource's text index, searches, packs under the budget.
-    pub fn keyword_context(&self, outcome: &IndexOutcome, query: &KeywordQuery) -> Result<KeywordContext, EngineError> {
-        let kind = &self.config.config().context.backends.text;
-        let dir = self.home.search_dir(&outcome.resource.resource_id, kind);
+    /// The embedding model, or why there is none (`context.backends.vector = "none"`,
+    /// or no model files where the configuration points).
+    pub fn embedder(&self) -> Result<StaticEmbedder, String> {
+        let backends = &self.config.config().context.backends;
+        if backends.vector == "none" {
+            return Err("disabled by context.backends.vector = \"none\"".to_owned());
+        }
+        let dir = if backends.embedding_model.is_empty() {
+            self.home.default_model_dir()
+        } else {
+            PathBuf::from(&backends.embedding_model)
+        };
+        if !dir.join("model.safetensors").exists() {
+            return Err(format!("no embedding model in {} (run scripts/get-model.sh)", dir.display()));
+        }
+        StaticEmbedder::load(&dir).map_err(|e| e.to_string())
+    }
+
+    fn vector_index(&self, resource_id: &str, embedder: &dyn Embedder) -> Result<LocalVectorIndex, QueryError> {
+        let options = VectorOptions {
+            ann_threshold: self.config.config().context.backends.ann_threshold,
+            ..VectorOptions::default()
+        };
+        let dir = self.home.search_dir(resource_id, "vector");
+        Ok(LocalVectorIndex::open(&dir, embedder.model_id(), embedder.dim(), options)?)
+    }
+
+    /// Brings the resource's text index and (with a model) vector index up to date.
+    pub fn sync_search(&self, outcome: &IndexOutcome) -> Result<SyncReport, EngineError> {
         let root = PathBuf::from(&outcome.resource.path);
-        // One writer of the resource's text index at a time: concurrent
-        // queries take turns to sync it (an index run waits for them too).
         let _lock = self.indexing.lock_resource(&outcome.resource.resource_id, &root)?;
-        let mut backend = agents_search::open_text_backend(kind, &dir).map_err(QueryError::from)?;
-        let index_id = &outcome.index.metadata.index_id;
-        let sync = self.search.sync(&root, index_id, backend.as_mut())?;
-        let mut context = self.search.query(&root, index_id, backend.as_ref(), query, &self.tokenizer)?;
-        context.sync = sync;
+        let kind = &self.config.config().context.backends.text;
+        let mut text =
+            agents_search::open_text_backend(kind, &self.home.search_dir(&outcome.resource.resource_id, kind))
+                .map_err(QueryError::from)?;
+        let embedder = self.embedder().ok();
+        let mut vector = match &embedder {
+            Some(e) => Some(self.vector_index(&outcome.resource.resource_id, e)?),
+            None => None,
+        };
+        let sink = match (&mut vector, &embedder) {
+            (Some(backend), Some(embedder)) => Some(VectorSink { backend, embedder }),
+            _ => None,
+        };
+        Ok(self.search.sync(&root, &outcome.index.metadata.index_id, text.as_mut(), sink)?)
+    }
+
+    /// The plan `plan_id` and its ancestors' decisions, nearest first.
+    pub fn plan_context(&self, plan_id: &str) -> Result<PlanContext, EngineError> {
+        let mut context = PlanContext { plan_id: plan_id.to_owned(), ancestors: Vec::new() };
+        let mut next = Some(plan_id.to_owned());
+        let mut seen = std::collections::HashSet::new();
+        while let Some(id) = next {
+            if !seen.insert(id.clone()) {
+                break;
+            }
+            let plan = self.store.plan(&id)?.ok_or_else(|| EngineError::PlanNotFound(id.clone()))?;
+            let decisions = self.store.plan_decisions(&id)?;
+            context.ancestors.push(PlanDecisions { plan_id: plan.plan_id, title: plan.title, decisions });
+            next = plan.parent_id;
+        }
         Ok(context)
+    }
+
+    /// The strategy registry from `context.strategies.enabled`.
+    pub fn strategies(&self) -> Result<ContextStrategyRegistry, EngineError> {
+        Ok(ContextStrategyRegistry::with_builtins(&self.config.config().context.strategies.enabled)?)
+    }
+
+    /// Context for `request` over the resource of an index outcome: syncs the search
+    /// backends, runs the strategy (with fallback), packs under the budget.
+    pub fn retrieve(
+        &self,
+        outcome: &IndexOutcome,
+        request: &ContextRequest,
+        options: &RetrieveOptions,
+    ) -> Result<RetrievedContext, EngineError> {
+        let registry = self.strategies()?;
+        let plan = options.plan_id.as_deref().map(|id| self.plan_context(id)).transpose()?;
+        let root = PathBuf::from(&outcome.resource.path);
+        let resource_id = &outcome.resource.resource_id;
+        let index_id = &outcome.index.metadata.index_id;
+        // One user of the resource's search indexes at a time (a Tantivy
+        // writer is exclusive): concurrent queries take turns, and an index
+        // run waits for them too.
+        let _lock = self.indexing.lock_resource(resource_id, &root)?;
+        let kind = self.config.config().context.backends.text.clone();
+        let mut text = agents_search::open_text_backend(&kind, &self.home.search_dir(resource_id, &kind))
+            .map_err(QueryError::from)?;
+        let embedder = self.embedder();
+        let mut vector = match &embedder {
+            Ok(e) => Some(self.vector_index(resource_id, e)?),
+            Err(_) => None,
+        };
+        let sink = match (&mut vector, &embedder) {
+            (Some(backend), Ok(embedder)) => Some(VectorSink { backend, embedder }),
+            _ => None,
+        };
+        let sync = self.search.sync(&root, index_id, text.as_mut(), sink)?;
+
+        let history = GitHistory::discover(&root).map_err(QueryError::from)?;
+        let mut missing = std::collections::BTreeMap::new();
+        let mut served = std::collections::BTreeMap::new();
+        served.insert("text".to_owned(), kind.clone());
+        match &embedder {
+            Ok(e) => {
+                served.insert("vector".to_owned(), format!("local ({})", e.model_id()));
+            }
+            Err(reason) => {
+                missing.insert(BackendKind::Vector, reason.clone());
+                served.insert("vector".to_owned(), format!("unavailable: {reason}"));
+            }
+        }
+        served.insert("graph".to_owned(), "uko edges (store)".to_owned());
+        if history.is_none() {
+            missing.insert(BackendKind::Temporal, format!("{} is not in a git repository", root.display()));
+            served.insert("temporal".to_owned(), "unavailable: not a git repository".to_owned());
+        } else {
+            served.insert("temporal".to_owned(), "git history".to_owned());
+        }
+        let backends = Backends {
+            root: &root,
+            index_id,
+            store: self.store.as_ref(),
+            search: &self.search,
+            tokenizer: &self.tokenizer,
+            text: Some(text.as_ref()),
+            vector: match (&vector, &embedder) {
+                (Some(backend), Ok(embedder)) => Some(VectorAccess { backend, embedder }),
+                _ => None,
+            },
+            history: history.as_ref(),
+            missing,
+        };
+        let query = RetrievalQuery {
+            request,
+            depth: options.depth,
+            limit: options.limit.max(1),
+            filter: options.filter.clone(),
+            arce_max_rounds: self.config.config().context.strategies.arce.max_rounds,
+        };
+        let retrieval = registry.run(options.strategy.as_deref(), &query, &backends, plan.as_ref())?;
+        let packed = self.search.pack(&root, index_id, &retrieval.candidates, options.max_tokens, &self.tokenizer)?;
+        Ok(RetrievedContext {
+            query: query.text(),
+            requested_strategy: retrieval.requested,
+            strategy: retrieval.strategy,
+            fallbacks: retrieval.fallbacks,
+            backends: served,
+            ranked_files: ranked_files(&retrieval.candidates),
+            candidates: retrieval.candidates.len(),
+            packed,
+            sync,
+        })
     }
 
     /// How many orphaned `indexing` rows start-up marked `stale`.

@@ -1,4 +1,10 @@
-//! Full-text search over UKO nodes, behind one trait with two on-disk engines.
+//! Retrieval backends: full text, vectors, the code graph and git history.
+//!
+//! Full text is the main part of this page; the other backends have their own modules:
+//! [`vector`] (embeddings and nearest neighbours), [`graph`] (expansion and personalised
+//! PageRank over UKO edges) and [`history`] (commits and the files they touched).
+//!
+//! # Full-text search over UKO nodes, behind one trait with two on-disk engines
 //!
 //! The `simple-keyword` retrieval strategy (and the text third of ARCE) asks "which code
 //! units mention these words?". This crate answers it with BM25 over the fields of a UKO
@@ -32,8 +38,11 @@
 //!   kinds; filters never change scores.
 
 mod fts5_backend;
+pub mod graph;
+pub mod history;
 mod tantivy_backend;
 mod tokenize;
+pub mod vector;
 
 use std::path::{Path, PathBuf};
 
@@ -120,6 +129,20 @@ pub enum SearchError {
     Sqlite { path: PathBuf, action: &'static str, source: rusqlite::Error },
     #[error("fts5 index {}: a previous call panicked while holding the connection", path.display())]
     Poisoned { path: PathBuf },
+    #[error("embedding model file {}: {source}", path.display())]
+    ModelFile { path: PathBuf, source: std::io::Error },
+    #[error("embedding model in {}: {message}", dir.display())]
+    Model { dir: PathBuf, message: String },
+    #[error("vector index {}: {message}; delete the file to rebuild it", path.display())]
+    Corrupt { path: PathBuf, message: String },
+    #[error("{}: cannot {action}: {source}", path.display())]
+    Io { path: PathBuf, action: &'static str, source: std::io::Error },
+    #[error("hnsw graph {}: cannot {action}: {message}", path.display())]
+    Graph { path: PathBuf, action: &'static str, message: String },
+    #[error("vector {id:?} has {found} dimensions, the index holds {expected}")]
+    Dimension { id: String, expected: usize, found: usize },
+    #[error("git repository {}: cannot {action}: {message}", path.display())]
+    Git { path: PathBuf, action: &'static str, message: String },
 }
 
 /// The indexed fields of a [`TextDoc`] with their BM25 boosts, in the order both backends

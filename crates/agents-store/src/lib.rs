@@ -35,6 +35,28 @@ pub struct Project {
     pub created_at: String,
 }
 
+/// A plan: a unit of work whose decisions its child plans inherit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub plan_id: String,
+    pub parent_id: Option<String>,
+    pub title: String,
+    pub created_at: String,
+}
+
+/// A decision recorded on a plan, kept in the warm or cold tier (or hot while the
+/// plan is active).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanDecision {
+    pub decision_id: String,
+    pub plan_id: String,
+    pub title: String,
+    pub body: String,
+    /// `hot`, `warm` or `cold`.
+    pub tier: String,
+    pub created_at: String,
+}
+
 /// A directory known to the engine, linked to one or more projects.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resource {
@@ -275,6 +297,15 @@ pub trait Store: Send + Sync {
     /// Every reference, sorted by path, line and target.
     fn uko_all_refs(&self, index_id: &str) -> Result<Vec<UkoRef>, StoreError>;
     /// What a text-search index holds: path -> content hash of the indexed version.
+    /// Creates a plan under `parent` (which must exist).
+    fn create_plan(&self, title: &str, parent: Option<&str>) -> Result<Plan, StoreError>;
+    fn plan(&self, plan_id: &str) -> Result<Option<Plan>, StoreError>;
+    /// Every plan, oldest first.
+    fn plans(&self) -> Result<Vec<Plan>, StoreError>;
+    /// Records a decision on a plan; `tier` is `hot`, `warm` or `cold`.
+    fn add_decision(&self, plan_id: &str, title: &str, body: &str, tier: &str) -> Result<PlanDecision, StoreError>;
+    /// The decisions of a plan, oldest first.
+    fn plan_decisions(&self, plan_id: &str) -> Result<Vec<PlanDecision>, StoreError>;
     fn search_state(&self, index_id: &str, backend: &str) -> Result<Vec<(String, String)>, StoreError>;
     /// Records that a text-search index now holds `indexed` and no longer `removed`.
     fn set_search_state(

@@ -132,4 +132,24 @@ CREATE TABLE search_state (
     PRIMARY KEY (index_id, backend, path)
 );
 "#,
+    // 5: plans and their decision records, the minimal model the
+    // plan-decision-context strategy walks (tiers extend it).
+    r#"
+CREATE TABLE plans (
+    plan_id    VARCHAR(26) PRIMARY KEY,
+    parent_id  VARCHAR(26) REFERENCES plans(plan_id) ON DELETE SET NULL,
+    title      TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX ix_plans_parent ON plans(parent_id);
+CREATE TABLE plan_decisions (
+    decision_id VARCHAR(26) PRIMARY KEY,
+    plan_id     VARCHAR(26) NOT NULL REFERENCES plans(plan_id) ON DELETE CASCADE,
+    title       TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    tier        VARCHAR(8) NOT NULL CHECK (tier IN ('hot', 'warm', 'cold')),
+    created_at  TEXT NOT NULL
+);
+CREATE INDEX ix_plan_decisions_plan ON plan_decisions(plan_id);
+"#,
 ];

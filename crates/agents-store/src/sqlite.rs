@@ -10,7 +10,10 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, Transaction, param
 
 use crate::migrations::MIGRATIONS;
 use crate::uko_sql;
-use crate::{IndexCommit, Project, Resource, SkippedFile, Store, StoreError, UkoNodeRecord, UkoRef, UkoSymbol};
+use crate::{
+    IndexCommit, Plan, PlanDecision, Project, Resource, SkippedFile, Store, StoreError, UkoNodeRecord, UkoRef,
+    UkoSymbol,
+};
 
 /// How long a writer waits for another writer before reporting `Locked`.
 /// How long a writer waits for another writer (an indexing run holds the
@@ -203,6 +206,21 @@ impl IndexRow {
 
 fn project_from_row(row: &Row<'_>) -> rusqlite::Result<Project> {
     Ok(Project { project_id: row.get(0)?, name: row.get(1)?, created_at: row.get(2)? })
+}
+
+fn plan_from_row(row: &Row<'_>) -> rusqlite::Result<Plan> {
+    Ok(Plan { plan_id: row.get(0)?, parent_id: row.get(1)?, title: row.get(2)?, created_at: row.get(3)? })
+}
+
+fn decision_from_row(row: &Row<'_>) -> rusqlite::Result<PlanDecision> {
+    Ok(PlanDecision {
+        decision_id: row.get(0)?,
+        plan_id: row.get(1)?,
+        title: row.get(2)?,
+        body: row.get(3)?,
+        tier: row.get(4)?,
+        created_at: row.get(5)?,
+    })
 }
 
 fn resource_from_row(row: &Row<'_>) -> rusqlite::Result<Resource> {
@@ -602,6 +620,102 @@ impl Store for SqliteStore {
 
     fn uko_all_nodes(&self, index_id: &str) -> Result<Vec<UkoNodeRecord>, StoreError> {
         self.read(|c| uko_sql::query_nodes(c, "index_id = ?1 AND is_current = 1", "uri", &[&index_id]))
+    }
+
+    fn create_plan(&self, title: &str, parent: Option<&str>) -> Result<Plan, StoreError> {
+        let plan = Plan {
+            plan_id: new_ulid(),
+            parent_id: parent.map(str::to_owned),
+            title: title.to_owned(),
+            created_at: to_iso(now_utc()),
+        };
+        self.write(|tx| {
+            if let Some(parent) = parent {
+                let exists: bool = tx
+                    .query_row("SELECT EXISTS(SELECT 1 FROM plans WHERE plan_id = ?1)", [parent], |r| r.get(0))
+                    .map_err(self.sql())?;
+                if !exists {
+                    return Err(StoreError::NotFound { what: "plan", name: parent.to_owned() });
+                }
+            }
+            tx.execute(
+                "INSERT INTO plans (plan_id, parent_id, title, created_at) VALUES (?1, ?2, ?3, ?4)",
+                params![plan.plan_id, plan.parent_id, plan.title, plan.created_at],
+            )
+            .map_err(self.sql())?;
+            Ok(())
+        })?;
+        Ok(plan)
+    }
+
+    fn plan(&self, plan_id: &str) -> Result<Option<Plan>, StoreError> {
+        self.read(|c| {
+            c.query_row(
+                "SELECT plan_id, parent_id, title, created_at FROM plans WHERE plan_id = ?1",
+                [plan_id],
+                plan_from_row,
+            )
+            .optional()
+        })
+    }
+
+    fn plans(&self) -> Result<Vec<Plan>, StoreError> {
+        self.read(|c| {
+            let mut st =
+                c.prepare("SELECT plan_id, parent_id, title, created_at FROM plans ORDER BY created_at, plan_id")?;
+            st.query_map([], plan_from_row)?.collect()
+        })
+    }
+
+    fn add_decision(&self, plan_id: &str, title: &str, body: &str, tier: &str) -> Result<PlanDecision, StoreError> {
+        let decision = PlanDecision {
+            decision_id: new_ulid(),
+            plan_id: plan_id.to_owned(),
+            title: title.to_owned(),
+            body: body.to_owned(),
+            tier: tier.to_owned(),
+            created_at: to_iso(now_utc()),
+        };
+        if !matches!(tier, "hot" | "warm" | "cold") {
+            return Err(StoreError::Invalid(agents_core::ValidationError::new(
+                "PlanDecision",
+                "tier",
+                format!("`{tier}` is not hot, warm or cold"),
+            )));
+        }
+        self.write(|tx| {
+            let exists: bool = tx
+                .query_row("SELECT EXISTS(SELECT 1 FROM plans WHERE plan_id = ?1)", [plan_id], |r| r.get(0))
+                .map_err(self.sql())?;
+            if !exists {
+                return Err(StoreError::NotFound { what: "plan", name: plan_id.to_owned() });
+            }
+            tx.execute(
+                "INSERT INTO plan_decisions (decision_id, plan_id, title, body, tier, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    decision.decision_id,
+                    decision.plan_id,
+                    decision.title,
+                    decision.body,
+                    decision.tier,
+                    decision.created_at
+                ],
+            )
+            .map_err(self.sql())?;
+            Ok(())
+        })?;
+        Ok(decision)
+    }
+
+    fn plan_decisions(&self, plan_id: &str) -> Result<Vec<PlanDecision>, StoreError> {
+        self.read(|c| {
+            let mut st = c.prepare(
+                "SELECT decision_id, plan_id, title, body, tier, created_at FROM plan_decisions \
+                 WHERE plan_id = ?1 ORDER BY created_at, decision_id",
+            )?;
+            st.query_map([plan_id], decision_from_row)?.collect()
+        })
     }
 
     fn search_state(&self, index_id: &str, backend: &str) -> Result<Vec<(String, String)>, StoreError> {

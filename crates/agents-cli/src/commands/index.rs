@@ -5,6 +5,7 @@ use std::path::Path;
 
 use agents_acms::indexing::IndexOptions;
 use agents_acms::projects::canonical_dir;
+use agents_acms::query::SyncReport;
 use agents_core::indexing::{IndexMetadata, IndexReport, LanguageStats};
 use agents_engine::{IndexMode, IndexOutcome};
 use serde::Serialize;
@@ -25,6 +26,8 @@ pub struct IndexSummary<'a> {
     pub index: &'a IndexMetadata,
     pub report: Option<&'a IndexReport>,
     pub languages: &'a BTreeMap<String, LanguageStats>,
+    /// What syncing the text and vector indexes did (absent with `--no-search`).
+    pub search: Option<SyncReport>,
 }
 
 impl<'a> IndexSummary<'a> {
@@ -37,6 +40,7 @@ impl<'a> IndexSummary<'a> {
             index: &outcome.index.metadata,
             report: outcome.index.report.as_ref(),
             languages: &outcome.index.languages,
+            search: None,
         }
     }
 }
@@ -62,7 +66,13 @@ pub fn index(settings: &Settings, args: IndexArgs) -> anyhow::Result<()> {
     let mode = if args.full { IndexMode::Full } else { IndexMode::Refresh };
     let bar = Bar::new(settings.progress);
     let outcome = engine.index_path(&args.path, mode, &options, &bar)?;
-    let summary = IndexSummary::of(&outcome);
+    let mut summary = IndexSummary::of(&outcome);
+    if !args.no_search {
+        let started = std::time::Instant::now();
+        let sync = engine.sync_search(&outcome)?;
+        tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, ?sync, "search indexes synced");
+        summary.search = Some(sync);
+    }
     settings.printer.emit(&summary, || render_summary(&summary))
 }
 
@@ -100,6 +110,14 @@ pub fn render_summary(s: &IndexSummary<'_>) -> String {
             } else {
                 String::new()
             }
+        ));
+    }
+    if let Some(sync) = &s.search {
+        out.push_str(&format!(
+            "  search     {} files re-indexed: {} text documents, {} vectors\n",
+            thousands(sync.files_indexed),
+            thousands(sync.docs_indexed),
+            thousands(sync.vectors_indexed)
         ));
     }
     out.push_str(&format!("  tokens     {} (primary language: {})\n", thousands(m.token_estimate), m.primary_language));

@@ -1,6 +1,7 @@
 //! `agents query`: the main job.
 
-use agents_acms::query::KeywordQuery;
+use agents_core::request::{ContextRequest, Depth, TemporalScope};
+use agents_engine::RetrieveOptions;
 use agents_search::SearchFilter;
 
 use crate::cli::QueryArgs;
@@ -18,24 +19,46 @@ pub fn query(settings: &Settings, args: QueryArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
+    if agents_search::code_tokens(&args.text).is_empty() && args.focus.is_empty() && args.plan.is_none() {
+        return Err(UsageError(agents_acms::query::QueryError::EmptyQuery.to_string()).into());
+    }
     let depth = resolve_depth(&args.depth, "")?;
+    let temporal: TemporalScope = args.temporal.parse().map_err(|e| UsageError(format!("--temporal: {e}")))?;
+    let request = ContextRequest::builder()
+        .query(args.text.clone())
+        .entities(args.entities.clone())
+        .focus(args.focus.clone())
+        .uko_types(args.kinds.clone())
+        .breadth(args.breadth)
+        .depth(Depth::level(depth).map_err(|e| UsageError(format!("--depth: {e}")))?)
+        .depth_gradient(args.depth_gradient)
+        .temporal(temporal)
+        .max_tokens(args.max_tokens as u64)
+        .preferred_strategies(args.strategy.clone())
+        .build()
+        .map_err(|e| UsageError(e.to_string()))?;
     let engine = settings.engine()?;
     let outcome = refresh(settings, &engine, &args.path)?;
-    let query = KeywordQuery {
-        text: args.text,
-        max_tokens: args.max_tokens,
+    let options = RetrieveOptions {
+        strategy: args.strategy,
         depth,
-        candidates: args.candidates,
+        limit: args.candidates,
         filter: SearchFilter { paths_prefix: args.under, kinds: args.kinds },
+        max_tokens: args.max_tokens,
+        plan_id: args.plan,
     };
-    let context = engine.keyword_context(&outcome, &query)?;
+    let context = engine.retrieve(&outcome, &request, &options)?;
+    for step in &context.fallbacks {
+        settings.printer.note(format!("strategy {} passed over: {}", step.strategy, step.reason));
+    }
     settings.printer.note(format!(
-        "{} fragments, {} of {} tokens, from {} hits ({} left out)",
-        context.fragments.len(),
-        thousands(context.total_tokens as u64),
-        thousands(context.max_tokens as u64),
+        "{}: {} fragments, {} of {} tokens, from {} candidates ({} left out)",
+        context.strategy,
+        context.packed.fragments.len(),
+        thousands(context.packed.total_tokens as u64),
+        thousands(context.packed.max_tokens as u64),
         context.candidates,
-        context.omitted
+        context.packed.omitted
     ));
     settings.printer.emit(&context, || context.to_markdown())
 }

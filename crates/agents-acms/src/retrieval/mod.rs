@@ -1,0 +1,302 @@
+//! Retrieval: the context strategies, the backends they draw on, and the registry
+//! that picks one and falls back when a backend is missing or failing.
+//!
+//! A strategy ([`ContextStrategy`]) declares what it needs ([`StrategyCapabilities`]),
+//! says how well it can serve a request (`can_handle`, a confidence in [0, 1]) and ranks
+//! [`Candidate`]s (`retrieve`); `assemble` renders and packs them under a budget with
+//! the shared packer ([`crate::query::ContextSearch::pack`]). Strategies never render or
+//! count tokens themselves, so every path keeps the packer's budget invariant.
+//!
+//! The six built-ins live in [`strategies`]; the registry ([`registry`]) validates them
+//! against the [`Backends`] at hand and walks the spec's degradation path
+//! (arce -> breadth-depth-navigator -> semantic-embedding -> simple-keyword) when the
+//! chosen one cannot run, reporting every step it took.
+
+pub mod registry;
+pub mod store_graph;
+pub mod strategies;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use agents_core::request::ContextRequest;
+use agents_core::tokens::TokenCounter;
+use agents_search::history::GitHistory;
+use agents_search::vector::{Embedder, VectorBackend};
+use agents_search::{SearchFilter, TextBackend};
+use agents_store::Store;
+use serde::Serialize;
+
+pub use crate::query::Candidate;
+use crate::query::{ContextSearch, Packed, QueryError};
+
+/// The four kinds of backend a strategy may require.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    Text,
+    Vector,
+    Graph,
+    Temporal,
+}
+
+impl BackendKind {
+    pub const ALL: [BackendKind; 4] =
+        [BackendKind::Text, BackendKind::Vector, BackendKind::Graph, BackendKind::Temporal];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Text => "text",
+            BackendKind::Vector => "vector",
+            BackendKind::Graph => "graph",
+            BackendKind::Temporal => "temporal",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<BackendKind> {
+        BackendKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+/// What a strategy needs and how good it is (the spec's `StrategyCapabilities`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct StrategyCapabilities {
+    pub uses_text: bool,
+    pub uses_vector: bool,
+    pub uses_graph: bool,
+    pub uses_temporal: bool,
+    /// Intrinsic quality in [0, 1].
+    pub quality_score: f64,
+    pub supports_depth_breadth: bool,
+    pub supports_plan_hierarchy: bool,
+}
+
+impl Default for StrategyCapabilities {
+    fn default() -> StrategyCapabilities {
+        StrategyCapabilities {
+            uses_text: false,
+            uses_vector: false,
+            uses_graph: false,
+            uses_temporal: false,
+            quality_score: 0.5,
+            supports_depth_breadth: false,
+            supports_plan_hierarchy: false,
+        }
+    }
+}
+
+impl StrategyCapabilities {
+    /// The backends these capabilities require, in a fixed order.
+    pub fn required(&self) -> Vec<BackendKind> {
+        let flags = [self.uses_text, self.uses_vector, self.uses_graph, self.uses_temporal];
+        BackendKind::ALL.into_iter().zip(flags).filter(|(_, on)| *on).map(|(k, _)| k).collect()
+    }
+}
+
+/// A vector index and the model that queries it.
+#[derive(Clone, Copy)]
+pub struct VectorAccess<'a> {
+    pub backend: &'a dyn VectorBackend,
+    pub embedder: &'a dyn Embedder,
+}
+
+/// A plan's ancestry and decisions, for `plan-decision-context`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PlanContext {
+    /// The plan the request is for.
+    pub plan_id: String,
+    /// Its ancestors, nearest first, each with its decision records.
+    pub ancestors: Vec<PlanDecisions>,
+}
+
+/// One plan and the decisions recorded on it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PlanDecisions {
+    pub plan_id: String,
+    pub title: String,
+    pub decisions: Vec<agents_store::PlanDecision>,
+}
+
+/// Everything a strategy may draw on for one resource; a missing backend is `None`
+/// with its reason in `missing`.
+pub struct Backends<'a> {
+    pub root: &'a Path,
+    pub index_id: &'a str,
+    pub store: &'a dyn Store,
+    pub search: &'a ContextSearch,
+    pub tokenizer: &'a dyn TokenCounter,
+    pub text: Option<&'a dyn TextBackend>,
+    pub vector: Option<VectorAccess<'a>>,
+    pub history: Option<&'a GitHistory>,
+    /// Why each missing backend is missing.
+    pub missing: BTreeMap<BackendKind, String>,
+}
+
+impl Backends<'_> {
+    /// Whether a backend of `kind` can be used.
+    pub fn has(&self, kind: BackendKind) -> bool {
+        match kind {
+            BackendKind::Text => self.text.is_some(),
+            BackendKind::Vector => self.vector.is_some(),
+            BackendKind::Graph => !self.missing.contains_key(&BackendKind::Graph),
+            BackendKind::Temporal => self.history.is_some(),
+        }
+    }
+
+    /// Why a backend of `kind` is unavailable, or `None` when it is available.
+    pub fn why_missing(&self, kind: BackendKind) -> Option<String> {
+        if self.has(kind) {
+            return None;
+        }
+        Some(self.missing.get(&kind).cloned().unwrap_or_else(|| format!("no {} backend", kind.as_str())))
+    }
+}
+
+/// A request with what the strategies need resolved: the depth as a number, how many
+/// hits to draw from each backend, the path and kind filter.
+#[derive(Clone, Debug)]
+pub struct RetrievalQuery<'a> {
+    pub request: &'a ContextRequest,
+    /// The requested detail depth, 0-9.
+    pub depth: u8,
+    /// Hits to draw from each backend.
+    pub limit: usize,
+    pub filter: SearchFilter,
+    /// `context.strategies.arce.max-rounds`.
+    pub arce_max_rounds: u32,
+}
+
+impl RetrievalQuery<'_> {
+    /// The words to search for: the query text and the named entities.
+    pub fn text(&self) -> String {
+        let mut text = self.request.query().unwrap_or_default().to_owned();
+        for entity in self.request.entities() {
+            text.push(' ');
+            text.push_str(entity);
+        }
+        text.trim().to_owned()
+    }
+
+    /// The depth for a node `hops` from the focus: with `depth_gradient`, nearer
+    /// nodes get more detail (the requested depth at the focus, at most 4 one hop out,
+    /// at most 2 beyond); without it, the requested depth everywhere.
+    pub fn depth_at(&self, hops: u32) -> u8 {
+        if !self.request.depth_gradient() {
+            return self.depth;
+        }
+        match hops {
+            0 => self.depth,
+            1 => self.depth.min(4),
+            _ => self.depth.min(2),
+        }
+    }
+
+    /// [`RetrievalQuery::depth_at`] for ranked lists, where the best hits are the focus:
+    /// relevance 0.7 and up counts as the focus, 0.4 and up as one hop.
+    pub fn depth_for_score(&self, score: f32) -> u8 {
+        self.depth_at(if score >= 0.7 {
+            0
+        } else if score >= 0.4 {
+            1
+        } else {
+            2
+        })
+    }
+}
+
+/// Why a strategy could not produce candidates.
+#[derive(Debug, thiserror::Error)]
+pub enum StrategyError {
+    #[error("strategy {strategy} needs the {} backend: {reason}", backend.as_str())]
+    MissingBackend { strategy: String, backend: BackendKind, reason: String },
+    #[error("strategy {strategy} has nothing to work from: {reason}")]
+    NothingToDo { strategy: String, reason: String },
+    #[error(transparent)]
+    Query(#[from] QueryError),
+}
+
+impl From<agents_search::SearchError> for StrategyError {
+    fn from(error: agents_search::SearchError) -> StrategyError {
+        StrategyError::Query(QueryError::Search(error))
+    }
+}
+
+impl From<agents_store::StoreError> for StrategyError {
+    fn from(error: agents_store::StoreError) -> StrategyError {
+        StrategyError::Query(QueryError::Store(error))
+    }
+}
+
+/// A retrieval strategy (the spec's `ContextStrategy` protocol).
+pub trait ContextStrategy: Send + Sync {
+    /// The registered name, e.g. `simple-keyword`.
+    fn name(&self) -> &'static str;
+    fn capabilities(&self) -> StrategyCapabilities;
+    /// Confidence in [0, 1] that this strategy serves `query` well with `backends`;
+    /// 0 when it cannot run at all.
+    fn can_handle(&self, query: &RetrievalQuery<'_>, backends: &Backends<'_>) -> f64;
+    /// Ranked candidates, best first, scores in [0, 1].
+    fn retrieve(
+        &self,
+        query: &RetrievalQuery<'_>,
+        backends: &Backends<'_>,
+        plan: Option<&PlanContext>,
+    ) -> Result<Vec<Candidate>, StrategyError>;
+    /// The spec's `assemble`: candidates rendered and packed under `budget` tokens.
+    fn assemble(
+        &self,
+        query: &RetrievalQuery<'_>,
+        backends: &Backends<'_>,
+        budget: usize,
+        plan: Option<&PlanContext>,
+    ) -> Result<Packed, StrategyError> {
+        let candidates = self.retrieve(query, backends, plan)?;
+        Ok(backends.search.pack(backends.root, backends.index_id, &candidates, budget, backends.tokenizer)?)
+    }
+}
+
+/// Files in the order their best candidate ranks, each once.
+pub fn ranked_files(candidates: &[Candidate]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    candidates.iter().filter(|c| !c.path.is_empty() && seen.insert(c.path.as_str())).map(|c| c.path.clone()).collect()
+}
+
+/// Scales scores so the best is 1 (all zero stays zero).
+pub(crate) fn normalize(scores: &mut [(String, f32)]) {
+    let best = scores.iter().map(|s| s.1).fold(0.0_f32, f32::max);
+    if best > 0.0 {
+        scores.iter_mut().for_each(|s| s.1 /= best);
+    }
+}
+
+/// Sorts candidates by score descending, then URI, so ties come back the same way.
+pub(crate) fn sort_candidates(candidates: &mut [Candidate]) {
+    candidates.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.uri.cmp(&b.uri)));
+}
+
+/// A retrieval's result as callers see it: which strategy ran and why, the files in
+/// rank order, and the packed context.
+#[derive(Clone, Debug, Serialize)]
+pub struct RetrievedContext {
+    pub query: String,
+    /// The strategy asked for (or chosen).
+    pub requested_strategy: String,
+    /// The strategy that produced the fragments.
+    pub strategy: String,
+    pub fallbacks: Vec<registry::Fallback>,
+    /// Each backend kind and what serves it, or why it is unavailable.
+    pub backends: BTreeMap<String, String>,
+    /// Files in the order of their best candidate.
+    pub ranked_files: Vec<String>,
+    /// Candidates the strategy proposed.
+    pub candidates: usize,
+    #[serde(flatten)]
+    pub packed: Packed,
+    pub sync: crate::query::SyncReport,
+}
+
+impl RetrievedContext {
+    pub fn to_markdown(&self) -> String {
+        self.packed.to_markdown()
+    }
+}

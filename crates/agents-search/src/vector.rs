@@ -1,0 +1,689 @@
+//! Vector search: sentence embeddings of UKO nodes and nearest-neighbour lookup.
+//!
+//! Two halves, kept apart so either can be swapped:
+//!
+//! - an [`Embedder`] turns text into unit vectors. [`StaticEmbedder`] runs a static
+//!   (model2vec-format) model distilled from all-MiniLM-L6-v2, read from local files
+//!   only (`scripts/get-model.sh` makes it); nothing is downloaded at run time;
+//! - a [`VectorBackend`] stores vectors keyed by node id and finds the nearest ones.
+//!   [`LocalVectorIndex`] keeps them on disk beside the text index. The trait speaks
+//!   only ids, paths, kinds and vectors, so a remote engine (Qdrant, pgvector) fits it
+//!   without changing callers.
+//!
+//! # The local index
+//! Vectors are unit length and stored as `i8` with one `f32` scale per row (a quarter of
+//! `f32`'s size; cosine error below 1%). Below [`VectorOptions::ann_threshold`] rows a
+//! search is exact: every row is scored. From the threshold up, a search asks an HNSW
+//! graph (usearch) for four times the hits wanted and re-scores them exactly from the
+//! stored rows, so the scores are the same whichever path found a row. The graph is kept in step on commit:
+//! rows removed and added since it was saved are applied to it; it is rebuilt only when
+//! it is missing or was written for another state of the rows.
+//!
+//! Files in the index directory, each replaced atomically on commit:
+//! `vectors.bin` (rows, ids, paths, kinds; the model id and a generation number) and
+//! `hnsw.usearch` + `hnsw.generation` (the graph, and the generation it matches).
+//!
+//! Hits are ordered by score descending, then id ascending; equal inputs give equal
+//! outputs.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use crate::{SearchError, SearchFilter};
+
+/// Turns text into unit-length vectors.
+pub trait Embedder: Send + Sync {
+    /// Identifies the model's weights; vectors of different models never mix.
+    fn model_id(&self) -> &str;
+    /// Length of every vector.
+    fn dim(&self) -> usize;
+    /// One unit vector per text, in order.
+    fn embed(&self, texts: &[String]) -> Vec<Vec<f32>>;
+}
+
+/// Longest text embedded, in model tokens; longer texts are cut.
+const MAX_EMBED_TOKENS: usize = 256;
+
+/// A static embedding model (model2vec format) loaded from a local directory holding
+/// `config.json`, `tokenizer.json` and `model.safetensors`.
+pub struct StaticEmbedder {
+    model: model2vec_rs::model::StaticModel,
+    id: String,
+}
+
+impl StaticEmbedder {
+    /// Loads the model in `dir`; a missing or unreadable file is an error naming it.
+    pub fn load(dir: &Path) -> Result<StaticEmbedder, SearchError> {
+        let read = |name: &str| {
+            let path = dir.join(name);
+            std::fs::read(&path).map_err(|source| SearchError::ModelFile { path, source })
+        };
+        let (tokenizer, weights, config) = (read("tokenizer.json")?, read("model.safetensors")?, read("config.json")?);
+        let model = model2vec_rs::model::StaticModel::from_bytes(&tokenizer, &weights, &config, Some(true))
+            .map_err(|error| SearchError::Model { dir: dir.to_owned(), message: format!("{error:#}") })?;
+        let digest = {
+            use sha2::Digest;
+            let hash = sha2::Sha256::digest(&weights);
+            hash.iter().take(8).map(|b| format!("{b:02x}")).collect::<String>()
+        };
+        let name = dir.file_name().map_or_else(|| "model".to_owned(), |n| n.to_string_lossy().into_owned());
+        Ok(StaticEmbedder { id: format!("{name}@{digest}"), model })
+    }
+}
+
+impl Embedder for StaticEmbedder {
+    fn model_id(&self) -> &str {
+        &self.id
+    }
+
+    fn dim(&self) -> usize {
+        self.model.dim()
+    }
+
+    fn embed(&self, texts: &[String]) -> Vec<Vec<f32>> {
+        let dim = self.model.dim();
+        let flat = self.model.encode_flat_with_args(texts, Some(MAX_EMBED_TOKENS));
+        flat.chunks(dim).map(<[f32]>::to_vec).collect()
+    }
+}
+
+/// One stored vector.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VectorDoc {
+    /// The node URI; unique in an index.
+    pub id: String,
+    pub path: String,
+    pub kind: String,
+    /// Unit length, [`VectorBackend::dim`] long.
+    pub vector: Vec<f32>,
+}
+
+/// One nearest neighbour.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VectorHit {
+    pub id: String,
+    pub path: String,
+    /// Cosine similarity in [-1, 1], greater is nearer.
+    pub score: f32,
+}
+
+/// A store of vectors with nearest-neighbour search; the contract matches
+/// [`crate::TextBackend`]'s: writes are visible and durable after `commit`.
+pub trait VectorBackend: Send + Sync {
+    /// The name that selects this backend (`"local"`).
+    fn name(&self) -> &'static str;
+    /// Length of the stored vectors.
+    fn dim(&self) -> usize;
+    /// Adds the vectors, replacing any stored one with the same id.
+    fn upsert(&mut self, docs: &[VectorDoc]) -> Result<(), SearchError>;
+    /// Removes every vector whose path is one of `paths`.
+    fn delete_paths(&mut self, paths: &[String]) -> Result<(), SearchError>;
+    /// Makes the changes since the last commit durable and visible.
+    fn commit(&mut self) -> Result<(), SearchError>;
+    /// The `limit` stored vectors nearest `query`, by score descending then id ascending.
+    fn search(&self, query: &[f32], limit: usize, filter: &SearchFilter) -> Result<Vec<VectorHit>, SearchError>;
+    /// Number of committed vectors.
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Knobs of [`LocalVectorIndex`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VectorOptions {
+    /// From this many rows up, searches go through the HNSW graph.
+    pub ann_threshold: usize,
+    /// HNSW links per node.
+    pub connectivity: usize,
+    /// HNSW candidate list while building.
+    pub expansion_add: usize,
+    /// HNSW candidate list while searching (at least the number of hits asked for).
+    pub expansion_search: usize,
+}
+
+impl Default for VectorOptions {
+    fn default() -> VectorOptions {
+        VectorOptions { ann_threshold: 50_000, connectivity: 16, expansion_add: 64, expansion_search: 128 }
+    }
+}
+
+const MAGIC: &[u8; 8] = b"AGVEC01\n";
+const ROWS_FILE: &str = "vectors.bin";
+const GRAPH_FILE: &str = "hnsw.usearch";
+const GRAPH_GENERATION_FILE: &str = "hnsw.generation";
+
+#[derive(Clone, Debug)]
+struct Entry {
+    key: u64,
+    id: String,
+    path: String,
+    kind: String,
+}
+
+/// Vectors in a directory, searched exactly or through HNSW; see the module docs.
+pub struct LocalVectorIndex {
+    dir: PathBuf,
+    options: VectorOptions,
+    model_id: String,
+    dim: usize,
+    entries: Vec<Entry>,
+    /// `entries.len() * dim` quantized components.
+    rows: Vec<i8>,
+    scales: Vec<f32>,
+    next_key: u64,
+    generation: u64,
+    /// Keys removed and the first key added since the last commit, for the graph.
+    removed_keys: Vec<u64>,
+    first_new_key: u64,
+    dirty: bool,
+    /// Row of each key, for mapping graph hits back.
+    row_of_key: HashMap<u64, usize>,
+    graph: Option<usearch::Index>,
+}
+
+impl LocalVectorIndex {
+    /// Opens the index in `dir` (creating it if missing) for vectors of `model_id`.
+    /// Stored vectors of another model or length are dropped: they cannot be compared.
+    pub fn open(
+        dir: &Path,
+        model_id: &str,
+        dim: usize,
+        options: VectorOptions,
+    ) -> Result<LocalVectorIndex, SearchError> {
+        std::fs::create_dir_all(dir).map_err(|source| SearchError::CreateDir { dir: dir.to_owned(), source })?;
+        let mut index = LocalVectorIndex {
+            dir: dir.to_owned(),
+            options,
+            model_id: model_id.to_owned(),
+            dim,
+            entries: Vec::new(),
+            rows: Vec::new(),
+            scales: Vec::new(),
+            next_key: 0,
+            generation: 0,
+            removed_keys: Vec::new(),
+            first_new_key: 0,
+            dirty: false,
+            row_of_key: HashMap::new(),
+            graph: None,
+        };
+        let path = dir.join(ROWS_FILE);
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let stored = decode(&bytes).map_err(|message| SearchError::Corrupt { path: path.clone(), message })?;
+                index.next_key = stored.next_key;
+                index.generation = stored.generation;
+                if stored.model_id == model_id && stored.dim == dim {
+                    index.entries = stored.entries;
+                    index.rows = stored.rows;
+                    index.scales = stored.scales;
+                } else {
+                    // Another model: start over; commit rewrites the file.
+                    index.dirty = true;
+                }
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(SearchError::Io { path, action: "read", source }),
+        }
+        index.first_new_key = index.next_key;
+        index.reindex_keys();
+        index.graph = index.open_graph()?;
+        Ok(index)
+    }
+
+    /// The model whose vectors this index holds.
+    pub fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    /// Whether searches currently go through the HNSW graph.
+    pub fn uses_graph(&self) -> bool {
+        self.graph.is_some()
+    }
+
+    fn reindex_keys(&mut self) {
+        self.row_of_key = self.entries.iter().enumerate().map(|(row, e)| (e.key, row)).collect();
+    }
+
+    fn graph_options(&self) -> usearch::IndexOptions {
+        usearch::IndexOptions {
+            dimensions: self.dim,
+            metric: usearch::MetricKind::Cos,
+            quantization: usearch::ScalarKind::I8,
+            connectivity: self.options.connectivity,
+            expansion_add: self.options.expansion_add,
+            expansion_search: self.options.expansion_search,
+            multi: false,
+        }
+    }
+
+    /// Maps the saved graph if it matches the rows' generation.
+    fn open_graph(&self) -> Result<Option<usearch::Index>, SearchError> {
+        if self.entries.len() < self.options.ann_threshold || self.stored_graph_generation() != Some(self.generation) {
+            return Ok(None);
+        }
+        let path = self.dir.join(GRAPH_FILE);
+        let graph = usearch::Index::new(&self.graph_options()).map_err(|e| self.graph_error(&path, "create", e))?;
+        graph.view(&path.to_string_lossy()).map_err(|e| self.graph_error(&path, "map", e))?;
+        Ok(Some(graph))
+    }
+
+    fn stored_graph_generation(&self) -> Option<u64> {
+        let text = std::fs::read_to_string(self.dir.join(GRAPH_GENERATION_FILE)).ok()?;
+        text.trim().parse().ok()
+    }
+
+    fn graph_error(&self, path: &Path, action: &'static str, error: impl std::fmt::Display) -> SearchError {
+        SearchError::Graph { path: path.to_owned(), action, message: error.to_string() }
+    }
+
+    /// Brings the saved graph in step with the rows, or removes it below the threshold.
+    fn update_graph(&mut self, previous_generation: u64) -> Result<(), SearchError> {
+        let path = self.dir.join(GRAPH_FILE);
+        self.graph = None;
+        if self.entries.len() < self.options.ann_threshold {
+            for name in [GRAPH_FILE, GRAPH_GENERATION_FILE] {
+                let _ = std::fs::remove_file(self.dir.join(name));
+            }
+            return Ok(());
+        }
+        let graph = usearch::Index::new(&self.graph_options()).map_err(|e| self.graph_error(&path, "create", e))?;
+        let incremental = self.stored_graph_generation() == Some(previous_generation) && path.exists();
+        let to_add: Vec<usize> = if incremental {
+            graph.load(&path.to_string_lossy()).map_err(|e| self.graph_error(&path, "load", e))?;
+            for key in &self.removed_keys {
+                graph.remove(*key).map_err(|e| self.graph_error(&path, "remove from", e))?;
+            }
+            (0..self.entries.len()).filter(|&row| self.entries[row].key >= self.first_new_key).collect()
+        } else {
+            (0..self.entries.len()).collect()
+        };
+        let threads = rayon::current_num_threads().max(1);
+        graph
+            .reserve_capacity_and_threads(graph.size() + to_add.len(), threads)
+            .map_err(|e| self.graph_error(&path, "reserve", e))?;
+        let dim = self.dim;
+        to_add.par_iter().try_for_each(|&row| {
+            // Cosine ignores the row's scale, so the quantized row goes in as it is.
+            graph
+                .add(self.entries[row].key, &self.rows[row * dim..(row + 1) * dim])
+                .map_err(|e| self.graph_error(&path, "add to", e))
+        })?;
+        let tmp = self.dir.join(format!("{GRAPH_FILE}.tmp"));
+        graph.save(&tmp.to_string_lossy()).map_err(|e| self.graph_error(&tmp, "save", e))?;
+        std::fs::rename(&tmp, &path).map_err(|source| SearchError::Io {
+            path: path.clone(),
+            action: "rename",
+            source,
+        })?;
+        write_atomically(&self.dir.join(GRAPH_GENERATION_FILE), self.generation.to_string().as_bytes())?;
+        self.graph = Some(graph);
+        Ok(())
+    }
+
+    fn score_row(&self, row: usize, query: &[f32]) -> f32 {
+        let values = &self.rows[row * self.dim..(row + 1) * self.dim];
+        let dot: f32 = values.iter().zip(query).map(|(v, q)| f32::from(*v) * q).sum();
+        dot * self.scales[row]
+    }
+
+    fn keep(&self, row: usize, filter: &SearchFilter) -> bool {
+        let e = &self.entries[row];
+        (filter.paths_prefix.is_empty() || filter.paths_prefix.iter().any(|p| e.path.starts_with(p.as_str())))
+            && (filter.kinds.is_empty() || filter.kinds.contains(&e.kind))
+    }
+
+    fn hits(&self, mut scored: Vec<(f32, usize)>, limit: usize) -> Vec<VectorHit> {
+        let order = |a: &(f32, usize), b: &(f32, usize)| {
+            b.0.total_cmp(&a.0).then_with(|| self.entries[a.1].id.cmp(&self.entries[b.1].id))
+        };
+        if scored.len() > limit && limit > 0 {
+            scored.select_nth_unstable_by(limit - 1, order);
+            scored.truncate(limit);
+        }
+        scored.sort_by(order);
+        scored.truncate(limit);
+        scored
+            .into_iter()
+            .map(|(score, row)| VectorHit {
+                id: self.entries[row].id.clone(),
+                path: self.entries[row].path.clone(),
+                score,
+            })
+            .collect()
+    }
+
+    /// Exact search: every row scored.
+    pub fn search_exact(&self, query: &[f32], limit: usize, filter: &SearchFilter) -> Vec<VectorHit> {
+        let scored: Vec<(f32, usize)> = (0..self.entries.len())
+            .into_par_iter()
+            .filter(|&row| self.keep(row, filter))
+            .map(|row| (self.score_row(row, query), row))
+            .collect();
+        self.hits(scored, limit)
+    }
+}
+
+impl VectorBackend for LocalVectorIndex {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn upsert(&mut self, docs: &[VectorDoc]) -> Result<(), SearchError> {
+        let replaced: HashSet<&str> = docs.iter().map(|d| d.id.as_str()).collect();
+        if self.entries.iter().any(|e| replaced.contains(e.id.as_str())) {
+            self.remove_rows(|e| replaced.contains(e.id.as_str()));
+        }
+        for doc in docs {
+            if doc.vector.len() != self.dim {
+                return Err(SearchError::Dimension { id: doc.id.clone(), expected: self.dim, found: doc.vector.len() });
+            }
+            let max = doc.vector.iter().fold(0.0_f32, |m, v| m.max(v.abs()));
+            let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+            self.rows.extend(doc.vector.iter().map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8));
+            self.scales.push(scale);
+            self.entries.push(Entry {
+                key: self.next_key,
+                id: doc.id.clone(),
+                path: doc.path.clone(),
+                kind: doc.kind.clone(),
+            });
+            self.next_key += 1;
+        }
+        self.dirty = true;
+        Ok(())
+    }
+
+    fn delete_paths(&mut self, paths: &[String]) -> Result<(), SearchError> {
+        let paths: HashSet<&str> = paths.iter().map(String::as_str).collect();
+        if self.entries.iter().any(|e| paths.contains(e.path.as_str())) {
+            self.remove_rows(|e| paths.contains(e.path.as_str()));
+            self.dirty = true;
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), SearchError> {
+        if !self.dirty {
+            return Ok(());
+        }
+        let previous = self.generation;
+        self.generation += 1;
+        let bytes = encode(self);
+        write_atomically(&self.dir.join(ROWS_FILE), &bytes)?;
+        self.reindex_keys();
+        self.update_graph(previous)?;
+        self.removed_keys.clear();
+        self.first_new_key = self.next_key;
+        self.dirty = false;
+        Ok(())
+    }
+
+    fn search(&self, query: &[f32], limit: usize, filter: &SearchFilter) -> Result<Vec<VectorHit>, SearchError> {
+        if query.len() != self.dim {
+            return Err(SearchError::Dimension { id: "query".to_owned(), expected: self.dim, found: query.len() });
+        }
+        let Some(graph) = &self.graph else { return Ok(self.search_exact(query, limit, filter)) };
+        let path = self.dir.join(GRAPH_FILE);
+        // The graph compares quantized rows: over-fetch, then re-score exactly.
+        let wanted = (limit * 4).max(limit + 32);
+        let found = if filter == &SearchFilter::default() {
+            graph.search(query, wanted)
+        } else {
+            graph.filtered_search(query, wanted, |key| self.row_of_key.get(&key).is_some_and(|&r| self.keep(r, filter)))
+        }
+        .map_err(|e| self.graph_error(&path, "search", e))?;
+        let scored = found
+            .keys
+            .iter()
+            .filter_map(|key| self.row_of_key.get(key))
+            .map(|&row| (self.score_row(row, query), row))
+            .collect();
+        Ok(self.hits(scored, limit))
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+impl LocalVectorIndex {
+    fn remove_rows(&mut self, mut drop: impl FnMut(&Entry) -> bool) {
+        let dim = self.dim;
+        let mut kept = 0;
+        for row in 0..self.entries.len() {
+            if drop(&self.entries[row]) {
+                self.removed_keys.push(self.entries[row].key);
+                continue;
+            }
+            if kept != row {
+                self.entries.swap(kept, row);
+                self.rows.copy_within(row * dim..(row + 1) * dim, kept * dim);
+                self.scales[kept] = self.scales[row];
+            }
+            kept += 1;
+        }
+        self.entries.truncate(kept);
+        self.rows.truncate(kept * dim);
+        self.scales.truncate(kept);
+    }
+}
+
+struct Stored {
+    model_id: String,
+    dim: usize,
+    next_key: u64,
+    generation: u64,
+    entries: Vec<Entry>,
+    rows: Vec<i8>,
+    scales: Vec<f32>,
+}
+
+fn encode(index: &LocalVectorIndex) -> Vec<u8> {
+    let mut out = Vec::with_capacity(index.rows.len() + index.entries.len() * 128);
+    out.extend_from_slice(MAGIC);
+    let put_str = |out: &mut Vec<u8>, s: &str| {
+        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        out.extend_from_slice(s.as_bytes());
+    };
+    put_str(&mut out, &index.model_id);
+    out.extend_from_slice(&(index.dim as u32).to_le_bytes());
+    out.extend_from_slice(&index.next_key.to_le_bytes());
+    out.extend_from_slice(&index.generation.to_le_bytes());
+    out.extend_from_slice(&(index.entries.len() as u64).to_le_bytes());
+    for (entry, scale) in index.entries.iter().zip(&index.scales) {
+        out.extend_from_slice(&entry.key.to_le_bytes());
+        out.extend_from_slice(&scale.to_le_bytes());
+        put_str(&mut out, &entry.id);
+        put_str(&mut out, &entry.path);
+        put_str(&mut out, &entry.kind);
+    }
+    out.extend(index.rows.iter().map(|v| *v as u8));
+    out
+}
+
+fn decode(bytes: &[u8]) -> Result<Stored, String> {
+    struct Reader<'a>(&'a [u8]);
+    impl<'a> Reader<'a> {
+        fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+            if self.0.len() < n {
+                return Err("the file ends early".to_owned());
+            }
+            let (head, tail) = self.0.split_at(n);
+            self.0 = tail;
+            Ok(head)
+        }
+        fn u32(&mut self) -> Result<u32, String> {
+            Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+        }
+        fn u64(&mut self) -> Result<u64, String> {
+            Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+        }
+        fn string(&mut self) -> Result<String, String> {
+            let len = self.u32()? as usize;
+            String::from_utf8(self.take(len)?.to_vec()).map_err(|_| "a name is not UTF-8".to_owned())
+        }
+    }
+    let mut r = Reader(bytes);
+    if r.take(MAGIC.len())? != MAGIC {
+        return Err("not a vector index (bad magic)".to_owned());
+    }
+    let model_id = r.string()?;
+    let dim = r.u32()? as usize;
+    let next_key = r.u64()?;
+    let generation = r.u64()?;
+    let count = usize::try_from(r.u64()?).map_err(|_| "bad row count".to_owned())?;
+    let mut entries = Vec::with_capacity(count.min(bytes.len()));
+    let mut scales = Vec::with_capacity(count.min(bytes.len()));
+    for _ in 0..count {
+        let key = r.u64()?;
+        scales.push(f32::from_bits(r.u32()?));
+        entries.push(Entry { key, id: r.string()?, path: r.string()?, kind: r.string()? });
+    }
+    let rows: Vec<i8> = r.take(count * dim)?.iter().map(|b| *b as i8).collect();
+    if !r.0.is_empty() {
+        return Err("trailing bytes after the rows".to_owned());
+    }
+    Ok(Stored { model_id, dim, next_key, generation, entries, rows, scales })
+}
+
+/// Writes `bytes` to `path` through a temporary file, synced, then renamed.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), SearchError> {
+    let tmp = path.with_extension("tmp");
+    let io = |action: &'static str, source| SearchError::Io { path: path.to_owned(), action, source };
+    let mut file = std::fs::File::create(&tmp).map_err(|e| io("create", e))?;
+    file.write_all(bytes).map_err(|e| io("write", e))?;
+    file.sync_all().map_err(|e| io("sync", e))?;
+    std::fs::rename(&tmp, path).map_err(|e| io("rename", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(seed: u64, dim: usize) -> Vec<f32> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut v: Vec<f32> = (0..dim)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+            })
+            .collect();
+        let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt();
+        v.iter_mut().for_each(|a| *a /= norm);
+        v
+    }
+
+    fn docs(n: usize, dim: usize) -> Vec<VectorDoc> {
+        (0..n)
+            .map(|i| VectorDoc {
+                id: format!("uko://r/f{}.py#s{i}", i % 7),
+                path: format!("f{}.py", i % 7),
+                kind: if i % 2 == 0 { "function" } else { "class" }.to_owned(),
+                vector: unit(i as u64 + 1, dim),
+            })
+            .collect()
+    }
+
+    fn open(dir: &Path, threshold: usize) -> LocalVectorIndex {
+        let options = VectorOptions { ann_threshold: threshold, ..VectorOptions::default() };
+        LocalVectorIndex::open(dir, "test-model", 32, options).unwrap()
+    }
+
+    #[test]
+    fn exact_search_finds_the_vector_itself_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = open(dir.path(), usize::MAX);
+        let docs = docs(200, 32);
+        index.upsert(&docs).unwrap();
+        index.commit().unwrap();
+        let hits = index.search(&docs[42].vector, 3, &SearchFilter::default()).unwrap();
+        assert_eq!(hits[0].id, docs[42].id);
+        assert!(hits[0].score > 0.99, "{}", hits[0].score);
+        assert!(hits[1].score < hits[0].score);
+    }
+
+    #[test]
+    fn approximate_and_exact_search_agree_on_small_sets() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = open(dir.path(), 0);
+        let docs = docs(600, 32);
+        index.upsert(&docs).unwrap();
+        index.commit().unwrap();
+        assert!(index.uses_graph());
+        for probe in [0, 17, 99, 300, 599] {
+            let query = unit(10_000 + probe, 32);
+            let ann = index.search(&query, 10, &SearchFilter::default()).unwrap();
+            let exact = index.search_exact(&query, 10, &SearchFilter::default());
+            assert_eq!(ann, exact, "probe {probe}");
+        }
+        let filter = SearchFilter { paths_prefix: vec!["f3".into()], kinds: vec!["class".into()] };
+        let query = unit(5, 32);
+        let ann = index.search(&query, 5, &filter).unwrap();
+        assert_eq!(ann, index.search_exact(&query, 5, &filter));
+        assert!(ann.iter().all(|h| h.path == "f3.py"));
+    }
+
+    #[test]
+    fn reopening_keeps_rows_and_updates_the_graph_incrementally() {
+        let dir = tempfile::tempdir().unwrap();
+        let all = docs(300, 32);
+        {
+            let mut index = open(dir.path(), 100);
+            index.upsert(&all[..250]).unwrap();
+            index.commit().unwrap();
+            assert!(index.uses_graph());
+        }
+        let mut index = open(dir.path(), 100);
+        assert!(index.uses_graph(), "the saved graph matches the rows");
+        assert_eq!(index.len(), 250);
+        index.delete_paths(&["f0.py".to_owned()]).unwrap();
+        index.upsert(&all[250..]).unwrap();
+        index.commit().unwrap();
+        let reopened = open(dir.path(), 100);
+        assert_eq!(reopened.len(), index.len());
+        assert!(reopened.entries.iter().all(|e| e.path != "f0.py" || e.key >= 250));
+        let query = all[260].vector.clone();
+        let hits = reopened.search(&query, 5, &SearchFilter::default()).unwrap();
+        assert_eq!(hits[0].id, all[260].id);
+        assert_eq!(hits, reopened.search_exact(&query, 5, &SearchFilter::default()));
+    }
+
+    #[test]
+    fn another_model_starts_over_and_bad_files_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = open(dir.path(), usize::MAX);
+        index.upsert(&docs(10, 32)).unwrap();
+        index.commit().unwrap();
+        let other = LocalVectorIndex::open(dir.path(), "other-model", 32, VectorOptions::default()).unwrap();
+        assert_eq!(other.len(), 0);
+        std::fs::write(dir.path().join(ROWS_FILE), b"garbage").unwrap();
+        let error = LocalVectorIndex::open(dir.path(), "test-model", 32, VectorOptions::default()).err().unwrap();
+        assert!(error.to_string().contains("vectors.bin"), "{error}");
+    }
+
+    #[test]
+    fn upsert_replaces_by_id_and_checks_the_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = open(dir.path(), usize::MAX);
+        let mut d = docs(3, 32);
+        index.upsert(&d).unwrap();
+        d[1].vector = unit(99, 32);
+        index.upsert(&d[1..2]).unwrap();
+        index.commit().unwrap();
+        assert_eq!(index.len(), 3);
+        assert_eq!(index.search(&d[1].vector, 1, &SearchFilter::default()).unwrap()[0].id, d[1].id);
+        let bad = VectorDoc { vector: vec![1.0], ..d[0].clone() };
+        assert!(matches!(index.upsert(&[bad]), Err(SearchError::Dimension { .. })));
+    }
+}
