@@ -32,6 +32,9 @@ const FALLBACK: [u8; 3] = [4, 2, 0];
 const MIN_FRAGMENT_TOKENS: usize = 10;
 /// Longest body indexed per node; longer ones are cut (search only).
 const MAX_BODY_CHARS: usize = 20_000;
+/// Names what [`embedding_text`] produces; change it when that changes, so stored
+/// vectors are rebuilt.
+pub const EMBEDDING_TEXT_VERSION: &str = "summary-v2";
 /// Texts embedded per batch while syncing.
 const EMBED_BATCH: usize = 512;
 
@@ -121,6 +124,10 @@ impl Packed {
 }
 
 fn heading(f: &Fragment) -> String {
+    if f.source_path.is_empty() {
+        // Inline content (a decision record): named by its id and why it is here.
+        return format!("## {} ({})\n", f.uko_node, f.note.as_deref().unwrap_or(&f.kind));
+    }
     format!("## {} {} ({}, depth {})\n", f.source_path, f.source_range, f.kind, f.detail_depth)
 }
 
@@ -278,7 +285,8 @@ impl ContextSearch {
         for f in &changed {
             let nodes: Vec<UkoNodeRecord> = self.store.uko_file_nodes(index_id, &f.path)?;
             for n in nodes.iter().filter(|n| is_embedded_kind(&n.node.kind)) {
-                let children: Vec<&str> = if n.node.kind == "file" {
+                // The file's own node (kind `file` or `module`) lists its members.
+                let children: Vec<&str> = if n.node.parent_uri.is_none() {
                     nodes
                         .iter()
                         .filter(|c| c.node.parent_uri.as_deref() == Some(n.node.uri.as_str()))

@@ -41,12 +41,13 @@ pub struct GlobalArgs {
 pub enum Command {
     /// Get the context for a task: the code that matches it, packed under a token budget.
     ///
-    /// Indexes PATH first (or refreshes it), brings its full-text index up to
-    /// date, ranks the code graph's nodes by BM25 over names, signatures,
-    /// docs and bodies, and packs the best into --max-tokens, each at the
-    /// requested depth or, when it does not fit, a shallower one (4, 2, 0).
-    /// Prints Markdown (each fragment headed by path, line range, kind and
-    /// depth) or --json.
+    /// Indexes PATH first (or refreshes it), brings its text and vector
+    /// indexes up to date, ranks the code graph's nodes with a retrieval
+    /// strategy (--strategy, or the best the backends allow, falling back
+    /// when one is unavailable), and packs the best into --max-tokens, each
+    /// at the requested depth or, when it does not fit, a shallower one
+    /// (4, 2, 0). Prints Markdown (each fragment headed by path, line range,
+    /// kind and depth) or --json.
     Query(QueryArgs),
     /// Index a directory (default: the current one), or refresh its index.
     ///
@@ -65,6 +66,43 @@ pub enum Command {
     /// The code knowledge graph (UKO): nodes, depths, SPARQL, Turtle.
     #[command(subcommand)]
     Uko(UkoCommand),
+    /// Plans and their decision records (what `--plan` and plan-decision-context read).
+    #[command(subcommand)]
+    Plan(PlanCommand),
+    /// The retrieval strategies: enabled or not, what each needs, and whether it can
+    /// run on PATH now (and why not).
+    Strategies {
+        /// Directory of the repository.
+        #[arg(default_value = ".")]
+        path: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PlanCommand {
+    /// Create a plan, optionally under a parent plan.
+    Create {
+        title: String,
+        /// The parent plan's id.
+        #[arg(long)]
+        parent: Option<String>,
+    },
+    /// Record a decision on a plan.
+    Decide {
+        plan: String,
+        /// One line: what was decided.
+        title: String,
+        /// Why, and what it rules out.
+        #[arg(long, default_value = "")]
+        body: String,
+        /// Context tier of the record: hot, warm or cold.
+        #[arg(long, default_value = "warm")]
+        tier: String,
+    },
+    /// A plan, its ancestors and every decision on them, nearest first.
+    Show { plan: String },
+    /// Every plan, oldest first.
+    List,
 }
 
 #[derive(Debug, Subcommand)]

@@ -17,6 +17,7 @@
 //!   models/minilm-code-static/     the embedding model (scripts/get-model.sh)
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,7 +25,7 @@ use agents_acms::graph::CodeGraph;
 use agents_acms::indexing::{IndexError, IndexOptions, Progress, RepoIndexingService};
 use agents_acms::projects::{ProjectError, ProjectService, canonical_dir, project_name_for};
 use agents_acms::query::{ContextSearch, QueryError, SyncReport, VectorSink};
-use agents_acms::retrieval::registry::{ContextStrategyRegistry, RegistryError};
+use agents_acms::retrieval::registry::{ContextStrategyRegistry, RegistryError, StrategyStatus};
 use agents_acms::retrieval::{
     BackendKind, Backends, PlanContext, PlanDecisions, RetrievalQuery, RetrievedContext, VectorAccess, ranked_files,
 };
@@ -210,7 +211,10 @@ impl Engine {
             ..VectorOptions::default()
         };
         let dir = self.home.search_dir(resource_id, "vector");
-        Ok(LocalVectorIndex::open(&dir, embedder.model_id(), embedder.dim(), options)?)
+        // The stored vectors depend on the model and on what text is embedded: a
+        // change to either (bump EMBEDDING_TEXT_VERSION) rebuilds them.
+        let id = format!("{}/{}", embedder.model_id(), agents_acms::query::EMBEDDING_TEXT_VERSION);
+        Ok(LocalVectorIndex::open(&dir, &id, embedder.dim(), options)?)
     }
 
     /// Brings the resource's text index and (with a model) vector index up to date.
@@ -255,16 +259,13 @@ impl Engine {
         Ok(ContextStrategyRegistry::with_builtins(&self.config.config().context.strategies.enabled)?)
     }
 
-    /// Context for `request` over the resource of an index outcome: syncs the search
-    /// backends, runs the strategy (with fallback), packs under the budget.
-    pub fn retrieve(
+    /// Opens and syncs the resource's backends under its lock, then hands them to
+    /// `f` with the sync report and a line per backend kind saying what serves it.
+    fn with_backends<R>(
         &self,
         outcome: &IndexOutcome,
-        request: &ContextRequest,
-        options: &RetrieveOptions,
-    ) -> Result<RetrievedContext, EngineError> {
-        let registry = self.strategies()?;
-        let plan = options.plan_id.as_deref().map(|id| self.plan_context(id)).transpose()?;
+        f: impl FnOnce(&Backends<'_>, SyncReport, BTreeMap<String, String>) -> Result<R, EngineError>,
+    ) -> Result<R, EngineError> {
         let root = PathBuf::from(&outcome.resource.path);
         let resource_id = &outcome.resource.resource_id;
         let index_id = &outcome.index.metadata.index_id;
@@ -287,8 +288,8 @@ impl Engine {
         let sync = self.search.sync(&root, index_id, text.as_mut(), sink)?;
 
         let history = GitHistory::discover(&root).map_err(QueryError::from)?;
-        let mut missing = std::collections::BTreeMap::new();
-        let mut served = std::collections::BTreeMap::new();
+        let mut missing = BTreeMap::new();
+        let mut served = BTreeMap::new();
         served.insert("text".to_owned(), kind.clone());
         match &embedder {
             Ok(e) => {
@@ -320,25 +321,50 @@ impl Engine {
             history: history.as_ref(),
             missing,
         };
+        f(&backends, sync, served)
+    }
+
+    /// Every registered strategy and whether it can run on the resource now.
+    pub fn strategy_status(&self, outcome: &IndexOutcome) -> Result<Vec<StrategyStatus>, EngineError> {
+        let registry = self.strategies()?;
+        self.with_backends(outcome, |backends, _, _| Ok(registry.status(backends)))
+    }
+
+    /// Context for `request` over the resource of an index outcome: syncs the search
+    /// backends, runs the strategy (with fallback), packs under the budget.
+    pub fn retrieve(
+        &self,
+        outcome: &IndexOutcome,
+        request: &ContextRequest,
+        options: &RetrieveOptions,
+    ) -> Result<RetrievedContext, EngineError> {
+        let registry = self.strategies()?;
+        let plan = options.plan_id.as_deref().map(|id| self.plan_context(id)).transpose()?;
+        let config = self.config.config();
         let query = RetrievalQuery {
             request,
             depth: options.depth,
             limit: options.limit.max(1),
             filter: options.filter.clone(),
-            arce_max_rounds: self.config.config().context.strategies.arce.max_rounds,
+            arce_max_rounds: config.context.strategies.arce.max_rounds,
+            max_hops: config.context.strategies.breadth_depth_navigator.max_hops,
         };
-        let retrieval = registry.run(options.strategy.as_deref(), &query, &backends, plan.as_ref())?;
-        let packed = self.search.pack(&root, index_id, &retrieval.candidates, options.max_tokens, &self.tokenizer)?;
-        Ok(RetrievedContext {
-            query: query.text(),
-            requested_strategy: retrieval.requested,
-            strategy: retrieval.strategy,
-            fallbacks: retrieval.fallbacks,
-            backends: served,
-            ranked_files: ranked_files(&retrieval.candidates),
-            candidates: retrieval.candidates.len(),
-            packed,
-            sync,
+        self.with_backends(outcome, |backends, sync, served| {
+            let retrieval = registry.run(options.strategy.as_deref(), &query, backends, plan.as_ref())?;
+            let wanted = &retrieval.candidates[..retrieval.candidates.len().min(query.limit)];
+            let packed =
+                self.search.pack(backends.root, backends.index_id, wanted, options.max_tokens, &self.tokenizer)?;
+            Ok(RetrievedContext {
+                query: query.text(),
+                requested_strategy: retrieval.requested,
+                strategy: retrieval.strategy,
+                fallbacks: retrieval.fallbacks,
+                backends: served,
+                ranked_files: ranked_files(&retrieval.candidates),
+                candidates: retrieval.candidates.len(),
+                packed,
+                sync,
+            })
         })
     }
 

@@ -159,14 +159,23 @@ pub struct RetrievalQuery<'a> {
     pub request: &'a ContextRequest,
     /// The requested detail depth, 0-9.
     pub depth: u8,
-    /// Hits to draw from each backend.
+    /// Candidates wanted; strategies draw [`RetrievalQuery::pool`] hits from each
+    /// backend so that files are ranked on more evidence than gets packed.
     pub limit: usize,
     pub filter: SearchFilter,
     /// `context.strategies.arce.max-rounds`.
     pub arce_max_rounds: u32,
+    /// `context.strategies.breadth-depth-navigator.max-hops`: the most hops any
+    /// request's `breadth` may ask of the navigator.
+    pub max_hops: u32,
 }
 
 impl RetrievalQuery<'_> {
+    /// Hits drawn from each backend: four times the candidates wanted.
+    pub fn pool(&self) -> usize {
+        self.limit.saturating_mul(4).max(1)
+    }
+
     /// The words to search for: the query text and the named entities.
     pub fn text(&self) -> String {
         let mut text = self.request.query().unwrap_or_default().to_owned();
@@ -255,10 +264,60 @@ pub trait ContextStrategy: Send + Sync {
     }
 }
 
-/// Files in the order their best candidate ranks, each once.
+/// How much a file's role counts when files are ranked: tests and documents come
+/// after the code they describe unless they match much better.
+pub fn role_prior(path: &str) -> f32 {
+    let lower = path.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let in_dir = |dirs: &[&str]| lower.split('/').rev().skip(1).any(|part| dirs.contains(&part));
+    let is_test = in_dir(&["test", "tests", "__tests__", "spec", "specs", "testing", "fixtures"])
+        || name.starts_with("test_")
+        || [
+            "_test.go",
+            "_test.py",
+            "_test.rs",
+            ".test.ts",
+            ".test.js",
+            ".test.tsx",
+            ".test.jsx",
+            ".spec.ts",
+            ".spec.js",
+            "_tests.rs",
+            "tests.py",
+        ]
+        .iter()
+        .any(|suffix| name.ends_with(suffix));
+    let is_doc = in_dir(&["docs", "doc", "documentation", "examples", "example"])
+        || [".md", ".mdx", ".rst", ".txt", ".adoc"].iter().any(|ext| name.ends_with(ext))
+        || name.starts_with("changelog")
+        || name.starts_with("history");
+    if is_test {
+        0.6
+    } else if is_doc {
+        0.5
+    } else {
+        1.0
+    }
+}
+
+/// Files ranked by the evidence of their candidates: a file's score is its best
+/// candidate's plus half the next one's, a quarter of the third's, and so on, times
+/// its [`role_prior`]; ties by path.
 pub fn ranked_files(candidates: &[Candidate]) -> Vec<String> {
-    let mut seen = std::collections::HashSet::new();
-    candidates.iter().filter(|c| !c.path.is_empty() && seen.insert(c.path.as_str())).map(|c| c.path.clone()).collect()
+    let mut by_file: std::collections::HashMap<&str, Vec<f32>> = std::collections::HashMap::new();
+    for c in candidates.iter().filter(|c| !c.path.is_empty()) {
+        by_file.entry(c.path.as_str()).or_default().push(c.score);
+    }
+    let mut files: Vec<(f32, &str)> = by_file
+        .into_iter()
+        .map(|(path, mut scores)| {
+            scores.sort_by(|a, b| b.total_cmp(a));
+            let evidence: f32 = scores.iter().take(8).enumerate().map(|(i, s)| s * 0.5f32.powi(i as i32)).sum();
+            (evidence * role_prior(path), path)
+        })
+        .collect();
+    files.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    files.into_iter().map(|(_, path)| path.to_owned()).collect()
 }
 
 /// Scales scores so the best is 1 (all zero stays zero).

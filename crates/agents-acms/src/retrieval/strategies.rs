@@ -57,7 +57,7 @@ fn text_scores(
     backends: &Backends<'_>,
 ) -> Result<Vec<(String, String, f32)>, StrategyError> {
     let backend = backends.text.ok_or_else(|| missing(strategy, backends, BackendKind::Text))?;
-    let hits = backend.search(text, query.limit, &query.filter)?;
+    let hits = backend.search(text, query.pool(), &query.filter)?;
     let best = hits.first().map_or(1.0, |h| h.score.max(f32::MIN_POSITIVE));
     Ok(hits.into_iter().map(|h| (h.id, h.path, (h.score / best).clamp(0.0, 1.0))).collect())
 }
@@ -72,7 +72,7 @@ fn vector_scores(
     let access = backends.vector.ok_or_else(|| missing(strategy, backends, BackendKind::Vector))?;
     let embedded = access.embedder.embed(&[text.to_owned()]);
     let Some(vector) = embedded.first() else { return Ok(Vec::new()) };
-    let hits = access.backend.search(vector, query.limit, &query.filter)?;
+    let hits = access.backend.search(vector, query.pool(), &query.filter)?;
     let best = hits.first().map_or(1.0, |h| h.score.max(f32::MIN_POSITIVE));
     Ok(hits.into_iter().filter(|h| h.score > 0.0).map(|h| (h.id, h.path, (h.score / best).clamp(0.0, 1.0))).collect())
 }
@@ -146,7 +146,7 @@ fn keep_useful(
 }
 
 fn walk(query: &RetrievalQuery<'_>, breadth: u32) -> GraphWalk {
-    GraphWalk { breadth, decay: 0.6, max_nodes: (query.limit * 20).clamp(200, 4_000) }
+    GraphWalk { breadth, decay: 0.6, max_nodes: (query.limit * 20).clamp(200, 2_000) }
 }
 
 /// `simple-keyword`: full-text BM25 over node names, signatures, docstrings and bodies.
@@ -172,7 +172,7 @@ impl ContextStrategy for SimpleKeyword {
         _plan: Option<&PlanContext>,
     ) -> Result<Vec<Candidate>, StrategyError> {
         let scored = text_scores(self.name(), &query.text(), query, backends)?;
-        Ok(candidates_from(self.name(), scored, query))
+        keep_useful(backends, &query.filter, candidates_from(self.name(), scored, query), query.pool())
     }
 }
 
@@ -199,7 +199,7 @@ impl ContextStrategy for SemanticEmbedding {
         _plan: Option<&PlanContext>,
     ) -> Result<Vec<Candidate>, StrategyError> {
         let scored = vector_scores(self.name(), &query.text(), query, backends)?;
-        Ok(candidates_from(self.name(), scored, query))
+        keep_useful(backends, &query.filter, candidates_from(self.name(), scored, query), query.pool())
     }
 }
 
@@ -258,7 +258,8 @@ impl ContextStrategy for BreadthDepthNavigator {
             });
         };
         let store = StoreGraph { store: backends.store, index_id: backends.index_id };
-        let graph = GraphBackend::gather(&store, &seeds, walk(query, query.request.breadth()))?;
+        let breadth = query.request.breadth().min(query.max_hops);
+        let graph = GraphBackend::gather(&store, &seeds, walk(query, breadth))?;
         let candidates = graph
             .expand()
             .into_iter()
@@ -272,7 +273,7 @@ impl ContextStrategy for BreadthDepthNavigator {
                 content: None,
             })
             .collect();
-        keep_useful(backends, &query.filter, candidates, query.limit)
+        keep_useful(backends, &query.filter, candidates, query.pool())
     }
 }
 
@@ -401,7 +402,7 @@ impl ContextStrategy for Arce {
             })
             .collect();
         sort_candidates(&mut candidates);
-        keep_useful(backends, &query.filter, candidates, query.limit)
+        keep_useful(backends, &query.filter, candidates, query.pool())
     }
 }
 
@@ -474,7 +475,7 @@ impl ContextStrategy for TemporalArchaeology {
         }
         let mut ranked: Vec<(String, f32, Vec<usize>)> = files.into_iter().map(|(p, (s, c))| (p, s, c)).collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        ranked.truncate(query.limit);
+        ranked.truncate(query.pool());
         let best = ranked.first().map_or(1.0, |r| r.1.max(f32::MIN_POSITIVE));
         let mut candidates = Vec::new();
         for (path, score, touched) in &ranked {
@@ -519,10 +520,10 @@ impl ContextStrategy for TemporalArchaeology {
                     content: None,
                 })
                 .collect();
-            candidates.extend(keep_useful(backends, &query.filter, extra, query.limit)?);
+            candidates.extend(keep_useful(backends, &query.filter, extra, query.pool())?);
         }
         sort_candidates(&mut candidates);
-        candidates.truncate(query.limit);
+        candidates.truncate(query.pool());
         Ok(candidates)
     }
 }

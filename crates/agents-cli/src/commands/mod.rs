@@ -2,6 +2,7 @@
 
 mod config;
 mod index;
+mod plan;
 mod project;
 mod query;
 mod uko;
@@ -18,5 +19,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Project(cmd) => project::run(&settings, cmd),
         Command::Config(cmd) => config::run(&settings, cmd),
         Command::Uko(cmd) => uko::run(&settings, cmd),
+        Command::Plan(cmd) => plan::run(&settings, cmd),
+        Command::Strategies { path } => query::strategies(&settings, &path),
     }
 }

@@ -62,3 +62,24 @@ pub fn query(settings: &Settings, args: QueryArgs) -> anyhow::Result<()> {
     ));
     settings.printer.emit(&context, || context.to_markdown())
 }
+
+/// `agents strategies`: the registry's view of PATH.
+pub fn strategies(settings: &Settings, path: &std::path::Path) -> anyhow::Result<()> {
+    let engine = settings.engine()?;
+    let outcome = refresh(settings, &engine, path)?;
+    let status = engine.strategy_status(&outcome)?;
+    settings.printer.emit(&status, || {
+        let mut t = crate::output::table(&["strategy", "enabled", "quality", "needs", "status"]);
+        for s in &status {
+            let needs: Vec<&str> = s.required_backends.iter().map(|b| b.as_str()).collect();
+            t.add_row(vec![
+                s.name.clone(),
+                if s.enabled { "yes" } else { "no" }.to_owned(),
+                format!("{:.2}", s.capabilities.quality_score),
+                if needs.is_empty() { "-".to_owned() } else { needs.join(", ") },
+                s.unavailable.clone().unwrap_or_else(|| "available".to_owned()),
+            ]);
+        }
+        format!("{t}\n")
+    })
+}

@@ -1,0 +1,83 @@
+//! `agents plan ...` and the plan-decision-context strategy, end to end.
+
+mod common;
+
+use common::{agents, assert_one_error_line, dirs, parse};
+
+fn json(home: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let out = agents(home).arg("--json").args(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    parse(&out.stdout)
+}
+
+#[test]
+fn decisions_of_the_plan_and_its_ancestors_come_back_nearest_first() {
+    let d = dirs();
+    std::fs::write(d.repo.join("pay.py"), "def charge(amount):\n    return amount\n").unwrap();
+    let root = json(&d.home, &["plan", "create", "Payments v2"]);
+    let root_id = root["plan_id"].as_str().unwrap().to_owned();
+    json(
+        &d.home,
+        &["plan", "decide", &root_id, "Use idempotency keys", "--body", "Retries reuse the key.", "--tier", "cold"],
+    );
+    json(&d.home, &["plan", "decide", &root_id, "Scratch note", "--tier", "hot"]);
+    let child = json(&d.home, &["plan", "create", "Retry charges", "--parent", &root_id]);
+    let child_id = child["plan_id"].as_str().unwrap().to_owned();
+    assert_eq!(child["parent_id"], root_id.as_str());
+    json(&d.home, &["plan", "decide", &child_id, "Back off exponentially"]);
+
+    let shown = json(&d.home, &["plan", "show", &child_id]);
+    let ancestors = shown["ancestors"].as_array().unwrap();
+    assert_eq!(ancestors.len(), 2);
+    assert_eq!(ancestors[0]["plan_id"], child_id.as_str());
+    assert_eq!(ancestors[1]["decisions"].as_array().unwrap().len(), 2);
+
+    let repo = d.repo.to_str().unwrap();
+    let out =
+        json(&d.home, &["query", "retry charges", repo, "--plan", &child_id, "--strategy", "plan-decision-context"]);
+    assert_eq!(out["strategy"], "plan-decision-context");
+    let fragments = out["fragments"].as_array().unwrap();
+    let contents: Vec<&str> = fragments.iter().map(|f| f["content"].as_str().unwrap()).collect();
+    // The plan's own decision first, then the ancestor's cold one; hot records
+    // are the live context, not history, and are not replayed.
+    assert_eq!(contents.len(), 2, "{contents:?}");
+    assert!(contents[0].starts_with("Decision: Back off exponentially"));
+    assert!(contents[1].contains("Use idempotency keys") && contents[1].contains("Retries reuse the key."));
+    let scores: Vec<f64> = fragments.iter().map(|f| f["relevance_score"].as_f64().unwrap()).collect();
+    assert!(scores[0] > scores[1]);
+    assert!(fragments.iter().all(|f| f["uko_node"].as_str().unwrap().starts_with("plan://")));
+    assert!(out["total_tokens"].as_u64().unwrap() <= 8000);
+
+    // Markdown names each record and why it is there.
+    let text = agents(&d.home)
+        .args(["query", "retry charges", repo, "--plan", &child_id, "--strategy", "plan-decision-context"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains(&format!("## plan://{child_id}/decision/")), "{text}");
+    assert!(text.contains("decision on plan \"Payments v2\" (cold tier)"), "{text}");
+}
+
+#[test]
+fn bad_plan_input_exits_2_and_records_nothing() {
+    let d = dirs();
+    for args in [
+        vec!["plan", "decide", "NOPE", "x"],
+        vec!["plan", "create", "child", "--parent", "NOPE"],
+        vec!["plan", "show", "NOPE"],
+        vec!["plan", "create", "  "],
+    ] {
+        let out = agents(&d.home).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_one_error_line(&out);
+    }
+    let plan = json(&d.home, &["plan", "create", "p"]);
+    let id = plan["plan_id"].as_str().unwrap();
+    let out = agents(&d.home).args(["plan", "decide", id, "x", "--tier", "lukewarm"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(assert_one_error_line(&out).contains("hot, warm or cold"));
+    let plans = json(&d.home, &["plan", "list"]);
+    assert_eq!(plans.as_array().unwrap().len(), 1);
+    let shown = json(&d.home, &["plan", "show", id]);
+    assert!(shown["ancestors"][0]["decisions"].as_array().unwrap().is_empty());
+}
