@@ -31,7 +31,7 @@ const FALLBACK: [u8; 3] = [4, 2, 0];
 /// Smallest fragment worth including, in tokens.
 const MIN_FRAGMENT_TOKENS: usize = 10;
 /// Longest body indexed per node; longer ones are cut (search only).
-const MAX_BODY_CHARS: usize = 20_000;
+const MAX_BODY_CHARS: usize = 100_000;
 /// Names what [`embedding_text`] produces; change it when that changes, so stored
 /// vectors are rebuilt.
 pub const EMBEDDING_TEXT_VERSION: &str = "summary-v2";
@@ -68,6 +68,10 @@ pub struct Candidate {
     /// Content to pack as it is instead of rendering a stored node.
     #[serde(skip)]
     pub content: Option<String>,
+    /// Counts as evidence for its file's rank but is not packed on its own (an
+    /// import, a variable, a field).
+    #[serde(skip)]
+    pub evidence_only: bool,
 }
 
 /// One packed piece of context.

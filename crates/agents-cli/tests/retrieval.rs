@@ -347,8 +347,9 @@ fn temporal_archaeology_names_the_commit_that_matched() {
     assert_eq!(first["source_path"], "net/retry.py");
     assert_eq!(first["relevance_score"], 1.0);
     assert_eq!(first["note"], format!("changed in 1 matching commit(s): {} {subject}", &id[..7]), "{v:#}");
-    // Only that commit matches, and it touched only net/retry.py.
-    assert_eq!(files(&v), ["net/retry.py"], "{v:#}");
+    // Only that commit matches, and it touched only net/retry.py; the other
+    // ranked file is its graph neighbour (phase two), which imports it.
+    assert_eq!(files(&v), ["net/retry.py", "net/http.py"], "{v:#}");
     assert_eq!(v["backends"]["temporal"], "git history");
     // Phase two adds the file's neighbours at a discount; at depth 4 the file
     // carries no source, so its function is packed too.

@@ -351,9 +351,10 @@ impl Engine {
         };
         self.with_backends(outcome, |backends, sync, served| {
             let retrieval = registry.run(options.strategy.as_deref(), &query, backends, plan.as_ref())?;
-            let wanted = &retrieval.candidates[..retrieval.candidates.len().min(query.limit)];
+            let wanted: Vec<_> =
+                retrieval.candidates.iter().filter(|c| !c.evidence_only).take(query.limit).cloned().collect();
             let packed =
-                self.search.pack(backends.root, backends.index_id, wanted, options.max_tokens, &self.tokenizer)?;
+                self.search.pack(backends.root, backends.index_id, &wanted, options.max_tokens, &self.tokenizer)?;
             Ok(RetrievedContext {
                 query: query.text(),
                 requested_strategy: retrieval.requested,

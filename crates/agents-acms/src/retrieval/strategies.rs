@@ -62,7 +62,7 @@ fn text_scores(
     Ok(hits.into_iter().map(|h| (h.id, h.path, (h.score / best).clamp(0.0, 1.0))).collect())
 }
 
-/// Nearest node summaries to `text`, cosine scaled so the best is 1.
+/// Nearest node summaries to `text`, cosine scaled between the worst hit drawn (0) and the best (1).
 fn vector_scores(
     strategy: &str,
     text: &str,
@@ -72,9 +72,16 @@ fn vector_scores(
     let access = backends.vector.ok_or_else(|| missing(strategy, backends, BackendKind::Vector))?;
     let embedded = access.embedder.embed(&[text.to_owned()]);
     let Some(vector) = embedded.first() else { return Ok(Vec::new()) };
-    let hits = access.backend.search(vector, query.pool(), &query.filter)?;
-    let best = hits.first().map_or(1.0, |h| h.score.max(f32::MIN_POSITIVE));
-    Ok(hits.into_iter().filter(|h| h.score > 0.0).map(|h| (h.id, h.path, (h.score / best).clamp(0.0, 1.0))).collect())
+    let mut hits = access.backend.search(vector, query.pool(), &query.filter)?;
+    // Orthogonal or opposite summaries are unrelated, not weakly related.
+    hits.retain(|h| h.score > 0.0);
+    // Cosines of a static model crowd together (the 200th hit often scores 80% of
+    // the best): scale between the worst hit drawn and the best, so the list ranks
+    // as sharply as BM25's does.
+    let best = hits.first().map_or(1.0, |h| h.score);
+    let floor = hits.last().map_or(0.0, |h| h.score).min(best);
+    let range = (best - floor).max(f32::MIN_POSITIVE);
+    Ok(hits.into_iter().map(|h| (h.id, h.path, ((h.score - floor) / range).clamp(0.0, 1.0))).collect())
 }
 
 fn candidates_from(strategy: &str, scored: Vec<(String, String, f32)>, query: &RetrievalQuery<'_>) -> Vec<Candidate> {
@@ -88,6 +95,7 @@ fn candidates_from(strategy: &str, scored: Vec<(String, String, f32)>, query: &R
             strategy: strategy.to_owned(),
             note: None,
             content: None,
+            evidence_only: false,
         })
         .collect();
     sort_candidates(&mut out);
@@ -119,8 +127,9 @@ fn focus_nodes(query: &RetrievalQuery<'_>, backends: &Backends<'_>) -> Result<Ve
     Ok(out)
 }
 
-/// Looks up each candidate's node, drops minor kinds (unless the filter asks for
-/// them) and what the filter excludes, and fills in paths; keeps at most `limit`.
+/// Looks up each candidate's node, drops what the filter excludes, marks minor
+/// kinds (unless the filter asks for them) as evidence only, and fills in paths;
+/// keeps at most `limit`.
 fn keep_useful(
     backends: &Backends<'_>,
     filter: &SearchFilter,
@@ -134,10 +143,11 @@ fn keep_useful(
         }
         let Some(node) = backends.store.uko_node(backends.index_id, &c.uri)? else { continue };
         let kind = &node.node.kind;
-        let wanted = if filter.kinds.is_empty() { !is_minor_kind(kind) } else { filter.kinds.contains(kind) };
+        let wanted = filter.kinds.is_empty() || filter.kinds.contains(kind);
         let in_paths = filter.paths_prefix.is_empty()
             || filter.paths_prefix.iter().any(|p| node.node.path.starts_with(p.as_str()));
         if wanted && in_paths {
+            c.evidence_only = filter.kinds.is_empty() && is_minor_kind(kind);
             c.path = node.node.path;
             out.push(c);
         }
@@ -271,6 +281,7 @@ impl ContextStrategy for BreadthDepthNavigator {
                 strategy: self.name().to_owned(),
                 note: (hit.hops > 0).then(|| format!("{} hop(s) from the focus", hit.hops)),
                 content: None,
+                evidence_only: false,
             })
             .collect();
         keep_useful(backends, &query.filter, candidates, query.pool())
@@ -288,7 +299,7 @@ const ARCE_GRAPH: f32 = 0.2;
 /// Fused hits seeding the PageRank.
 const ARCE_SEEDS: usize = 10;
 /// Weight of hits found by a refined query.
-const ARCE_REFINED: f32 = 0.5;
+const ARCE_REFINED: f32 = 0.25;
 
 impl Arce {
     /// One round: text and vector hits for `text`, fused by weight.
@@ -398,6 +409,7 @@ impl ContextStrategy for Arce {
                     strategy: self.name().to_owned(),
                     note: None,
                     content: None,
+                    evidence_only: false,
                 }
             })
             .collect();
@@ -407,7 +419,8 @@ impl ContextStrategy for Arce {
 }
 
 /// `temporal-archaeology`: phase one scores the commits whose messages match the query
-/// (BM25 over messages, newer commits weigh more) and ranks the files they touched;
+/// (BM25 over messages, newer commits weigh more) and ranks the files they touched,
+/// noting the earlier node revisions the index kept for each (validFrom/validUntil);
 /// phase two follows the graph one hop out of the best files.
 pub struct TemporalArchaeology;
 
@@ -489,14 +502,24 @@ impl ContextStrategy for TemporalArchaeology {
                 .map(|&i| format!("{} {}", &commits[i].id[..7.min(commits[i].id.len())], subject(&commits[i].message)))
                 .collect();
             let score = (score / best).clamp(0.0, 1.0);
+            // The cold side: the node revisions the index kept for this file.
+            let revisions = backends.store.uko_revisions(backends.index_id, &uri)?;
+            let history = match revisions.iter().filter(|r| !r.is_current).count() {
+                0 => String::new(),
+                n => format!(
+                    "; {n} earlier indexed revision(s) since {}",
+                    revisions.last().map_or("", |r| r.valid_from.as_str())
+                ),
+            };
             candidates.push(Candidate {
                 depth: query.depth_for_score(score),
                 uri,
                 path: path.clone(),
                 score,
                 strategy: self.name().to_owned(),
-                note: Some(format!("changed in {} matching commit(s): {}", touched.len(), shown.join("; "))),
+                note: Some(format!("changed in {} matching commit(s): {}{history}", touched.len(), shown.join("; "))),
                 content: None,
+                evidence_only: false,
             });
         }
         // Phase two: neighbours of the best files, at a discount.
@@ -518,6 +541,7 @@ impl ContextStrategy for TemporalArchaeology {
                     strategy: self.name().to_owned(),
                     note: Some("next to a file the matching commits changed".to_owned()),
                     content: None,
+                    evidence_only: false,
                 })
                 .collect();
             candidates.extend(keep_useful(backends, &query.filter, extra, query.pool())?);
@@ -607,6 +631,7 @@ impl ContextStrategy for PlanDecisionContext {
                     strategy: self.name().to_owned(),
                     note: Some(format!("decision on plan {:?} ({} tier)", ancestor.title, decision.tier)),
                     content: Some(format!("Decision: {}\n{}\n", decision.title, decision.body.trim_end())),
+                    evidence_only: false,
                 });
             }
         }

@@ -595,8 +595,14 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             let object = node_text(&object, self.text);
             let name = node_text(&property, self.text);
             match ctx.scope {
-                // CommonJS: `exports.f = function () {}`, `module.exports.g = () => {}`.
-                Scope::Module if matches!(object, "exports" | "module.exports") => {
+                // CommonJS: `exports.f = function () {}`, `module.exports.g = () => {}`,
+                // and functions hung on an object at the top level (`res.send =
+                // function send() {}`, `Foo.prototype.bar = function () {}`): each is
+                // a function named by its property.
+                Scope::Module
+                    if matches!(object, "exports" | "module.exports")
+                        || matches!(right.kind(), "arrow_function" | "function_expression" | "generator_function") =>
+                {
                     if matches!(right.kind(), "arrow_function" | "function_expression" | "generator_function") {
                         let body = right.child_by_field_name("body").map_or(right.end_byte(), |b| b.start_byte());
                         let signature = header(self.text, node.start_byte(), body);
@@ -612,7 +618,7 @@ impl<'t, 'tree> Walker<'t, 'tree> {
                         self.function_body(right, index, ctx, None);
                         return;
                     }
-                    if right.kind() == "class" {
+                    if right.kind() == "class" && matches!(object, "exports" | "module.exports") {
                         self.class(right, node, name, node.start_byte(), ctx);
                         return;
                     }
@@ -1327,6 +1333,21 @@ const lazy = async () => (await import('./lazy.js')).default;
     #[test]
     fn commonjs_outline() {
         insta::assert_snapshot!(analyze("javascript", "lib/loader.js", JS).outline());
+    }
+
+    #[test]
+    fn functions_hung_on_objects_at_the_top_level_are_functions() {
+        let text = "var res = Object.create(proto);\n/**\n * Send a response.\n */\nres.send = function send(body) {\n  this.end(body);\n};\nFoo.prototype.bar = () => 1;\nres.count = 0;\nfunction f() { inner.x = function () {}; }\n";
+        let analysis = analyze("javascript", "lib/response.js", text);
+        let functions: Vec<(&str, Option<&str>)> = analysis
+            .nodes
+            .iter()
+            .filter(|s| s.kind == NodeKind::Function)
+            .map(|s| (s.name.as_str(), s.doc.as_deref()))
+            .collect();
+        // `res.count = 0` is no function, and assignments inside a function body
+        // are statements of that function, not declarations.
+        assert_eq!(functions, [("send", Some("Send a response.")), ("bar", None), ("f", None)]);
     }
 
     #[test]
