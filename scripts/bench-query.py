@@ -18,7 +18,7 @@ On the benchmark corpora (../shared/bench/make-corpus.sh; reused when present):
      latency an agent sees) and how often the strategy fell back.
 
     scripts/bench-query.py [--corpus-dir DIR] [--model DIR] [--runs 3] [--queries 50]
-                           [--strategies a,b] [--json OUT]
+                           [--strategies a,b] [--skip-index | --skip-latency] [--json OUT]
 
 The embedding model must exist (scripts/get-model.sh). Prints Markdown tables.
 """
@@ -74,7 +74,7 @@ def env_for(home, model):
 def queries_from(tree, count):
     modules = sorted(p for p in tree.rglob("*.py") if ".git" not in p.parts)
     out = []
-    step = max(1, len(modules) // (count * 4))
+    step = max(1, len(modules) // (count * 20))
     for path in modules[::step]:
         try:
             doc = ast.get_docstring(ast.parse(path.read_text(errors="replace")))
@@ -102,6 +102,7 @@ def main():
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--strategies", default=STRATEGIES)
     ap.add_argument("--skip-index", action="store_true", help="only the query latencies")
+    ap.add_argument("--skip-latency", action="store_true", help="only the 10,000-file indexing runs")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     if not (args.model / "model.safetensors").exists():
@@ -142,6 +143,10 @@ def main():
         results["vectors"] = vectors
         results["vectors_per_s"] = rate
 
+    if args.skip_latency:
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2, sort_keys=True))
+        return
     tree = corpus(args.corpus_dir, 0)
     home = fresh_home()
     env = env_for(home, args.model)

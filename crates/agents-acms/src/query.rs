@@ -30,8 +30,11 @@ use crate::graph::{CodeGraph, GraphError, read_source, source_range};
 const FALLBACK: [u8; 3] = [4, 2, 0];
 /// Smallest fragment worth including, in tokens.
 const MIN_FRAGMENT_TOKENS: usize = 10;
-/// Longest body indexed per node; longer ones are cut (search only).
+/// Longest body indexed per node of code; longer ones are cut (search only).
 const MAX_BODY_CHARS: usize = 100_000;
+/// Longest body indexed for a file no analyzer parsed (data, prose, logs): its
+/// opening says what it is, and its bulk would cost more than it finds.
+const MAX_UNPARSED_BODY_CHARS: usize = 20_000;
 /// Names what [`embedding_text`] produces; change it when that changes, so stored
 /// vectors are rebuilt.
 pub const EMBEDDING_TEXT_VERSION: &str = "summary-v2";
@@ -228,11 +231,21 @@ impl ContextSearch {
             let Ok(bytes) = std::fs::read(root.join(&f.path)) else { continue };
             let source = String::from_utf8_lossy(&bytes);
             let nodes = self.store.uko_file_nodes(index_id, &f.path)?;
+            // Containers inside a file (classes, namespaces) are indexed without a
+            // body: their members carry it, and the file's own node carries the
+            // whole text, so no text is indexed three times.
+            let containers: std::collections::HashSet<&str> =
+                nodes.iter().filter_map(|n| n.node.parent_uri.as_deref()).collect();
             let docs: Vec<TextDoc> = nodes
                 .iter()
                 .map(|n| {
                     let n = &n.node;
-                    let body = source.get(n.start_byte.max(0) as usize..n.end_byte.max(0) as usize).unwrap_or("");
+                    let nested_container = n.parent_uri.is_some() && containers.contains(n.uri.as_str());
+                    let body = if nested_container {
+                        ""
+                    } else {
+                        source.get(n.start_byte.max(0) as usize..n.end_byte.max(0) as usize).unwrap_or("")
+                    };
                     TextDoc {
                         id: n.uri.clone(),
                         path: n.path.clone(),
@@ -240,7 +253,10 @@ impl ContextSearch {
                         kind: n.kind.clone(),
                         signature: n.signature.clone().unwrap_or_default(),
                         doc: n.doc.clone().unwrap_or_default(),
-                        body: body.chars().take(MAX_BODY_CHARS).collect(),
+                        body: body
+                            .chars()
+                            .take(if n.kind == "file" { MAX_UNPARSED_BODY_CHARS } else { MAX_BODY_CHARS })
+                            .collect(),
                     }
                 })
                 .collect();

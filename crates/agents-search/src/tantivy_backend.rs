@@ -85,7 +85,9 @@ impl TantivyBackend {
                 field(TEXT_FIELDS[5].0)?,
             ],
         };
-        let writer = index.writer_with_num_threads(1, WRITER_MEMORY_BYTES).map_err(error("open index writer"))?;
+        // Two indexing threads: the machines this runs on have a few cores, and
+        // a first sync of a large repository is bound by tokenizing bodies.
+        let writer = index.writer_with_num_threads(2, WRITER_MEMORY_BYTES).map_err(error("open index writer"))?;
         let reader =
             index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(error("open reader"))?;
         tracing::debug!(dir = %dir.display(), "opened tantivy text index");

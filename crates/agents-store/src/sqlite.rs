@@ -553,7 +553,18 @@ impl Store for SqliteStore {
     }
 
     fn uko_refs_from(&self, index_id: &str, uri: &str) -> Result<Vec<UkoRef>, StoreError> {
-        let rows = self.read(|c| uko_sql::query_refs(c, "index_id = ?1 AND from_uri = ?2", &[&index_id, &uri]))?;
+        // A node's references are written in its file: find them through the
+        // path index instead of scanning every reference of the index.
+        let Some(node) = self.uko_node(index_id, uri)? else { return Ok(Vec::new()) };
+        let path = node.node.path;
+        let rows = self.read(|c| {
+            uko_sql::query_refs_by(
+                c,
+                Some("ix_uko_refs_path"),
+                "index_id = ?1 AND path = ?2 AND from_uri = ?3",
+                &[&index_id, &path, &uri],
+            )
+        })?;
         Ok(rows.into_iter().map(|(_, r)| r).collect())
     }
 
