@@ -215,130 +215,79 @@ impl ContextSearch {
     }
 
     /// Brings the text backend, and the vector backend when given, up to date with
-    /// the stored index of the resource at `root`.
+    /// the stored index of the resource at `root`. Each backend has its own record of
+    /// what it holds; a file either needs is read from the store once.
     pub fn sync(
         &self,
         root: &Path,
         index_id: &str,
         text: &mut dyn TextBackend,
-        vector: Option<VectorSink<'_>>,
+        mut vector: Option<VectorSink<'_>>,
     ) -> Result<SyncReport, QueryError> {
         let mut report = SyncReport::default();
         let text_key = text.name();
-        let (changed, removed) = self.stale(index_id, text_key, text.doc_count()? == 0)?;
-        let mut indexed = Vec::new();
-        for f in &changed {
-            let Ok(bytes) = std::fs::read(root.join(&f.path)) else { continue };
-            let source = String::from_utf8_lossy(&bytes);
-            let nodes = self.store.uko_file_nodes(index_id, &f.path)?;
-            // Containers inside a file (classes, namespaces) are indexed without a
-            // body: their members carry it, and the file's own node carries the
-            // whole text, so no text is indexed three times.
-            let containers: std::collections::HashSet<&str> =
-                nodes.iter().filter_map(|n| n.node.parent_uri.as_deref()).collect();
-            let docs: Vec<TextDoc> = nodes
-                .iter()
-                .map(|n| {
-                    let n = &n.node;
-                    let nested_container = n.parent_uri.is_some() && containers.contains(n.uri.as_str());
-                    let body = if nested_container {
-                        ""
-                    } else {
-                        source.get(n.start_byte.max(0) as usize..n.end_byte.max(0) as usize).unwrap_or("")
-                    };
-                    TextDoc {
-                        id: n.uri.clone(),
-                        path: n.path.clone(),
-                        name: n.name.clone(),
-                        kind: n.kind.clone(),
-                        signature: n.signature.clone().unwrap_or_default(),
-                        doc: n.doc.clone().unwrap_or_default(),
-                        body: body
-                            .chars()
-                            .take(if n.kind == "file" { MAX_UNPARSED_BODY_CHARS } else { MAX_BODY_CHARS })
-                            .collect(),
-                    }
-                })
-                .collect();
-            text.delete_paths(std::slice::from_ref(&f.path))?;
-            text.upsert(&docs)?;
-            report.files_indexed += 1;
-            report.docs_indexed += docs.len() as u64;
-            indexed.push((f.path.clone(), f.content_hash.clone()));
+        let (text_changed, text_removed) = self.stale(index_id, text_key, text.doc_count()? == 0)?;
+        let vector_key = vector.as_ref().map(|sink| format!("vector-{}", sink.backend.name()));
+        let (vector_changed, vector_removed) = match (&vector, &vector_key) {
+            (Some(sink), Some(key)) => self.stale(index_id, key, sink.backend.is_empty())?,
+            _ => (Vec::new(), Vec::new()),
+        };
+        let for_text: HashMap<&str, &str> =
+            text_changed.iter().map(|f| (f.path.as_str(), f.content_hash.as_str())).collect();
+        let for_vector: HashMap<&str, &str> =
+            vector_changed.iter().map(|f| (f.path.as_str(), f.content_hash.as_str())).collect();
+        let mut paths: Vec<&str> = for_text.keys().chain(for_vector.keys()).copied().collect();
+        paths.sort_unstable();
+        paths.dedup();
+        if let Some(sink) = vector.as_mut() {
+            let stale: Vec<String> = vector_changed.iter().map(|f| f.path.clone()).collect();
+            sink.backend.delete_paths(&stale)?;
         }
-        if !removed.is_empty() {
-            text.delete_paths(&removed)?;
+        let (mut text_indexed, mut vector_indexed) = (Vec::new(), Vec::new());
+        let mut pending: Vec<VectorDoc> = Vec::new();
+        let mut pending_texts: Vec<String> = Vec::new();
+        for path in paths {
+            let nodes = self.store.uko_file_nodes(index_id, path)?;
+            if let Some(hash) = for_text.get(path)
+                && let Ok(bytes) = std::fs::read(root.join(path))
+            {
+                let docs = text_docs(&nodes, &String::from_utf8_lossy(&bytes));
+                text.delete_paths(&[path.to_owned()])?;
+                text.upsert(&docs)?;
+                report.files_indexed += 1;
+                report.docs_indexed += docs.len() as u64;
+                text_indexed.push((path.to_owned(), (*hash).to_owned()));
+            }
+            if let (Some(hash), Some(sink)) = (for_vector.get(path), vector.as_mut()) {
+                for (doc, text) in vector_docs(&nodes) {
+                    pending.push(doc);
+                    pending_texts.push(text);
+                }
+                if pending.len() >= EMBED_BATCH {
+                    report.vectors_indexed += embed_into(sink, &mut pending, &mut pending_texts)?;
+                }
+                vector_indexed.push((path.to_owned(), (*hash).to_owned()));
+            }
         }
-        report.files_removed = removed.len() as u64;
-        if !indexed.is_empty() || !removed.is_empty() {
+        if !text_removed.is_empty() {
+            text.delete_paths(&text_removed)?;
+        }
+        report.files_removed = text_removed.len() as u64;
+        if !text_indexed.is_empty() || !text_removed.is_empty() {
             text.commit()?;
-            self.store.set_search_state(index_id, text_key, &indexed, &removed)?;
+            self.store.set_search_state(index_id, text_key, &text_indexed, &text_removed)?;
         }
-        if let Some(sink) = vector {
-            report.vectors_indexed = self.sync_vectors(index_id, sink)?;
+        if let (Some(sink), Some(key)) = (vector.as_mut(), &vector_key) {
+            report.vectors_indexed += embed_into(sink, &mut pending, &mut pending_texts)?;
+            if !vector_removed.is_empty() {
+                sink.backend.delete_paths(&vector_removed)?;
+            }
+            if !vector_indexed.is_empty() || !vector_removed.is_empty() {
+                sink.backend.commit()?;
+                self.store.set_search_state(index_id, key, &vector_indexed, &vector_removed)?;
+            }
         }
         Ok(report)
-    }
-
-    /// The vector half of [`ContextSearch::sync`]: embeds the summaries of changed files' nodes.
-    fn sync_vectors(&self, index_id: &str, sink: VectorSink<'_>) -> Result<u64, QueryError> {
-        let key = format!("vector-{}", sink.backend.name());
-        let (changed, removed) = self.stale(index_id, &key, sink.backend.is_empty())?;
-        let mut indexed = Vec::new();
-        let mut pending: Vec<(String, String, String, String)> = Vec::new();
-        let mut count = 0u64;
-        let flush = |pending: &mut Vec<(String, String, String, String)>,
-                     backend: &mut dyn VectorBackend|
-         -> Result<u64, QueryError> {
-            let texts: Vec<String> = pending.iter().map(|p| p.3.clone()).collect();
-            let vectors = sink.embedder.embed(&texts);
-            let docs: Vec<VectorDoc> = pending
-                .drain(..)
-                .zip(vectors)
-                .map(|((id, path, kind, _), vector)| VectorDoc { id, path, kind, vector })
-                .collect();
-            backend.upsert(&docs)?;
-            Ok(docs.len() as u64)
-        };
-        let changed_paths: Vec<String> = changed.iter().map(|f| f.path.clone()).collect();
-        sink.backend.delete_paths(&changed_paths)?;
-        for f in &changed {
-            let nodes: Vec<UkoNodeRecord> = self.store.uko_file_nodes(index_id, &f.path)?;
-            for n in nodes.iter().filter(|n| is_embedded_kind(&n.node.kind)) {
-                // The file's own node (kind `file` or `module`) lists its members.
-                let children: Vec<&str> = if n.node.parent_uri.is_none() {
-                    nodes
-                        .iter()
-                        .filter(|c| c.node.parent_uri.as_deref() == Some(n.node.uri.as_str()))
-                        .map(|c| c.node.name.as_str())
-                        .take(40)
-                        .collect()
-                } else {
-                    Vec::new()
-                };
-                pending.push((
-                    n.node.uri.clone(),
-                    n.node.path.clone(),
-                    n.node.kind.clone(),
-                    embedding_text(&n.node, &children),
-                ));
-            }
-            if pending.len() >= EMBED_BATCH {
-                count += flush(&mut pending, sink.backend)?;
-            }
-            indexed.push((f.path.clone(), f.content_hash.clone()));
-        }
-        if !pending.is_empty() {
-            count += flush(&mut pending, sink.backend)?;
-        }
-        if !removed.is_empty() {
-            sink.backend.delete_paths(&removed)?;
-        }
-        if !indexed.is_empty() || !removed.is_empty() {
-            sink.backend.commit()?;
-            self.store.set_search_state(index_id, &key, &indexed, &removed)?;
-        }
-        Ok(count)
     }
 
     /// Renders and packs `candidates` (best first) under `max_tokens`.
@@ -434,6 +383,85 @@ impl ContextSearch {
         }
         Ok(packed_context)
     }
+}
+
+/// The full-text documents of one file's nodes. Containers inside a file (classes,
+/// namespaces) are indexed without a body: their members carry it, and the file's
+/// own node carries the whole text, so no text is indexed three times.
+fn text_docs(nodes: &[UkoNodeRecord], source: &str) -> Vec<TextDoc> {
+    let containers: std::collections::HashSet<&str> =
+        nodes.iter().filter_map(|n| n.node.parent_uri.as_deref()).collect();
+    nodes
+        .iter()
+        .map(|n| {
+            let n = &n.node;
+            let nested_container = n.parent_uri.is_some() && containers.contains(n.uri.as_str());
+            let body = if nested_container {
+                ""
+            } else {
+                source.get(n.start_byte.max(0) as usize..n.end_byte.max(0) as usize).unwrap_or("")
+            };
+            let cap = if n.kind == "file" { MAX_UNPARSED_BODY_CHARS } else { MAX_BODY_CHARS };
+            TextDoc {
+                id: n.uri.clone(),
+                path: n.path.clone(),
+                name: n.name.clone(),
+                kind: n.kind.clone(),
+                signature: n.signature.clone().unwrap_or_default(),
+                doc: n.doc.clone().unwrap_or_default(),
+                body: body.chars().take(cap).collect(),
+            }
+        })
+        .collect()
+}
+
+/// The vector documents (still without vectors) of one file's embedded nodes, each
+/// with the text to embed. The file's own node (kind `file` or `module`) lists its
+/// members' names.
+fn vector_docs(nodes: &[UkoNodeRecord]) -> Vec<(VectorDoc, String)> {
+    nodes
+        .iter()
+        .filter(|n| is_embedded_kind(&n.node.kind))
+        .map(|n| {
+            let children: Vec<&str> = if n.node.parent_uri.is_none() {
+                nodes
+                    .iter()
+                    .filter(|c| c.node.parent_uri.as_deref() == Some(n.node.uri.as_str()))
+                    .map(|c| c.node.name.as_str())
+                    .take(40)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let doc = VectorDoc {
+                id: n.node.uri.clone(),
+                path: n.node.path.clone(),
+                kind: n.node.kind.clone(),
+                vector: Vec::new(),
+            };
+            (doc, embedding_text(&n.node, &children))
+        })
+        .collect()
+}
+
+/// Embeds the pending texts into their documents and stores them; empties both lists.
+fn embed_into(
+    sink: &mut VectorSink<'_>,
+    docs: &mut Vec<VectorDoc>,
+    texts: &mut Vec<String>,
+) -> Result<u64, QueryError> {
+    if docs.is_empty() {
+        return Ok(0);
+    }
+    let vectors = sink.embedder.embed(texts);
+    for (doc, vector) in docs.iter_mut().zip(vectors) {
+        doc.vector = vector;
+    }
+    sink.backend.upsert(docs)?;
+    let count = docs.len() as u64;
+    docs.clear();
+    texts.clear();
+    Ok(count)
 }
 
 /// Whether `uri` names a node inside the node `ancestor` (`file#A` is inside

@@ -605,3 +605,40 @@ fn the_same_query_prints_the_same_bytes() {
     let args = ["pause between attempts", "--strategy", "arce"];
     assert_eq!(common::stdout(&fx.run(&fx.model, &args)), common::stdout(&fx.run(&fx.model, &args)));
 }
+
+#[test]
+fn search_indexes_follow_changes_file_by_file() {
+    let fx = Fixture::new();
+    let first = fx.json(&["pause", "--strategy", "semantic-embedding"]);
+    let file_count = HISTORY.iter().map(|(path, _, _)| *path).collect::<std::collections::BTreeSet<_>>().len() as u64;
+    assert_eq!(first["sync"]["files_indexed"], file_count, "{first:#}");
+    let all_vectors = first["sync"]["vectors_indexed"].as_u64().unwrap();
+    assert!(all_vectors > file_count, "every file and its functions are embedded: {first:#}");
+
+    // Nothing changed: nothing is read again.
+    let again = fx.json(&["pause", "--strategy", "semantic-embedding"]);
+    assert_eq!(again["sync"]["files_indexed"], 0);
+    assert_eq!(again["sync"]["vectors_indexed"], 0);
+
+    // One file changed: only its nodes are indexed and embedded again, and the
+    // new function is found by meaning at once.
+    let path = "util/strings.py";
+    let text = format!("{}\ndef wait_a_little():\n    \"\"\"Sleep before the next try.\"\"\"\n", fx.read(path));
+    std::fs::write(fx.repo.join(path), text).unwrap();
+    let changed = fx.json(&["pause", "--strategy", "semantic-embedding"]);
+    assert_eq!(changed["sync"]["files_indexed"], 1, "{changed:#}");
+    let re_embedded = changed["sync"]["vectors_indexed"].as_u64().unwrap();
+    assert!(re_embedded >= 2 && re_embedded < all_vectors, "{changed:#}");
+    assert!(
+        fragments(&changed).iter().any(|f| f["uko_node"].as_str().unwrap().ends_with("#wait_a_little")),
+        "{changed:#}"
+    );
+
+    // A deleted file leaves both indexes.
+    std::fs::remove_file(fx.repo.join(path)).unwrap();
+    let removed = fx.json(&["pause", "--strategy", "semantic-embedding"]);
+    assert_eq!(removed["sync"]["files_removed"], 1, "{removed:#}");
+    assert!(files(&removed).iter().all(|f| *f != path), "{removed:#}");
+    let keyword = fx.json(&["wait_a_little", "--strategy", "simple-keyword"]);
+    assert!(files(&keyword).iter().all(|f| *f != path), "{keyword:#}");
+}
