@@ -642,3 +642,18 @@ fn search_indexes_follow_changes_file_by_file() {
     let keyword = fx.json(&["wait_a_little", "--strategy", "simple-keyword"]);
     assert!(files(&keyword).iter().all(|f| *f != path), "{keyword:#}");
 }
+
+#[test]
+fn a_disabled_strategy_never_runs_as_a_fallback() {
+    let fx = Fixture::without_git();
+    std::fs::write(fx.home.join("config.toml"), "[context.strategies]\nenabled = [\"temporal-archaeology\"]\n")
+        .unwrap();
+    // The only enabled strategy needs git; nothing else may stand in for it.
+    let out = fx.run(&fx.model, &["backoff"]);
+    assert_eq!(out.status.code(), Some(1), "{}", common::stdout(&out));
+    let line = common::assert_one_error_line(&out);
+    assert!(
+        line.contains("no strategy could serve the request") && line.contains("context.strategies.enabled"),
+        "{line}"
+    );
+}

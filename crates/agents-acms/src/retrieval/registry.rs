@@ -158,23 +158,38 @@ impl ContextStrategyRegistry {
         backends: &Backends<'_>,
         plan: Option<&PlanContext>,
     ) -> Result<Retrieval, RegistryError> {
-        let requested = match name {
-            Some(name) => {
-                if !self.strategies.contains_key(name) {
-                    return Err(RegistryError::Unknown { name: name.to_owned(), known: self.known() });
+        let requested =
+            match name {
+                Some(name) => {
+                    if !self.strategies.contains_key(name) {
+                        return Err(RegistryError::Unknown { name: name.to_owned(), known: self.known() });
+                    }
+                    if !self.is_enabled(name) {
+                        return Err(RegistryError::Disabled { name: name.to_owned() });
+                    }
+                    name.to_owned()
                 }
-                if !self.is_enabled(name) {
-                    return Err(RegistryError::Disabled { name: name.to_owned() });
-                }
-                name.to_owned()
-            }
-            None => self.choose(query, backends).unwrap_or_else(|| DEGRADATION_PATH[0].to_owned()),
-        };
+                // Nothing claims the request: walk the path from its first enabled step,
+                // so every strategy passed over says why.
+                None => match self.choose(query, backends) {
+                    Some(name) => name,
+                    None => DEGRADATION_PATH.iter().find(|n| self.is_enabled(n)).map(|n| (*n).to_owned()).ok_or_else(
+                        || RegistryError::Exhausted {
+                            steps: vec![Fallback {
+                                strategy: "(none)".to_owned(),
+                                reason: "no strategy on the fallback path is enabled (context.strategies.enabled)"
+                                    .to_owned(),
+                            }],
+                        },
+                    )?,
+                },
+            };
         let start = DEGRADATION_PATH.iter().position(|n| *n == requested).map_or(0, |i| i + 1);
         let mut order = vec![requested.clone()];
         order.extend(DEGRADATION_PATH[start..].iter().map(|s| (*s).to_owned()).filter(|s| *s != requested));
         let mut fallbacks = Vec::new();
         for (i, name) in order.iter().enumerate() {
+            // The first is enabled (checked above, or chosen among enabled ones).
             if i > 0 && !self.is_enabled(name) {
                 continue;
             }
