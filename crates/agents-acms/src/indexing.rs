@@ -633,11 +633,17 @@ mod tests {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, content).unwrap();
         }
+        // These wait for the resource lock: another test of this binary that
+        // spawns a process (walk's mkfifo) forks while a lock file is open, and
+        // the child holds the lock until it execs, so a run right after may see
+        // it busy. Refusing a busy lock is tested on its own, without waiting.
         pub(super) fn refresh(&self, options: &IndexOptions) -> RepoIndex {
-            self.service.refresh_index(&self.resource_id, self.repo.path(), options, &NoProgress).unwrap()
+            let options = IndexOptions { wait_for_lock: true, ..options.clone() };
+            self.service.refresh_index(&self.resource_id, self.repo.path(), &options, &NoProgress).unwrap()
         }
         fn full(&self, options: &IndexOptions) -> RepoIndex {
-            self.service.index_resource(&self.resource_id, self.repo.path(), options, &NoProgress).unwrap()
+            let options = IndexOptions { wait_for_lock: true, ..options.clone() };
+            self.service.index_resource(&self.resource_id, self.repo.path(), &options, &NoProgress).unwrap()
         }
         fn set_mtime(&self, rel: &str, t: SystemTime) {
             let f = std::fs::File::options().write(true).open(self.repo.path().join(rel)).unwrap();
