@@ -219,22 +219,7 @@ impl Engine {
 
     /// Brings the resource's text index and (with a model) vector index up to date.
     pub fn sync_search(&self, outcome: &IndexOutcome) -> Result<SyncReport, EngineError> {
-        let root = PathBuf::from(&outcome.resource.path);
-        let _lock = self.indexing.lock_resource(&outcome.resource.resource_id, &root)?;
-        let kind = &self.config.config().context.backends.text;
-        let mut text =
-            agents_search::open_text_backend(kind, &self.home.search_dir(&outcome.resource.resource_id, kind))
-                .map_err(QueryError::from)?;
-        let embedder = self.embedder().ok();
-        let mut vector = match &embedder {
-            Some(e) => Some(self.vector_index(&outcome.resource.resource_id, e)?),
-            None => None,
-        };
-        let sink = match (&mut vector, &embedder) {
-            (Some(backend), Some(embedder)) => Some(VectorSink { backend, embedder }),
-            _ => None,
-        };
-        Ok(self.search.sync(&root, &outcome.index.metadata.index_id, text.as_mut(), sink)?)
+        self.with_backends(outcome, |_, sync, _| Ok(sync))
     }
 
     /// The plan `plan_id` and its ancestors' decisions, nearest first.
