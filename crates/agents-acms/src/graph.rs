@@ -95,6 +95,25 @@ impl CodeGraph {
         Ok(render_all(&input, tokenizer))
     }
 
+    /// Renders `node` at one depth from its file's text (no token counting).
+    pub fn render_one(
+        &self,
+        index_id: &str,
+        node: &UkoNodeRecord,
+        file_text: &str,
+        depth: u8,
+    ) -> Result<String, GraphError> {
+        let depth = depth.min(agents_uko::render::MAX_DEPTH);
+        let children = if depth >= 1 { self.store.uko_children(index_id, &node.node.uri)? } else { Vec::new() };
+        let edges: Vec<EdgeView> = if depth >= 2 {
+            self.store.uko_refs_within(index_id, &node.node.uri)?.iter().filter_map(edge_view).collect()
+        } else {
+            Vec::new()
+        };
+        let input = RenderInput { node: view(node), children: children.iter().map(view).collect(), edges, file_text };
+        Ok(agents_uko::render::render(&input, depth))
+    }
+
     /// Renders `node` at `depth`, reading its file under `root`.
     pub fn render(
         &self,

@@ -10,6 +10,7 @@ pub mod graph;
 pub mod indexing;
 pub mod language;
 mod lock;
+pub mod pipeline;
 pub mod projects;
 pub mod query;
 pub mod retrieval;

@@ -151,31 +151,44 @@ pub enum UkoCommand {
 
 #[derive(Debug, Args)]
 pub struct QueryArgs {
-    /// What the context is for, in words.
-    pub text: String,
-    /// Directory of the repository.
+    /// What the context is for, in words (with --request: the PATH instead).
+    #[arg(required_unless_present = "request")]
+    pub text: Option<String>,
+    /// Directory of the repository (indexed or refreshed first).
     #[arg(default_value = ".")]
     pub path: PathBuf,
-    /// Token budget for the whole output.
-    #[arg(long, default_value_t = 8000)]
-    pub max_tokens: usize,
-    /// Preferred detail depth 0-9 or a named level (SIGNATURES, FULL_SOURCE, ...).
-    #[arg(long, short, default_value = "9")]
-    pub depth: String,
-    /// How many search hits to consider.
+    /// A whole CRP request as JSON (the spec's ContextRequest fields); flags given
+    /// too override it.
+    #[arg(long, value_name = "FILE.json")]
+    pub request: Option<PathBuf>,
+    /// Token budget for the whole output (default 8000, or the model's window
+    /// less the response reserve when --model is given).
+    #[arg(long, value_name = "TOKENS")]
+    pub max_tokens: Option<u64>,
+    /// Size the budget from this model's context window ([models] in the config).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Detail depth 0-9 or a named level (SIGNATURES, FULL_SOURCE, ...); default 9
+    /// (full source for the best matches, less further out).
+    #[arg(long, short)]
+    pub depth: Option<String>,
+    /// Candidates kept from each strategy.
     #[arg(long, default_value_t = 50)]
     pub candidates: usize,
     /// Only code under this path prefix (repeatable).
     #[arg(long = "under", value_name = "PREFIX")]
     pub under: Vec<String>,
-    /// Only nodes of this kind: function, class, method, module, ... (repeatable).
+    /// Only nodes of this UKO type: function, class, method, module, ... (repeatable).
     #[arg(long = "type", value_name = "KIND")]
     pub kinds: Vec<String>,
-    /// Retrieval strategy: simple-keyword, semantic-embedding, breadth-depth-navigator,
-    /// arce, temporal-archaeology, plan-decision-context (default: the registry's
-    /// best for the request; unavailable ones fall back along the spec's path).
+    /// Preferred strategy (repeatable): simple-keyword, semantic-embedding,
+    /// breadth-depth-navigator, arce, temporal-archaeology, plan-decision-context.
+    /// Without one the selector runs the best for the request.
     #[arg(long, value_name = "NAME")]
-    pub strategy: Option<String>,
+    pub strategy: Vec<String>,
+    /// A backend the request needs (repeatable): text, vector, graph, temporal.
+    #[arg(long = "require-backend", value_name = "KIND")]
+    pub require_backend: Vec<String>,
     /// Start from this node: a file path, a `uko://` URI or a symbol name (repeatable).
     #[arg(long, value_name = "NODE")]
     pub focus: Vec<String>,
@@ -183,17 +196,33 @@ pub struct QueryArgs {
     #[arg(long = "entity", value_name = "NAME")]
     pub entities: Vec<String>,
     /// Graph hops from the focus.
-    #[arg(long, default_value_t = 2)]
-    pub breadth: u32,
-    /// Give nodes nearer the focus more detail.
     #[arg(long)]
-    pub depth_gradient: bool,
+    pub breadth: Option<u32>,
+    /// Give every node the same depth instead of more detail near the focus.
+    #[arg(long)]
+    pub no_depth_gradient: bool,
     /// History to consider: current, recent or all.
-    #[arg(long, default_value = "current")]
-    pub temporal: String,
-    /// The plan the context is for: its ancestors' decisions become retrievable.
+    #[arg(long)]
+    pub temporal: Option<String>,
+    /// 0.0 = background, 1.0 = critical.
+    #[arg(long)]
+    pub priority: Option<f64>,
+    /// Why the context is needed.
+    #[arg(long)]
+    pub purpose: Option<String>,
+    /// Plan phase whose policy view applies: default, strategize, execute, apply.
+    #[arg(long, default_value = "default")]
+    pub phase: String,
+    /// The plan the context is for: its ancestors' decisions become retrievable,
+    /// and its parent's context is inherited as a skeleton.
     #[arg(long, value_name = "PLAN_ID")]
     pub plan: Option<String>,
+    /// Output: md (Markdown), json or xml. --json is --format json.
+    #[arg(long, default_value = "md", value_parser = ["md", "json", "xml"])]
+    pub format: String,
+    /// Also print (on stderr) what each of the ten pipeline components did.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 #[derive(Debug, Args)]

@@ -54,6 +54,14 @@ pub fn code_for(err: &anyhow::Error) -> u8 {
                 EngineError::Strategy(agents_acms::retrieval::registry::RegistryError::Exhausted { .. }) => FAILURE,
                 EngineError::Strategy(_) => USAGE,
                 EngineError::Store(_) | EngineError::Query(_) => FAILURE,
+                EngineError::UnknownModel { .. } | EngineError::WindowTooSmall { .. } => USAGE,
+                EngineError::Pipeline(e) => {
+                    use agents_acms::pipeline::PipelineError as P;
+                    match e {
+                        P::NoStrategyRan(_) | P::MissingBackend { .. } | P::Invalid(_) => FAILURE,
+                        _ => USAGE,
+                    }
+                }
             };
         }
     }

@@ -237,11 +237,19 @@ pub struct BudgetConfig {
     pub skeleton_ratio: f64,
     /// Tokens kept free for the model's response.
     pub response_reserve: usize,
+    /// Tokens the caller's tool definitions take in the model's window.
+    pub tool_definitions: usize,
 }
 
 impl Default for BudgetConfig {
     fn default() -> Self {
-        BudgetConfig { refresh_threshold: 0.30, min_useful_budget: 500, skeleton_ratio: 0.15, response_reserve: 4096 }
+        BudgetConfig {
+            refresh_threshold: 0.30,
+            min_useful_budget: 500,
+            skeleton_ratio: 0.15,
+            response_reserve: 4096,
+            tool_definitions: 0,
+        }
     }
 }
 
@@ -534,6 +542,7 @@ const KEY_DOCS: &[(&str, &str)] = &[
     ("context.backends.ann-threshold", "vectors from which searches use the HNSW graph instead of an exact scan"),
     ("context.budget.refresh-threshold", "relative budget change that triggers a context refresh, 0 to 1"),
     ("context.budget.response-reserve", "tokens kept free for the model's response"),
+    ("context.budget.tool-definitions", "tokens the caller's tool definitions take in the model's window"),
     ("context.budget.skeleton-ratio", "share of the budget a skeleton of the parent plan may use, 0 to 1"),
     ("context.cold.max-decisions", "most decisions the cold tier keeps"),
     ("context.cold.retention-days", "days a decision stays in the cold tier"),
@@ -1138,6 +1147,7 @@ mod tests {
             ("context.backends.ann-threshold", 50000.into()),
             ("context.budget.skeleton-ratio", 0.15.into()),
             ("context.budget.response-reserve", 4096.into()),
+            ("context.budget.tool-definitions", 0.into()),
             ("context.executor.timeout-secs", 30.into()),
             ("context.executor.max-workers", 4.into()),
             ("context.executor.circuit-breaker-threshold", 3.into()),
@@ -1384,8 +1394,8 @@ mod tests {
         assert_eq!(&models[2..6], ["\"gpt-3.5-turbo\"", "gpt-4", "gpt-4-turbo", "\"gpt-4.1\""]);
         // 14 spec keys + 10 pipeline + response-reserve + 3 executor + 4 scorer
         // + 2 tokenizer + default-model + 2 per model + 5 index + global-vault
-        // + 3 vector backend keys.
-        assert_eq!(entries.len(), 14 + 10 + 1 + 3 + 4 + 1 + 2 + 1 + 2 * BUILTIN_MODELS.len() + 5 + 1 + 3);
+        // + 3 vector backend keys + tool-definitions.
+        assert_eq!(entries.len(), 14 + 10 + 1 + 3 + 4 + 1 + 2 + 1 + 2 * BUILTIN_MODELS.len() + 5 + 1 + 3 + 1);
     }
 
     #[test]

@@ -24,6 +24,10 @@ use std::sync::Arc;
 use agents_acms::graph::CodeGraph;
 use agents_acms::indexing::{IndexError, IndexOptions, Progress, RepoIndexingService};
 use agents_acms::projects::{ProjectError, ProjectService, canonical_dir, project_name_for};
+use agents_acms::pipeline::components::FileDependencies;
+use agents_acms::pipeline::enforcer::FsFacts;
+use agents_acms::pipeline::piece::StoreRenderer;
+use agents_acms::pipeline::{Assembly, Pipeline, PipelineBuilder, PipelineError, PipelineSettings, RequestInput};
 use agents_acms::query::{ContextSearch, QueryError, SyncReport, VectorSink};
 use agents_acms::retrieval::registry::{ContextStrategyRegistry, RegistryError, StrategyStatus};
 use agents_acms::retrieval::{
@@ -31,6 +35,8 @@ use agents_acms::retrieval::{
 };
 use agents_core::config::ResolvedConfig;
 use agents_core::indexing::RepoIndex;
+use agents_core::fragment::ContextBudget;
+use agents_core::policy::ContextView;
 use agents_core::request::ContextRequest;
 use agents_core::tokens::Tokenizer;
 use agents_search::SearchFilter;
@@ -90,7 +96,74 @@ pub enum EngineError {
     Strategy(#[from] RegistryError),
     #[error("plan `{0}` not found")]
     PlanNotFound(String),
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    #[error("unknown model {name:?} (models.specs); known: {known}")]
+    UnknownModel { name: String, known: String },
+    #[error("model {model}'s window of {window} tokens leaves nothing after the response reserve ({reserve}) and tool definitions ({tools})")]
+    WindowTooSmall { model: String, window: usize, reserve: usize, tools: usize },
 }
+
+/// What `agents query` asks the pipeline for, beyond the request itself.
+#[derive(Clone, Debug, Default)]
+pub struct AssembleOptions {
+    /// The requested depth, resolved to 0-9.
+    pub depth: u8,
+    /// Candidates kept from each strategy.
+    pub limit: usize,
+    pub filter: SearchFilter,
+    /// The token budget (see [`Engine::budget`]).
+    pub budget: ContextBudget,
+    /// The plan the context is for: its ancestors' decisions become retrievable
+    /// and its parent's context becomes the skeleton.
+    pub plan_id: Option<String>,
+    /// The policy view in force.
+    pub view: Option<ContextView>,
+}
+
+/// How a budget was derived, for people reading the output.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct BudgetDerivation {
+    pub model: Option<String>,
+    pub context_window: Option<usize>,
+    pub response_reserve: usize,
+    pub tool_definitions: usize,
+    /// `--max-tokens` or the request's `max_tokens`, when given.
+    pub max_tokens: Option<u64>,
+    /// What the fragments (and preamble and skeleton) may use.
+    pub available: u64,
+}
+
+/// File-level dependencies read from the stored references.
+struct StoreDependencies<'a> {
+    store: &'a dyn Store,
+    index_id: &'a str,
+}
+
+impl FileDependencies for StoreDependencies<'_> {
+    fn edges(&self, paths: &[String]) -> Vec<(String, String)> {
+        let wanted: std::collections::HashSet<&str> = paths.iter().map(String::as_str).collect();
+        let mut edges = Vec::new();
+        for path in paths {
+            let Ok(refs) = self.store.uko_file_refs(self.index_id, path) else { continue };
+            for (_, r) in refs {
+                if let Some(to) = r.resolved_path
+                    && to != *path
+                    && wanted.contains(to.as_str())
+                    && r.kind != "mentions"
+                {
+                    edges.push((path.clone(), to));
+                }
+            }
+        }
+        edges.sort();
+        edges.dedup();
+        edges
+    }
+}
+
+/// The budget when neither a model nor a token limit is given.
+pub const DEFAULT_MAX_TOKENS: u64 = 8_000;
 
 /// What `agents query` asks for, beyond the request itself.
 #[derive(Clone, Debug, Default)]
@@ -138,6 +211,7 @@ pub struct Engine {
     projects: ProjectService,
     graph: CodeGraph,
     search: ContextSearch,
+    pipeline: Pipeline,
     stale_repaired: usize,
 }
 
@@ -146,6 +220,14 @@ impl Engine {
     /// service from `config`, and repairs index rows orphaned by a killed
     /// indexer.
     pub fn open(home: Home, config: ResolvedConfig) -> Result<Engine, EngineError> {
+        Engine::open_with(home, config, PipelineBuilder::new())
+    }
+
+    /// [`Engine::open`] with pipeline components registered beyond the built-ins;
+    /// `[context.pipeline]` chooses among them.
+    pub fn open_with(home: Home, config: ResolvedConfig, components: PipelineBuilder) -> Result<Engine, EngineError> {
+        let pipeline = components
+            .build(&config.config().context.pipeline, PipelineSettings::from_config(&config.config().context))?;
         let store = Arc::new(SqliteStore::open(&home.database())?);
         let tokenizer =
             Tokenizer::with_impl(config.config().tokenizer.encoding, config.config().tokenizer.implementation);
@@ -155,7 +237,7 @@ impl Engine {
         let graph = CodeGraph::new(dyn_store.clone());
         let search = ContextSearch::new(dyn_store);
         let stale_repaired = indexing.cleanup_stale_indexing()?;
-        Ok(Engine { home, config, store, tokenizer, indexing, projects, graph, search, stale_repaired })
+        Ok(Engine { home, config, store, tokenizer, indexing, projects, graph, search, pipeline, stale_repaired })
     }
 
     pub fn home(&self) -> &Home {
@@ -333,6 +415,8 @@ impl Engine {
             filter: options.filter.clone(),
             arce_max_rounds: config.context.strategies.arce.max_rounds,
             max_hops: config.context.strategies.breadth_depth_navigator.max_hops,
+            cancel: None,
+            deadline: None,
         };
         self.with_backends(outcome, |backends, sync, served| {
             let retrieval = registry.run(options.strategy.as_deref(), &query, backends, plan.as_ref())?;
@@ -351,6 +435,97 @@ impl Engine {
                 packed,
                 sync,
             })
+        })
+    }
+
+    /// The assembly pipeline, as `[context.pipeline]` chose it.
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+
+    /// The budget for a request: `model_context_window - response_reserve -
+    /// tool_definitions` for `model` (from `[models]`), capped by `max_tokens`;
+    /// without a model, `max_tokens` (8,000 when not given). The skeleton's share
+    /// comes off it inside the pipeline.
+    pub fn budget(&self, model: Option<&str>, max_tokens: Option<u64>) -> Result<(ContextBudget, BudgetDerivation), EngineError> {
+        let config = self.config.config();
+        let reserve = config.context.budget.response_reserve;
+        let tools = config.context.budget.tool_definitions;
+        let mut derivation = BudgetDerivation {
+            model: model.map(str::to_owned),
+            context_window: None,
+            response_reserve: reserve,
+            tool_definitions: tools,
+            max_tokens,
+            available: 0,
+        };
+        let from_model = match model {
+            Some(name) => {
+                let spec = config.models.specs.get(name).ok_or_else(|| EngineError::UnknownModel {
+                    name: name.to_owned(),
+                    known: config.models.specs.keys().cloned().collect::<Vec<_>>().join(", "),
+                })?;
+                derivation.context_window = Some(spec.context_window);
+                let left = spec.context_window.checked_sub(reserve + tools).filter(|l| *l > 0).ok_or_else(|| {
+                    EngineError::WindowTooSmall { model: name.to_owned(), window: spec.context_window, reserve, tools }
+                })?;
+                Some(left as u64)
+            }
+            None => None,
+        };
+        let available = match (from_model, max_tokens) {
+            (Some(m), Some(t)) => m.min(t),
+            (Some(m), None) => m,
+            (None, Some(t)) => t,
+            (None, None) => DEFAULT_MAX_TOKENS,
+        };
+        derivation.available = available;
+        let budget = ContextBudget::new(available.max(1), 0).map_err(PipelineError::from)?;
+        Ok((budget, derivation))
+    }
+
+    /// Assembles context for `request` over the resource of an index outcome: syncs
+    /// the search backends, then runs the ten-component pipeline.
+    pub fn assemble(
+        &self,
+        outcome: &IndexOutcome,
+        request: &ContextRequest,
+        options: &AssembleOptions,
+    ) -> Result<(Assembly, SyncReport, BTreeMap<String, String>), EngineError> {
+        let registry = self.strategies()?;
+        let plan = options.plan_id.as_deref().map(|id| self.plan_context(id)).transpose()?;
+        let config = self.config.config();
+        let query = RetrievalQuery {
+            request,
+            depth: options.depth,
+            limit: options.limit.max(1),
+            filter: options.filter.clone(),
+            arce_max_rounds: config.context.strategies.arce.max_rounds,
+            max_hops: config.context.strategies.breadth_depth_navigator.max_hops,
+            cancel: None,
+            deadline: None,
+        };
+        self.with_backends(outcome, |backends, sync, served| {
+            let renderer = StoreRenderer::new(backends.root, backends.index_id, self.store.as_ref(), &self.graph);
+            let facts = FsFacts::new(backends.root);
+            let deps = StoreDependencies { store: self.store.as_ref(), index_id: backends.index_id };
+            let assembly = self.pipeline.assemble_request(RequestInput {
+                request,
+                query: query.clone(),
+                backends,
+                registry: &registry,
+                plan: plan.as_ref(),
+                plan_id: options.plan_id.clone().unwrap_or_else(|| "adhoc".to_owned()),
+                resource_id: &outcome.resource.resource_id,
+                budget: options.budget,
+                parent: &[],
+                view: options.view.as_ref(),
+                renderer: &renderer,
+                facts: &facts,
+                deps: &deps,
+                tokenizer: &self.tokenizer,
+            })?;
+            Ok((assembly, sync, served))
         })
     }
 

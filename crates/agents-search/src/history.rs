@@ -27,7 +27,8 @@ pub struct CommitInfo {
 
 /// A repository found above an indexed root.
 pub struct GitHistory {
-    repo: gix::Repository,
+    /// Shareable across the threads strategies run on; each call takes a local handle.
+    repo: gix::ThreadSafeRepository,
     /// The indexed root relative to the work tree, with `/` separators; empty at the top.
     prefix: String,
 }
@@ -45,7 +46,7 @@ impl GitHistory {
             canonical(root).strip_prefix(canonical(&workdir)).map(Path::to_path_buf).unwrap_or_default();
         let prefix =
             relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/");
-        Ok(Some(GitHistory { repo, prefix }))
+        Ok(Some(GitHistory { repo: repo.into_sync(), prefix }))
     }
 
     fn error(&self, action: &'static str, error: impl std::fmt::Display) -> SearchError {
@@ -55,9 +56,9 @@ impl GitHistory {
     /// Up to `limit` commits reachable from `HEAD` that touched the root, newest first.
     /// A repository without commits has no history.
     pub fn commits(&self, limit: usize) -> Result<Vec<CommitInfo>, SearchError> {
-        let Ok(head) = self.repo.head_id() else { return Ok(Vec::new()) };
-        let walk = self
-            .repo
+        let repo = self.repo.to_thread_local();
+        let Ok(head) = repo.head_id() else { return Ok(Vec::new()) };
+        let walk = repo
             .rev_walk([head.detach()])
             .sorting(gix::revision::walk::Sorting::ByCommitTime(Default::default()))
             .all()
@@ -65,7 +66,7 @@ impl GitHistory {
         let mut options = gix::diff::Options::default();
         options.track_path();
         let options = options.with_rewrites(None);
-        let empty = self.repo.empty_tree();
+        let empty = repo.empty_tree();
         let mut out = Vec::new();
         for info in walk {
             if out.len() >= limit {
@@ -83,8 +84,7 @@ impl GitHistory {
                     .map_err(|e| self.error("read a tree of", e))?,
                 None => empty.clone(),
             };
-            let changes = self
-                .repo
+            let changes = repo
                 .diff_tree_to_tree(Some(&parent_tree), Some(&tree), options)
                 .map_err(|e| self.error("diff a commit of", e))?;
             let mut paths: Vec<String> = changes

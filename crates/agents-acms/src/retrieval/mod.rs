@@ -168,9 +168,30 @@ pub struct RetrievalQuery<'a> {
     /// `context.strategies.breadth-depth-navigator.max-hops`: the most hops any
     /// request's `breadth` may ask of the navigator.
     pub max_hops: u32,
+    /// Set when the executor gives up on the strategy (its timeout passed).
+    pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
+    pub deadline: Option<std::time::Instant>,
 }
 
-impl RetrievalQuery<'_> {
+impl<'a> RetrievalQuery<'a> {
+    /// The same query, stoppable through `cancel` and due by `deadline`.
+    pub fn with_cancel<'b>(
+        self,
+        cancel: &'b std::sync::atomic::AtomicBool,
+        deadline: std::time::Instant,
+    ) -> RetrievalQuery<'b>
+    where
+        'a: 'b,
+    {
+        let query: RetrievalQuery<'b> = self;
+        RetrievalQuery { cancel: Some(cancel), deadline: Some(deadline), ..query }
+    }
+
+    /// Whether the strategy should stop now: cancelled, or past its deadline.
+    pub fn should_stop(&self) -> bool {
+        self.cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+            || self.deadline.is_some_and(|d| std::time::Instant::now() >= d)
+    }
     /// Hits drawn from each backend: four times the candidates wanted.
     pub fn pool(&self) -> usize {
         self.limit.saturating_mul(4).max(1)
@@ -304,9 +325,16 @@ pub fn role_prior(path: &str) -> f32 {
 /// candidate's plus half the next one's, a quarter of the third's, and so on, times
 /// its [`role_prior`]; ties by path.
 pub fn ranked_files(candidates: &[Candidate]) -> Vec<String> {
+    rank_paths(candidates.iter().filter(|c| !c.path.is_empty()).map(|c| (c.path.as_str(), c.score)))
+}
+
+/// Files ranked by the evidence of their scored parts: the best eight scores of a
+/// file, halving in weight (`s1 + s2/2 + s3/4 ...`), times its [`role_prior`];
+/// ties by path.
+pub fn rank_paths<'a>(scored: impl IntoIterator<Item = (&'a str, f32)>) -> Vec<String> {
     let mut by_file: std::collections::HashMap<&str, Vec<f32>> = std::collections::HashMap::new();
-    for c in candidates.iter().filter(|c| !c.path.is_empty()) {
-        by_file.entry(c.path.as_str()).or_default().push(c.score);
+    for (path, score) in scored {
+        by_file.entry(path).or_default().push(score);
     }
     let mut files: Vec<(f32, &str)> = by_file
         .into_iter()

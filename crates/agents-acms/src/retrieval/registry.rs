@@ -102,6 +102,16 @@ impl ContextStrategyRegistry {
         self.strategies.keys().cloned().collect::<Vec<_>>().join(", ")
     }
 
+    /// Every registered name, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.strategies.keys().cloned().collect()
+    }
+
+    /// The enabled names, in configuration order.
+    pub fn enabled(&self) -> &[String] {
+        &self.enabled
+    }
+
     pub fn get(&self, name: &str) -> Option<&Arc<dyn ContextStrategy>> {
         self.strategies.get(name)
     }

@@ -1,8 +1,16 @@
-//! `agents query`: the main job.
+//! `agents query`: the main job. Builds a CRP request from flags (or a JSON
+//! file), indexes or refreshes the repository, runs the assembly pipeline and
+//! prints the context as Markdown, JSON or XML.
 
-use agents_core::request::{ContextRequest, Depth, TemporalScope};
-use agents_engine::RetrieveOptions;
+use std::collections::BTreeMap;
+
+use agents_acms::pipeline::Assembly;
+use agents_acms::query::SyncReport;
+use agents_core::request::{ContextRequest, ContextRequestBuilder, Depth, TemporalScope};
+use agents_engine::{AssembleOptions, BudgetDerivation, Engine};
 use agents_search::SearchFilter;
+use anyhow::Context as _;
+use serde::Serialize;
 
 use crate::cli::QueryArgs;
 use crate::commands::uko::{refresh, resolve_depth};
@@ -10,59 +18,228 @@ use crate::exit::UsageError;
 use crate::output::thousands;
 use crate::settings::Settings;
 
-pub fn query(settings: &Settings, args: QueryArgs) -> anyhow::Result<()> {
-    let min = settings.config.config().context.budget.min_useful_budget;
-    if args.max_tokens < min {
+/// The CLI's default depth: full source for the best matches.
+const DEFAULT_DEPTH: u8 = 9;
+
+/// What `agents query --format json` prints: the AssembledContext (spec field
+/// names) and how it was made.
+#[derive(Serialize)]
+struct QueryOutput<'a> {
+    query: String,
+    /// The strategy selected first (asked for, or the selector's best).
+    requested_strategy: String,
+    /// The strategy whose candidates lead the context (after any fallback).
+    strategy: String,
+    /// Every strategy passed over on the way, and why.
+    fallbacks: Vec<agents_acms::retrieval::registry::Fallback>,
+    #[serde(flatten)]
+    assembly: &'a Assembly,
+    is_within_budget: bool,
+    remaining_tokens: u64,
+    budget_derivation: &'a BudgetDerivation,
+    /// The files of the context, ranked by their fragments' relevance.
+    ranked_files: Vec<String>,
+    backends: &'a BTreeMap<String, String>,
+    sync: &'a SyncReport,
+}
+
+/// The request from `--request FILE.json` (if any) with the flags applied over it.
+fn build_request(args: &QueryArgs, text: Option<String>) -> anyhow::Result<ContextRequest> {
+    let mut builder: ContextRequestBuilder = match &args.request {
+        Some(file) => {
+            let json = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+            let request: ContextRequest = serde_json::from_str(&json)
+                .map_err(|e| UsageError(format!("{}: line {}, column {}: {e}", file.display(), e.line(), e.column())))?;
+            request.into_builder()
+        }
+        None => ContextRequest::builder().depth(Depth::level(DEFAULT_DEPTH)?),
+    };
+    if let Some(text) = text {
+        builder = builder.query(text);
+    }
+    if !args.entities.is_empty() {
+        builder = builder.entities(args.entities.clone());
+    }
+    if !args.focus.is_empty() {
+        builder = builder.focus(args.focus.clone());
+    }
+    if !args.kinds.is_empty() {
+        builder = builder.uko_types(args.kinds.clone());
+    }
+    if !args.strategy.is_empty() {
+        builder = builder.preferred_strategies(args.strategy.clone());
+    }
+    if !args.require_backend.is_empty() {
+        builder = builder.required_backends(args.require_backend.clone());
+    }
+    if let Some(breadth) = args.breadth {
+        builder = builder.breadth(breadth);
+    }
+    if let Some(depth) = &args.depth {
+        builder = builder.depth(depth.parse().map_err(|e| UsageError(format!("--depth: {e}")))?);
+    }
+    if args.no_depth_gradient {
+        builder = builder.depth_gradient(false);
+    }
+    if let Some(temporal) = &args.temporal {
+        let scope: TemporalScope = temporal.parse().map_err(|e| UsageError(format!("--temporal: {e}")))?;
+        builder = builder.temporal(scope);
+    }
+    if let Some(max_tokens) = args.max_tokens {
+        builder = builder.max_tokens(max_tokens);
+    }
+    if let Some(priority) = args.priority {
+        builder = builder.priority(priority);
+    }
+    if let Some(purpose) = &args.purpose {
+        builder = builder.purpose(purpose.clone());
+    }
+    Ok(builder.build().map_err(|e| UsageError(e.to_string()))?)
+}
+
+pub fn query(settings: &Settings, mut args: QueryArgs) -> anyhow::Result<()> {
+    // With --request the one positional argument is the PATH.
+    let text = if args.request.is_some() {
+        if let Some(path) = args.text.take() {
+            args.path = path.into();
+        }
+        None
+    } else {
+        args.text.clone()
+    };
+    let request = build_request(&args, text)?;
+    let words = agents_search::code_tokens(request.query().unwrap_or_default());
+    if words.is_empty() && request.focus().is_empty() && request.entities().is_empty() && args.plan.is_none() {
+        return Err(UsageError(agents_acms::query::QueryError::EmptyQuery.to_string()).into());
+    }
+    let depth = resolve_depth(&request.depth().to_string(), "")?;
+    let engine = settings.engine()?;
+    let (budget, derivation) = engine.budget(args.model.as_deref(), request.max_tokens()).map_err(|e| match e {
+        agents_engine::EngineError::UnknownModel { .. } | agents_engine::EngineError::WindowTooSmall { .. } => {
+            anyhow::Error::from(UsageError(e.to_string()))
+        }
+        e => e.into(),
+    })?;
+    let min = settings.config.config().context.budget.min_useful_budget as u64;
+    if budget.available_tokens() < min {
         return Err(UsageError(format!(
-            "--max-tokens {} is below context.budget.min-useful-budget ({min}); give a larger budget",
-            args.max_tokens
+            "a budget of {} tokens is below context.budget.min-useful-budget ({min}); give a larger --max-tokens",
+            budget.available_tokens()
         ))
         .into());
     }
-    if agents_search::code_tokens(&args.text).is_empty() && args.focus.is_empty() && args.plan.is_none() {
-        return Err(UsageError(agents_acms::query::QueryError::EmptyQuery.to_string()).into());
-    }
-    let depth = resolve_depth(&args.depth, "")?;
-    let temporal: TemporalScope = args.temporal.parse().map_err(|e| UsageError(format!("--temporal: {e}")))?;
-    let request = ContextRequest::builder()
-        .query(args.text.clone())
-        .entities(args.entities.clone())
-        .focus(args.focus.clone())
-        .uko_types(args.kinds.clone())
-        .breadth(args.breadth)
-        .depth(Depth::level(depth).map_err(|e| UsageError(format!("--depth: {e}")))?)
-        .depth_gradient(args.depth_gradient)
-        .temporal(temporal)
-        .max_tokens(args.max_tokens as u64)
-        .preferred_strategies(args.strategy.clone())
-        .build()
-        .map_err(|e| UsageError(e.to_string()))?;
-    let engine = settings.engine()?;
+    let phase: agents_core::policy::Phase = args.phase.parse().map_err(|e| UsageError(format!("--phase: {e}")))?;
     let outcome = refresh(settings, &engine, &args.path)?;
-    let options = RetrieveOptions {
-        strategy: args.strategy,
+    let view = policy_view(&engine, &outcome, phase)?;
+    let options = AssembleOptions {
         depth,
         limit: args.candidates,
-        filter: SearchFilter { paths_prefix: args.under, kinds: args.kinds },
-        max_tokens: args.max_tokens,
-        plan_id: args.plan,
+        filter: SearchFilter { paths_prefix: args.under.clone(), kinds: args.kinds.clone() },
+        budget,
+        plan_id: args.plan.clone(),
+        view,
     };
-    let context = engine.retrieve(&outcome, &request, &options)?;
-    for step in &context.fallbacks {
-        settings.printer.note(format!("strategy {} passed over: {}", step.strategy, step.reason));
+    let (assembly, sync, backends) = engine.assemble(&outcome, &request, &options)?;
+    for run in &assembly.runs {
+        for step in &run.fallbacks {
+            settings.printer.note(format!("strategy {} passed over: {}", step.strategy, step.reason));
+        }
+        if let (None, Some(error)) = (&run.strategy, &run.error) {
+            settings.printer.note(format!("strategy {} failed: {error}", run.selected));
+        }
     }
+    for action in &assembly.enforcement {
+        settings.printer.note(format!("policy {}: {} ({})", action.action, action.path, action.reason));
+    }
+    let context = &assembly.context;
     settings.printer.note(format!(
         "{}: {} fragments, {} of {} tokens, from {} candidates ({} left out)",
-        context.strategy,
-        context.packed.fragments.len(),
-        thousands(context.packed.total_tokens as u64),
-        thousands(context.packed.max_tokens as u64),
-        context.candidates,
-        context.packed.omitted
+        context.strategies_used().join(" + "),
+        context.fragments().len(),
+        thousands(assembly.rendered_tokens as u64),
+        thousands(context.budget().available_tokens()),
+        assembly.candidates,
+        assembly.omitted
     ));
-    settings.printer.emit(&context, || context.to_markdown())
+    if args.explain {
+        eprint!("{}", explain(&assembly));
+    }
+    let output = QueryOutput {
+        query: request.query().unwrap_or_default().to_owned(),
+        requested_strategy: assembly.selections.first().map(|s| s.strategy.clone()).unwrap_or_default(),
+        strategy: assembly.runs.iter().find_map(|r| r.strategy.clone()).unwrap_or_default(),
+        fallbacks: assembly.runs.iter().flat_map(|r| r.fallbacks.iter().cloned()).collect(),
+        assembly: &assembly,
+        is_within_budget: context.is_within_budget(),
+        remaining_tokens: context.remaining_tokens(),
+        budget_derivation: &derivation,
+        ranked_files: assembly.ranked_files(),
+        backends: &backends,
+        sync: &sync,
+    };
+    let printer = crate::output::Printer { json: settings.printer.json || args.format == "json", ..settings.printer };
+    printer.emit(&output, || if args.format == "xml" { to_xml(&assembly) } else { assembly.to_markdown() })
 }
 
+/// The project's policy view for `phase`, when the project has a policy.
+fn policy_view(
+    _engine: &Engine,
+    _outcome: &agents_engine::IndexOutcome,
+    _phase: agents_core::policy::Phase,
+) -> anyhow::Result<Option<agents_core::policy::ContextView>> {
+    Ok(None)
+}
+
+/// The trace of the ten components, for `--explain`.
+fn explain(assembly: &Assembly) -> String {
+    let mut t = crate::output::table(&["component", "implementation", "in", "out", "tokens", "ms", "detail"]);
+    for step in &assembly.trace {
+        t.add_row(vec![
+            step.component.to_owned(),
+            step.implementation.clone(),
+            step.input.to_string(),
+            step.output.to_string(),
+            step.tokens.to_string(),
+            format!("{:.1}", step.micros as f64 / 1000.0),
+            step.detail.clone().unwrap_or_default(),
+        ]);
+    }
+    format!("{t}\n")
+}
+
+/// The context as XML: one `<fragment>` per fragment, content as text.
+fn to_xml(assembly: &Assembly) -> String {
+    use quick_xml::escape::escape;
+    let context = &assembly.context;
+    let mut out = format!(
+        "<context plan_id=\"{}\" total_tokens=\"{}\" available_tokens=\"{}\" context_hash=\"{}\" strategies=\"{}\">\n",
+        escape(context.plan_id()),
+        context.total_tokens(),
+        context.budget().available_tokens(),
+        context.context_hash(),
+        escape(&context.strategies_used().join(","))
+    );
+    if let Some(preamble) = context.preamble() {
+        out.push_str(&format!("<preamble>{}</preamble>\n", escape(preamble.trim_end())));
+    }
+    for s in &assembly.pieces {
+        let p = &s.piece;
+        out.push_str(&format!(
+            "<fragment uko_node=\"{}\" path=\"{}\" source_range=\"{}\" type=\"{}\" depth=\"{}\" tokens=\"{}\" relevance=\"{:.4}\" strategy=\"{}\">{}</fragment>\n",
+            escape(&p.uko_node),
+            escape(&p.path),
+            escape(&p.source_range),
+            escape(&p.kind),
+            p.depth,
+            p.tokens,
+            p.relevance,
+            escape(p.strategy()),
+            escape(&p.content)
+        ));
+    }
+    out.push_str("</context>\n");
+    out
+}
 /// `agents strategies`: the registry's view of PATH.
 pub fn strategies(settings: &Settings, path: &std::path::Path) -> anyhow::Result<()> {
     let engine = settings.engine()?;

@@ -1,0 +1,1134 @@
+//! The ten pipeline components: one trait each, and the production defaults.
+//!
+//! Phase 1 (strategy orchestration): [`StrategySelector`], [`BudgetAllocator`],
+//! [`StrategyExecutor`]. Phase 2 (fragment fusion): [`FragmentDeduplicator`],
+//! [`DetailDepthResolver`], [`FragmentScorer`], [`BudgetPacker`],
+//! [`FragmentOrderer`]. Phase 3 (finalisation): [`PreambleGenerator`],
+//! [`SkeletonCompressor`]. Every assembly calls all ten; an empty output is fine.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agents_core::config::ScorerWeights;
+use agents_core::fragment::ContextTier;
+use agents_core::tokens::TokenCounter;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::piece::{DEPTH_STEPS, DepthRenderer, MIN_FRAGMENT_TOKENS, Piece, PieceRole, is_inside};
+use super::{PipelineError, StageInput};
+use crate::retrieval::registry::Fallback;
+use crate::retrieval::{BackendKind, Candidate};
+
+// ---------------------------------------------------------------- phase 1
+
+/// A strategy chosen to run, with the selector's confidence in it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Selection {
+    pub strategy: String,
+    /// `can_handle` (1.0 for a strategy the request asked for).
+    pub confidence: f64,
+    pub quality: f64,
+}
+
+/// 1. Decides which strategies run.
+pub trait StrategySelector: Send + Sync {
+    fn select(&self, input: &StageInput<'_>) -> Result<Vec<Selection>, PipelineError>;
+}
+
+/// Polls `can_handle` on every enabled strategy whose backends are present. The
+/// request's preferred strategies run when given (each may still fall back).
+/// Otherwise strategies are taken best `confidence x quality` first while they
+/// score at least half the best and add coverage: a backend no strategy taken
+/// so far reads, or the plan hierarchy when the request names a plan (ARCE, which
+/// reads text, vectors and graph, leaves keyword and semantic search nothing to
+/// add). At most `max_workers` run. Required backends must be present, and only
+/// strategies using one of them are selected.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DefaultSelector;
+
+impl StrategySelector for DefaultSelector {
+    fn select(&self, input: &StageInput<'_>) -> Result<Vec<Selection>, PipelineError> {
+        let (Some(backends), Some(registry), Some(query)) = (input.backends, input.registry, input.query.as_ref())
+        else {
+            return Ok(Vec::new());
+        };
+        let mut required = Vec::new();
+        for name in input.request.required_backends() {
+            let kind = BackendKind::parse(name).ok_or_else(|| PipelineError::UnknownBackend(name.clone()))?;
+            if let Some(reason) = backends.why_missing(kind) {
+                return Err(PipelineError::MissingBackend { backend: name.clone(), reason });
+            }
+            required.push(kind);
+        }
+        let uses_required =
+            |s: &dyn crate::retrieval::ContextStrategy| required.is_empty() || {
+                let caps = s.capabilities().required();
+                required.iter().any(|k| caps.contains(k))
+            };
+        let preferred = input.request.preferred_strategies();
+        if !preferred.is_empty() {
+            let mut out = Vec::new();
+            for name in preferred {
+                let strategy = registry.get(name).ok_or_else(|| PipelineError::UnknownStrategy {
+                    name: name.clone(),
+                    known: registry.names().join(", "),
+                })?;
+                if !registry.is_enabled(name) {
+                    return Err(PipelineError::DisabledStrategy(name.clone()));
+                }
+                if out.iter().all(|s: &Selection| s.strategy != *name) {
+                    let quality = strategy.capabilities().quality_score;
+                    out.push(Selection { strategy: name.clone(), confidence: 1.0, quality });
+                }
+            }
+            return Ok(out);
+        }
+        let mut scored: Vec<Selection> = Vec::new();
+        for name in registry.enabled() {
+            let Some(strategy) = registry.get(name) else { continue };
+            if registry.validate(strategy.as_ref(), backends).is_err() || !uses_required(strategy.as_ref()) {
+                continue;
+            }
+            let caps = strategy.capabilities();
+            let confidence = if input.plan.is_some() && caps.supports_plan_hierarchy {
+                1.0
+            } else {
+                strategy.can_handle(query, backends)
+            };
+            if confidence > 0.0 {
+                scored.push(Selection { strategy: name.clone(), confidence, quality: caps.quality_score });
+            }
+        }
+        let value = |s: &Selection| s.confidence * s.quality;
+        scored.sort_by(|a, b| value(b).total_cmp(&value(a)).then_with(|| a.strategy.cmp(&b.strategy)));
+        let best = scored.first().map(value).unwrap_or(0.0);
+        let mut chosen: Vec<Selection> = Vec::new();
+        let mut covered: BTreeSet<BackendKind> = BTreeSet::new();
+        let mut plan_covered = false;
+        for s in scored {
+            if chosen.len() >= input.settings.max_workers.max(1) {
+                break;
+            }
+            let Some(strategy) = registry.get(&s.strategy) else { continue };
+            let caps = strategy.capabilities();
+            let plan_walk = input.plan.is_some() && caps.supports_plan_hierarchy;
+            // A plan's decisions always travel with its context.
+            if !plan_walk && value(&s) < best * 0.5 {
+                continue;
+            }
+            let adds = caps.required().iter().any(|k| !covered.contains(k)) || (plan_walk && !plan_covered);
+            if adds || chosen.is_empty() {
+                covered.extend(caps.required());
+                plan_covered |= plan_walk;
+                chosen.push(s);
+            }
+        }
+        if chosen.is_empty() {
+            // Nothing claims the request: the executor walks the fallback path.
+            if let Some(first) = crate::retrieval::registry::DEGRADATION_PATH.iter().find(|n| registry.is_enabled(n)) {
+                let quality = registry.get(first).map_or(0.0, |s| s.capabilities().quality_score);
+                chosen.push(Selection { strategy: (*first).to_owned(), confidence: 0.0, quality });
+            }
+        }
+        Ok(chosen)
+    }
+}
+
+/// A strategy's share of the budget.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Allocation {
+    pub strategy: String,
+    pub tokens: usize,
+}
+
+/// 2. Splits the budget across the selected strategies.
+pub trait BudgetAllocator: Send + Sync {
+    fn allocate(&self, selections: &[Selection], budget: usize) -> Vec<Allocation>;
+}
+
+/// Shares proportional to `confidence x quality` (equal shares when all are 0);
+/// rounding leftovers go to the first.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProportionalAllocator;
+
+impl BudgetAllocator for ProportionalAllocator {
+    fn allocate(&self, selections: &[Selection], budget: usize) -> Vec<Allocation> {
+        if selections.is_empty() {
+            return Vec::new();
+        }
+        let weights: Vec<f64> = selections.iter().map(|s| (s.confidence * s.quality).max(0.0)).collect();
+        let total: f64 = weights.iter().sum();
+        let mut out: Vec<Allocation> = selections
+            .iter()
+            .zip(&weights)
+            .map(|(s, w)| {
+                let share = if total > 0.0 { w / total } else { 1.0 / selections.len() as f64 };
+                Allocation { strategy: s.strategy.clone(), tokens: (budget as f64 * share).floor() as usize }
+            })
+            .collect();
+        let given: usize = out.iter().map(|a| a.tokens).sum();
+        out[0].tokens += budget.saturating_sub(given);
+        out
+    }
+}
+
+/// What one selected strategy produced.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct StrategyRun {
+    /// The strategy selected.
+    pub selected: String,
+    /// The strategy whose candidates these are (after fallback), if any ran.
+    pub strategy: Option<String>,
+    pub fallbacks: Vec<Fallback>,
+    #[serde(skip)]
+    pub candidates: Vec<Candidate>,
+    pub elapsed_ms: u64,
+    pub error: Option<String>,
+}
+
+/// 3. Runs the selected strategies.
+pub trait StrategyExecutor: Send + Sync {
+    fn execute(&self, input: &StageInput<'_>, selections: &[Selection]) -> Vec<StrategyRun>;
+}
+
+/// Consecutive failures per strategy, shared by every assembly of one engine.
+#[derive(Debug, Default)]
+pub struct CircuitBreaker {
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl CircuitBreaker {
+    pub fn is_open(&self, strategy: &str, threshold: u32) -> bool {
+        threshold > 0 && self.failures.lock().unwrap_or_else(|e| e.into_inner()).get(strategy).copied().unwrap_or(0) >= threshold
+    }
+
+    pub fn record(&self, strategy: &str, ok: bool) {
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        if ok {
+            failures.remove(strategy);
+        } else {
+            *failures.entry(strategy.to_owned()).or_insert(0) += 1;
+        }
+    }
+
+    pub fn failures(&self, strategy: &str) -> u32 {
+        self.failures.lock().unwrap_or_else(|e| e.into_inner()).get(strategy).copied().unwrap_or(0)
+    }
+}
+
+/// Runs the strategies in parallel on at most `max_workers` threads, each with the
+/// registry's fallback path. A strategy past its timeout is abandoned: its run is
+/// reported as timed out, it is asked to stop, and its late result is dropped. A
+/// strategy whose circuit is open (`circuit_breaker_threshold` consecutive
+/// failures) is not called.
+#[derive(Debug, Default)]
+pub struct ParallelExecutor {
+    breaker: Arc<CircuitBreaker>,
+}
+
+impl ParallelExecutor {
+    pub fn with_breaker(breaker: Arc<CircuitBreaker>) -> ParallelExecutor {
+        ParallelExecutor { breaker }
+    }
+}
+
+impl StrategyExecutor for ParallelExecutor {
+    fn execute(&self, input: &StageInput<'_>, selections: &[Selection]) -> Vec<StrategyRun> {
+        let (Some(backends), Some(registry), Some(query)) = (input.backends, input.registry, input.query.as_ref())
+        else {
+            return Vec::new();
+        };
+        let settings = input.settings;
+        let timeout = Duration::from_secs(settings.timeout_secs.max(1));
+        let mut runs: Vec<Option<StrategyRun>> = vec![None; selections.len()];
+        let mut todo: Vec<usize> = Vec::new();
+        for (i, s) in selections.iter().enumerate() {
+            if self.breaker.is_open(&s.strategy, settings.circuit_breaker_threshold) {
+                runs[i] = Some(StrategyRun {
+                    selected: s.strategy.clone(),
+                    error: Some(format!(
+                        "circuit open after {} consecutive failures",
+                        self.breaker.failures(&s.strategy)
+                    )),
+                    ..StrategyRun::default()
+                });
+            } else {
+                todo.push(i);
+            }
+        }
+        let workers = settings.max_workers.max(1);
+        for batch in todo.chunks(workers) {
+            let cancel = AtomicBool::new(false);
+            let deadline = Instant::now() + timeout;
+            std::thread::scope(|scope| {
+                let (tx, rx) = std::sync::mpsc::channel();
+                for &i in batch {
+                    let tx = tx.clone();
+                    let name = selections[i].strategy.clone();
+                    let query = query.clone().with_cancel(&cancel, deadline);
+                    let plan = input.plan;
+                    scope.spawn(move || {
+                        let started = Instant::now();
+                        let result = registry.run(Some(&name), &query, backends, plan);
+                        let _ = tx.send((i, result, started.elapsed()));
+                    });
+                }
+                drop(tx);
+                let mut pending: BTreeSet<usize> = batch.iter().copied().collect();
+                while !pending.is_empty() {
+                    let wait = deadline.saturating_duration_since(Instant::now());
+                    match rx.recv_timeout(wait) {
+                        Ok((i, result, elapsed)) => {
+                            pending.remove(&i);
+                            let selected = selections[i].strategy.clone();
+                            let elapsed_ms = elapsed.as_millis() as u64;
+                            runs[i] = Some(match result {
+                                Ok(r) => {
+                                    self.breaker.record(&selected, true);
+                                    StrategyRun {
+                                        selected,
+                                        strategy: Some(r.strategy),
+                                        fallbacks: r.fallbacks,
+                                        candidates: r.candidates,
+                                        elapsed_ms,
+                                        error: None,
+                                    }
+                                }
+                                Err(e) => {
+                                    self.breaker.record(&selected, false);
+                                    StrategyRun { selected, elapsed_ms, error: Some(e.to_string()), ..Default::default() }
+                                }
+                            });
+                        }
+                        Err(_) => {
+                            // Past the deadline: ask the rest to stop and report them.
+                            cancel.store(true, Ordering::Relaxed);
+                            for i in std::mem::take(&mut pending) {
+                                let selected = selections[i].strategy.clone();
+                                self.breaker.record(&selected, false);
+                                runs[i] = Some(StrategyRun {
+                                    selected,
+                                    elapsed_ms: timeout.as_millis() as u64,
+                                    error: Some(format!("timed out after {} s", timeout.as_secs())),
+                                    ..Default::default()
+                                });
+                            }
+                        }
+                    }
+                }
+            });
+        }
+        runs.into_iter().flatten().collect()
+    }
+}
+
+// ---------------------------------------------------------------- phase 2
+
+/// 4. Removes duplicates.
+pub trait FragmentDeduplicator: Send + Sync {
+    fn dedup(&self, pieces: Vec<Piece>) -> Vec<Piece>;
+}
+
+/// Merges pieces of the same UKO node (best relevance wins, strategies and the
+/// deepest requested depth are kept), then drops pieces whose content hashes
+/// equal an earlier one's, then near-duplicates: texts of at least 40 words whose
+/// word-trigram sets overlap by 90% or more (Jaccard). Input order is kept.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DefaultDeduplicator;
+
+const NEAR_DUPLICATE_JACCARD: f64 = 0.9;
+const NEAR_DUPLICATE_MIN_WORDS: usize = 40;
+
+fn shingles(text: &str) -> Option<HashSet<u64>> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if words.len() < NEAR_DUPLICATE_MIN_WORDS {
+        return None;
+    }
+    Some(
+        words
+            .windows(3)
+            .map(|w| {
+                use std::hash::{Hash, Hasher};
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                w.hash(&mut hasher);
+                hasher.finish()
+            })
+            .collect(),
+    )
+}
+
+fn jaccard(a: &HashSet<u64>, b: &HashSet<u64>) -> f64 {
+    let inter = a.intersection(b).count();
+    let union = a.len() + b.len() - inter;
+    if union == 0 { 1.0 } else { inter as f64 / union as f64 }
+}
+
+impl FragmentDeduplicator for DefaultDeduplicator {
+    fn dedup(&self, pieces: Vec<Piece>) -> Vec<Piece> {
+        // UKO identity.
+        let mut by_node: HashMap<String, usize> = HashMap::new();
+        let mut merged: Vec<Piece> = Vec::with_capacity(pieces.len());
+        for piece in pieces {
+            match by_node.get(&piece.uko_node) {
+                Some(&i) => {
+                    let kept = &mut merged[i];
+                    for s in &piece.strategies {
+                        if !kept.strategies.contains(s) {
+                            kept.strategies.push(s.clone());
+                        }
+                    }
+                    kept.quality = kept.quality.max(piece.quality);
+                    kept.hops = match (kept.hops, piece.hops) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    if piece.relevance > kept.relevance {
+                        kept.relevance = piece.relevance;
+                        kept.note = piece.note.clone().or(kept.note.take());
+                    }
+                    if piece.depth > kept.depth {
+                        kept.depth = piece.depth;
+                        kept.content = piece.content;
+                        kept.tokens = piece.tokens;
+                    }
+                    kept.requested_depth = kept.requested_depth.max(piece.requested_depth);
+                }
+                None => {
+                    by_node.insert(piece.uko_node.clone(), merged.len());
+                    merged.push(piece);
+                }
+            }
+        }
+        // Content hash, then near-duplicate text.
+        let mut hashes = HashSet::new();
+        let mut kept_shingles: Vec<HashSet<u64>> = Vec::new();
+        let mut out = Vec::with_capacity(merged.len());
+        for piece in merged {
+            if !hashes.insert(Sha256::digest(piece.content.as_bytes())) {
+                continue;
+            }
+            if let Some(set) = shingles(&piece.content) {
+                if kept_shingles.iter().any(|k| jaccard(k, &set) >= NEAR_DUPLICATE_JACCARD) {
+                    continue;
+                }
+                kept_shingles.push(set);
+            }
+            out.push(piece);
+        }
+        out
+    }
+}
+
+/// 5. Settles one depth per UKO node.
+pub trait DetailDepthResolver: Send + Sync {
+    fn resolve(
+        &self,
+        pieces: Vec<Piece>,
+        budget: usize,
+        renderer: &dyn DepthRenderer,
+        tokenizer: &dyn TokenCounter,
+    ) -> Vec<Piece>;
+}
+
+/// Each node gets the deepest depth (from its requested depth down the fallback
+/// steps) whose rendering costs at most half the budget: no single fragment may
+/// crowd out the rest. Pieces that fit nowhere keep their shallowest rendering
+/// for the packer to judge.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BudgetDepthResolver;
+
+/// Depths to try for a piece wanted at `top`: `top`, then the fallback steps below it.
+pub fn depth_ladder(top: u8) -> impl Iterator<Item = u8> {
+    std::iter::once(top).chain(DEPTH_STEPS.into_iter().filter(move |d| *d < top))
+}
+
+/// `piece` re-rendered at `depth` and re-measured, or `None` when it cannot be.
+pub fn at_depth(piece: &Piece, depth: u8, renderer: &dyn DepthRenderer, tokenizer: &dyn TokenCounter) -> Option<Piece> {
+    if depth == piece.depth {
+        return Some(piece.clone());
+    }
+    let content = renderer.render(piece, depth)?;
+    let mut out = Piece { depth, content, ..piece.clone() };
+    out.measure(tokenizer);
+    Some(out)
+}
+
+impl DetailDepthResolver for BudgetDepthResolver {
+    fn resolve(
+        &self,
+        pieces: Vec<Piece>,
+        budget: usize,
+        renderer: &dyn DepthRenderer,
+        tokenizer: &dyn TokenCounter,
+    ) -> Vec<Piece> {
+        let cap = (budget / 2).max(MIN_FRAGMENT_TOKENS);
+        pieces
+            .into_iter()
+            .map(|piece| {
+                if piece.tokens <= cap {
+                    return piece;
+                }
+                let mut last = None;
+                for depth in depth_ladder(piece.depth).skip(1) {
+                    if let Some(p) = at_depth(&piece, depth, renderer, tokenizer) {
+                        if p.tokens <= cap {
+                            return p;
+                        }
+                        last = Some(p);
+                    }
+                }
+                last.unwrap_or(piece)
+            })
+            .collect()
+    }
+}
+
+/// How a score was made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ScoreParts {
+    pub relevance: f64,
+    pub hierarchy: f64,
+    pub quality: f64,
+    pub recency: f64,
+}
+
+/// A piece with its composite score.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ScoredFragment {
+    pub piece: Piece,
+    pub score: f64,
+    pub parts: ScoreParts,
+}
+
+/// 6. Scores pieces; the result is sorted best first (ties by URI).
+pub trait FragmentScorer: Send + Sync {
+    fn score(
+        &self,
+        pieces: Vec<Piece>,
+        plan: Option<&crate::retrieval::PlanContext>,
+        weights: &ScorerWeights,
+    ) -> Vec<ScoredFragment>;
+}
+
+/// `relevance x w1 + hierarchy x w2 + quality x w3 + recency x w4`, divided by the
+/// sum of the weights. Hierarchy position is where the piece sits in the evidence:
+/// the standing of its file (the file's summed relevance, best parts first, as a
+/// share of the best file's), or `1 / (1 + hops)` from the focus when a strategy
+/// walked to it, whichever is higher; 1.0 when the plan's decisions name its file
+/// or symbol, 0.9 for inline notes. Recency: `0.5 ^ (age / 30 days)` against the
+/// newest piece; 0.5 when unknown.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WeightedScorer;
+
+const RECENCY_HALF_LIFE_SECS: f64 = 30.0 * 86_400.0;
+
+/// Each file's standing in [0, 1]: summed relevance of its pieces (best first,
+/// halving weights) times its role prior, relative to the best file.
+fn file_standing(pieces: &[Piece]) -> HashMap<String, f64> {
+    let mut by_file: HashMap<&str, Vec<f64>> = HashMap::new();
+    for p in pieces.iter().filter(|p| !p.path.is_empty() && !p.inline) {
+        by_file.entry(p.path.as_str()).or_default().push(p.relevance);
+    }
+    let mut standing: HashMap<String, f64> = by_file
+        .into_iter()
+        .map(|(path, mut scores)| {
+            scores.sort_by(|a, b| b.total_cmp(a));
+            let evidence: f64 = scores.iter().take(8).enumerate().map(|(i, s)| s * 0.5f64.powi(i as i32)).sum();
+            (path.to_owned(), evidence * f64::from(crate::retrieval::role_prior(path)))
+        })
+        .collect();
+    let best = standing.values().copied().fold(0.0, f64::max);
+    if best > 0.0 {
+        standing.values_mut().for_each(|v| *v /= best);
+    }
+    standing
+}
+
+fn hierarchy_of(piece: &Piece, plan_mentions: &[String], standing: &HashMap<String, f64>) -> f64 {
+    let mentioned = plan_mentions.iter().any(|m| {
+        (!piece.path.is_empty() && m.contains(piece.path.as_str()))
+            || piece.uko_node.rsplit(['#', '.']).next().is_some_and(|name| name.len() > 3 && m.contains(name))
+    });
+    if mentioned {
+        return 1.0;
+    }
+    if piece.inline {
+        return 0.9;
+    }
+    let file = standing.get(piece.path.as_str()).copied().unwrap_or(0.0);
+    let walk = piece.hops.map_or(0.0, |hops| 1.0 / (1.0 + f64::from(hops)));
+    file.max(walk)
+}
+
+impl FragmentScorer for WeightedScorer {
+    fn score(
+        &self,
+        pieces: Vec<Piece>,
+        plan: Option<&crate::retrieval::PlanContext>,
+        weights: &ScorerWeights,
+    ) -> Vec<ScoredFragment> {
+        let mentions: Vec<String> = plan
+            .map(|p| {
+                p.ancestors
+                    .iter()
+                    .flat_map(|a| a.decisions.iter().map(|d| format!("{} {}", d.title, d.body)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let newest = pieces.iter().filter_map(|p| p.modified).max();
+        let standing = file_standing(&pieces);
+        let total = weights.relevance + weights.hierarchy + weights.quality + weights.recency;
+        let total = if total > 0.0 { total } else { 1.0 };
+        let mut scored: Vec<ScoredFragment> = pieces
+            .into_iter()
+            .map(|piece| {
+                let recency = match (piece.modified, newest) {
+                    (Some(m), Some(n)) => 0.5f64.powf((n - m).max(0) as f64 / RECENCY_HALF_LIFE_SECS),
+                    _ => 0.5,
+                };
+                let parts = ScoreParts {
+                    relevance: piece.relevance.clamp(0.0, 1.0),
+                    hierarchy: hierarchy_of(&piece, &mentions, &standing),
+                    quality: piece.quality.clamp(0.0, 1.0),
+                    recency,
+                };
+                let score = (parts.relevance * weights.relevance
+                    + parts.hierarchy * weights.hierarchy
+                    + parts.quality * weights.quality
+                    + parts.recency * weights.recency)
+                    / total;
+                ScoredFragment { piece, score, parts }
+            })
+            .collect();
+        sort_scored(&mut scored);
+        scored
+    }
+}
+
+/// Best score first, ties by URI.
+pub fn sort_scored(scored: &mut [ScoredFragment]) {
+    scored.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.piece.uko_node.cmp(&b.piece.uko_node)));
+}
+
+/// What the packer did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PackOutcome {
+    #[serde(skip)]
+    pub packed: Vec<ScoredFragment>,
+    pub tokens: usize,
+    /// Pieces left out: no depth fitted, or an ancestor already carried their source.
+    pub omitted: usize,
+    /// Pieces packed shallower than they were resolved to.
+    pub downgraded: usize,
+}
+
+/// 7. Fits scored pieces into the budget.
+pub trait BudgetPacker: Send + Sync {
+    fn pack(
+        &self,
+        scored: Vec<ScoredFragment>,
+        budget: usize,
+        allocations: &[Allocation],
+        renderer: &dyn DepthRenderer,
+        tokenizer: &dyn TokenCounter,
+    ) -> PackOutcome;
+}
+
+/// Greedy knapsack, best score first, with depth fallback through `[9, 4, 2, 0]`
+/// and a 10-token minimum. A strategy past its allocation waits for a second pass
+/// that spends what the others left. A node inside one already packed with its
+/// source (depth >= 5) is skipped; one with parts already packed gets at most
+/// depth 4. The sum of packed tokens never exceeds the budget.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GreedyPacker;
+
+impl BudgetPacker for GreedyPacker {
+    fn pack(
+        &self,
+        scored: Vec<ScoredFragment>,
+        budget: usize,
+        allocations: &[Allocation],
+        renderer: &dyn DepthRenderer,
+        tokenizer: &dyn TokenCounter,
+    ) -> PackOutcome {
+        let mut out = PackOutcome::default();
+        let mut share: HashMap<&str, usize> = allocations.iter().map(|a| (a.strategy.as_str(), a.tokens)).collect();
+        let mut packed_nodes: Vec<String> = Vec::new();
+        let mut with_source: Vec<String> = Vec::new();
+        let mut deferred = Vec::new();
+        let total = scored.len();
+        let mut place = |item: ScoredFragment, out: &mut PackOutcome, enforce_share: bool| -> Option<ScoredFragment> {
+            let remaining = budget.saturating_sub(out.tokens);
+            let piece = &item.piece;
+            if remaining < MIN_FRAGMENT_TOKENS
+                || packed_nodes.contains(&piece.uko_node)
+                || with_source.iter().any(|p| is_inside(&piece.uko_node, p))
+            {
+                return None;
+            }
+            let top = if packed_nodes.iter().any(|p| is_inside(p, &piece.uko_node)) {
+                piece.depth.min(4)
+            } else {
+                piece.depth
+            };
+            let strategy = piece.strategy().to_owned();
+            let room = if enforce_share {
+                match share.get(strategy.as_str()) {
+                    Some(left) => remaining.min(*left),
+                    None => remaining,
+                }
+            } else {
+                remaining
+            };
+            for depth in depth_ladder(top) {
+                let Some(candidate) = at_depth(piece, depth, renderer, tokenizer) else { continue };
+                if candidate.tokens >= MIN_FRAGMENT_TOKENS && candidate.tokens <= room {
+                    if depth < piece.depth {
+                        out.downgraded += 1;
+                    }
+                    if let Some(left) = share.get_mut(strategy.as_str()) {
+                        *left = left.saturating_sub(candidate.tokens);
+                    }
+                    if depth >= 5 {
+                        with_source.push(candidate.uko_node.clone());
+                    }
+                    packed_nodes.push(candidate.uko_node.clone());
+                    out.tokens += candidate.tokens;
+                    out.packed.push(ScoredFragment { piece: candidate, ..item });
+                    return None;
+                }
+            }
+            Some(item)
+        };
+        for item in scored {
+            if let Some(left) = place(item, &mut out, !allocations.is_empty()) {
+                deferred.push(left);
+            }
+        }
+        if !allocations.is_empty() {
+            for item in deferred {
+                let _ = place(item, &mut out, false);
+            }
+        }
+        out.omitted = total - out.packed.len();
+        out
+    }
+}
+
+/// Reports which files depend on which, for reading order.
+pub trait FileDependencies: Sync {
+    /// `(from, to)` pairs among `paths`: `from` imports or calls into `to`.
+    fn edges(&self, paths: &[String]) -> Vec<(String, String)>;
+}
+
+/// No dependency knowledge: files keep their score order.
+pub struct NoDependencies;
+
+impl FileDependencies for NoDependencies {
+    fn edges(&self, _paths: &[String]) -> Vec<(String, String)> {
+        Vec::new()
+    }
+}
+
+/// 8. Puts packed pieces in reading order.
+pub trait FragmentOrderer: Send + Sync {
+    fn order(&self, packed: Vec<ScoredFragment>, deps: &dyn FileDependencies) -> Vec<ScoredFragment>;
+}
+
+/// Skeleton first, then inline notes (decisions), then files: grouped, in
+/// dependency order (a file before the files that depend on it; among files free
+/// to go, the best-scored first; cycles broken by score), symbols in source order.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CoherentOrderer;
+
+impl FragmentOrderer for CoherentOrderer {
+    fn order(&self, packed: Vec<ScoredFragment>, deps: &dyn FileDependencies) -> Vec<ScoredFragment> {
+        let (mut skeleton, rest): (Vec<_>, Vec<_>) =
+            packed.into_iter().partition(|s| s.piece.role == PieceRole::Skeleton);
+        let (mut inline, files): (Vec<_>, Vec<_>) = rest.into_iter().partition(|s| s.piece.path.is_empty());
+        sort_scored(&mut inline);
+        skeleton.sort_by(|a, b| (&a.piece.path, a.piece.start_line).cmp(&(&b.piece.path, b.piece.start_line)));
+        // Files by best score.
+        let mut groups: BTreeMap<String, Vec<ScoredFragment>> = BTreeMap::new();
+        for s in files {
+            groups.entry(s.piece.path.clone()).or_default().push(s);
+        }
+        let best = |g: &Vec<ScoredFragment>| g.iter().map(|s| s.score).fold(f64::MIN, f64::max);
+        let mut paths: Vec<String> = groups.keys().cloned().collect();
+        paths.sort_by(|a, b| best(&groups[b]).total_cmp(&best(&groups[a])).then_with(|| a.cmp(b)));
+        let mut needs: HashMap<String, BTreeSet<String>> = HashMap::new();
+        for (from, to) in deps.edges(&paths) {
+            if from != to && groups.contains_key(&from) && groups.contains_key(&to) {
+                needs.entry(from).or_default().insert(to);
+            }
+        }
+        let mut done: HashSet<String> = HashSet::new();
+        let mut order = Vec::with_capacity(paths.len());
+        while order.len() < paths.len() {
+            let ready = paths.iter().find(|p| {
+                !done.contains(*p) && needs.get(*p).is_none_or(|n| n.iter().all(|d| done.contains(d)))
+            });
+            // A cycle: take the best-scored file left.
+            let next = ready.or_else(|| paths.iter().find(|p| !done.contains(*p))).cloned();
+            let Some(next) = next else { break };
+            done.insert(next.clone());
+            order.push(next);
+        }
+        let mut out = skeleton;
+        out.append(&mut inline);
+        for path in order {
+            let mut group = groups.remove(&path).unwrap_or_default();
+            group.sort_by(|a, b| {
+                (a.piece.start_line, &a.piece.uko_node).cmp(&(b.piece.start_line, &b.piece.uko_node))
+            });
+            out.extend(group);
+        }
+        out
+    }
+}
+
+// ---------------------------------------------------------------- phase 3
+
+/// What the preamble summarises.
+pub struct PreambleInput<'a> {
+    pub query: &'a str,
+    pub fragments: &'a [ScoredFragment],
+    pub strategies_used: &'a [String],
+    /// Tokens the fragments use, and the budget they were packed into.
+    pub budget_used: usize,
+    pub budget: usize,
+    /// Most tokens the preamble may take.
+    pub max_tokens: usize,
+}
+
+/// 9. Writes the provenance and structure summary placed before the fragments.
+pub trait PreambleGenerator: Send + Sync {
+    fn generate(&self, input: &PreambleInput<'_>, tokenizer: &dyn TokenCounter) -> Option<String>;
+}
+
+/// "Context for ...; strategies; budget; files covered", cut to `max_tokens`
+/// (whole lines dropped from the file list first).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProvenancePreamble;
+
+impl PreambleGenerator for ProvenancePreamble {
+    fn generate(&self, input: &PreambleInput<'_>, tokenizer: &dyn TokenCounter) -> Option<String> {
+        if input.fragments.is_empty() || input.max_tokens == 0 {
+            return None;
+        }
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut files: Vec<&str> = Vec::new();
+        for s in input.fragments {
+            *counts.entry(s.piece.strategy()).or_default() += 1;
+            if !s.piece.path.is_empty() && !files.contains(&s.piece.path.as_str()) {
+                files.push(&s.piece.path);
+            }
+        }
+        let strategies: Vec<String> = input
+            .strategies_used
+            .iter()
+            .map(|s| format!("{s} ({})", counts.get(s.as_str()).copied().unwrap_or(0)))
+            .collect();
+        let percent = if input.budget == 0 { 0.0 } else { 100.0 * input.budget_used as f64 / input.budget as f64 };
+        let mut head = String::new();
+        if !input.query.is_empty() {
+            head.push_str(&format!("> Context for: {}\n", input.query.lines().next().unwrap_or("")));
+        }
+        head.push_str(&format!(
+            "> {} fragments from {} files; strategies: {}; {} of {} tokens ({percent:.0}%).\n",
+            input.fragments.len(),
+            files.len(),
+            if strategies.is_empty() { "none".to_owned() } else { strategies.join(", ") },
+            input.budget_used,
+            input.budget,
+        ));
+        let mut text = head.clone();
+        let mut listed = 0;
+        for (i, file) in files.iter().enumerate() {
+            let line = if i == 0 { format!("> Files: {file}") } else { format!(", {file}") };
+            let candidate = format!("{text}{line}");
+            if tokenizer.count(&candidate) + 8 > input.max_tokens {
+                break;
+            }
+            text = candidate;
+            listed += 1;
+        }
+        if listed > 0 {
+            if listed < files.len() {
+                text.push_str(&format!(" (+{} more)", files.len() - listed));
+            }
+            text.push('\n');
+        }
+        text.push('\n');
+        if tokenizer.count(&text) > input.max_tokens {
+            // Even the head is too long (a long query): keep the counts line only.
+            let short = format!("> {} fragments from {} files.\n\n", input.fragments.len(), files.len());
+            return (tokenizer.count(&short) <= input.max_tokens).then_some(short);
+        }
+        Some(text)
+    }
+}
+
+/// 10. Compresses a parent plan's context into a skeleton for a child plan.
+pub trait SkeletonCompressor: Send + Sync {
+    fn compress(
+        &self,
+        parent: &[Piece],
+        budget: usize,
+        renderer: &dyn DepthRenderer,
+        tokenizer: &dyn TokenCounter,
+    ) -> Vec<Piece>;
+}
+
+/// The parent's fragments, best first, at signature depth (4) or shallower
+/// (2, then 0) until the skeleton budget is spent.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SignatureSkeleton;
+
+impl SkeletonCompressor for SignatureSkeleton {
+    fn compress(
+        &self,
+        parent: &[Piece],
+        budget: usize,
+        renderer: &dyn DepthRenderer,
+        tokenizer: &dyn TokenCounter,
+    ) -> Vec<Piece> {
+        let mut used = 0;
+        let mut out = Vec::new();
+        let mut ordered: Vec<&Piece> = parent.iter().collect();
+        ordered.sort_by(|a, b| b.relevance.total_cmp(&a.relevance).then_with(|| a.uko_node.cmp(&b.uko_node)));
+        for piece in ordered {
+            let remaining = budget.saturating_sub(used);
+            if remaining < MIN_FRAGMENT_TOKENS {
+                break;
+            }
+            for depth in [4u8, 2, 0] {
+                let depth = depth.min(piece.depth);
+                let Some(content) = renderer.render(piece, depth) else { continue };
+                let mut p = Piece {
+                    depth,
+                    content,
+                    role: PieceRole::Skeleton,
+                    tier: ContextTier::Warm,
+                    note: Some("from the parent plan".to_owned()),
+                    ..piece.clone()
+                };
+                p.measure(tokenizer);
+                if p.tokens >= MIN_FRAGMENT_TOKENS && p.tokens <= remaining {
+                    used += p.tokens;
+                    out.push(p);
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use agents_core::tokens::{Encoding, Tokenizer};
+
+    fn tok() -> Tokenizer {
+        Tokenizer::new(Encoding::O200kBase)
+    }
+
+    pub(crate) fn piece(uri: &str, path: &str, relevance: f64, content: &str) -> Piece {
+        let mut p = Piece {
+            uko_node: uri.to_owned(),
+            kind: "function".to_owned(),
+            path: path.to_owned(),
+            source_range: "1:0-2:0".to_owned(),
+            start_line: 1,
+            depth: 9,
+            requested_depth: 9,
+            content: content.to_owned(),
+            tokens: 0,
+            relevance,
+            quality: 0.5,
+            hops: None,
+            strategies: vec!["s".to_owned()],
+            note: None,
+            tier: ContextTier::Warm,
+            inline: true,
+            role: PieceRole::Context,
+            modified: None,
+        };
+        p.measure(&tok());
+        p
+    }
+
+    fn scored(pieces: Vec<Piece>) -> Vec<ScoredFragment> {
+        WeightedScorer.score(pieces, None, &ScorerWeights::default())
+    }
+
+    fn long_text(seed: &str, lines: usize) -> String {
+        (0..lines).map(|i| format!("{seed} line {i} with some words to count\n")).collect()
+    }
+
+    #[test]
+    fn allocator_splits_by_confidence_times_quality() {
+        assert!(ProportionalAllocator.allocate(&[], 1000).is_empty());
+        let selections = [
+            Selection { strategy: "a".into(), confidence: 1.0, quality: 0.9 },
+            Selection { strategy: "b".into(), confidence: 0.5, quality: 0.6 },
+        ];
+        let shares = ProportionalAllocator.allocate(&selections, 1000);
+        assert_eq!(shares.iter().map(|a| a.tokens).sum::<usize>(), 1000);
+        assert_eq!(shares[1].tokens, 250);
+        let zero = [Selection { strategy: "z".into(), confidence: 0.0, quality: 0.0 }];
+        assert_eq!(ProportionalAllocator.allocate(&zero, 10)[0].tokens, 10);
+    }
+
+    #[test]
+    fn breaker_opens_after_consecutive_failures_and_closes_on_success() {
+        let breaker = CircuitBreaker::default();
+        for _ in 0..3 {
+            assert!(!breaker.is_open("s", 3));
+            breaker.record("s", false);
+        }
+        assert!(breaker.is_open("s", 3));
+        breaker.record("s", true);
+        assert!(!breaker.is_open("s", 3));
+    }
+
+    #[test]
+    fn dedup_merges_identity_content_and_near_duplicates() {
+        assert!(DefaultDeduplicator.dedup(Vec::new()).is_empty());
+        let text = long_text("alpha", 20);
+        let mut near = text.clone();
+        near.push_str("one more line\n");
+        let mut a2 = piece("u:a", "a.py", 0.9, "short");
+        a2.strategies = vec!["t".into()];
+        let out = DefaultDeduplicator.dedup(vec![
+            piece("u:a", "a.py", 0.4, &text),
+            a2,
+            piece("u:b", "b.py", 0.3, &text),
+            piece("u:c", "c.py", 0.2, &near),
+            piece("u:d", "d.py", 0.1, "different"),
+        ]);
+        let uris: Vec<&str> = out.iter().map(|p| p.uko_node.as_str()).collect();
+        assert_eq!(uris, ["u:a", "u:d"]);
+        assert_eq!(out[0].relevance, 0.9);
+        assert_eq!(out[0].strategies, ["s", "t"]);
+        assert_eq!(out[0].content, text, "the deeper rendering is kept");
+    }
+
+    #[test]
+    fn resolver_keeps_one_depth_the_budget_affords() {
+        assert!(BudgetDepthResolver.resolve(Vec::new(), 100, &crate::pipeline::piece::InlineRenderer, &tok()).is_empty());
+        let big = piece("u:a", "a.py", 1.0, &long_text("a", 200));
+        let small = piece("u:b", "b.py", 1.0, "fits");
+        let out = BudgetDepthResolver.resolve(vec![big, small.clone()], 400, &crate::pipeline::piece::InlineRenderer, &tok());
+        assert!(out[0].depth < 9 && out[0].tokens <= 200, "{} at {}", out[0].tokens, out[0].depth);
+        assert_eq!(out[1], small);
+    }
+
+    #[test]
+    fn scorer_weights_relevance_and_file_standing() {
+        assert!(scored(Vec::new()).is_empty());
+        let mut strong = piece("u:a#f", "a.py", 0.9, "x");
+        strong.inline = false;
+        let mut weak = piece("u:b#g", "b.py", 0.2, "y");
+        weak.inline = false;
+        let out = scored(vec![weak, strong]);
+        assert_eq!(out[0].piece.uko_node, "u:a#f");
+        assert_eq!(out[0].parts.hierarchy, 1.0);
+        assert!(out[1].parts.hierarchy < 0.5);
+    }
+
+    #[test]
+    fn packer_never_exceeds_and_falls_back_instead_of_dropping() {
+        let none = GreedyPacker.pack(Vec::new(), 100, &[], &crate::pipeline::piece::InlineRenderer, &tok());
+        assert_eq!((none.packed.len(), none.tokens), (0, 0));
+        let items = scored(vec![
+            piece("u:a", "a.py", 1.0, &long_text("a", 40)),
+            piece("u:b", "b.py", 0.9, &long_text("b", 40)),
+        ]);
+        let full = items[0].piece.tokens;
+        let out = GreedyPacker.pack(items, full + 60, &[], &crate::pipeline::piece::InlineRenderer, &tok());
+        assert!(out.tokens <= full + 60);
+        assert_eq!(out.packed.len(), 2, "the second is downgraded, not dropped");
+        assert!(out.packed[1].piece.depth < 9);
+        assert_eq!(out.downgraded, 1);
+        // Exhausted: below the minimum fragment nothing more is packed.
+        let tiny = GreedyPacker.pack(
+            scored(vec![piece("u:a", "a.py", 1.0, "x")]),
+            5,
+            &[],
+            &crate::pipeline::piece::InlineRenderer,
+            &tok(),
+        );
+        assert!(tiny.packed.is_empty() && tiny.omitted == 1);
+    }
+
+    #[test]
+    fn packer_holds_a_strategy_to_its_share_until_the_second_pass() {
+        let mut a = piece("u:a", "a.py", 1.0, &long_text("a", 10));
+        a.strategies = vec!["big".into()];
+        let mut b = piece("u:b", "b.py", 0.1, &long_text("b", 10));
+        b.strategies = vec!["small".into()];
+        let shares = [Allocation { strategy: "big".into(), tokens: 1 }, Allocation { strategy: "small".into(), tokens: 1000 }];
+        let out = GreedyPacker.pack(scored(vec![a, b]), 1000, &shares, &crate::pipeline::piece::InlineRenderer, &tok());
+        let uris: Vec<&str> = out.packed.iter().map(|s| s.piece.uko_node.as_str()).collect();
+        assert_eq!(uris, ["u:b", "u:a"], "over its share, `big` waits for what is left");
+    }
+
+    #[test]
+    fn orderer_groups_files_in_dependency_and_source_order() {
+        assert!(CoherentOrderer.order(Vec::new(), &NoDependencies).is_empty());
+        struct Deps;
+        impl FileDependencies for Deps {
+            fn edges(&self, _: &[String]) -> Vec<(String, String)> {
+                vec![("app.py".into(), "lib.py".into())]
+            }
+        }
+        let mut later = piece("u:app#b", "app.py", 1.0, "b");
+        later.start_line = 20;
+        let mut earlier = piece("u:app#a", "app.py", 0.5, "a");
+        earlier.start_line = 3;
+        let lib = piece("u:lib#c", "lib.py", 0.2, "c");
+        let note = piece("plan://p/d", "", 0.1, "decision");
+        let out = CoherentOrderer.order(scored(vec![later, earlier, lib, note]), &Deps);
+        let uris: Vec<&str> = out.iter().map(|s| s.piece.uko_node.as_str()).collect();
+        assert_eq!(uris, ["plan://p/d", "u:lib#c", "u:app#a", "u:app#b"]);
+    }
+
+    #[test]
+    fn preamble_stays_within_its_cap() {
+        let input = |fragments: &[ScoredFragment], max_tokens| -> Option<String> {
+            ProvenancePreamble.generate(
+                &PreambleInput {
+                    query: "q",
+                    fragments,
+                    strategies_used: &["s".to_owned()],
+                    budget_used: 10,
+                    budget: 100,
+                    max_tokens,
+                },
+                &tok(),
+            )
+        };
+        assert_eq!(input(&[], 200), None);
+        let many: Vec<Piece> = (0..200).map(|i| piece(&format!("u:{i}"), &format!("dir/file_{i}.py"), 0.5, "x")).collect();
+        let many = scored(many);
+        let text = input(&many, 200).unwrap();
+        assert!(tok().count(&text) <= 200, "{text}");
+        assert!(text.contains("more)"));
+        assert!(input(&many, 3).is_none());
+    }
+
+    #[test]
+    fn skeleton_compresses_to_signatures_within_its_budget() {
+        assert!(SignatureSkeleton.compress(&[], 100, &crate::pipeline::piece::InlineRenderer, &tok()).is_empty());
+        let parent: Vec<Piece> = (0..10).map(|i| piece(&format!("u:{i}"), "a.py", 0.5, &long_text("p", 30))).collect();
+        let out = SignatureSkeleton.compress(&parent, 300, &crate::pipeline::piece::InlineRenderer, &tok());
+        assert!(!out.is_empty());
+        assert!(out.iter().map(|p| p.tokens).sum::<usize>() <= 300);
+        assert!(out.iter().all(|p| p.depth <= 4 && p.role == PieceRole::Skeleton));
+    }
+}

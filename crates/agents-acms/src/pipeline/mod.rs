@@ -1,0 +1,1154 @@
+//! The ACMS assembly pipeline: a Context Request in, an [`AssembledContext`] out,
+//! through the spec's ten components (see [`components`]).
+//!
+//! ```text
+//! request ─ 1 StrategySelector ─ 2 BudgetAllocator ─ 3 StrategyExecutor (parallel)
+//!         ─ candidates rendered into pieces ─ 10 SkeletonCompressor (parent plan)
+//!         ─ 4 FragmentDeduplicator ─ 5 DetailDepthResolver ─ 6 FragmentScorer
+//!         ─ ranking ─ policy (ContextBudgetEnforcer) ─ 7 BudgetPacker
+//!         ─ 8 FragmentOrderer ─ 9 PreambleGenerator ─ AssembledContext
+//! ```
+//!
+//! Every component is chosen by name from `context.pipeline.<component>`; the
+//! built-ins are registered as `default`, and [`PipelineBuilder::register`] adds
+//! another in one call. Each run leaves a [`TraceStep`] per component (input and
+//! output counts, tokens, time), so `--explain` can show all ten ran.
+//!
+//! Budget invariant: the rendered output (preamble, headings and fragments) never
+//! exceeds the budget's available tokens, as counted by the shared tokenizer.
+
+pub mod components;
+pub mod enforcer;
+pub mod piece;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use agents_core::config::{ContextConfig, PipelineConfig, ScorerWeights};
+use agents_core::error::ValidationError;
+use agents_core::fragment::{AssembledContext, ContextBudget, ContextFragment, ContextTier, FragmentProvenance, SourceRange};
+use agents_core::policy::ContextView;
+use agents_core::request::ContextRequest;
+use agents_core::tokens::TokenCounter;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::retrieval::registry::ContextStrategyRegistry;
+use crate::retrieval::{Backends, PlanContext, RetrievalQuery};
+use components::*;
+use enforcer::{ContextBudgetEnforcer, Enforcement, FileFacts};
+use piece::{DepthRenderer, InlineRenderer, Piece, PieceRole};
+
+/// Most tokens the preamble may take (the spec's 200).
+pub const PREAMBLE_MAX_TOKENS: usize = 200;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error("unknown backend {0:?} in required_backends; known: text, vector, graph, temporal")]
+    UnknownBackend(String),
+    #[error("the request requires the {backend} backend, which is unavailable: {reason}")]
+    MissingBackend { backend: String, reason: String },
+    #[error("unknown strategy {name:?}; known: {known}")]
+    UnknownStrategy { name: String, known: String },
+    #[error("strategy {0:?} is not enabled; add it to context.strategies.enabled")]
+    DisabledStrategy(String),
+    #[error("context.pipeline.{key}: no {key} named {name:?} is registered; known: {known}")]
+    UnknownComponent { key: &'static str, name: String, known: String },
+    #[error("unknown ranking strategy {name:?}; known: {known}")]
+    UnknownRanking { name: String, known: String },
+    #[error(
+        "a budget of {budget} tokens is below context.budget.min-useful-budget ({min}); give a larger budget or a model with a larger window"
+    )]
+    BudgetTooSmall { budget: u64, min: u64 },
+    #[error("no strategy produced context: {0}")]
+    NoStrategyRan(String),
+    #[error("resource {resource:?} is excluded by the {phase} view of the project's context policy")]
+    ResourceExcluded { resource: String, phase: String },
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+}
+
+/// Settings the components read, from `[context]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PipelineSettings {
+    pub timeout_secs: u64,
+    pub max_workers: usize,
+    pub circuit_breaker_threshold: u32,
+    pub weights: ScorerWeights,
+    pub skeleton_ratio: f64,
+    pub min_useful_budget: u64,
+    pub refresh_threshold: f64,
+}
+
+impl Default for PipelineSettings {
+    fn default() -> Self {
+        PipelineSettings::from_config(&ContextConfig::default())
+    }
+}
+
+impl PipelineSettings {
+    pub fn from_config(context: &ContextConfig) -> PipelineSettings {
+        PipelineSettings {
+            timeout_secs: context.executor.timeout_secs,
+            max_workers: context.executor.max_workers,
+            circuit_breaker_threshold: context.executor.circuit_breaker_threshold,
+            weights: context.scorer.clone(),
+            skeleton_ratio: context.budget.skeleton_ratio,
+            min_useful_budget: context.budget.min_useful_budget as u64,
+            refresh_threshold: context.budget.refresh_threshold,
+        }
+    }
+}
+
+/// What phase-1 components see.
+pub struct StageInput<'a> {
+    pub request: &'a ContextRequest,
+    pub query: Option<RetrievalQuery<'a>>,
+    pub backends: Option<&'a Backends<'a>>,
+    pub registry: Option<&'a ContextStrategyRegistry>,
+    pub plan: Option<&'a PlanContext>,
+    pub settings: &'a PipelineSettings,
+}
+
+/// Orders scored fragments before packing: what survives a tight budget.
+pub trait Ranking: Send + Sync {
+    fn rank(&self, scored: &mut Vec<ScoredFragment>);
+}
+
+/// By composite score (the scorer's order).
+pub struct ByRelevance;
+/// Newest first (by last change), then by score.
+pub struct ByRecency;
+/// Hot, then warm, then cold, each by score.
+pub struct ByTier;
+
+impl Ranking for ByRelevance {
+    fn rank(&self, scored: &mut Vec<ScoredFragment>) {
+        sort_scored(scored);
+    }
+}
+
+impl Ranking for ByRecency {
+    fn rank(&self, scored: &mut Vec<ScoredFragment>) {
+        sort_scored(scored);
+        scored.sort_by(|a, b| b.piece.modified.unwrap_or(i64::MIN).cmp(&a.piece.modified.unwrap_or(i64::MIN)));
+    }
+}
+
+fn tier_rank(tier: ContextTier) -> u8 {
+    match tier {
+        ContextTier::Hot => 0,
+        ContextTier::Warm => 1,
+        ContextTier::Cold => 2,
+    }
+}
+
+impl Ranking for ByTier {
+    fn rank(&self, scored: &mut Vec<ScoredFragment>) {
+        sort_scored(scored);
+        scored.sort_by_key(|s| tier_rank(s.piece.tier));
+    }
+}
+
+/// A named implementation of one component, for [`PipelineBuilder::register`].
+#[derive(Clone)]
+pub enum Component {
+    Selector(Arc<dyn StrategySelector>),
+    Allocator(Arc<dyn BudgetAllocator>),
+    Executor(Arc<dyn StrategyExecutor>),
+    Deduplicator(Arc<dyn FragmentDeduplicator>),
+    DepthResolver(Arc<dyn DetailDepthResolver>),
+    Scorer(Arc<dyn FragmentScorer>),
+    Packer(Arc<dyn BudgetPacker>),
+    Orderer(Arc<dyn FragmentOrderer>),
+    Preamble(Arc<dyn PreambleGenerator>),
+    Skeleton(Arc<dyn SkeletonCompressor>),
+    /// A ranking strategy for [`Pipeline::assemble`] (not one of the ten).
+    Ranking(Arc<dyn Ranking>),
+}
+
+impl Component {
+    /// The `context.pipeline.<key>` this component is chosen by.
+    pub fn key(&self) -> &'static str {
+        match self {
+            Component::Selector(_) => "strategy-selector",
+            Component::Allocator(_) => "budget-allocator",
+            Component::Executor(_) => "strategy-executor",
+            Component::Deduplicator(_) => "fragment-deduplicator",
+            Component::DepthResolver(_) => "detail-depth-resolver",
+            Component::Scorer(_) => "fragment-scorer",
+            Component::Packer(_) => "budget-packer",
+            Component::Orderer(_) => "fragment-orderer",
+            Component::Preamble(_) => "preamble-generator",
+            Component::Skeleton(_) => "skeleton-compressor",
+            Component::Ranking(_) => "ranking",
+        }
+    }
+}
+
+/// Registers component implementations by name, then builds a [`Pipeline`] from
+/// `[context.pipeline]`.
+#[derive(Clone)]
+pub struct PipelineBuilder {
+    registered: BTreeMap<(&'static str, String), Component>,
+    breaker: Arc<CircuitBreaker>,
+}
+
+impl Default for PipelineBuilder {
+    fn default() -> Self {
+        PipelineBuilder::new()
+    }
+}
+
+impl PipelineBuilder {
+    /// The built-in components, each registered as `default`, and the ranking
+    /// strategies `relevance`, `recency` and `tiered`.
+    pub fn new() -> PipelineBuilder {
+        let breaker = Arc::new(CircuitBreaker::default());
+        let builder = PipelineBuilder { registered: BTreeMap::new(), breaker: breaker.clone() };
+        builder
+            .register("default", Component::Selector(Arc::new(DefaultSelector)))
+            .register("default", Component::Allocator(Arc::new(ProportionalAllocator)))
+            .register("default", Component::Executor(Arc::new(ParallelExecutor::with_breaker(breaker))))
+            .register("default", Component::Deduplicator(Arc::new(DefaultDeduplicator)))
+            .register("default", Component::DepthResolver(Arc::new(BudgetDepthResolver)))
+            .register("default", Component::Scorer(Arc::new(WeightedScorer)))
+            .register("default", Component::Packer(Arc::new(GreedyPacker)))
+            .register("default", Component::Orderer(Arc::new(CoherentOrderer)))
+            .register("default", Component::Preamble(Arc::new(ProvenancePreamble)))
+            .register("default", Component::Skeleton(Arc::new(SignatureSkeleton)))
+            .register("relevance", Component::Ranking(Arc::new(ByRelevance)))
+            .register("recency", Component::Ranking(Arc::new(ByRecency)))
+            .register("tiered", Component::Ranking(Arc::new(ByTier)))
+    }
+
+    /// Adds (or replaces) an implementation under `name`; `context.pipeline.<key>
+    /// = "name"` selects it.
+    pub fn register(mut self, name: impl Into<String>, component: Component) -> PipelineBuilder {
+        self.registered.insert((component.key(), name.into()), component);
+        self
+    }
+
+    /// The circuit breaker the default executor shares across assemblies.
+    pub fn breaker(&self) -> &Arc<CircuitBreaker> {
+        &self.breaker
+    }
+
+    fn pick(&self, key: &'static str, name: &str) -> Result<(String, Component), PipelineError> {
+        self.registered.get(&(key, name.to_owned())).map(|c| (name.to_owned(), c.clone())).ok_or_else(|| {
+            PipelineError::UnknownComponent {
+                key,
+                name: name.to_owned(),
+                known: self
+                    .registered
+                    .keys()
+                    .filter(|(k, _)| *k == key)
+                    .map(|(_, n)| n.clone())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }
+        })
+    }
+
+    /// The pipeline `config` names, with `settings`.
+    pub fn build(&self, config: &PipelineConfig, settings: PipelineSettings) -> Result<Pipeline, PipelineError> {
+        macro_rules! take {
+            ($key:literal, $field:expr, $variant:ident) => {{
+                match self.pick($key, $field)? {
+                    (name, Component::$variant(c)) => (name, c),
+                    _ => unreachable!("components are registered under their own key"),
+                }
+            }};
+        }
+        let rankings = self
+            .registered
+            .iter()
+            .filter_map(|((_, name), c)| match c {
+                Component::Ranking(r) => Some((name.clone(), r.clone())),
+                _ => None,
+            })
+            .collect();
+        Ok(Pipeline {
+            selector: take!("strategy-selector", &config.strategy_selector, Selector),
+            allocator: take!("budget-allocator", &config.budget_allocator, Allocator),
+            executor: take!("strategy-executor", &config.strategy_executor, Executor),
+            deduplicator: take!("fragment-deduplicator", &config.fragment_deduplicator, Deduplicator),
+            resolver: take!("detail-depth-resolver", &config.detail_depth_resolver, DepthResolver),
+            scorer: take!("fragment-scorer", &config.fragment_scorer, Scorer),
+            packer: take!("budget-packer", &config.budget_packer, Packer),
+            orderer: take!("fragment-orderer", &config.fragment_orderer, Orderer),
+            preamble: take!("preamble-generator", &config.preamble_generator, Preamble),
+            skeleton: take!("skeleton-compressor", &config.skeleton_compressor, Skeleton),
+            rankings,
+            settings,
+        })
+    }
+}
+
+/// One component's part in an assembly.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TraceStep {
+    /// The component key (`strategy-selector`, ...), or `policy` for the enforcer.
+    pub component: &'static str,
+    /// The implementation's registered name.
+    pub implementation: String,
+    pub input: usize,
+    pub output: usize,
+    /// Tokens of the output, where it has any.
+    pub tokens: usize,
+    pub micros: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// The result of an assembly: the payload and how it was made.
+#[derive(Clone, Debug, Serialize)]
+pub struct Assembly {
+    #[serde(flatten)]
+    pub context: AssembledContext,
+    /// Every component, in the order it ran.
+    pub trace: Vec<TraceStep>,
+    pub selections: Vec<Selection>,
+    pub allocations: Vec<Allocation>,
+    pub runs: Vec<StrategyRun>,
+    /// What the project's policy excluded or summarised.
+    pub enforcement: Vec<Enforcement>,
+    /// Candidates the strategies proposed, and how many the packer left out.
+    pub candidates: usize,
+    pub omitted: usize,
+    /// Tokens of the whole rendered output (preamble included).
+    pub rendered_tokens: usize,
+    #[serde(skip)]
+    pub refresh_threshold: f64,
+    #[serde(skip)]
+    pub pieces: Vec<ScoredFragment>,
+}
+
+impl Assembly {
+    /// Whether a caller holding this payload should reassemble now that
+    /// `new_available` tokens are available (the change passes
+    /// `context.budget.refresh-threshold`).
+    pub fn needs_refresh(&self, new_available: u64) -> bool {
+        self.context.needs_refresh(new_available, self.refresh_threshold)
+    }
+
+    /// The files of the context, ranked by their fragments' relevance scores.
+    pub fn ranked_files(&self) -> Vec<String> {
+        crate::retrieval::rank_paths(
+            self.pieces
+                .iter()
+                .filter(|s| !s.piece.path.is_empty() && !s.piece.inline && s.piece.role == PieceRole::Context)
+                .map(|s| (s.piece.path.as_str(), s.piece.relevance as f32)),
+        )
+    }
+
+    /// The context as agents read it: the preamble, then each fragment under a
+    /// heading naming its path, line range, UKO type and depth.
+    pub fn to_markdown(&self) -> String {
+        render_text(self.context.preamble(), &self.pieces)
+    }
+}
+
+/// Everything a request-driven assembly needs.
+pub struct RequestInput<'a> {
+    pub request: &'a ContextRequest,
+    pub query: RetrievalQuery<'a>,
+    pub backends: &'a Backends<'a>,
+    pub registry: &'a ContextStrategyRegistry,
+    pub plan: Option<&'a PlanContext>,
+    /// The plan the payload is for (`adhoc` without one).
+    pub plan_id: String,
+    pub resource_id: &'a str,
+    pub budget: ContextBudget,
+    /// The parent plan's packed context, for the skeleton.
+    pub parent: &'a [Piece],
+    /// The policy view in force (path filters and size limits).
+    pub view: Option<&'a ContextView>,
+    pub renderer: &'a dyn DepthRenderer,
+    pub facts: &'a dyn FileFacts,
+    pub deps: &'a dyn FileDependencies,
+    pub tokenizer: &'a dyn TokenCounter,
+}
+
+/// The ten components, chosen.
+pub struct Pipeline {
+    selector: (String, Arc<dyn StrategySelector>),
+    allocator: (String, Arc<dyn BudgetAllocator>),
+    executor: (String, Arc<dyn StrategyExecutor>),
+    deduplicator: (String, Arc<dyn FragmentDeduplicator>),
+    resolver: (String, Arc<dyn DetailDepthResolver>),
+    scorer: (String, Arc<dyn FragmentScorer>),
+    packer: (String, Arc<dyn BudgetPacker>),
+    orderer: (String, Arc<dyn FragmentOrderer>),
+    preamble: (String, Arc<dyn PreambleGenerator>),
+    skeleton: (String, Arc<dyn SkeletonCompressor>),
+    rankings: BTreeMap<String, Arc<dyn Ranking>>,
+    settings: PipelineSettings,
+}
+
+/// Times a stage and records it.
+struct Tracer {
+    steps: Vec<TraceStep>,
+}
+
+impl Tracer {
+    fn run<T>(
+        &mut self,
+        component: &'static str,
+        implementation: &str,
+        input: usize,
+        f: impl FnOnce() -> T,
+        measure: impl Fn(&T) -> (usize, usize),
+    ) -> T {
+        let started = Instant::now();
+        let out = f();
+        let (output, tokens) = measure(&out);
+        self.steps.push(TraceStep {
+            component,
+            implementation: implementation.to_owned(),
+            input,
+            output,
+            tokens,
+            micros: started.elapsed().as_micros() as u64,
+            detail: None,
+        });
+        out
+    }
+
+    fn detail(&mut self, detail: String) {
+        if let Some(last) = self.steps.last_mut() {
+            last.detail = Some(detail);
+        }
+    }
+}
+
+fn piece_tokens(pieces: &[Piece]) -> usize {
+    pieces.iter().map(|p| p.tokens).sum()
+}
+
+fn scored_tokens(scored: &[ScoredFragment]) -> usize {
+    scored.iter().map(|s| s.piece.tokens).sum()
+}
+
+/// Tokens the preamble is guaranteed: 200, or a tenth of a small budget.
+fn preamble_reserve(available: usize) -> usize {
+    PREAMBLE_MAX_TOKENS.min(available / 10)
+}
+
+impl Pipeline {
+    pub fn settings(&self) -> &PipelineSettings {
+        &self.settings
+    }
+
+    /// The implementation chosen for each component, in pipeline order.
+    pub fn implementations(&self) -> [(&'static str, &str); 10] {
+        [
+            ("strategy-selector", &self.selector.0),
+            ("budget-allocator", &self.allocator.0),
+            ("strategy-executor", &self.executor.0),
+            ("fragment-deduplicator", &self.deduplicator.0),
+            ("detail-depth-resolver", &self.resolver.0),
+            ("fragment-scorer", &self.scorer.0),
+            ("budget-packer", &self.packer.0),
+            ("fragment-orderer", &self.orderer.0),
+            ("preamble-generator", &self.preamble.0),
+            ("skeleton-compressor", &self.skeleton.0),
+        ]
+    }
+
+    fn check_budget(&self, budget: &ContextBudget) -> Result<(), PipelineError> {
+        if budget.available_tokens() < self.settings.min_useful_budget {
+            return Err(PipelineError::BudgetTooSmall {
+                budget: budget.available_tokens(),
+                min: self.settings.min_useful_budget,
+            });
+        }
+        Ok(())
+    }
+
+    fn ranking(&self, name: &str) -> Result<&Arc<dyn Ranking>, PipelineError> {
+        self.rankings.get(name).ok_or_else(|| PipelineError::UnknownRanking {
+            name: name.to_owned(),
+            known: self.rankings.keys().cloned().collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    /// Request-driven assembly: strategies retrieve, then fusion and packing.
+    pub fn assemble_request(&self, input: RequestInput<'_>) -> Result<Assembly, PipelineError> {
+        self.check_budget(&input.budget)?;
+        let available = input.budget.available_tokens() as usize;
+        let mut tracer = Tracer { steps: Vec::new() };
+        let stage = StageInput {
+            request: input.request,
+            query: Some(input.query.clone()),
+            backends: Some(input.backends),
+            registry: Some(input.registry),
+            plan: input.plan,
+            settings: &self.settings,
+        };
+        let enabled = input.registry.enabled().len();
+        let selections =
+            tracer.run("strategy-selector", &self.selector.0, enabled, || self.selector.1.select(&stage), |r| {
+                (r.as_ref().map_or(0, Vec::len), 0)
+            })?;
+        tracer.detail(selections.iter().map(|s| s.strategy.as_str()).collect::<Vec<_>>().join(", "));
+        // The skeleton comes off the top of the budget when there is a parent.
+        let skeleton_budget = if input.parent.is_empty() {
+            0
+        } else {
+            (available as f64 * self.settings.skeleton_ratio.clamp(0.0, 1.0)).floor() as usize
+        };
+        let fragment_budget = available - preamble_reserve(available) - skeleton_budget;
+        let allocations = tracer.run(
+            "budget-allocator",
+            &self.allocator.0,
+            selections.len(),
+            || self.allocator.1.allocate(&selections, fragment_budget),
+            |a| (a.len(), a.iter().map(|a| a.tokens).sum()),
+        );
+        let runs = tracer.run(
+            "strategy-executor",
+            &self.executor.0,
+            selections.len(),
+            || self.executor.1.execute(&stage, &selections),
+            |runs| (runs.iter().map(|r| r.candidates.len()).sum(), 0),
+        );
+        let failed: Vec<String> =
+            runs.iter().filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.selected))).collect();
+        tracer.detail(
+            runs.iter()
+                .map(|r| match (&r.strategy, &r.error) {
+                    (Some(s), _) if *s == r.selected => format!("{s} {} ms", r.elapsed_ms),
+                    (Some(s), _) => format!("{} -> {s} {} ms", r.selected, r.elapsed_ms),
+                    (None, Some(e)) => format!("{}: {e}", r.selected),
+                    (None, None) => r.selected.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
+        if !selections.is_empty() && runs.iter().all(|r| r.strategy.is_none()) {
+            return Err(PipelineError::NoStrategyRan(failed.join("; ")));
+        }
+        let candidates: usize = runs.iter().map(|r| r.candidates.len()).sum();
+        let pieces = self.materialize(&input, &runs);
+        let skeleton = tracer.run(
+            "skeleton-compressor",
+            &self.skeleton.0,
+            input.parent.len(),
+            || self.skeleton.1.compress(input.parent, skeleton_budget, input.renderer, input.tokenizer),
+            |s| (s.len(), piece_tokens(s)),
+        );
+        let strategies_used = strategies_used(&runs);
+        let ranking = self.ranking("relevance")?.clone();
+        self.fuse(
+            tracer,
+            FuseInput {
+                pieces,
+                skeleton,
+                plan: input.plan,
+                view: input.view,
+                facts: input.facts,
+                deps: input.deps,
+                renderer: input.renderer,
+                tokenizer: input.tokenizer,
+                available,
+                fragment_budget,
+                allocations: &allocations,
+                ranking: ranking.as_ref(),
+                query: input.query.text(),
+                strategies_used,
+                plan_id: input.plan_id,
+                budget: input.budget,
+                resource_id: input.resource_id,
+            },
+            Extra { selections: selections.clone(), allocations: allocations.clone(), runs, candidates },
+        )
+    }
+
+    /// Renders the strategies' candidates into pieces: each run's best `limit`,
+    /// in selection order, with facts for recency.
+    fn materialize(&self, input: &RequestInput<'_>, runs: &[StrategyRun]) -> Vec<Piece> {
+        let mut pieces = Vec::new();
+        for run in runs {
+            let Some(strategy) = &run.strategy else { continue };
+            let quality = input.registry.get(strategy).map_or(0.5, |s| s.capabilities().quality_score);
+            for c in run.candidates.iter().filter(|c| !c.evidence_only).take(input.query.limit) {
+                let piece = match &c.content {
+                    Some(content) => Some(Piece {
+                        uko_node: c.uri.clone(),
+                        kind: "note".to_owned(),
+                        path: c.path.clone(),
+                        source_range: String::new(),
+                        start_line: 0,
+                        depth: c.depth,
+                        requested_depth: c.depth,
+                        content: content.clone(),
+                        tokens: 0,
+                        relevance: 0.0,
+                        quality: 0.0,
+                        hops: None,
+                        strategies: Vec::new(),
+                        note: None,
+                        tier: ContextTier::Warm,
+                        inline: true,
+                        role: PieceRole::Context,
+                        modified: None,
+                    }),
+                    None => input.renderer.piece(&c.uri, c.depth),
+                };
+                let Some(mut piece) = piece else { continue };
+                piece.relevance = f64::from(c.score).clamp(0.0, 1.0);
+                piece.quality = quality;
+                piece.strategies = vec![c.strategy.clone()];
+                piece.note = c.note.clone();
+                if !piece.path.is_empty() && !piece.inline {
+                    piece.modified = input.facts.modified(&piece.path);
+                }
+                piece.measure(input.tokenizer);
+                pieces.push(piece);
+            }
+        }
+        pieces
+    }
+
+    /// Fragment-driven assembly (the spec's `ACMSPipeline.assemble`): the given
+    /// fragments ranked by `ranking` (`relevance`, `recency`, `tiered` or a
+    /// registered one), then fused and packed. Phase-1 components run with no
+    /// strategies to select and produce empty output.
+    pub fn assemble(
+        &self,
+        plan_id: &str,
+        fragments: &[ContextFragment],
+        budget: ContextBudget,
+        ranking: &str,
+        tokenizer: &dyn TokenCounter,
+    ) -> Result<Assembly, PipelineError> {
+        self.check_budget(&budget)?;
+        let ranking = self.ranking(ranking)?.clone();
+        let available = budget.available_tokens() as usize;
+        let fragment_budget = available - preamble_reserve(available);
+        let mut tracer = Tracer { steps: Vec::new() };
+        let request = ContextRequest::default();
+        let stage = StageInput {
+            request: &request,
+            query: None,
+            backends: None,
+            registry: None,
+            plan: None,
+            settings: &self.settings,
+        };
+        let selections = tracer.run("strategy-selector", &self.selector.0, 0, || self.selector.1.select(&stage), |r| {
+            (r.as_ref().map_or(0, Vec::len), 0)
+        })?;
+        let allocations = tracer.run(
+            "budget-allocator",
+            &self.allocator.0,
+            selections.len(),
+            || self.allocator.1.allocate(&selections, fragment_budget),
+            |a| (a.len(), a.iter().map(|a| a.tokens).sum()),
+        );
+        let runs = tracer.run(
+            "strategy-executor",
+            &self.executor.0,
+            selections.len(),
+            || self.executor.1.execute(&stage, &selections),
+            |runs| (runs.len(), 0),
+        );
+        let resource_id = fragments.first().map(|f| f.provenance().resource_id().to_owned()).unwrap_or_default();
+        let mut strategies_used: Vec<String> = Vec::new();
+        let pieces: Vec<Piece> = fragments
+            .iter()
+            .map(|f| {
+                let strategy = f.provenance().strategy().unwrap_or("given").to_owned();
+                if !strategies_used.contains(&strategy) {
+                    strategies_used.push(strategy.clone());
+                }
+                let mut piece = Piece {
+                    uko_node: f.uko_node().to_owned(),
+                    kind: f.metadata().get("kind").cloned().unwrap_or_else(|| "fragment".to_owned()),
+                    path: f.provenance().source_path().to_owned(),
+                    source_range: f.provenance().source_range().map(|r| r.to_string()).unwrap_or_default(),
+                    start_line: f.provenance().source_range().and_then(|r| r.line_span()).map_or(0, |s| s.0),
+                    depth: f.detail_depth(),
+                    requested_depth: f.detail_depth(),
+                    content: f.content().to_owned(),
+                    tokens: 0,
+                    relevance: f.relevance_score(),
+                    quality: 0.5,
+                    hops: None,
+                    strategies: vec![strategy],
+                    note: None,
+                    tier: f.tier(),
+                    inline: true,
+                    role: PieceRole::Context,
+                    modified: Some(f.created_at().timestamp()),
+                };
+                piece.measure(tokenizer);
+                piece
+            })
+            .collect();
+        let skeleton = tracer.run(
+            "skeleton-compressor",
+            &self.skeleton.0,
+            0,
+            || self.skeleton.1.compress(&[], 0, &InlineRenderer, tokenizer),
+            |s| (s.len(), piece_tokens(s)),
+        );
+        let candidates = pieces.len();
+        self.fuse(
+            tracer,
+            FuseInput {
+                pieces,
+                skeleton,
+                plan: None,
+                view: None,
+                facts: &enforcer::NoFacts,
+                deps: &NoDependencies,
+                renderer: &InlineRenderer,
+                tokenizer,
+                available,
+                fragment_budget,
+                allocations: &[],
+                ranking: ranking.as_ref(),
+                query: String::new(),
+                strategies_used,
+                plan_id: plan_id.to_owned(),
+                budget,
+                resource_id: &resource_id,
+            },
+            Extra { selections, allocations, runs, candidates },
+        )
+    }
+
+    /// Phase 2 and 3: dedup, depth, score, rank, policy, pack, order, preamble.
+    fn fuse(&self, mut tracer: Tracer, input: FuseInput<'_>, extra: Extra) -> Result<Assembly, PipelineError> {
+        let FuseInput { pieces, skeleton, tokenizer, renderer, .. } = input;
+        let n = pieces.len();
+        let pieces = tracer.run(
+            "fragment-deduplicator",
+            &self.deduplicator.0,
+            n,
+            || self.deduplicator.1.dedup(pieces),
+            |p| (p.len(), piece_tokens(p)),
+        );
+        let n = pieces.len();
+        let pieces = tracer.run(
+            "detail-depth-resolver",
+            &self.resolver.0,
+            n,
+            || self.resolver.1.resolve(pieces, input.fragment_budget, renderer, tokenizer),
+            |p| (p.len(), piece_tokens(p)),
+        );
+        let n = pieces.len();
+        let mut scored = tracer.run(
+            "fragment-scorer",
+            &self.scorer.0,
+            n,
+            || self.scorer.1.score(pieces, input.plan, &self.settings.weights),
+            |s| (s.len(), scored_tokens(s)),
+        );
+        input.ranking.rank(&mut scored);
+        let n = scored.len();
+        let (scored, enforcement) = match input.view {
+            Some(view) => {
+                let started = Instant::now();
+                let (kept, actions) =
+                    ContextBudgetEnforcer.enforce(scored, view, input.facts, renderer, tokenizer);
+                tracer.steps.push(TraceStep {
+                    component: "policy",
+                    implementation: "context-budget-enforcer".to_owned(),
+                    input: n,
+                    output: kept.len(),
+                    tokens: scored_tokens(&kept),
+                    micros: started.elapsed().as_micros() as u64,
+                    detail: (!actions.is_empty()).then(|| format!("{} excluded or summarised", actions.len())),
+                });
+                (kept, actions)
+            }
+            None => (scored, Vec::new()),
+        };
+        let n = scored.len();
+        let outcome = tracer.run(
+            "budget-packer",
+            &self.packer.0,
+            n,
+            || self.packer.1.pack(scored, input.fragment_budget, input.allocations, renderer, tokenizer),
+            |o| (o.packed.len(), o.tokens),
+        );
+        tracer.detail(format!("{} omitted, {} downgraded", outcome.omitted, outcome.downgraded));
+        let omitted = outcome.omitted;
+        let mut packed = outcome.packed;
+        packed.extend(skeleton.into_iter().map(|piece| ScoredFragment { score: piece.relevance, parts: ScoreParts::default(), piece }));
+        let n = packed.len();
+        let ordered = tracer.run(
+            "fragment-orderer",
+            &self.orderer.0,
+            n,
+            || self.orderer.1.order(packed, input.deps),
+            |o| (o.len(), scored_tokens(o)),
+        );
+        let mut ordered = ordered;
+        let ceiling = input.available - preamble_reserve(input.available);
+        // The hard ceiling: a custom packer that overspends loses its worst
+        // fragments here.
+        while scored_tokens(&ordered) > ceiling && !ordered.is_empty() {
+            drop_worst(&mut ordered);
+        }
+        let strategies_used = input.strategies_used.clone();
+        let preamble = loop {
+            let used = scored_tokens(&ordered);
+            let preamble_budget = PREAMBLE_MAX_TOKENS.min(input.available.saturating_sub(used));
+            let preamble = tracer.run(
+                "preamble-generator",
+                &self.preamble.0,
+                ordered.len(),
+                || {
+                    self.preamble.1.generate(
+                        &PreambleInput {
+                            query: &input.query,
+                            fragments: &ordered,
+                            strategies_used: &strategies_used,
+                            budget_used: used,
+                            budget: input.available,
+                            max_tokens: preamble_budget,
+                        },
+                        tokenizer,
+                    )
+                },
+                |p| (usize::from(p.is_some()), p.as_deref().map_or(0, |p| tokenizer.count(p))),
+            );
+            let preamble = preamble.filter(|p| tokenizer.count(p) <= preamble_budget);
+            // Measured on the text as delivered, not on the sum of its parts.
+            let text = render_text(preamble.as_deref(), &ordered);
+            if tokenizer.count(&text) <= input.available || ordered.is_empty() {
+                break preamble;
+            }
+            drop_worst(&mut ordered);
+            tracer.steps.pop();
+        };
+        let fragments = ordered
+            .iter()
+            .map(|s| to_fragment(&s.piece, s.score, input.resource_id))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut builder = AssembledContext::builder(input.plan_id.clone(), input.budget)
+            .fragments(fragments)
+            .strategies_used(strategies_used.clone());
+        if let Some(p) = &preamble {
+            builder = builder.preamble(p.clone());
+        }
+        let context = builder.build()?;
+        let rendered_tokens = tokenizer.count(&render_text(preamble.as_deref(), &ordered));
+        Ok(Assembly {
+            context,
+            trace: tracer.steps,
+            selections: extra.selections,
+            allocations: extra.allocations,
+            runs: extra.runs,
+            enforcement,
+            candidates: extra.candidates,
+            omitted,
+            rendered_tokens,
+            refresh_threshold: self.settings.refresh_threshold,
+            pieces: ordered,
+        })
+    }
+}
+
+struct FuseInput<'a> {
+    pieces: Vec<Piece>,
+    skeleton: Vec<Piece>,
+    plan: Option<&'a PlanContext>,
+    view: Option<&'a ContextView>,
+    facts: &'a dyn FileFacts,
+    deps: &'a dyn FileDependencies,
+    renderer: &'a dyn DepthRenderer,
+    tokenizer: &'a dyn TokenCounter,
+    available: usize,
+    fragment_budget: usize,
+    allocations: &'a [Allocation],
+    ranking: &'a dyn Ranking,
+    query: String,
+    strategies_used: Vec<String>,
+    plan_id: String,
+    budget: ContextBudget,
+    resource_id: &'a str,
+}
+
+struct Extra {
+    selections: Vec<Selection>,
+    allocations: Vec<Allocation>,
+    runs: Vec<StrategyRun>,
+    candidates: usize,
+}
+
+fn drop_worst(ordered: &mut Vec<ScoredFragment>) {
+    let worst = (0..ordered.len())
+        .min_by(|&a, &b| ordered[a].score.total_cmp(&ordered[b].score).then_with(|| b.cmp(&a)))
+        .unwrap_or(0);
+    if !ordered.is_empty() {
+        ordered.remove(worst);
+    }
+}
+
+/// The delivered text: the preamble, then every fragment under its heading.
+pub fn render_text(preamble: Option<&str>, fragments: &[ScoredFragment]) -> String {
+    let mut out = preamble.unwrap_or("").to_owned();
+    for s in fragments {
+        out.push_str(&s.piece.rendered());
+    }
+    out
+}
+
+/// The strategies whose candidates were used, in selection order, once each.
+fn strategies_used(runs: &[StrategyRun]) -> Vec<String> {
+    let mut used: Vec<String> = Vec::new();
+    for run in runs {
+        if let Some(s) = &run.strategy
+            && !run.candidates.is_empty()
+            && !used.contains(s)
+        {
+            used.push(s.clone());
+        }
+    }
+    used
+}
+
+/// A content-addressed ULID: the same fragment gets the same id on every run.
+fn stable_ulid(parts: &[&str]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part.as_bytes());
+    }
+    let digest = hasher.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    // Keep the timestamp part within ULID's 48 bits and well-formed.
+    bytes[0] &= 0x7f;
+    ulid::Ulid::from_bytes(bytes).to_string()
+}
+
+/// The delivered form of a packed piece.
+fn to_fragment(piece: &Piece, score: f64, resource_id: &str) -> Result<ContextFragment, ValidationError> {
+    let source_path = if piece.path.is_empty() { piece.uko_node.clone() } else { piece.path.clone() };
+    let mut provenance = FragmentProvenance::new(resource_id, source_path)?;
+    if let Ok(range) = piece.source_range.parse::<SourceRange>() {
+        provenance = provenance.with_source_range(range);
+    }
+    if !piece.strategy().is_empty() {
+        provenance = provenance.with_strategy(piece.strategy())?;
+    }
+    let mut metadata = BTreeMap::new();
+    metadata.insert("kind".to_owned(), piece.kind.clone());
+    metadata.insert("score".to_owned(), format!("{score:.4}"));
+    metadata.insert("strategies".to_owned(), piece.strategies.join(","));
+    metadata.insert("requested_depth".to_owned(), piece.requested_depth.to_string());
+    if piece.role == PieceRole::Skeleton {
+        metadata.insert("role".to_owned(), "skeleton".to_owned());
+    }
+    if let Some(note) = &piece.note {
+        metadata.insert("note".to_owned(), note.clone());
+    }
+    let id = stable_ulid(&[&piece.uko_node, &piece.depth.to_string(), &piece.content]);
+    ContextFragment::builder(piece.uko_node.clone(), piece.content.clone(), piece.tokens as u64, provenance)
+        .fragment_id(id)
+        .detail_depth(piece.depth)
+        .relevance_score(piece.relevance.clamp(0.0, 1.0))
+        .tier(piece.tier)
+        .metadata(metadata)
+        .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agents_core::ids::new_ulid;
+    use agents_core::tokens::{Encoding, Tokenizer};
+    use proptest::prelude::*;
+
+    fn tok() -> Tokenizer {
+        Tokenizer::new(Encoding::O200kBase)
+    }
+
+    fn fragment(resource: &str, i: usize, content: &str, relevance: f64, tier: ContextTier, age: i64) -> ContextFragment {
+        let provenance = FragmentProvenance::new(resource, format!("src/f{}.py", i % 7)).unwrap();
+        ContextFragment::builder(format!("uko://r/src/f{}.py#s{i}", i % 7), content, 0, provenance)
+            .detail_depth(9)
+            .relevance_score(relevance)
+            .tier(tier)
+            .created_at(chrono::DateTime::from_timestamp(1_700_000_000 - age, 0).unwrap())
+            .build()
+            .unwrap()
+    }
+
+    fn pipeline() -> Pipeline {
+        PipelineBuilder::new().build(&PipelineConfig::default(), PipelineSettings::default()).unwrap()
+    }
+
+    const TEN: [&str; 10] = [
+        "strategy-selector",
+        "budget-allocator",
+        "strategy-executor",
+        "skeleton-compressor",
+        "fragment-deduplicator",
+        "detail-depth-resolver",
+        "fragment-scorer",
+        "budget-packer",
+        "fragment-orderer",
+        "preamble-generator",
+    ];
+
+    #[test]
+    fn every_component_runs_even_on_empty_input() {
+        let budget = ContextBudget::new(1000, 0).unwrap();
+        let out = pipeline().assemble("plan", &[], budget, "relevance", &tok()).unwrap();
+        let ran: Vec<&str> = out.trace.iter().map(|s| s.component).collect();
+        assert_eq!(ran, TEN);
+        assert!(out.context.fragments().is_empty() && out.context.is_within_budget());
+    }
+
+    #[test]
+    fn below_the_minimum_budget_is_an_error_not_an_empty_payload() {
+        let budget = ContextBudget::new(100, 0).unwrap();
+        let error = pipeline().assemble("plan", &[], budget, "relevance", &tok()).unwrap_err();
+        assert!(matches!(error, PipelineError::BudgetTooSmall { budget: 100, min: 500 }), "{error}");
+    }
+
+    #[test]
+    fn unknown_component_names_its_key() {
+        let config = PipelineConfig { fragment_orderer: "nope".into(), ..PipelineConfig::default() };
+        let error = PipelineBuilder::new().build(&config, PipelineSettings::default()).err().unwrap();
+        assert_eq!(
+            error.to_string(),
+            "context.pipeline.fragment-orderer: no fragment-orderer named \"nope\" is registered; known: default"
+        );
+        let error = pipeline().assemble("p", &[], ContextBudget::new(1000, 0).unwrap(), "loudest", &tok()).unwrap_err();
+        assert!(error.to_string().contains("known: recency, relevance, tiered"), "{error}");
+    }
+
+    struct Reverse;
+    impl FragmentOrderer for Reverse {
+        fn order(&self, mut packed: Vec<ScoredFragment>, _: &dyn FileDependencies) -> Vec<ScoredFragment> {
+            packed.sort_by(|a, b| b.piece.uko_node.cmp(&a.piece.uko_node));
+            packed
+        }
+    }
+
+    #[test]
+    fn a_custom_component_registered_and_configured_runs() {
+        let config = PipelineConfig { fragment_orderer: "reverse".into(), ..PipelineConfig::default() };
+        let pipeline = PipelineBuilder::new()
+            .register("reverse", Component::Orderer(Arc::new(Reverse)))
+            .build(&config, PipelineSettings::default())
+            .unwrap();
+        assert_eq!(pipeline.implementations()[7], ("fragment-orderer", "reverse"));
+        let resource = new_ulid();
+        let fragments: Vec<_> =
+            (0..5).map(|i| fragment(&resource, i, &format!("body {i}"), 0.5, ContextTier::Warm, 0)).collect();
+        let out = pipeline.assemble("p", &fragments, ContextBudget::new(2000, 0).unwrap(), "relevance", &tok()).unwrap();
+        let step = out.trace.iter().find(|s| s.component == "fragment-orderer").unwrap();
+        assert_eq!(step.implementation, "reverse");
+        let uris: Vec<&str> = out.context.fragments().iter().map(|f| f.uko_node()).collect();
+        let mut sorted = uris.clone();
+        sorted.sort_by(|a, b| b.cmp(a));
+        assert_eq!(uris, sorted);
+    }
+
+    #[test]
+    fn ranking_strategies_decide_what_survives_a_tight_budget() {
+        let resource = new_ulid();
+        let body = |i: usize| (0..30).map(|l| format!("fragment {i} line {l} of text\n")).collect::<String>();
+        let fragments = vec![
+            fragment(&resource, 0, &body(0), 0.9, ContextTier::Cold, 900),
+            fragment(&resource, 1, &body(1), 0.2, ContextTier::Hot, 500),
+            fragment(&resource, 2, &body(2), 0.5, ContextTier::Warm, 0),
+        ];
+        let order = |ranking: &str| -> Vec<String> {
+            let mut scored = WeightedScorer.score(
+                fragments
+                    .iter()
+                    .map(|f| {
+                        let mut p = components::tests::piece(f.uko_node(), "", f.relevance_score(), f.content());
+                        p.tier = f.tier();
+                        p.modified = Some(f.created_at().timestamp());
+                        p
+                    })
+                    .collect(),
+                None,
+                &ScorerWeights::default(),
+            );
+            pipeline().ranking(ranking).unwrap().rank(&mut scored);
+            scored.iter().map(|s| s.piece.uko_node.rsplit('#').next().unwrap().to_owned()).collect()
+        };
+        assert_eq!(order("relevance"), ["s0", "s2", "s1"]);
+        assert_eq!(order("recency"), ["s2", "s1", "s0"]);
+        assert_eq!(order("tiered"), ["s1", "s2", "s0"]);
+        // A budget that holds two fragments in full: the ranking picks which two,
+        // and the third is downgraded.
+        let one = tok().count(&body(0)) + 20;
+        let budget = ContextBudget::new((one * 22 / 10 + PREAMBLE_MAX_TOKENS) as u64, 0).unwrap();
+        let full = |ranking| {
+            let out = pipeline().assemble("p", &fragments, budget, ranking, &tok()).unwrap();
+            let mut full: Vec<String> = out
+                .context
+                .fragments()
+                .iter()
+                .filter(|f| f.detail_depth() == 9)
+                .map(|f| f.uko_node().rsplit('#').next().unwrap().to_owned())
+                .collect();
+            full.sort();
+            assert_eq!(out.context.fragments().len(), 3, "the third is downgraded, not dropped");
+            full
+        };
+        assert_eq!(full("relevance"), ["s0", "s2"]);
+        assert_eq!(full("recency"), ["s1", "s2"]);
+        assert_eq!(full("tiered"), ["s1", "s2"]);
+    }
+
+    #[test]
+    fn output_is_deterministic_apart_from_timestamps() {
+        let resource = new_ulid();
+        let fragments: Vec<_> =
+            (0..12).map(|i| fragment(&resource, i, &format!("body {i}\n").repeat(i + 1), 0.3, ContextTier::Warm, 0)).collect();
+        let run = || pipeline().assemble("p", &fragments, ContextBudget::new(600, 0).unwrap(), "relevance", &tok()).unwrap();
+        let (a, b) = (run(), run());
+        assert_eq!(a.to_markdown(), b.to_markdown());
+        assert_eq!(a.context.context_hash(), b.context.context_hash());
+        let ids = |x: &Assembly| x.context.fragments().iter().map(|f| f.fragment_id().to_owned()).collect::<Vec<_>>();
+        assert_eq!(ids(&a), ids(&b));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// The rendered output, measured with the real tokenizer, never exceeds the
+        /// budget, and a payload is always within its budget.
+        #[test]
+        fn budget_is_never_exceeded(
+            bodies in prop::collection::vec(("[a-z ]{0,40}", 0usize..60, 0.0f64..1.0, 0u8..=9), 0..25),
+            available in 500u64..4000,
+        ) {
+            let resource = new_ulid();
+            let fragments: Vec<ContextFragment> = bodies
+                .iter()
+                .enumerate()
+                .map(|(i, (line, lines, relevance, depth))| {
+                    let content = format!("{line}\n").repeat(*lines);
+                    let provenance = FragmentProvenance::new(&resource, format!("src/f{}.rs", i % 5)).unwrap();
+                    ContextFragment::builder(format!("uko://r/f{i}"), content, 0, provenance)
+                        .detail_depth(*depth)
+                        .relevance_score(*relevance)
+                        .build()
+                        .unwrap()
+                })
+                .collect();
+            let budget = ContextBudget::new(available, 0).unwrap();
+            let out = pipeline().assemble("p", &fragments, budget, "relevance", &tok()).unwrap();
+            prop_assert!(out.context.is_within_budget());
+            prop_assert!(tok().count(&out.to_markdown()) as u64 <= available);
+            prop_assert_eq!(out.rendered_tokens, tok().count(&out.to_markdown()));
+            prop_assert_eq!(out.trace.iter().filter(|s| TEN.contains(&s.component)).count(), 10);
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! The unit that travels through the pipeline, and how it is rendered.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+use agents_core::fragment::ContextTier;
+use agents_core::tokens::TokenCounter;
+use agents_store::{Store, UkoNodeRecord};
+use serde::Serialize;
+
+use crate::graph::{CodeGraph, read_source, source_range};
+
+/// Depth fallback steps (the spec's `[9, 4, 2, 0]`).
+pub const DEPTH_STEPS: [u8; 4] = [9, 4, 2, 0];
+/// Smallest fragment worth including, in tokens.
+pub const MIN_FRAGMENT_TOKENS: usize = 10;
+
+/// Why a piece is in the context.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PieceRole {
+    /// Retrieved for this request.
+    #[default]
+    Context,
+    /// Inherited from the parent plan's context, compressed.
+    Skeleton,
+}
+
+/// A fragment on its way through the pipeline: a UKO node rendered at one
+/// depth, with what the scorer and packer need to know about it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Piece {
+    pub uko_node: String,
+    /// The UKO kind (`function`, `class`, `file`, ...) or `note` for inline content.
+    pub kind: String,
+    /// Path in the resource; empty for inline content (a decision record).
+    pub path: String,
+    /// `line:col-line:col`; empty for inline content.
+    pub source_range: String,
+    /// First line, for source order (0 for inline content).
+    pub start_line: u32,
+    /// The depth `content` is rendered at.
+    pub depth: u8,
+    /// The deepest depth asked for it.
+    pub requested_depth: u8,
+    pub content: String,
+    /// Tokens of the rendered fragment: heading, content and separator.
+    pub tokens: usize,
+    /// The strategy's relevance, in [0, 1].
+    pub relevance: f64,
+    /// Quality of the best strategy that proposed it, in [0, 1].
+    pub quality: f64,
+    /// Hops from the request's focus, when a strategy walked to it.
+    pub hops: Option<u32>,
+    /// The strategies that proposed it, first the one whose relevance it carries.
+    pub strategies: Vec<String>,
+    pub note: Option<String>,
+    pub tier: ContextTier,
+    /// Content given as it is (inline notes, fragments handed to `assemble`): a
+    /// shallower depth is derived from the text instead of re-rendered.
+    pub inline: bool,
+    pub role: PieceRole,
+    /// Seconds since the epoch of the last change, when known (recency).
+    pub modified: Option<i64>,
+}
+
+impl Piece {
+    /// The strategy whose relevance the piece carries.
+    pub fn strategy(&self) -> &str {
+        self.strategies.first().map(String::as_str).unwrap_or("")
+    }
+
+    /// The Markdown heading the piece is delivered under.
+    pub fn heading(&self) -> String {
+        heading(&self.path, &self.source_range, &self.kind, self.depth, &self.uko_node, self.note.as_deref())
+    }
+
+    /// The piece as delivered: heading, content, blank line.
+    pub fn rendered(&self) -> String {
+        let mut out = self.heading();
+        out.push_str(&self.content);
+        out.push('\n');
+        out
+    }
+
+    /// Recomputes `tokens` for the current content and depth.
+    pub fn measure(&mut self, tokenizer: &dyn TokenCounter) {
+        self.tokens = cost(tokenizer, &self.heading(), &self.content);
+    }
+}
+
+/// Heading of a fragment: path, line range, UKO type and depth.
+pub fn heading(path: &str, range: &str, kind: &str, depth: u8, uri: &str, note: Option<&str>) -> String {
+    if path.is_empty() {
+        // Inline content (a decision record): named by its id and why it is here.
+        return format!("## {uri} ({})\n", note.unwrap_or(kind));
+    }
+    let lines = match range.split_once('-') {
+        Some((start, end)) => {
+            let line = |s: &str| s.split(':').next().unwrap_or(s).to_owned();
+            format!("L{}-{}", line(start), line(end))
+        }
+        None => range.to_owned(),
+    };
+    format!("## {path} {lines} ({kind}, depth {depth})\n")
+}
+
+/// Tokens a fragment costs in the rendered output.
+pub fn cost(tokenizer: &dyn TokenCounter, heading: &str, content: &str) -> usize {
+    tokenizer.count(heading) + tokenizer.count(content) + 1
+}
+
+/// Renders a piece's node at another depth.
+pub trait DepthRenderer: Sync {
+    /// The node of `piece` at `depth`, or `None` when it cannot be rendered.
+    fn render(&self, piece: &Piece, depth: u8) -> Option<String>;
+
+    /// A new piece for the stored node `uri` at `depth`; `None` when this renderer
+    /// has no store or the node is gone.
+    fn piece(&self, _uri: &str, _depth: u8) -> Option<Piece> {
+        None
+    }
+}
+
+/// Renders inline content at a shallower depth by cutting it: depth 0 keeps the
+/// first line, 2 the first 5 lines, 4 the first 20, deeper the whole text.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InlineRenderer;
+
+impl InlineRenderer {
+    pub fn cut(content: &str, depth: u8) -> String {
+        let keep = match depth {
+            0 | 1 => 1,
+            2 | 3 => 5,
+            4 => 20,
+            _ => return content.to_owned(),
+        };
+        let lines: Vec<&str> = content.lines().filter(|l| !l.trim().is_empty()).collect();
+        if lines.len() <= keep {
+            return lines.join("\n") + "\n";
+        }
+        let mut out = lines[..keep].join("\n");
+        out.push_str(&format!("\n… ({} more lines)\n", lines.len() - keep));
+        out
+    }
+}
+
+impl DepthRenderer for InlineRenderer {
+    fn render(&self, piece: &Piece, depth: u8) -> Option<String> {
+        if depth >= piece.depth {
+            return (depth == piece.depth).then(|| piece.content.clone());
+        }
+        Some(InlineRenderer::cut(&piece.content, depth))
+    }
+}
+
+/// Renders stored UKO nodes from the index (and the files under `root`); inline
+/// pieces fall back to [`InlineRenderer`]. Files and nodes are read once.
+pub struct StoreRenderer<'a> {
+    root: &'a Path,
+    index_id: &'a str,
+    store: &'a dyn Store,
+    graph: &'a CodeGraph,
+    sources: Mutex<HashMap<String, Option<std::sync::Arc<String>>>>,
+    nodes: Mutex<HashMap<String, Option<UkoNodeRecord>>>,
+}
+
+impl<'a> StoreRenderer<'a> {
+    pub fn new(root: &'a Path, index_id: &'a str, store: &'a dyn Store, graph: &'a CodeGraph) -> StoreRenderer<'a> {
+        StoreRenderer {
+            root,
+            index_id,
+            store,
+            graph,
+            sources: Mutex::new(HashMap::new()),
+            nodes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The stored node `uri`, read once.
+    pub fn node(&self, uri: &str) -> Option<UkoNodeRecord> {
+        let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(node) = nodes.get(uri) {
+            return node.clone();
+        }
+        let node = self.store.uko_node(self.index_id, uri).ok().flatten();
+        nodes.insert(uri.to_owned(), node.clone());
+        node
+    }
+
+    fn source(&self, path: &str) -> Option<std::sync::Arc<String>> {
+        let mut sources = self.sources.lock().unwrap_or_else(|e| e.into_inner());
+        sources
+            .entry(path.to_owned())
+            .or_insert_with(|| read_source(self.root, path).ok().map(std::sync::Arc::new))
+            .clone()
+    }
+
+    fn new_piece(&self, uri: &str, depth: u8) -> Option<Piece> {
+        let node = self.node(uri)?;
+        let content = self.render_node(&node, depth)?;
+        let start_line = u32::try_from(node.node.start_line).unwrap_or(0);
+        Some(Piece {
+            uko_node: node.node.uri.clone(),
+            kind: node.node.kind.clone(),
+            path: node.node.path.clone(),
+            source_range: source_range(&node),
+            start_line,
+            depth,
+            requested_depth: depth,
+            content,
+            tokens: 0,
+            relevance: 0.0,
+            quality: 0.0,
+            hops: None,
+            strategies: Vec::new(),
+            note: None,
+            tier: ContextTier::default(),
+            inline: false,
+            role: PieceRole::Context,
+            modified: None,
+        })
+    }
+
+    fn render_node(&self, node: &UkoNodeRecord, depth: u8) -> Option<String> {
+        let source = self.source(&node.node.path)?;
+        self.graph.render_one(self.index_id, node, &source, depth).ok()
+    }
+}
+
+impl DepthRenderer for StoreRenderer<'_> {
+    fn render(&self, piece: &Piece, depth: u8) -> Option<String> {
+        if piece.inline {
+            return InlineRenderer.render(piece, depth);
+        }
+        if depth == piece.depth {
+            return Some(piece.content.clone());
+        }
+        let node = self.node(&piece.uko_node)?;
+        self.render_node(&node, depth)
+    }
+
+    fn piece(&self, uri: &str, depth: u8) -> Option<Piece> {
+        self.new_piece(uri, depth)
+    }
+}
+
+/// Whether `uri` names a node inside the node `ancestor` (`file#A` is inside
+/// `file`, `file#A.b` inside `file#A`).
+pub fn is_inside(uri: &str, ancestor: &str) -> bool {
+    let sep = if ancestor.contains('#') { '.' } else { '#' };
+    uri.len() > ancestor.len() && uri.starts_with(ancestor) && uri[ancestor.len()..].starts_with(sep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn containment_by_uri() {
+        assert!(is_inside("uko://r/a.py#A", "uko://r/a.py"));
+        assert!(is_inside("uko://r/a.py#A.b", "uko://r/a.py#A"));
+        assert!(!is_inside("uko://r/a.py#AB", "uko://r/a.py#A"));
+        assert!(!is_inside("uko://r/a.pyc", "uko://r/a.py"));
+        assert!(!is_inside("uko://r/a.py", "uko://r/a.py"));
+    }
+
+    #[test]
+    fn headings_name_path_lines_type_and_depth() {
+        assert_eq!(heading("src/a.py", "3:0-9:4", "function", 9, "u", None), "## src/a.py L3-9 (function, depth 9)\n");
+        assert_eq!(heading("", "", "note", 9, "plan://1/d", Some("decision")), "## plan://1/d (decision)\n");
+    }
+
+    #[test]
+    fn inline_cut_keeps_the_opening() {
+        let text = (1..=30).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n");
+        assert_eq!(InlineRenderer::cut(&text, 0), "line 1\n… (29 more lines)\n");
+        assert!(InlineRenderer::cut(&text, 4).starts_with("line 1\nline 2"));
+        assert_eq!(InlineRenderer::cut(&text, 9), text);
+    }
+}
