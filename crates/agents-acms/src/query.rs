@@ -75,6 +75,9 @@ pub struct Candidate {
     /// import, a variable, a field).
     #[serde(skip)]
     pub evidence_only: bool,
+    /// Graph hops from the request's focus, when a strategy walked to it.
+    #[serde(skip)]
+    pub hops: Option<u32>,
 }
 
 /// One packed piece of context.

@@ -63,6 +63,16 @@ impl Fixture {
     }
 }
 
+/// The fragments without their `created_at` timestamps, the only part of a
+/// fragment that differs between identical queries.
+fn timeless(fragments: &Value) -> Value {
+    let mut fragments = fragments.clone();
+    for f in fragments.as_array_mut().unwrap() {
+        f.as_object_mut().unwrap().remove("created_at");
+    }
+    fragments
+}
+
 fn count(text: &[u8]) -> usize {
     Tokenizer::default().count(&String::from_utf8_lossy(text))
 }
@@ -71,12 +81,20 @@ fn count(text: &[u8]) -> usize {
 fn the_best_match_comes_first_with_provenance() {
     let fx = Fixture::new();
     let v = fx.json(&["late payment reminder", "--max-tokens", "2000"]);
-    let first = &v["fragments"][0];
-    assert_eq!(first["source_path"], "billing/invoice.py", "{v:#}");
-    assert!(first["uko_node"].as_str().unwrap().ends_with("#Invoice.send_reminder"), "{v:#}");
-    assert_eq!(first["relevance_score"], 1.0);
+    // Fragments come in reading order (files by their best score, symbols in
+    // source order): the best match's file comes first, and the best match is
+    // the fragment with the top score.
+    let fragments = v["fragments"].as_array().unwrap();
+    assert_eq!(v["ranked_files"][0], "billing/invoice.py", "{v:#}");
+    assert_eq!(fragments[0]["provenance"]["source_path"], "billing/invoice.py", "{v:#}");
+    let score = |f: &Value| f["relevance_score"].as_f64().unwrap();
+    let best = fragments.iter().max_by(|a, b| score(a).total_cmp(&score(b))).unwrap();
+    assert_eq!(best["provenance"]["source_path"], "billing/invoice.py", "{v:#}");
+    assert!(best["uko_node"].as_str().unwrap().ends_with("#Invoice.send_reminder"), "{v:#}");
+    assert_eq!(best["relevance_score"], 1.0);
+    assert_eq!(fragments.iter().filter(|f| score(f) == 1.0).count(), 1, "one best match: {v:#}");
     // The range slices back to the method.
-    let range = first["source_range"].as_str().unwrap();
+    let range = best["provenance"]["source_range"].as_str().unwrap();
     let (start, _) = range.split_once('-').unwrap();
     let line: usize = start.split(':').next().unwrap().parse().unwrap();
     let text = std::fs::read_to_string(fx.repo.join("billing/invoice.py")).unwrap();
@@ -85,7 +103,7 @@ fn the_best_match_comes_first_with_provenance() {
     // The second query reuses the text index.
     let again = fx.json(&["late payment reminder", "--max-tokens", "2000"]);
     assert_eq!(again["sync"]["files_indexed"], 0);
-    assert_eq!(again["fragments"], v["fragments"], "identical inputs, identical output");
+    assert_eq!(timeless(&again["fragments"]), timeless(&v["fragments"]), "identical inputs, identical output");
 }
 
 #[test]
@@ -97,6 +115,10 @@ fn the_printed_context_never_exceeds_the_budget() {
         let budget: usize = budget.parse().unwrap();
         assert!(count(&out.stdout) <= budget, "{budget}: printed {} tokens", count(&out.stdout));
         let v = fx.json(&["helper value invoice parcel", "--max-tokens", &budget.to_string()]);
+        assert_eq!(v["budget"]["available_tokens"], budget as u64, "{v:#}");
+        // The JSON reports what the Markdown printed: preamble and fragments.
+        assert_eq!(v["rendered_tokens"].as_u64().unwrap() as usize, count(&out.stdout), "{budget}");
+        assert!(v["is_within_budget"].as_bool().unwrap(), "{v:#}");
         let total = v["total_tokens"].as_u64().unwrap() as usize;
         assert!(total <= budget, "{budget}: {total}");
         let sum: u64 = v["fragments"].as_array().unwrap().iter().map(|f| f["token_count"].as_u64().unwrap()).sum();
@@ -162,7 +184,7 @@ fn concurrent_queries_take_turns_and_agree() {
     for out in &outputs {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        fragments.push(v["fragments"].clone());
+        fragments.push(timeless(&v["fragments"]));
     }
     assert!(fragments.windows(2).all(|w| w[0] == w[1]), "every query sees the same context");
 }
@@ -173,8 +195,8 @@ fn filters_restrict_what_is_searched() {
     let v = fx.json(&["helper value", "--under", "misc/", "--type", "function"]);
     let fragments = v["fragments"].as_array().unwrap();
     assert!(!fragments.is_empty());
-    assert!(fragments.iter().all(|f| f["source_path"].as_str().unwrap().starts_with("misc/")));
-    assert!(fragments.iter().all(|f| f["kind"] == "function"));
+    assert!(fragments.iter().all(|f| f["provenance"]["source_path"].as_str().unwrap().starts_with("misc/")), "{v:#}");
+    assert!(fragments.iter().all(|f| f["metadata"]["kind"] == "function"), "{v:#}");
 }
 
 #[test]

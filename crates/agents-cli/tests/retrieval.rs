@@ -229,6 +229,46 @@ fn depth(f: &Value) -> u64 {
     f["detail_depth"].as_u64().unwrap()
 }
 
+/// Where a fragment came from: its file, its `source_range` and the strategy
+/// that proposed it.
+fn source_path(f: &Value) -> &str {
+    f["provenance"]["source_path"].as_str().unwrap()
+}
+
+fn source_range(f: &Value) -> &str {
+    f["provenance"]["source_range"].as_str().unwrap()
+}
+
+fn strategy_of(f: &Value) -> &Value {
+    &f["provenance"]["strategy"]
+}
+
+/// A fragment's note (`metadata.note`), if it has one.
+fn note(f: &Value) -> Option<&str> {
+    f["metadata"]["note"].as_str()
+}
+
+/// The fragment with the highest relevance score (the first of equals).
+fn best(v: &Value) -> &Value {
+    let mut best = &fragments(v)[0];
+    for f in fragments(v) {
+        if f["relevance_score"].as_f64().unwrap() > best["relevance_score"].as_f64().unwrap() {
+            best = f;
+        }
+    }
+    best
+}
+
+/// The fragments without their `created_at` timestamps, the only part of a
+/// fragment that differs between identical queries.
+fn timeless(fragments: &Value) -> Value {
+    let mut fragments = fragments.clone();
+    for f in fragments.as_array_mut().unwrap() {
+        f.as_object_mut().unwrap().remove("created_at");
+    }
+    fragments
+}
+
 /// The text of a `source_range` ("l:c-l:c": lines 1-based, columns 0-based in
 /// bytes, the end exclusive, as `agents_uko::model::Span` counts them).
 fn slice<'a>(text: &'a str, range: &str) -> &'a str {
@@ -251,8 +291,9 @@ fn slice<'a>(text: &'a str, range: &str) -> &'a str {
 
 /// What every successful retrieval by `strategy` must satisfy: it ran without
 /// falling back, found something, tags every fragment with itself, lists
-/// fragments best first, stays within the budget, and every range slices the
-/// file (a full-source fragment holds exactly that text).
+/// fragments in reading order (each file's fragments together, in source
+/// order), stays within the budget, and every range slices the file (a
+/// full-source fragment holds exactly that text).
 fn assert_well_formed(fx: &Fixture, v: &Value, strategy: &str) {
     assert_eq!(v["requested_strategy"], strategy, "{v:#}");
     assert_eq!(v["strategy"], strategy, "{v:#}");
@@ -260,21 +301,34 @@ fn assert_well_formed(fx: &Fixture, v: &Value, strategy: &str) {
     let fragments = fragments(v);
     assert!(!fragments.is_empty(), "{strategy} found nothing: {v:#}");
     assert!(v["candidates"].as_u64().unwrap() >= fragments.len() as u64);
+    assert!(v["strategies_used"].as_array().unwrap().contains(&Value::from(strategy)), "{v:#}");
     for f in fragments {
-        assert_eq!(f["strategy"], strategy, "{f:#}");
-        let path = f["source_path"].as_str().unwrap();
+        assert_eq!(strategy_of(f), strategy, "{f:#}");
+        let path = source_path(f);
         let text = fx.read(path);
-        let source = slice(&text, f["source_range"].as_str().unwrap());
+        let source = slice(&text, source_range(f));
         if depth(f) == 9 {
             assert!(f["content"].as_str().unwrap().contains(source), "{strategy}: depth 9 lacks its source: {f:#}");
         }
         let score = f["relevance_score"].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&score), "{f:#}");
     }
-    let scores: Vec<f64> = fragments.iter().map(|f| f["relevance_score"].as_f64().unwrap()).collect();
-    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{strategy}: not best first: {scores:?}");
+    // Reading order: a file's fragments come together, in source order.
+    let start_line = |f: &Value| -> u64 { source_range(f).split(':').next().unwrap().parse().unwrap() };
+    let mut seen_files: Vec<&str> = Vec::new();
+    for (i, f) in fragments.iter().enumerate() {
+        let path = source_path(f);
+        if seen_files.last() == Some(&path) {
+            assert!(start_line(&fragments[i - 1]) <= start_line(f), "{strategy}: not in source order: {v:#}");
+        } else {
+            assert!(!seen_files.contains(&path), "{strategy}: {path} is split: {v:#}");
+            seen_files.push(path);
+        }
+    }
     let total = v["total_tokens"].as_u64().unwrap();
-    assert!(total <= v["max_tokens"].as_u64().unwrap(), "{v:#}");
+    let available = v["budget"]["available_tokens"].as_u64().unwrap();
+    assert!(total <= available, "{v:#}");
+    assert!(v["rendered_tokens"].as_u64().unwrap() <= available, "{v:#}");
     let sum: u64 = fragments.iter().map(|f| f["token_count"].as_u64().unwrap()).sum();
     assert_eq!(sum, total, "the total is the sum of the fragments");
     assert!(v["backends"]["vector"].as_str().unwrap().starts_with("local ("), "{v:#}");

@@ -505,6 +505,20 @@ impl Engine {
             cancel: None,
             deadline: None,
         };
+        // The parent plan's last context becomes this one's skeleton.
+        let parent: Vec<agents_acms::pipeline::piece::Piece> = match &options.plan_id {
+            Some(id) => match self.store.plan(id)?.and_then(|p| p.parent_id) {
+                Some(parent) => match self.store.plan_payload(&parent)? {
+                    Some(json) => serde_json::from_str(&json).unwrap_or_else(|error| {
+                        tracing::warn!(plan = %parent, %error, "stored plan context unreadable; no skeleton");
+                        Vec::new()
+                    }),
+                    None => Vec::new(),
+                },
+                None => Vec::new(),
+            },
+            None => Vec::new(),
+        };
         self.with_backends(outcome, |backends, sync, served| {
             let renderer = StoreRenderer::new(backends.root, backends.index_id, self.store.as_ref(), &self.graph);
             let facts = FsFacts::new(backends.root);
@@ -518,13 +532,24 @@ impl Engine {
                 plan_id: options.plan_id.clone().unwrap_or_else(|| "adhoc".to_owned()),
                 resource_id: &outcome.resource.resource_id,
                 budget: options.budget,
-                parent: &[],
+                parent: &parent,
                 view: options.view.as_ref(),
                 renderer: &renderer,
                 facts: &facts,
                 deps: &deps,
                 tokenizer: &self.tokenizer,
             })?;
+            if let Some(id) = &options.plan_id {
+                let own: Vec<&agents_acms::pipeline::piece::Piece> = assembly
+                    .pieces
+                    .iter()
+                    .map(|s| &s.piece)
+                    .filter(|p| p.role == agents_acms::pipeline::piece::PieceRole::Context)
+                    .collect();
+                // Pieces are plain data: serialising them cannot fail.
+                let json = serde_json::to_string(&own).unwrap_or_else(|_| "[]".to_owned());
+                self.store.set_plan_payload(id, &json)?;
+            }
             Ok((assembly, sync, served))
         })
     }

@@ -306,6 +306,11 @@ pub trait Store: Send + Sync {
     fn add_decision(&self, plan_id: &str, title: &str, body: &str, tier: &str) -> Result<PlanDecision, StoreError>;
     /// The decisions of a plan, oldest first.
     fn plan_decisions(&self, plan_id: &str) -> Result<Vec<PlanDecision>, StoreError>;
+    /// Stores the context assembled for a plan (the pipeline's packed pieces as
+    /// JSON), replacing the one before.
+    fn set_plan_payload(&self, plan_id: &str, payload_json: &str) -> Result<(), StoreError>;
+    /// The context last assembled for a plan.
+    fn plan_payload(&self, plan_id: &str) -> Result<Option<String>, StoreError>;
     fn search_state(&self, index_id: &str, backend: &str) -> Result<Vec<(String, String)>, StoreError>;
     /// Records that a text-search index now holds `indexed` and no longer `removed`.
     fn set_search_state(

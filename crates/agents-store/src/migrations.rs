@@ -152,4 +152,13 @@ CREATE TABLE plan_decisions (
 );
 CREATE INDEX ix_plan_decisions_plan ON plan_decisions(plan_id);
 "#,
+    // 6: the context last assembled for each plan, so a child plan can
+    // inherit its skeleton across calls.
+    r#"
+CREATE TABLE plan_payloads (
+    plan_id      VARCHAR(26) PRIMARY KEY REFERENCES plans(plan_id) ON DELETE CASCADE,
+    payload_json TEXT NOT NULL,
+    assembled_at TEXT NOT NULL
+);
+"#,
 ];

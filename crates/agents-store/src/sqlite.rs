@@ -729,6 +729,26 @@ impl Store for SqliteStore {
         })
     }
 
+    fn set_plan_payload(&self, plan_id: &str, payload_json: &str) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO plan_payloads (plan_id, payload_json, assembled_at) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT(plan_id) DO UPDATE SET payload_json = excluded.payload_json, \
+                 assembled_at = excluded.assembled_at",
+                params![plan_id, payload_json, to_iso(now_utc())],
+            )
+            .map_err(self.sql())?;
+            Ok(())
+        })
+    }
+
+    fn plan_payload(&self, plan_id: &str) -> Result<Option<String>, StoreError> {
+        self.read(|c| {
+            c.query_row("SELECT payload_json FROM plan_payloads WHERE plan_id = ?1", [plan_id], |r| r.get(0))
+                .optional()
+        })
+    }
+
     fn search_state(&self, index_id: &str, backend: &str) -> Result<Vec<(String, String)>, StoreError> {
         self.read(|c| {
             let mut st = c.prepare(

@@ -598,8 +598,10 @@ impl Pipeline {
                     None => input.renderer.piece(&c.uri, c.depth),
                 };
                 let Some(mut piece) = piece else { continue };
-                piece.relevance = f64::from(c.score).clamp(0.0, 1.0);
+                // f32 scores, kept to six places so they print as they were computed.
+                piece.relevance = (f64::from(c.score).clamp(0.0, 1.0) * 1e6).round() / 1e6;
                 piece.quality = quality;
+                piece.hops = c.hops;
                 piece.strategies = vec![c.strategy.clone()];
                 piece.note = c.note.clone();
                 if !piece.path.is_empty() && !piece.inline {

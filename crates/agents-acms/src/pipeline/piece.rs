@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use agents_core::fragment::ContextTier;
 use agents_core::tokens::TokenCounter;
 use agents_store::{Store, UkoNodeRecord};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::graph::{CodeGraph, read_source, source_range};
 
@@ -17,7 +17,7 @@ pub const DEPTH_STEPS: [u8; 4] = [9, 4, 2, 0];
 pub const MIN_FRAGMENT_TOKENS: usize = 10;
 
 /// Why a piece is in the context.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PieceRole {
     /// Retrieved for this request.
@@ -29,7 +29,7 @@ pub enum PieceRole {
 
 /// A fragment on its way through the pipeline: a UKO node rendered at one
 /// depth, with what the scorer and packer need to know about it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Piece {
     pub uko_node: String,
     /// The UKO kind (`function`, `class`, `file`, ...) or `note` for inline content.
@@ -73,7 +73,11 @@ impl Piece {
 
     /// The Markdown heading the piece is delivered under.
     pub fn heading(&self) -> String {
-        heading(&self.path, &self.source_range, &self.kind, self.depth, &self.uko_node, self.note.as_deref())
+        let kind = match self.role {
+            PieceRole::Skeleton => format!("{}, from the parent plan", self.kind),
+            PieceRole::Context => self.kind.clone(),
+        };
+        heading(&self.path, &self.source_range, &kind, self.depth, &self.uko_node, self.note.as_deref())
     }
 
     /// The piece as delivered: heading, content, blank line.

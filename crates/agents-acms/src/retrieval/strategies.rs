@@ -96,6 +96,7 @@ fn candidates_from(strategy: &str, scored: Vec<(String, String, f32)>, query: &R
             note: None,
             content: None,
             evidence_only: false,
+            hops: None,
         })
         .collect();
     sort_candidates(&mut out);
@@ -282,6 +283,7 @@ impl ContextStrategy for BreadthDepthNavigator {
                 note: (hit.hops > 0).then(|| format!("{} hop(s) from the focus", hit.hops)),
                 content: None,
                 evidence_only: false,
+                hops: Some(hit.hops),
             })
             .collect();
         keep_useful(backends, &query.filter, candidates, query.pool())
@@ -367,6 +369,10 @@ impl ContextStrategy for Arce {
         // Refinement: the best hits' identifiers join the query.
         let mut words: HashSet<String> = code_tokens(&text).into_iter().collect();
         for _ in 1..query.arce_max_rounds.max(1) {
+            // Out of time: the first round's results stand.
+            if query.should_stop() {
+                break;
+            }
             let mut added = Vec::new();
             for (uri, _) in best_of(&fused, 3) {
                 let name = uri.rsplit(['#', '.', '/']).next().unwrap_or_default();
@@ -410,6 +416,7 @@ impl ContextStrategy for Arce {
                     note: None,
                     content: None,
                     evidence_only: false,
+                    hops: hop,
                 }
             })
             .collect();
@@ -520,6 +527,7 @@ impl ContextStrategy for TemporalArchaeology {
                 note: Some(format!("changed in {} matching commit(s): {}{history}", touched.len(), shown.join("; "))),
                 content: None,
                 evidence_only: false,
+                hops: None,
             });
         }
         // Phase two: neighbours of the best files, at a discount.
@@ -542,6 +550,7 @@ impl ContextStrategy for TemporalArchaeology {
                     note: Some("next to a file the matching commits changed".to_owned()),
                     content: None,
                     evidence_only: false,
+                    hops: Some(hit.hops),
                 })
                 .collect();
             candidates.extend(keep_useful(backends, &query.filter, extra, query.pool())?);
@@ -632,6 +641,7 @@ impl ContextStrategy for PlanDecisionContext {
                     note: Some(format!("decision on plan {:?} ({} tier)", ancestor.title, decision.tier)),
                     content: Some(format!("Decision: {}\n{}\n", decision.title, decision.body.trim_end())),
                     evidence_only: false,
+                    hops: None,
                 });
             }
         }
