@@ -288,6 +288,7 @@ pub enum ProjectContextCommand {
     Set(Box<ContextSetArgs>),
     /// Show each phase's resolved view, the phase it comes from, and the settings.
     Show {
+        /// The project's name.
         project: String,
         /// Only this phase: default, strategize, execute or apply.
         #[arg(long, value_name = "PHASE")]
@@ -297,6 +298,7 @@ pub enum ProjectContextCommand {
 
 #[derive(Debug, Args)]
 pub struct ContextSetArgs {
+    /// The project's name.
     pub project: String,
     /// The phase whose view the view options set: default, strategize, execute or apply.
     #[arg(long, default_value = "default", value_name = "PHASE")]
