@@ -86,6 +86,13 @@ pub enum PlanCommand {
         /// The parent plan's id.
         #[arg(long)]
         parent: Option<String>,
+        /// The plan's phase, which picks its project's context view: default,
+        /// strategize, execute or apply.
+        #[arg(long, default_value = "default", value_name = "PHASE")]
+        phase: String,
+        /// The project whose context policy scopes the plan.
+        #[arg(long, value_name = "NAME")]
+        project: Option<String>,
     },
     /// Record a decision on a plan.
     Decide {
@@ -294,6 +301,92 @@ pub enum ProjectCommand {
         /// The resource's directory or its ULID.
         resource: String,
     },
+    /// A project's context policy (a view per plan phase) and ACMS pipeline settings.
+    #[command(subcommand)]
+    Context(ProjectContextCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProjectContextCommand {
+    /// Set a phase's context view and the project's ACMS pipeline settings.
+    ///
+    /// Any view option replaces the whole view of --view's phase (phases
+    /// without a view of their own inherit along default -> strategize ->
+    /// execute -> apply). Settings not given keep their stored values. Nothing
+    /// is written when a value is invalid.
+    Set(Box<ContextSetArgs>),
+    /// Show each phase's resolved view, the phase it comes from, and the settings.
+    Show {
+        /// The project's name.
+        project: String,
+        /// Only this phase: default, strategize, execute or apply.
+        #[arg(long, value_name = "PHASE")]
+        view: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ContextSetArgs {
+    /// The project's name.
+    pub project: String,
+    /// The phase whose view the view options set: default, strategize, execute or apply.
+    #[arg(long, default_value = "default", value_name = "PHASE")]
+    pub view: String,
+    /// Resource name or glob to include (repeatable; none = all).
+    #[arg(long = "include-resource", value_name = "PATTERN")]
+    pub include_resources: Vec<String>,
+    /// Resource name or glob to exclude (repeatable; exclusions win).
+    #[arg(long = "exclude-resource", value_name = "PATTERN")]
+    pub exclude_resources: Vec<String>,
+    /// File path glob to include, gitignore-style (repeatable; none = all).
+    #[arg(long = "include-path", value_name = "GLOB")]
+    pub include_paths: Vec<String>,
+    /// File path glob to exclude, gitignore-style (repeatable; exclusions win).
+    #[arg(long = "exclude-path", value_name = "GLOB")]
+    pub exclude_paths: Vec<String>,
+    /// Largest file in bytes (default: no limit).
+    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
+    pub max_file_size: Option<i64>,
+    /// Largest total context in bytes (default: no limit).
+    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
+    pub max_total_size: Option<i64>,
+    /// Remove the phase's own view, so it inherits again.
+    #[arg(long, conflicts_with_all = [
+        "include_resources", "exclude_resources", "include_paths", "exclude_paths", "max_file_size", "max_total_size",
+    ])]
+    pub clear_view: bool,
+    /// Token capacity of the hot tier [default: 8000].
+    #[arg(long, value_name = "TOKENS", allow_negative_numbers = true)]
+    pub hot_max_tokens: Option<i64>,
+    /// Decision capacity of the warm tier [default: 500].
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub warm_max_decisions: Option<i64>,
+    /// Decision capacity of the cold tier [default: 5000].
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub cold_max_decisions: Option<i64>,
+    /// Preferred strategy, best first (repeatable; replaces the stored list): simple-keyword,
+    /// semantic-embedding, breadth-depth-navigator, arce, temporal-archaeology,
+    /// plan-decision-context.
+    #[arg(long = "strategy", value_name = "NAME")]
+    pub strategies: Vec<String>,
+    /// Graph hops from the focus [default: 2].
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub default_breadth: Option<i64>,
+    /// Detail depth 0-9 or a named level (SIGNATURES, ...) [default: 3].
+    #[arg(long, value_name = "DEPTH")]
+    pub default_depth: Option<String>,
+    /// Share of a child plan's budget for its parent's skeleton, 0.0-1.0 [default: 0.2].
+    #[arg(long, value_name = "RATIO", allow_negative_numbers = true)]
+    pub skeleton_ratio: Option<f64>,
+    /// History to consider: current, recent or all [default: current].
+    #[arg(long, value_name = "SCOPE")]
+    pub temporal_scope: Option<String>,
+    /// Refresh context when a resource changes [default].
+    #[arg(long, overrides_with = "no_auto_refresh")]
+    pub auto_refresh: bool,
+    /// Do not refresh context when a resource changes.
+    #[arg(long, overrides_with = "auto_refresh")]
+    pub no_auto_refresh: bool,
 }
 
 #[derive(Debug, Subcommand)]

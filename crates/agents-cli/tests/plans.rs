@@ -81,3 +81,35 @@ fn bad_plan_input_exits_2_and_records_nothing() {
     let shown = json(&d.home, &["plan", "show", id]);
     assert!(shown["ancestors"][0]["decisions"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn plans_carry_their_phase_and_project() {
+    let d = dirs();
+    assert!(agents(&d.home).args(["project", "create", "web"]).output().unwrap().status.success());
+    let plan = json(&d.home, &["plan", "create", "Ship it", "--phase", "execute", "--project", "web"]);
+    let id = plan["plan_id"].as_str().unwrap();
+    assert_eq!(plan["phase"], "execute");
+    assert!(plan["project_id"].is_string());
+    let shown = json(&d.home, &["plan", "show", id]);
+    assert_eq!((&shown["phase"], &shown["project"]), (&"execute".into(), &"web".into()));
+    let text = agents(&d.home).args(["plan", "show", id]).output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.starts_with("phase execute\nproject web\n"), "{text}");
+
+    let plain = json(&d.home, &["plan", "create", "Later"]);
+    assert_eq!((&plain["phase"], &plain["project_id"]), (&"default".into(), &serde_json::Value::Null));
+    assert_eq!(
+        json(&d.home, &["plan", "show", plain["plan_id"].as_str().unwrap()])["project"],
+        serde_json::Value::Null
+    );
+
+    for (args, message) in [
+        (["plan", "create", "x", "--phase", "review"], "--phase: unknown phase `review`"),
+        (["plan", "create", "x", "--project", "nope"], "project `nope` not found"),
+    ] {
+        let out = agents(&d.home).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(assert_one_error_line(&out).contains(message), "{args:?}");
+    }
+    assert_eq!(json(&d.home, &["plan", "list"]).as_array().unwrap().len(), 2);
+}

@@ -151,16 +151,7 @@ impl Default for StrategiesConfig {
         StrategiesConfig {
             // All six: the spec's v1 default leaves out the strategies v1 could not
             // back (ARCE, temporal, plan decisions); this build backs them all.
-            enabled: [
-                "simple-keyword",
-                "semantic-embedding",
-                "breadth-depth-navigator",
-                "arce",
-                "temporal-archaeology",
-                "plan-decision-context",
-            ]
-            .map(String::from)
-            .to_vec(),
+            enabled: crate::project_context::STRATEGY_NAMES.map(String::from).to_vec(),
             arce: ArceConfig::default(),
             breadth_depth_navigator: NavigatorConfig::default(),
         }

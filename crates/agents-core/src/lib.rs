@@ -1,10 +1,11 @@
 //! The domain model of the `agents` context engine.
 //!
 //! Pure values and the rules that make them valid: fragments, budgets,
-//! context requests, policies, tiers, index records, configuration, and the
-//! token-counting service. Nothing here touches the filesystem, a database,
-//! a terminal or the network; every constructor enforces the spec's
-//! constraints and fails with a [`ValidationError`] naming model and field.
+//! context requests, policies and project context settings, tiers, index
+//! records, configuration, and the token-counting service. Nothing here
+//! touches the filesystem, a database, a terminal or the network; every
+//! constructor enforces the spec's constraints and fails with a
+//! [`ValidationError`] naming model and field.
 
 pub mod config;
 pub mod error;
@@ -12,6 +13,7 @@ pub mod fragment;
 pub mod ids;
 pub mod indexing;
 pub mod policy;
+pub mod project_context;
 pub mod request;
 pub mod tier;
 pub mod tokens;

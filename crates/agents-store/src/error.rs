@@ -20,4 +20,6 @@ pub enum StoreError {
     NotFound { what: &'static str, name: String },
     #[error("stored value is invalid: {0}")]
     Invalid(#[from] agents_core::ValidationError),
+    #[error("{path}: {table} row `{key}` holds invalid {column}: {message}", path = path.display())]
+    CorruptRow { path: PathBuf, table: &'static str, key: String, column: &'static str, message: String },
 }

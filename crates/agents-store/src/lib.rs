@@ -25,6 +25,8 @@ pub use error::StoreError;
 pub use sqlite::SqliteStore;
 
 use agents_core::indexing::{FileRecord, IndexMetadata, IndexReport, IndexStatus, SkipReason};
+use agents_core::policy::{Phase, ProjectContextPolicy};
+use agents_core::project_context::ProjectContextSettings;
 use serde::{Deserialize, Serialize};
 
 /// A named project; resources are linked to it.
@@ -42,6 +44,11 @@ pub struct Plan {
     pub parent_id: Option<String>,
     pub title: String,
     pub created_at: String,
+    /// The phase the plan is in: `default`, `strategize`, `execute` or `apply`
+    /// (see [`agents_core::policy::Phase`]); it picks the project's context view.
+    pub phase: String,
+    /// The project whose context policy scopes the plan, if any.
+    pub project_id: Option<String>,
 }
 
 /// A decision recorded on a plan, kept in the warm or cold tier (or hot while the
@@ -233,6 +240,21 @@ pub trait Store: Send + Sync {
     /// with its index. Returns whether a link existed.
     fn unlink_resource(&self, project_id: &str, resource_id: &str) -> Result<bool, StoreError>;
 
+    /// The project's context policy and ACMS settings; `None` when never set.
+    /// A stored value that no longer parses or validates is
+    /// [`StoreError::CorruptRow`].
+    fn project_context(
+        &self,
+        project_id: &str,
+    ) -> Result<Option<(ProjectContextPolicy, ProjectContextSettings)>, StoreError>;
+    /// Replaces the project's context policy and ACMS settings together.
+    fn set_project_context(
+        &self,
+        project_id: &str,
+        policy: &ProjectContextPolicy,
+        settings: &ProjectContextSettings,
+    ) -> Result<(), StoreError>;
+
     // -- repository indexes --
     fn index_metadata(&self, resource_id: &str) -> Result<Option<IndexMetadata>, StoreError>;
     /// Creates the index row (status `pending`) if the resource has none.
@@ -296,9 +318,15 @@ pub trait Store: Send + Sync {
     fn uko_all_nodes(&self, index_id: &str) -> Result<Vec<UkoNodeRecord>, StoreError>;
     /// Every reference, sorted by path, line and target.
     fn uko_all_refs(&self, index_id: &str) -> Result<Vec<UkoRef>, StoreError>;
-    /// What a text-search index holds: path -> content hash of the indexed version.
-    /// Creates a plan under `parent` (which must exist).
-    fn create_plan(&self, title: &str, parent: Option<&str>) -> Result<Plan, StoreError>;
+    /// Creates a plan in `phase` under `parent` and for `project_id` (each of
+    /// which must exist when given).
+    fn create_plan(
+        &self,
+        title: &str,
+        parent: Option<&str>,
+        phase: Phase,
+        project_id: Option<&str>,
+    ) -> Result<Plan, StoreError>;
     fn plan(&self, plan_id: &str) -> Result<Option<Plan>, StoreError>;
     /// Every plan, oldest first.
     fn plans(&self) -> Result<Vec<Plan>, StoreError>;
@@ -311,6 +339,7 @@ pub trait Store: Send + Sync {
     fn set_plan_payload(&self, plan_id: &str, payload_json: &str) -> Result<(), StoreError>;
     /// The context last assembled for a plan.
     fn plan_payload(&self, plan_id: &str) -> Result<Option<String>, StoreError>;
+    /// What a text-search index holds: path -> content hash of the indexed version.
     fn search_state(&self, index_id: &str, backend: &str) -> Result<Vec<(String, String)>, StoreError>;
     /// Records that a text-search index now holds `indexed` and no longer `removed`.
     fn set_search_state(

@@ -152,7 +152,22 @@ CREATE TABLE plan_decisions (
 );
 CREATE INDEX ix_plan_decisions_plan ON plan_decisions(plan_id);
 "#,
-    // 6: the context last assembled for each plan, so a child plan can
+    // 6: a project's context policy (a view per plan phase) and ACMS pipeline
+    // settings, as validated JSON; plans gain the phase they are in and the
+    // project whose policy scopes them.
+    r#"
+CREATE TABLE project_context (
+    project_id    VARCHAR(26) PRIMARY KEY REFERENCES projects(project_id) ON DELETE CASCADE,
+    policy_json   TEXT NOT NULL,
+    settings_json TEXT NOT NULL,
+    updated_at    VARCHAR(40) NOT NULL
+);
+ALTER TABLE plans ADD COLUMN phase TEXT NOT NULL DEFAULT 'default'
+    CHECK (phase IN ('default', 'strategize', 'execute', 'apply'));
+ALTER TABLE plans ADD COLUMN project_id VARCHAR(26) REFERENCES projects(project_id) ON DELETE SET NULL;
+CREATE INDEX ix_plans_project ON plans(project_id);
+"#,
+    // 7: the context last assembled for each plan, so a child plan can
     // inherit its skeleton across calls.
     r#"
 CREATE TABLE plan_payloads (

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use agents_core::ids::{from_iso, new_ulid, now_utc, to_iso};
 use agents_core::indexing::{FileRecord, IndexMetadata, IndexReport, IndexStatus};
+use agents_core::policy::{Phase, ProjectContextPolicy};
+use agents_core::project_context::ProjectContextSettings;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, Transaction, params};
 
 use crate::migrations::MIGRATIONS;
@@ -208,8 +210,17 @@ fn project_from_row(row: &Row<'_>) -> rusqlite::Result<Project> {
     Ok(Project { project_id: row.get(0)?, name: row.get(1)?, created_at: row.get(2)? })
 }
 
+const PLAN_COLUMNS: &str = "plan_id, parent_id, title, created_at, phase, project_id";
+
 fn plan_from_row(row: &Row<'_>) -> rusqlite::Result<Plan> {
-    Ok(Plan { plan_id: row.get(0)?, parent_id: row.get(1)?, title: row.get(2)?, created_at: row.get(3)? })
+    Ok(Plan {
+        plan_id: row.get(0)?,
+        parent_id: row.get(1)?,
+        title: row.get(2)?,
+        created_at: row.get(3)?,
+        phase: row.get(4)?,
+        project_id: row.get(5)?,
+    })
 }
 
 fn decision_from_row(row: &Row<'_>) -> rusqlite::Result<PlanDecision> {
@@ -239,6 +250,20 @@ fn file_from_row(row: &Row<'_>) -> rusqlite::Result<FileRecord> {
 }
 
 impl SqliteStore {
+    /// [`StoreError::NotFound`] naming `what` when `table` has no row whose
+    /// `column` is `key`.
+    fn require_row(
+        &self,
+        tx: &Transaction<'_>,
+        (table, column): (&str, &str),
+        what: &'static str,
+        key: &str,
+    ) -> Result<(), StoreError> {
+        let sql = format!("SELECT EXISTS(SELECT 1 FROM {table} WHERE {column} = ?1)");
+        let exists: bool = tx.query_row(&sql, [key], |r| r.get(0)).map_err(self.sql())?;
+        if exists { Ok(()) } else { Err(StoreError::NotFound { what, name: key.to_owned() }) }
+    }
+
     fn query_index(&self, sql_where: &str, param: &str) -> Result<Option<IndexMetadata>, StoreError> {
         let sql = format!("SELECT {INDEX_COLUMNS} FROM repo_indexes WHERE {sql_where}");
         let row = self.read(|c| c.query_row(&sql, [param], IndexRow::read).optional())?;
@@ -388,6 +413,53 @@ impl Store for SqliteStore {
                 tx.execute("DELETE FROM resources WHERE resource_id = ?1", [resource_id]).map_err(self.sql())?;
             }
             Ok(n > 0)
+        })
+    }
+
+    fn project_context(
+        &self,
+        project_id: &str,
+    ) -> Result<Option<(ProjectContextPolicy, ProjectContextSettings)>, StoreError> {
+        let row: Option<(String, String)> = self.read(|c| {
+            c.query_row(
+                "SELECT policy_json, settings_json FROM project_context WHERE project_id = ?1",
+                [project_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+        })?;
+        let Some((policy, settings)) = row else { return Ok(None) };
+        let corrupt = |column: &'static str, e: serde_json::Error| StoreError::CorruptRow {
+            path: self.path.clone(),
+            table: "project_context",
+            key: project_id.to_owned(),
+            column,
+            message: e.to_string(),
+        };
+        let policy = serde_json::from_str(&policy).map_err(|e| corrupt("policy_json", e))?;
+        let settings = serde_json::from_str(&settings).map_err(|e| corrupt("settings_json", e))?;
+        Ok(Some((policy, settings)))
+    }
+
+    fn set_project_context(
+        &self,
+        project_id: &str,
+        policy: &ProjectContextPolicy,
+        settings: &ProjectContextSettings,
+    ) -> Result<(), StoreError> {
+        let policy = serde_json::to_string(policy).expect("a policy serialises");
+        let settings = serde_json::to_string(settings).expect("settings serialise");
+        self.write(|tx| {
+            self.require_row(tx, ("projects", "project_id"), "project", project_id)?;
+            tx.execute(
+                "INSERT INTO project_context (project_id, policy_json, settings_json, updated_at) \
+                 VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (project_id) DO UPDATE SET policy_json = excluded.policy_json, \
+                 settings_json = excluded.settings_json, updated_at = excluded.updated_at",
+                params![project_id, policy, settings, to_iso(now_utc())],
+            )
+            .map_err(self.sql())?;
+            Ok(())
         })
     }
 
@@ -633,25 +705,31 @@ impl Store for SqliteStore {
         self.read(|c| uko_sql::query_nodes(c, "index_id = ?1 AND is_current = 1", "uri", &[&index_id]))
     }
 
-    fn create_plan(&self, title: &str, parent: Option<&str>) -> Result<Plan, StoreError> {
+    fn create_plan(
+        &self,
+        title: &str,
+        parent: Option<&str>,
+        phase: Phase,
+        project_id: Option<&str>,
+    ) -> Result<Plan, StoreError> {
         let plan = Plan {
             plan_id: new_ulid(),
             parent_id: parent.map(str::to_owned),
             title: title.to_owned(),
             created_at: to_iso(now_utc()),
+            phase: phase.as_str().to_owned(),
+            project_id: project_id.map(str::to_owned),
         };
         self.write(|tx| {
             if let Some(parent) = parent {
-                let exists: bool = tx
-                    .query_row("SELECT EXISTS(SELECT 1 FROM plans WHERE plan_id = ?1)", [parent], |r| r.get(0))
-                    .map_err(self.sql())?;
-                if !exists {
-                    return Err(StoreError::NotFound { what: "plan", name: parent.to_owned() });
-                }
+                self.require_row(tx, ("plans", "plan_id"), "plan", parent)?;
+            }
+            if let Some(project_id) = project_id {
+                self.require_row(tx, ("projects", "project_id"), "project", project_id)?;
             }
             tx.execute(
-                "INSERT INTO plans (plan_id, parent_id, title, created_at) VALUES (?1, ?2, ?3, ?4)",
-                params![plan.plan_id, plan.parent_id, plan.title, plan.created_at],
+                &format!("INSERT INTO plans ({PLAN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"),
+                params![plan.plan_id, plan.parent_id, plan.title, plan.created_at, plan.phase, plan.project_id],
             )
             .map_err(self.sql())?;
             Ok(())
@@ -661,19 +739,14 @@ impl Store for SqliteStore {
 
     fn plan(&self, plan_id: &str) -> Result<Option<Plan>, StoreError> {
         self.read(|c| {
-            c.query_row(
-                "SELECT plan_id, parent_id, title, created_at FROM plans WHERE plan_id = ?1",
-                [plan_id],
-                plan_from_row,
-            )
-            .optional()
+            c.query_row(&format!("SELECT {PLAN_COLUMNS} FROM plans WHERE plan_id = ?1"), [plan_id], plan_from_row)
+                .optional()
         })
     }
 
     fn plans(&self) -> Result<Vec<Plan>, StoreError> {
         self.read(|c| {
-            let mut st =
-                c.prepare("SELECT plan_id, parent_id, title, created_at FROM plans ORDER BY created_at, plan_id")?;
+            let mut st = c.prepare(&format!("SELECT {PLAN_COLUMNS} FROM plans ORDER BY created_at, plan_id"))?;
             st.query_map([], plan_from_row)?.collect()
         })
     }
@@ -695,12 +768,7 @@ impl Store for SqliteStore {
             )));
         }
         self.write(|tx| {
-            let exists: bool = tx
-                .query_row("SELECT EXISTS(SELECT 1 FROM plans WHERE plan_id = ?1)", [plan_id], |r| r.get(0))
-                .map_err(self.sql())?;
-            if !exists {
-                return Err(StoreError::NotFound { what: "plan", name: plan_id.to_owned() });
-            }
+            self.require_row(tx, ("plans", "plan_id"), "plan", plan_id)?;
             tx.execute(
                 "INSERT INTO plan_decisions (decision_id, plan_id, title, body, tier, created_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -1161,5 +1229,96 @@ mod tests {
             store.set_index_status("01ARZ3NDEKTSV4RRFFQ69G5FAV", IndexStatus::Ready, None),
             Err(StoreError::NotFound { .. })
         ));
+    }
+
+    fn execute(store: &SqliteStore, sql: &str) {
+        store.conn().execute_batch(sql).unwrap();
+    }
+
+    fn settings(hot_max_tokens: i64) -> ProjectContextSettings {
+        ProjectContextSettings::builder().hot_max_tokens(hot_max_tokens).build().unwrap()
+    }
+
+    #[test]
+    fn project_context_round_trips_and_is_replaced_whole() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let p = store.create_project("web").unwrap();
+        assert_eq!(store.project_context(&p.project_id).unwrap(), None);
+
+        let view = agents_core::policy::ContextView::builder().exclude_paths(["target"]).build().unwrap();
+        let policy = ProjectContextPolicy::new("web").unwrap().with_view(Phase::Execute, view);
+        store.set_project_context(&p.project_id, &policy, &settings(100)).unwrap();
+        let (read_policy, read_settings) = store.project_context(&p.project_id).unwrap().unwrap();
+        assert_eq!((&read_policy, &read_settings), (&policy, &settings(100)));
+        assert!(!read_policy.allows_path(Phase::Apply, "target/x"), "views are rebuilt on read");
+
+        let empty = ProjectContextPolicy::new("web").unwrap();
+        store.set_project_context(&p.project_id, &empty, &settings(200)).unwrap();
+        assert_eq!(store.project_context(&p.project_id).unwrap(), Some((empty, settings(200))));
+
+        let unknown = store.set_project_context("NOPE", &policy, &settings(1)).unwrap_err();
+        assert!(matches!(unknown, StoreError::NotFound { what: "project", .. }), "{unknown:?}");
+        assert_eq!(store.project_context("NOPE").unwrap(), None);
+
+        execute(&store, &format!("DELETE FROM projects WHERE project_id = '{}'", p.project_id));
+        let rows: i64 = store.read(|c| c.query_row("SELECT COUNT(*) FROM project_context", [], |r| r.get(0))).unwrap();
+        assert_eq!(rows, 0, "deleted with its project");
+    }
+
+    #[test]
+    fn corrupt_project_context_is_a_clear_error() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let p = store.create_project("web").unwrap();
+        let policy = ProjectContextPolicy::new("web").unwrap();
+        store.set_project_context(&p.project_id, &policy, &settings(1)).unwrap();
+        for (column, value, field) in [
+            ("settings_json", r#"{"hot_max_tokens":0}"#, "settings_json"),
+            ("settings_json", "not json", "settings_json"),
+            ("policy_json", r#"{"project":"web","views":{"review":{}}}"#, "policy_json"),
+        ] {
+            execute(&store, &format!("UPDATE project_context SET {column} = '{value}'"));
+            let error = store.project_context(&p.project_id).unwrap_err();
+            assert!(matches!(error, StoreError::CorruptRow { column, .. } if column == field), "{error:?}");
+            assert!(error.to_string().contains(&format!("project_context row `{}`", p.project_id)), "{error}");
+            store.set_project_context(&p.project_id, &policy, &settings(1)).unwrap();
+        }
+    }
+
+    #[test]
+    fn plans_keep_their_phase_and_project() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let p = store.create_project("web").unwrap();
+        let root = store.create_plan("root", None, Phase::Default, None).unwrap();
+        let child = store.create_plan("child", Some(&root.plan_id), Phase::Execute, Some(&p.project_id)).unwrap();
+        assert_eq!((child.phase.as_str(), child.project_id.as_deref()), ("execute", Some(p.project_id.as_str())));
+        assert_eq!(store.plan(&child.plan_id).unwrap().as_ref(), Some(&child));
+        assert_eq!(store.plans().unwrap(), vec![root.clone(), child]);
+        assert_eq!((root.phase.as_str(), root.project_id), ("default", None));
+
+        let error = store.create_plan("x", None, Phase::Apply, Some("NOPE")).unwrap_err();
+        assert!(matches!(error, StoreError::NotFound { what: "project", .. }), "{error:?}");
+        let error = store.create_plan("x", Some("NOPE"), Phase::Apply, None).unwrap_err();
+        assert!(matches!(error, StoreError::NotFound { what: "plan", .. }), "{error:?}");
+        assert_eq!(store.plans().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn plans_written_before_phases_read_as_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agents.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for sql in &MIGRATIONS[..5] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.execute_batch(
+                "PRAGMA user_version = 5; INSERT INTO plans (plan_id, parent_id, title, created_at) \
+                 VALUES ('01ARZ3NDEKTSV4RRFFQ69G5FAV', NULL, 'old', '2026-01-01T00:00:00Z');",
+            )
+            .unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        let plan = store.plan("01ARZ3NDEKTSV4RRFFQ69G5FAV").unwrap().unwrap();
+        assert_eq!((plan.title.as_str(), plan.phase.as_str(), plan.project_id), ("old", "default", None));
     }
 }

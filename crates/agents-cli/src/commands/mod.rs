@@ -4,6 +4,7 @@ mod config;
 mod index;
 mod plan;
 mod project;
+mod project_context;
 mod query;
 mod uko;
 

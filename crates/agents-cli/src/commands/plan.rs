@@ -2,7 +2,11 @@
 
 use agents_store::Plan;
 
+use agents_acms::retrieval::PlanContext;
+use serde::Serialize;
+
 use crate::cli::PlanCommand;
+use crate::commands::project_context::parse_phase;
 use crate::exit::UsageError;
 use crate::output::table;
 use crate::settings::Settings;
@@ -12,12 +16,15 @@ pub fn run(settings: &Settings, cmd: PlanCommand) -> anyhow::Result<()> {
     let store = engine.store();
     let printer = settings.printer;
     match cmd {
-        PlanCommand::Create { title, parent } => {
+        PlanCommand::Create { title, parent, phase, project } => {
             if title.trim().is_empty() {
                 return Err(UsageError("a plan needs a title".into()).into());
             }
-            let plan = store.create_plan(&title, parent.as_deref()).map_err(usage_if_missing)?;
-            printer.emit(&plan, || format!("Created plan {} ({})", plan.plan_id, plan.title))
+            let phase = parse_phase("--phase", &phase)?;
+            let project = project.map(|name| engine.projects().get(&name)).transpose()?;
+            let project_id = project.as_ref().map(|p| p.project_id.as_str());
+            let plan = store.create_plan(&title, parent.as_deref(), phase, project_id).map_err(usage_if_missing)?;
+            printer.emit(&plan, || format!("Created plan {} ({}, phase {})", plan.plan_id, plan.title, plan.phase))
         }
         PlanCommand::Decide { plan, title, body, tier } => {
             if title.trim().is_empty() {
@@ -31,8 +38,17 @@ pub fn run(settings: &Settings, cmd: PlanCommand) -> anyhow::Result<()> {
         }
         PlanCommand::Show { plan } => {
             let context = engine.plan_context(&plan).map_err(|e| UsageError(e.to_string()))?;
-            printer.emit(&context, || {
-                let mut out = String::new();
+            let shown = store.plan(&plan)?.ok_or_else(|| UsageError(format!("plan `{plan}` not found")))?;
+            let project = match &shown.project_id {
+                Some(id) => store.projects()?.into_iter().find(|p| p.project_id == *id).map(|p| p.name),
+                None => None,
+            };
+            let view = PlanShow { context: &context, phase: &shown.phase, project: project.as_deref() };
+            printer.emit(&view, || {
+                let mut out = format!("phase {}\n", shown.phase);
+                if let Some(project) = &project {
+                    out.push_str(&format!("project {project}\n"));
+                }
                 for (i, ancestor) in context.ancestors.iter().enumerate() {
                     let role = if i == 0 { "plan" } else { "ancestor" };
                     out.push_str(&format!("{role} {} {}\n", ancestor.plan_id, ancestor.title));
@@ -61,6 +77,16 @@ pub fn run(settings: &Settings, cmd: PlanCommand) -> anyhow::Result<()> {
             })
         }
     }
+}
+
+/// What `plan show` prints: the plan's ancestry and decisions, its phase and
+/// the name of its project.
+#[derive(Serialize)]
+struct PlanShow<'a> {
+    #[serde(flatten)]
+    context: &'a PlanContext,
+    phase: &'a str,
+    project: Option<&'a str>,
 }
 
 /// A plan that does not exist is the user's mistake (exit 2), not a failure.

@@ -1,4 +1,5 @@
-//! `agents project ...`: projects and their resources.
+//! `agents project ...`: projects and their resources (`project context` lives
+//! in its own module).
 
 use agents_store::{Project, Resource};
 use serde::Serialize;
@@ -56,5 +57,6 @@ pub fn run(settings: &Settings, cmd: ProjectCommand) -> anyhow::Result<()> {
             let removed = engine.projects().unlink(&project, &resource)?;
             printer.emit(&removed, || format!("Unlinked {} from project {}", removed.path, project.name))
         }
+        ProjectCommand::Context(cmd) => crate::commands::project_context::run(settings, cmd),
     }
 }

@@ -1,0 +1,233 @@
+//! `agents project context ...`: a project's context policy (a view per plan
+//! phase) and ACMS pipeline settings.
+//!
+//! `set` reads what is stored (or an empty policy and the spec's default
+//! settings), applies the flags given, validates everything, and only then
+//! writes, in one transaction; a bad value is a usage error naming its flag.
+//! `show` prints every phase's resolved view and the phase it comes from.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use agents_core::ValidationError;
+use agents_core::policy::{ContextView, Phase, ProjectContextPolicy};
+use agents_core::project_context::ProjectContextSettings;
+use agents_store::Project;
+use serde::Serialize;
+
+use crate::cli::{ContextSetArgs, ProjectContextCommand};
+use crate::exit::UsageError;
+use crate::settings::Settings;
+
+pub fn run(settings: &Settings, cmd: ProjectContextCommand) -> anyhow::Result<()> {
+    let engine = settings.engine()?;
+    let store = engine.store();
+    let printer = settings.printer;
+    match cmd {
+        ProjectContextCommand::Set(args) => {
+            let project = engine.projects().get(&args.project)?;
+            let phase = parse_phase("--view", &args.view)?;
+            let (policy, stored) = stored_or_default(&project, store.project_context(&project.project_id)?)?;
+            let policy = apply_view(policy, phase, &args)?;
+            let context_settings = apply_settings(stored, &args)?;
+            store.set_project_context(&project.project_id, &policy, &context_settings)?;
+            let report = ContextReport::new(&project, &policy, &context_settings, &Phase::ALL);
+            printer.emit(&report, || format!("Updated the context of project {}\n\n{}", project.name, report.render()))
+        }
+        ProjectContextCommand::Show { project, view } => {
+            let project = engine.projects().get(&project)?;
+            let phases = match view {
+                Some(view) => vec![parse_phase("--view", &view)?],
+                None => Phase::ALL.to_vec(),
+            };
+            let (policy, context_settings) = stored_or_default(&project, store.project_context(&project.project_id)?)?;
+            let report = ContextReport::new(&project, &policy, &context_settings, &phases);
+            printer.emit(&report, || report.render())
+        }
+    }
+}
+
+/// Parses a phase name given to `flag`, as a usage error naming the flag.
+pub fn parse_phase(flag: &str, text: &str) -> anyhow::Result<Phase> {
+    text.parse::<Phase>().map_err(|e| usage(flag, &e))
+}
+
+fn usage(flag: &str, error: &ValidationError) -> anyhow::Error {
+    UsageError(format!("{flag}: {}", error.message)).into()
+}
+
+/// The flag of `set` that sets a field of `ContextView` or `ProjectContextSettings`.
+fn flag_of(field: &str) -> String {
+    let singular = match field {
+        "include_resources" => "include_resource",
+        "exclude_resources" => "exclude_resource",
+        "include_paths" => "include_path",
+        "exclude_paths" => "exclude_path",
+        "strategies" => "strategy",
+        other => other,
+    };
+    format!("--{}", singular.replace('_', "-"))
+}
+
+fn stored_or_default(
+    project: &Project,
+    stored: Option<(ProjectContextPolicy, ProjectContextSettings)>,
+) -> anyhow::Result<(ProjectContextPolicy, ProjectContextSettings)> {
+    match stored {
+        Some(stored) => Ok(stored),
+        None => Ok((ProjectContextPolicy::new(&project.name)?, ProjectContextSettings::default())),
+    }
+}
+
+/// The policy with `phase`'s view replaced when a view option is given, or
+/// removed with `--clear-view`.
+fn apply_view(
+    policy: ProjectContextPolicy,
+    phase: Phase,
+    args: &ContextSetArgs,
+) -> anyhow::Result<ProjectContextPolicy> {
+    if args.clear_view {
+        return Ok(policy.without_view(phase));
+    }
+    let given = !args.include_resources.is_empty()
+        || !args.exclude_resources.is_empty()
+        || !args.include_paths.is_empty()
+        || !args.exclude_paths.is_empty()
+        || args.max_file_size.is_some()
+        || args.max_total_size.is_some();
+    if !given {
+        return Ok(policy);
+    }
+    let mut view = ContextView::builder()
+        .include_resources(&args.include_resources)
+        .exclude_resources(&args.exclude_resources)
+        .include_paths(&args.include_paths)
+        .exclude_paths(&args.exclude_paths);
+    if let Some(bytes) = args.max_file_size {
+        view = view.max_file_size(bytes);
+    }
+    if let Some(bytes) = args.max_total_size {
+        view = view.max_total_size(bytes);
+    }
+    let view = view.build().map_err(|e| usage(&flag_of(e.field), &e))?;
+    Ok(policy.with_view(phase, view))
+}
+
+/// The stored settings with the ones given on the command line changed.
+fn apply_settings(stored: ProjectContextSettings, args: &ContextSetArgs) -> anyhow::Result<ProjectContextSettings> {
+    let mut builder = stored.into_builder();
+    if let Some(tokens) = args.hot_max_tokens {
+        builder = builder.hot_max_tokens(tokens);
+    }
+    if let Some(decisions) = args.warm_max_decisions {
+        builder = builder.warm_max_decisions(decisions);
+    }
+    if let Some(decisions) = args.cold_max_decisions {
+        builder = builder.cold_max_decisions(decisions);
+    }
+    if !args.strategies.is_empty() {
+        builder = builder.strategies(&args.strategies);
+    }
+    if let Some(breadth) = args.default_breadth {
+        builder = builder.default_breadth(breadth);
+    }
+    if let Some(depth) = &args.default_depth {
+        builder = builder.default_depth(depth.parse().map_err(|e| usage("--default-depth", &e))?);
+    }
+    if let Some(ratio) = args.skeleton_ratio {
+        builder = builder.skeleton_ratio(ratio);
+    }
+    if let Some(scope) = &args.temporal_scope {
+        builder = builder.temporal_scope(scope.parse().map_err(|e| usage("--temporal-scope", &e))?);
+    }
+    if args.auto_refresh || args.no_auto_refresh {
+        builder = builder.auto_refresh(args.auto_refresh);
+    }
+    builder.build().map_err(|e| usage(&flag_of(e.field), &e))
+}
+
+/// What `show` (and `set`) print: `--json` gives this object as is.
+#[derive(Serialize)]
+struct ContextReport<'a> {
+    project: &'a str,
+    views: BTreeMap<Phase, ResolvedView<'a>>,
+    settings: &'a ProjectContextSettings,
+}
+
+/// A phase's effective view and the phase it comes from (`None`: no phase on
+/// its chain has a view, so everything is visible).
+#[derive(Serialize)]
+struct ResolvedView<'a> {
+    source: Option<Phase>,
+    view: &'a ContextView,
+}
+
+impl<'a> ContextReport<'a> {
+    fn new(
+        project: &'a Project,
+        policy: &'a ProjectContextPolicy,
+        settings: &'a ProjectContextSettings,
+        phases: &[Phase],
+    ) -> ContextReport<'a> {
+        let views = phases
+            .iter()
+            .map(|&phase| (phase, ResolvedView { source: policy.view_source(phase), view: policy.resolve_view(phase) }))
+            .collect();
+        ContextReport { project: &project.name, views, settings }
+    }
+
+    fn render(&self) -> String {
+        let mut out =
+            format!("Project {}\n\nViews (exclusions win over inclusions; no includes = all)\n", self.project);
+        for (phase, resolved) in &self.views {
+            let source = match resolved.source {
+                None => "unrestricted".to_string(),
+                Some(source) if source == *phase => "own view".to_string(),
+                Some(source) => format!("from {source}"),
+            };
+            let _ = writeln!(out, "  {:<12}{source}", phase.as_str());
+            if resolved.source.is_some() {
+                for (key, value) in view_rows(resolved.view) {
+                    let _ = writeln!(out, "    {key:<20}{value}");
+                }
+            }
+        }
+        out.push_str("\nSettings\n");
+        for (key, value) in settings_rows(self.settings) {
+            let _ = writeln!(out, "  {key:<22}{value}");
+        }
+        out
+    }
+}
+
+fn view_rows(view: &ContextView) -> [(&'static str, String); 6] {
+    let list = |items: &[String], empty: &str| if items.is_empty() { empty.to_string() } else { items.join(", ") };
+    let size = |bytes: Option<u64>| bytes.map_or_else(|| "no limit".to_string(), |b| format!("{b} bytes"));
+    [
+        ("include resources", list(view.include_resources(), "all")),
+        ("exclude resources", list(view.exclude_resources(), "none")),
+        ("include paths", list(view.include_paths(), "all")),
+        ("exclude paths", list(view.exclude_paths(), "none")),
+        ("max file size", size(view.max_file_size())),
+        ("max total size", size(view.max_total_size())),
+    ]
+}
+
+/// The settings as `set`'s flag names and values.
+fn settings_rows(settings: &ProjectContextSettings) -> [(&'static str, String); 9] {
+    let strategies = match settings.strategies() {
+        [] => "none (the registry chooses)".to_string(),
+        names => names.join(", "),
+    };
+    [
+        ("hot-max-tokens", settings.hot_max_tokens().to_string()),
+        ("warm-max-decisions", settings.warm_max_decisions().to_string()),
+        ("cold-max-decisions", settings.cold_max_decisions().to_string()),
+        ("strategy", strategies),
+        ("default-breadth", settings.default_breadth().to_string()),
+        ("default-depth", settings.default_depth().to_string()),
+        ("skeleton-ratio", settings.skeleton_ratio().to_string()),
+        ("temporal-scope", settings.temporal_scope().to_string()),
+        ("auto-refresh", settings.auto_refresh().to_string()),
+    ]
+}
