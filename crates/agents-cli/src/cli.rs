@@ -323,6 +323,15 @@ pub enum ProjectContextCommand {
         #[arg(long, value_name = "PHASE")]
         view: Option<String>,
     },
+    /// Dry run: assemble context for TEXT over the project's first resource with
+    /// its stored policy (--phase's view) and settings, and print the
+    /// AssembledContext summary and the pipeline trace instead of the content.
+    Simulate {
+        /// The project's name.
+        project: String,
+        #[command(flatten)]
+        query: QueryArgs,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -23,19 +23,19 @@ use std::sync::Arc;
 
 use agents_acms::graph::CodeGraph;
 use agents_acms::indexing::{IndexError, IndexOptions, Progress, RepoIndexingService};
-use agents_acms::projects::{ProjectError, ProjectService, canonical_dir, project_name_for};
 use agents_acms::pipeline::components::FileDependencies;
 use agents_acms::pipeline::enforcer::FsFacts;
 use agents_acms::pipeline::piece::StoreRenderer;
 use agents_acms::pipeline::{Assembly, Pipeline, PipelineBuilder, PipelineError, PipelineSettings, RequestInput};
+use agents_acms::projects::{ProjectError, ProjectService, canonical_dir, project_name_for};
 use agents_acms::query::{ContextSearch, QueryError, SyncReport, VectorSink};
 use agents_acms::retrieval::registry::{ContextStrategyRegistry, RegistryError, StrategyStatus};
 use agents_acms::retrieval::{
     BackendKind, Backends, PlanContext, PlanDecisions, RetrievalQuery, RetrievedContext, VectorAccess, ranked_files,
 };
 use agents_core::config::ResolvedConfig;
-use agents_core::indexing::RepoIndex;
 use agents_core::fragment::ContextBudget;
+use agents_core::indexing::RepoIndex;
 use agents_core::policy::ContextView;
 use agents_core::request::ContextRequest;
 use agents_core::tokens::Tokenizer;
@@ -100,7 +100,9 @@ pub enum EngineError {
     Pipeline(#[from] PipelineError),
     #[error("unknown model {name:?} (models.specs); known: {known}")]
     UnknownModel { name: String, known: String },
-    #[error("model {model}'s window of {window} tokens leaves nothing after the response reserve ({reserve}) and tool definitions ({tools})")]
+    #[error(
+        "model {model}'s window of {window} tokens leaves nothing after the response reserve ({reserve}) and tool definitions ({tools})"
+    )]
     WindowTooSmall { model: String, window: usize, reserve: usize, tools: usize },
 }
 
@@ -119,6 +121,8 @@ pub struct AssembleOptions {
     pub plan_id: Option<String>,
     /// The policy view in force.
     pub view: Option<ContextView>,
+    /// The project's skeleton ratio, over `context.budget.skeleton-ratio`.
+    pub skeleton_ratio: Option<f64>,
 }
 
 /// How a budget was derived, for people reading the output.
@@ -447,7 +451,11 @@ impl Engine {
     /// tool_definitions` for `model` (from `[models]`), capped by `max_tokens`;
     /// without a model, `max_tokens` (8,000 when not given). The skeleton's share
     /// comes off it inside the pipeline.
-    pub fn budget(&self, model: Option<&str>, max_tokens: Option<u64>) -> Result<(ContextBudget, BudgetDerivation), EngineError> {
+    pub fn budget(
+        &self,
+        model: Option<&str>,
+        max_tokens: Option<u64>,
+    ) -> Result<(ContextBudget, BudgetDerivation), EngineError> {
         let config = self.config.config();
         let reserve = config.context.budget.response_reserve;
         let tools = config.context.budget.tool_definitions;
@@ -533,6 +541,7 @@ impl Engine {
                 resource_id: &outcome.resource.resource_id,
                 budget: options.budget,
                 parent: &parent,
+                skeleton_ratio: options.skeleton_ratio,
                 view: options.view.as_ref(),
                 renderer: &renderer,
                 facts: &facts,

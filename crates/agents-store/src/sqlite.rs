@@ -812,8 +812,7 @@ impl Store for SqliteStore {
 
     fn plan_payload(&self, plan_id: &str) -> Result<Option<String>, StoreError> {
         self.read(|c| {
-            c.query_row("SELECT payload_json FROM plan_payloads WHERE plan_id = ?1", [plan_id], |r| r.get(0))
-                .optional()
+            c.query_row("SELECT payload_json FROM plan_payloads WHERE plan_id = ?1", [plan_id], |r| r.get(0)).optional()
         })
     }
 

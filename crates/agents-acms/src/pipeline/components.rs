@@ -63,11 +63,12 @@ impl StrategySelector for DefaultSelector {
             }
             required.push(kind);
         }
-        let uses_required =
-            |s: &dyn crate::retrieval::ContextStrategy| required.is_empty() || {
+        let uses_required = |s: &dyn crate::retrieval::ContextStrategy| {
+            required.is_empty() || {
                 let caps = s.capabilities().required();
                 required.iter().any(|k| caps.contains(k))
-            };
+            }
+        };
         let preferred = input.request.preferred_strategies();
         if !preferred.is_empty() {
             let mut out = Vec::new();
@@ -202,7 +203,8 @@ pub struct CircuitBreaker {
 
 impl CircuitBreaker {
     pub fn is_open(&self, strategy: &str, threshold: u32) -> bool {
-        threshold > 0 && self.failures.lock().unwrap_or_else(|e| e.into_inner()).get(strategy).copied().unwrap_or(0) >= threshold
+        threshold > 0
+            && self.failures.lock().unwrap_or_else(|e| e.into_inner()).get(strategy).copied().unwrap_or(0) >= threshold
     }
 
     pub fn record(&self, strategy: &str, ok: bool) {
@@ -299,7 +301,12 @@ impl StrategyExecutor for ParallelExecutor {
                                 }
                                 Err(e) => {
                                     self.breaker.record(&selected, false);
-                                    StrategyRun { selected, elapsed_ms, error: Some(e.to_string()), ..Default::default() }
+                                    StrategyRun {
+                                        selected,
+                                        elapsed_ms,
+                                        error: Some(e.to_string()),
+                                        ..Default::default()
+                                    }
                                 }
                             });
                         }
@@ -572,10 +579,7 @@ impl FragmentScorer for WeightedScorer {
     ) -> Vec<ScoredFragment> {
         let mentions: Vec<String> = plan
             .map(|p| {
-                p.ancestors
-                    .iter()
-                    .flat_map(|a| a.decisions.iter().map(|d| format!("{} {}", d.title, d.body)))
-                    .collect()
+                p.ancestors.iter().flat_map(|a| a.decisions.iter().map(|d| format!("{} {}", d.title, d.body))).collect()
             })
             .unwrap_or_default();
         let newest = pieces.iter().filter_map(|p| p.modified).max();
@@ -768,9 +772,9 @@ impl FragmentOrderer for CoherentOrderer {
         let mut done: HashSet<String> = HashSet::new();
         let mut order = Vec::with_capacity(paths.len());
         while order.len() < paths.len() {
-            let ready = paths.iter().find(|p| {
-                !done.contains(*p) && needs.get(*p).is_none_or(|n| n.iter().all(|d| done.contains(d)))
-            });
+            let ready = paths
+                .iter()
+                .find(|p| !done.contains(*p) && needs.get(*p).is_none_or(|n| n.iter().all(|d| done.contains(d))));
             // A cycle: take the best-scored file left.
             let next = ready.or_else(|| paths.iter().find(|p| !done.contains(*p))).cloned();
             let Some(next) = next else { break };
@@ -781,9 +785,7 @@ impl FragmentOrderer for CoherentOrderer {
         out.append(&mut inline);
         for path in order {
             let mut group = groups.remove(&path).unwrap_or_default();
-            group.sort_by(|a, b| {
-                (a.piece.start_line, &a.piece.uko_node).cmp(&(b.piece.start_line, &b.piece.uko_node))
-            });
+            group.sort_by(|a, b| (a.piece.start_line, &a.piece.uko_node).cmp(&(b.piece.start_line, &b.piece.uko_node)));
             out.extend(group);
         }
         out
@@ -1020,10 +1022,13 @@ pub(crate) mod tests {
 
     #[test]
     fn resolver_keeps_one_depth_the_budget_affords() {
-        assert!(BudgetDepthResolver.resolve(Vec::new(), 100, &crate::pipeline::piece::InlineRenderer, &tok()).is_empty());
+        assert!(
+            BudgetDepthResolver.resolve(Vec::new(), 100, &crate::pipeline::piece::InlineRenderer, &tok()).is_empty()
+        );
         let big = piece("u:a", "a.py", 1.0, &long_text("a", 200));
         let small = piece("u:b", "b.py", 1.0, "fits");
-        let out = BudgetDepthResolver.resolve(vec![big, small.clone()], 400, &crate::pipeline::piece::InlineRenderer, &tok());
+        let out =
+            BudgetDepthResolver.resolve(vec![big, small.clone()], 400, &crate::pipeline::piece::InlineRenderer, &tok());
         assert!(out[0].depth < 9 && out[0].tokens <= 200, "{} at {}", out[0].tokens, out[0].depth);
         assert_eq!(out[1], small);
     }
@@ -1072,7 +1077,8 @@ pub(crate) mod tests {
         a.strategies = vec!["big".into()];
         let mut b = piece("u:b", "b.py", 0.1, &long_text("b", 10));
         b.strategies = vec!["small".into()];
-        let shares = [Allocation { strategy: "big".into(), tokens: 1 }, Allocation { strategy: "small".into(), tokens: 1000 }];
+        let shares =
+            [Allocation { strategy: "big".into(), tokens: 1 }, Allocation { strategy: "small".into(), tokens: 1000 }];
         let out = GreedyPacker.pack(scored(vec![a, b]), 1000, &shares, &crate::pipeline::piece::InlineRenderer, &tok());
         let uris: Vec<&str> = out.packed.iter().map(|s| s.piece.uko_node.as_str()).collect();
         assert_eq!(uris, ["u:b", "u:a"], "over its share, `big` waits for what is left");
@@ -1114,7 +1120,8 @@ pub(crate) mod tests {
             )
         };
         assert_eq!(input(&[], 200), None);
-        let many: Vec<Piece> = (0..200).map(|i| piece(&format!("u:{i}"), &format!("dir/file_{i}.py"), 0.5, "x")).collect();
+        let many: Vec<Piece> =
+            (0..200).map(|i| piece(&format!("u:{i}"), &format!("dir/file_{i}.py"), 0.5, "x")).collect();
         let many = scored(many);
         let text = input(&many, 200).unwrap();
         assert!(tok().count(&text) <= 200, "{text}");

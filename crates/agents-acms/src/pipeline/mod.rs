@@ -27,7 +27,9 @@ use std::time::Instant;
 
 use agents_core::config::{ContextConfig, PipelineConfig, ScorerWeights};
 use agents_core::error::ValidationError;
-use agents_core::fragment::{AssembledContext, ContextBudget, ContextFragment, ContextTier, FragmentProvenance, SourceRange};
+use agents_core::fragment::{
+    AssembledContext, ContextBudget, ContextFragment, ContextTier, FragmentProvenance, SourceRange,
+};
 use agents_core::policy::ContextView;
 use agents_core::request::ContextRequest;
 use agents_core::tokens::TokenCounter;
@@ -363,6 +365,8 @@ pub struct RequestInput<'a> {
     pub budget: ContextBudget,
     /// The parent plan's packed context, for the skeleton.
     pub parent: &'a [Piece],
+    /// Share of the budget the skeleton may take, over the settings' ratio.
+    pub skeleton_ratio: Option<f64>,
     /// The policy view in force (path filters and size limits).
     pub view: Option<&'a ContextView>,
     pub renderer: &'a dyn DepthRenderer,
@@ -488,16 +492,20 @@ impl Pipeline {
             settings: &self.settings,
         };
         let enabled = input.registry.enabled().len();
-        let selections =
-            tracer.run("strategy-selector", &self.selector.0, enabled, || self.selector.1.select(&stage), |r| {
-                (r.as_ref().map_or(0, Vec::len), 0)
-            })?;
+        let selections = tracer.run(
+            "strategy-selector",
+            &self.selector.0,
+            enabled,
+            || self.selector.1.select(&stage),
+            |r| (r.as_ref().map_or(0, Vec::len), 0),
+        )?;
         tracer.detail(selections.iter().map(|s| s.strategy.as_str()).collect::<Vec<_>>().join(", "));
         // The skeleton comes off the top of the budget when there is a parent.
         let skeleton_budget = if input.parent.is_empty() {
             0
         } else {
-            (available as f64 * self.settings.skeleton_ratio.clamp(0.0, 1.0)).floor() as usize
+            let ratio = input.skeleton_ratio.unwrap_or(self.settings.skeleton_ratio);
+            (available as f64 * ratio.clamp(0.0, 1.0)).floor() as usize
         };
         let fragment_budget = available - preamble_reserve(available) - skeleton_budget;
         let allocations = tracer.run(
@@ -531,7 +539,7 @@ impl Pipeline {
             return Err(PipelineError::NoStrategyRan(failed.join("; ")));
         }
         let candidates: usize = runs.iter().map(|r| r.candidates.len()).sum();
-        let pieces = self.materialize(&input, &runs);
+        let (pieces, excluded) = self.materialize(&input, &runs);
         let skeleton = tracer.run(
             "skeleton-compressor",
             &self.skeleton.0,
@@ -562,18 +570,27 @@ impl Pipeline {
                 budget: input.budget,
                 resource_id: input.resource_id,
             },
-            Extra { selections: selections.clone(), allocations: allocations.clone(), runs, candidates },
+            Extra { selections: selections.clone(), allocations: allocations.clone(), runs, candidates, excluded },
         )
     }
 
     /// Renders the strategies' candidates into pieces: each run's best `limit`,
     /// in selection order, with facts for recency.
-    fn materialize(&self, input: &RequestInput<'_>, runs: &[StrategyRun]) -> Vec<Piece> {
+    /// Candidates on paths the policy view excludes are dropped here, before they
+    /// take a place, and reported once per path.
+    fn materialize(&self, input: &RequestInput<'_>, runs: &[StrategyRun]) -> (Vec<Piece>, Vec<Enforcement>) {
         let mut pieces = Vec::new();
+        let mut excluded: BTreeMap<&str, usize> = BTreeMap::new();
+        let allowed = |c: &&crate::retrieval::Candidate| {
+            c.content.is_some() || c.path.is_empty() || input.view.is_none_or(|v| v.allows_path(&c.path))
+        };
         for run in runs {
+            for c in run.candidates.iter().filter(|c| !c.evidence_only && !allowed(c)) {
+                *excluded.entry(c.path.as_str()).or_default() += 1;
+            }
             let Some(strategy) = &run.strategy else { continue };
             let quality = input.registry.get(strategy).map_or(0.5, |s| s.capabilities().quality_score);
-            for c in run.candidates.iter().filter(|c| !c.evidence_only).take(input.query.limit) {
+            for c in run.candidates.iter().filter(|c| !c.evidence_only).filter(allowed).take(input.query.limit) {
                 let piece = match &c.content {
                     Some(content) => Some(Piece {
                         uko_node: c.uri.clone(),
@@ -611,7 +628,16 @@ impl Pipeline {
                 pieces.push(piece);
             }
         }
-        pieces
+        let excluded = excluded
+            .into_iter()
+            .map(|(path, n)| Enforcement {
+                uko_node: String::new(),
+                path: path.to_owned(),
+                action: "excluded",
+                reason: format!("path excluded by the policy view ({n} candidate(s))"),
+            })
+            .collect();
+        (pieces, excluded)
     }
 
     /// Fragment-driven assembly (the spec's `ACMSPipeline.assemble`): the given
@@ -640,9 +666,13 @@ impl Pipeline {
             plan: None,
             settings: &self.settings,
         };
-        let selections = tracer.run("strategy-selector", &self.selector.0, 0, || self.selector.1.select(&stage), |r| {
-            (r.as_ref().map_or(0, Vec::len), 0)
-        })?;
+        let selections = tracer.run(
+            "strategy-selector",
+            &self.selector.0,
+            0,
+            || self.selector.1.select(&stage),
+            |r| (r.as_ref().map_or(0, Vec::len), 0),
+        )?;
         let allocations = tracer.run(
             "budget-allocator",
             &self.allocator.0,
@@ -719,7 +749,7 @@ impl Pipeline {
                 budget,
                 resource_id: &resource_id,
             },
-            Extra { selections, allocations, runs, candidates },
+            Extra { selections, allocations, runs, candidates, excluded: Vec::new() },
         )
     }
 
@@ -755,8 +785,7 @@ impl Pipeline {
         let (scored, enforcement) = match input.view {
             Some(view) => {
                 let started = Instant::now();
-                let (kept, actions) =
-                    ContextBudgetEnforcer.enforce(scored, view, input.facts, renderer, tokenizer);
+                let (kept, actions) = ContextBudgetEnforcer.enforce(scored, view, input.facts, renderer, tokenizer);
                 tracer.steps.push(TraceStep {
                     component: "policy",
                     implementation: "context-budget-enforcer".to_owned(),
@@ -770,6 +799,8 @@ impl Pipeline {
             }
             None => (scored, Vec::new()),
         };
+        let mut enforcement = enforcement;
+        enforcement.splice(0..0, extra.excluded.iter().cloned());
         let n = scored.len();
         let outcome = tracer.run(
             "budget-packer",
@@ -781,7 +812,11 @@ impl Pipeline {
         tracer.detail(format!("{} omitted, {} downgraded", outcome.omitted, outcome.downgraded));
         let omitted = outcome.omitted;
         let mut packed = outcome.packed;
-        packed.extend(skeleton.into_iter().map(|piece| ScoredFragment { score: piece.relevance, parts: ScoreParts::default(), piece }));
+        packed.extend(skeleton.into_iter().map(|piece| ScoredFragment {
+            score: piece.relevance,
+            parts: ScoreParts::default(),
+            piece,
+        }));
         let n = packed.len();
         let ordered = tracer.run(
             "fragment-orderer",
@@ -829,10 +864,8 @@ impl Pipeline {
             drop_worst(&mut ordered);
             tracer.steps.pop();
         };
-        let fragments = ordered
-            .iter()
-            .map(|s| to_fragment(&s.piece, s.score, input.resource_id))
-            .collect::<Result<Vec<_>, _>>()?;
+        let fragments =
+            ordered.iter().map(|s| to_fragment(&s.piece, s.score, input.resource_id)).collect::<Result<Vec<_>, _>>()?;
         let mut builder = AssembledContext::builder(input.plan_id.clone(), input.budget)
             .fragments(fragments)
             .strategies_used(strategies_used.clone());
@@ -882,6 +915,8 @@ struct Extra {
     allocations: Vec<Allocation>,
     runs: Vec<StrategyRun>,
     candidates: usize,
+    /// What the policy excluded before fusion.
+    excluded: Vec<Enforcement>,
 }
 
 fn drop_worst(ordered: &mut Vec<ScoredFragment>) {
@@ -973,7 +1008,14 @@ mod tests {
         Tokenizer::new(Encoding::O200kBase)
     }
 
-    fn fragment(resource: &str, i: usize, content: &str, relevance: f64, tier: ContextTier, age: i64) -> ContextFragment {
+    fn fragment(
+        resource: &str,
+        i: usize,
+        content: &str,
+        relevance: f64,
+        tier: ContextTier,
+        age: i64,
+    ) -> ContextFragment {
         let provenance = FragmentProvenance::new(resource, format!("src/f{}.py", i % 7)).unwrap();
         ContextFragment::builder(format!("uko://r/src/f{}.py#s{i}", i % 7), content, 0, provenance)
             .detail_depth(9)
@@ -1048,7 +1090,8 @@ mod tests {
         let resource = new_ulid();
         let fragments: Vec<_> =
             (0..5).map(|i| fragment(&resource, i, &format!("body {i}"), 0.5, ContextTier::Warm, 0)).collect();
-        let out = pipeline.assemble("p", &fragments, ContextBudget::new(2000, 0).unwrap(), "relevance", &tok()).unwrap();
+        let out =
+            pipeline.assemble("p", &fragments, ContextBudget::new(2000, 0).unwrap(), "relevance", &tok()).unwrap();
         let step = out.trace.iter().find(|s| s.component == "fragment-orderer").unwrap();
         assert_eq!(step.implementation, "reverse");
         let uris: Vec<&str> = out.context.fragments().iter().map(|f| f.uko_node()).collect();
@@ -1111,9 +1154,11 @@ mod tests {
     #[test]
     fn output_is_deterministic_apart_from_timestamps() {
         let resource = new_ulid();
-        let fragments: Vec<_> =
-            (0..12).map(|i| fragment(&resource, i, &format!("body {i}\n").repeat(i + 1), 0.3, ContextTier::Warm, 0)).collect();
-        let run = || pipeline().assemble("p", &fragments, ContextBudget::new(600, 0).unwrap(), "relevance", &tok()).unwrap();
+        let fragments: Vec<_> = (0..12)
+            .map(|i| fragment(&resource, i, &format!("body {i}\n").repeat(i + 1), 0.3, ContextTier::Warm, 0))
+            .collect();
+        let run =
+            || pipeline().assemble("p", &fragments, ContextBudget::new(600, 0).unwrap(), "relevance", &tok()).unwrap();
         let (a, b) = (run(), run());
         assert_eq!(a.to_markdown(), b.to_markdown());
         assert_eq!(a.context.context_hash(), b.context.context_hash());

@@ -20,6 +20,9 @@ use crate::exit::UsageError;
 use crate::settings::Settings;
 
 pub fn run(settings: &Settings, cmd: ProjectContextCommand) -> anyhow::Result<()> {
+    if let ProjectContextCommand::Simulate { project, query } = cmd {
+        return crate::commands::query::simulate(settings, &project, query);
+    }
     let engine = settings.engine()?;
     let store = engine.store();
     let printer = settings.printer;
@@ -44,6 +47,7 @@ pub fn run(settings: &Settings, cmd: ProjectContextCommand) -> anyhow::Result<()
             let report = ContextReport::new(&project, &policy, &context_settings, &phases);
             printer.emit(&report, || report.render())
         }
+        ProjectContextCommand::Simulate { .. } => unreachable!("handled above"),
     }
 }
 

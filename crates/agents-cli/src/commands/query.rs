@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use agents_acms::pipeline::Assembly;
 use agents_acms::query::SyncReport;
 use agents_core::request::{ContextRequest, ContextRequestBuilder, Depth, TemporalScope};
-use agents_engine::{AssembleOptions, BudgetDerivation, Engine};
+use agents_engine::{AssembleOptions, BudgetDerivation};
 use agents_search::SearchFilter;
 use anyhow::Context as _;
 use serde::Serialize;
@@ -44,18 +44,33 @@ struct QueryOutput<'a> {
 }
 
 /// The request from `--request FILE.json` (if any) with the flags applied over it.
-fn build_request(args: &QueryArgs, text: Option<String>) -> anyhow::Result<ContextRequest> {
+/// Project settings (`agents project context set`) fill what neither the request
+/// file nor the flags say: preferred strategies, breadth and temporal scope.
+fn build_request(
+    args: &QueryArgs,
+    text: Option<String>,
+    project: Option<&agents_core::project_context::ProjectContextSettings>,
+) -> anyhow::Result<ContextRequest> {
     let mut builder: ContextRequestBuilder = match &args.request {
         Some(file) => {
             let json = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-            let request: ContextRequest = serde_json::from_str(&json)
-                .map_err(|e| UsageError(format!("{}: line {}, column {}: {e}", file.display(), e.line(), e.column())))?;
+            let request: ContextRequest = serde_json::from_str(&json).map_err(|e| {
+                UsageError(format!("{}: line {}, column {}: {e}", file.display(), e.line(), e.column()))
+            })?;
             request.into_builder()
         }
         None => ContextRequest::builder().depth(Depth::level(DEFAULT_DEPTH)?),
     };
     if let Some(text) = text {
         builder = builder.query(text);
+    }
+    if let Some(project) = project {
+        if args.request.is_none() {
+            builder = builder.breadth(project.default_breadth()).temporal(project.temporal_scope());
+        }
+        if args.strategy.is_empty() && !project.strategies().is_empty() {
+            builder = builder.preferred_strategies(project.strategies().to_vec());
+        }
     }
     if !args.entities.is_empty() {
         builder = builder.entities(args.entities.clone());
@@ -97,7 +112,39 @@ fn build_request(args: &QueryArgs, text: Option<String>) -> anyhow::Result<Conte
     Ok(builder.build().map_err(|e| UsageError(e.to_string()))?)
 }
 
-pub fn query(settings: &Settings, mut args: QueryArgs) -> anyhow::Result<()> {
+pub fn query(settings: &Settings, args: QueryArgs) -> anyhow::Result<()> {
+    run(settings, args, None)
+}
+
+/// `agents project context simulate PROJECT TEXT [flags]`: a dry run of the
+/// assembly over the project's first resource with its stored policy and
+/// settings; prints the AssembledContext summary, not the content.
+pub fn simulate(settings: &Settings, project: &str, args: QueryArgs) -> anyhow::Result<()> {
+    run(settings, args, Some(project))
+}
+
+/// What `simulate` prints.
+#[derive(Serialize)]
+struct Simulation<'a> {
+    project: &'a str,
+    resource: &'a str,
+    phase: String,
+    payload_id: &'a str,
+    fragments: usize,
+    total_tokens: u64,
+    rendered_tokens: usize,
+    available_tokens: u64,
+    budget_used: f64,
+    is_within_budget: bool,
+    remaining_tokens: u64,
+    strategies_used: &'a [String],
+    context_hash: &'a str,
+    files: Vec<String>,
+    enforcement: &'a [agents_acms::pipeline::enforcer::Enforcement],
+    trace: &'a [agents_acms::pipeline::TraceStep],
+}
+
+fn run(settings: &Settings, mut args: QueryArgs, simulate: Option<&str>) -> anyhow::Result<()> {
     // With --request the one positional argument is the PATH.
     let text = if args.request.is_some() {
         if let Some(path) = args.text.take() {
@@ -107,12 +154,12 @@ pub fn query(settings: &Settings, mut args: QueryArgs) -> anyhow::Result<()> {
     } else {
         args.text.clone()
     };
-    let request = build_request(&args, text)?;
+    let request = build_request(&args, text.clone(), None)?;
     let words = agents_search::code_tokens(request.query().unwrap_or_default());
     if words.is_empty() && request.focus().is_empty() && request.entities().is_empty() && args.plan.is_none() {
         return Err(UsageError(agents_acms::query::QueryError::EmptyQuery.to_string()).into());
     }
-    let depth = resolve_depth(&request.depth().to_string(), "")?;
+    let phase: agents_core::policy::Phase = args.phase.parse().map_err(|e| UsageError(format!("--phase: {e}")))?;
     let engine = settings.engine()?;
     let (budget, derivation) = engine.budget(args.model.as_deref(), request.max_tokens()).map_err(|e| match e {
         agents_engine::EngineError::UnknownModel { .. } | agents_engine::EngineError::WindowTooSmall { .. } => {
@@ -128,9 +175,34 @@ pub fn query(settings: &Settings, mut args: QueryArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let phase: agents_core::policy::Phase = args.phase.parse().map_err(|e| UsageError(format!("--phase: {e}")))?;
-    let outcome = refresh(settings, &engine, &args.path)?;
-    let view = policy_view(&engine, &outcome, phase)?;
+    let path = match simulate {
+        Some(name) => {
+            let project = engine.projects().get(name)?;
+            let resources = engine.store().project_resources(&project.project_id)?;
+            let first = resources.first().ok_or_else(|| {
+                UsageError(format!("project {name} has no linked resource: `agents project link-resource {name} PATH`"))
+            })?;
+            std::path::PathBuf::from(&first.path)
+        }
+        None => args.path.clone(),
+    };
+    let outcome = refresh(settings, &engine, &path)?;
+    let project_context = engine.store().project_context(&outcome.project.project_id)?;
+    let (view, project_settings) = match &project_context {
+        Some((policy, project_settings)) => {
+            if !policy.allows_resource(phase, &outcome.resource.name) {
+                return Err(UsageError(format!(
+                    "resource {} is excluded by the {phase} view of project {}'s context policy",
+                    outcome.resource.name, outcome.project.name
+                ))
+                .into());
+            }
+            (Some(policy.resolve_view(phase).clone()), Some(project_settings))
+        }
+        None => (None, None),
+    };
+    let request = if project_settings.is_some() { build_request(&args, text, project_settings)? } else { request };
+    let depth = resolve_depth(&request.depth().to_string(), "")?;
     let options = AssembleOptions {
         depth,
         limit: args.candidates,
@@ -138,6 +210,7 @@ pub fn query(settings: &Settings, mut args: QueryArgs) -> anyhow::Result<()> {
         budget,
         plan_id: args.plan.clone(),
         view,
+        skeleton_ratio: project_settings.map(|s| s.skeleton_ratio()),
     };
     let (assembly, sync, backends) = engine.assemble(&outcome, &request, &options)?;
     for run in &assembly.runs {
@@ -164,6 +237,27 @@ pub fn query(settings: &Settings, mut args: QueryArgs) -> anyhow::Result<()> {
     if args.explain {
         eprint!("{}", explain(&assembly));
     }
+    if let Some(project) = simulate {
+        let report = Simulation {
+            project,
+            resource: &outcome.resource.path,
+            phase: phase.to_string(),
+            payload_id: context.payload_id(),
+            fragments: context.fragments().len(),
+            total_tokens: context.total_tokens(),
+            rendered_tokens: assembly.rendered_tokens,
+            available_tokens: context.budget().available_tokens(),
+            budget_used: context.budget_used(),
+            is_within_budget: context.is_within_budget(),
+            remaining_tokens: context.remaining_tokens(),
+            strategies_used: context.strategies_used(),
+            context_hash: context.context_hash(),
+            files: assembly.ranked_files(),
+            enforcement: &assembly.enforcement,
+            trace: &assembly.trace,
+        };
+        return settings.printer.emit(&report, || render_simulation(&report, &assembly));
+    }
     let output = QueryOutput {
         query: request.query().unwrap_or_default().to_owned(),
         requested_strategy: assembly.selections.first().map(|s| s.strategy.clone()).unwrap_or_default(),
@@ -181,13 +275,32 @@ pub fn query(settings: &Settings, mut args: QueryArgs) -> anyhow::Result<()> {
     printer.emit(&output, || if args.format == "xml" { to_xml(&assembly) } else { assembly.to_markdown() })
 }
 
-/// The project's policy view for `phase`, when the project has a policy.
-fn policy_view(
-    _engine: &Engine,
-    _outcome: &agents_engine::IndexOutcome,
-    _phase: agents_core::policy::Phase,
-) -> anyhow::Result<Option<agents_core::policy::ContextView>> {
-    Ok(None)
+fn render_simulation(report: &Simulation<'_>, assembly: &Assembly) -> String {
+    let mut out = format!(
+        "Dry run for project {} ({}), phase {}
+  fragments  {} ({} tokens of {}, {:.0}% used, {} left)
+  strategies {}
+  hash       {}
+  files      {}
+",
+        report.project,
+        report.resource,
+        report.phase,
+        report.fragments,
+        thousands(report.rendered_tokens as u64),
+        thousands(report.available_tokens),
+        report.budget_used * 100.0,
+        thousands(report.remaining_tokens),
+        report.strategies_used.join(", "),
+        report.context_hash,
+        report.files.join(", "),
+    );
+    for e in report.enforcement {
+        out.push_str(&format!("  policy     {} {} ({})\n", e.action, e.path, e.reason));
+    }
+    out.push('\n');
+    out.push_str(&explain(assembly));
+    out
 }
 
 /// The trace of the ten components, for `--explain`.
