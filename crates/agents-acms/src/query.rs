@@ -1,35 +1,24 @@
-//! Turning ranked candidates into a packed, budgeted context, and keeping the
-//! search backends in step with the store.
+//! Keeping the search backends in step with the store, and the candidates
+//! strategies rank.
 //!
-//! 1. [`ContextSearch::sync`] brings a resource's text index (BM25 over UKO nodes)
-//!    and, when a model is present, its vector index (embeddings of node summaries)
-//!    up to date from the store: only files whose content hash differs from what a
-//!    backend holds are re-read and re-indexed; each backend keeps its own record.
-//! 2. A retrieval strategy (`crate::retrieval`) ranks [`Candidate`]s.
-//! 3. [`ContextSearch::pack`] renders them best first at their depth and packs them
-//!    greedily under the token budget, falling back through depths 4, 2, 0 when a
-//!    fragment does not fit (the spec's depth fallback); a candidate whose ancestor
-//!    is already packed with its source is skipped, and one some of whose parts are
-//!    already packed gets at most depth 4 (its structure), so no source text is
-//!    packed twice. Every count comes from the shared tokenizer and includes each
-//!    fragment's heading, so the rendered output never exceeds the budget.
+//! [`ContextSearch::sync`] brings a resource's text index (BM25 over UKO nodes)
+//! and, when a model is present, its vector index (embeddings of node summaries)
+//! up to date from the store: only files whose content hash differs from what a
+//! backend holds are re-read and re-indexed; each backend keeps its own record.
+//! A retrieval strategy (`crate::retrieval`) then ranks [`Candidate`]s, and the
+//! assembly pipeline (`crate::pipeline`) renders and packs them.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use agents_core::tokens::TokenCounter;
 use agents_search::vector::{Embedder, VectorBackend, VectorDoc};
 use agents_search::{SearchError, TextBackend, TextDoc};
 use agents_store::{Store, StoreError, UkoNodeRecord};
 use serde::Serialize;
 
-use crate::graph::{CodeGraph, GraphError, read_source, source_range};
+use crate::graph::{CodeGraph, GraphError};
 
-/// Depth fallback steps below the requested depth.
-const FALLBACK: [u8; 3] = [4, 2, 0];
-/// Smallest fragment worth including, in tokens.
-const MIN_FRAGMENT_TOKENS: usize = 10;
 /// Longest body indexed per node of code; longer ones are cut (search only).
 const MAX_BODY_CHARS: usize = 100_000;
 /// Longest body indexed for a file no analyzer parsed (data, prose, logs): its
@@ -80,24 +69,6 @@ pub struct Candidate {
     pub hops: Option<u32>,
 }
 
-/// One packed piece of context.
-#[derive(Clone, Debug, Serialize)]
-pub struct Fragment {
-    pub uko_node: String,
-    pub kind: String,
-    pub source_path: String,
-    pub source_range: String,
-    pub detail_depth: u8,
-    pub token_count: usize,
-    /// The strategy's relevance, in [0, 1].
-    pub relevance_score: f32,
-    /// The strategy that proposed it.
-    pub strategy: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-    pub content: String,
-}
-
 /// What a backend update did.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct SyncReport {
@@ -106,39 +77,6 @@ pub struct SyncReport {
     pub docs_indexed: u64,
     /// Node summaries embedded into the vector index.
     pub vectors_indexed: u64,
-}
-
-/// Candidates packed under a budget.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Packed {
-    pub fragments: Vec<Fragment>,
-    /// Tokens of the rendered output (fragments and their headings).
-    pub total_tokens: usize,
-    pub max_tokens: usize,
-    /// Candidates left out: no depth fitted the remaining budget, or an ancestor
-    /// already carried their source.
-    pub omitted: usize,
-}
-
-impl Packed {
-    /// The context as Markdown, as agents read it.
-    pub fn to_markdown(&self) -> String {
-        let mut out = String::new();
-        for f in &self.fragments {
-            out.push_str(&heading(f));
-            out.push_str(&f.content);
-            out.push('\n');
-        }
-        out
-    }
-}
-
-fn heading(f: &Fragment) -> String {
-    if f.source_path.is_empty() {
-        // Inline content (a decision record): named by its id and why it is here.
-        return format!("## {} ({})\n", f.uko_node, f.note.as_deref().unwrap_or(&f.kind));
-    }
-    format!("## {} {} ({}, depth {})\n", f.source_path, f.source_range, f.kind, f.detail_depth)
 }
 
 /// Node kinds whose summaries are embedded: code units a question is about, not
@@ -292,100 +230,6 @@ impl ContextSearch {
         }
         Ok(report)
     }
-
-    /// Renders and packs `candidates` (best first) under `max_tokens`.
-    pub fn pack(
-        &self,
-        root: &Path,
-        index_id: &str,
-        candidates: &[Candidate],
-        max_tokens: usize,
-        tokenizer: &dyn TokenCounter,
-    ) -> Result<Packed, QueryError> {
-        let mut packed_context = Packed { max_tokens, ..Packed::default() };
-        // Packed nodes, and which of them carry their source (depth >= 5).
-        let mut packed: Vec<String> = Vec::new();
-        let mut with_source: Vec<String> = Vec::new();
-        // Candidates cluster in few files: read each once.
-        let mut sources: HashMap<String, String> = HashMap::new();
-        for candidate in candidates {
-            let remaining = max_tokens.saturating_sub(packed_context.total_tokens);
-            if remaining < MIN_FRAGMENT_TOKENS || packed.contains(&candidate.uri) {
-                packed_context.omitted += 1;
-                continue;
-            }
-            if let Some(content) = &candidate.content {
-                let fragment = Fragment {
-                    uko_node: candidate.uri.clone(),
-                    kind: "note".to_owned(),
-                    source_path: candidate.path.clone(),
-                    source_range: String::new(),
-                    detail_depth: candidate.depth,
-                    token_count: 0,
-                    relevance_score: candidate.score,
-                    strategy: candidate.strategy.clone(),
-                    note: candidate.note.clone(),
-                    content: content.clone(),
-                };
-                let cost = tokenizer.count(&heading(&fragment)) + tokenizer.count(&fragment.content) + 1;
-                if cost <= remaining {
-                    packed.push(fragment.uko_node.clone());
-                    packed_context.total_tokens += cost;
-                    packed_context.fragments.push(Fragment { token_count: cost, ..fragment });
-                } else {
-                    packed_context.omitted += 1;
-                }
-                continue;
-            }
-            let Some(node) = self.store.uko_node(index_id, &candidate.uri)? else { continue };
-            if with_source.iter().any(|p| is_inside(&node.node.uri, p)) {
-                packed_context.omitted += 1;
-                continue;
-            }
-            // A node some of whose parts are already packed gets its
-            // structure, not its source again.
-            let requested = candidate.depth.min(agents_uko::render::MAX_DEPTH);
-            let ceiling = if packed.iter().any(|p| is_inside(p, &node.node.uri)) { 4 } else { requested };
-            let top = requested.min(ceiling);
-            if !sources.contains_key(&node.node.path) {
-                sources.insert(node.node.path.clone(), read_source(root, &node.node.path)?);
-            }
-            let renderings = self.graph.render_depths_of(index_id, &node, &sources[&node.node.path], tokenizer)?;
-            let mut chosen = None;
-            for depth in std::iter::once(top).chain(FALLBACK.into_iter().filter(|d| *d < top)) {
-                let (_, content, _) = &renderings[depth as usize];
-                let fragment = Fragment {
-                    uko_node: node.node.uri.clone(),
-                    kind: node.node.kind.clone(),
-                    source_path: node.node.path.clone(),
-                    source_range: source_range(&node),
-                    detail_depth: depth,
-                    token_count: 0,
-                    relevance_score: candidate.score.clamp(0.0, 1.0),
-                    strategy: candidate.strategy.clone(),
-                    note: candidate.note.clone(),
-                    content: content.clone(),
-                };
-                let cost = tokenizer.count(&heading(&fragment)) + tokenizer.count(&fragment.content) + 1;
-                if cost >= MIN_FRAGMENT_TOKENS && cost <= remaining {
-                    chosen = Some(Fragment { token_count: cost, ..fragment });
-                    break;
-                }
-            }
-            match chosen {
-                Some(f) => {
-                    if f.detail_depth >= 5 {
-                        with_source.push(f.uko_node.clone());
-                    }
-                    packed.push(f.uko_node.clone());
-                    packed_context.total_tokens += f.token_count;
-                    packed_context.fragments.push(f);
-                }
-                None => packed_context.omitted += 1,
-            }
-        }
-        Ok(packed_context)
-    }
 }
 
 /// The full-text documents of one file's nodes. Containers inside a file (classes,
@@ -465,25 +309,4 @@ fn embed_into(
     docs.clear();
     texts.clear();
     Ok(count)
-}
-
-/// Whether `uri` names a node inside the node `ancestor` (`file#A` is inside
-/// `file`, `file#A.b` inside `file#A`).
-fn is_inside(uri: &str, ancestor: &str) -> bool {
-    let sep = if ancestor.contains('#') { '.' } else { '#' };
-    uri.len() > ancestor.len() && uri.starts_with(ancestor) && uri[ancestor.len()..].starts_with(sep)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_inside;
-
-    #[test]
-    fn containment_by_uri() {
-        assert!(is_inside("uko://r/a.py#A", "uko://r/a.py"));
-        assert!(is_inside("uko://r/a.py#A.b", "uko://r/a.py#A"));
-        assert!(!is_inside("uko://r/a.py#AB", "uko://r/a.py#A"));
-        assert!(!is_inside("uko://r/a.pyc", "uko://r/a.py"));
-        assert!(!is_inside("uko://r/a.py", "uko://r/a.py"));
-    }
 }

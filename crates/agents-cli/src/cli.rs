@@ -48,7 +48,7 @@ pub enum Command {
     /// at the requested depth or, when it does not fit, a shallower one
     /// (4, 2, 0). Prints Markdown (each fragment headed by path, line range,
     /// kind and depth) or --json.
-    Query(QueryArgs),
+    Query(Box<QueryArgs>),
     /// Index a directory (default: the current one), or refresh its index.
     ///
     /// Finds the resource that holds PATH, or creates a project named after
@@ -330,7 +330,7 @@ pub enum ProjectContextCommand {
         /// The project's name.
         project: String,
         #[command(flatten)]
-        query: QueryArgs,
+        query: Box<QueryArgs>,
     },
 }
 

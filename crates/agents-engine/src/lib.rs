@@ -30,9 +30,7 @@ use agents_acms::pipeline::{Assembly, Pipeline, PipelineBuilder, PipelineError, 
 use agents_acms::projects::{ProjectError, ProjectService, canonical_dir, project_name_for};
 use agents_acms::query::{ContextSearch, QueryError, SyncReport, VectorSink};
 use agents_acms::retrieval::registry::{ContextStrategyRegistry, RegistryError, StrategyStatus};
-use agents_acms::retrieval::{
-    BackendKind, Backends, PlanContext, PlanDecisions, RetrievalQuery, RetrievedContext, VectorAccess, ranked_files,
-};
+use agents_acms::retrieval::{BackendKind, Backends, PlanContext, PlanDecisions, RetrievalQuery, VectorAccess};
 use agents_core::config::ResolvedConfig;
 use agents_core::fragment::ContextBudget;
 use agents_core::indexing::RepoIndex;
@@ -168,22 +166,6 @@ impl FileDependencies for StoreDependencies<'_> {
 
 /// The budget when neither a model nor a token limit is given.
 pub const DEFAULT_MAX_TOKENS: u64 = 8_000;
-
-/// What `agents query` asks for, beyond the request itself.
-#[derive(Clone, Debug, Default)]
-pub struct RetrieveOptions {
-    /// A strategy by name; `None` lets the registry choose.
-    pub strategy: Option<String>,
-    /// The requested depth, resolved to 0-9.
-    pub depth: u8,
-    /// Candidates drawn from each backend.
-    pub limit: usize,
-    pub filter: SearchFilter,
-    /// Hard ceiling for the rendered output.
-    pub max_tokens: usize,
-    /// The plan the context is for (its ancestors' decisions are retrievable).
-    pub plan_id: Option<String>,
-}
 
 /// The result of [`Engine::index_path`].
 #[derive(Debug)]
@@ -399,47 +381,6 @@ impl Engine {
     pub fn strategy_status(&self, outcome: &IndexOutcome) -> Result<Vec<StrategyStatus>, EngineError> {
         let registry = self.strategies()?;
         self.with_backends(outcome, |backends, _, _| Ok(registry.status(backends)))
-    }
-
-    /// Context for `request` over the resource of an index outcome: syncs the search
-    /// backends, runs the strategy (with fallback), packs under the budget.
-    pub fn retrieve(
-        &self,
-        outcome: &IndexOutcome,
-        request: &ContextRequest,
-        options: &RetrieveOptions,
-    ) -> Result<RetrievedContext, EngineError> {
-        let registry = self.strategies()?;
-        let plan = options.plan_id.as_deref().map(|id| self.plan_context(id)).transpose()?;
-        let config = self.config.config();
-        let query = RetrievalQuery {
-            request,
-            depth: options.depth,
-            limit: options.limit.max(1),
-            filter: options.filter.clone(),
-            arce_max_rounds: config.context.strategies.arce.max_rounds,
-            max_hops: config.context.strategies.breadth_depth_navigator.max_hops,
-            cancel: None,
-            deadline: None,
-        };
-        self.with_backends(outcome, |backends, sync, served| {
-            let retrieval = registry.run(options.strategy.as_deref(), &query, backends, plan.as_ref())?;
-            let wanted: Vec<_> =
-                retrieval.candidates.iter().filter(|c| !c.evidence_only).take(query.limit).cloned().collect();
-            let packed =
-                self.search.pack(backends.root, backends.index_id, &wanted, options.max_tokens, &self.tokenizer)?;
-            Ok(RetrievedContext {
-                query: query.text(),
-                requested_strategy: retrieval.requested,
-                strategy: retrieval.strategy,
-                fallbacks: retrieval.fallbacks,
-                backends: served,
-                ranked_files: ranked_files(&retrieval.candidates),
-                candidates: retrieval.candidates.len(),
-                packed,
-                sync,
-            })
-        })
     }
 
     /// The assembly pipeline, as `[context.pipeline]` chose it.

@@ -28,7 +28,7 @@ use agents_store::Store;
 use serde::Serialize;
 
 pub use crate::query::Candidate;
-use crate::query::{ContextSearch, Packed, QueryError};
+use crate::query::{ContextSearch, QueryError};
 
 /// The four kinds of backend a strategy may require.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -279,9 +279,27 @@ pub trait ContextStrategy: Send + Sync {
         backends: &Backends<'_>,
         budget: usize,
         plan: Option<&PlanContext>,
-    ) -> Result<Packed, StrategyError> {
+    ) -> Result<crate::pipeline::components::PackOutcome, StrategyError> {
+        use crate::pipeline::components::{BudgetPacker, FragmentScorer, GreedyPacker, WeightedScorer};
+        use crate::pipeline::piece::{DepthRenderer, StoreRenderer};
         let candidates = self.retrieve(query, backends, plan)?;
-        Ok(backends.search.pack(backends.root, backends.index_id, &candidates, budget, backends.tokenizer)?)
+        let renderer = StoreRenderer::new(backends.root, backends.index_id, backends.store, backends.search.graph());
+        let quality = self.capabilities().quality_score;
+        let pieces = candidates
+            .iter()
+            .filter(|c| !c.evidence_only && c.content.is_none())
+            .filter_map(|c| {
+                let mut piece = renderer.piece(&c.uri, c.depth)?;
+                piece.relevance = f64::from(c.score).clamp(0.0, 1.0);
+                piece.quality = quality;
+                piece.hops = c.hops;
+                piece.strategies = vec![c.strategy.clone()];
+                piece.measure(backends.tokenizer);
+                Some(piece)
+            })
+            .collect();
+        let scored = WeightedScorer.score(pieces, plan, &agents_core::config::ScorerWeights::default());
+        Ok(GreedyPacker.pack(scored, budget, &[], &renderer, backends.tokenizer))
     }
 }
 
@@ -359,31 +377,4 @@ pub(crate) fn normalize(scores: &mut [(String, f32)]) {
 /// Sorts candidates by score descending, then URI, so ties come back the same way.
 pub(crate) fn sort_candidates(candidates: &mut [Candidate]) {
     candidates.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.uri.cmp(&b.uri)));
-}
-
-/// A retrieval's result as callers see it: which strategy ran and why, the files in
-/// rank order, and the packed context.
-#[derive(Clone, Debug, Serialize)]
-pub struct RetrievedContext {
-    pub query: String,
-    /// The strategy asked for (or chosen).
-    pub requested_strategy: String,
-    /// The strategy that produced the fragments.
-    pub strategy: String,
-    pub fallbacks: Vec<registry::Fallback>,
-    /// Each backend kind and what serves it, or why it is unavailable.
-    pub backends: BTreeMap<String, String>,
-    /// Files in the order of their best candidate.
-    pub ranked_files: Vec<String>,
-    /// Candidates the strategy proposed.
-    pub candidates: usize,
-    #[serde(flatten)]
-    pub packed: Packed,
-    pub sync: crate::query::SyncReport,
-}
-
-impl RetrievedContext {
-    pub fn to_markdown(&self) -> String {
-        self.packed.to_markdown()
-    }
 }

@@ -14,7 +14,7 @@ use crate::settings::Settings;
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = Settings::resolve(&cli.global)?;
     match cli.command {
-        Command::Query(args) => query::query(&settings, args),
+        Command::Query(args) => query::query(&settings, *args),
         Command::Index(args) => index::index(&settings, args),
         Command::Status(args) => index::status(&settings, args),
         Command::Project(cmd) => project::run(&settings, cmd),

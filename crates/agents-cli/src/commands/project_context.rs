@@ -21,7 +21,7 @@ use crate::settings::Settings;
 
 pub fn run(settings: &Settings, cmd: ProjectContextCommand) -> anyhow::Result<()> {
     if let ProjectContextCommand::Simulate { project, query } = cmd {
-        return crate::commands::query::simulate(settings, &project, query);
+        return crate::commands::query::simulate(settings, &project, *query);
     }
     let engine = settings.engine()?;
     let store = engine.store();

@@ -330,7 +330,7 @@ fn to_xml(assembly: &Assembly) -> String {
         context.total_tokens(),
         context.budget().available_tokens(),
         context.context_hash(),
-        escape(&context.strategies_used().join(","))
+        escape(context.strategies_used().join(","))
     );
     if let Some(preamble) = context.preamble() {
         out.push_str(&format!("<preamble>{}</preamble>\n", escape(preamble.trim_end())));
