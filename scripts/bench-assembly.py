@@ -13,7 +13,7 @@ budget use, on the benchmark corpora (../shared/bench/make-corpus.sh).
      query's --json trace, the in-process pipeline time (all ten components)
      and the fusion time (everything after the strategies ran);
   3. budget use: the share of the budget the printed context takes, over the
-     queries whose candidates exceeded it (the packer left some out).
+     queries whose candidates (scored, at their resolved depths) exceeded it.
 
     scripts/bench-assembly.py [--corpus-dir DIR] [--agents BIN] [--model DIR]
                               [--queries 30] [--home DIR] [--json OUT]
@@ -102,12 +102,15 @@ def main():
             "rendered_tokens": out["rendered_tokens"],
             "available": out["budget"]["available_tokens"],
             "omitted": out["omitted"],
+            # Tokens of every scored candidate at its resolved depth: more than the
+            # budget means the packer had to choose.
+            "candidate_tokens": next(s["tokens"] for s in trace if s["component"] == "fragment-scorer"),
             "strategies": out["strategies_used"],
         })
     if not args.home:
         shutil.rmtree(home)
     p = lambda key, q: bq.pct([r[key] for r in rows], q)
-    tight = [r for r in rows if r["omitted"] > 0]
+    tight = [r for r in rows if r["candidate_tokens"] > r["available"]]
     use = [r["rendered_tokens"] / r["available"] for r in tight]
     results["warm"] = {
         "queries": len(rows),

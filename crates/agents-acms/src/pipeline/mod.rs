@@ -63,7 +63,7 @@ pub enum PipelineError {
         "a budget of {budget} tokens is below context.budget.min-useful-budget ({min}); give a larger budget or a model with a larger window"
     )]
     BudgetTooSmall { budget: u64, min: u64 },
-    #[error("no strategy produced context: {0}")]
+    #[error("no strategy could serve the request: {0}")]
     NoStrategyRan(String),
     #[error("resource {resource:?} is excluded by the {phase} view of the project's context policy")]
     ResourceExcluded { resource: String, phase: String },
@@ -500,6 +500,28 @@ impl Pipeline {
             |r| (r.as_ref().map_or(0, Vec::len), 0),
         )?;
         tracer.detail(selections.iter().map(|s| s.strategy.as_str()).collect::<Vec<_>>().join(", "));
+        if selections.is_empty() {
+            // Nothing enabled can run: say why each enabled strategy cannot.
+            let reasons: Vec<String> = input
+                .registry
+                .enabled()
+                .iter()
+                .map(|name| {
+                    let why = match input.registry.get(name) {
+                        Some(s) => match input.registry.validate(s.as_ref(), input.backends) {
+                            Err(reason) => reason,
+                            Ok(()) => "cannot handle this request".to_owned(),
+                        },
+                        None => "not registered".to_owned(),
+                    };
+                    format!("{name}: {why}")
+                })
+                .collect();
+            return Err(PipelineError::NoStrategyRan(format!(
+                "nothing in context.strategies.enabled can run: {}",
+                if reasons.is_empty() { "none is enabled".to_owned() } else { reasons.join("; ") }
+            )));
+        }
         // The skeleton comes off the top of the budget when there is a parent.
         let skeleton_budget = if input.parent.is_empty() {
             0
@@ -866,7 +888,10 @@ impl Pipeline {
         };
         let fragments =
             ordered.iter().map(|s| to_fragment(&s.piece, s.score, input.resource_id)).collect::<Result<Vec<_>, _>>()?;
+        // Content-addressed: the same context for the same plan has the same id.
+        let payload_id = stable_ulid(&[&input.plan_id, &agents_core::fragment::context_hash(&fragments)]);
         let mut builder = AssembledContext::builder(input.plan_id.clone(), input.budget)
+            .payload_id(payload_id)
             .fragments(fragments)
             .strategies_used(strategies_used.clone());
         if let Some(p) = &preamble {
