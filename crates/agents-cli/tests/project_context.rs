@@ -189,3 +189,77 @@ fn show_text() {
     let text = ok(&d.home, &["project", "context", "show", "web"]);
     insta::assert_snapshot!("project_context_show_text", text);
 }
+
+/// A repository with code under `src/` and generated code under `gen/`, linked to `web`.
+fn linked_repo() -> common::Dirs {
+    let d = home_with_project();
+    std::fs::create_dir_all(d.repo.join("src")).unwrap();
+    std::fs::create_dir_all(d.repo.join("gen")).unwrap();
+    std::fs::write(
+        d.repo.join("src/invoice.py"),
+        "def send_invoice_reminder(invoice):\n    \"\"\"Email a reminder for an overdue invoice.\"\"\"\n    return invoice\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.repo.join("gen/invoice_pb.py"),
+        "def send_invoice_reminder_pb(invoice):\n    \"\"\"Generated invoice reminder stub.\"\"\"\n    return invoice\n",
+    )
+    .unwrap();
+    ok(&d.home, &["project", "link-resource", "web", d.repo.to_str().unwrap()]);
+    d
+}
+
+#[test]
+fn the_policy_view_decides_what_a_query_may_see() {
+    let d = linked_repo();
+    let paths = |v: &serde_json::Value| -> Vec<String> {
+        v["fragments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["provenance"]["source_path"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let repo = d.repo.to_str().unwrap();
+    let open = json(&d.home, &["query", "send invoice reminder", repo]);
+    assert!(paths(&open).iter().any(|p| p.starts_with("gen/")), "{open:#}");
+    set(&d.home, &["--view", "execute", "--exclude-path", "gen"]);
+    // The execute view excludes gen/; the default view (and so strategize) does not.
+    let execute = json(&d.home, &["query", "send invoice reminder", repo, "--phase", "execute"]);
+    assert!(!paths(&execute).is_empty() && paths(&execute).iter().all(|p| p.starts_with("src/")), "{execute:#}");
+    assert!(execute["enforcement"].as_array().unwrap().iter().any(|e| e["path"] == "gen/invoice_pb.py"), "{execute:#}");
+    let strategize = json(&d.home, &["query", "send invoice reminder", repo, "--phase", "strategize"]);
+    assert!(paths(&strategize).iter().any(|p| p.starts_with("gen/")), "{strategize:#}");
+}
+
+#[test]
+fn simulate_prints_the_assembled_summary_with_the_stored_policy() {
+    let d = linked_repo();
+    set(&d.home, &["--exclude-path", "gen"]);
+    let out = json(&d.home, &["project", "context", "simulate", "web", "send invoice reminder"]);
+    assert_eq!(out["project"], "web");
+    assert!(out["fragments"].as_u64().unwrap() >= 1, "{out:#}");
+    assert_eq!(out["files"], serde_json::json!(["src/invoice.py"]));
+    assert_eq!(out["is_within_budget"], true);
+    let components: Vec<&str> =
+        out["trace"].as_array().unwrap().iter().map(|s| s["component"].as_str().unwrap()).collect();
+    for c in [
+        "strategy-selector",
+        "budget-allocator",
+        "strategy-executor",
+        "fragment-deduplicator",
+        "detail-depth-resolver",
+        "fragment-scorer",
+        "budget-packer",
+        "fragment-orderer",
+        "preamble-generator",
+        "skeleton-compressor",
+    ] {
+        assert!(components.contains(&c), "{c} did not run: {components:?}");
+    }
+    let text = ok(&d.home, &["project", "context", "simulate", "web", "send invoice reminder"]);
+    assert!(text.starts_with("Dry run for project web"), "{text}");
+    let unknown = agents(&d.home).args(["project", "context", "simulate", "nope", "x"]).output().unwrap();
+    assert_eq!(unknown.status.code(), Some(2));
+    assert_one_error_line(&unknown);
+}
