@@ -171,8 +171,8 @@ pub struct LocalVectorIndex {
     model_id: String,
     dim: usize,
     entries: Vec<Entry>,
-    /// `entries.len() * dim` quantized components.
-    rows: Vec<i8>,
+    /// `entries.len() * dim` quantized components (i8 stored as bytes).
+    rows: Rows,
     scales: Vec<f32>,
     next_key: u64,
     generation: u64,
@@ -201,7 +201,7 @@ impl LocalVectorIndex {
             model_id: model_id.to_owned(),
             dim,
             entries: Vec::new(),
-            rows: Vec::new(),
+            rows: Rows::Owned(Vec::new()),
             scales: Vec::new(),
             next_key: 0,
             generation: 0,
@@ -212,14 +212,14 @@ impl LocalVectorIndex {
             graph: None,
         };
         let path = dir.join(ROWS_FILE);
-        match std::fs::read(&path) {
-            Ok(bytes) => {
-                let stored = decode(&bytes).map_err(|message| SearchError::Corrupt { path: path.clone(), message })?;
+        match map_file(&path) {
+            Ok(map) => {
+                let stored = decode(&map).map_err(|message| SearchError::Corrupt { path: path.clone(), message })?;
                 index.next_key = stored.next_key;
                 index.generation = stored.generation;
                 if stored.model_id == model_id && stored.dim == dim {
                     index.entries = stored.entries;
-                    index.rows = stored.rows;
+                    index.rows = Rows::Mapped { offset: stored.rows_offset, len: stored.rows_len, map };
                     index.scales = stored.scales;
                 } else {
                     // Another model: start over; commit rewrites the file.
@@ -310,7 +310,7 @@ impl LocalVectorIndex {
         to_add.par_iter().try_for_each(|&row| {
             // Cosine ignores the row's scale, so the quantized row goes in as it is.
             graph
-                .add(self.entries[row].key, &self.rows[row * dim..(row + 1) * dim])
+                .add(self.entries[row].key, &self.rows.row(row, dim).iter().map(|b| *b as i8).collect::<Vec<i8>>())
                 .map_err(|e| self.graph_error(&path, "add to", e))
         })?;
         let tmp = self.dir.join(format!("{GRAPH_FILE}.tmp"));
@@ -326,8 +326,8 @@ impl LocalVectorIndex {
     }
 
     fn score_row(&self, row: usize, query: &[f32]) -> f32 {
-        let values = &self.rows[row * self.dim..(row + 1) * self.dim];
-        let dot: f32 = values.iter().zip(query).map(|(v, q)| f32::from(*v) * q).sum();
+        let values = self.rows.row(row, self.dim);
+        let dot: f32 = values.iter().zip(query).map(|(v, q)| f32::from(*v as i8) * q).sum();
         dot * self.scales[row]
     }
 
@@ -388,7 +388,7 @@ impl VectorBackend for LocalVectorIndex {
             }
             let max = doc.vector.iter().fold(0.0_f32, |m, v| m.max(v.abs()));
             let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-            self.rows.extend(doc.vector.iter().map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8));
+            self.rows.to_mut().extend(doc.vector.iter().map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8 as u8));
             self.scales.push(scale);
             self.entries.push(Entry {
                 key: self.next_key,
@@ -466,13 +466,13 @@ impl LocalVectorIndex {
             }
             if kept != row {
                 self.entries.swap(kept, row);
-                self.rows.copy_within(row * dim..(row + 1) * dim, kept * dim);
+                self.rows.to_mut().copy_within(row * dim..(row + 1) * dim, kept * dim);
                 self.scales[kept] = self.scales[row];
             }
             kept += 1;
         }
         self.entries.truncate(kept);
-        self.rows.truncate(kept * dim);
+        self.rows.to_mut().truncate(kept * dim);
         self.scales.truncate(kept);
     }
 }
@@ -483,12 +483,14 @@ struct Stored {
     next_key: u64,
     generation: u64,
     entries: Vec<Entry>,
-    rows: Vec<i8>,
+    /// Where the rows lie in the file.
+    rows_offset: usize,
+    rows_len: usize,
     scales: Vec<f32>,
 }
 
 fn encode(index: &LocalVectorIndex) -> Vec<u8> {
-    let mut out = Vec::with_capacity(index.rows.len() + index.entries.len() * 128);
+    let mut out = Vec::with_capacity(index.rows.bytes().len() + index.entries.len() * 128);
     out.extend_from_slice(MAGIC);
     let put_str = |out: &mut Vec<u8>, s: &str| {
         out.extend_from_slice(&(s.len() as u32).to_le_bytes());
@@ -506,7 +508,7 @@ fn encode(index: &LocalVectorIndex) -> Vec<u8> {
         put_str(&mut out, &entry.path);
         put_str(&mut out, &entry.kind);
     }
-    out.extend(index.rows.iter().map(|v| *v as u8));
+    out.extend_from_slice(index.rows.bytes());
     out
 }
 
@@ -548,11 +550,52 @@ fn decode(bytes: &[u8]) -> Result<Stored, String> {
         scales.push(f32::from_bits(r.u32()?));
         entries.push(Entry { key, id: r.string()?, path: r.string()?, kind: r.string()? });
     }
-    let rows: Vec<i8> = r.take(count * dim)?.iter().map(|b| *b as i8).collect();
+    let rows_len = count.checked_mul(dim).ok_or_else(|| "bad row count".to_owned())?;
+    let rows_offset = bytes.len() - r.0.len();
+    r.take(rows_len)?;
     if !r.0.is_empty() {
         return Err("trailing bytes after the rows".to_owned());
     }
-    Ok(Stored { model_id, dim, next_key, generation, entries, rows, scales })
+    Ok(Stored { model_id, dim, next_key, generation, entries, rows_offset, rows_len, scales })
+}
+
+/// The quantized rows: mapped from `vectors.bin` as opened (nothing is read until
+/// a row is scored), copied into memory on the first change.
+enum Rows {
+    Owned(Vec<u8>),
+    Mapped { map: memmap2::Mmap, offset: usize, len: usize },
+}
+
+impl Rows {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Rows::Owned(rows) => rows,
+            Rows::Mapped { map, offset, len } => &map[*offset..*offset + *len],
+        }
+    }
+
+    fn row(&self, row: usize, dim: usize) -> &[u8] {
+        &self.bytes()[row * dim..(row + 1) * dim]
+    }
+
+    fn to_mut(&mut self) -> &mut Vec<u8> {
+        if let Rows::Mapped { .. } = self {
+            *self = Rows::Owned(self.bytes().to_vec());
+        }
+        match self {
+            Rows::Owned(rows) => rows,
+            Rows::Mapped { .. } => unreachable!("converted above"),
+        }
+    }
+}
+
+/// Maps `path` read-only.
+fn map_file(path: &Path) -> std::io::Result<memmap2::Mmap> {
+    let file = std::fs::File::open(path)?;
+    // SAFETY: the map is read-only, and `vectors.bin` is never changed in place:
+    // commits write a new file and rename it over the old one, so a mapped file's
+    // contents stay as they were for as long as the map lives.
+    unsafe { memmap2::Mmap::map(&file) }
 }
 
 /// Writes `bytes` to `path` through a temporary file, synced, then renamed.
