@@ -216,3 +216,71 @@ fn bad_input_exits_2_and_changes_nothing() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(!Path::new(&fx.home).join("search").exists() || fx.home.join("agents.db").exists());
 }
+
+#[test]
+fn a_request_file_carries_every_crp_field_and_flags_override_it() {
+    let fx = Fixture::new();
+    let file = fx.home.join("request.json");
+    std::fs::create_dir_all(&fx.home).unwrap();
+    std::fs::write(
+        &file,
+        r#"{"query": "late payment reminder", "max_tokens": 1500, "depth": "SIGNATURES",
+            "uko_types": ["method"], "breadth": 1, "priority": 0.9, "purpose": "fix reminders"}"#,
+    )
+    .unwrap();
+    let v = fx.json(&["--request", file.to_str().unwrap()]);
+    assert_eq!(v["budget"]["available_tokens"], 1500, "{v:#}");
+    assert_eq!(v["query"], "late payment reminder");
+    let fragments = v["fragments"].as_array().unwrap();
+    assert!(!fragments.is_empty(), "{v:#}");
+    assert!(fragments.iter().all(|f| f["detail_depth"].as_u64().unwrap() <= 4), "{v:#}");
+    assert!(fragments.iter().all(|f| f["metadata"]["kind"] == "method"), "{v:#}");
+    // A flag given too wins over the file.
+    let v = fx.json(&["--request", file.to_str().unwrap(), "--max-tokens", "900"]);
+    assert_eq!(v["budget"]["available_tokens"], 900);
+    // A bad file names itself, the line and the field; nothing runs.
+    std::fs::write(&file, "{\n  \"query\": \"x\",\n  \"bredth\": 2\n}").unwrap();
+    let out = fx.query(&["--request", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let line = common::assert_one_error_line(&out);
+    assert!(line.contains("request.json: line 3") && line.contains("bredth"), "{line}");
+}
+
+#[test]
+fn xml_output_and_the_explained_trace() {
+    let fx = Fixture::new();
+    let out = fx.query(&["--format", "xml", "--explain", "late payment reminder"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let xml = common::stdout(&out);
+    assert!(xml.starts_with("<context plan_id=\"adhoc\""), "{xml}");
+    assert!(xml.contains("path=\"billing/invoice.py\"") && xml.trim_end().ends_with("</context>"), "{xml}");
+    let trace = common::stderr(&out);
+    for component in [
+        "strategy-selector",
+        "budget-allocator",
+        "strategy-executor",
+        "fragment-deduplicator",
+        "detail-depth-resolver",
+        "fragment-scorer",
+        "budget-packer",
+        "fragment-orderer",
+        "preamble-generator",
+        "skeleton-compressor",
+    ] {
+        assert!(trace.contains(component), "{component} missing from the trace:\n{trace}");
+    }
+}
+
+#[test]
+fn a_model_sizes_the_budget_from_its_window() {
+    let fx = Fixture::new();
+    // gpt-4: 8,192 tokens, less the 4,096 kept for the response.
+    let v = fx.json(&["--model", "gpt-4", "late payment reminder"]);
+    assert_eq!(v["budget"]["available_tokens"], 4096, "{v:#}");
+    assert_eq!(v["budget_derivation"]["context_window"], 8192);
+    let v = fx.json(&["--model", "gpt-4", "--max-tokens", "1000", "late payment reminder"]);
+    assert_eq!(v["budget"]["available_tokens"], 1000);
+    let out = fx.query(&["--model", "gpt-0", "late payment reminder"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(common::assert_one_error_line(&out).contains("unknown model \"gpt-0\""));
+}

@@ -441,11 +441,18 @@ pub trait DetailDepthResolver: Send + Sync {
 }
 
 /// Each node gets the deepest depth (from its requested depth down the fallback
-/// steps) whose rendering costs at most half the budget: no single fragment may
-/// crowd out the rest. Pieces that fit nowhere keep their shallowest rendering
-/// for the packer to judge.
+/// steps) whose rendering fits its share of the budget: a third for the three
+/// most relevant pieces, a twelfth for the rest, so that no few fragments crowd
+/// out the others and the context covers more of the places that matter. Pieces
+/// that fit nowhere keep their shallowest rendering for the packer to judge.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BudgetDepthResolver;
+
+/// How many of the most relevant pieces get the larger share.
+const RESOLVER_LEADERS: usize = 3;
+/// Budget divisors: a leader may take a third, any other piece a twelfth.
+const RESOLVER_LEADER_SHARE: usize = 3;
+const RESOLVER_SHARE: usize = 12;
 
 /// Depths to try for a piece wanted at `top`: `top`, then the fallback steps below it.
 pub fn depth_ladder(top: u8) -> impl Iterator<Item = u8> {
@@ -471,10 +478,24 @@ impl DetailDepthResolver for BudgetDepthResolver {
         renderer: &dyn DepthRenderer,
         tokenizer: &dyn TokenCounter,
     ) -> Vec<Piece> {
-        let cap = (budget / 2).max(MIN_FRAGMENT_TOKENS);
+        // Rank by relevance (ties by URI): the leaders may take more.
+        let mut order: Vec<usize> = (0..pieces.len()).collect();
+        order.sort_by(|&a, &b| {
+            pieces[b]
+                .relevance
+                .total_cmp(&pieces[a].relevance)
+                .then_with(|| pieces[a].uko_node.cmp(&pieces[b].uko_node))
+        });
+        let mut rank = vec![0; pieces.len()];
+        for (r, i) in order.into_iter().enumerate() {
+            rank[i] = r;
+        }
         pieces
             .into_iter()
-            .map(|piece| {
+            .zip(rank)
+            .map(|(piece, rank)| {
+                let share = if rank < RESOLVER_LEADERS { RESOLVER_LEADER_SHARE } else { RESOLVER_SHARE };
+                let cap = (budget / share).max(MIN_FRAGMENT_TOKENS);
                 if piece.tokens <= cap {
                     return piece;
                 }
@@ -565,7 +586,7 @@ fn hierarchy_of(piece: &Piece, plan_mentions: &[String], standing: &HashMap<Stri
     if piece.inline {
         return 0.9;
     }
-    let file = standing.get(piece.path.as_str()).copied().unwrap_or(0.0);
+    let file = standing.get(piece.path.as_str()).copied().unwrap_or(0.0).max(piece.file_standing);
     let walk = piece.hops.map_or(0.0, |hops| 1.0 / (1.0 + f64::from(hops)));
     file.max(walk)
 }
@@ -959,6 +980,7 @@ pub(crate) mod tests {
             inline: true,
             role: PieceRole::Context,
             modified: None,
+            file_standing: 0.0,
         };
         p.measure(&tok());
         p

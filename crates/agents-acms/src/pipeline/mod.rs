@@ -42,6 +42,9 @@ use components::*;
 use enforcer::{ContextBudgetEnforcer, Enforcement, FileFacts};
 use piece::{DepthRenderer, InlineRenderer, Piece, PieceRole};
 
+/// Files of the best standing that always get a piece in the candidates.
+const REPRESENTED_FILES: usize = 10;
+
 /// Most tokens the preamble may take (the spec's 200).
 pub const PREAMBLE_MAX_TOKENS: usize = 200;
 
@@ -335,14 +338,24 @@ impl Assembly {
         self.context.needs_refresh(new_available, self.refresh_threshold)
     }
 
-    /// The files of the context, ranked by their fragments' relevance scores.
+    /// The files of the context, ranked by the relevance evidence of their
+    /// fragments: first by the file's standing among everything the strategies
+    /// proposed (all candidates' relevance, best first, halving weights), then by
+    /// the best packed fragment's relevance, then by path.
     pub fn ranked_files(&self) -> Vec<String> {
-        crate::retrieval::rank_paths(
-            self.pieces
-                .iter()
-                .filter(|s| !s.piece.path.is_empty() && !s.piece.inline && s.piece.role == PieceRole::Context)
-                .map(|s| (s.piece.path.as_str(), s.piece.relevance as f32)),
-        )
+        let mut best: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+        for s in self
+            .pieces
+            .iter()
+            .filter(|s| !s.piece.path.is_empty() && !s.piece.inline && s.piece.role == PieceRole::Context)
+        {
+            let entry = best.entry(s.piece.path.as_str()).or_insert((0.0, 0.0));
+            entry.0 = entry.0.max(s.piece.file_standing);
+            entry.1 = entry.1.max(s.piece.relevance);
+        }
+        let mut files: Vec<(&str, (f64, f64))> = best.into_iter().collect();
+        files.sort_by(|a, b| b.1.0.total_cmp(&a.1.0).then(b.1.1.total_cmp(&a.1.1)).then_with(|| a.0.cmp(b.0)));
+        files.into_iter().map(|(p, _)| p.to_owned()).collect()
     }
 
     /// The context as agents read it: the preamble, then each fragment under a
@@ -606,13 +619,71 @@ impl Pipeline {
         let allowed = |c: &&crate::retrieval::Candidate| {
             c.content.is_some() || c.path.is_empty() || input.view.is_none_or(|v| v.allows_path(&c.path))
         };
+        // Each file's standing over every candidate of every run (evidence-only
+        // ones included): the order `ranked_files` gives them, as a share of the best.
+        let ranked = crate::retrieval::rank_paths(
+            runs.iter()
+                .flat_map(|r| &r.candidates)
+                .filter(|c| !c.path.is_empty() && allowed(c))
+                .map(|c| (c.path.as_str(), c.score)),
+        );
+        let standing: std::collections::HashMap<&str, f64> =
+            ranked.iter().enumerate().map(|(i, p)| (p.as_str(), 1.0 / (1.0 + i as f64 / 3.0))).collect();
+        // The best `limit` of each run, plus, for each of the best-standing files
+        // none of those come from, its best candidate (its file node when all its
+        // evidence is imports or fields): the files that matter most are all
+        // represented.
+        let mut chosen: Vec<(&crate::retrieval::Candidate, f64)> = Vec::new();
         for run in runs {
             for c in run.candidates.iter().filter(|c| !c.evidence_only && !allowed(c)) {
                 *excluded.entry(c.path.as_str()).or_default() += 1;
             }
             let Some(strategy) = &run.strategy else { continue };
             let quality = input.registry.get(strategy).map_or(0.5, |s| s.capabilities().quality_score);
-            for c in run.candidates.iter().filter(|c| !c.evidence_only).filter(allowed).take(input.query.limit) {
+            chosen.extend(
+                run.candidates
+                    .iter()
+                    .filter(|c| !c.evidence_only)
+                    .filter(allowed)
+                    .take(input.query.limit)
+                    .map(|c| (c, quality)),
+            );
+        }
+        let mut file_nodes: Vec<crate::retrieval::Candidate> = Vec::new();
+        for path in ranked.iter().take(REPRESENTED_FILES) {
+            if chosen.iter().any(|(c, _)| c.path == *path) {
+                continue;
+            }
+            let mut best: Option<(&crate::retrieval::Candidate, f64)> = None;
+            for run in runs {
+                let Some(strategy) = &run.strategy else { continue };
+                let quality = input.registry.get(strategy).map_or(0.5, |s| s.capabilities().quality_score);
+                if let Some(c) = run.candidates.iter().find(|c| c.path == *path && allowed(c))
+                    && best.is_none_or(|(b, _)| c.score > b.score)
+                {
+                    best = Some((c, quality));
+                }
+            }
+            let Some((c, quality)) = best else { continue };
+            if c.evidence_only {
+                // Stand in with the file itself, at its structure.
+                let file_uri = c.uri.split('#').next().unwrap_or(&c.uri).to_owned();
+                file_nodes.push(crate::retrieval::Candidate {
+                    uri: file_uri,
+                    depth: c.depth.min(4),
+                    evidence_only: false,
+                    hops: None,
+                    ..c.clone()
+                });
+            } else {
+                chosen.push((c, quality));
+            }
+        }
+        let file_quality = chosen.first().map_or(0.5, |(_, q)| *q);
+        let chosen: Vec<(&crate::retrieval::Candidate, f64)> =
+            chosen.into_iter().chain(file_nodes.iter().map(|c| (c, file_quality))).collect();
+        {
+            for (c, quality) in chosen {
                 let piece = match &c.content {
                     Some(content) => Some(Piece {
                         uko_node: c.uri.clone(),
@@ -633,6 +704,7 @@ impl Pipeline {
                         inline: true,
                         role: PieceRole::Context,
                         modified: None,
+                        file_standing: 0.0,
                     }),
                     None => input.renderer.piece(&c.uri, c.depth),
                 };
@@ -643,6 +715,7 @@ impl Pipeline {
                 piece.hops = c.hops;
                 piece.strategies = vec![c.strategy.clone()];
                 piece.note = c.note.clone();
+                piece.file_standing = standing.get(piece.path.as_str()).copied().unwrap_or(0.0);
                 if !piece.path.is_empty() && !piece.inline {
                     piece.modified = input.facts.modified(&piece.path);
                 }
@@ -737,6 +810,7 @@ impl Pipeline {
                     inline: true,
                     role: PieceRole::Context,
                     modified: Some(f.created_at().timestamp()),
+                    file_standing: 0.0,
                 };
                 piece.measure(tokenizer);
                 piece
@@ -1129,7 +1203,7 @@ mod tests {
     fn ranking_strategies_decide_what_survives_a_tight_budget() {
         let resource = new_ulid();
         let body = |i: usize| (0..30).map(|l| format!("fragment {i} line {l} of text\n")).collect::<String>();
-        let fragments = vec![
+        let fragments = [
             fragment(&resource, 0, &body(0), 0.9, ContextTier::Cold, 900),
             fragment(&resource, 1, &body(1), 0.2, ContextTier::Hot, 500),
             fragment(&resource, 2, &body(2), 0.5, ContextTier::Warm, 0),
@@ -1154,26 +1228,32 @@ mod tests {
         assert_eq!(order("relevance"), ["s0", "s2", "s1"]);
         assert_eq!(order("recency"), ["s2", "s1", "s0"]);
         assert_eq!(order("tiered"), ["s1", "s2", "s0"]);
-        // A budget that holds two fragments in full: the ranking picks which two,
-        // and the third is downgraded.
-        let one = tok().count(&body(0)) + 20;
-        let budget = ContextBudget::new((one * 22 / 10 + PREAMBLE_MAX_TOKENS) as u64, 0).unwrap();
-        let full = |ranking| {
-            let out = pipeline().assemble("p", &fragments, budget, ranking, &tok()).unwrap();
-            let mut full: Vec<String> = out
-                .context
-                .fragments()
-                .iter()
-                .filter(|f| f.detail_depth() == 9)
-                .map(|f| f.uko_node().rsplit('#').next().unwrap().to_owned())
-                .collect();
-            full.sort();
-            assert_eq!(out.context.fragments().len(), 3, "the third is downgraded, not dropped");
-            full
+        // One-line fragments that cannot be cut, and a budget that holds two of
+        // the three: the ranking picks which two.
+        let short: Vec<ContextFragment> = fragments
+            .iter()
+            .map(|f| {
+                let content = format!("body of {}", f.uko_node().rsplit('#').next().unwrap());
+                f.clone().into_builder().content(content).build().unwrap()
+            })
+            .collect();
+        let roomy =
+            pipeline().assemble("p", &short, ContextBudget::new(4000, 0).unwrap(), "relevance", &tok()).unwrap();
+        let one = roomy.context.fragments().iter().map(|f| f.token_count() as usize).max().unwrap();
+        let available = ((one * 25) as f64 / 9.0).ceil() as u64;
+        let small = PipelineBuilder::new()
+            .build(&PipelineConfig::default(), PipelineSettings { min_useful_budget: 1, ..PipelineSettings::default() })
+            .unwrap();
+        let kept = |ranking| {
+            let out = small.assemble("p", &short, ContextBudget::new(available, 0).unwrap(), ranking, &tok()).unwrap();
+            let mut kept: Vec<String> =
+                out.context.fragments().iter().map(|f| f.uko_node().rsplit('#').next().unwrap().to_owned()).collect();
+            kept.sort();
+            kept
         };
-        assert_eq!(full("relevance"), ["s0", "s2"]);
-        assert_eq!(full("recency"), ["s1", "s2"]);
-        assert_eq!(full("tiered"), ["s1", "s2"]);
+        assert_eq!(kept("relevance"), ["s0", "s2"]);
+        assert_eq!(kept("recency"), ["s1", "s2"]);
+        assert_eq!(kept("tiered"), ["s1", "s2"]);
     }
 
     #[test]

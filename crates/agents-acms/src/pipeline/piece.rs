@@ -63,6 +63,10 @@ pub struct Piece {
     pub role: PieceRole,
     /// Seconds since the epoch of the last change, when known (recency).
     pub modified: Option<i64>,
+    /// Standing of the piece's file among everything the strategies found (all
+    /// their candidates, evidence-only ones too), in [0, 1]; 0 when unknown.
+    #[serde(default)]
+    pub file_standing: f64,
 }
 
 impl Piece {
@@ -224,6 +228,7 @@ impl<'a> StoreRenderer<'a> {
             inline: false,
             role: PieceRole::Context,
             modified: None,
+            file_standing: 0.0,
         })
     }
 

@@ -206,7 +206,7 @@ fn run(settings: &Settings, mut args: QueryArgs, simulate: Option<&str>) -> anyh
     let options = AssembleOptions {
         depth,
         limit: args.candidates,
-        filter: SearchFilter { paths_prefix: args.under.clone(), kinds: args.kinds.clone() },
+        filter: SearchFilter { paths_prefix: args.under.clone(), kinds: request.uko_types().to_vec() },
         budget,
         plan_id: args.plan.clone(),
         view,
