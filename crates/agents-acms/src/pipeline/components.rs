@@ -962,25 +962,13 @@ pub(crate) mod tests {
 
     pub(crate) fn piece(uri: &str, path: &str, relevance: f64, content: &str) -> Piece {
         let mut p = Piece {
-            uko_node: uri.to_owned(),
-            kind: "function".to_owned(),
-            path: path.to_owned(),
             source_range: "1:0-2:0".to_owned(),
             start_line: 1,
-            depth: 9,
-            requested_depth: 9,
-            content: content.to_owned(),
-            tokens: 0,
             relevance,
             quality: 0.5,
-            hops: None,
             strategies: vec!["s".to_owned()],
-            note: None,
-            tier: ContextTier::Warm,
             inline: true,
-            role: PieceRole::Context,
-            modified: None,
-            file_standing: 0.0,
+            ..Piece::new(uri, "function", path, content, 9)
         };
         p.measure(&tok());
         p

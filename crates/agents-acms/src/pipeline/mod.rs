@@ -504,15 +504,16 @@ impl Pipeline {
             plan: input.plan,
             settings: &self.settings,
         };
-        let enabled = input.registry.enabled().len();
-        let selections = tracer.run(
-            "strategy-selector",
-            &self.selector.0,
-            enabled,
-            || self.selector.1.select(&stage),
-            |r| (r.as_ref().map_or(0, Vec::len), 0),
-        )?;
-        tracer.detail(selections.iter().map(|s| s.strategy.as_str()).collect::<Vec<_>>().join(", "));
+        // The skeleton comes off the top of the budget when there is a parent.
+        let skeleton_budget = if input.parent.is_empty() {
+            0
+        } else {
+            let ratio = input.skeleton_ratio.unwrap_or(self.settings.skeleton_ratio);
+            (available as f64 * ratio.clamp(0.0, 1.0)).floor() as usize
+        };
+        let fragment_budget = available - preamble_reserve(available) - skeleton_budget;
+        let PhaseOne { selections, allocations, runs } =
+            self.orchestrate(&mut tracer, &stage, input.registry.enabled().len(), fragment_budget)?;
         if selections.is_empty() {
             // Nothing enabled can run: say why each enabled strategy cannot.
             let reasons: Vec<String> = input
@@ -535,41 +536,8 @@ impl Pipeline {
                 if reasons.is_empty() { "none is enabled".to_owned() } else { reasons.join("; ") }
             )));
         }
-        // The skeleton comes off the top of the budget when there is a parent.
-        let skeleton_budget = if input.parent.is_empty() {
-            0
-        } else {
-            let ratio = input.skeleton_ratio.unwrap_or(self.settings.skeleton_ratio);
-            (available as f64 * ratio.clamp(0.0, 1.0)).floor() as usize
-        };
-        let fragment_budget = available - preamble_reserve(available) - skeleton_budget;
-        let allocations = tracer.run(
-            "budget-allocator",
-            &self.allocator.0,
-            selections.len(),
-            || self.allocator.1.allocate(&selections, fragment_budget),
-            |a| (a.len(), a.iter().map(|a| a.tokens).sum()),
-        );
-        let runs = tracer.run(
-            "strategy-executor",
-            &self.executor.0,
-            selections.len(),
-            || self.executor.1.execute(&stage, &selections),
-            |runs| (runs.iter().map(|r| r.candidates.len()).sum(), 0),
-        );
         let failed: Vec<String> =
             runs.iter().filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.selected))).collect();
-        tracer.detail(
-            runs.iter()
-                .map(|r| match (&r.strategy, &r.error) {
-                    (Some(s), _) if *s == r.selected => format!("{s} {} ms", r.elapsed_ms),
-                    (Some(s), _) => format!("{} -> {s} {} ms", r.selected, r.elapsed_ms),
-                    (None, Some(e)) => format!("{}: {e}", r.selected),
-                    (None, None) => r.selected.clone(),
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
-        );
         if !selections.is_empty() && runs.iter().all(|r| r.strategy.is_none()) {
             return Err(PipelineError::NoStrategyRan(failed.join("; ")));
         }
@@ -607,6 +575,50 @@ impl Pipeline {
             },
             Extra { selections: selections.clone(), allocations: allocations.clone(), runs, candidates, excluded },
         )
+    }
+
+    /// Phase 1: the selector, the allocator and the executor, traced.
+    fn orchestrate(
+        &self,
+        tracer: &mut Tracer,
+        stage: &StageInput<'_>,
+        strategies: usize,
+        fragment_budget: usize,
+    ) -> Result<PhaseOne, PipelineError> {
+        let selections = tracer.run(
+            "strategy-selector",
+            &self.selector.0,
+            strategies,
+            || self.selector.1.select(stage),
+            |r| (r.as_ref().map_or(0, Vec::len), 0),
+        )?;
+        tracer.detail(selections.iter().map(|s| s.strategy.as_str()).collect::<Vec<_>>().join(", "));
+        let allocations = tracer.run(
+            "budget-allocator",
+            &self.allocator.0,
+            selections.len(),
+            || self.allocator.1.allocate(&selections, fragment_budget),
+            |a| (a.len(), a.iter().map(|a| a.tokens).sum()),
+        );
+        let runs = tracer.run(
+            "strategy-executor",
+            &self.executor.0,
+            selections.len(),
+            || self.executor.1.execute(stage, &selections),
+            |runs| (runs.iter().map(|r| r.candidates.len()).sum(), 0),
+        );
+        tracer.detail(
+            runs.iter()
+                .map(|r| match (&r.strategy, &r.error) {
+                    (Some(s), _) if *s == r.selected => format!("{s} {} ms", r.elapsed_ms),
+                    (Some(s), _) => format!("{} -> {s} {} ms", r.selected, r.elapsed_ms),
+                    (None, Some(e)) => format!("{}: {e}", r.selected),
+                    (None, None) => r.selected.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
+        Ok(PhaseOne { selections, allocations, runs })
     }
 
     /// Renders the strategies' candidates into pieces: each run's best `limit`,
@@ -686,25 +698,8 @@ impl Pipeline {
             for (c, quality) in chosen {
                 let piece = match &c.content {
                     Some(content) => Some(Piece {
-                        uko_node: c.uri.clone(),
-                        kind: "note".to_owned(),
-                        path: c.path.clone(),
-                        source_range: String::new(),
-                        start_line: 0,
-                        depth: c.depth,
-                        requested_depth: c.depth,
-                        content: content.clone(),
-                        tokens: 0,
-                        relevance: 0.0,
-                        quality: 0.0,
-                        hops: None,
-                        strategies: Vec::new(),
-                        note: None,
-                        tier: ContextTier::Warm,
                         inline: true,
-                        role: PieceRole::Context,
-                        modified: None,
-                        file_standing: 0.0,
+                        ..Piece::new(c.uri.clone(), "note", c.path.clone(), content.clone(), c.depth)
                     }),
                     None => input.renderer.piece(&c.uri, c.depth),
                 };
@@ -761,27 +756,7 @@ impl Pipeline {
             plan: None,
             settings: &self.settings,
         };
-        let selections = tracer.run(
-            "strategy-selector",
-            &self.selector.0,
-            0,
-            || self.selector.1.select(&stage),
-            |r| (r.as_ref().map_or(0, Vec::len), 0),
-        )?;
-        let allocations = tracer.run(
-            "budget-allocator",
-            &self.allocator.0,
-            selections.len(),
-            || self.allocator.1.allocate(&selections, fragment_budget),
-            |a| (a.len(), a.iter().map(|a| a.tokens).sum()),
-        );
-        let runs = tracer.run(
-            "strategy-executor",
-            &self.executor.0,
-            selections.len(),
-            || self.executor.1.execute(&stage, &selections),
-            |runs| (runs.len(), 0),
-        );
+        let PhaseOne { selections, allocations, runs } = self.orchestrate(&mut tracer, &stage, 0, fragment_budget)?;
         let resource_id = fragments.first().map(|f| f.provenance().resource_id().to_owned()).unwrap_or_default();
         let mut strategies_used: Vec<String> = Vec::new();
         let pieces: Vec<Piece> = fragments
@@ -792,25 +767,21 @@ impl Pipeline {
                     strategies_used.push(strategy.clone());
                 }
                 let mut piece = Piece {
-                    uko_node: f.uko_node().to_owned(),
-                    kind: f.metadata().get("kind").cloned().unwrap_or_else(|| "fragment".to_owned()),
-                    path: f.provenance().source_path().to_owned(),
                     source_range: f.provenance().source_range().map(|r| r.to_string()).unwrap_or_default(),
                     start_line: f.provenance().source_range().and_then(|r| r.line_span()).map_or(0, |s| s.0),
-                    depth: f.detail_depth(),
-                    requested_depth: f.detail_depth(),
-                    content: f.content().to_owned(),
-                    tokens: 0,
                     relevance: f.relevance_score(),
                     quality: 0.5,
-                    hops: None,
                     strategies: vec![strategy],
-                    note: None,
                     tier: f.tier(),
                     inline: true,
-                    role: PieceRole::Context,
                     modified: Some(f.created_at().timestamp()),
-                    file_standing: 0.0,
+                    ..Piece::new(
+                        f.uko_node(),
+                        f.metadata().get("kind").cloned().unwrap_or_else(|| "fragment".to_owned()),
+                        f.provenance().source_path(),
+                        f.content(),
+                        f.detail_depth(),
+                    )
                 };
                 piece.measure(tokenizer);
                 piece
@@ -1007,6 +978,13 @@ struct FuseInput<'a> {
     plan_id: String,
     budget: ContextBudget,
     resource_id: &'a str,
+}
+
+/// What phase 1 produced.
+struct PhaseOne {
+    selections: Vec<Selection>,
+    allocations: Vec<Allocation>,
+    runs: Vec<StrategyRun>,
 }
 
 struct Extra {

@@ -70,6 +70,38 @@ pub struct Piece {
 }
 
 impl Piece {
+    /// A piece of `content` for node `uko_node` at `depth`, as delivered: context
+    /// role, warm tier, no scores yet, not measured.
+    pub fn new(
+        uko_node: impl Into<String>,
+        kind: impl Into<String>,
+        path: impl Into<String>,
+        content: impl Into<String>,
+        depth: u8,
+    ) -> Piece {
+        Piece {
+            uko_node: uko_node.into(),
+            kind: kind.into(),
+            path: path.into(),
+            source_range: String::new(),
+            start_line: 0,
+            depth,
+            requested_depth: depth,
+            content: content.into(),
+            tokens: 0,
+            relevance: 0.0,
+            quality: 0.0,
+            hops: None,
+            strategies: Vec::new(),
+            note: None,
+            tier: ContextTier::Warm,
+            inline: false,
+            role: PieceRole::Context,
+            modified: None,
+            file_standing: 0.0,
+        }
+    }
+
     /// The strategy whose relevance the piece carries.
     pub fn strategy(&self) -> &str {
         self.strategies.first().map(String::as_str).unwrap_or("")
@@ -210,25 +242,9 @@ impl<'a> StoreRenderer<'a> {
         let content = self.render_node(&node, depth)?;
         let start_line = u32::try_from(node.node.start_line).unwrap_or(0);
         Some(Piece {
-            uko_node: node.node.uri.clone(),
-            kind: node.node.kind.clone(),
-            path: node.node.path.clone(),
             source_range: source_range(&node),
             start_line,
-            depth,
-            requested_depth: depth,
-            content,
-            tokens: 0,
-            relevance: 0.0,
-            quality: 0.0,
-            hops: None,
-            strategies: Vec::new(),
-            note: None,
-            tier: ContextTier::default(),
-            inline: false,
-            role: PieceRole::Context,
-            modified: None,
-            file_standing: 0.0,
+            ..Piece::new(node.node.uri.clone(), node.node.kind.clone(), node.node.path.clone(), content, depth)
         })
     }
 
