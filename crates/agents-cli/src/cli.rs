@@ -42,12 +42,14 @@ pub enum Command {
     /// Get the context for a task: the code that matches it, packed under a token budget.
     ///
     /// Indexes PATH first (or refreshes it), brings its text and vector
-    /// indexes up to date, ranks the code graph's nodes with a retrieval
-    /// strategy (--strategy, or the best the backends allow, falling back
-    /// when one is unavailable), and packs the best into --max-tokens, each
-    /// at the requested depth or, when it does not fit, a shallower one
-    /// (4, 2, 0). Prints Markdown (each fragment headed by path, line range,
-    /// kind and depth) or --json.
+    /// indexes up to date, and runs the ten-component assembly pipeline:
+    /// strategies chosen for the request retrieve in parallel (falling back
+    /// when one is unavailable), their candidates are deduplicated, scored and
+    /// packed into the budget, each at the requested depth or, when it does not
+    /// fit, a shallower one (4, 2, 0), then ordered by file and dependency.
+    /// Prints Markdown (a preamble, then each fragment headed by path, line
+    /// range, UKO type and depth), --format xml, or --format json (the spec's
+    /// AssembledContext); --explain shows what each component did.
     Query(Box<QueryArgs>),
     /// Index a directory (default: the current one), or refresh its index.
     ///
