@@ -309,7 +309,10 @@ impl Engine {
 
     /// The strategy registry from `context.strategies.enabled`.
     pub fn strategies(&self) -> Result<ContextStrategyRegistry, EngineError> {
-        Ok(ContextStrategyRegistry::with_builtins(&self.config.config().context.strategies.enabled)?)
+        Ok(ContextStrategyRegistry::with_custom(
+            self.pipeline.custom_strategies(),
+            &self.config.config().context.strategies.enabled,
+        )?)
     }
 
     /// Opens and syncs the resource's backends under its lock, then hands them to

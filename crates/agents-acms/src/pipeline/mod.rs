@@ -198,6 +198,7 @@ impl Component {
 pub struct PipelineBuilder {
     registered: BTreeMap<(&'static str, String), Component>,
     breaker: Arc<CircuitBreaker>,
+    strategies: Vec<Arc<dyn crate::retrieval::ContextStrategy>>,
 }
 
 impl Default for PipelineBuilder {
@@ -211,7 +212,7 @@ impl PipelineBuilder {
     /// strategies `relevance`, `recency` and `tiered`.
     pub fn new() -> PipelineBuilder {
         let breaker = Arc::new(CircuitBreaker::default());
-        let builder = PipelineBuilder { registered: BTreeMap::new(), breaker: breaker.clone() };
+        let builder = PipelineBuilder { registered: BTreeMap::new(), breaker: breaker.clone(), strategies: Vec::new() };
         builder
             .register("default", Component::Selector(Arc::new(DefaultSelector)))
             .register("default", Component::Allocator(Arc::new(ProportionalAllocator)))
@@ -232,6 +233,14 @@ impl PipelineBuilder {
     /// = "name"` selects it.
     pub fn register(mut self, name: impl Into<String>, component: Component) -> PipelineBuilder {
         self.registered.insert((component.key(), name.into()), component);
+        self
+    }
+
+    /// Adds a retrieval strategy beside the built-ins (the spec's
+    /// `register_strategy`); it runs once `context.strategies.enabled` names it.
+    pub fn register_strategy(mut self, strategy: Arc<dyn crate::retrieval::ContextStrategy>) -> PipelineBuilder {
+        self.strategies.retain(|s| s.name() != strategy.name());
+        self.strategies.push(strategy);
         self
     }
 
@@ -286,6 +295,7 @@ impl PipelineBuilder {
             preamble: take!("preamble-generator", &config.preamble_generator, Preamble),
             skeleton: take!("skeleton-compressor", &config.skeleton_compressor, Skeleton),
             rankings,
+            strategies: self.strategies.clone(),
             settings,
         })
     }
@@ -401,6 +411,7 @@ pub struct Pipeline {
     preamble: (String, Arc<dyn PreambleGenerator>),
     skeleton: (String, Arc<dyn SkeletonCompressor>),
     rankings: BTreeMap<String, Arc<dyn Ranking>>,
+    strategies: Vec<Arc<dyn crate::retrieval::ContextStrategy>>,
     settings: PipelineSettings,
 }
 
@@ -456,6 +467,11 @@ fn preamble_reserve(available: usize) -> usize {
 impl Pipeline {
     pub fn settings(&self) -> &PipelineSettings {
         &self.settings
+    }
+
+    /// Strategies registered beside the built-ins.
+    pub fn custom_strategies(&self) -> &[Arc<dyn crate::retrieval::ContextStrategy>] {
+        &self.strategies
     }
 
     /// The implementation chosen for each component, in pipeline order.

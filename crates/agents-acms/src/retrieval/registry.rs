@@ -76,8 +76,17 @@ pub struct ContextStrategyRegistry {
 impl ContextStrategyRegistry {
     /// The built-ins, with `enabled` (from `context.strategies.enabled`) checked.
     pub fn with_builtins(enabled: &[String]) -> Result<ContextStrategyRegistry, RegistryError> {
+        ContextStrategyRegistry::with_custom(&[], enabled)
+    }
+
+    /// The built-ins and `custom` strategies (a custom one replaces a built-in of
+    /// the same name), with `enabled` checked against all of them.
+    pub fn with_custom(
+        custom: &[Arc<dyn ContextStrategy>],
+        enabled: &[String],
+    ) -> Result<ContextStrategyRegistry, RegistryError> {
         let mut registry = ContextStrategyRegistry { strategies: BTreeMap::new(), enabled: Vec::new() };
-        for strategy in super::strategies::builtins() {
+        for strategy in super::strategies::builtins().into_iter().chain(custom.iter().cloned()) {
             registry.register(strategy);
         }
         registry.set_enabled(enabled)?;
