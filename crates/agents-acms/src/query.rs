@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use agents_core::indexing::FileRecord;
 use agents_search::vector::{Embedder, VectorBackend, VectorDoc};
 use agents_search::{SearchError, TextBackend, TextDoc};
 use agents_store::{Store, StoreError, UkoNodeRecord};
@@ -135,42 +136,45 @@ impl ContextSearch {
         &self.graph
     }
 
-    /// Paths whose content differs from what `state_key` recorded, and recorded paths
-    /// gone from the index. A backend holding nothing starts from scratch.
-    fn stale(
+    /// Files whose content differs from what `state_key` recorded, and recorded
+    /// paths gone from `files` (the index's file list). A backend holding nothing
+    /// starts from scratch.
+    fn stale<'f>(
         &self,
         index_id: &str,
+        files: &'f [FileRecord],
         state_key: &str,
         backend_is_empty: bool,
-    ) -> Result<(Vec<agents_core::indexing::FileRecord>, Vec<String>), QueryError> {
+    ) -> Result<(Vec<&'f FileRecord>, Vec<String>), QueryError> {
         let mut held: HashMap<String, String> = self.store.search_state(index_id, state_key)?.into_iter().collect();
-        let files = self.store.file_records(index_id)?;
         let current: std::collections::HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
         let mut removed: Vec<String> = held.keys().filter(|p| !current.contains(p.as_str())).cloned().collect();
         removed.sort();
         if backend_is_empty {
             held.clear();
         }
-        let changed = files.into_iter().filter(|f| held.get(&f.path) != Some(&f.content_hash)).collect();
+        let changed = files.iter().filter(|f| held.get(&f.path) != Some(&f.content_hash)).collect();
         Ok((changed, removed))
     }
 
     /// Brings the text backend, and the vector backend when given, up to date with
-    /// the stored index of the resource at `root`. Each backend has its own record of
+    /// the index of the resource at `root`, whose file list is `files` (as the
+    /// refresh that produced it returned it). Each backend has its own record of
     /// what it holds; a file either needs is read from the store once.
     pub fn sync(
         &self,
         root: &Path,
         index_id: &str,
+        files: &[FileRecord],
         text: &mut dyn TextBackend,
         mut vector: Option<VectorSink<'_>>,
     ) -> Result<SyncReport, QueryError> {
         let mut report = SyncReport::default();
         let text_key = text.name();
-        let (text_changed, text_removed) = self.stale(index_id, text_key, text.doc_count()? == 0)?;
+        let (text_changed, text_removed) = self.stale(index_id, files, text_key, text.doc_count()? == 0)?;
         let vector_key = vector.as_ref().map(|sink| format!("vector-{}", sink.backend.name()));
         let (vector_changed, vector_removed) = match (&vector, &vector_key) {
-            (Some(sink), Some(key)) => self.stale(index_id, key, sink.backend.is_empty())?,
+            (Some(sink), Some(key)) => self.stale(index_id, files, key, sink.backend.is_empty())?,
             _ => (Vec::new(), Vec::new()),
         };
         let for_text: HashMap<&str, &str> =

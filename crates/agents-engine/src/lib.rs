@@ -341,7 +341,7 @@ impl Engine {
             (Some(backend), Ok(embedder)) => Some(VectorSink { backend, embedder }),
             _ => None,
         };
-        let sync = self.search.sync(&root, index_id, text.as_mut(), sink)?;
+        let sync = self.search.sync(&root, index_id, &outcome.index.files, text.as_mut(), sink)?;
 
         let history = GitHistory::discover(&root).map_err(QueryError::from)?;
         let mut missing = BTreeMap::new();

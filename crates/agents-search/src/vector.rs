@@ -664,16 +664,20 @@ mod tests {
         index.upsert(&docs).unwrap();
         index.commit().unwrap();
         assert!(index.uses_graph());
+        // HNSW is approximate (and its parallel build is not the same twice): the
+        // graph's hits, re-scored exactly, must be nearly the exact ones.
+        let overlap = |a: &[VectorHit], b: &[VectorHit]| a.iter().filter(|h| b.iter().any(|e| e.id == h.id)).count();
         for probe in [0, 17, 99, 300, 599] {
             let query = unit(10_000 + probe, 32);
             let ann = index.search(&query, 10, &SearchFilter::default()).unwrap();
             let exact = index.search_exact(&query, 10, &SearchFilter::default());
-            assert_eq!(ann, exact, "probe {probe}");
+            assert!(overlap(&ann, &exact) >= 9, "probe {probe}: {ann:?} vs {exact:?}");
+            assert!(ann.windows(2).all(|w| w[0].score >= w[1].score), "probe {probe}: re-scored, best first");
         }
         let filter = SearchFilter { paths_prefix: vec!["f3".into()], kinds: vec!["class".into()] };
         let query = unit(5, 32);
         let ann = index.search(&query, 5, &filter).unwrap();
-        assert_eq!(ann, index.search_exact(&query, 5, &filter));
+        assert!(overlap(&ann, &index.search_exact(&query, 5, &filter)) >= 4);
         assert!(ann.iter().all(|h| h.path == "f3.py"));
     }
 
