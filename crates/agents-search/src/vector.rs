@@ -26,7 +26,7 @@
 //! Hits are ordered by score descending, then id ascending; equal inputs give equal
 //! outputs.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -180,8 +180,6 @@ pub struct LocalVectorIndex {
     removed_keys: Vec<u64>,
     first_new_key: u64,
     dirty: bool,
-    /// Row of each key, for mapping graph hits back.
-    row_of_key: HashMap<u64, usize>,
     graph: Option<usearch::Index>,
 }
 
@@ -208,7 +206,6 @@ impl LocalVectorIndex {
             removed_keys: Vec::new(),
             first_new_key: 0,
             dirty: false,
-            row_of_key: HashMap::new(),
             graph: None,
         };
         let path = dir.join(ROWS_FILE);
@@ -230,7 +227,6 @@ impl LocalVectorIndex {
             Err(source) => return Err(SearchError::Io { path, action: "read", source }),
         }
         index.first_new_key = index.next_key;
-        index.reindex_keys();
         index.graph = index.open_graph()?;
         Ok(index)
     }
@@ -245,8 +241,10 @@ impl LocalVectorIndex {
         self.graph.is_some()
     }
 
-    fn reindex_keys(&mut self) {
-        self.row_of_key = self.entries.iter().enumerate().map(|(row, e)| (e.key, row)).collect();
+    /// The row holding `key`. Rows are always in key order: keys are handed out
+    /// increasing, removal keeps the order, and the file stores rows in order.
+    fn row_of(&self, key: u64) -> Option<usize> {
+        self.entries.binary_search_by_key(&key, |e| e.key).ok()
     }
 
     fn graph_options(&self) -> usearch::IndexOptions {
@@ -423,7 +421,6 @@ impl VectorBackend for LocalVectorIndex {
         self.generation += 1;
         let bytes = encode(self);
         write_atomically(&self.dir.join(ROWS_FILE), &bytes)?;
-        self.reindex_keys();
         self.update_graph(previous)?;
         self.removed_keys.clear();
         self.first_new_key = self.next_key;
@@ -442,14 +439,14 @@ impl VectorBackend for LocalVectorIndex {
         let found = if filter == &SearchFilter::default() {
             graph.search(query, wanted)
         } else {
-            graph.filtered_search(query, wanted, |key| self.row_of_key.get(&key).is_some_and(|&r| self.keep(r, filter)))
+            graph.filtered_search(query, wanted, |key| self.row_of(key).is_some_and(|r| self.keep(r, filter)))
         }
         .map_err(|e| self.graph_error(&path, "search", e))?;
         let scored = found
             .keys
             .iter()
-            .filter_map(|key| self.row_of_key.get(key))
-            .map(|&row| (self.score_row(row, query), row))
+            .filter_map(|key| self.row_of(*key))
+            .map(|row| (self.score_row(row, query), row))
             .collect();
         Ok(self.hits(scored, limit))
     }
