@@ -243,18 +243,8 @@ fn simulate_prints_the_assembled_summary_with_the_stored_policy() {
     assert_eq!(out["is_within_budget"], true);
     let components: Vec<&str> =
         out["trace"].as_array().unwrap().iter().map(|s| s["component"].as_str().unwrap()).collect();
-    for c in [
-        "strategy-selector",
-        "budget-allocator",
-        "strategy-executor",
-        "fragment-deduplicator",
-        "detail-depth-resolver",
-        "fragment-scorer",
-        "budget-packer",
-        "fragment-orderer",
-        "preamble-generator",
-        "skeleton-compressor",
-    ] {
+    // The ten components, by their `context.pipeline.*` keys.
+    for (c, _) in agents_core::config::PipelineConfig::default().components() {
         assert!(components.contains(&c), "{c} did not run: {components:?}");
     }
     let text = ok(&d.home, &["project", "context", "simulate", "web", "send invoice reminder"]);

@@ -255,18 +255,8 @@ fn xml_output_and_the_explained_trace() {
     assert!(xml.starts_with("<context plan_id=\"adhoc\""), "{xml}");
     assert!(xml.contains("path=\"billing/invoice.py\"") && xml.trim_end().ends_with("</context>"), "{xml}");
     let trace = common::stderr(&out);
-    for component in [
-        "strategy-selector",
-        "budget-allocator",
-        "strategy-executor",
-        "fragment-deduplicator",
-        "detail-depth-resolver",
-        "fragment-scorer",
-        "budget-packer",
-        "fragment-orderer",
-        "preamble-generator",
-        "skeleton-compressor",
-    ] {
+    // The ten components, by their `context.pipeline.*` keys.
+    for (component, _) in agents_core::config::PipelineConfig::default().components() {
         assert!(trace.contains(component), "{component} missing from the trace:\n{trace}");
     }
 }

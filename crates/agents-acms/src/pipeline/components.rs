@@ -556,23 +556,11 @@ const RECENCY_HALF_LIFE_SECS: f64 = 30.0 * 86_400.0;
 /// Each file's standing in [0, 1]: summed relevance of its pieces (best first,
 /// halving weights) times its role prior, relative to the best file.
 fn file_standing(pieces: &[Piece]) -> HashMap<String, f64> {
-    let mut by_file: HashMap<&str, Vec<f64>> = HashMap::new();
-    for p in pieces.iter().filter(|p| !p.path.is_empty() && !p.inline) {
-        by_file.entry(p.path.as_str()).or_default().push(p.relevance);
-    }
-    let mut standing: HashMap<String, f64> = by_file
-        .into_iter()
-        .map(|(path, mut scores)| {
-            scores.sort_by(|a, b| b.total_cmp(a));
-            let evidence: f64 = scores.iter().take(8).enumerate().map(|(i, s)| s * 0.5f64.powi(i as i32)).sum();
-            (path.to_owned(), evidence * f64::from(crate::retrieval::role_prior(path)))
-        })
-        .collect();
-    let best = standing.values().copied().fold(0.0, f64::max);
-    if best > 0.0 {
-        standing.values_mut().for_each(|v| *v /= best);
-    }
-    standing
+    let evidence = crate::retrieval::path_evidence(
+        pieces.iter().filter(|p| !p.path.is_empty() && !p.inline).map(|p| (p.path.as_str(), p.relevance as f32)),
+    );
+    let best = evidence.first().map_or(0.0, |(_, e)| f64::from(*e));
+    evidence.into_iter().map(|(path, e)| (path, if best > 0.0 { f64::from(e) / best } else { 0.0 })).collect()
 }
 
 fn hierarchy_of(piece: &Piece, plan_mentions: &[String], standing: &HashMap<String, f64>) -> f64 {

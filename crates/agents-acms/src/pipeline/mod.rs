@@ -719,13 +719,8 @@ impl Pipeline {
                     }),
                     None => input.renderer.piece(&c.uri, c.depth),
                 };
-                let Some(mut piece) = piece else { continue };
-                // f32 scores, kept to six places so they print as they were computed.
-                piece.relevance = (f64::from(c.score).clamp(0.0, 1.0) * 1e6).round() / 1e6;
-                piece.quality = quality;
-                piece.hops = c.hops;
-                piece.strategies = vec![c.strategy.clone()];
-                piece.note = c.note.clone();
+                let Some(piece) = piece else { continue };
+                let mut piece = piece.proposed_by(c, quality);
                 piece.file_standing = standing.get(piece.path.as_str()).copied().unwrap_or(0.0);
                 if !piece.path.is_empty() && !piece.inline {
                     piece.modified = input.facts.modified(&piece.path);

@@ -102,6 +102,20 @@ impl Piece {
         }
     }
 
+    /// The piece as proposed by candidate `c` of a strategy of `quality`: its
+    /// relevance (f32, kept to six places so it prints as computed), hops,
+    /// strategy and note.
+    pub fn proposed_by(self, c: &crate::retrieval::Candidate, quality: f64) -> Piece {
+        Piece {
+            relevance: (f64::from(c.score).clamp(0.0, 1.0) * 1e6).round() / 1e6,
+            quality,
+            hops: c.hops,
+            strategies: vec![c.strategy.clone()],
+            note: c.note.clone(),
+            ..self
+        }
+    }
+
     /// The strategy whose relevance the piece carries.
     pub fn strategy(&self) -> &str {
         self.strategies.first().map(String::as_str).unwrap_or("")

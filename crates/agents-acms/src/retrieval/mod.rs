@@ -289,11 +289,7 @@ pub trait ContextStrategy: Send + Sync {
             .iter()
             .filter(|c| !c.evidence_only && c.content.is_none())
             .filter_map(|c| {
-                let mut piece = renderer.piece(&c.uri, c.depth)?;
-                piece.relevance = f64::from(c.score).clamp(0.0, 1.0);
-                piece.quality = quality;
-                piece.hops = c.hops;
-                piece.strategies = vec![c.strategy.clone()];
+                let mut piece = renderer.piece(&c.uri, c.depth)?.proposed_by(c, quality);
                 piece.measure(backends.tokenizer);
                 Some(piece)
             })
@@ -339,31 +335,29 @@ pub fn role_prior(path: &str) -> f32 {
     }
 }
 
-/// Files ranked by the evidence of their candidates: a file's score is its best
-/// candidate's plus half the next one's, a quarter of the third's, and so on, times
-/// its [`role_prior`]; ties by path.
-pub fn ranked_files(candidates: &[Candidate]) -> Vec<String> {
-    rank_paths(candidates.iter().filter(|c| !c.path.is_empty()).map(|c| (c.path.as_str(), c.score)))
-}
-
 /// Files ranked by the evidence of their scored parts: the best eight scores of a
 /// file, halving in weight (`s1 + s2/2 + s3/4 ...`), times its [`role_prior`];
-/// ties by path.
-pub fn rank_paths<'a>(scored: impl IntoIterator<Item = (&'a str, f32)>) -> Vec<String> {
+/// best first, ties by path.
+pub fn path_evidence<'a>(scored: impl IntoIterator<Item = (&'a str, f32)>) -> Vec<(String, f32)> {
     let mut by_file: std::collections::HashMap<&str, Vec<f32>> = std::collections::HashMap::new();
     for (path, score) in scored {
         by_file.entry(path).or_default().push(score);
     }
-    let mut files: Vec<(f32, &str)> = by_file
+    let mut files: Vec<(String, f32)> = by_file
         .into_iter()
         .map(|(path, mut scores)| {
             scores.sort_by(|a, b| b.total_cmp(a));
             let evidence: f32 = scores.iter().take(8).enumerate().map(|(i, s)| s * 0.5f32.powi(i as i32)).sum();
-            (evidence * role_prior(path), path)
+            (path.to_owned(), evidence * role_prior(path))
         })
         .collect();
-    files.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-    files.into_iter().map(|(_, path)| path.to_owned()).collect()
+    files.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    files
+}
+
+/// The paths of [`path_evidence`], best first.
+pub fn rank_paths<'a>(scored: impl IntoIterator<Item = (&'a str, f32)>) -> Vec<String> {
+    path_evidence(scored).into_iter().map(|(path, _)| path).collect()
 }
 
 /// Scales scores so the best is 1 (all zero stays zero).
