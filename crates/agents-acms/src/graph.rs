@@ -104,14 +104,9 @@ impl CodeGraph {
         depth: u8,
     ) -> Result<String, GraphError> {
         let depth = depth.min(agents_uko::render::MAX_DEPTH);
-        let children = if depth >= 1 { self.store.uko_children(index_id, &node.node.uri)? } else { Vec::new() };
-        let edges: Vec<EdgeView> = if depth >= 2 {
-            self.store.uko_refs_within(index_id, &node.node.uri)?.iter().filter_map(edge_view).collect()
-        } else {
-            Vec::new()
-        };
-        let input = RenderInput { node: view(node), children: children.iter().map(view).collect(), edges, file_text };
-        Ok(agents_uko::render::render(&input, depth))
+        let mut context = NodeContext::default();
+        context.load(self, index_id, node, depth)?;
+        Ok(context.render(node, file_text, depth))
     }
 
     /// Renders `node` at `depth`, reading its file under `root`.
@@ -164,6 +159,44 @@ pub fn source_range(n: &UkoNodeRecord) -> String {
 }
 
 /// The rendering view of a stored node.
+/// What rendering a node needs besides the node and its file: its children
+/// (from depth 1) and the references written inside it (from depth 2), read
+/// from the store as a depth first needs them, so one node rendered at several
+/// depths reads each once.
+#[derive(Clone, Debug, Default)]
+pub struct NodeContext {
+    children: Option<Vec<UkoNodeRecord>>,
+    edges: Option<Vec<EdgeView>>,
+}
+
+impl NodeContext {
+    /// Reads what rendering `node` at `depth` needs and this context lacks.
+    pub fn load(
+        &mut self,
+        graph: &CodeGraph,
+        index_id: &str,
+        node: &UkoNodeRecord,
+        depth: u8,
+    ) -> Result<(), GraphError> {
+        if depth >= 1 && self.children.is_none() {
+            self.children = Some(graph.store.uko_children(index_id, &node.node.uri)?);
+        }
+        if depth >= 2 && self.edges.is_none() {
+            let refs = graph.store.uko_refs_within(index_id, &node.node.uri)?;
+            self.edges = Some(refs.iter().filter_map(edge_view).collect());
+        }
+        Ok(())
+    }
+
+    /// `node` at `depth` (after [`NodeContext::load`] for that depth).
+    pub fn render(&self, node: &UkoNodeRecord, file_text: &str, depth: u8) -> String {
+        let children = if depth >= 1 { self.children.as_deref().unwrap_or_default() } else { &[] };
+        let edges = if depth >= 2 { self.edges.clone().unwrap_or_default() } else { Vec::new() };
+        let input = RenderInput { node: view(node), children: children.iter().map(view).collect(), edges, file_text };
+        agents_uko::render::render(&input, depth)
+    }
+}
+
 pub fn view(n: &UkoNodeRecord) -> NodeView<'_> {
     let n = &n.node;
     NodeView {

@@ -236,8 +236,49 @@ impl RepoIndexingService {
         let _lock = self.acquire(&lock_path, options.wait_for_lock, root)?;
 
         let metadata = self.store.ensure_index(resource_id)?;
+        // What the last run stored is read while the tree is walked.
+        progress.start("walking", 0);
+        let walk_options = WalkOptions {
+            hidden: options.hidden,
+            follow_symlinks: options.follow_symlinks,
+            threads: rayon::current_num_threads().max(1),
+        };
+        let (walked, last) = std::thread::scope(|scope| {
+            let loader = scope.spawn(|| -> Result<LastRun, StoreError> {
+                Ok(LastRun {
+                    files: self.store.file_records(&metadata.index_id)?,
+                    skips: self.store.skipped_files(&metadata.index_id)?,
+                })
+            });
+            let walked = walk(root, &walk_options);
+            match loader.join() {
+                Ok(last) => (walked, last),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        });
+        let last = last?;
+        let mut report = IndexReport::default();
+        for (reason, path) in walked.skipped {
+            note_skip(&mut report, reason, path);
+        }
+        let candidates = plan_candidates(walked.files, &filter, options, &mut report);
+        tracing::info!(files = candidates.len(), elapsed_ms = started.elapsed().as_millis() as u64, "walked");
+        if mode == Mode::Refresh && metadata.status == IndexStatus::Ready && last.unchanged(&candidates, options) {
+            // Nothing to read and nothing to write: the stored index stands.
+            for entry in &candidates {
+                if let Some(reason) = last.skip_reason(entry, options) {
+                    note_skip(&mut report, reason, entry.rel_path.clone());
+                }
+            }
+            report.unchanged = last.files.len() as u64;
+            report.duration_ms = started.elapsed().as_millis() as u64;
+            tracing::info!(elapsed_ms = report.duration_ms, "nothing changed");
+            let languages = RepoIndex::language_stats(&last.files);
+            return Ok(RepoIndex { metadata, files: last.files, languages, report: Some(report) });
+        }
+
         self.store.set_index_status(&metadata.index_id, IndexStatus::Indexing, None)?;
-        match self.run_locked(&metadata, root, options, &filter, mode, progress, started) {
+        match self.run_locked(&metadata, candidates, last, report, options, mode, progress, started) {
             Ok(index) => Ok(index),
             Err(err) => {
                 let message = err.to_string();
@@ -255,46 +296,16 @@ impl RepoIndexingService {
     fn run_locked(
         &self,
         metadata: &IndexMetadata,
-        root: &Path,
+        candidates: Vec<WalkEntry>,
+        last: LastRun,
+        mut report: IndexReport,
         options: &IndexOptions,
-        filter: &PathFilter,
         mode: Mode,
         progress: &dyn Progress,
         started: Instant,
     ) -> Result<RepoIndex, IndexError> {
-        let stored: HashMap<String, FileRecord> =
-            self.store.file_records(&metadata.index_id)?.into_iter().map(|f| (f.path.clone(), f)).collect();
-        let known_skips: HashMap<String, SkippedFile> =
-            self.store.skipped_files(&metadata.index_id)?.into_iter().map(|f| (f.path.clone(), f)).collect();
-
-        progress.start("walking", 0);
-        let threads = rayon::current_num_threads().max(1);
-        let walked =
-            walk(root, &WalkOptions { hidden: options.hidden, follow_symlinks: options.follow_symlinks, threads });
-        let mut report = IndexReport::default();
-        for (reason, path) in walked.skipped {
-            note_skip(&mut report, reason, path);
-        }
-        // Filters and the total-size cap are decided from the walk alone,
-        // in path order, before anything is read.
-        let mut candidates: Vec<WalkEntry> = Vec::with_capacity(walked.files.len());
-        let mut planned_size = 0u64;
-        for f in walked.files {
-            if !filter.allows(&f.rel_path) {
-                note_skip(&mut report, SkipReason::Excluded, f.rel_path);
-                continue;
-            }
-            let too_large = options.max_file_size.is_some_and(|max| f.size > max);
-            if !too_large && options.max_total_size.is_some_and(|cap| planned_size + f.size > cap) {
-                note_skip(&mut report, SkipReason::TotalSizeLimit, f.rel_path);
-                continue;
-            }
-            if !too_large {
-                planned_size += f.size;
-            }
-            candidates.push(f);
-        }
-        tracing::info!(files = candidates.len(), elapsed_ms = started.elapsed().as_millis() as u64, "walked");
+        let stored: HashMap<String, FileRecord> = last.files.into_iter().map(|f| (f.path.clone(), f)).collect();
+        let known_skips: HashMap<String, SkippedFile> = last.skips.into_iter().map(|f| (f.path.clone(), f)).collect();
 
         // One write transaction for the whole run: graph rows stream into it
         // chunk by chunk; nothing is visible (and a crash changes nothing)
@@ -443,6 +454,79 @@ impl RepoIndexingService {
         let analyzed = uko_index::analyze(resource_id, &entry.rel_path, language, &text, &record.content_hash);
         (Ok(Fresh::Record(record, Box::new(analyzed))), Some(read))
     }
+}
+
+/// What the last run of an index stored.
+struct LastRun {
+    /// Indexed files, sorted by path.
+    files: Vec<FileRecord>,
+    /// Files skipped for their content, sorted by path.
+    skips: Vec<SkippedFile>,
+}
+
+impl LastRun {
+    /// Whether a refresh over `candidates` would find exactly what this run
+    /// stored: every stored file walked again with the same size and mtime,
+    /// every content-skipped file too, and nothing new (files too large to
+    /// read aside, which are skipped unread either way).
+    fn unchanged(&self, candidates: &[WalkEntry], options: &IndexOptions) -> bool {
+        let files: HashMap<&str, &FileRecord> = self.files.iter().map(|f| (f.path.as_str(), f)).collect();
+        let skips: HashMap<&str, &SkippedFile> = self.skips.iter().map(|f| (f.path.as_str(), f)).collect();
+        let (mut files_seen, mut skips_seen) = (0usize, 0usize);
+        for entry in candidates {
+            let too_large = options.max_file_size.is_some_and(|max| entry.size > max);
+            if let Some(old) = files.get(entry.rel_path.as_str()) {
+                if too_large || old.size_bytes != entry.size || old.last_modified != entry.modified {
+                    return false;
+                }
+                files_seen += 1;
+            } else if let Some(skip) = skips.get(entry.rel_path.as_str()) {
+                if too_large || skip.size_bytes != entry.size || skip.last_modified != entry.modified {
+                    return false;
+                }
+                skips_seen += 1;
+            } else if !too_large {
+                return false;
+            }
+        }
+        files_seen == self.files.len() && skips_seen == self.skips.len()
+    }
+
+    /// Why an unchanged refresh skips `entry`, if it does.
+    fn skip_reason(&self, entry: &WalkEntry, options: &IndexOptions) -> Option<SkipReason> {
+        if options.max_file_size.is_some_and(|max| entry.size > max) {
+            return Some(SkipReason::TooLarge);
+        }
+        self.skips.binary_search_by(|s| s.path.as_str().cmp(&entry.rel_path)).ok().map(|i| self.skips[i].reason)
+    }
+}
+
+/// The walked files a run considers, in path order: filters and the
+/// total-size cap are decided from the walk alone, before anything is read.
+fn plan_candidates(
+    walked: Vec<WalkEntry>,
+    filter: &PathFilter,
+    options: &IndexOptions,
+    report: &mut IndexReport,
+) -> Vec<WalkEntry> {
+    let mut candidates: Vec<WalkEntry> = Vec::with_capacity(walked.len());
+    let mut planned_size = 0u64;
+    for f in walked {
+        if !filter.allows(&f.rel_path) {
+            note_skip(report, SkipReason::Excluded, f.rel_path);
+            continue;
+        }
+        let too_large = options.max_file_size.is_some_and(|max| f.size > max);
+        if !too_large && options.max_total_size.is_some_and(|cap| planned_size + f.size > cap) {
+            note_skip(report, SkipReason::TotalSizeLimit, f.rel_path);
+            continue;
+        }
+        if !too_large {
+            planned_size += f.size;
+        }
+        candidates.push(f);
+    }
+    candidates
 }
 
 /// Where a chunk's outcomes accumulate, in path order.
@@ -719,6 +803,38 @@ mod tests {
         let idx = fx.full(&opts);
         let r = report(&idx);
         assert_eq!((r.added, r.changed, r.removed, r.unchanged, r.files_read), (0, 0, 0, 20, 20));
+    }
+
+    #[test]
+    fn an_unchanged_refresh_writes_nothing_and_reports_what_a_full_pass_would() {
+        let fx = fixture();
+        fx.write("a.py", b"def f():\n    return 1\n");
+        fx.write("b/c.rs", b"fn main() {}\n");
+        fx.write("image.bin", b"\x89PNG\0\0data");
+        fx.write("big.txt", &vec![b'a'; 2000]);
+        let opts = IndexOptions { max_file_size: Some(1000), ..IndexOptions::default() };
+        let first = fx.refresh(&opts);
+        let before = fx.store.index_metadata(&fx.resource_id).unwrap().unwrap();
+
+        let again = fx.refresh(&opts);
+        let after = fx.store.index_metadata(&fx.resource_id).unwrap().unwrap();
+        assert_eq!(after, before, "nothing was written");
+        assert_eq!(again.files, first.files);
+        let r = report(&again);
+        assert_eq!((r.added, r.changed, r.removed, r.unchanged, r.files_read), (0, 0, 0, 2, 0));
+        assert_eq!(r.skipped.get(&SkipReason::Binary), Some(&1));
+        assert_eq!(r.skipped.get(&SkipReason::TooLarge), Some(&1));
+
+        // A new file, or a stored file gone, is not "unchanged".
+        fx.write("d.py", b"x = 1\n");
+        assert_eq!(report(&fx.refresh(&opts)).added, 1);
+        std::fs::remove_file(fx.repo.path().join("a.py")).unwrap();
+        assert_eq!(report(&fx.refresh(&opts)).removed, 1);
+        // Nor is an index whose last run failed.
+        fx.store.set_index_status(&after.index_id, IndexStatus::Error, Some("boom")).unwrap();
+        fx.refresh(&opts);
+        let repaired = fx.store.index_metadata(&fx.resource_id).unwrap().unwrap();
+        assert_eq!(repaired.status, IndexStatus::Ready);
     }
 
     #[test]

@@ -170,11 +170,29 @@ impl ContextSearch {
         mut vector: Option<VectorSink<'_>>,
     ) -> Result<SyncReport, QueryError> {
         let mut report = SyncReport::default();
+        let digest = files_digest(files);
         let text_key = text.name();
-        let (text_changed, text_removed) = self.stale(index_id, files, text_key, text.doc_count()? == 0)?;
+        let text_empty = text.doc_count()? == 0;
         let vector_key = vector.as_ref().map(|sink| format!("vector-{}", sink.backend.name()));
-        let (vector_changed, vector_removed) = match (&vector, &vector_key) {
-            (Some(sink), Some(key)) => self.stale(index_id, files, key, sink.backend.is_empty())?,
+        let vector_empty = vector.as_ref().is_some_and(|sink| sink.backend.is_empty());
+        // Each backend already up to date with this very file list (the
+        // common case: nothing changed since the last query) needs no
+        // comparison at all.
+        let current = |key: &str, empty: bool| -> Result<bool, QueryError> {
+            Ok(!empty && self.store.search_digest(index_id, key)?.as_deref() == Some(digest.as_str()))
+        };
+        let text_current = current(text_key, text_empty)?;
+        let vector_current = match &vector_key {
+            Some(key) => current(key, vector_empty)?,
+            None => true,
+        };
+        if text_current && vector_current {
+            return Ok(report);
+        }
+        let (text_changed, text_removed) =
+            if text_current { (Vec::new(), Vec::new()) } else { self.stale(index_id, files, text_key, text_empty)? };
+        let (vector_changed, vector_removed) = match &vector_key {
+            Some(key) if !vector_current => self.stale(index_id, files, key, vector_empty)?,
             _ => (Vec::new(), Vec::new()),
         };
         let for_text: HashMap<&str, &str> =
@@ -220,7 +238,9 @@ impl ContextSearch {
         report.files_removed = text_removed.len() as u64;
         if !text_indexed.is_empty() || !text_removed.is_empty() {
             text.commit()?;
-            self.store.set_search_state(index_id, text_key, &text_indexed, &text_removed)?;
+        }
+        if !text_current {
+            self.store.set_search_state(index_id, text_key, &text_indexed, &text_removed, &digest)?;
         }
         if let (Some(sink), Some(key)) = (vector.as_mut(), &vector_key) {
             report.vectors_indexed += embed_into(sink, &mut pending, &mut pending_texts)?;
@@ -229,11 +249,26 @@ impl ContextSearch {
             }
             if !vector_indexed.is_empty() || !vector_removed.is_empty() {
                 sink.backend.commit()?;
-                self.store.set_search_state(index_id, key, &vector_indexed, &vector_removed)?;
+            }
+            if !vector_current {
+                self.store.set_search_state(index_id, key, &vector_indexed, &vector_removed, &digest)?;
             }
         }
         Ok(report)
     }
+}
+
+/// SHA-256 over a file list's paths and content hashes: equal digests, equal lists.
+fn files_digest(files: &[FileRecord]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for f in files {
+        hasher.update(f.path.as_bytes());
+        hasher.update([0]);
+        hasher.update(f.content_hash.as_bytes());
+        hasher.update([b'\n']);
+    }
+    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The full-text documents of one file's nodes. Containers inside a file (classes,

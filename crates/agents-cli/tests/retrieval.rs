@@ -656,11 +656,12 @@ fn a_strategy_left_out_of_the_configuration_exits_2() {
 }
 
 /// JSON output with its clock readings removed (`assembled_at`, every
-/// fragment's `created_at`, and the timings of the trace and of the strategy
-/// runs), printed back; everything else, ids included, is the same on every run.
+/// fragment's `created_at`, and the timings of the assembly, of the trace and
+/// of the strategy runs), printed back; everything else, ids included, is the same on every run.
 fn untimed(json: &str) -> String {
     let mut v = common::parse(json.as_bytes());
     v.as_object_mut().unwrap().remove("assembled_at").expect("assembled_at");
+    v.as_object_mut().unwrap().remove("assembly_micros").expect("assembly_micros");
     for f in v["fragments"].as_array_mut().unwrap() {
         f.as_object_mut().unwrap().remove("created_at").expect("created_at");
     }
@@ -743,6 +744,13 @@ fn search_indexes_follow_changes_file_by_file() {
     assert!(files(&removed).iter().all(|f| *f != path), "{removed:#}");
     let keyword = fx.json(&["wait_a_little", "--strategy", "simple-keyword"]);
     assert!(files(&keyword).iter().all(|f| *f != path), "{keyword:#}");
+
+    // Search indexes lost on disk are rebuilt, though the file list is the one
+    // they were last brought up to date with.
+    std::fs::remove_dir_all(fx.home.join("search")).unwrap();
+    let rebuilt = fx.json(&["pause", "--strategy", "semantic-embedding"]);
+    assert_eq!(rebuilt["sync"]["files_indexed"], file_count - 1, "{rebuilt:#}");
+    assert!(rebuilt["sync"]["vectors_indexed"].as_u64().unwrap() > 0, "{rebuilt:#}");
 }
 
 #[test]

@@ -101,6 +101,13 @@ impl Tokenizer {
     pub fn implementation(&self) -> TokenizerImpl {
         self.implementation
     }
+
+    /// Builds the encoding's tables now instead of on the first count (decoding
+    /// them takes tens of milliseconds): a caller that will count soon runs
+    /// this on another thread while it does other work.
+    pub fn preload(&self) {
+        self.count("preload");
+    }
 }
 
 impl Default for Tokenizer {

@@ -242,6 +242,16 @@ impl Engine {
         self.tokenizer
     }
 
+    /// Starts building the tokenizer's tables on a background thread, so a
+    /// command that refreshes an index before it counts (a query) does not
+    /// wait for them afterwards. The thread ends on its own; a count that
+    /// comes first simply waits for the tables.
+    pub fn preload_tokenizer(&self) {
+        let tokenizer = self.tokenizer;
+        // A failure to spawn only loses the head start.
+        let _ = std::thread::Builder::new().name("tokenizer-preload".into()).spawn(move || tokenizer.preload());
+    }
+
     pub fn indexing(&self) -> &RepoIndexingService {
         &self.indexing
     }
@@ -328,6 +338,7 @@ impl Engine {
         // One user of the resource's search indexes at a time (a Tantivy
         // writer is exclusive): concurrent queries take turns, and an index
         // run waits for them too.
+        let started = std::time::Instant::now();
         let _lock = self.indexing.lock_resource(resource_id, &root)?;
         let kind = self.config.config().context.backends.text.clone();
         let mut text = agents_search::open_text_backend(&kind, &self.home.search_dir(resource_id, &kind))
@@ -342,6 +353,7 @@ impl Engine {
             _ => None,
         };
         let sync = self.search.sync(&root, index_id, &outcome.index.files, text.as_mut(), sink)?;
+        tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "search indexes opened and synced");
 
         let history = GitHistory::discover(&root).map_err(QueryError::from)?;
         let mut missing = BTreeMap::new();
@@ -377,7 +389,9 @@ impl Engine {
             history: history.as_ref(),
             missing,
         };
-        f(&backends, sync, served)
+        let result = f(&backends, sync, served);
+        tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "backends used and released");
+        result
     }
 
     /// Every registered strategy and whether it can run on the resource now.

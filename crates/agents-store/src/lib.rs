@@ -341,14 +341,19 @@ pub trait Store: Send + Sync {
     fn plan_payload(&self, plan_id: &str) -> Result<Option<String>, StoreError>;
     /// What a text-search index holds: path -> content hash of the indexed version.
     fn search_state(&self, index_id: &str, backend: &str) -> Result<Vec<(String, String)>, StoreError>;
-    /// Records that a text-search index now holds `indexed` and no longer `removed`.
+    /// Records that a text-search index now holds `indexed` and no longer
+    /// `removed`, and that it is up to date with the file list whose digest is
+    /// `digest`, in one transaction.
     fn set_search_state(
         &self,
         index_id: &str,
         backend: &str,
         indexed: &[(String, String)],
         removed: &[String],
+        digest: &str,
     ) -> Result<(), StoreError>;
+    /// The digest of the file list a search index was last brought up to date with.
+    fn search_digest(&self, index_id: &str, backend: &str) -> Result<Option<String>, StoreError>;
     /// Node counts by (language, kind) and reference counts by (language,
     /// kind) with how many resolved, sorted.
     fn uko_stats(&self, index_id: &str) -> Result<UkoStatsRows, StoreError>;

@@ -176,4 +176,16 @@ CREATE TABLE plan_payloads (
     assembled_at TEXT NOT NULL
 );
 "#,
+    // 8: a digest of the file list (paths and content hashes) each search
+    // index was last brought up to date with, written in the same transaction
+    // as its search_state rows: a query whose file list has the same digest
+    // skips comparing the whole list.
+    r#"
+CREATE TABLE search_digest (
+    index_id VARCHAR(26) NOT NULL REFERENCES repo_indexes(index_id) ON DELETE CASCADE,
+    backend  VARCHAR(20) NOT NULL,
+    digest   VARCHAR(64) NOT NULL,
+    PRIMARY KEY (index_id, backend)
+);
+"#,
 ];

@@ -831,6 +831,7 @@ impl Store for SqliteStore {
         backend: &str,
         indexed: &[(String, String)],
         removed: &[String],
+        digest: &str,
     ) -> Result<(), StoreError> {
         self.write(|tx| {
             let mut put = tx
@@ -847,7 +848,23 @@ impl Store for SqliteStore {
             for path in removed {
                 delete.execute(params![index_id, backend, path]).map_err(self.sql())?;
             }
+            tx.execute(
+                "INSERT OR REPLACE INTO search_digest (index_id, backend, digest) VALUES (?1, ?2, ?3)",
+                params![index_id, backend, digest],
+            )
+            .map_err(self.sql())?;
             Ok(())
+        })
+    }
+
+    fn search_digest(&self, index_id: &str, backend: &str) -> Result<Option<String>, StoreError> {
+        self.read(|c| {
+            c.query_row(
+                "SELECT digest FROM search_digest WHERE index_id = ?1 AND backend = ?2",
+                params![index_id, backend],
+                |r| r.get(0),
+            )
+            .optional()
         })
     }
 

@@ -449,12 +449,33 @@ pub trait DetailDepthResolver: Send + Sync {
 pub struct BudgetDepthResolver;
 
 /// How many of the most relevant pieces get the larger share.
-const RESOLVER_LEADERS: usize = 3;
+pub const RESOLVER_LEADERS: usize = 3;
 /// Budget divisors: a leader may take a third, any other piece a twelfth.
 const RESOLVER_LEADER_SHARE: usize = 3;
 const RESOLVER_SHARE: usize = 12;
 
 /// Depths to try for a piece wanted at `top`: `top`, then the fallback steps below it.
+/// More bytes of source per token than any real code averages over a whole
+/// node (code runs 3-5; long whitespace runs and repeated words stay far below 16).
+pub const MAX_BYTES_PER_TOKEN: usize = 16;
+
+/// The depth to render a node proposed at `depth` first: its full text (depth
+/// 9) only when `source_bytes` of it could fit the share the resolver may give
+/// it (`budget` / 3 for one of the few most relevant, `budget` / 12 for the
+/// rest) at [`MAX_BYTES_PER_TOKEN`]; otherwise the next depth of the ladder,
+/// which the resolver would fall back to anyway. Rendering and counting whole
+/// files only to discard them was most of what a query spent.
+pub fn first_depth(depth: u8, source_bytes: Option<usize>, budget: usize, may_lead: bool) -> u8 {
+    let share = if may_lead { RESOLVER_LEADER_SHARE } else { RESOLVER_SHARE };
+    let cap = (budget / share).max(MIN_FRAGMENT_TOKENS);
+    match source_bytes {
+        Some(bytes) if depth >= DEPTH_STEPS[0] && bytes > cap * MAX_BYTES_PER_TOKEN => {
+            depth_ladder(depth).nth(1).unwrap_or(depth)
+        }
+        _ => depth,
+    }
+}
+
 pub fn depth_ladder(top: u8) -> impl Iterator<Item = u8> {
     std::iter::once(top).chain(DEPTH_STEPS.into_iter().filter(move |d| *d < top))
 }
@@ -968,6 +989,25 @@ pub(crate) mod tests {
 
     fn long_text(seed: &str, lines: usize) -> String {
         (0..lines).map(|i| format!("{seed} line {i} with some words to count\n")).collect()
+    }
+
+    #[test]
+    fn whole_text_is_rendered_first_only_when_it_could_fit_a_share() {
+        let budget = 7_800;
+        // A leader may take a third of the budget: 2,600 tokens, at most 16 bytes each.
+        assert_eq!(first_depth(9, Some(2_600 * MAX_BYTES_PER_TOKEN), budget, true), 9);
+        assert_eq!(first_depth(9, Some(2_600 * MAX_BYTES_PER_TOKEN + 1), budget, true), 4);
+        // Any other piece a twelfth.
+        assert_eq!(first_depth(9, Some(650 * MAX_BYTES_PER_TOKEN), budget, false), 9);
+        assert_eq!(first_depth(9, Some(650 * MAX_BYTES_PER_TOKEN + 1), budget, false), 4);
+        // Shallower requests, and nodes of unknown size, are rendered as asked.
+        assert_eq!(first_depth(4, Some(usize::MAX), budget, false), 4);
+        assert_eq!(first_depth(9, None, budget, false), 9);
+        // The resolver would have fallen back to the same depth: a text that
+        // long never fits the share.
+        let text = long_text("x", 2_000);
+        let p = piece("u", "a.py", 0.1, &text);
+        assert!(text.len() > 650 * MAX_BYTES_PER_TOKEN && p.tokens > budget / 12);
     }
 
     #[test]

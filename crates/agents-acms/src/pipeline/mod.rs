@@ -334,6 +334,10 @@ pub struct Assembly {
     pub omitted: usize,
     /// Tokens of the whole rendered output (preamble included).
     pub rendered_tokens: usize,
+    /// Wall time of the whole assembly in microseconds: the ten components
+    /// and, between the executor and the deduplicator, rendering the
+    /// candidates the strategies proposed into fragments.
+    pub assembly_micros: u64,
     #[serde(skip)]
     pub refresh_threshold: f64,
     #[serde(skip)]
@@ -509,6 +513,7 @@ impl Pipeline {
 
     /// Request-driven assembly: strategies retrieve, then fusion and packing.
     pub fn assemble_request(&self, input: RequestInput<'_>) -> Result<Assembly, PipelineError> {
+        let started = std::time::Instant::now();
         self.check_budget(&input.budget)?;
         let available = input.budget.available_tokens() as usize;
         let mut tracer = Tracer { steps: Vec::new() };
@@ -558,7 +563,7 @@ impl Pipeline {
             return Err(PipelineError::NoStrategyRan(failed.join("; ")));
         }
         let candidates: usize = runs.iter().map(|r| r.candidates.len()).sum();
-        let (pieces, excluded) = self.materialize(&input, &runs);
+        let (pieces, excluded) = self.materialize(&input, &runs, fragment_budget);
         let skeleton = tracer.run(
             "skeleton-compressor",
             &self.skeleton.0,
@@ -589,7 +594,14 @@ impl Pipeline {
                 budget: input.budget,
                 resource_id: input.resource_id,
             },
-            Extra { selections: selections.clone(), allocations: allocations.clone(), runs, candidates, excluded },
+            Extra {
+                selections: selections.clone(),
+                allocations: allocations.clone(),
+                runs,
+                candidates,
+                excluded,
+                started,
+            },
         )
     }
 
@@ -641,7 +653,12 @@ impl Pipeline {
     /// in selection order, with facts for recency.
     /// Candidates on paths the policy view excludes are dropped here, before they
     /// take a place, and reported once per path.
-    fn materialize(&self, input: &RequestInput<'_>, runs: &[StrategyRun]) -> (Vec<Piece>, Vec<Enforcement>) {
+    fn materialize(
+        &self,
+        input: &RequestInput<'_>,
+        runs: &[StrategyRun],
+        fragment_budget: usize,
+    ) -> (Vec<Piece>, Vec<Enforcement>) {
         let mut pieces = Vec::new();
         let mut excluded: BTreeMap<&str, usize> = BTreeMap::new();
         let allowed = |c: &&crate::retrieval::Candidate| {
@@ -710,6 +727,14 @@ impl Pipeline {
         let file_quality = chosen.first().map_or(0.5, |(_, q)| *q);
         let chosen: Vec<(&crate::retrieval::Candidate, f64)> =
             chosen.into_iter().chain(file_nodes.iter().map(|c| (c, file_quality))).collect();
+        // Those that may rank among the resolver's leaders (by relevance, with
+        // room for deduplication to reorder them) may be rendered whole.
+        let mut by_relevance: Vec<&crate::retrieval::Candidate> = chosen.iter().map(|(c, _)| *c).collect();
+        by_relevance.sort_by(|a, b| {
+            b.score.clamp(0.0, 1.0).total_cmp(&a.score.clamp(0.0, 1.0)).then_with(|| a.uri.cmp(&b.uri))
+        });
+        let may_lead: std::collections::HashSet<&str> =
+            by_relevance.iter().take(2 * components::RESOLVER_LEADERS).map(|c| c.uri.as_str()).collect();
         {
             for (c, quality) in chosen {
                 let piece = match &c.content {
@@ -717,7 +742,15 @@ impl Pipeline {
                         inline: true,
                         ..Piece::new(c.uri.clone(), "note", c.path.clone(), content.clone(), c.depth)
                     }),
-                    None => input.renderer.piece(&c.uri, c.depth),
+                    None => input.renderer.piece(
+                        &c.uri,
+                        components::first_depth(
+                            c.depth,
+                            input.renderer.source_bytes(&c.uri),
+                            fragment_budget,
+                            may_lead.contains(c.uri.as_str()),
+                        ),
+                    ),
                 };
                 let Some(piece) = piece else { continue };
                 let mut piece = piece.proposed_by(c, quality);
@@ -755,6 +788,7 @@ impl Pipeline {
     ) -> Result<Assembly, PipelineError> {
         self.check_budget(&budget)?;
         let ranking = self.ranking(ranking)?.clone();
+        let started = std::time::Instant::now();
         let available = budget.available_tokens() as usize;
         let fragment_budget = available - preamble_reserve(available);
         let mut tracer = Tracer { steps: Vec::new() };
@@ -827,7 +861,7 @@ impl Pipeline {
                 budget,
                 resource_id: &resource_id,
             },
-            Extra { selections, allocations, runs, candidates, excluded: Vec::new() },
+            Extra { selections, allocations, runs, candidates, excluded: Vec::new(), started },
         )
     }
 
@@ -965,6 +999,7 @@ impl Pipeline {
             candidates: extra.candidates,
             omitted,
             rendered_tokens,
+            assembly_micros: extra.started.elapsed().as_micros() as u64,
             refresh_threshold: self.settings.refresh_threshold,
             pieces: ordered,
         })
@@ -1005,6 +1040,8 @@ struct Extra {
     candidates: usize,
     /// What the policy excluded before fusion.
     excluded: Vec<Enforcement>,
+    /// When the assembly began.
+    started: std::time::Instant,
 }
 
 fn drop_worst(ordered: &mut Vec<ScoredFragment>) {

@@ -175,6 +175,12 @@ pub trait DepthRenderer: Sync {
     fn piece(&self, _uri: &str, _depth: u8) -> Option<Piece> {
         None
     }
+
+    /// The length in bytes of the stored node `uri`'s source text, when known:
+    /// lets a caller see that a node's full text cannot fit before rendering it.
+    fn source_bytes(&self, _uri: &str) -> Option<usize> {
+        None
+    }
 }
 
 /// Renders inline content at a shallower depth by cutting it: depth 0 keeps the
@@ -218,6 +224,9 @@ pub struct StoreRenderer<'a> {
     graph: &'a CodeGraph,
     sources: Mutex<HashMap<String, Option<std::sync::Arc<String>>>>,
     nodes: Mutex<HashMap<String, Option<UkoNodeRecord>>>,
+    /// Children and references of each node rendered so far: the resolver and
+    /// the packer render a node again at shallower depths.
+    contexts: Mutex<HashMap<String, crate::graph::NodeContext>>,
 }
 
 impl<'a> StoreRenderer<'a> {
@@ -229,6 +238,7 @@ impl<'a> StoreRenderer<'a> {
             graph,
             sources: Mutex::new(HashMap::new()),
             nodes: Mutex::new(HashMap::new()),
+            contexts: Mutex::new(HashMap::new()),
         }
     }
 
@@ -264,7 +274,11 @@ impl<'a> StoreRenderer<'a> {
 
     fn render_node(&self, node: &UkoNodeRecord, depth: u8) -> Option<String> {
         let source = self.source(&node.node.path)?;
-        self.graph.render_one(self.index_id, node, &source, depth).ok()
+        let depth = depth.min(agents_uko::render::MAX_DEPTH);
+        let mut contexts = self.contexts.lock().unwrap_or_else(|e| e.into_inner());
+        let context = contexts.entry(node.node.uri.clone()).or_default();
+        context.load(self.graph, self.index_id, node, depth).ok()?;
+        Some(context.render(node, &source, depth))
     }
 }
 
@@ -282,6 +296,11 @@ impl DepthRenderer for StoreRenderer<'_> {
 
     fn piece(&self, uri: &str, depth: u8) -> Option<Piece> {
         self.new_piece(uri, depth)
+    }
+
+    fn source_bytes(&self, uri: &str) -> Option<usize> {
+        let node = self.node(uri)?;
+        usize::try_from(node.node.end_byte - node.node.start_byte).ok()
     }
 }
 

@@ -161,6 +161,7 @@ fn run(settings: &Settings, mut args: QueryArgs, simulate: Option<&str>) -> anyh
     }
     let phase: agents_core::policy::Phase = args.phase.parse().map_err(|e| UsageError(format!("--phase: {e}")))?;
     let engine = settings.engine()?;
+    engine.preload_tokenizer();
     let (budget, derivation) = engine.budget(args.model.as_deref(), request.max_tokens()).map_err(|e| match e {
         agents_engine::EngineError::UnknownModel { .. } | agents_engine::EngineError::WindowTooSmall { .. } => {
             anyhow::Error::from(UsageError(e.to_string()))
@@ -317,7 +318,12 @@ fn explain(assembly: &Assembly) -> String {
             step.detail.clone().unwrap_or_default(),
         ]);
     }
-    format!("{t}\n")
+    let components: u64 = assembly.trace.iter().map(|s| s.micros).sum();
+    format!(
+        "{t}\nassembly: {:.1} ms in all, of which {:.1} ms rendering the proposed candidates into fragments\n",
+        assembly.assembly_micros as f64 / 1000.0,
+        assembly.assembly_micros.saturating_sub(components) as f64 / 1000.0
+    )
 }
 
 /// The context as XML: one `<fragment>` per fragment, content as text.
