@@ -78,6 +78,14 @@ pub enum Command {
         #[arg(default_value = ".")]
         path: PathBuf,
     },
+    /// Serve the context tools to a coding agent over the Model Context Protocol (stdio).
+    ///
+    /// Tools: request_context (a whole CRP request, packed under its token
+    /// budget), query_history (plan decisions, commits, node revisions),
+    /// get_context_budget, index_status and refresh_index. Relative paths
+    /// resolve against the directory the server starts in. Register it with
+    /// an MCP client as the command `agents mcp`; logs go to stderr.
+    Mcp,
 }
 
 #[derive(Debug, Subcommand)]
@@ -232,6 +240,10 @@ pub struct QueryArgs {
     /// Also print (on stderr) what each of the ten pipeline components did.
     #[arg(long)]
     pub explain: bool,
+    /// A whole CRP request given as a value (the MCP server's `request_context`)
+    /// rather than a file; flags apply over it as over `--request`.
+    #[arg(skip)]
+    pub request_value: Option<agents_core::request::ContextRequestBuilder>,
 }
 
 #[derive(Debug, Args)]

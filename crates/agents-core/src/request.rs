@@ -17,7 +17,9 @@ use crate::error::{Validated, ValidationError, check_unit_interval};
 use crate::fragment::{MAX_DETAIL_DEPTH, check_items_non_blank, check_non_blank};
 
 /// How far back in a node's history retrieval may look.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum TemporalScope {
     /// Only the current revision of every node (the default).
@@ -101,10 +103,12 @@ enum DepthRepr {
     Named(String),
 }
 
-#[derive(Serialize, Deserialize)]
+/// A detail depth: an integer 0-9 (0 = the node's name, 9 = its full source)
+/// or a named level such as `SIGNATURES` or `FULL_SOURCE`.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 enum DepthWire {
-    Level(i64),
+    Level(#[schemars(range(min = 0, max = 9))] i64),
     Named(String),
 }
 
@@ -422,21 +426,38 @@ pub struct ContextRequest {
 /// Parts of a [`ContextRequest`] before validation, starting at the spec's
 /// defaults; also its serde mirror (every field optional, unknown fields
 /// rejected), so JSON and code go through the same checks.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+/// Its JSON schema (every field documented) is what the MCP server's
+/// `request_context` tool publishes.
+#[derive(Clone, Debug, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ContextRequestBuilder {
+    /// What the context is for, in natural language.
     query: Option<String>,
+    /// Named entities (symbols, concepts) the context must cover.
     entities: Vec<String>,
+    /// Only nodes of these UKO types: function, class, method, module, file, ...
     uko_types: Vec<String>,
+    /// Nodes to start from: file paths, `uko://` URIs or symbol names.
     focus: Vec<String>,
+    /// Graph hops from the focus (default 2).
     breadth: u32,
+    /// Detail depth: 0-9 or a named level (default 3).
+    #[schemars(with = "DepthWire")]
     depth: Depth,
+    /// More detail near the focus, less further out (default true).
     depth_gradient: bool,
+    /// History to consider: current (default), recent or all.
     temporal: TemporalScope,
+    /// Token budget for the whole context (default 8000).
     max_tokens: Option<u64>,
+    /// Strategies to run first: simple-keyword, semantic-embedding,
+    /// breadth-depth-navigator, arce, temporal-archaeology, plan-decision-context.
     preferred_strategies: Vec<String>,
+    /// Backends the request needs: text, vector, graph, temporal.
     required_backends: Vec<String>,
+    /// 0.0 = background, 1.0 = critical (default 0.5).
     priority: f64,
+    /// Why the context is needed.
     purpose: String,
 }
 

@@ -155,40 +155,46 @@ fn render_languages(languages: &BTreeMap<String, LanguageStats>) -> String {
     format!("\n{t}\n")
 }
 
+/// What `agents status` prints and the MCP server's `index_status` returns.
 #[derive(Serialize)]
-struct StatusView<'a> {
-    project: Vec<&'a str>,
-    resource_id: &'a str,
-    path: &'a str,
-    index: Option<&'a IndexMetadata>,
-    report: Option<&'a IndexReport>,
+pub struct StatusView {
+    pub project: Vec<String>,
+    pub resource_id: String,
+    pub path: String,
+    pub index: Option<IndexMetadata>,
+    pub report: Option<IndexReport>,
 }
 
-pub fn status(settings: &Settings, args: StatusArgs) -> anyhow::Result<()> {
-    let engine = settings.engine()?;
-    let dir = canonical_dir(&args.path)?;
+/// The index status of the resource holding `path`.
+pub fn status_of(engine: &agents_engine::Engine, path: &Path) -> anyhow::Result<StatusView> {
+    let dir = canonical_dir(path)?;
     let resource = engine.projects().resource_containing(&dir)?.ok_or_else(|| {
         UsageError(format!("{}: not inside an indexed resource; run `agents index` there first", dir.display()))
     })?;
     let projects = engine.projects().projects_of(&resource)?;
-    let metadata = engine.indexing().get_index_status(&resource.resource_id)?;
-    let report = match &metadata {
+    let index = engine.indexing().get_index_status(&resource.resource_id)?;
+    let report = match &index {
         Some(m) => engine.store().last_report(&m.index_id)?,
         None => None,
     };
-    let view = StatusView {
-        project: projects.iter().map(|p| p.name.as_str()).collect(),
-        resource_id: &resource.resource_id,
-        path: &resource.path,
-        index: metadata.as_ref(),
-        report: report.as_ref(),
-    };
-    settings.printer.emit(&view, || render_status(&view, Path::new(&resource.path)))
+    Ok(StatusView {
+        project: projects.into_iter().map(|p| p.name).collect(),
+        resource_id: resource.resource_id,
+        path: resource.path,
+        index,
+        report,
+    })
 }
 
-fn render_status(v: &StatusView<'_>, path: &Path) -> String {
+pub fn status(settings: &Settings, args: StatusArgs) -> anyhow::Result<()> {
+    let engine = settings.engine()?;
+    let view = status_of(&engine, &args.path)?;
+    settings.printer.emit(&view, || render_status(&view, Path::new(&view.path)))
+}
+
+fn render_status(v: &StatusView, path: &Path) -> String {
     let mut out = format!("{} (project {}, resource {})\n", path.display(), v.project.join(", "), v.resource_id);
-    match v.index {
+    match &v.index {
         None => out.push_str("  status     not indexed\n"),
         Some(m) => {
             out.push_str(&format!("  status     {}\n", m.status));
@@ -204,7 +210,7 @@ fn render_status(v: &StatusView<'_>, path: &Path) -> String {
             ));
         }
     }
-    if let Some(r) = v.report {
+    if let Some(r) = &v.report {
         out.push_str(&format!(
             "  last run   {} added, {} changed, {} removed, {} unchanged, {} skipped in {:.2} s\n",
             r.added,

@@ -2,6 +2,7 @@
 
 mod config;
 mod index;
+mod mcp;
 mod plan;
 mod project;
 mod project_context;
@@ -22,5 +23,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Uko(cmd) => uko::run(&settings, cmd),
         Command::Plan(cmd) => plan::run(&settings, cmd),
         Command::Strategies { path } => query::strategies(&settings, &path),
+        Command::Mcp => mcp::serve(settings),
     }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use agents_acms::pipeline::Assembly;
 use agents_acms::query::SyncReport;
 use agents_core::request::{ContextRequest, ContextRequestBuilder, Depth, TemporalScope};
-use agents_engine::{AssembleOptions, BudgetDerivation};
+use agents_engine::{AssembleOptions, BudgetDerivation, Engine, IndexOutcome};
 use agents_search::SearchFilter;
 use anyhow::Context as _;
 use serde::Serialize;
@@ -24,7 +24,7 @@ const DEFAULT_DEPTH: u8 = 9;
 /// What `agents query --format json` prints: the AssembledContext (spec field
 /// names) and how it was made.
 #[derive(Serialize)]
-struct QueryOutput<'a> {
+pub struct QueryOutput<'a> {
     query: String,
     /// The strategy selected first (asked for, or the selector's best).
     requested_strategy: String,
@@ -51,21 +51,22 @@ fn build_request(
     text: Option<String>,
     project: Option<&agents_core::project_context::ProjectContextSettings>,
 ) -> anyhow::Result<ContextRequest> {
-    let mut builder: ContextRequestBuilder = match &args.request {
-        Some(file) => {
+    let mut builder: ContextRequestBuilder = match (&args.request_value, &args.request) {
+        (Some(value), _) => value.clone().build().map_err(|e| UsageError(e.to_string()))?.into_builder(),
+        (None, Some(file)) => {
             let json = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
             let request: ContextRequest = serde_json::from_str(&json).map_err(|e| {
                 UsageError(format!("{}: line {}, column {}: {e}", file.display(), e.line(), e.column()))
             })?;
             request.into_builder()
         }
-        None => ContextRequest::builder().depth(Depth::level(DEFAULT_DEPTH)?),
+        (None, None) => ContextRequest::builder().depth(Depth::level(DEFAULT_DEPTH)?),
     };
     if let Some(text) = text {
         builder = builder.query(text);
     }
     if let Some(project) = project {
-        if args.request.is_none() {
+        if args.request.is_none() && args.request_value.is_none() {
             builder = builder.breadth(project.default_breadth()).temporal(project.temporal_scope());
         }
         if args.strategy.is_empty() && !project.strategies().is_empty() {
@@ -144,7 +145,61 @@ struct Simulation<'a> {
     trace: &'a [agents_acms::pipeline::TraceStep],
 }
 
-fn run(settings: &Settings, mut args: QueryArgs, simulate: Option<&str>) -> anyhow::Result<()> {
+/// One assembled context and how it was made: what `agents query` prints and
+/// what the MCP server's `request_context` tool returns.
+pub struct QueryRun {
+    pub request: ContextRequest,
+    pub assembly: Assembly,
+    pub derivation: BudgetDerivation,
+    pub backends: BTreeMap<String, String>,
+    pub sync: SyncReport,
+    pub outcome: IndexOutcome,
+    pub phase: agents_core::policy::Phase,
+}
+
+impl QueryRun {
+    /// What `--format json` prints.
+    pub fn output(&self) -> QueryOutput<'_> {
+        let assembly = &self.assembly;
+        QueryOutput {
+            query: self.request.query().unwrap_or_default().to_owned(),
+            requested_strategy: assembly.selections.first().map(|s| s.strategy.clone()).unwrap_or_default(),
+            strategy: assembly.runs.iter().find_map(|r| r.strategy.clone()).unwrap_or_default(),
+            fallbacks: assembly.runs.iter().flat_map(|r| r.fallbacks.iter().cloned()).collect(),
+            assembly,
+            is_within_budget: assembly.context.is_within_budget(),
+            remaining_tokens: assembly.context.remaining_tokens(),
+            budget_derivation: &self.derivation,
+            ranked_files: assembly.ranked_files(),
+            backends: &self.backends,
+            sync: &self.sync,
+        }
+    }
+
+    /// The context as `format` (md, json or xml) renders it.
+    pub fn render(&self, format: &str) -> anyhow::Result<String> {
+        Ok(match format {
+            "json" => serde_json::to_string_pretty(&self.output())?,
+            "xml" => to_xml(&self.assembly),
+            _ => self.assembly.to_markdown(),
+        })
+    }
+}
+
+/// How the resource at a path is brought up to date before an assembly.
+pub type Refresher<'a> = &'a dyn Fn(&Engine, &std::path::Path) -> anyhow::Result<IndexOutcome>;
+
+/// Builds the request from `args`, brings the resource up to date with
+/// `refresh`, applies the project's policy and settings, and assembles.
+/// `simulate` names the project whose first resource is used instead of
+/// `args.path`.
+pub fn assemble(
+    settings: &Settings,
+    engine: &Engine,
+    mut args: QueryArgs,
+    simulate: Option<&str>,
+    refresh: Refresher<'_>,
+) -> anyhow::Result<QueryRun> {
     // With --request the one positional argument is the PATH.
     let text = if args.request.is_some() {
         if let Some(path) = args.text.take() {
@@ -160,8 +215,6 @@ fn run(settings: &Settings, mut args: QueryArgs, simulate: Option<&str>) -> anyh
         return Err(UsageError(agents_acms::query::QueryError::EmptyQuery.to_string()).into());
     }
     let phase: agents_core::policy::Phase = args.phase.parse().map_err(|e| UsageError(format!("--phase: {e}")))?;
-    let engine = settings.engine()?;
-    engine.preload_tokenizer();
     let (budget, derivation) = engine.budget(args.model.as_deref(), request.max_tokens()).map_err(|e| match e {
         agents_engine::EngineError::UnknownModel { .. } | agents_engine::EngineError::WindowTooSmall { .. } => {
             anyhow::Error::from(UsageError(e.to_string()))
@@ -187,7 +240,7 @@ fn run(settings: &Settings, mut args: QueryArgs, simulate: Option<&str>) -> anyh
         }
         None => args.path.clone(),
     };
-    let outcome = refresh(settings, &engine, &path)?;
+    let outcome = refresh(engine, &path)?;
     let project_context = engine.store().project_context(&outcome.project.project_id)?;
     let (view, project_settings) = match &project_context {
         Some((policy, project_settings)) => {
@@ -214,6 +267,16 @@ fn run(settings: &Settings, mut args: QueryArgs, simulate: Option<&str>) -> anyh
         skeleton_ratio: project_settings.map(|s| s.skeleton_ratio()),
     };
     let (assembly, sync, backends) = engine.assemble(&outcome, &request, &options)?;
+    Ok(QueryRun { request, assembly, derivation, backends, sync, outcome, phase })
+}
+
+fn run(settings: &Settings, args: QueryArgs, simulate: Option<&str>) -> anyhow::Result<()> {
+    let engine = settings.engine()?;
+    engine.preload_tokenizer();
+    let format = args.format.clone();
+    let explain_trace = args.explain;
+    let run = assemble(settings, &engine, args, simulate, &|engine, path| refresh(settings, engine, path))?;
+    let QueryRun { assembly, outcome, phase, .. } = &run;
     for run in &assembly.runs {
         for step in &run.fallbacks {
             settings.printer.note(format!("strategy {} passed over: {}", step.strategy, step.reason));
@@ -235,8 +298,8 @@ fn run(settings: &Settings, mut args: QueryArgs, simulate: Option<&str>) -> anyh
         assembly.candidates,
         assembly.omitted
     ));
-    if args.explain {
-        eprint!("{}", explain(&assembly));
+    if explain_trace {
+        eprint!("{}", explain(assembly));
     }
     if let Some(project) = simulate {
         let report = Simulation {
@@ -257,23 +320,10 @@ fn run(settings: &Settings, mut args: QueryArgs, simulate: Option<&str>) -> anyh
             enforcement: &assembly.enforcement,
             trace: &assembly.trace,
         };
-        return settings.printer.emit(&report, || render_simulation(&report, &assembly));
+        return settings.printer.emit(&report, || render_simulation(&report, assembly));
     }
-    let output = QueryOutput {
-        query: request.query().unwrap_or_default().to_owned(),
-        requested_strategy: assembly.selections.first().map(|s| s.strategy.clone()).unwrap_or_default(),
-        strategy: assembly.runs.iter().find_map(|r| r.strategy.clone()).unwrap_or_default(),
-        fallbacks: assembly.runs.iter().flat_map(|r| r.fallbacks.iter().cloned()).collect(),
-        assembly: &assembly,
-        is_within_budget: context.is_within_budget(),
-        remaining_tokens: context.remaining_tokens(),
-        budget_derivation: &derivation,
-        ranked_files: assembly.ranked_files(),
-        backends: &backends,
-        sync: &sync,
-    };
-    let printer = crate::output::Printer { json: settings.printer.json || args.format == "json", ..settings.printer };
-    printer.emit(&output, || if args.format == "xml" { to_xml(&assembly) } else { assembly.to_markdown() })
+    let printer = crate::output::Printer { json: settings.printer.json || format == "json", ..settings.printer };
+    printer.emit(&run.output(), || if format == "xml" { to_xml(assembly) } else { assembly.to_markdown() })
 }
 
 fn render_simulation(report: &Simulation<'_>, assembly: &Assembly) -> String {

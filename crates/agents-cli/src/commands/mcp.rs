@@ -1,0 +1,512 @@
+//! `agents mcp`: the context skill as a Model Context Protocol server over
+//! stdio, built on the official Rust SDK (`rmcp`).
+//!
+//! One [`Engine`] stays open for the whole session, so the store, the
+//! tokenizer's tables and the search indexes are read once, not per request.
+//! Tools: `request_context` (a whole CRP request: the same
+//! `ContextRequestBuilder` type `agents query --request FILE.json` reads, so
+//! its JSON schema is generated from it), `query_history`,
+//! `get_context_budget`, `index_status` and `refresh_index`.
+//!
+//! Errors follow the protocol's split: a malformed message, an unknown tool
+//! or missing arguments are JSON-RPC errors; arguments of the wrong type,
+//! requests the CRP rules reject (a depth of 12, a blank query) and
+//! operational failures (an unreadable repository) are tool results with
+//! `isError: true` and a message that says what to fix, so a model can
+//! correct its call. Nothing a client sends ends the server. Logs go to
+//! stderr: stdout carries the protocol only.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agents_core::request::ContextRequestBuilder;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
+use serde::{Deserialize, Serialize};
+
+use crate::cli::QueryArgs;
+use crate::commands::index::{IndexSummary, status_of};
+use crate::commands::query::{self, QueryRun};
+use crate::commands::uko::refresh;
+use crate::exit::UsageError;
+use crate::settings::Settings;
+use agents_engine::Engine;
+
+/// `request_context`: a CRP request and where to run it.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct RequestContextParams {
+    /// The Context Request: every CRP field (query, entities, uko_types,
+    /// focus, breadth, depth, depth_gradient, temporal, max_tokens,
+    /// preferred_strategies, required_backends, priority, purpose). Depth 9
+    /// is full source for the best matches; the spec's default is 3.
+    #[serde(flatten)]
+    pub request: ContextRequestBuilder,
+    /// Repository directory (default: the directory the server started in).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Size the budget from this model's context window (`[models]` in the config).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Plan phase whose policy view applies: default, strategize, execute, apply.
+    #[serde(default)]
+    pub phase: Option<String>,
+    /// The plan the context is for: its ancestors' decisions become
+    /// retrievable and its parent's context is inherited as a skeleton.
+    #[serde(default)]
+    pub plan: Option<String>,
+    /// Only code under these path prefixes.
+    #[serde(default)]
+    pub under: Vec<String>,
+    /// How the context is returned: md (default), json (the AssembledContext) or xml.
+    #[serde(default)]
+    pub format: Option<Format>,
+}
+
+/// Output formats of `request_context`.
+#[derive(Clone, Copy, Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Md,
+    Json,
+    Xml,
+}
+
+impl Format {
+    fn as_str(self) -> &'static str {
+        match self {
+            Format::Md => "md",
+            Format::Json => "json",
+            Format::Xml => "xml",
+        }
+    }
+}
+
+/// `query_history`: decision records and temporal context.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueryHistoryParams {
+    /// Repository directory (default: the directory the server started in).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// A plan id: its decision records and those of its ancestors, nearest first.
+    #[serde(default)]
+    pub plan: Option<String>,
+    /// Only commits touching this file or directory (relative to the repository).
+    #[serde(default)]
+    pub file: Option<String>,
+    /// A node (`uko://` URI or symbol name) whose stored revisions to list.
+    #[serde(default)]
+    pub node: Option<String>,
+    /// Most commits to return (default 20).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// `get_context_budget`: the budget a request would get.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetParams {
+    /// A model from `[models]` in the configuration: its window less the reserves.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// A cap on the budget (default 8000 without a model).
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+}
+
+/// `index_status` and `refresh_index`: which repository.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PathParams {
+    /// Repository directory (default: the directory the server started in).
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+/// What the server holds between calls.
+struct State {
+    settings: Settings,
+    engine: Engine,
+    /// Where relative and missing paths resolve.
+    root: PathBuf,
+}
+
+/// The MCP server: tools over one long-lived engine.
+#[derive(Clone)]
+pub struct ContextServer {
+    state: Arc<State>,
+    tool_router: ToolRouter<ContextServer>,
+}
+
+/// A failure inside a tool: bad input the client can fix, or an operational error.
+#[derive(Debug)]
+enum ToolFailure {
+    Invalid(String),
+    Failed(String),
+}
+
+impl From<anyhow::Error> for ToolFailure {
+    fn from(err: anyhow::Error) -> Self {
+        let message = crate::exit::render(&err);
+        if crate::exit::code_for(&err) == crate::exit::USAGE {
+            ToolFailure::Invalid(message)
+        } else {
+            ToolFailure::Failed(message)
+        }
+    }
+}
+
+/// A tool's answer: its result, or a tool error saying what went wrong.
+fn answer(result: Result<CallToolResult, ToolFailure>) -> Result<CallToolResult, McpError> {
+    Ok(match result {
+        Ok(result) => result,
+        Err(ToolFailure::Invalid(message)) => {
+            CallToolResult::error(vec![ContentBlock::text(format!("invalid request: {message}"))])
+        }
+        Err(ToolFailure::Failed(message)) => CallToolResult::error(vec![ContentBlock::text(message)]),
+    })
+}
+
+/// A JSON value as a tool result: pretty text for the model, structured for programs.
+fn json_result<T: Serialize>(value: &T) -> Result<CallToolResult, ToolFailure> {
+    let json = serde_json::to_value(value).map_err(|e| ToolFailure::Failed(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&json).map_err(|e| ToolFailure::Failed(e.to_string()))?;
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(json);
+    Ok(result)
+}
+
+impl ContextServer {
+    fn path(&self, path: Option<&str>) -> PathBuf {
+        match path {
+            Some(p) if Path::new(p).is_absolute() => PathBuf::from(p),
+            Some(p) => self.state.root.join(p),
+            None => self.state.root.clone(),
+        }
+    }
+
+    /// Runs blocking engine work off the protocol's threads.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&State) -> Result<T, ToolFailure> + Send + 'static,
+    ) -> Result<T, ToolFailure> {
+        let state = self.state.clone();
+        tokio::task::spawn_blocking(move || work(&state))
+            .await
+            .unwrap_or_else(|e| Err(ToolFailure::Failed(format!("the tool stopped unexpectedly: {e}"))))
+    }
+}
+
+#[tool_router]
+impl ContextServer {
+    pub fn new(settings: Settings, engine: Engine, root: PathBuf) -> ContextServer {
+        ContextServer { state: Arc::new(State { settings, engine, root }), tool_router: Self::tool_router() }
+    }
+
+    /// Context for a task: the code that matches a Context Request, packed
+    /// under its token budget by the ten-component assembly pipeline. The
+    /// repository is indexed on first use and refreshed when it changed.
+    #[tool(
+        name = "request_context",
+        description = "Get the context for a task: the code of a repository that matches a Context Request (CRP), packed under a hard token budget (max_tokens, default 8000). Returns Markdown (a preamble, then fragments headed by path, line range, UKO type and depth) or format json/xml; the structured result says how many tokens were used and which files are covered."
+    )]
+    async fn request_context(
+        &self,
+        Parameters(params): Parameters<RequestContextParams>,
+    ) -> Result<CallToolResult, McpError> {
+        let path = self.path(params.path.as_deref());
+        answer(
+            self.blocking(move |state| {
+                let format = params.format.unwrap_or(Format::Md);
+                let args = query_args(params, path);
+                let run = query::assemble(&state.settings, &state.engine, args, None, &|engine, path| {
+                    refresh(&state.settings, engine, path)
+                })?;
+                let text = run.render(format.as_str())?;
+                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                result.structured_content = Some(summary(&run));
+                Ok(result)
+            })
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "query_history",
+        description = "Decision records and temporal context: the decisions of a plan and its ancestors (nearest first), the git commits that touched the repository or one of its files (newest first), and the stored revisions of a code node."
+    )]
+    async fn query_history(
+        &self,
+        Parameters(params): Parameters<QueryHistoryParams>,
+    ) -> Result<CallToolResult, McpError> {
+        let path = self.path(params.path.as_deref());
+        answer(self.blocking(move |state| json_result(&history(state, &path, &params)?)).await)
+    }
+
+    #[tool(
+        name = "get_context_budget",
+        description = "The token budget a request would get: the model's context window less the response reserve and tool definitions (or max_tokens, default 8000), with the minimum useful budget and the refresh threshold."
+    )]
+    async fn get_context_budget(
+        &self,
+        Parameters(params): Parameters<BudgetParams>,
+    ) -> Result<CallToolResult, McpError> {
+        answer(
+            self.blocking(move |state| {
+                let (budget, derivation) = state
+                    .engine
+                    .budget(params.model.as_deref(), params.max_tokens)
+                    .map_err(|e| ToolFailure::Invalid(e.to_string()))?;
+                let config = state.settings.config.config();
+                json_result(&serde_json::json!({
+                    "available_tokens": budget.available_tokens(),
+                    "derivation": derivation,
+                    "min_useful_budget": config.context.budget.min_useful_budget,
+                    "refresh_threshold": config.context.budget.refresh_threshold,
+                    "skeleton_ratio": config.context.budget.skeleton_ratio,
+                }))
+            })
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "index_status",
+        description = "The index status of a repository: its project, resource id, file count, token estimate, languages and the report of the last run."
+    )]
+    async fn index_status(&self, Parameters(params): Parameters<PathParams>) -> Result<CallToolResult, McpError> {
+        let path = self.path(params.path.as_deref());
+        answer(self.blocking(move |state| json_result(&status_of(&state.engine, &path)?)).await)
+    }
+
+    #[tool(
+        name = "refresh_index",
+        description = "Index a repository, or refresh its index: only files whose size or modification time changed are read again; the text and vector search indexes follow."
+    )]
+    async fn refresh_index(&self, Parameters(params): Parameters<PathParams>) -> Result<CallToolResult, McpError> {
+        let path = self.path(params.path.as_deref());
+        answer(
+            self.blocking(move |state| {
+                let outcome = refresh(&state.settings, &state.engine, &path)?;
+                let mut summary = IndexSummary::of(&outcome);
+                summary.search = Some(state.engine.sync_search(&outcome).map_err(anyhow::Error::from)?);
+                json_result(&summary)
+            })
+            .await,
+        )
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for ContextServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("agents", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Context for coding agents: call request_context with a query (and max_tokens) to get the \
+                 code that matters for a task, packed under a token budget; query_history for decisions and \
+                 commits; get_context_budget to size a request.",
+            )
+    }
+}
+
+/// `agents query` arguments for a `request_context` call.
+fn query_args(params: RequestContextParams, path: PathBuf) -> QueryArgs {
+    QueryArgs {
+        text: None,
+        path,
+        request: None,
+        max_tokens: None,
+        model: params.model,
+        depth: None,
+        candidates: 50,
+        under: params.under,
+        kinds: Vec::new(),
+        strategy: Vec::new(),
+        require_backend: Vec::new(),
+        focus: Vec::new(),
+        entities: Vec::new(),
+        breadth: None,
+        no_depth_gradient: false,
+        temporal: None,
+        priority: None,
+        purpose: None,
+        phase: params.phase.unwrap_or_else(|| "default".to_owned()),
+        plan: params.plan,
+        format: "md".to_owned(),
+        explain: false,
+        request_value: Some(params.request),
+    }
+}
+
+/// The structured part of a `request_context` result.
+fn summary(run: &QueryRun) -> serde_json::Value {
+    let context = &run.assembly.context;
+    serde_json::json!({
+        "payload_id": context.payload_id(),
+        "context_hash": context.context_hash(),
+        "fragments": context.fragments().len(),
+        "rendered_tokens": run.assembly.rendered_tokens,
+        "available_tokens": context.budget().available_tokens(),
+        "is_within_budget": context.is_within_budget() && run.assembly.rendered_tokens as u64 <= context.budget().available_tokens(),
+        "strategies_used": context.strategies_used(),
+        "ranked_files": run.assembly.ranked_files(),
+        "candidates": run.assembly.candidates,
+        "omitted": run.assembly.omitted,
+    })
+}
+
+/// One commit, as `query_history` lists it.
+#[derive(Serialize)]
+struct CommitView {
+    id: String,
+    time: i64,
+    author: String,
+    subject: String,
+    paths: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct History {
+    decisions: Option<agents_acms::retrieval::PlanContext>,
+    commits: Vec<CommitView>,
+    revisions: Vec<agents_store::UkoNodeRecord>,
+}
+
+fn history(state: &State, path: &Path, params: &QueryHistoryParams) -> Result<History, ToolFailure> {
+    let decisions = match &params.plan {
+        Some(plan) => Some(state.engine.plan_context(plan).map_err(|e| ToolFailure::Invalid(e.to_string()))?),
+        None => None,
+    };
+    let dir = agents_acms::projects::canonical_dir(path).map_err(|e| ToolFailure::Invalid(e.to_string()))?;
+    let limit = params.limit.unwrap_or(20).max(1);
+    let mut commits = Vec::new();
+    if let Some(git) =
+        agents_search::history::GitHistory::discover(&dir).map_err(|e| ToolFailure::Failed(e.to_string()))?
+    {
+        // Enough of the history to find `limit` commits touching the file.
+        let scan = if params.file.is_some() { limit * 50 } else { limit };
+        for c in git.commits(scan).map_err(|e| ToolFailure::Failed(e.to_string()))? {
+            let touches = |p: &String| match &params.file {
+                Some(file) => p == file || p.starts_with(&format!("{}/", file.trim_end_matches('/'))),
+                None => true,
+            };
+            if !c.paths.iter().any(touches) {
+                continue;
+            }
+            commits.push(CommitView {
+                subject: c.message.lines().next().unwrap_or_default().to_owned(),
+                id: c.id,
+                time: c.time,
+                author: c.author,
+                paths: c.paths,
+            });
+            if commits.len() >= limit {
+                break;
+            }
+        }
+    }
+    let mut revisions = Vec::new();
+    if let Some(node) = &params.node {
+        let resource = state
+            .engine
+            .projects()
+            .resource_containing(&dir)
+            .map_err(|e| ToolFailure::Failed(e.to_string()))?
+            .ok_or_else(|| ToolFailure::Invalid(format!("{}: not inside an indexed resource", dir.display())))?;
+        let index = state
+            .engine
+            .indexing()
+            .get_index_status(&resource.resource_id)
+            .map_err(|e| ToolFailure::Failed(e.to_string()))?
+            .ok_or_else(|| ToolFailure::Invalid(format!("{}: not indexed yet", dir.display())))?;
+        let store = state.engine.store();
+        let uris: Vec<String> = if node.starts_with("uko://") {
+            vec![node.clone()]
+        } else {
+            store
+                .uko_find(&index.index_id, node)
+                .map_err(|e| ToolFailure::Failed(e.to_string()))?
+                .into_iter()
+                .map(|n| n.node.uri)
+                .collect()
+        };
+        for uri in uris {
+            revisions
+                .extend(store.uko_revisions(&index.index_id, &uri).map_err(|e| ToolFailure::Failed(e.to_string()))?);
+        }
+    }
+    Ok(History { decisions, commits, revisions })
+}
+
+/// `agents mcp`: serves until the client closes stdin.
+pub fn serve(settings: Settings) -> anyhow::Result<()> {
+    let engine = settings.engine()?;
+    engine.preload_tokenizer();
+    let root = std::env::current_dir().map_err(|e| UsageError(format!("cannot read the current directory: {e}")))?;
+    let server = ContextServer::new(settings, engine, root);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async move {
+        let service = server.serve(rmcp::transport::stdio()).await?;
+        service.waiting().await?;
+        anyhow::Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_context_takes_the_crp_fields_and_its_own() {
+        let params: RequestContextParams = serde_json::from_value(serde_json::json!({
+            "query": "retry with backoff",
+            "max_tokens": 2000,
+            "depth": "SIGNATURES",
+            "preferred_strategies": ["simple-keyword"],
+            "path": "repo",
+            "format": "json"
+        }))
+        .unwrap();
+        let request = params.request.clone().build().unwrap();
+        assert_eq!(request.query(), Some("retry with backoff"));
+        assert_eq!(request.max_tokens(), Some(2000));
+        assert_eq!(params.path.as_deref(), Some("repo"));
+        assert!(matches!(params.format, Some(Format::Json)));
+        // A value of the wrong type is rejected.
+        let bad =
+            serde_json::from_value::<RequestContextParams>(serde_json::json!({"query": "x", "max_tokens": "many"}));
+        assert!(bad.is_err());
+    }
+
+    #[test]
+    fn the_schema_lists_every_crp_field() {
+        let schema = serde_json::to_value(schemars::schema_for!(RequestContextParams)).unwrap();
+        let properties = schema["properties"].as_object().unwrap();
+        for field in [
+            "query",
+            "entities",
+            "uko_types",
+            "focus",
+            "breadth",
+            "depth",
+            "depth_gradient",
+            "temporal",
+            "max_tokens",
+            "preferred_strategies",
+            "required_backends",
+            "priority",
+            "purpose",
+            "path",
+            "model",
+            "phase",
+            "plan",
+            "format",
+        ] {
+            assert!(properties.contains_key(field), "{field} missing from {schema:#}");
+        }
+        assert_ne!(schema["additionalProperties"], serde_json::Value::Bool(false), "{schema:#}");
+    }
+}

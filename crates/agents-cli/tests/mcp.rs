@@ -1,0 +1,250 @@
+//! `agents mcp` end to end: JSON-RPC over the real binary's stdio, and the
+//! official Python MCP client (`mcp_client.py`) when it is installed.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value, json};
+
+const RETRY_V1: &str = "import time\n\ndef retry(fn, attempts=3):\n    \"\"\"Call fn until it succeeds.\"\"\"\n    for attempt in range(attempts):\n        try:\n            return fn()\n        except OSError:\n            if attempt == attempts - 1:\n                raise\n";
+const RETRY_V2: &str = "import time\n\ndef retry_with_backoff(fn, attempts=3):\n    \"\"\"Call fn until it succeeds, pausing between attempts.\"\"\"\n    delay = 0.1\n    for attempt in range(attempts):\n        try:\n            return fn()\n        except OSError:\n            if attempt == attempts - 1:\n                raise\n            time.sleep(delay)\n            delay = delay * 2\n";
+const STRINGS: &str = "def title_case(text):\n    \"\"\"Capitalize every word.\"\"\"\n    return ' '.join(w.capitalize() for w in text.split())\n";
+
+struct Fixture {
+    _dirs: common::Dirs,
+    home: PathBuf,
+    repo: PathBuf,
+}
+
+fn git(repo: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(repo)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Ada Lovelace")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Ada Lovelace")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+impl Fixture {
+    /// A repository with history: net/retry.py written twice, util/strings.py once.
+    fn new() -> Fixture {
+        let dirs = common::dirs();
+        let (home, repo) = (dirs.home.clone(), dirs.repo.clone());
+        git(&repo, &["init", "--quiet", "--initial-branch=main"]);
+        for (path, content, subject) in [
+            ("net/retry.py", RETRY_V1, "Add a retry helper"),
+            ("util/strings.py", STRINGS, "Add string helpers"),
+            ("net/retry.py", RETRY_V2, "Pause between retry attempts"),
+        ] {
+            let file = repo.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, content).unwrap();
+            git(&repo, &["add", path]);
+            git(&repo, &["commit", "--quiet", "--no-verify", "-m", subject]);
+        }
+        Fixture { _dirs: dirs, home, repo }
+    }
+
+    fn server(&self) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agents"))
+            .arg("mcp")
+            .env("AGENTS_HOME", &self.home)
+            .env_remove("AGENTS_LOG")
+            .current_dir(&self.repo)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("agents mcp starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Server { child, stdin: Some(stdin), stdout, next_id: 1 }
+    }
+}
+
+/// A running `agents mcp`, spoken to in newline-delimited JSON-RPC.
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Server {
+    fn send(&mut self, message: &Value) {
+        self.send_line(&message.to_string());
+    }
+
+    fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Sends a request and returns the response with its id (skipping notifications).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            let n = self.stdout.read_line(&mut line).unwrap();
+            assert!(n > 0, "the server closed stdout while {method} was pending");
+            let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": arguments}))
+    }
+
+    /// Closes stdin and waits: the server ends cleanly when its client goes.
+    fn finish(mut self) -> std::process::Output {
+        drop(self.stdin.take());
+        self.child.wait_with_output().unwrap()
+    }
+}
+
+fn handshake(server: &mut Server) -> Value {
+    let init = server.request(
+        "initialize",
+        json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "agents-test", "version": "0"}
+        }),
+    );
+    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    init
+}
+
+#[test]
+fn the_server_speaks_json_rpc_over_stdio() {
+    let fx = Fixture::new();
+    let mut server = fx.server();
+    let init = handshake(&mut server);
+    assert_eq!(init["result"]["serverInfo"]["name"], "agents", "{init:#}");
+    assert!(init["result"]["capabilities"]["tools"].is_object(), "{init:#}");
+
+    let tools = server.request("tools/list", json!({}));
+    let mut names: Vec<&str> =
+        tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["get_context_budget", "index_status", "query_history", "refresh_index", "request_context"]);
+    let schema = &tools["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "request_context").unwrap()
+        ["inputSchema"];
+    for field in ["query", "focus", "depth", "max_tokens", "temporal", "preferred_strategies", "path", "format"] {
+        assert!(schema["properties"][field].is_object(), "{field}: {schema:#}");
+    }
+
+    // The first request indexes the repository; the context respects its budget.
+    let reply = server
+        .call("request_context", json!({"query": "pause between retry attempts", "max_tokens": 1200, "depth": 9}));
+    let result = &reply["result"];
+    assert_ne!(result["isError"], json!(true), "{reply:#}");
+    let summary = &result["structuredContent"];
+    assert_eq!(summary["available_tokens"], 1200, "{reply:#}");
+    let used = summary["rendered_tokens"].as_u64().unwrap();
+    assert!(used > 0 && used <= 1200, "{reply:#}");
+    assert_eq!(summary["ranked_files"][0], "net/retry.py", "{reply:#}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("## net/retry.py") && text.contains("def retry_with_backoff"), "{text}");
+
+    // The other tools.
+    let history = server.call("query_history", json!({"file": "net/retry.py"}));
+    let subjects: Vec<&str> = history["result"]["structuredContent"]["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(subjects, ["Pause between retry attempts", "Add a retry helper"], "{history:#}");
+    let revisions = server.call("query_history", json!({"node": "retry_with_backoff"}));
+    assert_eq!(revisions["result"]["structuredContent"]["revisions"].as_array().unwrap().len(), 1, "{revisions:#}");
+    let status = server.call("index_status", json!({}));
+    assert_eq!(status["result"]["structuredContent"]["index"]["file_count"], 2, "{status:#}");
+    let budget = server.call("get_context_budget", json!({"max_tokens": 3000}));
+    assert_eq!(budget["result"]["structuredContent"]["available_tokens"], 3000, "{budget:#}");
+
+    // An edit is seen by the next request.
+    std::fs::write(fx.repo.join("util/strings.py"), format!("{STRINGS}\ndef shout(text):\n    return text.upper()\n"))
+        .unwrap();
+    let refreshed = server.call("refresh_index", json!({}));
+    let report = &refreshed["result"]["structuredContent"]["report"];
+    assert_eq!((report["changed"].as_u64(), report["unchanged"].as_u64()), (Some(1), Some(1)), "{refreshed:#}");
+
+    // Malformed calls are protocol errors...
+    let unknown = server.call("no_such_tool", json!({}));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown:#}");
+    let nameless = server.request("tools/call", json!({"arguments": {}}));
+    assert!(nameless["error"]["code"].is_i64(), "{nameless:#}");
+    server.send_line("this is not JSON-RPC");
+    let unknown_method = server.request("context/please", json!({}));
+    assert_eq!(unknown_method["error"]["code"], -32601, "{unknown_method:#}");
+    // ...bad arguments are tool errors that say what to fix (as the protocol
+    // asks, so a model can correct its call)...
+    for (bad, says) in [
+        (json!({"query": "retry", "max_tokens": "many"}), "expected u64"),
+        (json!({"query": "retry", "depth": 12}), "depth"),
+        (json!({"query": "   "}), "query"),
+        (json!({"query": "retry", "phase": "later"}), "phase"),
+    ] {
+        let reply = server.call("request_context", bad.clone());
+        assert_eq!(reply["result"]["isError"], true, "{bad}: {reply:#}");
+        let message = reply["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(message.contains(says), "{bad}: {message}");
+    }
+    let budgetless = server.call("get_context_budget", json!({"model": "no-such-model"}));
+    assert!(budgetless["result"]["content"][0]["text"].as_str().unwrap().contains("no-such-model"), "{budgetless:#}");
+    // ...and the server goes on serving.
+    let again = server.call("request_context", json!({"query": "title case words", "max_tokens": 600}));
+    assert!(again["result"]["structuredContent"]["rendered_tokens"].as_u64().unwrap() <= 600, "{again:#}");
+
+    let out = server.finish();
+    assert!(
+        out.status.success(),
+        "the server exits cleanly when stdin closes: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty(), "nothing after the last response");
+}
+
+#[test]
+fn the_python_mcp_client_talks_to_the_server() {
+    let has_client = Command::new("python3").args(["-c", "import mcp"]).output().is_ok_and(|o| o.status.success());
+    if !has_client {
+        // CI installs the client (.ci/run) and sets this, so there the check always runs.
+        assert!(
+            std::env::var_os("AGENTS_REQUIRE_MCP_CLIENT").is_none(),
+            "the Python `mcp` package is required: python3 -m pip install mcp"
+        );
+        eprintln!("skipped: the Python `mcp` package is not installed (python3 -m pip install mcp)");
+        return;
+    }
+    let fx = Fixture::new();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_agents"))
+        .arg(&fx.repo)
+        .env("AGENTS_HOME", &fx.home)
+        .env_remove("AGENTS_LOG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("ok: malformed calls are protocol errors"), "{stdout}");
+    println!("{stdout}");
+}
