@@ -85,7 +85,26 @@ pub enum Command {
     /// get_context_budget, index_status and refresh_index. Relative paths
     /// resolve against the directory the server starts in. Register it with
     /// an MCP client as the command `agents mcp`; logs go to stderr.
-    Mcp,
+    ///
+    /// Linked resources whose project refreshes live (`agents project context
+    /// set --auto-refresh`, the default) are watched: a change is indexed
+    /// after a short pause, and requests answer from the current index
+    /// without walking the tree.
+    Mcp {
+        /// Do not watch resources; refresh each one on every request instead.
+        #[arg(long)]
+        no_watch: bool,
+    },
+    /// Keep the index of PATH current: index it, then watch it and refresh
+    /// after every change (a line per refresh), until interrupted.
+    Watch {
+        /// Directory of the repository.
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        /// Quiet time after the last change before refreshing, in milliseconds.
+        #[arg(long, default_value_t = 300)]
+        debounce_ms: u64,
+    },
 }
 
 #[derive(Debug, Subcommand)]

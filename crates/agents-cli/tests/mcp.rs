@@ -62,7 +62,7 @@ impl Fixture {
             .current_dir(&self.repo)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::null())
             .spawn()
             .expect("agents mcp starts");
         let stdin = child.stdin.take().unwrap();
@@ -219,6 +219,78 @@ fn the_server_speaks_json_rpc_over_stdio() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.stdout.is_empty(), "nothing after the last response");
+}
+
+#[test]
+fn an_edit_reaches_the_next_requests_without_refresh_index() {
+    let fx = Fixture::new();
+    let mut server = fx.server();
+    handshake(&mut server);
+    let ask = |server: &mut Server| {
+        server.call("request_context", json!({"query": "shout loudly in upper case", "depth": 9}))
+    };
+    let before = ask(&mut server);
+    assert!(!before["result"]["content"][0]["text"].as_str().unwrap().contains("def shout"), "{before:#}");
+    // The server watches the repository (its project refreshes live by
+    // default): the change is indexed after a short pause, unasked.
+    std::fs::write(fx.repo.join("util/strings.py"), format!("{STRINGS}\ndef shout(text):\n    return text.upper()\n"))
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let reply = ask(&mut server);
+        if reply["result"]["content"][0]["text"].as_str().unwrap().contains("def shout") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the edit never reached the context: {reply:#}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = server.finish();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn agents_watch_prints_a_line_per_refresh() {
+    let fx = Fixture::new();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agents"))
+        .args(["--json", "watch", "--debounce-ms", "50"])
+        .arg(&fx.repo)
+        .env("AGENTS_HOME", &fx.home)
+        .env_remove("AGENTS_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Lines arrive on a thread, so a missing one fails the test instead of hanging it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut next = || -> Value {
+        let line = rx.recv_timeout(std::time::Duration::from_secs(20));
+        let line = line.unwrap_or_else(|e| {
+            let _ = child.kill();
+            panic!("no refresh line: {e}")
+        });
+        serde_json::from_str(&line).unwrap()
+    };
+    let first = next();
+    assert_eq!((first["added"].as_u64(), first["search_files_indexed"].as_u64()), (Some(2), Some(2)), "{first}");
+    std::fs::write(fx.repo.join("net/retry.py"), format!("{RETRY_V2}\ndef give_up():\n    pass\n")).unwrap();
+    let changed = next();
+    assert_eq!((changed["changed"].as_u64(), changed["unchanged"].as_u64()), (Some(1), Some(1)), "{changed}");
+    assert_eq!(changed["search_files_indexed"], 1, "{changed}");
+    std::fs::remove_file(fx.repo.join("util/strings.py")).unwrap();
+    let removed = next();
+    assert_eq!(
+        (removed["removed"].as_u64(), removed["search_files_removed"].as_u64()),
+        (Some(1), Some(1)),
+        "{removed}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
 
 #[test]

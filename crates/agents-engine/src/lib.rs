@@ -17,6 +17,8 @@
 //!   models/minilm-code-static/     the embedding model (scripts/get-model.sh)
 //! ```
 
+pub mod live;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -250,6 +252,23 @@ impl Engine {
         let tokenizer = self.tokenizer;
         // A failure to spawn only loses the head start.
         let _ = std::thread::Builder::new().name("tokenizer-preload".into()).spawn(move || tokenizer.preload());
+    }
+
+    /// Whether the project's settings keep its resources refreshed live
+    /// (`agents project context set --auto-refresh`; on by default).
+    pub fn auto_refresh(&self, project_id: &str) -> Result<bool, EngineError> {
+        Ok(self.store.project_context(project_id)?.is_none_or(|(_, settings)| settings.auto_refresh()))
+    }
+
+    /// The roots of every linked resource whose project refreshes live, sorted.
+    pub fn auto_refresh_roots(&self) -> Result<Vec<PathBuf>, EngineError> {
+        let mut roots = std::collections::BTreeSet::new();
+        for (project, resources) in self.projects.list()? {
+            if self.auto_refresh(&project.project_id)? {
+                roots.extend(resources.into_iter().map(|r| PathBuf::from(r.path)));
+            }
+        }
+        Ok(roots.into_iter().collect())
     }
 
     pub fn indexing(&self) -> &RepoIndexingService {

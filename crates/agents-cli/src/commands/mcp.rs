@@ -32,7 +32,8 @@ use crate::commands::query::{self, QueryRun};
 use crate::commands::uko::refresh;
 use crate::exit::UsageError;
 use crate::settings::Settings;
-use agents_engine::Engine;
+use agents_engine::live::{DEFAULT_DEBOUNCE, LiveIndex, LiveRefresh};
+use agents_engine::{Engine, IndexOutcome};
 
 /// `request_context`: a CRP request and where to run it.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -128,9 +129,29 @@ pub struct PathParams {
 /// What the server holds between calls.
 struct State {
     settings: Settings,
-    engine: Engine,
+    engine: Arc<Engine>,
+    /// Watched resources answer from their last refresh while unchanged.
+    live: LiveIndex,
+    /// Whether resources are watched (`--no-watch` turns it off).
+    watch: bool,
     /// Where relative and missing paths resolve.
     root: PathBuf,
+}
+
+impl State {
+    /// The index of the resource holding `path`: from the live index while
+    /// nothing changed, else refreshed. A resource seen for the first time is
+    /// watched from then on when its project refreshes live.
+    fn outcome(&self, path: &Path) -> anyhow::Result<Arc<IndexOutcome>> {
+        let outcome = self.live.outcome(path, || refresh(&self.settings, &self.engine, path))?;
+        if self.watch
+            && self.engine.auto_refresh(&outcome.project.project_id)?
+            && let Err(error) = self.live.watch(Path::new(&outcome.resource.path))
+        {
+            tracing::warn!(root = %outcome.resource.path, %error, "cannot watch for changes; refreshing on every request");
+        }
+        Ok(outcome)
+    }
 }
 
 /// The MCP server: tools over one long-lived engine.
@@ -201,8 +222,8 @@ impl ContextServer {
 
 #[tool_router]
 impl ContextServer {
-    pub fn new(settings: Settings, engine: Engine, root: PathBuf) -> ContextServer {
-        ContextServer { state: Arc::new(State { settings, engine, root }), tool_router: Self::tool_router() }
+    fn new(state: State) -> ContextServer {
+        ContextServer { state: Arc::new(state), tool_router: Self::tool_router() }
     }
 
     /// Context for a task: the code that matches a Context Request, packed
@@ -221,9 +242,7 @@ impl ContextServer {
             self.blocking(move |state| {
                 let format = params.format.unwrap_or(Format::Md);
                 let args = query_args(params, path);
-                let run = query::assemble(&state.settings, &state.engine, args, None, &|engine, path| {
-                    refresh(&state.settings, engine, path)
-                })?;
+                let run = query::assemble(&state.settings, &state.engine, args, None, &|_, path| state.outcome(path))?;
                 let text = run.render(format.as_str())?;
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
                 result.structured_content = Some(summary(&run));
@@ -289,7 +308,7 @@ impl ContextServer {
         let path = self.path(params.path.as_deref());
         answer(
             self.blocking(move |state| {
-                let outcome = refresh(&state.settings, &state.engine, &path)?;
+                let outcome = state.live.refresh_now(&path).map_err(anyhow::Error::from)?;
                 let mut summary = IndexSummary::of(&outcome);
                 summary.search = Some(state.engine.sync_search(&outcome).map_err(anyhow::Error::from)?);
                 json_result(&summary)
@@ -441,18 +460,49 @@ fn history(state: &State, path: &Path, params: &QueryHistoryParams) -> Result<Hi
     Ok(History { decisions, commits, revisions })
 }
 
-/// `agents mcp`: serves until the client closes stdin.
-pub fn serve(settings: Settings) -> anyhow::Result<()> {
-    let engine = settings.engine()?;
+/// `agents mcp`: serves until the client closes stdin. With `watch`, every
+/// linked resource whose project refreshes live is watched from the start.
+pub fn serve(settings: Settings, watch: bool) -> anyhow::Result<()> {
+    let engine = Arc::new(settings.engine()?);
     engine.preload_tokenizer();
     let root = std::env::current_dir().map_err(|e| UsageError(format!("cannot read the current directory: {e}")))?;
-    let server = ContextServer::new(settings, engine, root);
+    let live = LiveIndex::new(engine.clone(), DEFAULT_DEBOUNCE, log_refresh);
+    if watch {
+        for resource in engine.auto_refresh_roots()? {
+            if let Err(error) = live.watch(&resource) {
+                tracing::warn!(root = %resource.display(), %error, "cannot watch for changes");
+            }
+        }
+    }
+    let server = ContextServer::new(State { settings, engine, live, watch, root });
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
         let service = server.serve(rmcp::transport::stdio()).await?;
         service.waiting().await?;
         anyhow::Ok(())
     })
+}
+
+/// A background refresh, in the log (stderr).
+fn log_refresh(refresh: &LiveRefresh) {
+    let elapsed_ms = refresh.elapsed.as_millis() as u64;
+    match &refresh.result {
+        Ok((outcome, sync)) => {
+            let report = outcome.index.report.clone().unwrap_or_default();
+            tracing::info!(
+                root = %refresh.root.display(),
+                added = report.added,
+                changed = report.changed,
+                removed = report.removed,
+                search_files = sync.files_indexed,
+                elapsed_ms,
+                "refreshed after a change"
+            );
+        }
+        Err(error) => {
+            tracing::warn!(root = %refresh.root.display(), %error, elapsed_ms, "refresh after a change failed")
+        }
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ mod project;
 mod project_context;
 mod query;
 mod uko;
+mod watch;
 
 use crate::cli::{Cli, Command};
 use crate::settings::Settings;
@@ -23,6 +24,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Uko(cmd) => uko::run(&settings, cmd),
         Command::Plan(cmd) => plan::run(&settings, cmd),
         Command::Strategies { path } => query::strategies(&settings, &path),
-        Command::Mcp => mcp::serve(settings),
+        Command::Mcp { no_watch } => mcp::serve(settings, !no_watch),
+        Command::Watch { path, debounce_ms } => watch::watch(settings, &path, debounce_ms),
     }
 }

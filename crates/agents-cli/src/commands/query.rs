@@ -153,7 +153,7 @@ pub struct QueryRun {
     pub derivation: BudgetDerivation,
     pub backends: BTreeMap<String, String>,
     pub sync: SyncReport,
-    pub outcome: IndexOutcome,
+    pub outcome: std::sync::Arc<IndexOutcome>,
     pub phase: agents_core::policy::Phase,
 }
 
@@ -187,7 +187,7 @@ impl QueryRun {
 }
 
 /// How the resource at a path is brought up to date before an assembly.
-pub type Refresher<'a> = &'a dyn Fn(&Engine, &std::path::Path) -> anyhow::Result<IndexOutcome>;
+pub type Refresher<'a> = &'a dyn Fn(&Engine, &std::path::Path) -> anyhow::Result<std::sync::Arc<IndexOutcome>>;
 
 /// Builds the request from `args`, brings the resource up to date with
 /// `refresh`, applies the project's policy and settings, and assembles.
@@ -275,7 +275,8 @@ fn run(settings: &Settings, args: QueryArgs, simulate: Option<&str>) -> anyhow::
     engine.preload_tokenizer();
     let format = args.format.clone();
     let explain_trace = args.explain;
-    let run = assemble(settings, &engine, args, simulate, &|engine, path| refresh(settings, engine, path))?;
+    let run =
+        assemble(settings, &engine, args, simulate, &|engine, path| refresh(settings, engine, path).map(Into::into))?;
     let QueryRun { assembly, outcome, phase, .. } = &run;
     for run in &assembly.runs {
         for step in &run.fallbacks {
