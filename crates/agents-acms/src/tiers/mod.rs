@@ -637,6 +637,43 @@ impl Drop for ContextTierService {
     }
 }
 
+/// The name context entries go by in an assembly (their run, their provenance).
+pub const CONTEXT_ENTRIES: &str = "context-entries";
+
+/// Stored fragments as inline candidates for the assembly pipeline, best
+/// first: relevance by tier (hot 0.9, warm 0.75, cold 0.6) plus up to 0.1 for
+/// the share of the query's words the fragment contains; ties by id.
+pub fn entry_candidates(fragments: &[TieredFragment], query: &str) -> Vec<crate::retrieval::Candidate> {
+    let words: BTreeSet<String> = agents_search::code_tokens(query).into_iter().collect();
+    let mut candidates: Vec<crate::retrieval::Candidate> = fragments
+        .iter()
+        .map(|tiered| {
+            let fragment = tiered.fragment();
+            let base = match tiered.tier() {
+                ContextTier::Hot => 0.9,
+                ContextTier::Warm => 0.75,
+                ContextTier::Cold => 0.6,
+            };
+            let own: BTreeSet<String> = agents_search::code_tokens(fragment.content()).into_iter().collect();
+            let overlap = words.iter().filter(|w| own.contains(*w)).count() as f32 / words.len().max(1) as f32;
+            let label = ["title", "source"].iter().find_map(|k| fragment.metadata().get(*k)).map_or("", String::as_str);
+            crate::retrieval::Candidate {
+                uri: format!("context://{}/{}", tiered.project_name(), tiered.fragment_id()),
+                path: String::new(),
+                score: (base + 0.1 * overlap).clamp(0.0, 1.0),
+                depth: fragment.detail_depth(),
+                strategy: CONTEXT_ENTRIES.to_owned(),
+                note: Some(format!("context entry, {} tier: {label}", tiered.tier())),
+                content: Some(format!("{}\n", fragment.content().trim_end())),
+                evidence_only: false,
+                hops: None,
+            }
+        })
+        .collect();
+    candidates.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.uri.cmp(&b.uri)));
+    candidates
+}
+
 /// A poisoned lock holds plain data that is still consistent.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
