@@ -37,7 +37,8 @@ pub fn run(settings: &Settings, cmd: ProjectContextCommand) -> anyhow::Result<()
             let policy = apply_view(policy, phase, &args)?;
             let context_settings = apply_settings(stored, &args)?;
             store.set_project_context(&project.project_id, &policy, &context_settings)?;
-            let report = ContextReport::new(&project, &policy, &context_settings, &Phase::ALL);
+            let report = ContextReport::new(&project, &policy, &context_settings, &Phase::ALL)
+                .with_acms(engine.config().config(), engine.pipeline());
             printer.emit(&report, || format!("Updated the context of project {}\n\n{}", project.name, report.render()))
         }
         ProjectContextCommand::Show { project, view } => {
@@ -167,7 +168,7 @@ struct ContextReport<'a> {
     project: &'a str,
     views: BTreeMap<Phase, ResolvedView<'a>>,
     settings: &'a ProjectContextSettings,
-    /// The engine's ACMS configuration in force (`show` only).
+    /// The engine's ACMS configuration in force.
     #[serde(skip_serializing_if = "Option::is_none")]
     acms: Option<AcmsConfig>,
 }
