@@ -14,6 +14,7 @@ pub mod pipeline;
 pub mod projects;
 pub mod query;
 pub mod retrieval;
+pub mod tiers;
 pub mod uko_index;
 mod walk;
 

@@ -71,6 +71,11 @@ pub enum Command {
     /// Plans and their decision records (what `--plan` and plan-decision-context read).
     #[command(subcommand)]
     Plan(PlanCommand),
+    /// Context entries of the current project: files, symbols or notes kept in
+    /// the hot, warm or cold tier, which `agents query` includes for the roles
+    /// that see them.
+    #[command(subcommand)]
+    Context(ContextCommand),
     /// The retrieval strategies: enabled or not, what each needs, and whether it can
     /// run on PATH now (and why not).
     Strategies {
@@ -139,6 +144,79 @@ pub enum PlanCommand {
     Show { plan: String },
     /// Every plan, oldest first.
     List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ContextCommand {
+    /// List the project's entries, hottest tier first.
+    List {
+        #[command(flatten)]
+        scope: ProjectScope,
+        /// Only this tier: hot, warm or cold.
+        #[arg(long, value_name = "TIER")]
+        tier: Option<String>,
+        /// Only what this role sees: strategist, executor or reviewer.
+        #[arg(long, value_name = "ROLE")]
+        role: Option<String>,
+    },
+    /// Add an entry: a file (--file), a symbol of the indexed resource
+    /// (--symbol, rendered at --depth), or text read from stdin.
+    Add(Box<ContextAddArgs>),
+    /// Show one entry with its content (records an access).
+    Show {
+        /// The entry's id.
+        id: String,
+    },
+    /// Remove every entry of the project.
+    Clear {
+        #[command(flatten)]
+        scope: ProjectScope,
+    },
+    /// Move an entry one tier up (cold -> warm -> hot).
+    Promote {
+        /// The entry's id.
+        id: String,
+    },
+    /// Move an entry one tier down (hot -> warm -> cold).
+    Demote {
+        /// The entry's id.
+        id: String,
+        /// Replace the content with an extractive summary (a quarter of its tokens).
+        #[arg(long)]
+        summarize: bool,
+    },
+}
+
+/// Which project a context command works on.
+#[derive(Debug, Args)]
+pub struct ProjectScope {
+    /// The project (default: the project of the resource holding the current directory).
+    #[arg(long, value_name = "NAME")]
+    pub project: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ContextAddArgs {
+    #[command(flatten)]
+    pub scope: ProjectScope,
+    /// Add this file's content.
+    #[arg(long, value_name = "PATH", conflicts_with = "symbol")]
+    pub file: Option<PathBuf>,
+    /// Add this symbol of the project's indexed resource (`App.run`, `src/app.py#App.run`).
+    #[arg(long, value_name = "NAME")]
+    pub symbol: Option<String>,
+    /// Detail depth of a --symbol: 0-9 or a named level.
+    #[arg(long, default_value = "9", value_name = "DEPTH", requires = "symbol")]
+    pub depth: String,
+    /// The tier to place it in: hot, warm or cold.
+    #[arg(long, default_value = "warm", value_name = "TIER")]
+    pub tier: String,
+    /// Only these roles may see it (repeatable; default: every role that sees the tier).
+    #[arg(long = "role-visibility", value_name = "ROLE")]
+    pub role_visibility: Vec<String>,
+    /// A short label shown in listings.
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -246,6 +324,10 @@ pub struct QueryArgs {
     /// Why the context is needed.
     #[arg(long)]
     pub purpose: Option<String>,
+    /// Role whose tiers the project's context entries come from: strategist
+    /// (hot, warm, cold), executor (hot, warm) or reviewer (hot).
+    #[arg(long, default_value = "executor", value_name = "ROLE")]
+    pub role: String,
     /// Plan phase whose policy view applies: default, strategize, execute, apply.
     #[arg(long, default_value = "default")]
     pub phase: String,
@@ -355,6 +437,11 @@ pub enum ProjectContextCommand {
         /// Only this phase: default, strategize, execute or apply.
         #[arg(long, value_name = "PHASE")]
         view: Option<String>,
+    },
+    /// Tier metrics, the project's entries by tier, kind and depth, and what each role sees.
+    Inspect {
+        /// The project's name.
+        project: String,
     },
     /// Dry run: assemble context for TEXT over the project's first resource with
     /// its stored policy (--phase's view) and settings, and print the

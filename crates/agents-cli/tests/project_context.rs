@@ -63,6 +63,8 @@ fn set_then_show_round_trips() {
     ]);
     let shown = show(&d.home);
     assert_eq!(set_out, shown, "set prints what show prints");
+    assert_eq!(shown["acms"]["tiers"]["hot_max_tokens"], 16000, "the engine's configuration, beside the project's");
+    assert_eq!(shown["acms"]["pipeline"]["budget-packer"], "default");
     assert_eq!(
         shown["views"]["strategize"],
         serde_json::json!({"source": "strategize", "view": {

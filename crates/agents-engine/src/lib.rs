@@ -15,6 +15,9 @@
 //!   search/<resource>/<backend>/   full-text index (tantivy or fts5)
 //!   search/<resource>/vector/      embeddings and the HNSW graph
 //!   models/minilm-code-static/     the embedding model (scripts/get-model.sh)
+//!   tiers/hot.json   the hot context tier's snapshot (warm rows live in agents.db)
+//!   tiers/cold/<fragment>.zst      the cold tier's archive, one zstd file per fragment
+//!   tiers/metrics.json             tier hit and miss counters
 //! ```
 
 pub mod live;
@@ -33,6 +36,7 @@ use agents_acms::projects::{ProjectError, ProjectService, canonical_dir, project
 use agents_acms::query::{ContextSearch, QueryError, SyncReport, VectorSink};
 use agents_acms::retrieval::registry::{ContextStrategyRegistry, RegistryError, StrategyStatus};
 use agents_acms::retrieval::{BackendKind, Backends, PlanContext, PlanDecisions, RetrievalQuery, VectorAccess};
+use agents_acms::tiers::{ContextTierService, TierError, TierSettings};
 use agents_core::config::ResolvedConfig;
 use agents_core::fragment::ContextBudget;
 use agents_core::indexing::RepoIndex;
@@ -42,7 +46,7 @@ use agents_core::tokens::Tokenizer;
 use agents_search::SearchFilter;
 use agents_search::history::GitHistory;
 use agents_search::vector::{Embedder, LocalVectorIndex, StaticEmbedder, VectorOptions};
-use agents_store::{Project, Resource, SqliteStore, Store, StoreError};
+use agents_store::{Project, Resource, SqliteStore, Store, StoreError, WarmTierStore};
 
 /// The engine's home directory and the paths inside it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,6 +78,11 @@ impl Home {
     /// Where the embedding model is looked for when the configuration names none.
     pub fn default_model_dir(&self) -> PathBuf {
         self.root.join("models").join("minilm-code-static")
+    }
+
+    /// The context tiers: the hot snapshot, the cold archive, the counters.
+    pub fn tiers_dir(&self) -> PathBuf {
+        self.root.join("tiers")
     }
 
     /// The text-search index of a resource for one backend.
@@ -123,6 +132,9 @@ pub struct AssembleOptions {
     pub view: Option<ContextView>,
     /// The project's skeleton ratio, over `context.budget.skeleton-ratio`.
     pub skeleton_ratio: Option<f64>,
+    /// The project's context entries the requesting role sees, as inline
+    /// candidates ([`agents_acms::tiers::entry_candidates`]).
+    pub entries: Vec<agents_acms::retrieval::Candidate>,
 }
 
 /// How a budget was derived, for people reading the output.
@@ -524,6 +536,7 @@ impl Engine {
                 facts: &facts,
                 deps: &deps,
                 tokenizer: &self.tokenizer,
+                entries: &options.entries,
             })?;
             if let Some(id) = &options.plan_id {
                 let own: Vec<&agents_acms::pipeline::piece::Piece> = assembly
@@ -538,6 +551,19 @@ impl Engine {
             }
             Ok((assembly, sync, served))
         })
+    }
+
+    /// Opens the context tier service: hot snapshot and cold archive under
+    /// [`Home::tiers_dir`], warm rows in the database, capacities and retention
+    /// from `[context.hot]`, `[context.warm]` and `[context.cold]`.
+    pub fn open_tiers(&self) -> Result<ContextTierService, TierError> {
+        let warm: Arc<dyn WarmTierStore> = self.store.clone();
+        ContextTierService::open(
+            &self.home.tiers_dir(),
+            warm,
+            TierSettings::from_config(&self.config.config().context),
+            Arc::new(self.tokenizer),
+        )
     }
 
     /// How many orphaned `indexing` rows start-up marked `stale`.

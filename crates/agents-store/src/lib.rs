@@ -27,6 +27,8 @@ pub use sqlite::SqliteStore;
 use agents_core::indexing::{FileRecord, IndexMetadata, IndexReport, IndexStatus, SkipReason};
 use agents_core::policy::{Phase, ProjectContextPolicy};
 use agents_core::project_context::ProjectContextSettings;
+use agents_core::tier::TieredFragment;
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 /// A named project; resources are linked to it.
@@ -366,4 +368,32 @@ pub struct UkoStatsRows {
     pub nodes: Vec<(String, String, i64)>,
     /// (language, reference kind, count, resolved).
     pub refs: Vec<(String, String, i64, i64)>,
+}
+
+/// What eviction and retention read of a stored fragment, without its content.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TierEntry {
+    pub fragment_id: String,
+    pub project_name: String,
+    pub token_count: u64,
+    pub access_count: u64,
+    pub last_accessed: DateTime<Utc>,
+}
+
+/// The warm context tier's storage: fragments kept on fast disk between
+/// assemblies. A narrow trait of its own (beside [`Store`]) so the tier service
+/// depends on nothing else of the database; every method is one transaction.
+pub trait WarmTierStore: Send + Sync {
+    /// Stores `fragment`, replacing one with the same id.
+    fn warm_put(&self, fragment: &TieredFragment) -> Result<(), StoreError>;
+    /// The fragment, without recording an access.
+    fn warm_get(&self, fragment_id: &str) -> Result<Option<TieredFragment>, StoreError>;
+    /// The fragment after recording one access at `at`.
+    fn warm_touch(&self, fragment_id: &str, at: DateTime<Utc>) -> Result<Option<TieredFragment>, StoreError>;
+    /// Removes the fragment and returns it.
+    fn warm_remove(&self, fragment_id: &str) -> Result<Option<TieredFragment>, StoreError>;
+    /// Every fragment's entry, least recently used first (ties by id).
+    fn warm_entries(&self) -> Result<Vec<TierEntry>, StoreError>;
+    /// The fragments of `projects` (all with `None`), sorted by id.
+    fn warm_fragments(&self, projects: Option<&[String]>) -> Result<Vec<TieredFragment>, StoreError>;
 }

@@ -188,4 +188,18 @@ CREATE TABLE search_digest (
     PRIMARY KEY (index_id, backend)
 );
 "#,
+    // 9: the warm context tier: fragments stored between assemblies, with
+    // the access statistics LRU eviction and retention sweeps read.
+    r#"
+CREATE TABLE warm_fragments (
+    fragment_id   VARCHAR(26) PRIMARY KEY,
+    project_name  TEXT NOT NULL,
+    token_count   INTEGER NOT NULL,
+    access_count  INTEGER NOT NULL DEFAULT 0,
+    last_accessed VARCHAR(40) NOT NULL,
+    fragment_json TEXT NOT NULL
+);
+CREATE INDEX ix_warm_fragments_lru ON warm_fragments(last_accessed, fragment_id);
+CREATE INDEX ix_warm_fragments_project ON warm_fragments(project_name, fragment_id);
+"#,
 ];

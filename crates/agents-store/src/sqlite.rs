@@ -1,5 +1,7 @@
 //! [`SqliteStore`]: the embedded implementation of [`Store`].
 
+mod warm;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;

@@ -400,6 +400,10 @@ pub struct RequestInput<'a> {
     pub facts: &'a dyn FileFacts,
     pub deps: &'a dyn FileDependencies,
     pub tokenizer: &'a dyn TokenCounter,
+    /// Inline candidates the caller brings (the project's context entries, see
+    /// [`crate::tiers::entry_candidates`]): they join the strategies' runs as
+    /// one more run, [`crate::tiers::CONTEXT_ENTRIES`], and compete for the budget.
+    pub entries: &'a [crate::retrieval::Candidate],
 }
 
 /// The ten components, chosen.
@@ -533,7 +537,7 @@ impl Pipeline {
             (available as f64 * ratio.clamp(0.0, 1.0)).floor() as usize
         };
         let fragment_budget = available - preamble_reserve(available) - skeleton_budget;
-        let PhaseOne { selections, allocations, runs } =
+        let PhaseOne { selections, allocations, mut runs } =
             self.orchestrate(&mut tracer, &stage, input.registry.enabled().len(), fragment_budget)?;
         if selections.is_empty() {
             // Nothing enabled can run: say why each enabled strategy cannot.
@@ -561,6 +565,16 @@ impl Pipeline {
             runs.iter().filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.selected))).collect();
         if !selections.is_empty() && runs.iter().all(|r| r.strategy.is_none()) {
             return Err(PipelineError::NoStrategyRan(failed.join("; ")));
+        }
+        if !input.entries.is_empty() {
+            runs.push(StrategyRun {
+                selected: crate::tiers::CONTEXT_ENTRIES.to_owned(),
+                strategy: Some(crate::tiers::CONTEXT_ENTRIES.to_owned()),
+                fallbacks: Vec::new(),
+                candidates: input.entries.to_vec(),
+                elapsed_ms: 0,
+                error: None,
+            });
         }
         let candidates: usize = runs.iter().map(|r| r.candidates.len()).sum();
         let (pieces, excluded) = self.materialize(&input, &runs, fragment_budget);

@@ -57,6 +57,11 @@ pub struct RequestContextParams {
     /// retrievable and its parent's context is inherited as a skeleton.
     #[serde(default)]
     pub plan: Option<String>,
+    /// The actor's role, deciding which of the project's context entries it
+    /// sees: strategist (hot, warm, cold), executor (hot, warm; the default)
+    /// or reviewer (hot).
+    #[serde(default)]
+    pub role: Option<String>,
     /// Only code under these path prefixes.
     #[serde(default)]
     pub under: Vec<String>,
@@ -356,6 +361,7 @@ fn query_args(params: RequestContextParams, path: PathBuf) -> QueryArgs {
         plan: params.plan,
         format: "md".to_owned(),
         explain: false,
+        role: params.role.unwrap_or_else(|| "executor".to_owned()),
         request_value: Some(params.request),
     }
 }
@@ -553,6 +559,7 @@ mod tests {
             "model",
             "phase",
             "plan",
+            "role",
             "format",
         ] {
             assert!(properties.contains_key(field), "{field} missing from {schema:#}");

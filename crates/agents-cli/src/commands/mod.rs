@@ -1,6 +1,7 @@
 //! One module per command; [`run`] dispatches.
 
 mod config;
+mod context;
 mod index;
 mod mcp;
 mod plan;
@@ -23,6 +24,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Config(cmd) => config::run(&settings, cmd),
         Command::Uko(cmd) => uko::run(&settings, cmd),
         Command::Plan(cmd) => plan::run(&settings, cmd),
+        Command::Context(cmd) => context::run(&settings, cmd),
         Command::Strategies { path } => query::strategies(&settings, &path),
         Command::Mcp { no_watch } => mcp::serve(settings, !no_watch),
         Command::Watch { path, debounce_ms } => watch::watch(settings, &path, debounce_ms),

@@ -9,9 +9,12 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use agents_acms::tiers::TierSettings;
 use agents_core::ValidationError;
+use agents_core::fragment::ContextTier;
 use agents_core::policy::{ContextView, Phase, ProjectContextPolicy};
 use agents_core::project_context::ProjectContextSettings;
+use agents_core::tier::{ActorRole, TierMetrics};
 use agents_store::Project;
 use serde::Serialize;
 
@@ -34,7 +37,8 @@ pub fn run(settings: &Settings, cmd: ProjectContextCommand) -> anyhow::Result<()
             let policy = apply_view(policy, phase, &args)?;
             let context_settings = apply_settings(stored, &args)?;
             store.set_project_context(&project.project_id, &policy, &context_settings)?;
-            let report = ContextReport::new(&project, &policy, &context_settings, &Phase::ALL);
+            let report = ContextReport::new(&project, &policy, &context_settings, &Phase::ALL)
+                .with_acms(engine.config().config(), engine.pipeline());
             printer.emit(&report, || format!("Updated the context of project {}\n\n{}", project.name, report.render()))
         }
         ProjectContextCommand::Show { project, view } => {
@@ -44,7 +48,15 @@ pub fn run(settings: &Settings, cmd: ProjectContextCommand) -> anyhow::Result<()
                 None => Phase::ALL.to_vec(),
             };
             let (policy, context_settings) = stored_or_default(&project, store.project_context(&project.project_id)?)?;
-            let report = ContextReport::new(&project, &policy, &context_settings, &phases);
+            let report = ContextReport::new(&project, &policy, &context_settings, &phases)
+                .with_acms(engine.config().config(), engine.pipeline());
+            printer.emit(&report, || report.render())
+        }
+        ProjectContextCommand::Inspect { project } => {
+            let project = engine.projects().get(&project)?;
+            let tiers = crate::commands::context::open_tiers(&engine)?;
+            crate::commands::context::prepare(&engine, &tiers, &project)?;
+            let report = Inspection::new(&engine, &tiers, &project)?;
             printer.emit(&report, || report.render())
         }
         ProjectContextCommand::Simulate { .. } => unreachable!("handled above"),
@@ -156,6 +168,35 @@ struct ContextReport<'a> {
     project: &'a str,
     views: BTreeMap<Phase, ResolvedView<'a>>,
     settings: &'a ProjectContextSettings,
+    /// The engine's ACMS configuration in force.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    acms: Option<AcmsConfig>,
+}
+
+/// The effective ACMS configuration: tiers, budget, strategies, pipeline.
+#[derive(Serialize)]
+struct AcmsConfig {
+    tiers: TierSettings,
+    budget: BTreeMap<&'static str, String>,
+    strategies_enabled: Vec<String>,
+    pipeline: BTreeMap<&'static str, String>,
+}
+
+impl AcmsConfig {
+    fn rows(&self) -> Vec<(String, String)> {
+        let t = &self.tiers;
+        let mut rows = vec![
+            ("context.hot.max-tokens".to_owned(), t.hot_max_tokens.to_string()),
+            ("context.warm.max-decisions".to_owned(), t.warm_max_entries.to_string()),
+            ("context.warm.retention-hours".to_owned(), t.warm_retention_hours.to_string()),
+            ("context.cold.max-decisions".to_owned(), t.cold_max_entries.to_string()),
+            ("context.cold.retention-days".to_owned(), t.cold_retention_days.to_string()),
+        ];
+        rows.extend(self.budget.iter().map(|(k, v)| (format!("context.budget.{k}"), v.clone())));
+        rows.push(("context.strategies.enabled".to_owned(), self.strategies_enabled.join(", ")));
+        rows.extend(self.pipeline.iter().map(|(k, v)| (format!("context.pipeline.{k}"), v.clone())));
+        rows
+    }
 }
 
 /// A phase's effective view and the phase it comes from (`None`: no phase on
@@ -177,7 +218,26 @@ impl<'a> ContextReport<'a> {
             .iter()
             .map(|&phase| (phase, ResolvedView { source: policy.view_source(phase), view: policy.resolve_view(phase) }))
             .collect();
-        ContextReport { project: &project.name, views, settings }
+        ContextReport { project: &project.name, views, settings, acms: None }
+    }
+
+    /// The same report with the engine's ACMS configuration.
+    fn with_acms(self, config: &agents_core::config::Config, pipeline: &agents_acms::pipeline::Pipeline) -> Self {
+        let context = &config.context;
+        let budget = BTreeMap::from([
+            ("refresh-threshold", context.budget.refresh_threshold.to_string()),
+            ("min-useful-budget", context.budget.min_useful_budget.to_string()),
+            ("skeleton-ratio", context.budget.skeleton_ratio.to_string()),
+            ("response-reserve", context.budget.response_reserve.to_string()),
+            ("tool-definitions", context.budget.tool_definitions.to_string()),
+        ]);
+        let acms = AcmsConfig {
+            tiers: TierSettings::from_config(context),
+            budget,
+            strategies_enabled: context.strategies.enabled.clone(),
+            pipeline: pipeline.implementations().into_iter().map(|(k, v)| (k, v.to_owned())).collect(),
+        };
+        ContextReport { acms: Some(acms), ..self }
     }
 
     fn render(&self) -> String {
@@ -199,6 +259,136 @@ impl<'a> ContextReport<'a> {
         out.push_str("\nSettings\n");
         for (key, value) in settings_rows(self.settings) {
             let _ = writeln!(out, "  {key:<22}{value}");
+        }
+        if let Some(acms) = &self.acms {
+            out.push_str("\nACMS configuration (config.toml; project settings above take precedence)\n");
+            for (key, value) in acms.rows() {
+                let _ = writeln!(out, "  {key:<44}{value}");
+            }
+        }
+        out
+    }
+}
+
+/// What `inspect` prints: the tiers' counters and population, the project's
+/// entries by tier, kind and depth, and what each role sees of them.
+#[derive(Serialize)]
+struct Inspection {
+    project: String,
+    tiers: TierSettings,
+    /// The project's tier capacities when `set` stored them.
+    project_budget: Option<agents_core::tier::TierBudget>,
+    metrics: TierMetrics,
+    /// The project's entries and tokens per tier.
+    by_tier: BTreeMap<ContextTier, Distribution>,
+    by_kind: BTreeMap<String, Distribution>,
+    by_depth: BTreeMap<u8, Distribution>,
+    /// Entry ids each role sees, hottest tier first.
+    visibility: BTreeMap<ActorRole, Vec<String>>,
+}
+
+#[derive(Clone, Copy, Default, Serialize)]
+struct Distribution {
+    entries: u64,
+    tokens: u64,
+}
+
+impl Inspection {
+    fn new(
+        engine: &agents_engine::Engine,
+        tiers: &agents_acms::tiers::ContextTierService,
+        project: &Project,
+    ) -> anyhow::Result<Inspection> {
+        let view = tiers.get_scoped_view(std::slice::from_ref(&project.name))?;
+        let mut by_tier: BTreeMap<ContextTier, Distribution> =
+            ContextTier::ALL.into_iter().map(|t| (t, Distribution::default())).collect();
+        let mut by_kind: BTreeMap<String, Distribution> = BTreeMap::new();
+        let mut by_depth: BTreeMap<u8, Distribution> = BTreeMap::new();
+        for entry in view.all() {
+            let fragment = entry.fragment();
+            let kind = fragment.metadata().get("kind").cloned().unwrap_or_else(|| "fragment".to_owned());
+            for slot in [
+                by_tier.entry(entry.tier()).or_default(),
+                by_kind.entry(kind).or_default(),
+                by_depth.entry(fragment.detail_depth()).or_default(),
+            ] {
+                slot.entries += 1;
+                slot.tokens += fragment.token_count();
+            }
+        }
+        let visibility = ActorRole::ALL
+            .into_iter()
+            .map(|role| (role, view.visible_to(role).map(|f| f.fragment_id().to_owned()).collect()))
+            .collect();
+        let project_budget = engine.store().project_context(&project.project_id)?.map(|(_, s)| {
+            agents_core::tier::TierBudget::new(s.hot_max_tokens(), s.warm_max_decisions(), s.cold_max_decisions())
+        });
+        Ok(Inspection {
+            project: project.name.clone(),
+            tiers: *tiers.settings(),
+            project_budget: project_budget.transpose()?,
+            metrics: tiers.get_metrics()?,
+            by_tier,
+            by_kind,
+            by_depth,
+            visibility,
+        })
+    }
+
+    fn render(&self) -> String {
+        let mut out = format!("Project {}\n\nTiers (all projects)\n", self.project);
+        let _ = writeln!(
+            out,
+            "  {:<6}{:>10}{:>8}{:>8}{:>10}  capacity",
+            "tier", "population", "hits", "misses", "hit rate"
+        );
+        for tier in ContextTier::ALL {
+            let rate = self.metrics.hit_rate(tier).map_or_else(|| "-".to_owned(), |r| format!("{:.0}%", r * 100.0));
+            let capacity = match tier {
+                ContextTier::Hot => format!("{} tokens", self.tiers.hot_max_tokens),
+                ContextTier::Warm => {
+                    format!("{} entries, {} h retention", self.tiers.warm_max_entries, self.tiers.warm_retention_hours)
+                }
+                ContextTier::Cold => {
+                    format!("{} entries, {} d retention", self.tiers.cold_max_entries, self.tiers.cold_retention_days)
+                }
+            };
+            let _ = writeln!(
+                out,
+                "  {:<6}{:>10}{:>8}{:>8}{:>10}  {capacity}",
+                tier.as_str(),
+                self.metrics.population_in(tier),
+                self.metrics.hits_in(tier),
+                self.metrics.misses_in(tier),
+                rate
+            );
+        }
+        if let Some(budget) = &self.project_budget {
+            let _ = writeln!(
+                out,
+                "  project capacity: hot {} tokens, warm {} entries, cold {} entries",
+                budget.hot_max_tokens(),
+                budget.warm_max_decisions(),
+                budget.cold_max_decisions()
+            );
+        }
+        out.push_str("\nEntries of the project\n");
+        let mut section = |title: &str, rows: Vec<(String, Distribution)>| {
+            let _ = writeln!(out, "  by {title}");
+            if rows.is_empty() {
+                let _ = writeln!(out, "    (none)");
+            }
+            for (key, d) in rows {
+                let _ = writeln!(out, "    {key:<10}{:>5} entries {:>8} tokens", d.entries, d.tokens);
+            }
+        };
+        section("tier", ContextTier::ALL.into_iter().map(|t| (t.to_string(), self.by_tier[&t])).collect());
+        section("kind", self.by_kind.iter().map(|(k, d)| (k.clone(), *d)).collect());
+        section("depth", self.by_depth.iter().map(|(k, d)| (k.to_string(), *d)).collect());
+        out.push_str("\nWhat each role sees\n");
+        for (role, ids) in &self.visibility {
+            let tiers: Vec<&str> = role.visible_tiers().iter().map(|t| t.as_str()).collect();
+            let _ = writeln!(out, "  {:<11}{:>4} entries ({})", role.as_str(), ids.len(), tiers.join(" + "));
         }
         out
     }

@@ -215,6 +215,7 @@ pub fn assemble(
         return Err(UsageError(agents_acms::query::QueryError::EmptyQuery.to_string()).into());
     }
     let phase: agents_core::policy::Phase = args.phase.parse().map_err(|e| UsageError(format!("--phase: {e}")))?;
+    let role = crate::commands::context::parse_role("--role", &args.role)?;
     let (budget, derivation) = engine.budget(args.model.as_deref(), request.max_tokens()).map_err(|e| match e {
         agents_engine::EngineError::UnknownModel { .. } | agents_engine::EngineError::WindowTooSmall { .. } => {
             anyhow::Error::from(UsageError(e.to_string()))
@@ -257,6 +258,13 @@ pub fn assemble(
     };
     let request = if project_settings.is_some() { build_request(&args, text, project_settings)? } else { request };
     let depth = resolve_depth(&request.depth().to_string(), "")?;
+    // The project's context entries the role sees compete for the budget too.
+    let entries = {
+        let tiers = crate::commands::context::open_tiers(&engine)?;
+        crate::commands::context::prepare(&engine, &tiers, &outcome.project)?;
+        let visible = tiers.get_for_actor(role, std::slice::from_ref(&outcome.project.name))?;
+        agents_acms::tiers::entry_candidates(&visible, request.query().unwrap_or_default())
+    };
     let options = AssembleOptions {
         depth,
         limit: args.candidates,
@@ -265,6 +273,7 @@ pub fn assemble(
         plan_id: args.plan.clone(),
         view,
         skeleton_ratio: project_settings.map(|s| s.skeleton_ratio()),
+        entries,
     };
     let (assembly, sync, backends) = engine.assemble(&outcome, &request, &options)?;
     Ok(QueryRun { request, assembly, derivation, backends, sync, outcome, phase })
