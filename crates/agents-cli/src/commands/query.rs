@@ -260,8 +260,8 @@ pub fn assemble(
     let depth = resolve_depth(&request.depth().to_string(), "")?;
     // The project's context entries the role sees compete for the budget too.
     let entries = {
-        let tiers = crate::commands::context::open_tiers(&engine)?;
-        crate::commands::context::prepare(&engine, &tiers, &outcome.project)?;
+        let tiers = crate::commands::context::open_tiers(engine)?;
+        crate::commands::context::prepare(engine, &tiers, &outcome.project)?;
         let visible = tiers.get_for_actor(role, std::slice::from_ref(&outcome.project.name))?;
         agents_acms::tiers::entry_candidates(&visible, request.query().unwrap_or_default())
     };
