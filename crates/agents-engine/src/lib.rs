@@ -213,6 +213,23 @@ pub struct Engine {
     search: ContextSearch,
     pipeline: Pipeline,
     stale_repaired: usize,
+    /// The embedding model, loaded on first use and kept for the engine's life.
+    embedder: std::sync::OnceLock<Result<Arc<StaticEmbedder>, String>>,
+    /// Vector indexes opened before, by directory, with the stamp of their
+    /// files then: a long-lived engine (the MCP server) reopens one only when
+    /// another process changed it.
+    vectors: std::sync::Mutex<BTreeMap<PathBuf, (VectorStamp, LocalVectorIndex)>>,
+}
+
+/// Sizes and modification times of a vector index's files: a commit replaces
+/// them (write, then rename), so any change by any process changes the stamp.
+type VectorStamp = Vec<Option<(u64, std::time::SystemTime)>>;
+
+fn vector_stamp(dir: &Path) -> VectorStamp {
+    agents_search::vector::FILES
+        .iter()
+        .map(|name| std::fs::metadata(dir.join(name)).ok().and_then(|m| Some((m.len(), m.modified().ok()?))))
+        .collect()
 }
 
 impl Engine {
@@ -237,7 +254,20 @@ impl Engine {
         let graph = CodeGraph::new(dyn_store.clone());
         let search = ContextSearch::new(dyn_store);
         let stale_repaired = indexing.cleanup_stale_indexing()?;
-        Ok(Engine { home, config, store, tokenizer, indexing, projects, graph, search, pipeline, stale_repaired })
+        Ok(Engine {
+            home,
+            config,
+            store,
+            tokenizer,
+            indexing,
+            projects,
+            graph,
+            search,
+            pipeline,
+            stale_repaired,
+            embedder: std::sync::OnceLock::new(),
+            vectors: std::sync::Mutex::new(BTreeMap::new()),
+        })
     }
 
     pub fn home(&self) -> &Home {
@@ -298,32 +328,55 @@ impl Engine {
 
     /// The embedding model, or why there is none (`context.backends.vector = "none"`,
     /// or no model files where the configuration points).
-    pub fn embedder(&self) -> Result<StaticEmbedder, String> {
-        let backends = &self.config.config().context.backends;
-        if backends.vector == "none" {
-            return Err("disabled by context.backends.vector = \"none\"".to_owned());
-        }
-        let dir = if backends.embedding_model.is_empty() {
-            self.home.default_model_dir()
-        } else {
-            PathBuf::from(&backends.embedding_model)
-        };
-        if !dir.join("model.safetensors").exists() {
-            return Err(format!("no embedding model in {} (run scripts/get-model.sh)", dir.display()));
-        }
-        StaticEmbedder::load(&dir).map_err(|e| e.to_string())
+    /// The embedding model, or why there is none. Loaded once per engine: a
+    /// model installed while a long-lived engine runs is used after a restart.
+    pub fn embedder(&self) -> Result<Arc<StaticEmbedder>, String> {
+        self.embedder
+            .get_or_init(|| {
+                let backends = &self.config.config().context.backends;
+                if backends.vector == "none" {
+                    return Err("disabled by context.backends.vector = \"none\"".to_owned());
+                }
+                let dir = if backends.embedding_model.is_empty() {
+                    self.home.default_model_dir()
+                } else {
+                    PathBuf::from(&backends.embedding_model)
+                };
+                if !dir.join("model.safetensors").exists() {
+                    return Err(format!("no embedding model in {} (run scripts/get-model.sh)", dir.display()));
+                }
+                StaticEmbedder::load(&dir).map(Arc::new).map_err(|e| e.to_string())
+            })
+            .clone()
     }
 
+    /// The resource's vector index: the one this engine opened before if no
+    /// process changed its files since, else opened now. Give it back with
+    /// [`Engine::keep_vector_index`] when done.
     fn vector_index(&self, resource_id: &str, embedder: &dyn Embedder) -> Result<LocalVectorIndex, QueryError> {
-        let options = VectorOptions {
-            ann_threshold: self.config.config().context.backends.ann_threshold,
-            ..VectorOptions::default()
-        };
         let dir = self.home.search_dir(resource_id, "vector");
         // The stored vectors depend on the model and on what text is embedded: a
         // change to either (bump EMBEDDING_TEXT_VERSION) rebuilds them.
         let id = format!("{}/{}", embedder.model_id(), agents_acms::query::EMBEDDING_TEXT_VERSION);
+        let cached = self.vectors.lock().unwrap_or_else(|e| e.into_inner()).remove(&dir);
+        if let Some((stamp, index)) = cached
+            && stamp == vector_stamp(&dir)
+            && index.model_id() == id
+        {
+            return Ok(index);
+        }
+        let options = VectorOptions {
+            ann_threshold: self.config.config().context.backends.ann_threshold,
+            ..VectorOptions::default()
+        };
         Ok(LocalVectorIndex::open(&dir, &id, embedder.dim(), options)?)
+    }
+
+    /// Keeps a vector index for the next call, stamped with its files now.
+    fn keep_vector_index(&self, resource_id: &str, index: LocalVectorIndex) {
+        let dir = self.home.search_dir(resource_id, "vector");
+        let stamp = vector_stamp(&dir);
+        self.vectors.lock().unwrap_or_else(|e| e.into_inner()).insert(dir, (stamp, index));
     }
 
     /// Brings the resource's text index and (with a model) vector index up to date.
@@ -376,11 +429,11 @@ impl Engine {
             .map_err(QueryError::from)?;
         let embedder = self.embedder();
         let mut vector = match &embedder {
-            Ok(e) => Some(self.vector_index(resource_id, e)?),
+            Ok(e) => Some(self.vector_index(resource_id, e.as_ref())?),
             Err(_) => None,
         };
         let sink = match (&mut vector, &embedder) {
-            (Some(backend), Ok(embedder)) => Some(VectorSink { backend, embedder }),
+            (Some(backend), Ok(embedder)) => Some(VectorSink { backend, embedder: embedder.as_ref() }),
             _ => None,
         };
         let sync = self.search.sync(&root, index_id, &outcome.index.files, text.as_mut(), sink)?;
@@ -414,13 +467,17 @@ impl Engine {
             tokenizer: &self.tokenizer,
             text: Some(text.as_ref()),
             vector: match (&vector, &embedder) {
-                (Some(backend), Ok(embedder)) => Some(VectorAccess { backend, embedder }),
+                (Some(backend), Ok(embedder)) => Some(VectorAccess { backend, embedder: embedder.as_ref() }),
                 _ => None,
             },
             history: history.as_ref(),
             missing,
         };
         let result = f(&backends, sync, served);
+        drop(backends);
+        if let (Ok(_), Some(index)) = (&result, vector) {
+            self.keep_vector_index(resource_id, index);
+        }
         tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "backends used and released");
         result
     }

@@ -155,13 +155,41 @@ const MAGIC: &[u8; 8] = b"AGVEC01\n";
 const ROWS_FILE: &str = "vectors.bin";
 const GRAPH_FILE: &str = "hnsw.usearch";
 const GRAPH_GENERATION_FILE: &str = "hnsw.generation";
+/// The files of an index directory; a commit replaces each one it changes.
+pub const FILES: [&str; 3] = [ROWS_FILE, GRAPH_FILE, GRAPH_GENERATION_FILE];
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Entry {
     key: u64,
-    id: String,
-    path: String,
-    kind: String,
+    id: Span,
+    path: Span,
+    kind: Span,
+}
+
+/// Where one string lies in [`Names`].
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    start: usize,
+    len: u32,
+}
+
+/// Every entry's strings in one buffer: opening an index of hundreds of
+/// thousands of rows copies one block instead of allocating three strings a
+/// row (which took a warm query about a hundred milliseconds). Strings of
+/// removed rows stay until the process ends; the file holds only live ones.
+#[derive(Default)]
+struct Names(String);
+
+impl Names {
+    fn push(&mut self, s: &str) -> Span {
+        let start = self.0.len();
+        self.0.push_str(s);
+        Span { start, len: s.len() as u32 }
+    }
+
+    fn get(&self, span: Span) -> &str {
+        &self.0[span.start..span.start + span.len as usize]
+    }
 }
 
 /// Vectors in a directory, searched exactly or through HNSW; see the module docs.
@@ -171,6 +199,7 @@ pub struct LocalVectorIndex {
     model_id: String,
     dim: usize,
     entries: Vec<Entry>,
+    names: Names,
     /// `entries.len() * dim` quantized components (i8 stored as bytes).
     rows: Rows,
     scales: Vec<f32>,
@@ -199,6 +228,7 @@ impl LocalVectorIndex {
             model_id: model_id.to_owned(),
             dim,
             entries: Vec::new(),
+            names: Names::default(),
             rows: Rows::Owned(Vec::new()),
             scales: Vec::new(),
             next_key: 0,
@@ -216,6 +246,7 @@ impl LocalVectorIndex {
                 index.generation = stored.generation;
                 if stored.model_id == model_id && stored.dim == dim {
                     index.entries = stored.entries;
+                    index.names = stored.names;
                     index.rows = Rows::Mapped { offset: stored.rows_offset, len: stored.rows_len, map };
                     index.scales = stored.scales;
                 } else {
@@ -335,14 +366,18 @@ impl LocalVectorIndex {
 
     fn keep(&self, row: usize, filter: &SearchFilter) -> bool {
         let e = &self.entries[row];
-        (filter.paths_prefix.is_empty() || filter.paths_prefix.iter().any(|p| e.path.starts_with(p.as_str())))
-            && (filter.kinds.is_empty() || filter.kinds.contains(&e.kind))
+        let (path, kind) = (self.names.get(e.path), self.names.get(e.kind));
+        (filter.paths_prefix.is_empty() || filter.paths_prefix.iter().any(|p| path.starts_with(p.as_str())))
+            && (filter.kinds.is_empty() || filter.kinds.iter().any(|k| k == kind))
+    }
+
+    fn id(&self, row: usize) -> &str {
+        self.names.get(self.entries[row].id)
     }
 
     fn hits(&self, mut scored: Vec<(f32, usize)>, limit: usize) -> Vec<VectorHit> {
-        let order = |a: &(f32, usize), b: &(f32, usize)| {
-            b.0.total_cmp(&a.0).then_with(|| self.entries[a.1].id.cmp(&self.entries[b.1].id))
-        };
+        let order =
+            |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then_with(|| self.id(a.1).cmp(self.id(b.1)));
         if scored.len() > limit && limit > 0 {
             scored.select_nth_unstable_by(limit - 1, order);
             scored.truncate(limit);
@@ -352,8 +387,8 @@ impl LocalVectorIndex {
         scored
             .into_iter()
             .map(|(score, row)| VectorHit {
-                id: self.entries[row].id.clone(),
-                path: self.entries[row].path.clone(),
+                id: self.id(row).to_owned(),
+                path: self.names.get(self.entries[row].path).to_owned(),
                 score,
             })
             .collect()
@@ -381,8 +416,8 @@ impl VectorBackend for LocalVectorIndex {
 
     fn upsert(&mut self, docs: &[VectorDoc]) -> Result<(), SearchError> {
         let replaced: HashSet<&str> = docs.iter().map(|d| d.id.as_str()).collect();
-        if self.entries.iter().any(|e| replaced.contains(e.id.as_str())) {
-            self.remove_rows(|e| replaced.contains(e.id.as_str()));
+        if self.entries.iter().any(|e| replaced.contains(self.names.get(e.id))) {
+            self.remove_rows(|names, e| replaced.contains(names.get(e.id)));
         }
         for doc in docs {
             if doc.vector.len() != self.dim {
@@ -392,12 +427,13 @@ impl VectorBackend for LocalVectorIndex {
             let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
             self.rows.to_mut().extend(doc.vector.iter().map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8 as u8));
             self.scales.push(scale);
-            self.entries.push(Entry {
+            let entry = Entry {
                 key: self.next_key,
-                id: doc.id.clone(),
-                path: doc.path.clone(),
-                kind: doc.kind.clone(),
-            });
+                id: self.names.push(&doc.id),
+                path: self.names.push(&doc.path),
+                kind: self.names.push(&doc.kind),
+            };
+            self.entries.push(entry);
             self.next_key += 1;
         }
         self.dirty = true;
@@ -406,8 +442,8 @@ impl VectorBackend for LocalVectorIndex {
 
     fn delete_paths(&mut self, paths: &[String]) -> Result<(), SearchError> {
         let paths: HashSet<&str> = paths.iter().map(String::as_str).collect();
-        if self.entries.iter().any(|e| paths.contains(e.path.as_str())) {
-            self.remove_rows(|e| paths.contains(e.path.as_str()));
+        if self.entries.iter().any(|e| paths.contains(self.names.get(e.path))) {
+            self.remove_rows(|names, e| paths.contains(names.get(e.path)));
             self.dirty = true;
         }
         Ok(())
@@ -457,11 +493,11 @@ impl VectorBackend for LocalVectorIndex {
 }
 
 impl LocalVectorIndex {
-    fn remove_rows(&mut self, mut drop: impl FnMut(&Entry) -> bool) {
+    fn remove_rows(&mut self, mut drop: impl FnMut(&Names, &Entry) -> bool) {
         let dim = self.dim;
         let mut kept = 0;
         for row in 0..self.entries.len() {
-            if drop(&self.entries[row]) {
+            if drop(&self.names, &self.entries[row]) {
                 self.removed_keys.push(self.entries[row].key);
                 continue;
             }
@@ -484,6 +520,7 @@ struct Stored {
     next_key: u64,
     generation: u64,
     entries: Vec<Entry>,
+    names: Names,
     /// Where the rows lie in the file.
     rows_offset: usize,
     rows_len: usize,
@@ -505,9 +542,9 @@ fn encode(index: &LocalVectorIndex) -> Vec<u8> {
     for (entry, scale) in index.entries.iter().zip(&index.scales) {
         out.extend_from_slice(&entry.key.to_le_bytes());
         out.extend_from_slice(&scale.to_le_bytes());
-        put_str(&mut out, &entry.id);
-        put_str(&mut out, &entry.path);
-        put_str(&mut out, &entry.kind);
+        put_str(&mut out, index.names.get(entry.id));
+        put_str(&mut out, index.names.get(entry.path));
+        put_str(&mut out, index.names.get(entry.kind));
     }
     out.extend_from_slice(index.rows.bytes());
     out
@@ -531,8 +568,11 @@ fn decode(bytes: &[u8]) -> Result<Stored, String> {
             Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
         }
         fn string(&mut self) -> Result<String, String> {
+            Ok(self.str()?.to_owned())
+        }
+        fn str(&mut self) -> Result<&'a str, String> {
             let len = self.u32()? as usize;
-            String::from_utf8(self.take(len)?.to_vec()).map_err(|_| "a name is not UTF-8".to_owned())
+            std::str::from_utf8(self.take(len)?).map_err(|_| "a name is not UTF-8".to_owned())
         }
     }
     let mut r = Reader(bytes);
@@ -546,10 +586,12 @@ fn decode(bytes: &[u8]) -> Result<Stored, String> {
     let count = usize::try_from(r.u64()?).map_err(|_| "bad row count".to_owned())?;
     let mut entries = Vec::with_capacity(count.min(bytes.len()));
     let mut scales = Vec::with_capacity(count.min(bytes.len()));
+    let mut names = Names(String::with_capacity(bytes.len().saturating_sub(count.saturating_mul(dim))));
     for _ in 0..count {
         let key = r.u64()?;
         scales.push(f32::from_bits(r.u32()?));
-        entries.push(Entry { key, id: r.string()?, path: r.string()?, kind: r.string()? });
+        let (id, path, kind) = (r.str()?, r.str()?, r.str()?);
+        entries.push(Entry { key, id: names.push(id), path: names.push(path), kind: names.push(kind) });
     }
     let rows_len = count.checked_mul(dim).ok_or_else(|| "bad row count".to_owned())?;
     let rows_offset = bytes.len() - r.0.len();
@@ -557,7 +599,7 @@ fn decode(bytes: &[u8]) -> Result<Stored, String> {
     if !r.0.is_empty() {
         return Err("trailing bytes after the rows".to_owned());
     }
-    Ok(Stored { model_id, dim, next_key, generation, entries, rows_offset, rows_len, scales })
+    Ok(Stored { model_id, dim, next_key, generation, entries, names, rows_offset, rows_len, scales })
 }
 
 /// The quantized rows: mapped from `vectors.bin` as opened (nothing is read until
@@ -719,7 +761,7 @@ mod tests {
         index.commit().unwrap();
         let reopened = open(dir.path(), 100);
         assert_eq!(reopened.len(), index.len());
-        assert!(reopened.entries.iter().all(|e| e.path != "f0.py" || e.key >= 250));
+        assert!(reopened.entries.iter().all(|e| reopened.names.get(e.path) != "f0.py" || e.key >= 250));
         let query = all[260].vector.clone();
         let hits = reopened.search(&query, 5, &SearchFilter::default()).unwrap();
         assert_eq!(hits[0].id, all[260].id);

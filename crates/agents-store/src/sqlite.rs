@@ -81,6 +81,9 @@ impl SqliteStore {
         let conn = self.conn();
         let err = |e| classify(&self.path, e);
         conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
+        // An assembly reads nodes, children, references and imports with a few
+        // dozen distinct statements; keep them all parsed.
+        conn.set_prepared_statement_cache_capacity(64);
         // The first real read: a corrupted file fails here. Switching to WAL
         // needs a moment alone with the file and does not wait on the busy
         // handler, so retry while another process is opening it.

@@ -312,10 +312,12 @@ impl Arce {
         backends: &Backends<'_>,
     ) -> Result<HashMap<String, (String, f32)>, StrategyError> {
         let mut fused: HashMap<String, (String, f32)> = HashMap::new();
-        for (weight, hits) in [
-            (ARCE_TEXT, text_scores(self.name(), text, query, backends)?),
-            (ARCE_VECTOR, vector_scores(self.name(), text, query, backends)?),
-        ] {
+        // The two searches are independent: each on its own core.
+        let (text_hits, vector_hits) = rayon::join(
+            || text_scores(self.name(), text, query, backends),
+            || vector_scores(self.name(), text, query, backends),
+        );
+        for (weight, hits) in [(ARCE_TEXT, text_hits?), (ARCE_VECTOR, vector_hits?)] {
             for (uri, path, score) in hits {
                 fused.entry(uri).or_insert((path, 0.0)).1 += weight * score;
             }

@@ -253,6 +253,8 @@ pub struct ContextTierService {
     clock: Clock,
     tokenizer: Arc<dyn TokenCounter>,
     metrics: Mutex<TierMetrics>,
+    /// The counters as last read or written: unchanged ones are not rewritten.
+    metrics_saved: Mutex<TierMetrics>,
     /// Where hit and miss counters persist between processes.
     metrics_path: Option<PathBuf>,
 }
@@ -267,6 +269,7 @@ impl ContextTierService {
             clock: system_clock(),
             tokenizer,
             metrics: Mutex::new(TierMetrics::default()),
+            metrics_saved: Mutex::new(TierMetrics::default()),
             metrics_path: None,
         }
     }
@@ -288,6 +291,7 @@ impl ContextTierService {
             Err(source) => return Err(TierError::Io { path, source }),
         };
         let mut service = ContextTierService::new(manager, settings, tokenizer);
+        service.metrics_saved = Mutex::new(metrics.clone());
         service.metrics = Mutex::new(metrics);
         service.metrics_path = Some(path);
         Ok(service)
@@ -488,8 +492,14 @@ impl ContextTierService {
     pub fn persist(&self) -> Result<(), TierError> {
         self.manager.persist()?;
         if let Some(path) = &self.metrics_path {
-            let json = serde_json::to_vec_pretty(&*lock(&self.metrics)).expect("metrics serialise");
-            agents_store::atomic_write(path, &json).map_err(|source| TierError::Io { path: path.clone(), source })?;
+            let metrics = lock(&self.metrics).clone();
+            let mut saved = lock(&self.metrics_saved);
+            if *saved != metrics {
+                let json = serde_json::to_vec_pretty(&metrics).expect("metrics serialise");
+                agents_store::atomic_write(path, &json)
+                    .map_err(|source| TierError::Io { path: path.clone(), source })?;
+                *saved = metrics;
+            }
         }
         Ok(())
     }
