@@ -2,6 +2,8 @@
 //! official Python MCP client (`mcp_client.py`) when it is installed.
 
 mod common;
+#[path = "common/fixture_model.rs"]
+mod fixture_model;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -55,8 +57,13 @@ impl Fixture {
     }
 
     fn server(&self) -> Server {
+        self.server_with(&["mcp"], &[])
+    }
+
+    fn server_with(&self, args: &[&str], env: &[(&str, &Path)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agents"))
-            .arg("mcp")
+            .args(args)
+            .envs(env.iter().copied())
             .env("AGENTS_HOME", &self.home)
             .env_remove("AGENTS_LOG")
             .current_dir(&self.repo)
@@ -246,6 +253,49 @@ fn an_edit_reaches_the_next_requests_without_refresh_index() {
     }
     let out = server.finish();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn the_server_reopens_a_vector_index_another_process_changed() {
+    let fx = Fixture::new();
+    let model = fx.home.parent().unwrap().join("model");
+    fixture_model::write(
+        &model,
+        &[
+            RETRY_V1,
+            RETRY_V2,
+            STRINGS,
+            "def give_up():\n    \"\"\"Stop trying and wait no more.\"\"\"\n",
+            "module function",
+        ],
+        &[&["backoff", "pause", "wait", "sleep", "delay"]],
+    );
+    // Without watching, the server refreshes on each request and keeps its
+    // vector index open between them.
+    let mut server = fx.server_with(&["mcp", "--no-watch"], &[("AGENTS_EMBEDDING_MODEL", &model)]);
+    handshake(&mut server);
+    let semantic = json!({"query": "wait no more", "preferred_strategies": ["semantic-embedding"], "depth": 9});
+    let before = server.call("request_context", semantic.clone());
+    assert!(!before["result"]["content"][0]["text"].as_str().unwrap().contains("give_up"), "{before:#}");
+    // Another process indexes a change and embeds it: the server's copy of the
+    // vector index is stale, and the file list it compares against is current.
+    std::fs::write(
+        fx.repo.join("net/retry.py"),
+        format!("{RETRY_V2}\ndef give_up():\n    \"\"\"Stop trying and wait no more.\"\"\"\n"),
+    )
+    .unwrap();
+    let index = Command::new(env!("CARGO_BIN_EXE_agents"))
+        .args(["index", "--wait"])
+        .arg(&fx.repo)
+        .env("AGENTS_HOME", &fx.home)
+        .env("AGENTS_EMBEDDING_MODEL", &model)
+        .output()
+        .unwrap();
+    assert!(index.status.success(), "{}", String::from_utf8_lossy(&index.stderr));
+    let after = server.call("request_context", semantic);
+    assert_eq!(after["result"]["structuredContent"]["strategies_used"][0], "semantic-embedding", "{after:#}");
+    assert!(after["result"]["content"][0]["text"].as_str().unwrap().contains("def give_up"), "{after:#}");
+    server.finish();
 }
 
 #[test]
