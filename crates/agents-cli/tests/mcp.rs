@@ -21,37 +21,25 @@ struct Fixture {
     repo: PathBuf,
 }
 
-fn git(repo: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Ada Lovelace")
-        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
-        .env("GIT_COMMITTER_NAME", "Ada Lovelace")
-        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 impl Fixture {
     /// A repository with history: net/retry.py written twice, util/strings.py once.
     fn new() -> Fixture {
         let dirs = common::dirs();
         let (home, repo) = (dirs.home.clone(), dirs.repo.clone());
-        git(&repo, &["init", "--quiet", "--initial-branch=main"]);
-        for (path, content, subject) in [
+        common::git(&repo, &["init", "--quiet", "--initial-branch=main"], 0);
+        for (n, (path, content, subject)) in [
             ("net/retry.py", RETRY_V1, "Add a retry helper"),
             ("util/strings.py", STRINGS, "Add string helpers"),
             ("net/retry.py", RETRY_V2, "Pause between retry attempts"),
-        ] {
+        ]
+        .into_iter()
+        .enumerate()
+        {
             let file = repo.join(path);
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
             std::fs::write(&file, content).unwrap();
-            git(&repo, &["add", path]);
-            git(&repo, &["commit", "--quiet", "--no-verify", "-m", subject]);
+            common::git(&repo, &["add", path], n);
+            common::git(&repo, &["commit", "--quiet", "--no-verify", "-m", subject], n);
         }
         Fixture { _dirs: dirs, home, repo }
     }

@@ -140,16 +140,16 @@ impl Fixture {
         let common::Dirs { tmp, root, home, repo } = common::dirs();
         let mut commits = Vec::new();
         if with_git {
-            git(&repo, &["init", "--quiet", "--initial-branch=main"], 0);
+            common::git(&repo, &["init", "--quiet", "--initial-branch=main"], 0);
         }
         for (i, (path, content, subject)) in HISTORY.iter().enumerate() {
             let file = repo.join(path);
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
             std::fs::write(&file, content).unwrap();
             if with_git {
-                git(&repo, &["add", path], i);
-                git(&repo, &["commit", "--quiet", "--no-verify", "-m", subject], i);
-                let id = git(&repo, &["rev-parse", "HEAD"], i);
+                common::git(&repo, &["add", path], i);
+                common::git(&repo, &["commit", "--quiet", "--no-verify", "-m", subject], i);
+                let id = common::git(&repo, &["rev-parse", "HEAD"], i);
                 commits.push((id.trim().to_owned(), (*subject).to_owned()));
             }
         }
@@ -194,27 +194,6 @@ fn with_json<'a>(args: &[&'a str]) -> Vec<&'a str> {
 fn json_of(out: &Output, args: &[&str]) -> Value {
     assert!(out.status.success(), "{args:?} failed:\n{}", common::stderr(out));
     common::parse(&out.stdout)
-}
-
-/// Runs git in `repo` with a fixed identity and the `n`th day of 2024 as the
-/// date, away from the user's configuration; returns stdout.
-fn git(repo: &Path, args: &[&str], n: usize) -> String {
-    let date = format!("2024-01-{:02}T12:00:00+00:00", n + 1);
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Ada Lovelace")
-        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
-        .env("GIT_AUTHOR_DATE", &date)
-        .env("GIT_COMMITTER_NAME", "Ada Lovelace")
-        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
-        .env("GIT_COMMITTER_DATE", &date)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
 }
 
 fn fragments(v: &Value) -> &Vec<Value> {
