@@ -417,7 +417,9 @@ class Runner:
                     continue
                 cmd = ["query", "--json", "--quiet", "--max-tokens", str(args.max_tokens)]
                 if strat != "default":
-                    cmd += ["--strategy", strat]
+                    # `a+b` asks for several strategies at once.
+                    for name in strat.split("+"):
+                        cmd += ["--strategy", name]
                 cmd += ["--", case["query"], str(workdir)]
                 elapsed, out, err = run_engine(args.agents, self.env, cmd, args.timeout)
                 ranked = []

@@ -327,9 +327,9 @@ pub fn role_prior(path: &str) -> f32 {
         || name.starts_with("changelog")
         || name.starts_with("history");
     if is_test {
-        0.6
+        0.4
     } else if is_doc {
-        0.5
+        0.3
     } else {
         1.0
     }
