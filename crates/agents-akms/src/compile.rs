@@ -379,6 +379,8 @@ fn run(layout: &Layout, options: &CompileOptions) -> (Option<Compiled>, Vec<Diag
             ("domain", json!("session")),
             ("outcome", json!(session.outcome)),
             ("phase", json!(session.phase)),
+            // Session records come from agents' AgentMemory files.
+            ("source", json!("agent")),
             ("status", json!("established")),
             ("tags", json!(session.tags)),
             ("title", json!(session.title)),
@@ -648,6 +650,19 @@ mod tests {
         let ls = graph["nodes"].as_array().unwrap().iter().find(|n| n["id"] == "lippmann-schwinger").unwrap();
         assert_eq!((ls["confidence"].as_f64(), ls["confidence_default"].as_f64()), (Some(0.85), Some(0.9)));
         assert_eq!(ls["activations"], 7);
+    }
+
+    #[test]
+    fn nfr_i04_every_node_records_its_provenance_and_ur_02_incomplete_nodes_are_citizens() {
+        let (_dir, layout) = fixture();
+        let graph: Json = serde_json::from_str(&compile(&layout, &options()).unwrap().json).unwrap();
+        let nodes = graph["nodes"].as_array().unwrap();
+        for node in nodes {
+            assert!(["human", "agent", "hybrid", "generated"].contains(&node["source"].as_str().unwrap()), "{node}");
+        }
+        let status = |id: &str| nodes.iter().find(|n| n["id"] == id).unwrap()["status"].clone();
+        assert_eq!(status("solver-notes"), "draft");
+        assert_eq!(status("green-operator"), "tentative");
     }
 
     #[test]
