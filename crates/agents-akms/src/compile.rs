@@ -90,12 +90,7 @@ pub fn build(layout: &Layout, options: &CompileOptions) -> Result<Compiled, Akms
 
 /// Every problem of the whole tree (sources, overlay, config), sorted.
 pub fn check(layout: &Layout, options: &CompileOptions) -> Vec<Diagnostic> {
-    let (_, mut diagnostics) = run(layout, options);
-    if let Err(problems) = read_config(layout) {
-        diagnostics.extend(problems);
-    }
-    diag::sort(&mut diagnostics);
-    diagnostics
+    run(layout, options).1
 }
 
 /// The repository's `propagation_config.yaml`, or the defaults without one.
@@ -236,6 +231,11 @@ fn run(layout: &Layout, options: &CompileOptions) -> (Option<Compiled>, Vec<Diag
     let knowledge = layout.knowledge();
     let mut merged: BTreeMap<String, usize> = BTreeMap::new();
     let mut order: Vec<Merged> = Vec::new();
+
+    // The config is a schema file too: a bad one stops the build.
+    if let Err(problems) = read_config(layout) {
+        diagnostics.extend(problems);
+    }
 
     // 1. Global nodes.
     let global_vault_found = layout.global_vault.is_dir();
@@ -828,6 +828,15 @@ mod tests {
             assert!(error.contains(file) && error.contains(expect), "{file}: {error}");
             assert_eq!(std::fs::read_to_string(layout.graph_json()).unwrap(), before, "{file}");
         }
+    }
+
+    #[test]
+    fn fr_g08_a_config_with_another_schema_version_halts_the_build() {
+        let (_dir, layout) = fixture();
+        write(&layout.propagation_config(), "akms_schema: v1\n");
+        assert!(matches!(compile(&layout, &options()), Err(AkmsError::SchemaVersion(_))));
+        write(&layout.propagation_config(), crate::DEFAULT_CONFIG_YAML);
+        assert!(compile(&layout, &options()).is_ok());
     }
 
     #[test]
