@@ -574,6 +574,26 @@ mod tests {
     }
 
     #[test]
+    fn required_fields_and_types_of_4_1_2() {
+        let no_tags = MINIMAL.replace("tags: [my-tag]", "tags: []");
+        assert_eq!(problems(&no_tags, Layer::Global), ["n.md:5: tags: needs at least one tag"]);
+        let upper = MINIMAL.replace("id: my-concept", "id: My Concept");
+        assert!(
+            problems(&upper, Layer::Local)[0].starts_with("n.md:2: id: `My Concept` is not a lower-case identifier")
+        );
+        let reserved = MINIMAL.replace("domain: my-domain", "domain: session");
+        assert_eq!(
+            problems(&reserved, Layer::Local),
+            ["n.md:4: domain: `session` is reserved for nodes the system generates"]
+        );
+        let hints = MINIMAL.replace("akms_schema", "context_size: huge\nreading_priority: all\nakms_schema");
+        assert_eq!(problems(&hints, Layer::Global).len(), 2);
+        let extra = MINIMAL.replace("akms_schema", "reviewed_by: ada\nakms_schema");
+        let node = parse_node(Path::new("n.md"), &extra, Layer::Global).0.unwrap();
+        assert_eq!(node.attributes["reviewed_by"], "ada", "an unknown optional field is kept (spec 8.2)");
+    }
+
+    #[test]
     fn fr_o01_global_nodes_reject_experiential_fields_and_generated_source() {
         for field in EXPERIENTIAL_FIELDS {
             let text = MINIMAL.replace("akms_schema", &format!("{field}: 1\nakms_schema"));

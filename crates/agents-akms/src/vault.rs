@@ -228,4 +228,23 @@ mod tests {
         assert_eq!(names, [PathBuf::from("a/c.md"), PathBuf::from("b.md")]);
         assert!(markdown_files(&dir.path().join("missing")).0.is_empty());
     }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_out_of_the_layer_is_refused_and_one_inside_is_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, outside) = (dir.path().join("vault"), dir.path().join("outside"));
+        std::fs::create_dir_all(root.join("real")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(root.join("real/a.md"), "x").unwrap();
+        std::fs::write(outside.join("b.md"), "x").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("out")).unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("alias")).unwrap();
+        let (files, problems) = markdown_files(&root);
+        let names: Vec<_> = files.iter().map(|f| f.strip_prefix(&root).unwrap().to_path_buf()).collect();
+        assert_eq!(names, [PathBuf::from("alias/a.md"), PathBuf::from("real/a.md")]);
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].kind, ProblemKind::PathEscape);
+        assert!(problems[0].file.ends_with("out"));
+    }
 }
