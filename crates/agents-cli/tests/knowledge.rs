@@ -174,7 +174,12 @@ fn ur_01_nfr_r04_a_fresh_repository_builds_without_a_global_vault() {
 fn the_global_vault_comes_from_the_environment_then_the_configuration() {
     let k = knowledge();
     std::fs::write(k.home.join("config.toml"), format!("global-vault = {:?}\n", k.vault.to_str().unwrap())).unwrap();
-    let out = agents(&k.home).current_dir(&k.repo).args(["--json", "knowledge", "validate"]).output().unwrap();
+    let out = agents(&k.home)
+        .current_dir(&k.repo)
+        .env_remove("AKMS_GLOBAL_VAULT")
+        .args(["--json", "knowledge", "validate"])
+        .output()
+        .unwrap();
     assert_eq!(parse(&out.stdout)["global_vault"], k.vault.to_str().unwrap());
     let other = k.home.join("elsewhere");
     let out = agents(&k.home)
