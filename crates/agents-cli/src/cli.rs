@@ -110,6 +110,46 @@ pub enum Command {
         #[arg(long, default_value_t = 300)]
         debounce_ms: u64,
     },
+    /// Knowledge (AKMS): the repository's `knowledge/` folder over the global vault.
+    ///
+    /// Works on the repository holding the current directory (the nearest
+    /// folder with a `knowledge/` folder, else with `.git`), or on --repo.
+    /// The global vault, only ever read, is $AKMS_GLOBAL_VAULT, else the
+    /// configuration's `global-vault`, else `global_vault` in
+    /// knowledge/graph/propagation_config.yaml, else ~/.claude/akms/nodes.
+    Knowledge(KnowledgeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct KnowledgeArgs {
+    /// The repository to work on (default: the one holding the current directory).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: KnowledgeCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KnowledgeCommand {
+    /// Create knowledge/ (local-nodes, code-mirror, sessions, loadouts, graph)
+    /// and a commented default graph/propagation_config.yaml; existing files are kept.
+    Init,
+    /// Check every source against the v2 schema and report every problem at once.
+    ///
+    /// Without PATH: the whole tree (global vault, local nodes, code mirror,
+    /// overlay, config), cross-file checks included. With PATHs: those files
+    /// and folders, each by where it lies. Exits 2 when there is an error.
+    Validate {
+        /// Files or folders to check.
+        paths: Vec<PathBuf>,
+    },
+    /// Compile the sources into knowledge/graph/graph.json (NetworkX node-link JSON).
+    ///
+    /// The five steps of the spec: global nodes, local nodes (a global node
+    /// wins an id collision), code-mirror nodes, the overlay, serialisation
+    /// with sorted keys. Identical sources give identical bytes; on any error
+    /// graph.json is left as it was.
+    Build,
 }
 
 #[derive(Debug, Subcommand)]

@@ -45,6 +45,11 @@ impl Settings {
             let origin = agents_core::config::Origin::Env("AGENTS_EMBEDDING_MODEL".into());
             config.set_override("context.backends.embedding-model", &model, origin)?;
         }
+        if let Ok(vault) = std::env::var("AKMS_GLOBAL_VAULT") {
+            let origin = agents_core::config::Origin::Env("AKMS_GLOBAL_VAULT".into());
+            // Quoted, so a path is never read as another TOML value.
+            config.set_override("global-vault", &serde_json::to_string(&vault)?, origin)?;
+        }
         let printer = Printer { json: global.json, quiet: global.quiet };
         Ok(Settings { home, config, config_file, printer, progress: !global.quiet && !global.json })
     }

@@ -3,6 +3,7 @@
 mod config;
 mod context;
 mod index;
+mod knowledge;
 mod mcp;
 mod plan;
 mod project;
@@ -28,5 +29,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Strategies { path } => query::strategies(&settings, &path),
         Command::Mcp { no_watch } => mcp::serve(settings, !no_watch),
         Command::Watch { path, debounce_ms } => watch::watch(settings, &path, debounce_ms),
+        Command::Knowledge(args) => knowledge::run(&settings, args),
     }
 }

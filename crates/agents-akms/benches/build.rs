@@ -1,0 +1,104 @@
+//! Build time of `graph.json` for synthetic vaults of 500 and 20,000 nodes
+//! (`scripts/gen-vault.py`), against references measured in the same run:
+//! reading every source file (the floor any compiler pays) and NetworkX
+//! loading the written graph with `node_link_graph` (when python3 has it).
+//!
+//!     cargo bench -p agents-akms --bench build
+//!
+//! Spec NFR-P02: under 10 s for 500 nodes; our targets: 500 under 100 ms,
+//! 20,000 under 3 s.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use agents_akms::{CompileOptions, Layout, build, compile};
+
+fn main() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/gen-vault.py");
+    println!("{:>7} {:>10} {:>12} {:>12} {:>14}", "nodes", "read (ms)", "compile (ms)", "build (ms)", "networkx (ms)");
+    for (n, runs) in [(500usize, 20usize), (20_000, 5)] {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let status = Command::new("python3")
+            .arg(&script)
+            .arg(dir.path())
+            .arg(n.to_string())
+            .status()
+            .expect("python3 runs scripts/gen-vault.py");
+        assert!(status.success(), "gen-vault.py failed");
+        let layout = Layout::new(dir.path().join("repo"), dir.path().join("global"));
+        let options = CompileOptions { global_vault_display: "~/.claude/akms/nodes".into() };
+        let files = source_files(dir.path());
+        let read = median(runs, || {
+            let bytes: usize = files.iter().map(|f| std::fs::read(f).expect("readable").len()).sum();
+            std::hint::black_box(bytes);
+        });
+        let compiled = median(runs, || {
+            let c = compile(&layout, &options).expect("the synthetic vault is valid");
+            assert_eq!(c.node_count, n);
+        });
+        let built = median(runs, || {
+            build(&layout, &options).expect("the synthetic vault builds");
+        });
+        let networkx = networkx_ms(&layout.graph_json()).map_or("-".to_owned(), |ms| format!("{ms:.1}"));
+        println!("{n:>7} {:>10.1} {:>12.1} {:>12.1} {networkx:>14}", ms(read), ms(compiled), ms(built));
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn median(runs: usize, mut f: impl FnMut()) -> Duration {
+    f(); // warm the page cache
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[runs / 2]
+}
+
+fn source_files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("readable folder").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "md" || e == "yaml") {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// Median milliseconds NetworkX takes to load `graph` (json.load plus
+/// node_link_graph), measured inside Python; `None` without networkx.
+fn networkx_ms(graph: &Path) -> Option<f64> {
+    let script = r#"
+import json, sys, time
+import networkx as nx
+times = []
+for _ in range(5):
+    t = time.perf_counter()
+    with open(sys.argv[1]) as f:
+        data = json.load(f)
+    try:
+        nx.node_link_graph(data, edges="links")
+    except TypeError:
+        nx.node_link_graph(data, link="links")
+    times.append(time.perf_counter() - t)
+print(sorted(times)[2] * 1000)
+"#;
+    let out = Command::new("python3").arg("-c").arg(script).arg(graph).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8(out.stdout).ok()?.trim().parse().ok()
+}

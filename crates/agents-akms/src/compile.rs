@@ -1,0 +1,859 @@
+//! The graph compiler (spec 5.2): the five-step merge of the global vault,
+//! local nodes, code-mirror nodes and the local overlay into
+//! `knowledge/graph/graph.json`, NetworkX node-link JSON.
+//!
+//! 1. global nodes (`node_origin: global`), sorted by id;
+//! 2. local nodes, sorted by id; a local node with a global node's id is
+//!    skipped with an id-collision warning (global wins, FR-O03);
+//! 3. code-mirror nodes (`node_origin: code-mirror`), a step of their own;
+//! 4. the overlay: node overrides (orphans are warnings), repo-local edges
+//!    appended (structural edges are never removed or changed, FR-O05), and
+//!    session nodes materialised (`domain: session`, `auto_update: true`);
+//! 5. serialisation with sorted keys and a two-space indent.
+//!
+//! Edges are checked on the merged node set: a target must exist, and a
+//! `pitfall` edge must point at a session node (FR-G11). Any error stops the
+//! build before anything is written, so `graph.json` stays as it was.
+//!
+//! The output is a function of the sources only: no timestamp (the spec's
+//! `generated_at` would break byte-identical rebuilds, NFR-D06), nodes in step
+//! order and by id, links by (source, target), keys sorted.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{Value as Json, json};
+
+use crate::config::{PropagationConfig, parse_config};
+use crate::diag::{self, AkmsError, Diagnostic, ProblemKind};
+use crate::overlay::{LocalState, parse_local_state};
+use crate::schema::{Edge, EdgeType, Layer, Node, parse_node};
+use crate::vault::{Layout, confine, confine_lexically, escape_diagnostic, markdown_files};
+use crate::yaml::{SCHEMA_VERSION, sorted};
+
+/// What the caller says about the build besides the layout.
+#[derive(Debug, Clone, Default)]
+pub struct CompileOptions {
+    /// How the global vault is named in `graph.json` (as configured, e.g.
+    /// `~/.claude/akms/nodes`, so the file does not depend on the machine).
+    pub global_vault_display: String,
+}
+
+/// A compiled graph: the JSON text and what went into it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Compiled {
+    #[serde(skip)]
+    pub json: String,
+    pub node_count: usize,
+    pub edge_count: usize,
+    /// Nodes by origin: `global`, `local`, `code-mirror`, `session`.
+    pub nodes_by_origin: BTreeMap<String, usize>,
+    pub global_vault_found: bool,
+    /// Warnings (errors stop compilation).
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// A node of the merged graph with the file it came from.
+struct Merged {
+    node: Node,
+    file: PathBuf,
+    session: bool,
+}
+
+/// An edge of the merged graph and where it was declared.
+struct Link {
+    source: String,
+    edge: Edge,
+    origin: &'static str,
+    file: PathBuf,
+    from_overlay: bool,
+}
+
+/// Compiles the sources of `layout` without writing anything.
+pub fn compile(layout: &Layout, options: &CompileOptions) -> Result<Compiled, AkmsError> {
+    let (compiled, diagnostics) = run(layout, options);
+    if let Some(error) = AkmsError::from_diagnostics(&diagnostics) {
+        return Err(error);
+    }
+    Ok(compiled.expect("a compilation without errors has a result"))
+}
+
+/// Compiles and writes `knowledge/graph/graph.json` atomically; on any error
+/// the previous file is left untouched.
+pub fn build(layout: &Layout, options: &CompileOptions) -> Result<Compiled, AkmsError> {
+    let compiled = compile(layout, options)?;
+    let path = layout.graph_json();
+    agents_store::atomic_write(&path, compiled.json.as_bytes()).map_err(|source| AkmsError::Io { path, source })?;
+    Ok(compiled)
+}
+
+/// Every problem of the whole tree (sources, overlay, config), sorted.
+pub fn check(layout: &Layout, options: &CompileOptions) -> Vec<Diagnostic> {
+    run(layout, options).1
+}
+
+/// The repository's `propagation_config.yaml`, or the defaults without one.
+pub fn read_config(layout: &Layout) -> Result<PropagationConfig, Vec<Diagnostic>> {
+    let path = layout.propagation_config();
+    match std::fs::read_to_string(&path) {
+        Ok(text) => parse_config(&layout.display(&path), &text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(PropagationConfig::default()),
+        Err(e) => Err(vec![Diagnostic::error(
+            ProblemKind::Io,
+            &layout.display(&path),
+            None,
+            None,
+            format!("cannot read: {e}"),
+        )]),
+    }
+}
+
+/// Validates the given files and directories one by one, each by where it
+/// lies: under `local-nodes/` a local node, under `code-mirror/` a mirror
+/// node, `local_state.yaml` and `propagation_config.yaml` by name, any other
+/// `.md` a global node. Cross-file checks need the whole tree ([`check`]).
+pub fn check_paths(layout: &Layout, paths: &[PathBuf]) -> Vec<Diagnostic> {
+    let mut diagnostics = Vec::new();
+    let mut files = Vec::new();
+    // Markdown found in a folder without frontmatter is content, not a node;
+    // a file named on its own must be a node.
+    let mut walked = BTreeSet::new();
+    for path in paths {
+        if path.is_dir() {
+            let (found, problems) = markdown_files(path);
+            walked.extend(found.iter().cloned());
+            files.extend(found);
+            diagnostics.extend(problems);
+            for name in ["local_state.yaml", "propagation_config.yaml"] {
+                let candidate = path.join(name);
+                if candidate.is_file() {
+                    files.push(candidate);
+                }
+                let nested = path.join("graph").join(name);
+                if nested.is_file() {
+                    files.push(nested);
+                }
+            }
+        } else {
+            files.push(path.clone());
+        }
+    }
+    files.sort();
+    files.dedup();
+    let (local, mirror) = (absolute(&layout.local_nodes()), absolute(&layout.code_mirror()));
+    for file in files {
+        let shown = layout.display(&file);
+        let text = match std::fs::read_to_string(&file) {
+            Ok(text) => text,
+            Err(e) => {
+                diagnostics.push(Diagnostic::error(ProblemKind::Io, &shown, None, None, format!("cannot read: {e}")));
+                continue;
+            }
+        };
+        if walked.contains(&file) && crate::yaml::split_frontmatter(&text).is_none() {
+            continue;
+        }
+        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let problems = match name {
+            "local_state.yaml" => parse_local_state(&shown, &text).err().unwrap_or_default(),
+            "propagation_config.yaml" => parse_config(&shown, &text).err().unwrap_or_default(),
+            _ => {
+                let full = absolute(&file);
+                let layer = if full.starts_with(&local) {
+                    Layer::Local
+                } else if full.starts_with(&mirror) {
+                    Layer::CodeMirror
+                } else {
+                    Layer::Global
+                };
+                parse_node(&shown, &text, layer).1
+            }
+        };
+        diagnostics.extend(problems);
+    }
+    diag::sort(&mut diagnostics);
+    diagnostics
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Loads one layer: its nodes sorted by id, duplicate ids reported.
+fn load_layer(layout: &Layout, root: &Path, layer: Layer, diagnostics: &mut Vec<Diagnostic>) -> Vec<(Node, PathBuf)> {
+    let (files, problems) = markdown_files(root);
+    diagnostics.extend(problems.into_iter().map(|mut d| {
+        d.file = layout.display(&d.file);
+        d
+    }));
+    let mut nodes: Vec<(Node, PathBuf)> = Vec::new();
+    for file in files {
+        let shown = layout.display(&file);
+        match std::fs::read_to_string(&file) {
+            // A Markdown file without frontmatter is content (a `content_ref`
+            // target), not a node.
+            Ok(text) if crate::yaml::split_frontmatter(&text).is_none() => {
+                tracing::debug!(file = %shown.display(), "no frontmatter: not a node");
+            }
+            Ok(text) => {
+                let (node, problems) = parse_node(&shown, &text, layer);
+                diagnostics.extend(problems);
+                nodes.extend(node.map(|n| (n, shown)));
+            }
+            Err(e) => {
+                diagnostics.push(Diagnostic::error(ProblemKind::Io, &shown, None, None, format!("cannot read: {e}")))
+            }
+        }
+    }
+    nodes.sort_by(|a, b| (&a.0.id, &a.1).cmp(&(&b.0.id, &b.1)));
+    let mut unique: Vec<(Node, PathBuf)> = Vec::with_capacity(nodes.len());
+    for (node, file) in nodes {
+        if let Some((_, first)) = unique.last().filter(|(n, _)| n.id == node.id) {
+            diagnostics.push(Diagnostic::error(
+                ProblemKind::DuplicateId,
+                &file,
+                node.id_line,
+                Some("id"),
+                format!("`{}` is already the id of {} in the {} layer", node.id, first.display(), layer.as_str()),
+            ));
+        } else {
+            unique.push((node, file));
+        }
+    }
+    unique
+}
+
+/// The five steps; returns the compiled graph when there is no error, and
+/// every diagnostic.
+fn run(layout: &Layout, options: &CompileOptions) -> (Option<Compiled>, Vec<Diagnostic>) {
+    let mut diagnostics = Vec::new();
+    let knowledge = layout.knowledge();
+    let mut merged: BTreeMap<String, usize> = BTreeMap::new();
+    let mut order: Vec<Merged> = Vec::new();
+
+    // The config is a schema file too: a bad one stops the build.
+    if let Err(problems) = read_config(layout) {
+        diagnostics.extend(problems);
+    }
+
+    // 1. Global nodes.
+    let global_vault_found = layout.global_vault.is_dir();
+    for (node, file) in load_layer(layout, &layout.global_vault, Layer::Global, &mut diagnostics) {
+        push(&mut merged, &mut order, node, file, false);
+    }
+    // 2. Local nodes; global wins a collision.
+    for (node, file) in load_layer(layout, &layout.local_nodes(), Layer::Local, &mut diagnostics) {
+        if let Some(&at) = merged.get(&node.id) {
+            diagnostics.push(Diagnostic::warning(
+                ProblemKind::IdCollision,
+                &file,
+                node.id_line,
+                Some("id"),
+                format!(
+                    "`{}` is also a global node ({}); the global node wins and this one is skipped",
+                    node.id,
+                    order[at].file.display()
+                ),
+            ));
+            continue;
+        }
+        push(&mut merged, &mut order, node, file, false);
+    }
+    // 3. Code-mirror nodes.
+    for (node, file) in load_layer(layout, &layout.code_mirror(), Layer::CodeMirror, &mut diagnostics) {
+        if let Some(&at) = merged.get(&node.id) {
+            diagnostics.push(Diagnostic::error(
+                ProblemKind::DuplicateId,
+                &file,
+                node.id_line,
+                Some("id"),
+                format!("`{}` is already the id of {}", node.id, order[at].file.display()),
+            ));
+            continue;
+        }
+        push(&mut merged, &mut order, node, file, false);
+    }
+    // Paths read from nodes stay in their layer's root.
+    for m in &order {
+        let root = if m.node.layer == Layer::Global { &layout.global_vault } else { &knowledge };
+        if let Some(content_ref) = &m.node.content_ref {
+            let line = m.node.field_lines.get("content_ref").copied();
+            check_content_ref(&m.file, line, "content_ref", content_ref, root, &mut diagnostics);
+        }
+        if let Some(source_file) = &m.node.source_file
+            && let Err(e) = confine_lexically(source_file)
+        {
+            let line = m.node.field_lines.get("source_file").copied();
+            diagnostics.push(escape_diagnostic(&m.file, line, "source_file", source_file, &layout.repo_root, &e));
+        }
+    }
+
+    // 4. The overlay.
+    let state_path = layout.local_state();
+    let state_file = layout.display(&state_path);
+    let state = match std::fs::read_to_string(&state_path) {
+        Ok(text) => match parse_local_state(&state_file, &text) {
+            Ok(state) => state,
+            Err(problems) => {
+                diagnostics.extend(problems);
+                LocalState::default()
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => LocalState::default(),
+        Err(e) => {
+            diagnostics.push(Diagnostic::error(ProblemKind::Io, &state_file, None, None, format!("cannot read: {e}")));
+            LocalState::default()
+        }
+    };
+    let nodes_line = state.lines.get("nodes").copied();
+    for (id, overrides) in &state.nodes {
+        let field = format!("nodes.{id}");
+        let Some(&at) = merged.get(id) else {
+            diagnostics.push(Diagnostic::warning(
+                ProblemKind::OrphanedOverlay,
+                &state_file,
+                nodes_line,
+                Some(&field),
+                format!("orphaned overlay entry: no source has a node `{id}`"),
+            ));
+            continue;
+        };
+        if let Some(Json::Array(refs)) = overrides.get("session_refs") {
+            for (i, r) in refs.iter().enumerate() {
+                if let Some(r) = r.as_str()
+                    && let Err(e) = confine_lexically(r)
+                {
+                    diagnostics.push(escape_diagnostic(
+                        &state_file,
+                        nodes_line,
+                        &format!("{field}.session_refs[{i}]"),
+                        r,
+                        &knowledge,
+                        &e,
+                    ));
+                }
+            }
+        }
+        let node = &mut order[at].node;
+        for (key, value) in overrides {
+            if key == "confidence" && node.layer == Layer::CodeMirror {
+                diagnostics.push(Diagnostic::warning(
+                    ProblemKind::InvalidValue,
+                    &state_file,
+                    nodes_line,
+                    Some(&format!("{field}.confidence")),
+                    "a code-mirror node keeps confidence 1.0; the override is ignored".into(),
+                ));
+                continue;
+            }
+            node.attributes.insert(key.clone(), value.clone());
+        }
+    }
+    let sessions_line = state.lines.get("session_nodes").copied();
+    for (id, session) in &state.session_nodes {
+        let field = format!("session_nodes.{id}");
+        if let Some(&at) = merged.get(id) {
+            diagnostics.push(Diagnostic::error(
+                ProblemKind::DuplicateId,
+                &state_file,
+                sessions_line,
+                Some(&field),
+                format!("`{id}` is already the id of {}", order[at].file.display()),
+            ));
+            continue;
+        }
+        check_content_ref(
+            &state_file,
+            sessions_line,
+            &format!("{field}.content_ref"),
+            &session.content_ref,
+            &knowledge,
+            &mut diagnostics,
+        );
+        let attributes: BTreeMap<String, Json> = [
+            ("akms_schema", json!(SCHEMA_VERSION)),
+            ("auto_update", json!(true)),
+            ("confidence", json!(1.0)),
+            ("content_ref", json!(session.content_ref)),
+            ("domain", json!("session")),
+            ("outcome", json!(session.outcome)),
+            ("phase", json!(session.phase)),
+            // Session records come from agents' AgentMemory files.
+            ("source", json!("agent")),
+            ("status", json!("established")),
+            ("tags", json!(session.tags)),
+            ("title", json!(session.title)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let node = Node {
+            id: id.clone(),
+            layer: Layer::Local,
+            domain: "session".into(),
+            confidence: 1.0,
+            edges: Vec::new(),
+            content_ref: Some(session.content_ref.clone()),
+            source_file: None,
+            attributes,
+            id_line: sessions_line,
+            field_lines: BTreeMap::new(),
+        };
+        push(&mut merged, &mut order, node, state_file.clone(), true);
+    }
+
+    // Edges: structural ones first, then the overlay's, appended.
+    let mut links: Vec<Link> = Vec::new();
+    for m in &order {
+        let origin = if m.node.layer == Layer::Global { "global" } else { "local" };
+        for edge in &m.node.edges {
+            links.push(Link {
+                source: m.node.id.clone(),
+                edge: edge.clone(),
+                origin,
+                file: m.file.clone(),
+                from_overlay: false,
+            });
+        }
+    }
+    for (from, edge) in &state.local_edges {
+        if !merged.contains_key(from) {
+            diagnostics.push(Diagnostic::error(
+                ProblemKind::UnknownEdgeTarget,
+                &state_file,
+                edge.line,
+                Some(&format!("{}.from", edge.field)),
+                format!("no node has the id `{from}`"),
+            ));
+            continue;
+        }
+        links.push(Link {
+            source: from.clone(),
+            edge: edge.clone(),
+            origin: "local",
+            file: state_file.clone(),
+            from_overlay: true,
+        });
+    }
+    let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut kept: Vec<Link> = Vec::new();
+    for link in links {
+        let field = format!("{}.to", link.edge.field);
+        let Some(&target) = merged.get(&link.edge.to) else {
+            diagnostics.push(Diagnostic::error(
+                ProblemKind::UnknownEdgeTarget,
+                &link.file,
+                link.edge.line,
+                Some(&field),
+                format!("no node has the id `{}`", link.edge.to),
+            ));
+            continue;
+        };
+        if link.edge.kind == EdgeType::Pitfall && !order[target].session {
+            diagnostics.push(Diagnostic::error(
+                ProblemKind::PitfallTarget,
+                &link.file,
+                link.edge.line,
+                Some(&field),
+                format!("a pitfall edge must point at a session node (domain: session); `{}` is not one", link.edge.to),
+            ));
+            continue;
+        }
+        if !seen.insert((link.source.clone(), link.edge.to.clone())) {
+            let message = format!("`{}` already has an edge to `{}`", link.source, link.edge.to);
+            if link.from_overlay {
+                diagnostics.push(Diagnostic::warning(
+                    ProblemKind::DuplicateEdge,
+                    &link.file,
+                    link.edge.line,
+                    Some(&field),
+                    format!("{message}; the local edge is skipped (existing edges are never changed)"),
+                ));
+            } else {
+                diagnostics.push(Diagnostic::error(
+                    ProblemKind::DuplicateEdge,
+                    &link.file,
+                    link.edge.line,
+                    Some(&field),
+                    message,
+                ));
+            }
+            continue;
+        }
+        kept.push(link);
+    }
+
+    diag::sort(&mut diagnostics);
+    if diagnostics.iter().any(Diagnostic::is_error) {
+        return (None, diagnostics);
+    }
+
+    // 5. Serialise.
+    let mut nodes_by_origin: BTreeMap<String, usize> = BTreeMap::new();
+    let nodes: Vec<Json> = order
+        .iter()
+        .map(|m| {
+            let origin = if m.session { "session" } else { m.node.layer.as_str() };
+            *nodes_by_origin.entry(origin.to_owned()).or_default() += 1;
+            let mut attributes = m.node.attributes.clone();
+            attributes.insert("id".into(), json!(m.node.id));
+            attributes.insert("node_origin".into(), json!(m.node.layer.as_str()));
+            attributes.insert("confidence_default".into(), json!(m.node.confidence));
+            if m.node.layer == Layer::CodeMirror {
+                attributes.insert("auto_update".into(), json!(true));
+            }
+            Json::Object(attributes.into_iter().collect())
+        })
+        .collect();
+    kept.sort_by(|a, b| (&a.source, &a.edge.to).cmp(&(&b.source, &b.edge.to)));
+    let links: Vec<Json> = kept
+        .iter()
+        .map(|l| {
+            let mut edge = json!({
+                "source": l.source,
+                "target": l.edge.to,
+                "type": l.edge.kind.as_str(),
+                "weight": l.edge.weight,
+                "edge_origin": l.origin,
+            });
+            if let Some(note) = &l.edge.note {
+                edge["note"] = json!(note);
+            }
+            edge
+        })
+        .collect();
+    let graph = json!({
+        "directed": true,
+        "multigraph": false,
+        "graph": {
+            "akms_schema": SCHEMA_VERSION,
+            "node_count": nodes.len(),
+            "edge_count": links.len(),
+            "global_vault": options.global_vault_display,
+            "repo_id": state.repo_id,
+        },
+        "nodes": nodes,
+        "links": links,
+    });
+    let mut text = serde_json::to_string_pretty(&sorted(graph)).expect("json values serialise");
+    text.push('\n');
+    let warnings = diagnostics.clone();
+    let compiled = Compiled {
+        json: text,
+        node_count: order.len(),
+        edge_count: kept.len(),
+        nodes_by_origin,
+        global_vault_found,
+        warnings,
+    };
+    (Some(compiled), diagnostics)
+}
+
+fn push(merged: &mut BTreeMap<String, usize>, order: &mut Vec<Merged>, node: Node, file: PathBuf, session: bool) {
+    merged.insert(node.id.clone(), order.len());
+    order.push(Merged { node, file, session });
+}
+
+/// A `content_ref` must stay in `root`; a missing target is a warning (NFR-R02).
+fn check_content_ref(
+    file: &Path,
+    line: Option<usize>,
+    field: &str,
+    content_ref: &str,
+    root: &Path,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    match confine(root, content_ref) {
+        Ok(Some(_)) => {}
+        Ok(None) => diagnostics.push(Diagnostic::warning(
+            ProblemKind::MissingContentRef,
+            file,
+            line,
+            Some(field),
+            format!("`{content_ref}` does not exist under {}", root.display()),
+        )),
+        Err(e) => diagnostics.push(escape_diagnostic(file, line, field, content_ref, root, &e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/golden");
+
+    /// A copy of the golden fixture in a temporary directory: `(dir, layout)`.
+    fn fixture() -> (tempfile::TempDir, Layout) {
+        let dir = tempfile::tempdir().unwrap();
+        copy_tree(Path::new(FIXTURE), dir.path());
+        let layout = Layout::new(dir.path().join("repo"), dir.path().join("global"));
+        (dir, layout)
+    }
+
+    fn copy_tree(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                copy_tree(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), target).unwrap();
+            }
+        }
+    }
+
+    fn options() -> CompileOptions {
+        CompileOptions { global_vault_display: "~/.claude/akms/nodes".into() }
+    }
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// The error lines of a failed build of `layout`.
+    fn build_errors(layout: &Layout) -> Vec<String> {
+        match compile(layout, &options()) {
+            Ok(_) => panic!("expected errors"),
+            Err(AkmsError::Invalid { problems }) => problems.iter().map(ToString::to_string).collect(),
+            Err(other) => vec![other.to_string()],
+        }
+    }
+
+    #[test]
+    fn golden_fixture_compiles_to_the_committed_graph() {
+        let (_dir, layout) = fixture();
+        let compiled = compile(&layout, &options()).unwrap();
+        let expected_path = Path::new(FIXTURE).join("expected-graph.json");
+        if std::env::var_os("AKMS_BLESS").is_some() {
+            std::fs::write(&expected_path, &compiled.json).unwrap();
+        }
+        let expected = std::fs::read_to_string(expected_path).unwrap();
+        assert_eq!(compiled.json, expected, "set AKMS_BLESS=1 to rewrite the expected graph after a deliberate change");
+        let warnings: Vec<String> = compiled.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(warnings.len(), 3, "{warnings:#?}");
+    }
+
+    #[test]
+    fn nfr_i06_every_node_and_edge_records_its_origin() {
+        let (_dir, layout) = fixture();
+        let graph: Json = serde_json::from_str(&compile(&layout, &options()).unwrap().json).unwrap();
+        for node in graph["nodes"].as_array().unwrap() {
+            assert!(["global", "local", "code-mirror"].contains(&node["node_origin"].as_str().unwrap()), "{node}");
+            assert!(node["confidence_default"].is_f64(), "{node}");
+        }
+        for link in graph["links"].as_array().unwrap() {
+            assert!(["global", "local"].contains(&link["edge_origin"].as_str().unwrap()), "{link}");
+        }
+        let ls = graph["nodes"].as_array().unwrap().iter().find(|n| n["id"] == "lippmann-schwinger").unwrap();
+        assert_eq!((ls["confidence"].as_f64(), ls["confidence_default"].as_f64()), (Some(0.85), Some(0.9)));
+        assert_eq!(ls["activations"], 7);
+    }
+
+    #[test]
+    fn nfr_i04_every_node_records_its_provenance_and_ur_02_incomplete_nodes_are_citizens() {
+        let (_dir, layout) = fixture();
+        let graph: Json = serde_json::from_str(&compile(&layout, &options()).unwrap().json).unwrap();
+        let nodes = graph["nodes"].as_array().unwrap();
+        for node in nodes {
+            assert!(["human", "agent", "hybrid", "generated"].contains(&node["source"].as_str().unwrap()), "{node}");
+        }
+        let status = |id: &str| nodes.iter().find(|n| n["id"] == id).unwrap()["status"].clone();
+        assert_eq!(status("solver-notes"), "draft");
+        assert_eq!(status("green-operator"), "tentative");
+    }
+
+    #[test]
+    fn nfr_d06_identical_sources_give_byte_identical_output_in_any_file_order() {
+        let (dir, layout) = fixture();
+        let first = build(&layout, &options()).unwrap().json;
+        let second = build(&layout, &options()).unwrap().json;
+        assert_eq!(first, second);
+        assert_eq!(std::fs::read_to_string(layout.graph_json()).unwrap(), first);
+        // The same sources under other file names and folders.
+        let global = dir.path().join("global");
+        std::fs::rename(global.join("green-operator.md"), global.join("a-first.md")).unwrap();
+        std::fs::create_dir_all(global.join("zz")).unwrap();
+        std::fs::rename(global.join("fft-galerkin-basics.md"), global.join("zz/0.md")).unwrap();
+        let local = layout.local_nodes();
+        std::fs::rename(local.join("repo-conventions.md"), local.join("0-conventions.md")).unwrap();
+        assert_eq!(compile(&layout, &options()).unwrap().json, first);
+    }
+
+    #[test]
+    fn nfr_r04_ur_01_missing_or_empty_global_vault_builds_from_local_sources() {
+        let (dir, mut layout) = fixture();
+        // Drop the overlay and the local edges into the global layer.
+        std::fs::remove_file(layout.local_state()).unwrap();
+        std::fs::remove_file(layout.local_nodes().join("epsilon-regularisation.md")).unwrap();
+        for vault in [dir.path().join("missing"), dir.path().join("empty")] {
+            std::fs::create_dir_all(dir.path().join("empty")).unwrap();
+            layout.global_vault = vault;
+            let compiled = build(&layout, &options()).unwrap();
+            assert_eq!(compiled.nodes_by_origin.get("global"), None);
+            assert_eq!(compiled.node_count, 3);
+        }
+        // No knowledge at all: an empty graph, not an error.
+        let bare = Layout::new(dir.path().join("bare"), dir.path().join("missing"));
+        assert_eq!(compile(&bare, &options()).unwrap().node_count, 0);
+    }
+
+    #[test]
+    fn nfr_r02_missing_content_ref_is_a_warning() {
+        let (_dir, layout) = fixture();
+        let compiled = compile(&layout, &options()).unwrap();
+        let warning = compiled.warnings.iter().find(|w| w.kind == ProblemKind::MissingContentRef).unwrap();
+        assert_eq!(warning.field.as_deref(), Some("content_ref"));
+        assert!(warning.file.ends_with("local-nodes/epsilon-regularisation.md"));
+    }
+
+    #[test]
+    fn fr_o03_global_wins_an_id_collision_and_it_is_flagged() {
+        let (_dir, layout) = fixture();
+        let compiled = compile(&layout, &options()).unwrap();
+        let graph: Json = serde_json::from_str(&compiled.json).unwrap();
+        let notes = graph["nodes"].as_array().unwrap().iter().find(|n| n["id"] == "solver-notes").unwrap();
+        assert_eq!(notes["node_origin"], "global");
+        assert_eq!(notes["title"], "Solver Notes (global)");
+        let collision = compiled.warnings.iter().find(|w| w.kind == ProblemKind::IdCollision).unwrap();
+        assert!(collision.file.ends_with("local-nodes/solver-notes.md"));
+    }
+
+    #[test]
+    fn fr_o05_local_edges_are_appended_and_never_replace_existing_ones() {
+        let (_dir, layout) = fixture();
+        let state = std::fs::read_to_string(layout.local_state()).unwrap();
+        // A local edge over an existing global edge is skipped with a warning.
+        let state = state.replace(
+            "local_edges:\n",
+            "local_edges:\n  - {from: green-operator, to: lippmann-schwinger, type: contradicts, weight: 0.1}\n",
+        );
+        write(&layout.local_state(), &state);
+        let compiled = compile(&layout, &options()).unwrap();
+        assert!(compiled.warnings.iter().any(|w| w.kind == ProblemKind::DuplicateEdge));
+        let graph: Json = serde_json::from_str(&compiled.json).unwrap();
+        let links = graph["links"].as_array().unwrap();
+        let refine =
+            links.iter().find(|l| l["source"] == "green-operator" && l["target"] == "lippmann-schwinger").unwrap();
+        assert_eq!((refine["type"].as_str(), refine["edge_origin"].as_str()), (Some("refines"), Some("global")));
+        let appended =
+            links.iter().find(|l| l["source"] == "epsilon-regularisation" && l["target"] == "green-operator").unwrap();
+        assert_eq!(appended["edge_origin"], "local");
+    }
+
+    #[test]
+    fn fr_g11_pitfall_edges_must_target_session_nodes() {
+        let (_dir, layout) = fixture();
+        let path = layout.global_vault.join("green-operator.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        write(&path, &text.replace("type: feeds-into", "type: pitfall"));
+        let errors = build_errors(&layout);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].ends_with("green-operator.md:9: edges[1].to: a pitfall edge must point at a session node (domain: session); `fft-galerkin-basics` is not one"), "{errors:?}");
+    }
+
+    #[test]
+    fn an_edge_to_an_unknown_node_is_an_error() {
+        let (_dir, layout) = fixture();
+        let path = layout.local_nodes().join("repo-conventions.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        write(&path, &text.replace("to: mirror-src-green", "to: no-such-node"));
+        let errors = build_errors(&layout);
+        assert_eq!(
+            errors,
+            ["knowledge/local-nodes/repo-conventions.md:9: edges[0].to: no node has the id `no-such-node`"]
+        );
+    }
+
+    #[test]
+    fn a_duplicate_id_within_one_layer_is_an_error() {
+        let (_dir, layout) = fixture();
+        let text = std::fs::read_to_string(layout.global_vault.join("green-operator.md")).unwrap();
+        write(&layout.global_vault.join("zz/copy.md"), &text);
+        let errors = build_errors(&layout);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("zz/copy.md:2: id: `green-operator` is already the id of"), "{errors:?}");
+    }
+
+    #[test]
+    fn fr_g08_a_schema_version_mismatch_halts_the_build_and_graph_json_stays() {
+        let (_dir, layout) = fixture();
+        let before = build(&layout, &options()).unwrap().json;
+        let path = layout.local_state();
+        let text = std::fs::read_to_string(&path).unwrap();
+        write(&path, &text.replace("akms_schema: v2", "akms_schema: v3"));
+        let error = build(&layout, &options()).unwrap_err();
+        assert!(matches!(error, AkmsError::SchemaVersion(_)), "{error}");
+        assert_eq!(
+            error.to_string(),
+            "SchemaVersionError: knowledge/graph/local_state.yaml:1: akms_schema: schema version `v3` is not the current v2"
+        );
+        assert_eq!(std::fs::read_to_string(layout.graph_json()).unwrap(), before);
+    }
+
+    #[test]
+    fn bad_input_leaves_graph_json_as_it_was() {
+        let cases: [(&str, &str, &str, &str); 5] = [
+            ("local-nodes/repo-conventions.md", "tags: [layout]", "tags: [layout", "invalid yaml"),
+            ("local-nodes/repo-conventions.md", "domain: project\n", "", "domain: required field is missing"),
+            (
+                "local-nodes/repo-conventions.md",
+                "status: established",
+                "status: final",
+                "status: `final` is not one of",
+            ),
+            (
+                "graph/local_state.yaml",
+                "suppressed_edges: []",
+                "suppressed_edges: [x]",
+                "suppressed_edges: is reserved",
+            ),
+            (
+                "local-nodes/repo-conventions.md",
+                "akms_schema",
+                "content_ref: ../../etc/passwd\nakms_schema",
+                "content_ref: `../../etc/passwd` leads outside",
+            ),
+        ];
+        for (file, from, to, expect) in cases {
+            let (_dir, layout) = fixture();
+            let before = build(&layout, &options()).unwrap().json;
+            let path = layout.knowledge().join(file);
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(text.contains(from), "{file} has no {from}");
+            write(&path, &text.replacen(from, to, 1));
+            let error = build(&layout, &options()).unwrap_err().to_string();
+            assert!(error.contains(file) && error.contains(expect), "{file}: {error}");
+            assert_eq!(std::fs::read_to_string(layout.graph_json()).unwrap(), before, "{file}");
+        }
+    }
+
+    #[test]
+    fn fr_g08_a_config_with_another_schema_version_halts_the_build() {
+        let (_dir, layout) = fixture();
+        write(&layout.propagation_config(), "akms_schema: v1\n");
+        assert!(matches!(compile(&layout, &options()), Err(AkmsError::SchemaVersion(_))));
+        write(&layout.propagation_config(), crate::DEFAULT_CONFIG_YAML);
+        assert!(compile(&layout, &options()).is_ok());
+    }
+
+    #[test]
+    fn check_reports_every_problem_of_the_tree_at_once() {
+        let (_dir, layout) = fixture();
+        let path = layout.local_nodes().join("repo-conventions.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        write(&path, &text.replace("status: established", "status: final"));
+        write(&layout.propagation_config(), "akms_schema: v2\ngraph:\n  stale_days: 1\n");
+        let path = layout.global_vault.join("green-operator.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        write(&path, &text.replace("confidence: 0.6", "confidence: high"));
+        let errors: Vec<String> =
+            check(&layout, &options()).iter().filter(|d| d.is_error()).map(ToString::to_string).collect();
+        // The invalid global node also leaves a local edge without its target.
+        assert_eq!(errors.len(), 4, "{errors:#?}");
+        let single = check_paths(&layout, &[layout.local_nodes()]);
+        assert_eq!(single.iter().filter(|d| d.is_error()).count(), 1, "{single:#?}");
+    }
+}

@@ -1,0 +1,384 @@
+//! `knowledge/graph/propagation_config.yaml` (spec 4.8): every tunable of a
+//! repository, with the spec's defaults. A missing file means all defaults;
+//! a missing key means its default. Query roles are data: a repository adds
+//! or changes a role profile here without code changes (FR-Q06).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::diag::{Diagnostic, ProblemKind};
+use crate::schema::EdgeType;
+use crate::yaml::{check_schema, key_lines, parse_mapping, yaml_error};
+
+/// The whole file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PropagationConfig {
+    pub akms_schema: String,
+    /// Directory of the global vault; `None` leaves the choice to the
+    /// environment and the `agents` configuration.
+    pub global_vault: Option<String>,
+    pub confidence: ConfidenceConfig,
+    pub edge_type_propagation: BTreeMap<EdgeType, f64>,
+    pub loadout: LoadoutConfig,
+    pub graph: GraphConfig,
+    pub query_roles: BTreeMap<String, RoleProfile>,
+    pub tag_derivation: TagDerivationConfig,
+    pub orchestrator: OrchestratorConfig,
+    /// Optional provider/model for the semantic docstring-drift check.
+    pub model_routing: Option<yaml_serde::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConfidenceConfig {
+    pub local_decay: f64,
+    pub propagation_factor: f64,
+    pub activation_boost: f64,
+    pub min_confidence: f64,
+    pub max_confidence: f64,
+    pub hop_limit: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoadoutConfig {
+    pub max_nodes_per_loadout: u32,
+    pub max_pitfall_nodes: u32,
+    pub min_confidence_threshold: f64,
+    pub max_loadout_tokens: u32,
+    pub context_size_tokens: ContextSizeTokens,
+    pub routing_tokens_per_node: u32,
+    pub mode_selection: ModeSelection,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ContextSizeTokens {
+    pub small: u32,
+    pub medium: u32,
+    pub large: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadoutMode {
+    Routing,
+    Full,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModeSelection {
+    pub budget_fraction: f64,
+    pub low_threshold: u32,
+    pub safety_margin: u32,
+    pub default_mode: LoadoutMode,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GraphConfig {
+    pub stale_node_days: u32,
+    pub orphan_warning: bool,
+    pub max_session_refs: u32,
+    pub dedup_threshold: f64,
+}
+
+/// A query profile: which edges a role follows, how it ranks, which domains
+/// it prefers or excludes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleProfile {
+    pub edge_types: Vec<EdgeType>,
+    pub rank_formula: String,
+    #[serde(default)]
+    pub prefer_domains: Vec<String>,
+    #[serde(default)]
+    pub exclude_domains: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TitleMatch {
+    WholeWord,
+    Substring,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TagDerivationConfig {
+    pub min_tag_length: u32,
+    pub title_match: TitleMatch,
+    pub log_derived_tags: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OrchestratorConfig {
+    pub plan_name: String,
+    pub base_branch: String,
+}
+
+impl Default for PropagationConfig {
+    fn default() -> Self {
+        use EdgeType::*;
+        let role = |edges: &[EdgeType], formula: &str, exclude: &[&str]| RoleProfile {
+            edge_types: edges.to_vec(),
+            rank_formula: formula.into(),
+            prefer_domains: Vec::new(),
+            exclude_domains: exclude.iter().map(|s| s.to_string()).collect(),
+        };
+        PropagationConfig {
+            akms_schema: crate::yaml::SCHEMA_VERSION.into(),
+            global_vault: None,
+            confidence: ConfidenceConfig::default(),
+            edge_type_propagation: [
+                (Requires, 1.0),
+                (Refines, 0.7),
+                (FeedsInto, 0.5),
+                (Contradicts, 0.0),
+                (Pitfall, 0.0),
+                (Implements, 0.0),
+            ]
+            .into_iter()
+            .collect(),
+            loadout: LoadoutConfig::default(),
+            graph: GraphConfig::default(),
+            query_roles: [
+                ("implementer".to_owned(), role(&[Requires, FeedsInto, Pitfall], "confidence * activations", &[])),
+                ("code_reviewer".to_owned(), role(&[Requires, FeedsInto, Pitfall], "confidence * activations", &[])),
+                ("physics_reviewer".to_owned(), role(&[Requires, Contradicts], "confidence", &["code-mirror"])),
+            ]
+            .into_iter()
+            .collect(),
+            tag_derivation: TagDerivationConfig::default(),
+            orchestrator: OrchestratorConfig::default(),
+            model_routing: None,
+        }
+    }
+}
+
+impl Default for ConfidenceConfig {
+    fn default() -> Self {
+        ConfidenceConfig {
+            local_decay: 0.85,
+            propagation_factor: 0.30,
+            activation_boost: 0.02,
+            min_confidence: 0.10,
+            max_confidence: 0.99,
+            hop_limit: 1,
+        }
+    }
+}
+
+impl Default for LoadoutConfig {
+    fn default() -> Self {
+        LoadoutConfig {
+            max_nodes_per_loadout: 8,
+            max_pitfall_nodes: 4,
+            min_confidence_threshold: 0.30,
+            max_loadout_tokens: 12000,
+            context_size_tokens: ContextSizeTokens::default(),
+            routing_tokens_per_node: 200,
+            mode_selection: ModeSelection::default(),
+        }
+    }
+}
+
+impl Default for ContextSizeTokens {
+    fn default() -> Self {
+        ContextSizeTokens { small: 500, medium: 1500, large: 3000 }
+    }
+}
+
+impl Default for ModeSelection {
+    fn default() -> Self {
+        ModeSelection {
+            budget_fraction: 0.15,
+            low_threshold: 8000,
+            safety_margin: 4000,
+            default_mode: LoadoutMode::Routing,
+        }
+    }
+}
+
+impl Default for GraphConfig {
+    fn default() -> Self {
+        GraphConfig { stale_node_days: 90, orphan_warning: true, max_session_refs: 10, dedup_threshold: 0.75 }
+    }
+}
+
+impl Default for TagDerivationConfig {
+    fn default() -> Self {
+        TagDerivationConfig { min_tag_length: 2, title_match: TitleMatch::WholeWord, log_derived_tags: true }
+    }
+}
+
+impl Default for OrchestratorConfig {
+    fn default() -> Self {
+        OrchestratorConfig { plan_name: String::new(), base_branch: "main".into() }
+    }
+}
+
+/// The file `agents knowledge init` writes: every key at its default, with a
+/// comment on each. Parses back to [`PropagationConfig::default`].
+pub const DEFAULT_CONFIG_YAML: &str = r#"# AKMS propagation config: every tunable of this repository (spec 4.8).
+# Changing values is tuning, not a schema change. Delete a key to use its default.
+akms_schema: v2
+
+# Directory of the global vault. Unset: $AKMS_GLOBAL_VAULT, else the `global-vault`
+# key of the agents configuration, else ~/.claude/akms/nodes.
+# global_vault: ~/.claude/akms/nodes
+
+confidence:
+  local_decay: 0.85            # multiplicative decay on a negative signal
+  propagation_factor: 0.30     # neighbour-propagation strength
+  activation_boost: 0.02       # additive boost on confirmed-useful
+  min_confidence: 0.10         # global floor (a node's confidence_floor overrides it)
+  max_confidence: 0.99
+  hop_limit: 1                 # propagation depth
+
+# Propagation multiplier per edge type.
+edge_type_propagation:
+  requires: 1.0
+  refines: 0.7
+  feeds-into: 0.5
+  contradicts: 0.0
+  pitfall: 0.0
+  implements: 0.0
+
+loadout:
+  max_nodes_per_loadout: 8
+  max_pitfall_nodes: 4
+  min_confidence_threshold: 0.30
+  max_loadout_tokens: 12000
+  context_size_tokens: {small: 500, medium: 1500, large: 3000}
+  routing_tokens_per_node: 200
+  mode_selection:
+    budget_fraction: 0.15      # most of the available context a loadout may take
+    low_threshold: 8000        # below this available budget: always routing mode
+    safety_margin: 4000        # reserved headroom tokens
+    default_mode: routing      # routing | full
+
+graph:
+  stale_node_days: 90
+  orphan_warning: true
+  max_session_refs: 10
+  dedup_threshold: 0.75
+
+# Query profiles by agent role; add or change a role here, no code change needed.
+query_roles:
+  implementer:
+    edge_types: [requires, feeds-into, pitfall]
+    rank_formula: "confidence * activations"
+    prefer_domains: []
+    exclude_domains: []
+  code_reviewer:
+    edge_types: [requires, feeds-into, pitfall]
+    rank_formula: "confidence * activations"
+    prefer_domains: []
+    exclude_domains: []
+  physics_reviewer:
+    edge_types: [requires, contradicts]
+    rank_formula: "confidence"
+    prefer_domains: []          # e.g. the domains this reviewer should favour
+    exclude_domains: [code-mirror]
+
+tag_derivation:
+  min_tag_length: 2
+  title_match: whole_word       # whole_word | substring
+  log_derived_tags: true
+
+orchestrator:
+  plan_name: ""                 # used for phase-branch naming
+  base_branch: main             # phase 1 branches from here
+"#;
+
+/// Parses and validates the config text; `file` names it in messages.
+pub fn parse_config(file: &Path, text: &str) -> Result<PropagationConfig, Vec<Diagnostic>> {
+    let map = parse_mapping(file, text, 1).map_err(|d| vec![d])?;
+    let lines = key_lines(text, 1);
+    if let Some(d) = check_schema(file, &map, &lines) {
+        return Err(vec![d]);
+    }
+    let config: PropagationConfig = yaml_serde::from_str(text).map_err(|e| vec![yaml_error(file, &e, 1, "")])?;
+    let mut problems = Vec::new();
+    let mut unit = |section: &str, field: &str, value: f64| {
+        if !(0.0..=1.0).contains(&value) {
+            problems.push(Diagnostic::error(
+                ProblemKind::InvalidValue,
+                file,
+                lines.get(section).copied(),
+                Some(&format!("{section}.{field}")),
+                format!("expected a number from 0.0 to 1.0, found `{value}`"),
+            ));
+        }
+    };
+    let c = &config.confidence;
+    for (field, value) in [
+        ("local_decay", c.local_decay),
+        ("propagation_factor", c.propagation_factor),
+        ("activation_boost", c.activation_boost),
+        ("min_confidence", c.min_confidence),
+        ("max_confidence", c.max_confidence),
+    ] {
+        unit("confidence", field, value);
+    }
+    for (edge, value) in &config.edge_type_propagation {
+        unit("edge_type_propagation", edge.as_str(), *value);
+    }
+    unit("loadout", "min_confidence_threshold", config.loadout.min_confidence_threshold);
+    unit("loadout", "mode_selection.budget_fraction", config.loadout.mode_selection.budget_fraction);
+    unit("graph", "dedup_threshold", config.graph.dedup_threshold);
+    for (name, role) in &config.query_roles {
+        if role.rank_formula.trim().is_empty() {
+            problems.push(Diagnostic::error(
+                ProblemKind::InvalidValue,
+                file,
+                lines.get("query_roles").copied(),
+                Some(&format!("query_roles.{name}.rank_formula")),
+                "must not be empty".into(),
+            ));
+        }
+    }
+    if problems.is_empty() { Ok(config) } else { Err(problems) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ur_04_the_commented_default_file_holds_every_default() {
+        let parsed = parse_config(Path::new("p.yaml"), DEFAULT_CONFIG_YAML).unwrap();
+        assert_eq!(parsed, PropagationConfig::default());
+        assert_eq!(parse_config(Path::new("p.yaml"), "akms_schema: v2\n").unwrap(), PropagationConfig::default());
+    }
+
+    #[test]
+    fn fr_q06_role_profiles_are_configurable_without_code_changes() {
+        let text = "akms_schema: v2\nquery_roles:\n  test_writer:\n    edge_types: [implements, pitfall]\n    rank_formula: confidence\n    prefer_domains: [testing]\n";
+        let config = parse_config(Path::new("p.yaml"), text).unwrap();
+        let role = &config.query_roles["test_writer"];
+        assert_eq!(role.edge_types, [EdgeType::Implements, EdgeType::Pitfall]);
+        assert_eq!(role.prefer_domains, ["testing"]);
+    }
+
+    #[test]
+    fn bad_values_name_the_field() {
+        let unknown = parse_config(Path::new("p.yaml"), "akms_schema: v2\ngraph:\n  stale_days: 3\n").unwrap_err();
+        assert!(unknown[0].to_string().contains("unknown field `stale_days`"), "{}", unknown[0]);
+        assert_eq!(unknown[0].line, Some(3));
+        let range =
+            parse_config(Path::new("p.yaml"), "akms_schema: v2\nconfidence:\n  local_decay: 1.5\n").unwrap_err();
+        assert_eq!(
+            range[0].to_string(),
+            "p.yaml:2: confidence.local_decay: expected a number from 0.0 to 1.0, found `1.5`"
+        );
+        let version = parse_config(Path::new("p.yaml"), "akms_schema: v1\n").unwrap_err();
+        assert_eq!(version[0].kind, ProblemKind::SchemaVersion);
+    }
+}

@@ -1,0 +1,27 @@
+//! AKMS, the knowledge half of `agents`: knowledge nodes (Markdown files with
+//! YAML frontmatter), their schema and validation by layer, the local overlay
+//! and the propagation config, and the compiler that merges them into a
+//! NetworkX node-link `graph.json`.
+//!
+//! The flow: [`vault`] finds the files and keeps every path a node names
+//! inside its layer's root; [`schema`], [`overlay`] and [`config`] parse and
+//! validate (collecting every problem as a [`Diagnostic`] naming file, line and
+//! field); [`compile`] runs the five-step merge and writes `graph.json`
+//! atomically. The global vault is only ever read.
+//!
+//! This crate knows nothing of clap or terminal output; configuration (the
+//! global vault's directory) is resolved by the caller and passed in.
+
+pub mod compile;
+pub mod config;
+pub mod diag;
+pub mod overlay;
+pub mod schema;
+pub mod vault;
+mod yaml;
+
+pub use compile::{CompileOptions, Compiled, build, check, check_paths, compile, read_config};
+pub use config::{DEFAULT_CONFIG_YAML, PropagationConfig};
+pub use diag::{AkmsError, Diagnostic, ProblemKind, Severity};
+pub use vault::Layout;
+pub use yaml::SCHEMA_VERSION;

@@ -1,0 +1,250 @@
+//! Where knowledge lives on disk, and the rule that no path read from a node
+//! leaves its layer's root.
+//!
+//! Layout of a repository (spec 1.2): `knowledge/local-nodes/`,
+//! `knowledge/code-mirror/`, `knowledge/sessions/`, `knowledge/loadouts/`,
+//! `knowledge/graph/{graph.json, local_state.yaml, propagation_config.yaml}`.
+//! The global vault is a directory of `*.md` nodes that this crate only reads.
+//!
+//! Confinement: a `content_ref` (and every other path taken from a node or the
+//! overlay) is relative; it may not be absolute, may not climb above its root
+//! with `..`, and, when it exists, its canonical path must lie under the
+//! canonical root, so a symbolic link cannot lead out either.
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::diag::{Diagnostic, ProblemKind};
+
+/// The directories and files of one repository's knowledge, and the global
+/// vault it reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    pub repo_root: PathBuf,
+    pub global_vault: PathBuf,
+}
+
+impl Layout {
+    pub fn new(repo_root: impl Into<PathBuf>, global_vault: impl Into<PathBuf>) -> Layout {
+        Layout { repo_root: repo_root.into(), global_vault: global_vault.into() }
+    }
+    pub fn knowledge(&self) -> PathBuf {
+        self.repo_root.join("knowledge")
+    }
+    pub fn local_nodes(&self) -> PathBuf {
+        self.knowledge().join("local-nodes")
+    }
+    pub fn code_mirror(&self) -> PathBuf {
+        self.knowledge().join("code-mirror")
+    }
+    pub fn graph_dir(&self) -> PathBuf {
+        self.knowledge().join("graph")
+    }
+    pub fn graph_json(&self) -> PathBuf {
+        self.graph_dir().join("graph.json")
+    }
+    pub fn local_state(&self) -> PathBuf {
+        self.graph_dir().join("local_state.yaml")
+    }
+    pub fn propagation_config(&self) -> PathBuf {
+        self.graph_dir().join("propagation_config.yaml")
+    }
+    /// `path` relative to the repository when it is inside it, for messages.
+    pub fn display(&self, path: &Path) -> PathBuf {
+        path.strip_prefix(&self.repo_root).map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
+    }
+}
+
+/// The nearest ancestor of `start` (itself included) with a `knowledge/`
+/// directory, else the nearest with `.git`.
+pub fn find_repo_root(start: &Path) -> Option<PathBuf> {
+    let found = |marker: &str| start.ancestors().find(|dir| dir.join(marker).exists()).map(Path::to_path_buf);
+    found("knowledge").filter(|dir| dir.join("knowledge").is_dir()).or_else(|| found(".git"))
+}
+
+/// Expands a leading `~/` with `home`.
+pub fn expand_home(path: &str, home: Option<&Path>) -> PathBuf {
+    match (path.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ if path == "~" && home.is_some() => home.map(Path::to_path_buf).unwrap_or_default(),
+        _ => PathBuf::from(path),
+    }
+}
+
+/// Why a relative path was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Escape {
+    Empty,
+    Absolute,
+    ClimbsOut,
+    SymlinkOut,
+}
+
+impl Escape {
+    fn message(&self, path: &str, root: &Path) -> String {
+        match self {
+            Escape::Empty => "must not be empty".into(),
+            Escape::Absolute => format!("`{path}` is absolute; it must be relative to {}", root.display()),
+            Escape::ClimbsOut => format!("`{path}` leads outside {} with `..`", root.display()),
+            Escape::SymlinkOut => format!("`{path}` leads outside {} through a symbolic link", root.display()),
+        }
+    }
+}
+
+/// Resolves `relative` under `root`: `Ok(Some(path))` when it exists inside
+/// the root, `Ok(None)` when it does not exist, `Err` when it escapes.
+pub fn confine(root: &Path, relative: &str) -> Result<Option<PathBuf>, Escape> {
+    confine_lexically(relative)?;
+    let joined = root.join(relative);
+    if std::fs::symlink_metadata(&joined).is_err() {
+        return Ok(None);
+    }
+    let (Ok(real), Ok(real_root)) = (joined.canonicalize(), root.canonicalize()) else {
+        return Ok(None);
+    };
+    if real.starts_with(&real_root) { Ok(Some(joined)) } else { Err(Escape::SymlinkOut) }
+}
+
+/// The lexical half of [`confine`]: relative, never above its start.
+pub fn confine_lexically(relative: &str) -> Result<(), Escape> {
+    if relative.trim().is_empty() {
+        return Err(Escape::Empty);
+    }
+    let mut depth = 0usize;
+    for component in Path::new(relative).components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => return Err(Escape::Absolute),
+            Component::CurDir => {}
+            Component::ParentDir => depth = depth.checked_sub(1).ok_or(Escape::ClimbsOut)?,
+            Component::Normal(_) => depth += 1,
+        }
+    }
+    Ok(())
+}
+
+/// A confinement problem as a diagnostic.
+pub(crate) fn escape_diagnostic(
+    file: &Path,
+    line: Option<usize>,
+    field: &str,
+    path: &str,
+    root: &Path,
+    e: &Escape,
+) -> Diagnostic {
+    Diagnostic::error(ProblemKind::PathEscape, file, line, Some(field), e.message(path, root))
+}
+
+/// Every `*.md` file under `root`, recursively, sorted; hidden entries are
+/// skipped and a symbolic link is followed only when it stays inside `root`.
+/// A missing `root` is empty.
+pub fn markdown_files(root: &Path) -> (Vec<PathBuf>, Vec<Diagnostic>) {
+    let mut files = Vec::new();
+    let mut problems = Vec::new();
+    let Ok(real_root) = root.canonicalize() else { return (files, problems) };
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) => {
+                problems.push(Diagnostic::error(
+                    ProblemKind::Io,
+                    &dir,
+                    None,
+                    None,
+                    format!("cannot read directory: {e}"),
+                ));
+                continue;
+            }
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let Ok(kind) = entry.file_type() else { continue };
+            let is_dir = if kind.is_symlink() {
+                match path.canonicalize() {
+                    Ok(real) if real.starts_with(&real_root) => real.is_dir(),
+                    Ok(_) => {
+                        problems.push(Diagnostic::error(
+                            ProblemKind::PathEscape,
+                            &path,
+                            None,
+                            None,
+                            format!("symbolic link leads outside {}", root.display()),
+                        ));
+                        continue;
+                    }
+                    Err(_) => continue,
+                }
+            } else {
+                kind.is_dir()
+            };
+            if is_dir {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    (files, problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_ref_cannot_escape_its_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("vault");
+        std::fs::create_dir_all(root.join("docs")).unwrap();
+        std::fs::write(root.join("docs/a.md"), "a").unwrap();
+        assert_eq!(confine(&root, "docs/a.md"), Ok(Some(root.join("docs/a.md"))));
+        assert_eq!(confine(&root, "docs/../docs/a.md"), Ok(Some(root.join("docs/../docs/a.md"))));
+        assert_eq!(confine(&root, "docs/missing.md"), Ok(None));
+        assert_eq!(confine(&root, "../../etc/passwd"), Err(Escape::ClimbsOut));
+        assert_eq!(confine(&root, "docs/../../x"), Err(Escape::ClimbsOut));
+        assert_eq!(confine(&root, "/etc/passwd"), Err(Escape::Absolute));
+        #[cfg(unix)]
+        {
+            std::fs::write(dir.path().join("secret"), "s").unwrap();
+            std::os::unix::fs::symlink(dir.path().join("secret"), root.join("link")).unwrap();
+            assert_eq!(confine(&root, "link"), Err(Escape::SymlinkOut));
+        }
+    }
+
+    #[test]
+    fn lists_markdown_sorted_and_skips_hidden() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["b.md", "a/c.md", "a/d.txt", ".hidden/e.md"] {
+            let path = dir.path().join(f);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "x").unwrap();
+        }
+        let (files, problems) = markdown_files(dir.path());
+        assert!(problems.is_empty());
+        let names: Vec<_> = files.iter().map(|f| f.strip_prefix(dir.path()).unwrap().to_path_buf()).collect();
+        assert_eq!(names, [PathBuf::from("a/c.md"), PathBuf::from("b.md")]);
+        assert!(markdown_files(&dir.path().join("missing")).0.is_empty());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_out_of_the_layer_is_refused_and_one_inside_is_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, outside) = (dir.path().join("vault"), dir.path().join("outside"));
+        std::fs::create_dir_all(root.join("real")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(root.join("real/a.md"), "x").unwrap();
+        std::fs::write(outside.join("b.md"), "x").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("out")).unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("alias")).unwrap();
+        let (files, problems) = markdown_files(&root);
+        let names: Vec<_> = files.iter().map(|f| f.strip_prefix(&root).unwrap().to_path_buf()).collect();
+        assert_eq!(names, [PathBuf::from("alias/a.md"), PathBuf::from("real/a.md")]);
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].kind, ProblemKind::PathEscape);
+        assert!(problems[0].file.ends_with("out"));
+    }
+}

@@ -1,0 +1,193 @@
+//! YAML reading shared by every schema: frontmatter splitting, the line of a
+//! top-level key, the `akms_schema` check, and conversion to JSON values.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value as Json;
+use yaml_serde::Value as Yaml;
+
+use crate::diag::{Diagnostic, ProblemKind};
+
+/// The schema version every AKMS file must carry.
+pub const SCHEMA_VERSION: &str = "v2";
+
+/// A Markdown file split into its YAML frontmatter and its body.
+pub(crate) struct Frontmatter<'a> {
+    pub yaml: &'a str,
+    /// Line of the file on which the YAML starts (the line after `---`).
+    pub first_line: usize,
+    pub body: &'a str,
+}
+
+/// Splits `---\n<yaml>\n---\n<body>`; `None` when the file has no frontmatter.
+pub(crate) fn split_frontmatter(text: &str) -> Option<Frontmatter<'_>> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let first_end = text.find('\n')?;
+    if text[..first_end].trim_end() != "---" {
+        return None;
+    }
+    let start = first_end + 1;
+    let mut offset = start;
+    for line in text[start..].split_inclusive('\n') {
+        let trimmed = line.trim_end();
+        if trimmed == "---" || trimmed == "..." {
+            return Some(Frontmatter { yaml: &text[start..offset], first_line: 2, body: &text[offset + line.len()..] });
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// The 1-based line (within `yaml`, shifted by `first_line - 1`) of every
+/// top-level key.
+pub(crate) fn key_lines(yaml: &str, first_line: usize) -> BTreeMap<String, usize> {
+    let mut lines = BTreeMap::new();
+    for (i, line) in yaml.lines().enumerate() {
+        let Some(first) = line.chars().next() else { continue };
+        if first.is_whitespace() || matches!(first, '#' | '-' | '\'' | '"') {
+            continue;
+        }
+        if let Some((key, _)) = line.split_once(':') {
+            lines.entry(key.trim().to_owned()).or_insert(first_line + i);
+        }
+    }
+    lines
+}
+
+/// Parses `yaml` into a mapping, or a diagnostic naming the line.
+pub(crate) fn parse_mapping(file: &Path, yaml: &str, first_line: usize) -> Result<yaml_serde::Mapping, Diagnostic> {
+    match yaml_serde::from_str::<Yaml>(yaml) {
+        Ok(Yaml::Mapping(map)) => Ok(map),
+        Ok(Yaml::Null) => Ok(yaml_serde::Mapping::new()),
+        Ok(_) => Err(Diagnostic::error(
+            ProblemKind::Yaml,
+            file,
+            Some(first_line),
+            None,
+            "expected a mapping of fields".into(),
+        )),
+        Err(e) => Err(yaml_error(file, &e, first_line, "invalid yaml: ")),
+    }
+}
+
+/// A YAML error as a diagnostic, its line shifted to the file's numbering.
+/// `prefix` says what failed: the syntax, or (empty) the schema.
+pub(crate) fn yaml_error(file: &Path, error: &yaml_serde::Error, first_line: usize, prefix: &str) -> Diagnostic {
+    let line = error.location().map(|l| l.line() + first_line - 1);
+    let message = error.to_string();
+    // The location is already in the diagnostic; drop serde's " at line N column M".
+    let message = match message.find(" at line ") {
+        Some(i) => message[..i].to_owned(),
+        None => message,
+    };
+    Diagnostic::error(ProblemKind::Yaml, file, line, None, format!("{prefix}{message}"))
+}
+
+/// Checks `akms_schema: v2`.
+pub(crate) fn check_schema(
+    file: &Path,
+    map: &yaml_serde::Mapping,
+    lines: &BTreeMap<String, usize>,
+) -> Option<Diagnostic> {
+    let line = lines.get("akms_schema").copied();
+    match map.get("akms_schema") {
+        Some(Yaml::String(v)) if v == SCHEMA_VERSION => None,
+        Some(other) => Some(Diagnostic::error(
+            ProblemKind::SchemaVersion,
+            file,
+            line,
+            Some("akms_schema"),
+            format!("schema version {} is not the current {SCHEMA_VERSION}", scalar_text(other)),
+        )),
+        None => Some(Diagnostic::error(
+            ProblemKind::SchemaVersion,
+            file,
+            None,
+            Some("akms_schema"),
+            format!("missing schema version (akms_schema: {SCHEMA_VERSION})"),
+        )),
+    }
+}
+
+/// A short rendering of a YAML value for messages.
+pub(crate) fn scalar_text(value: &Yaml) -> String {
+    match value {
+        Yaml::String(s) => format!("`{s}`"),
+        Yaml::Null => "null".into(),
+        Yaml::Bool(b) => format!("`{b}`"),
+        Yaml::Number(n) => format!("`{n}`"),
+        Yaml::Sequence(_) => "a list".into(),
+        Yaml::Mapping(_) => "a mapping".into(),
+        Yaml::Tagged(t) => scalar_text(&t.value),
+    }
+}
+
+/// Converts a YAML value to JSON: maps get string keys (sorted on output),
+/// tags are dropped.
+pub(crate) fn to_json(value: &Yaml) -> Json {
+    match value {
+        Yaml::Null => Json::Null,
+        Yaml::Bool(b) => Json::Bool(*b),
+        Yaml::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Json::from(i)
+            } else if let Some(u) = n.as_u64() {
+                Json::from(u)
+            } else {
+                n.as_f64().and_then(serde_json::Number::from_f64).map_or(Json::Null, Json::Number)
+            }
+        }
+        Yaml::String(s) => Json::String(s.clone()),
+        Yaml::Sequence(items) => Json::Array(items.iter().map(to_json).collect()),
+        Yaml::Mapping(map) => {
+            let sorted: BTreeMap<String, Json> = map.iter().map(|(k, v)| (key_text(k), to_json(v))).collect();
+            Json::Object(sorted.into_iter().collect())
+        }
+        Yaml::Tagged(t) => to_json(&t.value),
+    }
+}
+
+fn key_text(key: &Yaml) -> String {
+    match key {
+        Yaml::String(s) => s.clone(),
+        other => scalar_text(other).trim_matches('`').to_owned(),
+    }
+}
+
+/// Rebuilds `value` with every object's keys in sorted order, whatever map
+/// type `serde_json` was built with.
+pub(crate) fn sorted(value: Json) -> Json {
+    match value {
+        Json::Object(map) => {
+            let sorted: BTreeMap<String, Json> = map.into_iter().map(|(k, v)| (k, sorted(v))).collect();
+            Json::Object(sorted.into_iter().collect())
+        }
+        Json::Array(items) => Json::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_frontmatter_and_counts_key_lines() {
+        let text = "---\nid: a\n# comment\ntags:\n  - x\n---\n# Body\n";
+        let fm = split_frontmatter(text).unwrap();
+        assert_eq!(fm.body, "# Body\n");
+        let lines = key_lines(fm.yaml, fm.first_line);
+        assert_eq!(lines["id"], 2);
+        assert_eq!(lines["tags"], 4);
+        assert!(split_frontmatter("# no frontmatter\n").is_none());
+        assert!(split_frontmatter("---\nid: a\n").is_none());
+    }
+
+    #[test]
+    fn yaml_errors_carry_the_file_line() {
+        let err = parse_mapping(Path::new("a.md"), "id: a\ntags: [x\n", 2).unwrap_err();
+        assert_eq!(err.kind, ProblemKind::Yaml);
+        assert!(err.line.unwrap() >= 3, "{err}");
+    }
+}

@@ -1,0 +1,341 @@
+//! `agents knowledge init|validate|build`, end to end on copies of the golden
+//! fixture of `agents-akms` (global vault + local nodes + code mirror + overlay).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{agents, assert_one_error_line, dirs, parse, stderr, stdout};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../agents-akms/tests/fixtures/golden");
+
+/// A home, and the fixture copied to `<root>/global` and `<root>/repo`.
+struct Knowledge {
+    _dirs: common::Dirs,
+    home: PathBuf,
+    vault: PathBuf,
+    repo: PathBuf,
+}
+
+fn knowledge() -> Knowledge {
+    let d = dirs();
+    std::fs::remove_dir_all(&d.repo).unwrap();
+    copy_tree(Path::new(FIXTURE), &d.root);
+    std::fs::remove_file(d.root.join("expected-graph.json")).unwrap();
+    Knowledge { home: d.home.clone(), vault: d.root.join("global"), repo: d.root.join("repo"), _dirs: d }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// `agents knowledge ARGS` run inside the repository with the fixture's vault.
+fn run(k: &Knowledge, args: &[&str]) -> Output {
+    agents(&k.home)
+        .current_dir(&k.repo)
+        .env("AKMS_GLOBAL_VAULT", &k.vault)
+        .arg("knowledge")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Every file under `dir` with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn build_writes_the_golden_graph() {
+    let k = knowledge();
+    let out = run(&k, &["build"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "Built knowledge/graph/graph.json: 8 nodes (1 code-mirror, 4 global, 2 local, 1 session), 7 edges\n"
+    );
+    let warnings: Vec<String> = stderr(&out).lines().map(str::to_owned).collect();
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    assert!(warnings.iter().all(|w| w.starts_with("warning: ")));
+    let built = std::fs::read_to_string(k.repo.join("knowledge/graph/graph.json")).unwrap();
+    // The fixture's graph names the vault as the default does.
+    let expected = std::fs::read_to_string(Path::new(FIXTURE).join("expected-graph.json"))
+        .unwrap()
+        .replace("\"~/.claude/akms/nodes\"", &serde_json::to_string(&k.vault.to_string_lossy()).unwrap());
+    assert_eq!(built, expected);
+}
+
+#[test]
+fn nfr_d06_two_builds_give_identical_bytes() {
+    let k = knowledge();
+    assert!(run(&k, &["build"]).status.success());
+    let first = std::fs::read(k.repo.join("knowledge/graph/graph.json")).unwrap();
+    assert!(run(&k, &["--repo", k.repo.to_str().unwrap(), "build"]).status.success());
+    assert_eq!(std::fs::read(k.repo.join("knowledge/graph/graph.json")).unwrap(), first);
+}
+
+#[test]
+fn fr_o01_nfr_r03_no_command_writes_under_the_global_vault() {
+    let k = knowledge();
+    let before = snapshot(&k.vault);
+    let vault = k.vault.to_str().unwrap().to_owned();
+    let node = k.vault.join("green-operator.md").to_str().unwrap().to_owned();
+    let commands: [&[&str]; 8] = [
+        &["init"],
+        &["validate"],
+        &["validate", &vault],
+        &["validate", &node],
+        &["build"],
+        &["--json", "build"],
+        &["--repo", &vault, "init"],
+        &["--repo", &vault, "build"],
+    ];
+    for args in commands {
+        let out = run(&k, args);
+        if args[0] == "--repo" {
+            let line = assert_one_error_line(&out);
+            assert!(line.ends_with("is inside the global vault, which is read-only"), "{line}");
+        } else {
+            assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        }
+    }
+    // A failing build too.
+    let state = k.repo.join("knowledge/graph/local_state.yaml");
+    let text = std::fs::read_to_string(&state).unwrap();
+    std::fs::write(&state, text.replace("suppressed_edges: []", "suppressed_edges: [x]")).unwrap();
+    assert_eq!(run(&k, &["build"]).status.code(), Some(2));
+    assert_eq!(before, snapshot(&k.vault));
+}
+
+#[test]
+fn init_creates_the_layout_and_a_commented_default_config() {
+    let d = dirs();
+    std::fs::create_dir_all(d.repo.join(".git")).unwrap();
+    std::fs::create_dir_all(d.repo.join("src/deep")).unwrap();
+    let out = agents(&d.home).current_dir(d.repo.join("src/deep")).args(["knowledge", "init"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    for dir in ["local-nodes", "code-mirror", "sessions", "loadouts", "graph"] {
+        assert!(d.repo.join("knowledge").join(dir).is_dir(), "{dir}");
+    }
+    let config = std::fs::read_to_string(d.repo.join("knowledge/graph/propagation_config.yaml")).unwrap();
+    assert!(config.starts_with("# AKMS propagation config"));
+    assert!(config.contains("akms_schema: v2") && config.contains("physics_reviewer:"));
+    // Again: everything is kept, nothing rewritten.
+    std::fs::write(d.repo.join("knowledge/graph/propagation_config.yaml"), "akms_schema: v2\n").unwrap();
+    let out = agents(&d.home).current_dir(&d.repo).args(["--json", "knowledge", "init"]).output().unwrap();
+    let report = parse(&out.stdout);
+    assert_eq!(report["created"], serde_json::json!([]));
+    assert_eq!(
+        std::fs::read_to_string(d.repo.join("knowledge/graph/propagation_config.yaml")).unwrap(),
+        "akms_schema: v2\n"
+    );
+}
+
+#[test]
+fn ur_01_nfr_r04_a_fresh_repository_builds_without_a_global_vault() {
+    let d = dirs();
+    let missing = d.root.join("no-vault");
+    let run = |args: &[&str]| {
+        agents(&d.home).current_dir(&d.repo).env("AKMS_GLOBAL_VAULT", &missing).args(args).output().unwrap()
+    };
+    assert!(run(&["knowledge", "init"]).status.success());
+    let out = run(&["knowledge", "build"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "Built knowledge/graph/graph.json: 0 nodes, 0 edges\n");
+    assert!(stderr(&out).contains("no global vault at"), "{}", stderr(&out));
+    let graph = parse(&std::fs::read(d.repo.join("knowledge/graph/graph.json")).unwrap());
+    assert_eq!(graph["nodes"], serde_json::json!([]));
+}
+
+#[test]
+fn the_global_vault_comes_from_the_environment_then_the_configuration() {
+    let k = knowledge();
+    std::fs::write(k.home.join("config.toml"), format!("global-vault = {:?}\n", k.vault.to_str().unwrap())).unwrap();
+    let out = agents(&k.home)
+        .current_dir(&k.repo)
+        .env_remove("AKMS_GLOBAL_VAULT")
+        .args(["--json", "knowledge", "validate"])
+        .output()
+        .unwrap();
+    assert_eq!(parse(&out.stdout)["global_vault"], k.vault.to_str().unwrap());
+    let other = k.home.join("elsewhere");
+    let out = agents(&k.home)
+        .current_dir(&k.repo)
+        .env("AKMS_GLOBAL_VAULT", &other)
+        .args(["--json", "knowledge", "validate"])
+        .output()
+        .unwrap();
+    assert_eq!(parse(&out.stdout)["global_vault"], other.to_str().unwrap());
+}
+
+#[test]
+fn validate_reports_every_problem_at_once_and_exits_2() {
+    let k = knowledge();
+    let node = k.repo.join("knowledge/local-nodes/repo-conventions.md");
+    let text = std::fs::read_to_string(&node).unwrap();
+    std::fs::write(&node, text.replace("status: established", "status: final").replace("weight: 1", "weight: 3"))
+        .unwrap();
+    let out = run(&k, &["validate"]);
+    assert_eq!(out.status.code(), Some(2));
+    let report = stdout(&out);
+    assert!(
+        report.contains("error: knowledge/local-nodes/repo-conventions.md:6: status: `final` is not one of"),
+        "{report}"
+    );
+    assert!(report.contains("error: knowledge/local-nodes/repo-conventions.md:9: edges[0].weight: expected a number from 0.0 to 1.0, found `3`"), "{report}");
+    assert_eq!(assert_one_error_line(&out), "error: 2 errors in the knowledge sources");
+    let json = parse(&run(&k, &["--json", "validate"]).stdout);
+    assert_eq!((json["errors"].as_u64(), json["warnings"].as_u64()), (Some(2), Some(3)));
+}
+
+#[test]
+fn bad_input_is_one_error_line_naming_file_and_field_and_graph_json_stays() {
+    let cases: [(&str, &str, &str, &str); 7] = [
+        (
+            "local-nodes/repo-conventions.md",
+            "tags: [layout]",
+            "tags: [layout",
+            "knowledge/local-nodes/repo-conventions.md:6: invalid yaml",
+        ),
+        (
+            "local-nodes/repo-conventions.md",
+            "domain: project\n",
+            "",
+            "knowledge/local-nodes/repo-conventions.md: domain: required field is missing",
+        ),
+        (
+            "local-nodes/repo-conventions.md",
+            "type: implements",
+            "type: uses",
+            "repo-conventions.md:9: edges[0].type: `uses` is not one of",
+        ),
+        (
+            "local-nodes/repo-conventions.md",
+            "to: mirror-src-green",
+            "to: nowhere",
+            "repo-conventions.md:9: edges[0].to: no node has the id `nowhere`",
+        ),
+        (
+            "local-nodes/repo-conventions.md",
+            "type: implements",
+            "type: pitfall",
+            "repo-conventions.md:9: edges[0].to: a pitfall edge must point at a session node",
+        ),
+        (
+            "graph/local_state.yaml",
+            "suppressed_edges: []",
+            "suppressed_edges: [x]",
+            "local_state.yaml:35: suppressed_edges: is reserved in schema v2",
+        ),
+        (
+            "local-nodes/repo-conventions.md",
+            "akms_schema",
+            "content_ref: ../../etc/passwd\nakms_schema",
+            "repo-conventions.md:13: content_ref: `../../etc/passwd` leads outside",
+        ),
+    ];
+    for (file, from, to, expect) in cases {
+        let k = knowledge();
+        assert!(run(&k, &["build"]).status.success());
+        let graph = k.repo.join("knowledge/graph/graph.json");
+        let before = std::fs::read(&graph).unwrap();
+        let path = k.repo.join("knowledge").join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+        let out = run(&k, &["build"]);
+        assert_eq!(out.status.code(), Some(2), "{file}: {}", stderr(&out));
+        let line = assert_one_error_line(&out);
+        assert!(line.contains(expect), "{line}");
+        assert_eq!(std::fs::read(&graph).unwrap(), before, "{expect}");
+    }
+    // A duplicate id within one layer.
+    let k = knowledge();
+    std::fs::copy(
+        k.repo.join("knowledge/local-nodes/repo-conventions.md"),
+        k.repo.join("knowledge/local-nodes/copy.md"),
+    )
+    .unwrap();
+    let line = assert_one_error_line(&run(&k, &["build"]));
+    assert!(line.contains("local-nodes/repo-conventions.md:2: id: `repo-conventions` is already the id of knowledge/local-nodes/copy.md in the local layer"), "{line}");
+}
+
+#[test]
+fn fr_g08_a_schema_version_mismatch_is_a_schema_version_error() {
+    let k = knowledge();
+    let node = k.vault.join("fft-galerkin-basics.md");
+    let text = std::fs::read_to_string(&node).unwrap();
+    std::fs::write(&node, text.replace("akms_schema: v2", "akms_schema: v1")).unwrap();
+    let out = run(&k, &["build"]);
+    assert_eq!(out.status.code(), Some(2));
+    let line = assert_one_error_line(&out);
+    assert!(
+        line.starts_with("error: SchemaVersionError: ")
+            && line.ends_with("fft-galerkin-basics.md:10: akms_schema: schema version `v1` is not the current v2"),
+        "{line}"
+    );
+    assert!(!k.repo.join("knowledge/graph/graph.json").exists());
+}
+
+#[test]
+fn nfr_i02_graph_json_loads_in_networkx() {
+    let k = knowledge();
+    assert!(run(&k, &["build"]).status.success());
+    let graph = k.repo.join("knowledge/graph/graph.json");
+    let script = r#"
+import json, sys
+import networkx as nx
+data = json.load(open(sys.argv[1]))
+try:
+    g = nx.node_link_graph(data, edges="links")   # networkx >= 3.4
+except TypeError:
+    g = nx.node_link_graph(data, link="links")    # older releases
+assert g.is_directed() and not g.is_multigraph()
+assert g.number_of_nodes() == 8 and g.number_of_edges() == 7, (g.number_of_nodes(), g.number_of_edges())
+ls = g.nodes["lippmann-schwinger"]
+assert ls["confidence"] == 0.85 and ls["confidence_default"] == 0.9 and ls["node_origin"] == "global", ls
+assert ls["tags"] == ["green-operator", "micromechanics", "spectral"] and ls["activations"] == 7, ls
+assert g.nodes["mirror-src-green"]["node_origin"] == "code-mirror"
+assert g.nodes["session-phase2-task3"]["domain"] == "session"
+e = g.edges["lippmann-schwinger", "session-phase2-task3"]
+assert e["type"] == "pitfall" and e["edge_origin"] == "local" and e["weight"] == 0.8, e
+assert g.edges["lippmann-schwinger", "fft-galerkin-basics"]["edge_origin"] == "global"
+assert g.graph["akms_schema"] == "v2" and g.graph["repo_id"] == "example-repo"
+print("networkx", nx.__version__, "ok")
+"#;
+    let probe = std::process::Command::new("python3").args(["-c", "import networkx"]).output();
+    let available = probe.as_ref().is_ok_and(|o| o.status.success());
+    if !available {
+        assert!(
+            std::env::var_os("AGENTS_REQUIRE_NETWORKX").is_none(),
+            "AGENTS_REQUIRE_NETWORKX is set but `python3 -c 'import networkx'` fails"
+        );
+        eprintln!("skipped: python3 with networkx is not available (pip install networkx)");
+        return;
+    }
+    let out = std::process::Command::new("python3").arg("-c").arg(script).arg(&graph).output().unwrap();
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(" ok"));
+}
