@@ -150,6 +150,21 @@ pub enum KnowledgeCommand {
     /// with sorted keys. Identical sources give identical bytes; on any error
     /// graph.json is left as it was.
     Build,
+    /// Derive a task's `akms_tags` when its author gave none (spec 4.5): from
+    /// its `scope` (nodes whose content_ref, or whose code mirror's
+    /// source_file, is a scope path) and its title, objective and steps (node
+    /// titles as whole words, node tags as substrings). No LLM. The tags are
+    /// written back to the task file (atomically) and, with
+    /// `tag_derivation.log_derived_tags`, logged with where each came from in
+    /// knowledge/logs/tag-derivation.jsonl; a task that has tags keeps them.
+    Tags {
+        /// The task record (JSON with task_id, scope, akms_tags, akms_schema, ...).
+        #[arg(long, value_name = "FILE.json")]
+        task: PathBuf,
+        /// Print what would be derived; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

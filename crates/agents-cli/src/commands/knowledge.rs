@@ -1,4 +1,4 @@
-//! `agents knowledge init|validate|build`: the repository's `knowledge/`
+//! `agents knowledge init|validate|build|tags`: the repository's `knowledge/`
 //! folder over the global vault (AKMS). Thin: find the repository and the
 //! vault, call `agents_akms`, print.
 
@@ -72,6 +72,7 @@ pub fn run(settings: &Settings, args: KnowledgeArgs) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        KnowledgeCommand::Tags { task, dry_run } => tags(settings, args.repo.as_deref(), &task, dry_run),
         KnowledgeCommand::Build => {
             let (layout, options) = resolve(settings, args.repo.as_deref())?;
             let compiled = agents_akms::build(&layout, &options).map_err(into_anyhow)?;
@@ -200,4 +201,119 @@ fn init(root: &Path) -> anyhow::Result<InitReport> {
         report.created.push(name);
     }
     Ok(report)
+}
+
+/// What `agents knowledge tags` reports.
+#[derive(Serialize)]
+struct TagsReport {
+    task: String,
+    task_id: Option<String>,
+    /// Tags the author gave; derivation only fills an empty list.
+    kept: Vec<String>,
+    derived: Vec<agents_akms::tags::DerivedTag>,
+    /// Whether the task file was rewritten with the derived tags.
+    written: bool,
+}
+
+fn tags(settings: &Settings, repo: Option<&Path>, task_path: &Path, dry_run: bool) -> anyhow::Result<()> {
+    let (layout, options) = resolve(settings, repo)?;
+    let config = agents_akms::read_config(&layout).map_err(|diagnostics| {
+        let lines: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+        UsageError(lines.join("; "))
+    })?;
+    let text = std::fs::read_to_string(task_path)
+        .map_err(|e| UsageError(format!("{}: cannot read the task record: {e}", task_path.display())))?;
+    let mut record: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text).map_err(|e| {
+        UsageError(format!("{}:{}: not a task record (a JSON object): {e}", task_path.display(), e.line()))
+    })?;
+    match record.get("akms_schema").and_then(|v| v.as_str()) {
+        Some(agents_akms::SCHEMA_VERSION) => {}
+        found => {
+            return Err(UsageError(format!(
+                "{}: akms_schema: SchemaVersionError: expected {:?}, found {}",
+                task_path.display(),
+                agents_akms::SCHEMA_VERSION,
+                found.map_or_else(|| "none".to_owned(), |v| format!("{v:?}"))
+            ))
+            .into());
+        }
+    }
+    let kept: Vec<String> = match record.get("akms_tags") {
+        None | Some(serde_json::Value::Null) => Vec::new(),
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_str().map(str::to_owned).ok_or_else(|| {
+                    UsageError(format!("{}: akms_tags: every tag must be a string", task_path.display()))
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(UsageError(format!("{}: akms_tags: must be a list of strings", task_path.display())).into());
+        }
+    };
+    let compiled = agents_akms::compile(&layout, &options).map_err(into_anyhow)?;
+    let graph: serde_json::Value = serde_json::from_str(&compiled.json)?;
+    let derived = agents_akms::tags::derive_tags(
+        &graph,
+        &agents_akms::tags::TaskText::from_record(&record),
+        &config.tag_derivation,
+    );
+    let task_id = record.get("task_id").and_then(|v| v.as_str()).map(str::to_owned);
+    let written = kept.is_empty() && !derived.is_empty() && !dry_run;
+    if written {
+        let names: Vec<serde_json::Value> = derived.iter().map(|d| d.tag.clone().into()).collect();
+        record.insert("akms_tags".to_owned(), serde_json::Value::Array(names));
+        let mut json = serde_json::to_string_pretty(&record)?;
+        json.push('\n');
+        agents_store::atomic_write(task_path, json.as_bytes())?;
+        if config.tag_derivation.log_derived_tags {
+            let log = layout.knowledge().join("logs").join("tag-derivation.jsonl");
+            let mut lines = match std::fs::read_to_string(&log) {
+                Ok(existing) => existing,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(e) => return Err(anyhow::anyhow!("cannot read {}: {e}", log.display())),
+            };
+            let entry = serde_json::json!({
+                "derived_at": agents_core::ids::to_iso(agents_core::ids::now_utc()),
+                "task": task_path.display().to_string(),
+                "task_id": task_id,
+                "tags": derived,
+            });
+            lines.push_str(&serde_json::to_string(&entry)?);
+            lines.push('\n');
+            agents_store::atomic_write(&log, lines.as_bytes())?;
+        }
+    }
+    let report = TagsReport { task: task_path.display().to_string(), task_id, kept, derived, written };
+    settings.printer.emit(&report, || {
+        let mut out = String::new();
+        if !report.kept.is_empty() {
+            out.push_str(&format!("kept the author's tags: {}\n", report.kept.join(", ")));
+        }
+        for d in &report.derived {
+            let why: Vec<String> = d
+                .sources
+                .iter()
+                .map(|s| match s {
+                    agents_akms::tags::TagSource::ScopeContentRef { scope, node } => {
+                        format!("scope {scope} = {node}'s content_ref")
+                    }
+                    agents_akms::tags::TagSource::ScopeMirror { scope, mirror, node } => {
+                        format!("scope {scope} = {mirror}'s source_file, mirrored in {node}")
+                    }
+                    agents_akms::tags::TagSource::Title { node } => format!("title of {node}"),
+                    agents_akms::tags::TagSource::Tag { node } => format!("tag of {node} in the text"),
+                })
+                .collect();
+            out.push_str(&format!("{}  <- {}\n", d.tag, why.join("; ")));
+        }
+        if report.derived.is_empty() {
+            out.push_str("no tags derived\n");
+        }
+        if report.written {
+            out.push_str(&format!("wrote akms_tags to {}\n", report.task));
+        }
+        out
+    })
 }
