@@ -17,6 +17,7 @@ pub mod config;
 pub mod diag;
 pub mod overlay;
 pub mod schema;
+pub mod search;
 pub mod tags;
 pub mod vault;
 mod yaml;

@@ -148,7 +148,8 @@ pub enum KnowledgeCommand {
     /// The five steps of the spec: global nodes, local nodes (a global node
     /// wins an id collision), code-mirror nodes, the overlay, serialisation
     /// with sorted keys. Identical sources give identical bytes; on any error
-    /// graph.json is left as it was.
+    /// graph.json is left as it was. The nodes' text is then indexed for
+    /// `agents knowledge search` (in $AGENTS_HOME/search/knowledge/).
     Build,
     /// Derive a task's `akms_tags` when its author gave none (spec 4.5): from
     /// its `scope` (nodes whose content_ref, or whose code mirror's
@@ -157,6 +158,19 @@ pub enum KnowledgeCommand {
     /// written back to the task file (atomically) and, with
     /// `tag_derivation.log_derived_tags`, logged with where each came from in
     /// knowledge/logs/tag-derivation.jsonl; a task that has tags keeps them.
+    /// Search the knowledge nodes' text (bodies and content_ref files, as the
+    /// last `build` indexed them) and print the best passages, optionally only
+    /// within a node set (`--node`, repeatable).
+    Search {
+        /// What to look for.
+        text: String,
+        /// Only these nodes (repeatable).
+        #[arg(long = "node", value_name = "ID")]
+        nodes: Vec<String>,
+        /// Most passages to print.
+        #[arg(long, default_value_t = 5)]
+        limit: usize,
+    },
     Tags {
         /// The task record (JSON with task_id, scope, akms_tags, akms_schema, ...).
         #[arg(long, value_name = "FILE.json")]

@@ -103,13 +103,14 @@ fn fr_o01_nfr_r03_no_command_writes_under_the_global_vault() {
     let before = snapshot(&k.vault);
     let vault = k.vault.to_str().unwrap().to_owned();
     let node = k.vault.join("green-operator.md").to_str().unwrap().to_owned();
-    let commands: [&[&str]; 8] = [
+    let commands: [&[&str]; 9] = [
         &["init"],
         &["validate"],
         &["validate", &vault],
         &["validate", &node],
         &["build"],
         &["--json", "build"],
+        &["search", "green operator"],
         &["--repo", &vault, "init"],
         &["--repo", &vault, "build"],
     ];
@@ -398,4 +399,31 @@ fn fr_t05_tags_are_derived_written_back_and_logged() {
     let line = assert_one_error_line(&run(&k, &["tags", "--task", task_arg]));
     assert!(line.contains("akms_tags"), "{line}");
     assert_eq!(vault_before, snapshot(&k.vault));
+}
+
+#[test]
+fn build_indexes_node_text_and_search_returns_passages_scoped_to_a_node_set() {
+    let k = knowledge();
+    // Before a build there is nothing to search.
+    let line = assert_one_error_line(&run(&k, &["search", "derivation"]));
+    assert!(line.contains("agents knowledge build"), "{line}");
+    assert!(run(&k, &["build"]).status.success());
+
+    // The wrapper node's body and its content_ref document are both its text.
+    let out = run(&k, &["--json", "search", "plain document without frontmatter"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let hits = parse(&out.stdout);
+    let first = &hits.as_array().unwrap()[0];
+    assert_eq!(first["node"], "lippmann-schwinger", "{hits:#}");
+    assert!(first["passage"].as_str().unwrap().contains("A plain document without frontmatter"), "{hits:#}");
+    assert_eq!(first["file"], "global-vault/lippmann-schwinger.md", "{hits:#}");
+
+    // Scoped to a node set, other nodes never appear.
+    let scoped = parse(&run(&k, &["--json", "search", "green operator", "--node", "epsilon-regularisation"]).stdout);
+    let nodes: Vec<&str> = scoped.as_array().unwrap().iter().map(|h| h["node"].as_str().unwrap()).collect();
+    assert!(nodes.iter().all(|n| *n == "epsilon-regularisation"), "{scoped:#}");
+
+    // The same sources answer the same way.
+    let again = run(&k, &["--json", "search", "plain document without frontmatter"]);
+    assert_eq!(stdout(&again), stdout(&out));
 }

@@ -72,10 +72,13 @@ pub fn run(settings: &Settings, args: KnowledgeArgs) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        KnowledgeCommand::Search { text, nodes, limit } => search(settings, args.repo.as_deref(), &text, &nodes, limit),
         KnowledgeCommand::Tags { task, dry_run } => tags(settings, args.repo.as_deref(), &task, dry_run),
         KnowledgeCommand::Build => {
             let (layout, options) = resolve(settings, args.repo.as_deref())?;
             let compiled = agents_akms::build(&layout, &options).map_err(into_anyhow)?;
+            let indexed = index_knowledge(settings, &layout, &compiled)?;
+            tracing::info!(documents = indexed, "knowledge indexed for search");
             if !compiled.global_vault_found {
                 printer.note(format!(
                     "note: no global vault at {}; built from local sources only",
@@ -313,6 +316,104 @@ fn tags(settings: &Settings, repo: Option<&Path>, task_path: &Path, dry_run: boo
         }
         if report.written {
             out.push_str(&format!("wrote akms_tags to {}\n", report.task));
+        }
+        out
+    })
+}
+
+/// The directory of the repository's knowledge search index.
+fn knowledge_index(settings: &Settings, layout: &Layout) -> PathBuf {
+    let kind = &settings.config.config().context.backends.text;
+    agents_akms::search::index_dir(&settings.home.root().join("search"), &layout.repo_root).join(kind)
+}
+
+/// Rebuilds the knowledge search index from the compiled graph (it is small:
+/// a rebuild is cheaper than tracking what changed). Returns the document count.
+fn index_knowledge(settings: &Settings, layout: &Layout, compiled: &agents_akms::Compiled) -> anyhow::Result<usize> {
+    let graph: serde_json::Value = serde_json::from_str(&compiled.json)?;
+    let docs = agents_akms::search::documents(layout, &graph);
+    let dir = knowledge_index(settings, layout);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|e| anyhow::anyhow!("cannot clear {}: {e}", dir.display()))?;
+    }
+    let kind = &settings.config.config().context.backends.text;
+    let mut backend = agents_search::open_text_backend(kind, &dir)?;
+    backend.upsert(&docs)?;
+    backend.commit()?;
+    Ok(docs.len())
+}
+
+/// One passage `agents knowledge search` prints.
+#[derive(Serialize)]
+struct Passage {
+    node: String,
+    title: String,
+    file: String,
+    score: f32,
+    passage: String,
+}
+
+/// The paragraph of `body` that holds the most of `words` (the first on a tie).
+fn best_paragraph(body: &str, words: &[String]) -> String {
+    let mut best = ("", 0usize);
+    for paragraph in body.split("\n\n").map(str::trim).filter(|p| !p.is_empty()) {
+        let lower = paragraph.to_lowercase();
+        let hits = words.iter().filter(|w| lower.contains(w.as_str())).count();
+        if hits > best.1 || best.0.is_empty() {
+            best = (paragraph, hits);
+        }
+    }
+    let mut text: String = best.0.chars().take(600).collect();
+    if best.0.chars().count() > 600 {
+        text.push('…');
+    }
+    text
+}
+
+fn search(settings: &Settings, repo: Option<&Path>, text: &str, nodes: &[String], limit: usize) -> anyhow::Result<()> {
+    let (layout, _) = resolve(settings, repo)?;
+    let dir = knowledge_index(settings, &layout);
+    if !dir.exists() {
+        return Err(UsageError(format!(
+            "{}: no knowledge search index yet; run `agents knowledge build` first",
+            layout.repo_root.display()
+        ))
+        .into());
+    }
+    let kind = &settings.config.config().context.backends.text;
+    let backend = agents_search::open_text_backend(kind, &dir)?;
+    // Scoped to a node set: search deep enough that the set's best survive.
+    let deep = if nodes.is_empty() { limit } else { (backend.doc_count()? as usize).max(limit) };
+    let hits = backend.search(text, deep, &agents_search::SearchFilter::default())?;
+    let graph = std::fs::read_to_string(layout.graph_json())
+        .ok()
+        .and_then(|json| serde_json::from_str::<serde_json::Value>(&json).ok())
+        .unwrap_or_default();
+    let docs: std::collections::BTreeMap<String, agents_search::TextDoc> =
+        agents_akms::search::documents(&layout, &graph).into_iter().map(|d| (d.id.clone(), d)).collect();
+    let words = agents_search::code_tokens(text);
+    let passages: Vec<Passage> = hits
+        .into_iter()
+        .filter(|hit| nodes.is_empty() || nodes.contains(&hit.id))
+        .take(limit)
+        .map(|hit| {
+            let doc = docs.get(&hit.id);
+            Passage {
+                title: doc.map(|d| d.name.clone()).unwrap_or_default(),
+                file: hit.path.clone(),
+                score: hit.score,
+                passage: doc.map(|d| best_paragraph(&d.body, &words)).unwrap_or_default(),
+                node: hit.id,
+            }
+        })
+        .collect();
+    settings.printer.emit(&passages, || {
+        let mut out = String::new();
+        for p in &passages {
+            out.push_str(&format!("## {} ({}, {:.2})\n{}\n\n", p.node, p.title, p.score, p.passage));
+        }
+        if passages.is_empty() {
+            out.push_str("no passage matches\n");
         }
         out
     })
