@@ -15,6 +15,7 @@
 pub mod compile;
 pub mod config;
 pub mod diag;
+pub mod migrate;
 pub mod overlay;
 pub mod schema;
 pub mod tags;
