@@ -183,9 +183,8 @@ fn v1_to_v2(sources: &mut Sources) -> Result<Vec<FileChange>, Diagnostic> {
     let mut moved_state: Vec<(String, Mapping)> = Vec::new();
     for node in &mut sources.nodes {
         let file = node.path.as_path();
-        let Some(front) = split_frontmatter(&node.text) else {
-            return Err(Diagnostic::error(ProblemKind::Yaml, file, Some(1), None, "no yaml frontmatter".into()));
-        };
+        // A file without frontmatter is content (for a `content_ref`), not a node.
+        let Some(front) = split_frontmatter(&node.text) else { continue };
         let map = parse_mapping(file, front.yaml, front.first_line)?;
         if map.get("akms_schema").and_then(Yaml::as_str) != Some(FROM) {
             continue;
@@ -374,14 +373,16 @@ mod tests {
     }
 
     #[test]
-    fn v2_nodes_and_v1_nodes_without_experience_are_left_or_only_restamped() {
+    fn v2_nodes_and_content_files_are_left_and_v1_nodes_without_experience_only_restamped() {
         let v2 = V1_NODE.replace("akms_schema: v1", "akms_schema: v2");
         let bare = "---\nid: a\nakms_schema: \"v1\"\n---\nbody\n";
-        let mut s = sources(&[&v2, bare], None);
+        let content = "# Notes\n\nactivations: 3\n";
+        let mut s = sources(&[&v2, bare, content], None);
         let changes = v1_to_v2(&mut s).unwrap();
         assert_eq!(changes, [FileChange { path: "n1.md".into(), moved: vec![] }]);
         assert_eq!(s.nodes[0].text, v2, "local v2 nodes may carry experiential fields (4.1.4)");
         assert_eq!(s.nodes[1].text, "---\nid: a\nakms_schema: \"v2\"\n---\nbody\n");
+        assert_eq!(s.nodes[2].text, content, "a file without frontmatter is content");
         assert_eq!(s.local_state.1, None);
     }
 
