@@ -7,7 +7,8 @@
 //! inside its layer's root; [`schema`], [`overlay`] and [`config`] parse and
 //! validate (collecting every problem as a [`Diagnostic`] naming file, line and
 //! field); [`compile`] runs the five-step merge and writes `graph.json`
-//! atomically. The global vault is only ever read.
+//! atomically; [`migrate`] upgrades older sources to the current schema. The
+//! global vault is only ever read.
 //!
 //! This crate knows nothing of clap or terminal output; configuration (the
 //! global vault's directory) is resolved by the caller and passed in.
@@ -15,6 +16,7 @@
 pub mod compile;
 pub mod config;
 pub mod diag;
+pub mod migrate;
 pub mod overlay;
 pub mod schema;
 pub mod search;

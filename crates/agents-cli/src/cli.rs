@@ -179,6 +179,19 @@ pub enum KnowledgeCommand {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Migrate the repository's knowledge sources to the current schema (spec 8.3).
+    ///
+    /// v1 -> v2 moves the experiential fields (activations, last_activated,
+    /// activated_by_tasks, session_refs) of local and code-mirror nodes into
+    /// knowledge/graph/local_state.yaml and stamps `akms_schema: v2`, keeping
+    /// every other line of the node. Idempotent; plans everything before
+    /// writing anything, and writes each file atomically. Global-vault nodes
+    /// are never written: old ones are reported for migration upstream.
+    Migrate {
+        /// Print the plan (files, fields moved); write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -427,3 +427,77 @@ fn build_indexes_node_text_and_search_returns_passages_scoped_to_a_node_set() {
     let again = run(&k, &["--json", "search", "plain document without frontmatter"]);
     assert_eq!(stdout(&again), stdout(&out));
 }
+
+#[test]
+fn spec_8_3_migrate_moves_v1_experiential_fields_into_the_overlay_idempotently() {
+    let k = knowledge();
+    let vault_before = snapshot(&k.vault);
+    let node = k.repo.join("knowledge/local-nodes/epsilon-regularisation.md");
+    let state = k.repo.join("knowledge/graph/local_state.yaml");
+    let v2_text = std::fs::read_to_string(&node).unwrap();
+    let v1_text = v2_text
+        .replace("activations: 2\nakms_schema: v2", "activations: 2\nlast_activated: 2025-05-01\nakms_schema: v1");
+    std::fs::write(&node, &v1_text).unwrap();
+    assert_eq!(run(&k, &["build"]).status.code(), Some(2), "a v1 node halts the build");
+
+    let before = snapshot(&k.repo);
+    let dry = run(&k, &["migrate", "--dry-run"]);
+    assert!(dry.status.success(), "{}", stderr(&dry));
+    assert_eq!(
+        stdout(&dry),
+        "would migrate knowledge/graph/local_state.yaml\nwould migrate knowledge/local-nodes/epsilon-regularisation.md: moved activations, last_activated to local_state.yaml\nDry run, nothing written (v1-to-v2)\n"
+    );
+    assert_eq!(before, snapshot(&k.repo), "--dry-run writes nothing");
+
+    let out = run(&k, &["--json", "migrate"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = parse(&out.stdout);
+    assert_eq!(report["migrations"], serde_json::json!(["v1-to-v2"]));
+    assert_eq!(report["files"][1]["path"], "knowledge/local-nodes/epsilon-regularisation.md");
+    assert_eq!(report["files"][1]["moved"], serde_json::json!(["activations", "last_activated"]));
+    assert_eq!(report["written"], true);
+    let migrated = std::fs::read_to_string(&node).unwrap();
+    assert_eq!(migrated, v2_text.replace("activations: 2\n", ""), "only the moved lines and the stamp change");
+    let overlay = std::fs::read_to_string(&state).unwrap();
+    let overlay = agents_akms::overlay::parse_local_state(&state, &overlay).unwrap();
+    assert_eq!(overlay.nodes["epsilon-regularisation"]["activations"], 2);
+    assert_eq!(overlay.nodes["epsilon-regularisation"]["last_activated"], "2025-05-01");
+    assert_eq!(overlay.nodes["lippmann-schwinger"]["activations"], 7, "other entries stay");
+
+    let after = snapshot(&k.repo);
+    let again = run(&k, &["--json", "migrate"]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(parse(&again.stdout)["written"], false);
+    assert_eq!(parse(&again.stdout)["files"], serde_json::json!([]));
+    assert_eq!(after, snapshot(&k.repo), "a second run changes nothing");
+
+    let build = run(&k, &["build"]);
+    assert!(build.status.success(), "{}", stderr(&build));
+
+    // A v1 global node is reported for upstream migration, never rewritten.
+    let global = k.vault.join("green-operator.md");
+    let text = std::fs::read_to_string(&global).unwrap().replace("akms_schema: v2", "akms_schema: v1");
+    std::fs::write(&global, text).unwrap();
+    let vault_v1 = snapshot(&k.vault);
+    let out = run(&k, &["--json", "migrate"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(parse(&out.stdout)["upstream"][0], global.to_str().unwrap());
+    let text = run(&k, &["migrate"]);
+    assert!(
+        stderr(&text).contains("green-operator.md: an older schema in the read-only global vault"),
+        "{}",
+        stderr(&text)
+    );
+    assert_eq!(vault_v1, snapshot(&k.vault));
+    std::fs::write(&global, &vault_before[&global]).unwrap();
+    assert_eq!(vault_before, snapshot(&k.vault));
+
+    // Bad input: one error line naming the file, exit 2, nothing written.
+    std::fs::write(&node, v1_text.replace("tags: [green-operator, numerics]", "tags: [green-operator")).unwrap();
+    let before = snapshot(&k.repo);
+    let out = run(&k, &["migrate"]);
+    assert_eq!(out.status.code(), Some(2));
+    let line = assert_one_error_line(&out);
+    assert!(line.contains("knowledge/local-nodes/epsilon-regularisation.md:"), "{line}");
+    assert_eq!(before, snapshot(&k.repo));
+}

@@ -1,4 +1,4 @@
-//! `agents knowledge init|validate|build|tags`: the repository's `knowledge/`
+//! `agents knowledge init|validate|build|tags|migrate`: the repository's `knowledge/`
 //! folder over the global vault (AKMS). Thin: find the repository and the
 //! vault, call `agents_akms`, print.
 
@@ -74,6 +74,7 @@ pub fn run(settings: &Settings, args: KnowledgeArgs) -> anyhow::Result<()> {
         }
         KnowledgeCommand::Search { text, nodes, limit } => search(settings, args.repo.as_deref(), &text, &nodes, limit),
         KnowledgeCommand::Tags { task, dry_run } => tags(settings, args.repo.as_deref(), &task, dry_run),
+        KnowledgeCommand::Migrate { dry_run } => migrate(settings, args.repo.as_deref(), dry_run),
         KnowledgeCommand::Build => {
             let (layout, options) = resolve(settings, args.repo.as_deref())?;
             let compiled = agents_akms::build(&layout, &options).map_err(into_anyhow)?;
@@ -414,6 +415,49 @@ fn search(settings: &Settings, repo: Option<&Path>, text: &str, nodes: &[String]
         }
         if passages.is_empty() {
             out.push_str("no passage matches\n");
+        }
+        out
+    })
+}
+
+/// What `agents knowledge migrate` reports.
+#[derive(Serialize)]
+struct MigrateReport<'a> {
+    #[serde(flatten)]
+    plan: &'a agents_akms::migrate::Plan,
+    /// Whether any file was written (false for --dry-run or nothing to do).
+    written: bool,
+}
+
+fn migrate(settings: &Settings, repo: Option<&Path>, dry_run: bool) -> anyhow::Result<()> {
+    let (layout, _) = resolve(settings, repo)?;
+    let plan = agents_akms::migrate::plan(&layout).map_err(into_anyhow)?;
+    let written = !dry_run && plan.write().map_err(into_anyhow)?;
+    for path in &plan.upstream {
+        settings.printer.note(format!(
+            "warning: {}: an older schema in the read-only global vault; migrate it upstream",
+            path.display()
+        ));
+    }
+    let report = MigrateReport { plan: &plan, written };
+    settings.printer.emit(&report, || {
+        let mut out = String::new();
+        let verb = if dry_run { "would migrate" } else { "migrated" };
+        for file in &plan.files {
+            out.push_str(&format!("{verb} {}", file.path.display()));
+            if !file.moved.is_empty() {
+                out.push_str(&format!(": moved {} to local_state.yaml", file.moved.join(", ")));
+            }
+            out.push('\n');
+        }
+        if plan.files.is_empty() {
+            out.push_str("Nothing to migrate: every local source is at the current schema\n");
+        } else {
+            out.push_str(&format!(
+                "{} ({})\n",
+                if dry_run { "Dry run, nothing written" } else { "Done" },
+                plan.migrations.join(", ")
+            ));
         }
         out
     })
