@@ -1,7 +1,10 @@
 //! Build time of `graph.json` for synthetic vaults of 500 and 20,000 nodes
 //! (`scripts/gen-vault.py`), against references measured in the same run:
 //! reading every source file (the floor any compiler pays) and NetworkX
-//! loading the written graph with `node_link_graph` (when python3 has it).
+//! loading the written graph with `node_link_graph` (when python3 has it);
+//! and the subgraph query (`implementer`, seed tag `tag-5`) on the loaded
+//! graph, against NetworkX computing just the union of the seeds' radius-2
+//! ego graphs (step 3 of the query's nine).
 //!
 //!     cargo bench -p agents-akms --bench build
 //!
@@ -12,11 +15,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use agents_akms::{CompileOptions, Layout, build, compile};
+use agents_akms::{CompileOptions, Layout, PropagationConfig, build, compile};
 
 fn main() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/gen-vault.py");
-    println!("{:>7} {:>10} {:>12} {:>12} {:>14}", "nodes", "read (ms)", "compile (ms)", "build (ms)", "networkx (ms)");
+    println!(
+        "{:>7} {:>10} {:>12} {:>12} {:>14} {:>11} {:>15}",
+        "nodes", "read (ms)", "compile (ms)", "build (ms)", "networkx (ms)", "query (ms)", "nx ego (ms)"
+    );
     for (n, runs) in [(500usize, 20usize), (20_000, 5)] {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let status = Command::new("python3")
@@ -40,8 +46,23 @@ fn main() {
         let built = median(runs, || {
             build(&layout, &options).expect("the synthetic vault builds");
         });
-        let networkx = networkx_ms(&layout.graph_json()).map_or("-".to_owned(), |ms| format!("{ms:.1}"));
-        println!("{n:>7} {:>10.1} {:>12.1} {:>12.1} {networkx:>14}", ms(read), ms(compiled), ms(built));
+        let (networkx, ego) = networkx_ms(&layout.graph_json())
+            .map_or(("-".to_owned(), "-".to_owned()), |(load, ego)| (format!("{load:.1}"), format!("{ego:.2}")));
+        let graph: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(layout.graph_json()).expect("graph.json")).expect("json");
+        let config = PropagationConfig::default();
+        let tags = ["tag-5".to_owned()];
+        let queried = median(runs * 4, || {
+            let s = agents_akms::query::query(&graph, &config, "implementer", &tags).expect("a query");
+            std::hint::black_box(s);
+        });
+        println!(
+            "{n:>7} {:>10.1} {:>12.1} {:>12.1} {networkx:>14} {:>11.2} {ego:>15}",
+            ms(read),
+            ms(compiled),
+            ms(built),
+            ms(queried)
+        );
     }
 }
 
@@ -80,25 +101,35 @@ fn source_files(root: &Path) -> Vec<PathBuf> {
 
 /// Median milliseconds NetworkX takes to load `graph` (json.load plus
 /// node_link_graph), measured inside Python; `None` without networkx.
-fn networkx_ms(graph: &Path) -> Option<f64> {
+/// NetworkX's medians: loading the graph, and the union of the radius-2 ego
+/// graphs of the nodes tagged `tag-5`.
+fn networkx_ms(graph: &Path) -> Option<(f64, f64)> {
     let script = r#"
 import json, sys, time
 import networkx as nx
-times = []
+times, egos = [], []
 for _ in range(5):
     t = time.perf_counter()
     with open(sys.argv[1]) as f:
         data = json.load(f)
     try:
-        nx.node_link_graph(data, edges="links")
+        G = nx.node_link_graph(data, edges="links")
     except TypeError:
-        nx.node_link_graph(data, link="links")
+        G = nx.node_link_graph(data, link="links")
     times.append(time.perf_counter() - t)
-print(sorted(times)[2] * 1000)
+    t = time.perf_counter()
+    seeds = [n for n, a in G.nodes(data=True) if "tag-5" in (a.get("tags") or [])]
+    union = set()
+    for s in seeds:
+        union |= set(nx.ego_graph(G, s, radius=2).nodes)
+    egos.append(time.perf_counter() - t)
+print(sorted(times)[2] * 1000, sorted(egos)[2] * 1000)
 "#;
     let out = Command::new("python3").arg("-c").arg(script).arg(graph).output().ok()?;
     if !out.status.success() {
         return None;
     }
-    String::from_utf8(out.stdout).ok()?.trim().parse().ok()
+    let text = String::from_utf8(out.stdout).ok()?;
+    let mut parts = text.split_whitespace().map(|p| p.parse::<f64>().ok());
+    Some((parts.next()??, parts.next()??))
 }

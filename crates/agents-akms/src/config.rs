@@ -89,11 +89,19 @@ pub struct GraphConfig {
 
 /// A query profile: which edges a role follows, how it ranks, which domains
 /// it prefers or excludes.
+fn default_max_depth() -> u32 {
+    2
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RoleProfile {
     pub edge_types: Vec<EdgeType>,
     pub rank_formula: String,
+    /// Radius of the ego graph around each seed, in edges (the spec names it
+    /// `max_depth` without a key; 2 when not given).
+    #[serde(default = "default_max_depth")]
+    pub max_depth: u32,
     #[serde(default)]
     pub prefer_domains: Vec<String>,
     #[serde(default)]
@@ -128,6 +136,7 @@ impl Default for PropagationConfig {
         let role = |edges: &[EdgeType], formula: &str, exclude: &[&str]| RoleProfile {
             edge_types: edges.to_vec(),
             rank_formula: formula.into(),
+            max_depth: default_max_depth(),
             prefer_domains: Vec::new(),
             exclude_domains: exclude.iter().map(|s| s.to_string()).collect(),
         };
@@ -273,17 +282,20 @@ graph:
 query_roles:
   implementer:
     edge_types: [requires, feeds-into, pitfall]
-    rank_formula: "confidence * activations"
+    rank_formula: "confidence * activations"   # over node attributes: + - * / ( )
+    max_depth: 2               # ego-graph radius around each seed
     prefer_domains: []
     exclude_domains: []
   code_reviewer:
     edge_types: [requires, feeds-into, pitfall]
     rank_formula: "confidence * activations"
+    max_depth: 2
     prefer_domains: []
     exclude_domains: []
   physics_reviewer:
     edge_types: [requires, contradicts]
     rank_formula: "confidence"
+    max_depth: 2
     prefer_domains: []          # e.g. the domains this reviewer should favour
     exclude_domains: [code-mirror]
 
@@ -341,6 +353,14 @@ pub fn parse_config(file: &Path, text: &str) -> Result<PropagationConfig, Vec<Di
                 lines.get("query_roles").copied(),
                 Some(&format!("query_roles.{name}.rank_formula")),
                 "must not be empty".into(),
+            ));
+        } else if let Err(error) = crate::formula::Formula::parse(&role.rank_formula) {
+            problems.push(Diagnostic::error(
+                ProblemKind::InvalidValue,
+                file,
+                lines.get("query_roles").copied(),
+                Some(&format!("query_roles.{name}.rank_formula")),
+                error.to_string(),
             ));
         }
     }

@@ -16,8 +16,10 @@
 pub mod compile;
 pub mod config;
 pub mod diag;
+pub mod formula;
 pub mod migrate;
 pub mod overlay;
+pub mod query;
 pub mod schema;
 pub mod search;
 pub mod tags;

@@ -158,6 +158,22 @@ pub enum KnowledgeCommand {
     /// written back to the task file (atomically) and, with
     /// `tag_derivation.log_derived_tags`, logged with where each came from in
     /// knowledge/logs/tag-derivation.jsonl; a task that has tags keeps them.
+    /// The subgraph for a task (spec 5.3): seed nodes by tag, the ego graph
+    /// around them along the role's edge types, loadable statuses, preferred
+    /// and excluded domains, confidence floors, ranked by the role's formula and
+    /// capped, pitfall nodes injected. Reads knowledge/graph/graph.json.
+    Query {
+        /// Seed tags (comma-separated or repeated).
+        #[arg(long, value_delimiter = ',', value_name = "TAG")]
+        tags: Vec<String>,
+        /// The agent role whose profile applies (query_roles in propagation_config.yaml).
+        #[arg(long, default_value = "implementer")]
+        role: String,
+        /// A task record: its akms_tags seed the query (derived as by `tags` when
+        /// empty, without writing), joined with --tags.
+        #[arg(long, value_name = "FILE.json")]
+        task: Option<PathBuf>,
+    },
     /// Search the knowledge nodes' text (bodies and content_ref files, as the
     /// last `build` indexed them) and print the best passages, optionally only
     /// within a node set (`--node`, repeatable).

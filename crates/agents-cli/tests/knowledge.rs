@@ -103,7 +103,7 @@ fn fr_o01_nfr_r03_no_command_writes_under_the_global_vault() {
     let before = snapshot(&k.vault);
     let vault = k.vault.to_str().unwrap().to_owned();
     let node = k.vault.join("green-operator.md").to_str().unwrap().to_owned();
-    let commands: [&[&str]; 9] = [
+    let commands: [&[&str]; 10] = [
         &["init"],
         &["validate"],
         &["validate", &vault],
@@ -111,6 +111,7 @@ fn fr_o01_nfr_r03_no_command_writes_under_the_global_vault() {
         &["build"],
         &["--json", "build"],
         &["search", "green operator"],
+        &["query", "--tags", "green-operator"],
         &["--repo", &vault, "init"],
         &["--repo", &vault, "build"],
     ];
@@ -500,4 +501,55 @@ fn spec_8_3_migrate_moves_v1_experiential_fields_into_the_overlay_idempotently()
     let line = assert_one_error_line(&out);
     assert!(line.contains("knowledge/local-nodes/epsilon-regularisation.md:"), "{line}");
     assert_eq!(before, snapshot(&k.repo));
+}
+
+#[test]
+fn fr_q02_query_returns_the_roles_subgraph_ranked_and_deterministic() {
+    let k = knowledge();
+    let line = assert_one_error_line(&run(&k, &["query", "--tags", "green-operator"]));
+    assert!(line.contains("agents knowledge build"), "{line}");
+    assert!(run(&k, &["build"]).status.success());
+
+    let out = run(&k, &["--json", "query", "--tags", "green-operator", "--role", "physics_reviewer"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s = parse(&out.stdout);
+    let seeds: Vec<&str> = s["seeds"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert_eq!(seeds, ["epsilon-regularisation", "green-operator", "lippmann-schwinger"]);
+    let nodes: Vec<&str> = s["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["node"].as_str().unwrap_or_else(|| n["id"].as_str().unwrap()))
+        .collect();
+    for seed in &seeds {
+        assert!(nodes.contains(seed), "every seed is kept: {s:#}");
+    }
+    // Ranked best first (physics_reviewer ranks by confidence), ties by id;
+    // the pitfall-connected session node joins after them, regardless of rank.
+    let all = s["nodes"].as_array().unwrap();
+    let ranks: Vec<f64> = all.iter().filter(|n| n["pitfall"] == false).map(|n| n["rank"].as_f64().unwrap()).collect();
+    assert!(ranks.windows(2).all(|w| w[0] >= w[1]), "{ranks:?}");
+    let pitfalls: Vec<&str> = all.iter().filter(|n| n["pitfall"] == true).map(|n| n["id"].as_str().unwrap()).collect();
+    assert_eq!(pitfalls, ["session-phase2-task3"], "{s:#}");
+    assert_eq!(
+        stdout(&run(&k, &["--json", "query", "--tags", "green-operator", "--role", "physics_reviewer"])),
+        stdout(&out)
+    );
+
+    // A task seeds the query with its tags (derived when it has none).
+    let task = k.repo.join("task.json");
+    std::fs::write(
+        &task,
+        r#"{"task_id": "T", "scope": ["docs/lippmann-schwinger-derivation.md"], "akms_tags": [], "akms_schema": "v2"}"#,
+    )
+    .unwrap();
+    let by_task = parse(&run(&k, &["--json", "query", "--task", task.to_str().unwrap()]).stdout);
+    assert!(by_task["tags"].as_array().unwrap().iter().any(|t| t == "green-operator"), "{by_task:#}");
+    assert!(std::fs::read_to_string(&task).unwrap().contains(r#""akms_tags": []"#), "query never writes the task");
+
+    // Bad requests: exit 2, one line.
+    let line = assert_one_error_line(&run(&k, &["query", "--tags", "fft", "--role", "poet"]));
+    assert!(line.contains("unknown role `poet`") && line.contains("implementer"), "{line}");
+    let line = assert_one_error_line(&run(&k, &["query"]));
+    assert!(line.contains("no seed tags"), "{line}");
 }

@@ -72,6 +72,9 @@ pub fn run(settings: &Settings, args: KnowledgeArgs) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        KnowledgeCommand::Query { tags, role, task } => {
+            query(settings, args.repo.as_deref(), tags, &role, task.as_deref())
+        }
         KnowledgeCommand::Search { text, nodes, limit } => search(settings, args.repo.as_deref(), &text, &nodes, limit),
         KnowledgeCommand::Tags { task, dry_run } => tags(settings, args.repo.as_deref(), &task, dry_run),
         KnowledgeCommand::Migrate { dry_run } => migrate(settings, args.repo.as_deref(), dry_run),
@@ -225,23 +228,7 @@ fn tags(settings: &Settings, repo: Option<&Path>, task_path: &Path, dry_run: boo
         let lines: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
         UsageError(lines.join("; "))
     })?;
-    let text = std::fs::read_to_string(task_path)
-        .map_err(|e| UsageError(format!("{}: cannot read the task record: {e}", task_path.display())))?;
-    let mut record: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text).map_err(|e| {
-        UsageError(format!("{}:{}: not a task record (a JSON object): {e}", task_path.display(), e.line()))
-    })?;
-    match record.get("akms_schema").and_then(|v| v.as_str()) {
-        Some(agents_akms::SCHEMA_VERSION) => {}
-        found => {
-            return Err(UsageError(format!(
-                "{}: akms_schema: SchemaVersionError: expected {:?}, found {}",
-                task_path.display(),
-                agents_akms::SCHEMA_VERSION,
-                found.map_or_else(|| "none".to_owned(), |v| format!("{v:?}"))
-            ))
-            .into());
-        }
-    }
+    let mut record = read_task(task_path)?;
     let kept: Vec<String> = match record.get("akms_tags") {
         None | Some(serde_json::Value::Null) => Vec::new(),
         Some(serde_json::Value::Array(items)) => items
@@ -458,6 +445,96 @@ fn migrate(settings: &Settings, repo: Option<&Path>, dry_run: bool) -> anyhow::R
                 if dry_run { "Dry run, nothing written" } else { "Done" },
                 plan.migrations.join(", ")
             ));
+        }
+        out
+    })
+}
+
+/// The task record at `path`, checked for `akms_schema: v2`.
+fn read_task(path: &Path) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UsageError(format!("{}: cannot read the task record: {e}", path.display())))?;
+    let record: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text)
+        .map_err(|e| UsageError(format!("{}:{}: not a task record (a JSON object): {e}", path.display(), e.line())))?;
+    match record.get("akms_schema").and_then(|v| v.as_str()) {
+        Some(agents_akms::SCHEMA_VERSION) => Ok(record),
+        found => Err(UsageError(format!(
+            "{}: akms_schema: SchemaVersionError: expected {:?}, found {}",
+            path.display(),
+            agents_akms::SCHEMA_VERSION,
+            found.map_or_else(|| "none".to_owned(), |v| format!("{v:?}"))
+        ))
+        .into()),
+    }
+}
+
+fn query(
+    settings: &Settings,
+    repo: Option<&Path>,
+    mut tags: Vec<String>,
+    role: &str,
+    task: Option<&Path>,
+) -> anyhow::Result<()> {
+    let (layout, _) = resolve(settings, repo)?;
+    let config = agents_akms::read_config(&layout).map_err(|diagnostics| {
+        let lines: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+        UsageError(lines.join("; "))
+    })?;
+    let path = layout.graph_json();
+    let json = std::fs::read_to_string(&path).map_err(|_| {
+        UsageError(format!(
+            "{}: no compiled graph; run `agents knowledge build` first",
+            layout.display(&path).display()
+        ))
+    })?;
+    let graph: serde_json::Value = serde_json::from_str(&json)
+        .map_err(|e| UsageError(format!("{}:{}: not a compiled graph: {e}", path.display(), e.line())))?;
+    if let Some(task) = task {
+        let record = read_task(task)?;
+        let given: Vec<String> = record
+            .get("akms_tags")
+            .and_then(|v| v.as_array())
+            .map(|a| a.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default();
+        if given.is_empty() {
+            let text = agents_akms::tags::TaskText::from_record(&record);
+            tags.extend(
+                agents_akms::tags::derive_tags(&graph, &text, &config.tag_derivation).into_iter().map(|d| d.tag),
+            );
+        } else {
+            tags.extend(given);
+        }
+    }
+    let subgraph = agents_akms::query::query(&graph, &config, role, &tags).map_err(|e| UsageError(e.to_string()))?;
+    settings.printer.emit(&subgraph, || {
+        let mut t = crate::output::table(&["rank", "node", "title", "domain", "confidence", "hops", ""]);
+        for n in &subgraph.nodes {
+            let flag = if n.seed {
+                "seed"
+            } else if n.pitfall {
+                "pitfall"
+            } else {
+                ""
+            };
+            t.add_row(vec![
+                format!("{:.3}", n.rank),
+                n.id.clone(),
+                n.title.clone(),
+                n.domain.clone(),
+                format!("{:.2}", n.confidence),
+                n.hops.to_string(),
+                flag.to_owned(),
+            ]);
+        }
+        let mut out = format!(
+            "{} for tags {}: {} seeds, {} nodes\n{t}\n",
+            subgraph.role,
+            subgraph.tags.join(", "),
+            subgraph.seeds.len(),
+            subgraph.nodes.len()
+        );
+        for (step, ids) in &subgraph.excluded {
+            out.push_str(&format!("left out by {step}: {}\n", ids.join(", ")));
         }
         out
     })

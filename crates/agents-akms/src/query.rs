@@ -1,0 +1,340 @@
+//! The subgraph query (spec 5.3): given seed tags and an agent role, the
+//! ranked set of nodes a loadout is built from. Over the compiled node-link
+//! JSON (`graph.json`'s shape), in the spec's nine steps:
+//!
+//! 1. the role's profile from `query_roles` (configurable, no code change);
+//! 2. seeds: nodes carrying any of the tags;
+//! 3. and 5. the ego graph of radius `max_depth` around each seed, strictly
+//!    seed-anchored: only paths along the profile's edge types (out-edges,
+//!    as NetworkX's `ego_graph` on a directed graph), seeds always kept;
+//! 4. loadable statuses only (`tentative`, `established`);
+//! 6. `prefer_domains` multiply the rank by 1.5, `exclude_domains` remove;
+//! 7. nodes below their `confidence_floor`, else below
+//!    `loadout.min_confidence_threshold`, are left out;
+//! 8. ranked by the profile's `rank_formula` (see [`crate::formula`]), ties
+//!    by id, capped at `loadout.max_nodes_per_loadout`;
+//! 9. pitfall injection: nodes a selected node has a `pitfall` edge to join
+//!    regardless of rank, up to `loadout.max_pitfall_nodes`.
+//!
+//! Deterministic (NFR-D01): every list is sorted, every tie broken by id.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::config::PropagationConfig;
+use crate::formula::{Formula, FormulaError};
+
+/// Statuses a loadout may include.
+pub const LOADABLE_STATUSES: [&str; 2] = ["tentative", "established"];
+/// Rank multiplier of a preferred domain.
+pub const PREFERRED_BOOST: f64 = 1.5;
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error("unknown role `{role}`; query_roles defines: {known}")]
+    UnknownRole { role: String, known: String },
+    #[error("query_roles.{role}.rank_formula: {error}")]
+    Formula { role: String, error: FormulaError },
+    #[error("no seed tags: give --tags or a task with akms_tags")]
+    NoTags,
+}
+
+/// One node of the result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Selected {
+    pub id: String,
+    pub title: String,
+    pub domain: String,
+    pub status: String,
+    pub confidence: f64,
+    pub rank: f64,
+    /// Edges from the nearest seed (0 for a seed).
+    pub hops: u32,
+    pub seed: bool,
+    /// Joined through a pitfall edge (step 9), regardless of rank.
+    pub pitfall: bool,
+}
+
+/// What a query returns.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Subgraph {
+    pub role: String,
+    pub tags: Vec<String>,
+    pub seeds: Vec<String>,
+    /// Ranked nodes (best first), then the pitfall nodes.
+    pub nodes: Vec<Selected>,
+    /// Nodes reached but left out, by the step that left them out.
+    pub excluded: BTreeMap<String, Vec<String>>,
+}
+
+fn attributes(node: &Value) -> &Map<String, Value> {
+    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    node.as_object().unwrap_or_else(|| EMPTY.get_or_init(Map::new))
+}
+
+fn text<'a>(node: &'a Map<String, Value>, key: &str) -> &'a str {
+    node.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn number(node: &Map<String, Value>, key: &str) -> Option<f64> {
+    node.get(key).and_then(Value::as_f64)
+}
+
+/// Runs the query for `role` seeded by `tags` over the compiled `graph`.
+pub fn query(graph: &Value, config: &PropagationConfig, role: &str, tags: &[String]) -> Result<Subgraph, QueryError> {
+    // 1. The profile.
+    let profile = config.query_roles.get(role).ok_or_else(|| QueryError::UnknownRole {
+        role: role.to_owned(),
+        known: config.query_roles.keys().cloned().collect::<Vec<_>>().join(", "),
+    })?;
+    let formula =
+        Formula::parse(&profile.rank_formula).map_err(|error| QueryError::Formula { role: role.to_owned(), error })?;
+    let tags: Vec<String> = tags
+        .iter()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if tags.is_empty() {
+        return Err(QueryError::NoTags);
+    }
+    let nodes: BTreeMap<&str, &Map<String, Value>> = graph["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| Some((n.get("id")?.as_str()?, attributes(n))))
+        .collect();
+    let edge_types: BTreeSet<&str> = profile.edge_types.iter().map(|e| e.as_str()).collect();
+    let mut out_edges: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
+    for link in graph["links"].as_array().into_iter().flatten() {
+        let (Some(source), Some(target)) = (link["source"].as_str(), link["target"].as_str()) else { continue };
+        let kind = link["type"].as_str().unwrap_or_default();
+        out_edges.entry(source).or_default().push((target, kind));
+    }
+    for edges in out_edges.values_mut() {
+        edges.sort_unstable();
+    }
+
+    // 2. Seeds.
+    let wanted: BTreeSet<&str> = tags.iter().map(String::as_str).collect();
+    let seeds: Vec<&str> = nodes
+        .iter()
+        .filter(|(_, n)| {
+            n.get("tags")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .any(|t| wanted.contains(t))
+        })
+        .map(|(id, _)| *id)
+        .collect();
+
+    // 3. + 5. Seed-anchored ego graph along the profile's edge types.
+    let mut hops: BTreeMap<&str, u32> = seeds.iter().map(|s| (*s, 0)).collect();
+    let mut queue: VecDeque<&str> = seeds.iter().copied().collect();
+    while let Some(id) = queue.pop_front() {
+        let depth = hops[id];
+        if depth >= profile.max_depth {
+            continue;
+        }
+        for (target, kind) in out_edges.get(id).into_iter().flatten() {
+            if edge_types.contains(kind) && nodes.contains_key(target) && !hops.contains_key(target) {
+                hops.insert(target, depth + 1);
+                queue.push_back(target);
+            }
+        }
+    }
+
+    // 4., 6., 7. Filters, each recording what it left out.
+    let mut excluded: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let floor = config.loadout.min_confidence_threshold;
+    let mut candidates: Vec<Selected> = Vec::new();
+    for (&id, &depth) in &hops {
+        let node = nodes[id];
+        let status = text(node, "status");
+        let domain = text(node, "domain");
+        let confidence = number(node, "confidence").unwrap_or(0.0);
+        let why = if !LOADABLE_STATUSES.contains(&status) {
+            Some("status")
+        } else if profile.exclude_domains.iter().any(|d| d == domain) {
+            Some("exclude_domains")
+        } else if confidence < number(node, "confidence_floor").unwrap_or(floor) {
+            Some("confidence")
+        } else {
+            None
+        };
+        if let Some(step) = why {
+            excluded.entry(step.to_owned()).or_default().push(id.to_owned());
+            continue;
+        }
+        let mut rank = formula.eval(node);
+        if profile.prefer_domains.iter().any(|d| d == domain) {
+            rank *= PREFERRED_BOOST;
+        }
+        candidates.push(Selected {
+            id: id.to_owned(),
+            title: text(node, "title").to_owned(),
+            domain: domain.to_owned(),
+            status: status.to_owned(),
+            confidence,
+            rank,
+            hops: depth,
+            seed: depth == 0,
+            pitfall: false,
+        });
+    }
+
+    // 8. Rank, ties by id; cap.
+    candidates.sort_by(|a, b| b.rank.total_cmp(&a.rank).then_with(|| a.id.cmp(&b.id)));
+    let cap = config.loadout.max_nodes_per_loadout as usize;
+    let mut selected: Vec<Selected> = Vec::new();
+    for candidate in candidates {
+        if selected.len() < cap {
+            selected.push(candidate);
+        } else {
+            excluded.entry("max_nodes_per_loadout".to_owned()).or_default().push(candidate.id);
+        }
+    }
+
+    // 9. Pitfall injection.
+    let chosen: BTreeSet<String> = selected.iter().map(|s| s.id.clone()).collect();
+    let mut pitfalls: Vec<Selected> = Vec::new();
+    let reached: BTreeSet<&str> = selected
+        .iter()
+        .flat_map(|s| out_edges.get(s.id.as_str()).into_iter().flatten())
+        .filter(|(target, kind)| *kind == "pitfall" && !chosen.contains(*target))
+        .map(|(target, _)| *target)
+        .collect();
+    for id in reached {
+        let Some(node) = nodes.get(id) else { continue };
+        pitfalls.push(Selected {
+            id: id.to_owned(),
+            title: text(node, "title").to_owned(),
+            domain: text(node, "domain").to_owned(),
+            status: text(node, "status").to_owned(),
+            confidence: number(node, "confidence").unwrap_or(0.0),
+            rank: formula.eval(node),
+            hops: hops.get(id).copied().unwrap_or(1),
+            seed: false,
+            pitfall: true,
+        });
+    }
+    pitfalls.sort_by(|a, b| b.rank.total_cmp(&a.rank).then_with(|| a.id.cmp(&b.id)));
+    pitfalls.truncate(config.loadout.max_pitfall_nodes as usize);
+    // Nodes left out by the cap but joined as pitfalls are no longer left out.
+    for p in &pitfalls {
+        for ids in excluded.values_mut() {
+            ids.retain(|id| *id != p.id);
+        }
+    }
+    excluded.retain(|_, ids| !ids.is_empty());
+    selected.extend(pitfalls);
+    Ok(Subgraph {
+        role: role.to_owned(),
+        tags,
+        seeds: seeds.into_iter().map(str::to_owned).collect(),
+        nodes: selected,
+        excluded,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// a (seed) -requires-> b -requires-> c -requires-> d; a -contradicts-> x;
+    /// b -pitfall-> s (session); a -feeds-into-> m (code-mirror domain).
+    fn graph() -> Value {
+        let node = |id: &str, tags: &[&str], domain: &str, status: &str, confidence: f64, activations: u32| {
+            json!({"id": id, "title": id.to_uppercase(), "tags": tags, "domain": domain, "status": status,
+                   "confidence": confidence, "activations": activations})
+        };
+        json!({
+            "nodes": [
+                node("a", &["fft"], "fft", "established", 0.9, 2),
+                node("b", &[], "fft", "tentative", 0.8, 5),
+                node("c", &[], "numerics", "established", 0.7, 1),
+                node("d", &[], "fft", "established", 0.9, 9),
+                node("x", &[], "physics", "established", 0.9, 1),
+                node("s", &[], "session", "established", 1.0, 0),
+                node("m", &[], "code-mirror", "established", 1.0, 0),
+                node("old", &["fft"], "fft", "deprecated", 0.9, 1),
+                node("weak", &["fft"], "fft", "established", 0.2, 1),
+            ],
+            "links": [
+                {"source": "a", "target": "b", "type": "requires"},
+                {"source": "b", "target": "c", "type": "requires"},
+                {"source": "c", "target": "d", "type": "requires"},
+                {"source": "a", "target": "x", "type": "contradicts"},
+                {"source": "b", "target": "s", "type": "pitfall"},
+                {"source": "a", "target": "m", "type": "feeds-into"},
+            ]
+        })
+    }
+
+    fn ids(s: &Subgraph) -> Vec<&str> {
+        s.nodes.iter().map(|n| n.id.as_str()).collect()
+    }
+
+    #[test]
+    fn fr_q02_three_roles_are_defined() {
+        let config = PropagationConfig::default();
+        for role in ["implementer", "code_reviewer", "physics_reviewer"] {
+            assert!(config.query_roles.contains_key(role), "{role}");
+        }
+    }
+
+    #[test]
+    fn implementer_follows_its_edge_types_within_the_radius_and_ranks_by_its_formula() {
+        let config = PropagationConfig::default();
+        let s = query(&graph(), &config, "implementer", &["fft".into()]).unwrap();
+        assert_eq!(s.seeds, ["a", "old", "weak"]);
+        // Radius 2 along requires/feeds-into/pitfall: b, c, m, s; not d (3 hops),
+        // not x (contradicts). Ranked by confidence * activations, ties by id.
+        assert_eq!(ids(&s), ["b", "a", "c", "m", "s"]);
+        assert_eq!(s.excluded["status"], ["old"]);
+        assert_eq!(s.excluded["confidence"], ["weak"]);
+        let b = &s.nodes[0];
+        assert_eq!((b.rank, b.hops, b.seed), (4.0, 1, false));
+    }
+
+    #[test]
+    fn fr_q04_only_the_physics_reviewer_follows_contradicts_and_excludes_code_mirror() {
+        let config = PropagationConfig::default();
+        let s = query(&graph(), &config, "physics_reviewer", &["fft".into()]).unwrap();
+        assert!(ids(&s).contains(&"x") && !ids(&s).contains(&"m"), "{:?}", ids(&s));
+        let s = query(&graph(), &config, "implementer", &["fft".into()]).unwrap();
+        assert!(!ids(&s).contains(&"x"));
+    }
+
+    #[test]
+    fn preferred_domains_boost_excluded_domains_leave_and_the_cap_holds() {
+        let mut config = PropagationConfig::default();
+        let role = config.query_roles.get_mut("implementer").unwrap();
+        role.prefer_domains = vec!["numerics".into()];
+        role.exclude_domains = vec!["code-mirror".into()];
+        config.loadout.max_nodes_per_loadout = 2;
+        let s = query(&graph(), &config, "implementer", &["fft".into()]).unwrap();
+        // c: 0.7 * 1 * 1.5 = 1.05 passes a (1.8)? No: b 4.0, a 1.8 fill the cap;
+        // s joins through b's pitfall edge regardless of the cap.
+        assert_eq!(ids(&s), ["b", "a", "s"]);
+        assert!(s.nodes[2].pitfall);
+        assert_eq!(s.excluded["max_nodes_per_loadout"], ["c"]);
+        assert_eq!(s.excluded["exclude_domains"], ["m"]);
+    }
+
+    #[test]
+    fn nfr_d01_the_same_query_gives_the_same_answer_and_bad_requests_are_errors() {
+        let config = PropagationConfig::default();
+        let a = query(&graph(), &config, "implementer", &["fft".into(), "fft".into()]).unwrap();
+        let b = query(&graph(), &config, "implementer", &["fft".into()]).unwrap();
+        assert_eq!(a, b);
+        assert!(matches!(query(&graph(), &config, "poet", &["fft".into()]), Err(QueryError::UnknownRole { .. })));
+        assert!(matches!(query(&graph(), &config, "implementer", &[]), Err(QueryError::NoTags)));
+    }
+}
