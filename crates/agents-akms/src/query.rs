@@ -304,6 +304,23 @@ mod tests {
     }
 
     #[test]
+    fn fr_g04_ur_02_draft_and_deprecated_nodes_are_graph_citizens_but_never_selected() {
+        let mut g = graph();
+        g["nodes"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"id": "draft", "tags": ["fft"], "status": "draft", "confidence": 0.9}));
+        g["links"].as_array_mut().unwrap().push(json!({"source": "a", "target": "draft", "type": "requires"}));
+        for role in ["implementer", "code_reviewer", "physics_reviewer"] {
+            let s = query(&g, &PropagationConfig::default(), role, &["fft".into()]).unwrap();
+            // Seeded and reached, yet left out at the status step, as deprecated ones are.
+            assert!(s.seeds.contains(&"draft".to_owned()));
+            assert!(!ids(&s).contains(&"draft") && !ids(&s).contains(&"old"), "{role}: {:?}", ids(&s));
+            assert_eq!(s.excluded["status"], ["draft", "old"], "{role}");
+        }
+    }
+
+    #[test]
     fn fr_q04_only_the_physics_reviewer_follows_contradicts_and_excludes_code_mirror() {
         let config = PropagationConfig::default();
         let s = query(&graph(), &config, "physics_reviewer", &["fft".into()]).unwrap();

@@ -343,7 +343,7 @@ print("networkx", nx.__version__, "ok")
 }
 
 #[test]
-fn fr_t05_tags_are_derived_written_back_and_logged() {
+fn fr_t04_fr_t05_tags_are_derived_written_back_and_logged() {
     let k = knowledge();
     let task = k.repo.join("task.json");
     std::fs::write(
