@@ -6,17 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{agents, assert_one_error_line, dirs, parse, stdout};
-
-fn ok(home: &Path, args: &[&str]) -> String {
-    let out = agents(home).args(args).output().unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    stdout(&out)
-}
-
-fn json(home: &Path, args: &[&str]) -> serde_json::Value {
-    parse(ok(home, &[&["--json"], args].concat()).as_bytes())
-}
+use common::{agents, assert_one_error_line, dirs, json, ok, parse};
 
 /// `agents --json context add ARGS` with `text` on stdin; returns the entry.
 fn add(home: &Path, args: &[&str], text: &str) -> serde_json::Value {

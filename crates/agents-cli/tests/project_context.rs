@@ -5,18 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{agents, assert_one_error_line, dirs, parse, stdout};
-
-/// Runs `agents ARGS` and asserts it succeeded.
-fn ok(home: &Path, args: &[&str]) -> String {
-    let out = agents(home).args(args).output().unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    stdout(&out)
-}
-
-fn json(home: &Path, args: &[&str]) -> serde_json::Value {
-    parse(ok(home, &[&["--json"], args].concat()).as_bytes())
-}
+use common::{agents, assert_one_error_line, dirs, json, ok};
 
 /// A home with project `web`.
 fn home_with_project() -> common::Dirs {

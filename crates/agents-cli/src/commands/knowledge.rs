@@ -224,10 +224,7 @@ struct TagsReport {
 
 fn tags(settings: &Settings, repo: Option<&Path>, task_path: &Path, dry_run: bool) -> anyhow::Result<()> {
     let (layout, options) = resolve(settings, repo)?;
-    let config = agents_akms::read_config(&layout).map_err(|diagnostics| {
-        let lines: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
-        UsageError(lines.join("; "))
-    })?;
+    let config = read_config(&layout)?;
     let mut record = read_task(task_path)?;
     let kept: Vec<String> = match record.get("akms_tags") {
         None | Some(serde_json::Value::Null) => Vec::new(),
@@ -450,6 +447,14 @@ fn migrate(settings: &Settings, repo: Option<&Path>, dry_run: bool) -> anyhow::R
     })
 }
 
+/// The repository's propagation config; its problems are bad input.
+fn read_config(layout: &Layout) -> anyhow::Result<agents_akms::PropagationConfig> {
+    agents_akms::read_config(layout).map_err(|diagnostics| {
+        let lines: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+        UsageError(lines.join("; ")).into()
+    })
+}
+
 /// The task record at `path`, checked for `akms_schema: v2`.
 fn read_task(path: &Path) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
     let text = std::fs::read_to_string(path)
@@ -476,10 +481,7 @@ fn query(
     task: Option<&Path>,
 ) -> anyhow::Result<()> {
     let (layout, _) = resolve(settings, repo)?;
-    let config = agents_akms::read_config(&layout).map_err(|diagnostics| {
-        let lines: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
-        UsageError(lines.join("; "))
-    })?;
+    let config = read_config(&layout)?;
     let path = layout.graph_json();
     let json = std::fs::read_to_string(&path).map_err(|_| {
         UsageError(format!(

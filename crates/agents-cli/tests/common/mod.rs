@@ -93,3 +93,16 @@ pub fn git(repo: &Path, args: &[&str], n: usize) -> String {
     assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// Runs `agents ARGS` with `$AGENTS_HOME` at `home` and asserts it succeeded;
+/// returns stdout.
+pub fn ok(home: &Path, args: &[&str]) -> String {
+    let out = agents(home).args(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    stdout(&out)
+}
+
+/// [`ok`] with `--json`, parsed.
+pub fn json(home: &Path, args: &[&str]) -> serde_json::Value {
+    parse(ok(home, &[&["--json"], args].concat()).as_bytes())
+}
