@@ -52,6 +52,10 @@ pub struct Compiled {
     pub global_vault_found: bool,
     /// Warnings (errors stop compilation).
     pub warnings: Vec<Diagnostic>,
+    /// The file each node was read from (as shown in messages: relative to
+    /// the repository when inside it); session nodes are left out.
+    #[serde(skip)]
+    pub files: BTreeMap<String, PathBuf>,
 }
 
 /// A node of the merged graph with the file it came from.
@@ -539,6 +543,7 @@ fn run(layout: &Layout, options: &CompileOptions) -> (Option<Compiled>, Vec<Diag
     let mut text = serde_json::to_string_pretty(&sorted(graph)).expect("json values serialise");
     text.push('\n');
     let warnings = diagnostics.clone();
+    let files = order.iter().filter(|m| !m.session).map(|m| (m.node.id.clone(), m.file.clone())).collect();
     let compiled = Compiled {
         json: text,
         node_count: order.len(),
@@ -546,6 +551,7 @@ fn run(layout: &Layout, options: &CompileOptions) -> (Option<Compiled>, Vec<Diag
         nodes_by_origin,
         global_vault_found,
         warnings,
+        files,
     };
     (Some(compiled), diagnostics)
 }

@@ -7,7 +7,9 @@
 //! inside its layer's root; [`schema`], [`overlay`] and [`config`] parse and
 //! validate (collecting every problem as a [`Diagnostic`] naming file, line and
 //! field); [`compile`] runs the five-step merge and writes `graph.json`
-//! atomically; [`migrate`] upgrades older sources to the current schema. The
+//! atomically; [`evidence`] and [`update`] fold AgentMemory and PCD evidence
+//! into the overlay and local nodes, [`health`] reports on the result;
+//! [`migrate`] upgrades older sources to the current schema. The
 //! global vault is only ever read.
 //!
 //! This crate knows nothing of clap or terminal output; configuration (the
@@ -16,13 +18,16 @@
 pub mod compile;
 pub mod config;
 pub mod diag;
+pub mod evidence;
 pub mod formula;
+pub mod health;
 pub mod migrate;
 pub mod overlay;
 pub mod query;
 pub mod schema;
 pub mod search;
 pub mod tags;
+pub mod update;
 pub mod vault;
 mod yaml;
 

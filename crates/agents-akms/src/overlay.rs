@@ -149,6 +149,58 @@ pub fn parse_local_state(file: &Path, text: &str) -> Result<LocalState, Vec<Diag
     Ok(LocalState { repo_id: typed.repo_id, nodes, local_edges, session_nodes: typed.session_nodes, lines })
 }
 
+/// The overlay as YAML text that [`parse_local_state`] reads back to the
+/// same state: keys sorted, `suppressed_edges: []`. Comments are not kept
+/// (the file is written by the update step only, spec 4.2).
+pub fn render_local_state(state: &LocalState) -> String {
+    let nodes: serde_json::Map<String, Json> = state
+        .nodes
+        .iter()
+        .map(|(id, attributes)| (id.clone(), Json::Object(attributes.clone().into_iter().collect())))
+        .collect();
+    let edges: Vec<Json> = state
+        .local_edges
+        .iter()
+        .map(|(from, edge)| {
+            let mut e = serde_json::json!({
+                "from": from,
+                "to": edge.to,
+                "type": edge.kind.as_str(),
+                "weight": edge.weight,
+            });
+            if let Some(note) = &edge.note {
+                e["note"] = Json::from(note.clone());
+            }
+            e
+        })
+        .collect();
+    let sessions: serde_json::Map<String, Json> = state
+        .session_nodes
+        .iter()
+        .map(|(id, s)| {
+            let entry = serde_json::json!({
+                "title": s.title,
+                "tags": s.tags,
+                "outcome": s.outcome,
+                "content_ref": s.content_ref,
+                "phase": s.phase,
+            });
+            (id.clone(), entry)
+        })
+        .collect();
+    let mut file = serde_json::json!({
+        "akms_schema": crate::yaml::SCHEMA_VERSION,
+        "nodes": nodes,
+        "local_edges": edges,
+        "session_nodes": sessions,
+        "suppressed_edges": [],
+    });
+    if let Some(repo_id) = &state.repo_id {
+        file["repo_id"] = Json::from(repo_id.clone());
+    }
+    yaml_serde::to_string(&crate::yaml::sorted(file)).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,6 +209,22 @@ mod tests {
 
     fn errors(text: &str) -> Vec<String> {
         parse_local_state(Path::new("local_state.yaml"), text).unwrap_err().iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn nfr_i05_rendered_overlay_reads_back_to_the_same_state() {
+        let state = parse_local_state(Path::new("local_state.yaml"), EXAMPLE).unwrap();
+        let text = render_local_state(&state);
+        let again = parse_local_state(Path::new("local_state.yaml"), &text).unwrap();
+        assert_eq!(
+            (&state.nodes, &state.session_nodes, &state.repo_id),
+            (&again.nodes, &again.session_nodes, &again.repo_id)
+        );
+        let edges = |s: &LocalState| -> Vec<(String, String, f64)> {
+            s.local_edges.iter().map(|(f, e)| (f.clone(), e.to.clone(), e.weight)).collect()
+        };
+        assert_eq!(edges(&state), edges(&again));
+        assert_eq!(render_local_state(&again), text, "rendering is stable");
     }
 
     #[test]

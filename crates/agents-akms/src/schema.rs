@@ -11,7 +11,7 @@
 //!   `activated_by_tasks`, `session_refs`, `auto_update`), no
 //!   `source: generated`, no reserved domain;
 //! - local (4.1.4): `source` is `agent` or `human`; an agent-written node is
-//!   `tentative` and has a `content_draft` section (a Markdown heading named
+//!   `tentative` when written (a human may promote or suppress it) and has a `content_draft` section (a Markdown heading named
 //!   `content_draft`) in its body;
 //! - code mirror (4.7): `domain: code-mirror`, `status: established`,
 //!   `confidence: 1.0`, `source: generated`, `auto_update: true`,
@@ -207,21 +207,18 @@ pub fn parse_node(file: &Path, text: &str, layer: Layer) -> (Option<Node>, Vec<D
             {
                 check.invalid("source", format!("`{source}` is not allowed in local-nodes/ (agent or human)"));
             }
-            if source.as_deref() == Some("agent") {
-                if let Some(status) = &status
-                    && status != "tentative"
-                {
-                    check.invalid("status", format!("an agent-written node is tentative, not `{status}`"));
-                }
-                if !has_content_draft(front.body) {
-                    check.problems.push(Diagnostic::error(
-                        ProblemKind::MissingField,
-                        file,
-                        None,
-                        Some("content_draft"),
-                        "an agent-written node needs a `content_draft` section (a `## content_draft` heading) marking its content as agent-authored".into(),
-                    ));
-                }
+            // An agent writes its nodes `tentative` (the updater guarantees
+            // it, FR-M04); a human may then promote one to `established` or
+            // suppress it as `draft` (4.1.4, FR-R03, FR-R04), so every status
+            // is valid here.
+            if source.as_deref() == Some("agent") && !has_content_draft(front.body) {
+                check.problems.push(Diagnostic::error(
+                    ProblemKind::MissingField,
+                    file,
+                    None,
+                    Some("content_draft"),
+                    "an agent-written node needs a `content_draft` section (a `## content_draft` heading) marking its content as agent-authored".into(),
+                ));
             }
         }
         Layer::CodeMirror => {
@@ -615,8 +612,11 @@ mod tests {
         assert!(got[0].contains("content_draft"), "{got:?}");
         let drafted = agent.replace("body\n", "## content_draft\nthe agent wrote this\n");
         assert!(problems(&drafted, Layer::Local).is_empty());
-        let established = drafted.replace("status: tentative", "status: established");
-        assert!(problems(&established, Layer::Local)[0].contains("status: an agent-written node is tentative"));
+        // A human promotes (FR-R03) or suppresses (FR-R04) an agent's node.
+        for status in ["established", "draft"] {
+            let changed = drafted.replace("status: tentative", &format!("status: {status}"));
+            assert!(problems(&changed, Layer::Local).is_empty());
+        }
     }
 
     #[test]

@@ -208,6 +208,43 @@ pub enum KnowledgeCommand {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Fold evidence into the graph (spec 5.5): AgentMemory and PCD files
+    /// under knowledge/, validated first (nothing is written when one is
+    /// malformed), then confidence decay, propagation and recovery, pitfall
+    /// edges, session nodes and deduplicated tentative nodes in local-nodes/;
+    /// graph.json is recompiled. A document already applied is skipped.
+    Update {
+        /// AgentMemory or PCD files (knowledge/sessions/*.md).
+        #[arg(required = true)]
+        documents: Vec<PathBuf>,
+    },
+    /// The health report (spec 5.7): degraded and flagged nodes, tentative
+    /// nodes, dedup events, drift, id collisions, orphaned and stale nodes,
+    /// blocked tasks, orphaned overlay entries, and a table of those nodes.
+    Status {
+        /// Report the events of this phase (default: the latest updated).
+        #[arg(long)]
+        phase: Option<i64>,
+    },
+    /// The review report of a phase (FR-R01): new tentative nodes, dedup
+    /// events, degraded nodes, new pitfalls, blocked tasks, id collisions,
+    /// with confidence (default and local) and status per node.
+    Review {
+        /// The phase to review (default: the latest updated).
+        #[arg(long)]
+        phase: Option<i64>,
+    },
+    /// Promote a tentative local node to established (FR-R03); moving it to
+    /// the global vault stays a manual step.
+    Promote {
+        /// The node id.
+        id: String,
+    },
+    /// Mark a node draft so no loadout includes it, deleting nothing (FR-R04).
+    Suppress {
+        /// The node id.
+        id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,4 +1,5 @@
-//! `agents knowledge init|validate|build|tags|migrate`: the repository's `knowledge/`
+//! `agents knowledge init|validate|build|tags|migrate` (update, status,
+//! review, promote and suppress are in `feedback`): the repository's `knowledge/`
 //! folder over the global vault (AKMS). Thin: find the repository and the
 //! vault, call `agents_akms`, print.
 
@@ -78,6 +79,15 @@ pub fn run(settings: &Settings, args: KnowledgeArgs) -> anyhow::Result<()> {
         KnowledgeCommand::Search { text, nodes, limit } => search(settings, args.repo.as_deref(), &text, &nodes, limit),
         KnowledgeCommand::Tags { task, dry_run } => tags(settings, args.repo.as_deref(), &task, dry_run),
         KnowledgeCommand::Migrate { dry_run } => migrate(settings, args.repo.as_deref(), dry_run),
+        KnowledgeCommand::Update { documents } => super::feedback::update(settings, args.repo.as_deref(), &documents),
+        KnowledgeCommand::Status { phase } => super::feedback::report(settings, args.repo.as_deref(), phase, false),
+        KnowledgeCommand::Review { phase } => super::feedback::report(settings, args.repo.as_deref(), phase, true),
+        KnowledgeCommand::Promote { id } => {
+            super::feedback::set_status(settings, args.repo.as_deref(), &id, agents_akms::update::Review::Promote)
+        }
+        KnowledgeCommand::Suppress { id } => {
+            super::feedback::set_status(settings, args.repo.as_deref(), &id, agents_akms::update::Review::Suppress)
+        }
         KnowledgeCommand::Build => {
             let (layout, options) = resolve(settings, args.repo.as_deref())?;
             let compiled = agents_akms::build(&layout, &options).map_err(into_anyhow)?;
@@ -137,7 +147,7 @@ fn severity(d: &Diagnostic) -> &'static str {
 }
 
 /// Bad sources are the user's input (exit 2); IO failures are failures.
-fn into_anyhow(error: AkmsError) -> anyhow::Error {
+pub(crate) fn into_anyhow(error: AkmsError) -> anyhow::Error {
     if error.is_bad_input() { UsageError(error.to_string()).into() } else { error.into() }
 }
 
@@ -151,7 +161,7 @@ fn existing_dir(path: &Path) -> anyhow::Result<PathBuf> {
 /// The repository and the global vault: $AKMS_GLOBAL_VAULT (merged into the
 /// configuration by the settings), the configuration's `global-vault`, the
 /// repository's propagation_config.yaml, the default.
-fn resolve(settings: &Settings, repo: Option<&Path>) -> anyhow::Result<(Layout, CompileOptions)> {
+pub(crate) fn resolve(settings: &Settings, repo: Option<&Path>) -> anyhow::Result<(Layout, CompileOptions)> {
     let root = match repo {
         Some(repo) => existing_dir(repo)?,
         None => {
@@ -314,7 +324,11 @@ fn knowledge_index(settings: &Settings, layout: &Layout) -> PathBuf {
 
 /// Rebuilds the knowledge search index from the compiled graph (it is small:
 /// a rebuild is cheaper than tracking what changed). Returns the document count.
-fn index_knowledge(settings: &Settings, layout: &Layout, compiled: &agents_akms::Compiled) -> anyhow::Result<usize> {
+pub(crate) fn index_knowledge(
+    settings: &Settings,
+    layout: &Layout,
+    compiled: &agents_akms::Compiled,
+) -> anyhow::Result<usize> {
     let graph: serde_json::Value = serde_json::from_str(&compiled.json)?;
     let docs = agents_akms::search::documents(layout, &graph);
     let dir = knowledge_index(settings, layout);
@@ -448,7 +462,7 @@ fn migrate(settings: &Settings, repo: Option<&Path>, dry_run: bool) -> anyhow::R
 }
 
 /// The repository's propagation config; its problems are bad input.
-fn read_config(layout: &Layout) -> anyhow::Result<agents_akms::PropagationConfig> {
+pub(crate) fn read_config(layout: &Layout) -> anyhow::Result<agents_akms::PropagationConfig> {
     agents_akms::read_config(layout).map_err(|diagnostics| {
         let lines: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
         UsageError(lines.join("; ")).into()

@@ -2,6 +2,7 @@
 
 mod config;
 mod context;
+mod feedback;
 mod index;
 mod knowledge;
 mod mcp;

@@ -1,0 +1,215 @@
+//! The graph update (spec 5.5) on copies of the golden fixture: mutation
+//! rules, dedup, idempotence (a proptest), rebuild equals incremental, and
+//! malformed evidence changing nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use agents_akms::update::{Change, read_log, update};
+use agents_akms::{CompileOptions, Layout, compile};
+use proptest::prelude::*;
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/golden");
+
+const MEMORY: &str = "---\ntask_id: TASK-101\ntask_description: \"Fix strain-rate formula\"\nphase_id: 1\ntimestamp: 2026-03-04T10:32:00\nagent_model: test-model\nloadout_used: loadouts/phase1-loadout.md\nstatus: complete\ntests_passed: 7\ntests_total: 7\nnodes_used:\n  - id: lippmann-schwinger\n    useful: true\n    coverage: sufficient\n  - id: green-operator\n    useful: false\n    coverage: outdated\n  - id: mirror-src-green\n    useful: true\n    coverage: sufficient\npitfalls_discovered:\n  - node_ref: lippmann-schwinger\n    description: \"Division by zero at k = 0\"\n    severity: high\n  - node_ref: null\n    description: \"Flaky CI\"\n    severity: low\nnew_knowledge:\n  - suggested_id: strain-rate-formula\n    title: \"Strain-rate formula\"\n    domain: fft-galerkin\n    content_draft: \"Use the symmetric gradient for the strain rate.\"\n    status: tentative\n    source: agent\nakms_schema: v2\n---\n\n## Task Notes\n";
+
+fn fixture() -> (tempfile::TempDir, Layout) {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(Path::new(FIXTURE), dir.path());
+    let layout = Layout::new(dir.path().join("repo"), dir.path().join("global"));
+    (dir, layout)
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.insert(path.strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+fn options() -> CompileOptions {
+    CompileOptions { global_vault_display: "~/.claude/akms/nodes".into() }
+}
+
+fn write_session(layout: &Layout, name: &str, text: &str) -> PathBuf {
+    let path = layout.knowledge().join("sessions").join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn overlay(layout: &Layout) -> serde_json::Value {
+    let text = std::fs::read_to_string(layout.local_state()).unwrap();
+    serde_json::to_value(yaml_serde::from_str::<yaml_serde::Value>(&text).unwrap()).unwrap()
+}
+
+fn close(a: &serde_json::Value, b: f64) -> bool {
+    a.as_f64().is_some_and(|a| (a - b).abs() < 1e-9)
+}
+
+#[test]
+fn spec_5_5_1_an_agent_memory_mutates_the_overlay_and_drafts_a_local_node() {
+    let (dir, layout) = fixture();
+    let global = snapshot(&dir.path().join("global"));
+    let doc = write_session(&layout, "TASK-101.md", MEMORY);
+    let report = update(&layout, &options(), &[doc]).unwrap();
+    assert_eq!(report.applied.len(), 1);
+    let state = overlay(&layout);
+    let ls = &state["nodes"]["lippmann-schwinger"];
+    assert!(close(&ls["confidence"], 0.87), "0.85 + 0.02: {ls}");
+    assert_eq!(ls["activations"], 8);
+    assert_eq!(ls["last_activated"], "2026-03-04");
+    assert_eq!(ls["activated_by_tasks"], serde_json::json!(["phase1-task14", "TASK-101"]));
+    assert_eq!(ls["session_refs"], serde_json::json!(["sessions/phase2-task3.md", "sessions/TASK-101.md"]));
+    // green-operator: 0.6 * 0.85; its predecessor epsilon-regularisation
+    // (feeds-into 0.5, weight 0.4): 0.5 - 0.09 * 0.3 * 0.5 * 0.4.
+    assert!(close(&state["nodes"]["green-operator"]["confidence"], 0.51));
+    assert!(close(&state["nodes"]["epsilon-regularisation"]["confidence"], 0.4946));
+    // FR-U10: the code-mirror node is left alone.
+    assert!(state["nodes"].get("mirror-src-green").is_none());
+    // The pitfall edge goes to the session node, which is registered.
+    let edge = state["local_edges"].as_array().unwrap().iter().find(|e| e["to"] == "session-task-101").unwrap();
+    assert_eq!(
+        (edge["from"].as_str(), edge["type"].as_str(), edge["weight"].as_f64()),
+        (Some("lippmann-schwinger"), Some("pitfall"), Some(1.0))
+    );
+    let session = &state["session_nodes"]["session-task-101"];
+    assert_eq!(session["content_ref"], "sessions/TASK-101.md");
+    assert_eq!(session["outcome"], "complete");
+    // FR-M04: a tentative agent node with a content_draft, in local-nodes/.
+    let node = std::fs::read_to_string(layout.local_nodes().join("strain-rate-formula.md")).unwrap();
+    assert!(
+        node.contains("status: tentative") && node.contains("source: agent") && node.contains("## content_draft"),
+        "{node}"
+    );
+    // The log has every change.
+    let log = read_log(&layout).unwrap();
+    assert!(log.iter().any(|e| matches!(&e.change, Change::Skipped { node, .. } if node == "mirror-src-green")));
+    assert!(log.iter().any(|e| matches!(&e.change, Change::Pitfall { node: None, .. })));
+    // FR-O01: the global vault is byte-identical.
+    assert_eq!(snapshot(&dir.path().join("global")), global);
+    // NFR-D03 / 3.4: graph.json equals a rebuild from scratch.
+    let rebuilt = compile(&layout, &options()).unwrap();
+    assert_eq!(std::fs::read_to_string(layout.graph_json()).unwrap(), rebuilt.json);
+    assert!(rebuilt.json.contains("\"session-task-101\""));
+}
+
+#[test]
+fn fr_u09_a_near_duplicate_of_a_local_tentative_node_is_appended_to_it() {
+    let (_dir, layout) = fixture();
+    let draft = MEMORY
+        .replace("suggested_id: strain-rate-formula", "suggested_id: epsilon-regularisation-again")
+        .replace("title: \"Strain-rate formula\"", "title: \"Epsilon Regularisation of the Zero Frequency\"")
+        .replace(
+            "content_draft: \"Use the symmetric gradient for the strain rate.\"",
+            "content_draft: \"Drafted by an agent: add an epsilon to the zero-frequency denominator.\"",
+        );
+    let doc = write_session(&layout, "TASK-101.md", &draft);
+    update(&layout, &options(), &[doc]).unwrap();
+    let node = std::fs::read_to_string(layout.local_nodes().join("epsilon-regularisation.md")).unwrap();
+    assert!(node.contains("_Appended by the graph update from session-task-101"), "{node}");
+    assert!(!layout.local_nodes().join("epsilon-regularisation-again.md").exists());
+    let log = read_log(&layout).unwrap();
+    assert!(log.iter().any(|e| matches!(&e.change, Change::Dedup { matched, action, .. } if matched == "epsilon-regularisation" && action == "appended")));
+}
+
+#[test]
+fn nfr_r01_malformed_evidence_changes_nothing() {
+    let (dir, layout) = fixture();
+    update(&layout, &options(), &[]).unwrap();
+    agents_akms::build(&layout, &options()).unwrap();
+    let before = snapshot(dir.path());
+    let good = write_session(&layout, "TASK-101.md", MEMORY);
+    let bad = write_session(&layout, "TASK-102.md", &MEMORY.replace("coverage: outdated", "coverage: meh"));
+    let unknown = write_session(&layout, "TASK-103.md", &MEMORY.replace("id: green-operator", "id: no-such-node"));
+    let with_docs = snapshot(dir.path());
+    for docs in [vec![good.clone(), bad], vec![good, unknown]] {
+        let error = update(&layout, &options(), &docs).unwrap_err().to_string();
+        assert!(error.contains("nodes_used[1]"), "{error}");
+        assert_eq!(snapshot(dir.path()), with_docs);
+    }
+    assert_eq!(before.len() + 3, with_docs.len());
+}
+
+/// `nodes_used` entries over the fixture's nodes.
+fn used_entry() -> impl Strategy<Value = String> {
+    let ids = [
+        "lippmann-schwinger",
+        "green-operator",
+        "fft-galerkin-basics",
+        "epsilon-regularisation",
+        "repo-conventions",
+        "mirror-src-green",
+    ];
+    (0..ids.len(), any::<bool>(), 0..3usize).prop_map(move |(i, useful, c)| {
+        let coverage = ["sufficient", "missing-detail", "outdated"][c];
+        format!("  - id: {}\n    useful: {useful}\n    coverage: {coverage}\n", ids[i])
+    })
+}
+
+fn document(task: usize, used: &[String], pitfall: bool, knowledge: bool) -> String {
+    let mut text = format!(
+        "---\ntask_id: T-{task}\ntask_description: x\nphase_id: 3\ntimestamp: 2026-04-0{}\nagent_model: m\nloadout_used: l.md\nstatus: partial\ntests_passed: 1\ntests_total: 2\n",
+        task + 1
+    );
+    if !used.is_empty() {
+        text.push_str("nodes_used:\n");
+        text.push_str(&used.concat());
+    }
+    if pitfall {
+        text.push_str("pitfalls_discovered:\n  - node_ref: green-operator\n    description: d\n    severity: medium\n");
+    }
+    if knowledge {
+        text.push_str(&format!("new_knowledge:\n  - suggested_id: idea-{task}\n    domain: fft-galerkin\n    content_draft: \"idea number {task}\"\n    status: tentative\n    source: agent\n"));
+    }
+    text.push_str("akms_schema: v2\n---\n");
+    text
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// NFR-D03: applying the same documents twice equals applying them once,
+    /// and one run over several documents equals one run per document.
+    #[test]
+    fn nfr_d03_applying_twice_equals_once(
+        docs in prop::collection::vec((prop::collection::vec(used_entry(), 0..5), any::<bool>(), any::<bool>()), 1..3)
+    ) {
+        let texts: Vec<String> = docs.iter().enumerate().map(|(i, (u, p, k))| document(i, u, *p, *k)).collect();
+        let (dir, layout) = fixture();
+        let paths: Vec<PathBuf> = texts.iter().enumerate().map(|(i, t)| write_session(&layout, &format!("t{i}.md"), t)).collect();
+        update(&layout, &options(), &paths).unwrap();
+        let once = snapshot(dir.path());
+        let again = update(&layout, &options(), &paths).unwrap();
+        prop_assert!(again.applied.is_empty());
+        prop_assert_eq!(snapshot(dir.path()), once.clone());
+
+        let (dir2, layout2) = fixture();
+        for (i, t) in texts.iter().enumerate() {
+            let path = write_session(&layout2, &format!("t{i}.md"), t);
+            update(&layout2, &options(), &[path]).unwrap();
+        }
+        prop_assert_eq!(snapshot(dir2.path()), once);
+    }
+}
