@@ -137,7 +137,10 @@ fn the_server_speaks_json_rpc_over_stdio() {
     let mut names: Vec<&str> =
         tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     names.sort_unstable();
-    assert_eq!(names, ["get_context_budget", "index_status", "query_history", "refresh_index", "request_context"]);
+    assert_eq!(
+        names,
+        ["get_context_budget", "index_status", "query_history", "record_session", "refresh_index", "request_context"]
+    );
     let schema = &tools["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "request_context").unwrap()
         ["inputSchema"];
     for field in ["query", "focus", "depth", "max_tokens", "temporal", "preferred_strategies", "path", "format"] {
@@ -214,6 +217,45 @@ fn the_server_speaks_json_rpc_over_stdio() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.stdout.is_empty(), "nothing after the last response");
+}
+
+const MEMORY: &str = "---\ntask_id: TASK-7\ntask_description: \"Retry with backoff\"\nphase_id: 1\ntimestamp: 2026-03-04T10:32:00\nagent_model: test-model\nloadout_used: loadouts/phase1.md\nstatus: complete\ntests_passed: 3\ntests_total: 3\nnodes_used: []\npitfalls_discovered:\n  - node_ref: null\n    description: \"Retries hide outages\"\n    severity: low\nakms_schema: v2\n---\n\n## Task Notes\n";
+
+#[test]
+fn fr_m03_record_session_validates_and_files_an_agent_memory() {
+    let fx = Fixture::new();
+    std::fs::create_dir_all(fx.repo.join("knowledge/sessions")).unwrap();
+    let mut server = fx.server();
+    handshake(&mut server);
+    let file = fx.repo.join("knowledge/sessions/TASK-7.md");
+
+    // Malformed evidence is a tool error naming line and field; nothing is written.
+    for (task, memory, says) in [
+        ("TASK-7", MEMORY.replace("severity: low", "severity: dire"), "pitfalls_discovered[0].severity"),
+        ("TASK-7", MEMORY.replace("akms_schema: v2", "akms_schema: v1"), "akms_schema"),
+        ("TASK-8", MEMORY.to_owned(), "is not `TASK-8`"),
+        ("../escape", MEMORY.to_owned(), "task_id"),
+    ] {
+        let reply = server.call("record_session", json!({"task_id": task, "memory": memory}));
+        assert_eq!(reply["result"]["isError"], true, "{task}: {reply:#}");
+        let message = reply["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(message.contains(says), "{says}: {message}");
+        assert!(!file.exists());
+    }
+
+    let reply = server.call("record_session", json!({"task_id": "TASK-7", "memory": MEMORY}));
+    assert_ne!(reply["result"]["isError"], json!(true), "{reply:#}");
+    assert_eq!(reply["result"]["structuredContent"]["session"], "session-task-7", "{reply:#}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), MEMORY);
+    // The graph is never written by the tool.
+    assert!(!fx.repo.join("knowledge/graph").exists());
+    // The same text again is a no-op; other text for the task is refused.
+    let again = server.call("record_session", json!({"task_id": "TASK-7", "memory": MEMORY}));
+    assert_eq!(again["result"]["structuredContent"]["written"], false, "{again:#}");
+    let other = server.call("record_session", json!({"task_id": "TASK-7", "memory": MEMORY.replace("3\n", "2\n")}));
+    assert_eq!(other["result"]["isError"], true, "{other:#}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), MEMORY);
+    assert!(server.finish().status.success());
 }
 
 #[test]

@@ -6,7 +6,9 @@
 //! Tools: `request_context` (a whole CRP request: the same
 //! `ContextRequestBuilder` type `agents query --request FILE.json` reads, so
 //! its JSON schema is generated from it), `query_history`,
-//! `get_context_budget`, `index_status` and `refresh_index`.
+//! `get_context_budget`, `index_status`, `refresh_index` and `record_session`
+//! (an AgentMemory validated and filed under `knowledge/sessions/`; the graph
+//! itself changes only through `agents knowledge update`).
 //!
 //! Errors follow the protocol's split: a malformed message, an unknown tool
 //! or missing arguments are JSON-RPC errors; arguments of the wrong type,
@@ -131,6 +133,23 @@ pub struct PathParams {
     pub path: Option<String>,
 }
 
+/// `record_session`: an AgentMemory to file under `knowledge/sessions/`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordSessionParams {
+    /// The task's id; the file is `knowledge/sessions/{task_id}.md` and the
+    /// document's own `task_id` must match it.
+    pub task_id: String,
+    /// The whole AgentMemory document (AKMS spec 4.3): YAML frontmatter
+    /// between `---` lines (task_id, phase_id, timestamp, agent_model,
+    /// loadout_used, status, tests_passed, tests_total, nodes_used,
+    /// pitfalls_discovered, new_knowledge, ..., akms_schema: v2), then notes.
+    pub memory: String,
+    /// Repository directory (default: the directory the server started in).
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
 /// What the server holds between calls.
 struct State {
     settings: Settings,
@@ -228,7 +247,7 @@ impl ContextServer {
 #[tool_router]
 impl ContextServer {
     fn new(state: State) -> ContextServer {
-        ContextServer { state: Arc::new(state), tool_router: Self::tool_router() }
+        ContextServer { state: Arc::new(state), tool_router: Self::tool_router() + Self::knowledge_router() }
     }
 
     /// Context for a task: the code that matches a Context Request, packed
@@ -321,6 +340,77 @@ impl ContextServer {
             .await,
         )
     }
+}
+
+#[tool_router(router = knowledge_router, vis = "pub(crate)")]
+impl ContextServer {
+    #[tool(
+        name = "record_session",
+        description = "Record a task's AgentMemory (AKMS evidence): the document is validated (every problem is reported with its line and field) and written to knowledge/sessions/{task_id}.md. The knowledge graph itself changes only when a human runs `agents knowledge update`."
+    )]
+    async fn record_session(
+        &self,
+        Parameters(params): Parameters<RecordSessionParams>,
+    ) -> Result<CallToolResult, McpError> {
+        let path = self.path(params.path.as_deref());
+        answer(self.blocking(move |_| json_result(&record_session(&path, &params.task_id, &params.memory)?)).await)
+    }
+}
+
+/// Validates an AgentMemory and writes it to `knowledge/sessions/{task_id}.md`
+/// atomically; never touches the graph. Writing the same text again is a
+/// no-op; different text for a recorded task is refused.
+fn record_session(path: &Path, task_id: &str, memory: &str) -> Result<serde_json::Value, ToolFailure> {
+    let safe = !task_id.is_empty()
+        && !task_id.starts_with('.')
+        && task_id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !safe {
+        return Err(ToolFailure::Invalid(format!(
+            "task_id `{task_id}`: use letters, digits, `-`, `_` and `.` only (it names the file)"
+        )));
+    }
+    let file = PathBuf::from(format!("knowledge/sessions/{task_id}.md"));
+    let evidence = agents_akms::evidence::parse_evidence(&file, memory).map_err(|problems| {
+        ToolFailure::Invalid(problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
+    })?;
+    if evidence.kind != agents_akms::evidence::DocumentKind::AgentMemory || evidence.label != task_id {
+        return Err(ToolFailure::Invalid(format!(
+            "{}: task_id: the document's task_id `{}` is not `{task_id}`",
+            file.display(),
+            evidence.label
+        )));
+    }
+    let root =
+        agents_akms::vault::find_repo_root(path).filter(|root| root.join("knowledge").is_dir()).ok_or_else(|| {
+            ToolFailure::Invalid(format!(
+                "no knowledge/ folder in {} or above: run `agents knowledge init`",
+                path.display()
+            ))
+        })?;
+    let target = root.join(&file);
+    let written = match std::fs::read_to_string(&target) {
+        Ok(existing) if existing == memory => false,
+        Ok(_) => {
+            return Err(ToolFailure::Invalid(format!(
+                "{} already records task {task_id} with other content; a task has one AgentMemory",
+                file.display()
+            )));
+        }
+        Err(_) => {
+            agents_store::atomic_write(&target, memory.as_bytes())
+                .map_err(|e| ToolFailure::Failed(format!("{}: cannot write: {e}", target.display())))?;
+            true
+        }
+    };
+    Ok(serde_json::json!({
+        "file": target,
+        "session": evidence.session_id,
+        "written": written,
+        "nodes_used": evidence.nodes_used.len(),
+        "pitfalls": evidence.pitfalls.len(),
+        "new_knowledge": evidence.new_knowledge.len(),
+        "next": "a human applies it with `agents knowledge update`",
+    }))
 }
 
 #[tool_handler(router = self.tool_router)]
