@@ -228,26 +228,120 @@ fn load_layer(layout: &Layout, root: &Path, layer: Layer, diagnostics: &mut Vec<
     unique
 }
 
+/// The parsed node files of a repository (steps 1 to 3 before merging), so a
+/// caller that changes a few files (the graph update) compiles again without
+/// parsing every node twice. Compiling from `Sources` gives the same bytes
+/// as compiling from disk when they hold the same texts.
+#[derive(Debug, Clone)]
+pub struct Sources {
+    /// Problems of the config and of the node files.
+    diagnostics: Vec<Diagnostic>,
+    global: Vec<(Node, PathBuf)>,
+    local: Vec<(Node, PathBuf)>,
+    mirror: Vec<(Node, PathBuf)>,
+    global_vault_found: bool,
+}
+
+impl Sources {
+    /// Reads and parses the config and every node file of the three layers.
+    pub fn load(layout: &Layout) -> Sources {
+        let mut diagnostics = Vec::new();
+        // The config is a schema file too: a bad one stops the build.
+        if let Err(problems) = read_config(layout) {
+            diagnostics.extend(problems);
+        }
+        let global = load_layer(layout, &layout.global_vault, Layer::Global, &mut diagnostics);
+        let local = load_layer(layout, &layout.local_nodes(), Layer::Local, &mut diagnostics);
+        let mirror = load_layer(layout, &layout.code_mirror(), Layer::CodeMirror, &mut diagnostics);
+        Sources { diagnostics, global, local, mirror, global_vault_found: layout.global_vault.is_dir() }
+    }
+
+    /// Puts the local node file `path` with `text` in place of the one read
+    /// from there (or adds it), parsed as `load` would have.
+    pub fn set_local(&mut self, layout: &Layout, path: &Path, text: &str) {
+        let shown = layout.display(path);
+        self.local.retain(|(_, file)| file != &shown);
+        let (node, problems) = parse_node(&shown, text, Layer::Local);
+        self.diagnostics.extend(problems);
+        if let Some(node) = node {
+            if let Some((_, first)) = self.local.iter().find(|(n, _)| n.id == node.id) {
+                self.diagnostics.push(Diagnostic::error(
+                    ProblemKind::DuplicateId,
+                    &shown,
+                    node.id_line,
+                    Some("id"),
+                    format!("`{}` is already the id of {} in the local layer", node.id, first.display()),
+                ));
+                return;
+            }
+            self.local.push((node, shown));
+            self.local.sort_by(|a, b| (&a.0.id, &a.1).cmp(&(&b.0.id, &b.1)));
+        }
+    }
+
+    /// Compiles these sources with the overlay `state` (steps 4 and 5).
+    pub fn compile(
+        &self,
+        layout: &Layout,
+        options: &CompileOptions,
+        state: &LocalState,
+    ) -> Result<Compiled, AkmsError> {
+        let (compiled, diagnostics) = merge(layout, options, self, state.clone(), Vec::new());
+        if let Some(error) = AkmsError::from_diagnostics(&diagnostics) {
+            return Err(error);
+        }
+        Ok(compiled.expect("a compilation without errors has a result"))
+    }
+}
+
+/// The overlay as the compiler reads it: a missing file is an empty overlay;
+/// problems are returned with the default state.
+pub fn read_local_state(layout: &Layout) -> (LocalState, Vec<Diagnostic>) {
+    let state_path = layout.local_state();
+    let state_file = layout.display(&state_path);
+    match std::fs::read_to_string(&state_path) {
+        Ok(text) => match parse_local_state(&state_file, &text) {
+            Ok(state) => (state, Vec::new()),
+            Err(problems) => (LocalState::default(), problems),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (LocalState::default(), Vec::new()),
+        Err(e) => (
+            LocalState::default(),
+            vec![Diagnostic::error(ProblemKind::Io, &state_file, None, None, format!("cannot read: {e}"))],
+        ),
+    }
+}
+
 /// The five steps; returns the compiled graph when there is no error, and
 /// every diagnostic.
 fn run(layout: &Layout, options: &CompileOptions) -> (Option<Compiled>, Vec<Diagnostic>) {
-    let mut diagnostics = Vec::new();
+    let sources = Sources::load(layout);
+    let (state, problems) = read_local_state(layout);
+    merge(layout, options, &sources, state, problems)
+}
+
+/// Steps 1 to 3 over parsed sources (collisions, confinement), then the
+/// overlay (4) and serialisation (5).
+fn merge(
+    layout: &Layout,
+    options: &CompileOptions,
+    sources: &Sources,
+    state: LocalState,
+    state_problems: Vec<Diagnostic>,
+) -> (Option<Compiled>, Vec<Diagnostic>) {
+    let mut diagnostics = sources.diagnostics.clone();
+    diagnostics.extend(state_problems);
     let knowledge = layout.knowledge();
     let mut merged: BTreeMap<String, usize> = BTreeMap::new();
     let mut order: Vec<Merged> = Vec::new();
 
-    // The config is a schema file too: a bad one stops the build.
-    if let Err(problems) = read_config(layout) {
-        diagnostics.extend(problems);
-    }
-
     // 1. Global nodes.
-    let global_vault_found = layout.global_vault.is_dir();
-    for (node, file) in load_layer(layout, &layout.global_vault, Layer::Global, &mut diagnostics) {
+    let global_vault_found = sources.global_vault_found;
+    for (node, file) in sources.global.iter().cloned() {
         push(&mut merged, &mut order, node, file, false);
     }
     // 2. Local nodes; global wins a collision.
-    for (node, file) in load_layer(layout, &layout.local_nodes(), Layer::Local, &mut diagnostics) {
+    for (node, file) in sources.local.iter().cloned() {
         if let Some(&at) = merged.get(&node.id) {
             diagnostics.push(Diagnostic::warning(
                 ProblemKind::IdCollision,
@@ -265,7 +359,7 @@ fn run(layout: &Layout, options: &CompileOptions) -> (Option<Compiled>, Vec<Diag
         push(&mut merged, &mut order, node, file, false);
     }
     // 3. Code-mirror nodes.
-    for (node, file) in load_layer(layout, &layout.code_mirror(), Layer::CodeMirror, &mut diagnostics) {
+    for (node, file) in sources.mirror.iter().cloned() {
         if let Some(&at) = merged.get(&node.id) {
             diagnostics.push(Diagnostic::error(
                 ProblemKind::DuplicateId,
@@ -294,22 +388,7 @@ fn run(layout: &Layout, options: &CompileOptions) -> (Option<Compiled>, Vec<Diag
     }
 
     // 4. The overlay.
-    let state_path = layout.local_state();
-    let state_file = layout.display(&state_path);
-    let state = match std::fs::read_to_string(&state_path) {
-        Ok(text) => match parse_local_state(&state_file, &text) {
-            Ok(state) => state,
-            Err(problems) => {
-                diagnostics.extend(problems);
-                LocalState::default()
-            }
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => LocalState::default(),
-        Err(e) => {
-            diagnostics.push(Diagnostic::error(ProblemKind::Io, &state_file, None, None, format!("cannot read: {e}")));
-            LocalState::default()
-        }
-    };
+    let state_file = layout.display(&layout.local_state());
     let nodes_line = state.lines.get("nodes").copied();
     for (id, overrides) in &state.nodes {
         let field = format!("nodes.{id}");

@@ -29,8 +29,9 @@
 //!
 //! Everything is planned in memory first: all documents validated, every id
 //! they name resolved against the compiled graph, every file to write
-//! rendered and re-validated. Only then are files written (atomically); if
-//! the recompilation still fails, the previous bytes are restored. What
+//! rendered and the result compiled in memory (the node files parsed once
+//! for both compilations). Only then are files written, each atomically,
+//! `graph.json` last; if a write fails, the previous bytes are restored. What
 //! changed is appended to `knowledge/logs/update.jsonl`, one JSON object per
 //! line, for `agents knowledge review`.
 
@@ -40,7 +41,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use crate::compile::{CompileOptions, Compiled, build, compile, read_config};
+use crate::compile::{CompileOptions, Compiled, Sources, build, compile, read_config, read_local_state};
 use crate::config::PropagationConfig;
 use crate::diag::{AkmsError, Diagnostic, ProblemKind};
 use crate::evidence::{Evidence, parse_evidence};
@@ -483,17 +484,16 @@ pub fn update(layout: &Layout, options: &CompileOptions, documents: &[PathBuf]) 
         return Err(error);
     }
 
-    // 2. The current graph and overlay.
-    let compiled = compile(layout, options)?;
+    // 2. The current graph and overlay, parsed once for both compilations.
+    let mut sources = Sources::load(layout);
+    let (state, state_problems) = read_local_state(layout);
+    if let Some(error) = AkmsError::from_diagnostics(&state_problems) {
+        return Err(error);
+    }
+    let compiled = sources.compile(layout, options, &state)?;
     let graph: Json = serde_json::from_str(&compiled.json).unwrap_or_default();
     let view = GraphView::from_graph(&graph);
     let state_path = layout.local_state();
-    let state = match std::fs::read_to_string(&state_path) {
-        Ok(text) => parse_local_state(&layout.display(&state_path), &text)
-            .map_err(|problems| AkmsError::Invalid { problems })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => LocalState::default(),
-        Err(source) => return Err(AkmsError::Io { path: state_path, source }),
-    };
 
     // 3. Every id a document names resolves.
     for (e, _) in &evidence {
@@ -541,19 +541,16 @@ pub fn update(layout: &Layout, options: &CompileOptions, documents: &[PathBuf]) 
         return Ok(report);
     }
 
-    // 5. Render and re-validate everything, then write.
-    let mut writes: BTreeMap<PathBuf, String> = plan.files.clone();
-    let mut problems = Vec::new();
-    for (path, text) in &writes {
-        problems.extend(parse_node(&layout.display(path), text, Layer::Local).1);
-    }
+    // 5. Render everything and compile the result in memory: any error
+    // leaves every file as it was.
     let overlay = render_local_state(&plan.state);
-    if let Err(p) = parse_local_state(&layout.display(&state_path), &overlay) {
-        problems.extend(p);
+    let written_state = parse_local_state(&layout.display(&state_path), &overlay)
+        .map_err(|problems| AkmsError::Invalid { problems })?;
+    for (path, text) in &plan.files {
+        sources.set_local(layout, path, text);
     }
-    if let Some(error) = AkmsError::from_diagnostics(&problems) {
-        return Err(error);
-    }
+    let compiled = sources.compile(layout, options, &written_state)?;
+    let mut writes: BTreeMap<PathBuf, String> = plan.files.clone();
     writes.insert(state_path, overlay);
     let log_path = update_log(layout);
     let mut log = match std::fs::read_to_string(&log_path) {
@@ -570,33 +567,26 @@ pub fn update(layout: &Layout, options: &CompileOptions, documents: &[PathBuf]) 
         log.push('\n');
     }
     writes.insert(log_path, log);
+    // graph.json last: it is a function of the files before it.
+    let mut ordered: Vec<(PathBuf, &str)> = writes.iter().map(|(p, t)| (p.clone(), t.as_str())).collect();
+    ordered.push((layout.graph_json(), compiled.json.as_str()));
 
     let mut previous: Vec<(PathBuf, Option<Vec<u8>>)> = Vec::new();
-    let restore = |previous: &[(PathBuf, Option<Vec<u8>>)]| {
-        for (path, bytes) in previous.iter().rev() {
-            let _ = match bytes {
-                Some(bytes) => agents_store::atomic_write(path, bytes),
-                None => std::fs::remove_file(path),
-            };
-        }
-    };
-    for (path, text) in &writes {
+    for (path, text) in &ordered {
         previous.push((path.clone(), std::fs::read(path).ok()));
         if let Err(source) = agents_store::atomic_write(path, text.as_bytes()) {
-            restore(&previous);
+            for (path, bytes) in previous.iter().rev() {
+                let _ = match bytes {
+                    Some(bytes) => agents_store::atomic_write(path, bytes),
+                    None => std::fs::remove_file(path),
+                };
+            }
             return Err(AkmsError::Io { path: path.clone(), source });
         }
     }
-    match build(layout, options) {
-        Ok(compiled) => report.compiled = Some(compiled),
-        Err(error) => {
-            restore(&previous);
-            return Err(error);
-        }
-    }
-    report.written = writes.keys().map(|p| layout.display(p)).collect();
-    report.written.push(layout.display(&layout.graph_json()));
+    report.written = ordered.iter().map(|(p, _)| layout.display(p)).collect();
     report.written.sort();
+    report.compiled = Some(compiled);
     Ok(report)
 }
 

@@ -200,6 +200,9 @@ proptest! {
         let (dir, layout) = fixture();
         let paths: Vec<PathBuf> = texts.iter().enumerate().map(|(i, t)| write_session(&layout, &format!("t{i}.md"), t)).collect();
         update(&layout, &options(), &paths).unwrap();
+        // 3.4: the incrementally written graph equals a rebuild from scratch.
+        let rebuilt = compile(&layout, &options()).unwrap();
+        prop_assert_eq!(std::fs::read_to_string(layout.graph_json()).unwrap(), rebuilt.json);
         let once = snapshot(dir.path());
         let again = update(&layout, &options(), &paths).unwrap();
         prop_assert!(again.applied.is_empty());
