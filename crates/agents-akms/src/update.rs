@@ -484,19 +484,28 @@ pub fn update(layout: &Layout, options: &CompileOptions, documents: &[PathBuf]) 
         return Err(error);
     }
 
-    // 2. The current graph and overlay, parsed once for both compilations.
-    let mut sources = Sources::load(layout);
+    // 2. The overlay: documents whose session node is registered were
+    // applied before; when that is all of them there is nothing to read.
     let (state, state_problems) = read_local_state(layout);
     if let Some(error) = AkmsError::from_diagnostics(&state_problems) {
         return Err(error);
     }
+    if evidence.iter().all(|(e, _)| state.session_nodes.contains_key(&e.session_id)) {
+        let skipped = evidence
+            .iter()
+            .map(|(e, _)| AppliedDocument { file: e.file.clone(), session: e.session_id.clone(), kind: e.kind })
+            .collect();
+        return Ok(UpdateReport { skipped, ..UpdateReport::default() });
+    }
+
+    // 3. The current graph, parsed once for both compilations; every id a
+    // pending document names resolves.
+    let mut sources = Sources::load(layout);
     let compiled = sources.compile(layout, options, &state)?;
     let graph: Json = serde_json::from_str(&compiled.json).unwrap_or_default();
     let view = GraphView::from_graph(&graph);
     let state_path = layout.local_state();
-
-    // 3. Every id a document names resolves.
-    for (e, _) in &evidence {
+    for (e, _) in evidence.iter().filter(|(e, _)| !state.session_nodes.contains_key(&e.session_id)) {
         resolve(e, &view, &state, &mut problems);
     }
     if let Some(error) = AkmsError::from_diagnostics(&problems) {
