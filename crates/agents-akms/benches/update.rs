@@ -4,8 +4,8 @@
 //! knowledge drafts (dedup against the domain's tentative nodes), then the
 //! recompilation of `graph.json` — everything `agents knowledge update` does
 //! but re-indexing the search. Also timed: the compile alone (for
-//! reference) and replaying an applied document (a no-op that still reads
-//! and validates everything).
+//! reference, split into parsing the sources and merging them) and replaying
+//! an applied document (a no-op: only the overlay is read).
 //!
 //!     cargo bench -p agents-akms --bench update
 //!
@@ -53,6 +53,14 @@ fn main() {
         let c = compile(&layout, &options).expect("compiles");
         assert_eq!(c.node_count, n);
     });
+    let loaded = median(runs, || {
+        std::hint::black_box(agents_akms::compile::Sources::load(&layout));
+    });
+    let sources = agents_akms::compile::Sources::load(&layout);
+    let (state, _) = agents_akms::compile::read_local_state(&layout);
+    let merged = median(runs, || {
+        std::hint::black_box(sources.compile(&layout, &options, &state).expect("compiles"));
+    });
     let mut run = 0usize;
     let cycle = median(runs, || {
         let doc = layout.knowledge().join("sessions").join(format!("bench-{run}.md"));
@@ -66,8 +74,18 @@ fn main() {
         let report = update(&layout, &options, &[doc]).expect("the replay is checked");
         assert_eq!(report.skipped.len(), 1);
     });
-    println!("{:>7} {:>13} {:>18} {:>12}", "nodes", "compile (ms)", "update cycle (ms)", "replay (ms)");
-    println!("{n:>7} {:>13.1} {:>18.1} {:>12.1}", ms(compiled), ms(cycle), ms(replayed));
+    println!(
+        "{:>7} {:>13} {:>15} {:>20} {:>18} {:>12}",
+        "nodes", "compile (ms)", "of which parse", "merge + serialise", "update cycle (ms)", "replay (ms)"
+    );
+    println!(
+        "{n:>7} {:>13.1} {:>15.1} {:>20.1} {:>18.1} {:>12.1}",
+        ms(compiled),
+        ms(loaded),
+        ms(merged),
+        ms(cycle),
+        ms(replayed)
+    );
 }
 
 /// An AgentMemory over `used`: the first four are hits, the rest boosts.
