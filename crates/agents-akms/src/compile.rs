@@ -115,8 +115,8 @@ pub fn read_config(layout: &Layout) -> Result<PropagationConfig, Vec<Diagnostic>
 
 /// Validates the given files and directories one by one, each by where it
 /// lies: under `local-nodes/` a local node, under `code-mirror/` a mirror
-/// node, `local_state.yaml` and `propagation_config.yaml` by name, any other
-/// `.md` a global node. Cross-file checks need the whole tree ([`check`]).
+/// node, under `sessions/` an AgentMemory or PCD, `local_state.yaml` and
+/// `propagation_config.yaml` by name, any other `.md` a global node. Cross-file checks need the whole tree ([`check`]).
 pub fn check_paths(layout: &Layout, paths: &[PathBuf]) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
     let mut files = Vec::new();
@@ -146,6 +146,7 @@ pub fn check_paths(layout: &Layout, paths: &[PathBuf]) -> Vec<Diagnostic> {
     files.sort();
     files.dedup();
     let (local, mirror) = (absolute(&layout.local_nodes()), absolute(&layout.code_mirror()));
+    let sessions = absolute(&layout.knowledge().join("sessions"));
     for file in files {
         let shown = layout.display(&file);
         let text = match std::fs::read_to_string(&file) {
@@ -162,6 +163,9 @@ pub fn check_paths(layout: &Layout, paths: &[PathBuf]) -> Vec<Diagnostic> {
         let problems = match name {
             "local_state.yaml" => parse_local_state(&shown, &text).err().unwrap_or_default(),
             "propagation_config.yaml" => parse_config(&shown, &text).err().unwrap_or_default(),
+            _ if absolute(&file).starts_with(&sessions) => {
+                crate::evidence::parse_evidence(&shown, &text).err().unwrap_or_default()
+            }
             _ => {
                 let full = absolute(&file);
                 let layer = if full.starts_with(&local) {

@@ -135,6 +135,29 @@ fn fr_u09_a_near_duplicate_of_a_local_tentative_node_is_appended_to_it() {
 }
 
 #[test]
+fn fr_m04_fr_m05_agent_drafts_are_tentative_and_never_promoted_by_updates() {
+    let (_dir, layout) = fixture();
+    let first = write_session(&layout, "TASK-101.md", MEMORY);
+    update(&layout, &options(), &[first]).unwrap();
+    // Later tasks find the draft useful, again and again: it stays tentative.
+    for i in 0..3 {
+        let text = MEMORY.replace("TASK-101", &format!("TASK-20{i}")).replace(
+            "nodes_used:\n",
+            "nodes_used:\n  - id: strain-rate-formula\n    useful: true\n    coverage: sufficient\n",
+        );
+        let doc = write_session(&layout, &format!("TASK-20{i}.md"), &text);
+        update(&layout, &options(), &[doc]).unwrap();
+    }
+    let node = std::fs::read_to_string(layout.local_nodes().join("strain-rate-formula.md")).unwrap();
+    assert!(node.contains("status: tentative\n") && node.contains("source: agent\n"), "{node}");
+    let graph: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(layout.graph_json()).unwrap()).unwrap();
+    let n = graph["nodes"].as_array().unwrap().iter().find(|n| n["id"] == "strain-rate-formula").unwrap();
+    assert_eq!((n["status"].as_str(), n["activations"].as_u64()), (Some("tentative"), Some(3)));
+    assert!(close(&n["confidence"], 0.56), "{n}");
+}
+
+#[test]
 fn nfr_r01_malformed_evidence_changes_nothing() {
     let (dir, layout) = fixture();
     update(&layout, &options(), &[]).unwrap();

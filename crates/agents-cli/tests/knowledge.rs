@@ -103,8 +103,15 @@ fn fr_o01_nfr_r03_no_command_writes_under_the_global_vault() {
     let before = snapshot(&k.vault);
     let vault = k.vault.to_str().unwrap().to_owned();
     let node = k.vault.join("green-operator.md").to_str().unwrap().to_owned();
-    let commands: [&[&str]; 10] = [
+    let memory = "---\ntask_id: T-1\ntask_description: d\nphase_id: 1\ntimestamp: 2026-01-01\nagent_model: m\nloadout_used: l.md\nstatus: complete\ntests_passed: 1\ntests_total: 1\nnodes_used:\n  - {id: green-operator, useful: false, coverage: outdated}\n  - {id: lippmann-schwinger, useful: true, coverage: sufficient}\nakms_schema: v2\n---\n";
+    std::fs::write(k.repo.join("knowledge/sessions/T-1.md"), memory).unwrap();
+    let commands: [&[&str]; 15] = [
         &["init"],
+        &["update", "knowledge/sessions/T-1.md"],
+        &["status"],
+        &["review"],
+        &["promote", "epsilon-regularisation"],
+        &["suppress", "green-operator"],
         &["validate"],
         &["validate", &vault],
         &["validate", &node],

@@ -293,3 +293,18 @@ fn spec_6_3_two_repositories_sharing_one_vault_stay_isolated() {
     let text_a = std::fs::read_to_string(k.repo.join("knowledge/graph/graph.json")).unwrap();
     assert!(!text_a.contains("session-task-900"));
 }
+
+#[test]
+fn fr_m03_validate_checks_evidence_under_sessions() {
+    let k = knowledge();
+    session(&k.repo, "TASK-101.md", MEMORY);
+    session(&k.repo, "bad.md", &MEMORY.replace("severity: high", "severity: dire"));
+    let out = run(&k, &["validate", "knowledge/sessions"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("error: knowledge/sessions/bad.md:23: pitfalls_discovered[0].severity: `dire` is not one of high, medium, low"),
+        "{text}"
+    );
+    assert!(!text.contains("TASK-101.md"), "a valid AgentMemory has no problem: {text}");
+}
