@@ -158,6 +158,21 @@ fn fr_m04_fr_m05_agent_drafts_are_tentative_and_never_promoted_by_updates() {
 }
 
 #[test]
+fn fr_g13_session_refs_are_pruned_to_max_session_refs_most_recent_kept() {
+    let (_dir, layout) = fixture();
+    std::fs::write(layout.propagation_config(), "akms_schema: v2\ngraph:\n  max_session_refs: 2\n").unwrap();
+    for i in 0..3 {
+        let doc = write_session(&layout, &format!("T{i}.md"), &MEMORY.replace("TASK-101", &format!("T{i}")));
+        update(&layout, &options(), &[doc]).unwrap();
+    }
+    let ls = &overlay(&layout)["nodes"]["lippmann-schwinger"];
+    assert_eq!(ls["session_refs"], serde_json::json!(["sessions/T1.md", "sessions/T2.md"]));
+    assert_eq!(ls["activations"], 10);
+    // 0.85 + 3 x 0.02, clamped at nothing yet.
+    assert!(close(&ls["confidence"], 0.91), "{ls}");
+}
+
+#[test]
 fn nfr_r01_malformed_evidence_changes_nothing() {
     let (dir, layout) = fixture();
     update(&layout, &options(), &[]).unwrap();
