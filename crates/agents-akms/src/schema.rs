@@ -99,7 +99,10 @@ const READING_PRIORITIES: &[&str] = &["full", "summary", "pitfalls-only"];
 pub const EXPERIENTIAL_FIELDS: &[&str] =
     &["activations", "last_activated", "activated_by_tasks", "session_refs", "auto_update"];
 /// Domains the system assigns; no authored node may use them.
-pub const RESERVED_DOMAINS: &[&str] = &["session", "code-mirror"];
+pub const RESERVED_DOMAINS: &[&str] = &["session", CODE_MIRROR_DOMAIN];
+
+/// The domain of every code-mirror node (4.7).
+pub const CODE_MIRROR_DOMAIN: &str = "code-mirror";
 
 /// A structural edge declared in a node's frontmatter.
 #[derive(Debug, Clone, PartialEq)]
@@ -225,7 +228,7 @@ pub fn parse_node(file: &Path, text: &str, layer: Layer) -> (Option<Node>, Vec<D
             }
         }
         Layer::CodeMirror => {
-            check.exact("domain", domain.as_deref(), "code-mirror");
+            check.exact("domain", domain.as_deref(), CODE_MIRROR_DOMAIN);
             check.exact("status", status.as_deref(), "established");
             check.exact("source", source.as_deref(), "generated");
             if confidence.is_some_and(|c| c != 1.0) {
@@ -642,7 +645,7 @@ mod tests {
     }
 
     #[test]
-    fn code_mirror_invariants() {
+    fn spec_4_7_code_mirror_invariants_no_tags_no_edges_confidence_one_generated() {
         let mirror = "---\nid: mirror-src-a\ntitle: \"Code Mirror: src/a.py\"\ndomain: code-mirror\nstatus: established\nconfidence: 1.0\nsource: generated\nauto_update: true\ncontent_ref: code-mirror/src/a.md\nsource_file: src/a.py\ngenerated_at: 2025-06-01T14:32:00\ngenerated_by_phase: 2\nakms_schema: v2\n---\n";
         let (node, problems) = parse_node(Path::new("m.md"), mirror, Layer::CodeMirror);
         assert!(problems.is_empty(), "{problems:?}");
