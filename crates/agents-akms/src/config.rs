@@ -128,6 +128,16 @@ pub struct TagDerivationConfig {
 pub struct OrchestratorConfig {
     pub plan_name: String,
     pub base_branch: String,
+    /// The command each task (and reviewer) runs, through `sh -c`, with
+    /// `{task_id}`, `{task_file}`, `{loadout}`, `{memory}`, `{role}`,
+    /// `{phase}` and `{repo}` replaced (shell-quoted); empty means not set.
+    pub agent_command: String,
+    /// Tasks of one wave running at once.
+    pub max_parallel: u32,
+    /// A task still running after this many seconds is stopped and failed.
+    pub task_timeout_seconds: u64,
+    /// Reviewer roles run in the REVIEW stage of every phase.
+    pub review_roles: Vec<String>,
 }
 
 impl Default for PropagationConfig {
@@ -228,7 +238,14 @@ impl Default for TagDerivationConfig {
 
 impl Default for OrchestratorConfig {
     fn default() -> Self {
-        OrchestratorConfig { plan_name: String::new(), base_branch: "main".into() }
+        OrchestratorConfig {
+            plan_name: String::new(),
+            base_branch: "main".into(),
+            agent_command: String::new(),
+            max_parallel: 2,
+            task_timeout_seconds: 1800,
+            review_roles: vec!["code_reviewer".into(), "physics_reviewer".into()],
+        }
     }
 }
 
@@ -307,6 +324,14 @@ tag_derivation:
 orchestrator:
   plan_name: ""                 # used for phase-branch naming
   base_branch: main             # phase 1 branches from here
+  # The command a task agent runs (through sh -c), e.g.
+  #   my-agent --loadout {loadout} --task {task_file} --memory-out {memory}
+  # with {task_id} {task_file} {loadout} {memory} {role} {phase} {repo}
+  # replaced, shell-quoted. `agents orchestrate` needs it to dispatch tasks.
+  agent_command: ""
+  max_parallel: 2               # tasks of one wave running at once
+  task_timeout_seconds: 1800    # a task running longer is stopped and failed
+  review_roles: [code_reviewer, physics_reviewer]
 "#;
 
 /// Parses and validates the config text; `file` names it in messages.
@@ -361,6 +386,21 @@ pub fn parse_config(file: &Path, text: &str) -> Result<PropagationConfig, Vec<Di
                 lines.get("query_roles").copied(),
                 Some(&format!("query_roles.{name}.rank_formula")),
                 error.to_string(),
+            ));
+        }
+    }
+    let orchestrator = &config.orchestrator;
+    for (field, zero) in [
+        ("max_parallel", orchestrator.max_parallel == 0),
+        ("task_timeout_seconds", orchestrator.task_timeout_seconds == 0),
+    ] {
+        if zero {
+            problems.push(Diagnostic::error(
+                ProblemKind::InvalidValue,
+                file,
+                lines.get("orchestrator").copied(),
+                Some(&format!("orchestrator.{field}")),
+                "must be at least 1".into(),
             ));
         }
     }

@@ -18,6 +18,7 @@ pub mod config;
 pub mod diag;
 pub mod formula;
 pub mod migrate;
+pub mod orchestrate;
 pub mod overlay;
 pub mod query;
 pub mod schema;
