@@ -511,7 +511,7 @@ impl Orchestrator<'_> {
         let mut warnings = Vec::new();
         if self.config.agent_command.trim().is_empty() {
             warnings.push(
-                "orchestrator.agent_command is not set in knowledge/propagation_config.yaml: EXECUTE cannot dispatch tasks"
+                "orchestrator.agent_command is not set in knowledge/graph/propagation_config.yaml: EXECUTE cannot dispatch tasks"
                     .to_owned(),
             );
         }
@@ -637,7 +637,7 @@ impl Orchestrator<'_> {
             self.save(state).map_err(|e| e.to_string())?;
         }
         if self.config.agent_command.trim().is_empty() {
-            return Err("orchestrator.agent_command is not set in knowledge/propagation_config.yaml".into());
+            return Err("orchestrator.agent_command is not set in knowledge/graph/propagation_config.yaml".into());
         }
         let waves = phase.waves()?;
         let mut warnings = Vec::new();
@@ -864,7 +864,7 @@ impl Orchestrator<'_> {
             });
         }
         if self.config.agent_command.trim().is_empty() {
-            return Err("orchestrator.agent_command is not set in knowledge/propagation_config.yaml".into());
+            return Err("orchestrator.agent_command is not set in knowledge/graph/propagation_config.yaml".into());
         }
         let start = state.phase_start.get(&phase.phase).cloned().unwrap_or_else(|| "HEAD".into());
         let scope: Vec<String> = self
