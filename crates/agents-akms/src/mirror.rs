@@ -197,8 +197,8 @@ pub fn render(source_file: &str, language: &str, text: &str, options: &MirrorOpt
             out.push_str(&doc_markdown(doc));
             out.push_str("\n\n");
         }
-        let code = node.span.slice(text);
-        let fence = "`".repeat(longest_backtick_run(code).max(2) + 1);
+        let code = source_block(text, node.span.start_byte, node.span.end_byte);
+        let fence = "`".repeat(longest_backtick_run(&code).max(2) + 1);
         out.push_str(&format!("{fence}{language}\n{}\n{fence}\n", code.trim_end()));
     }
     Rendered { text: out, drift }
@@ -218,6 +218,18 @@ fn doc_markdown(doc: &str) -> String {
         })
         .collect();
     lines.join("\n").trim_end().to_owned()
+}
+
+/// The source of `start..end` as a block: from the start of its first line
+/// when only indentation precedes it, with that indentation removed from
+/// every line that has it (a method reads as written, one level out).
+fn source_block(text: &str, start: usize, end: usize) -> String {
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let lead = &text[line_start..start];
+    let (from, indent) = if lead.chars().all(|c| c == ' ' || c == '\t') { (line_start, lead) } else { (start, "") };
+    let code = text.get(from..end).unwrap_or("");
+    let lines: Vec<&str> = code.lines().map(|line| line.strip_prefix(indent).unwrap_or(line)).collect();
+    lines.join("\n")
 }
 
 fn longest_backtick_run(text: &str) -> usize {
