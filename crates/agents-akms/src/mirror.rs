@@ -361,6 +361,8 @@ pub fn changed_files(repo: &Path, base: &str) -> Result<Vec<String>, AkmsError> 
     if base.starts_with('-') || base.trim().is_empty() {
         return Err(git_error(repo, format!("`{base}` is not a branch name")));
     }
+    git(repo, &["rev-parse", "--show-toplevel"])
+        .map_err(|_| git_error(repo, "not a git repository; name the files to mirror instead".into()))?;
     git(repo, &["rev-parse", "--verify", "--quiet", &format!("{base}^{{commit}}")])
         .map_err(|_| git_error(repo, format!("base branch `{base}` not found")))?;
     let merge_base = git(repo, &["merge-base", base, "HEAD"])?;
@@ -439,6 +441,67 @@ mod tests {
         assert_eq!(recorded["extra_params"], serde_json::json!(["person"]));
         assert_eq!(recorded["missing_params"], serde_json::json!(["name"]));
         assert!(r.text.contains("## Docstring drift\n\n- `Greeter.greet` (line 7): documents `person`"));
+    }
+
+    /// Drift found end to end (analyzer doc, signature, convention) in a
+    /// small file per language: `(language, path, in sync, drifted)`.
+    const LANGUAGES: &[(&str, &str, &str, &str)] = &[
+        (
+            "typescript",
+            "a.ts",
+            "/**\n * Adds.\n * @param a first\n * @param b second\n * @returns the sum\n */\nexport function add(a: number, b: number): number {\n  return a + b;\n}\n",
+            "/**\n * Adds.\n * @param a first\n * @param c second\n * @returns the sum\n */\nexport function add(a: number, b: number): void {\n  a + b;\n}\n",
+        ),
+        (
+            "javascript",
+            "a.js",
+            "class C {\n  /**\n   * Runs.\n   * @param {string} task what\n   */\n  run(task) {}\n}\n",
+            "class C {\n  /**\n   * Runs.\n   * @param {string} job what\n   */\n  run(task) {}\n}\n",
+        ),
+        (
+            "java",
+            "A.java",
+            "class A {\n    /**\n     * Runs.\n     * @param task what\n     * @return the code\n     */\n    int run(String task) { return 0; }\n}\n",
+            "class A {\n    /**\n     * Runs.\n     * @param task what\n     * @return the code\n     */\n    void run(String task) { }\n}\n",
+        ),
+        (
+            "rust",
+            "a.rs",
+            "/// Adds.\n///\n/// # Arguments\n///\n/// * `a` - first\npub fn add(a: i32) -> i32 {\n    a\n}\n",
+            "/// Adds.\n///\n/// # Arguments\n///\n/// * `x` - first\npub fn add(a: i32) -> i32 {\n    a\n}\n",
+        ),
+        (
+            "c",
+            "a.c",
+            "/**\n * Copies.\n * @param dst target\n */\nvoid copy(char *dst) {}\n",
+            "/**\n * Copies.\n * @param to target\n */\nvoid copy(char *dst) {}\n",
+        ),
+        (
+            "python",
+            "a.py",
+            "def f(a, b):\n    \"\"\"Does.\n\n    :param a: one\n    :param b: two\n    \"\"\"\n",
+            "def f(a, c):\n    \"\"\"Does.\n\n    :param a: one\n    :param b: two\n    \"\"\"\n",
+        ),
+    ];
+
+    #[test]
+    fn fr_c03_drift_end_to_end_per_language() {
+        for (language, path, in_sync, drifted) in LANGUAGES {
+            let ok = render(path, language, in_sync, &MirrorOptions::default());
+            assert!(ok.drift.is_empty(), "{language}: {:?}", ok.drift);
+            let bad = render(path, language, drifted, &MirrorOptions::default());
+            assert_eq!(bad.drift.len(), 1, "{language}: no drift found in\n{}", bad.text);
+            assert!(bad.text.contains("status: draft\n"), "{language}");
+            assert!(ok.text.contains(&format!("```{language}\n")), "{language}");
+        }
+        let ts = render("a.ts", "typescript", LANGUAGES[0].3, &MirrorOptions::default());
+        assert_eq!(ts.drift[0].extra_params, ["c"]);
+        assert_eq!(ts.drift[0].missing_params, ["b"]);
+        assert!(ts.drift[0].returns.is_some());
+        // Go's doc convention names no parameters: never drift.
+        let go = "package p\n\n// Run runs with x.\n//\n// @param y not Go's convention\nfunc Run(x int) {}\n";
+        let r = render("a.go", "go", go, &MirrorOptions::default());
+        assert!(r.drift.is_empty() && r.text.contains("```go\nfunc Run(x int) {}\n```"), "{}", r.text);
     }
 
     #[test]

@@ -283,6 +283,11 @@ fn bad_paths_and_unknown_bases_are_bad_input() {
     let out = run(&r, &["mirror", "--base", "no-such-branch"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(assert_one_error_line(&out).contains("base branch `no-such-branch` not found"));
+    let plain = r.repo.parent().unwrap().join("plain");
+    std::fs::create_dir_all(plain.join("knowledge")).unwrap();
+    let out = run(&r, &["--repo", plain.to_str().unwrap(), "mirror"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(assert_one_error_line(&out).ends_with("not a git repository; name the files to mirror instead"));
     // The read-only global vault is never a repository to mirror into.
     let vault = r.vault.to_str().unwrap().to_owned();
     let out = run(&r, &["--repo", &vault, "mirror", "--files", "concept.md"]);
