@@ -120,9 +120,10 @@ fn says_none(text: &str) -> bool {
     first == "None"
 }
 
-const GOOGLE_PARAMS: &[&str] =
-    &["Args:", "Arguments:", "Parameters:", "Params:", "Keyword Args:", "Keyword Arguments:", "Other Parameters:"];
-const NUMPY_PARAMS: &[&str] = &["Parameters", "Other Parameters", "Arguments", "Keyword Arguments"];
+/// Google sections listing parameters. `Keyword Args:` lists the keys a
+/// `**kwargs` takes, not parameters, so it is not one of them.
+const GOOGLE_PARAMS: &[&str] = &["Args:", "Arguments:", "Parameters:", "Params:", "Other Parameters:"];
+const NUMPY_PARAMS: &[&str] = &["Parameters", "Other Parameters", "Arguments"];
 
 fn python(doc: &str) -> Documented {
     #[derive(PartialEq)]
@@ -176,7 +177,8 @@ fn python(doc: &str) -> Documented {
             let Some((head, rest)) = field.split_once(':') else { continue };
             let words: Vec<&str> = head.split_whitespace().collect();
             match words.first().copied() {
-                Some("param" | "parameter" | "arg" | "argument" | "key" | "keyword") if words.len() >= 2 => {
+                // `:key name:` / `:keyword name:` name keys of `**kwargs`, not parameters.
+                Some("param" | "parameter" | "arg" | "argument") if words.len() >= 2 => {
                     if let Some(name) = identifier(words[words.len() - 1].trim_start_matches('*')) {
                         out.params.push(name);
                     }
@@ -206,11 +208,15 @@ fn python(doc: &str) -> Documented {
                 if entry.is_none() {
                     *entry = Some(at);
                 }
-                if Some(at) == *entry {
-                    let name = t.split([' ', '(', ':']).next().unwrap_or("").trim_start_matches('*');
-                    if let Some(name) = identifier(name) {
-                        out.params.push(name);
-                    }
+                // An entry is `name: ...` or `name (type): ...`; a line at the
+                // entries' indent without that shape is sloppy continuation.
+                let (head, rest) = t.split_at(t.find([' ', '(', ':']).unwrap_or(t.len()));
+                let rest = rest.trim_start();
+                if Some(at) == *entry
+                    && (rest.starts_with(':') || rest.starts_with('('))
+                    && let Some(name) = identifier(head.trim_start_matches('*'))
+                {
+                    out.params.push(name);
                 }
             }
             Section::NumPy(at) => {
@@ -355,6 +361,9 @@ mod tests {
         assert_eq!(params("python", sphinx), ["name", "times"]);
         assert!(documented("python", sphinx).returns);
         assert!(!documented("python", "Does it.\n\nReturns:\n    None\n").returns);
+        let sloppy = "Greets.\n\nArgs:\n    name: who\n    to greet, on one more line.\n\nKeyword Args:\n    color (str): of the text.\n";
+        assert_eq!(params("python", sloppy), ["name"], "continuations and kwargs keys are not parameters");
+        assert_eq!(params("python", ":param a: x\n:key color: y\n"), ["a"]);
         assert!(documented("python", "Just prose mentioning name: and Args.").params.is_empty());
     }
 

@@ -16,6 +16,11 @@
 //! id `mirror-src-a.py` (lower-cased, `/` as `-`; a path with other
 //! characters gets a short hash of itself appended so ids stay unique).
 //!
+//! Entries: functions, methods and tests, and the declarations that stand
+//! for classes (classes, interfaces, traits, structs, enums), each with its
+//! full source, so a class's block also holds its methods, which have their
+//! own entries too (the literal layer finds both).
+//!
 //! Deterministic: symbols in source order, file lists sorted, and no
 //! timestamp (`generated_at` of the spec's example would make two runs
 //! differ; `source_hash` says which source a mirror reflects). A file whose
