@@ -222,7 +222,8 @@ pub enum KnowledgeCommand {
         /// The branch to diff against.
         #[arg(long, value_name = "BRANCH", conflicts_with = "files")]
         base: Option<String>,
-        /// Mirror these files instead of the changed ones.
+        /// Mirror these files instead of the changed ones (relative to the
+        /// repository, or absolute inside it).
         #[arg(long, num_args = 1.., value_name = "FILE")]
         files: Vec<String>,
         /// The phase, recorded as generated_by_phase.

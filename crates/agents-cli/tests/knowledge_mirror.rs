@@ -163,7 +163,8 @@ fn fr_c02_a_mirror_holds_docstrings_and_full_source_with_4_7_frontmatter() {
 #[test]
 fn fr_m07_mirror_from_files_modified() {
     let r = setup();
-    let report = json(&r, &["mirror", "--files", "web/util.js", "src/math.rs", "./web/util.js"]);
+    let absolute = r.repo.join("src/math.rs").to_str().unwrap().to_owned();
+    let report = json(&r, &["mirror", "--files", "web/util.js", &absolute, "./web/util.js"]);
     assert_eq!(report["base"], serde_json::Value::Null);
     assert_eq!(names(&report["files"]), ["./web/util.js", "src/math.rs", "web/util.js"]);
     assert_eq!(

@@ -571,7 +571,18 @@ fn mirror(
         let base = base.unwrap_or(&config.orchestrator.base_branch);
         (Some(base), agents_akms::changed_files(&layout.repo_root, base).map_err(into_anyhow)?)
     } else {
-        (None, files.to_vec())
+        // An absolute path inside the repository is taken relative to it;
+        // any other is left for the library to refuse.
+        let root = layout.repo_root.canonicalize().unwrap_or_else(|_| layout.repo_root.clone());
+        let relative = |file: &String| {
+            let path = Path::new(file);
+            let inside = path.is_absolute().then(|| path.canonicalize().ok()).flatten();
+            match inside.as_deref().and_then(|p| p.strip_prefix(&root).ok()) {
+                Some(rel) => rel.to_string_lossy().into_owned(),
+                None => file.clone(),
+            }
+        };
+        (None, files.iter().map(relative).collect())
     };
     files.sort();
     files.dedup();
