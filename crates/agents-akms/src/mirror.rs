@@ -510,6 +510,28 @@ mod tests {
     }
 
     #[test]
+    fn broken_or_odd_sources_render_without_panicking() {
+        let nasty = [
+            "",
+            "def f(:\n  \"\"\"x\n",
+            "fn f( -> {\n/// ü\n",
+            "/** @param {{{ x */ function f(a) {",
+            "\u{feff}é = 1\r\ndef g(a):\r\n    \"\"\"Args:\r\n        b: x\r\n    \"\"\"\r\n",
+            "class A { /** @param */ void m(int... ) {} }",
+            "int f(void (*cb)(int), ...) { return 0; }",
+            "func (s *S) M(, b) {}",
+        ];
+        for language in ["python", "javascript", "typescript", "tsx", "rust", "go", "java", "c", "cpp"] {
+            for text in nasty {
+                let r = render("a", language, text, &MirrorOptions::default());
+                assert!(r.text.starts_with("---\nid: mirror-a\n"), "{language}");
+                let (node, problems) = parse_node(Path::new("m.md"), &r.text, Layer::CodeMirror);
+                assert!(node.is_some(), "{language} {text:?}: {problems:?}");
+            }
+        }
+    }
+
+    #[test]
     fn ids_and_paths() {
         assert_eq!(mirror_id("src/solvers/fft/green.py"), "mirror-src-solvers-fft-green.py");
         let upper = mirror_id("src/Main.java");
