@@ -180,6 +180,20 @@ impl Default for PropagationConfig {
     }
 }
 
+impl PropagationConfig {
+    /// Whether `model_routing` asks for the optional semantic docstring-drift
+    /// check (`model_routing: {semantic_drift_check: true, ...}`). Off by
+    /// default; `agents knowledge mirror` never runs it (the mirror path is
+    /// deterministic, spec 3.2 and 5.6) and says so when it is asked for.
+    pub fn semantic_drift_check(&self) -> bool {
+        self.model_routing
+            .as_ref()
+            .and_then(|routing| routing.get("semantic_drift_check"))
+            .and_then(yaml_serde::Value::as_bool)
+            .unwrap_or(false)
+    }
+}
+
 impl Default for ConfidenceConfig {
     fn default() -> Self {
         ConfidenceConfig {
@@ -323,7 +337,7 @@ tag_derivation:
 
 orchestrator:
   plan_name: ""                 # used for phase-branch naming
-  base_branch: main             # phase 1 branches from here
+  base_branch: main             # phase 1 branches from here (and `knowledge mirror` diffs against)
   # The command a task agent runs (through sh -c), e.g.
   #   my-agent --loadout {loadout} --task {task_file} --memory-out {memory}
   # with {task_id} {task_file} {loadout} {memory} {role} {phase} {repo}
@@ -332,6 +346,14 @@ orchestrator:
   max_parallel: 2               # tasks of one wave running at once
   task_timeout_seconds: 1800    # a task running longer is stopped and failed
   review_roles: [code_reviewer, physics_reviewer]
+
+# Optional: the model of the semantic docstring-drift check of the code mirror.
+# Off by default; `agents knowledge mirror` runs only the deterministic
+# structural check and never calls a model (spec 3.2, 5.6).
+# model_routing:
+#   semantic_drift_check: false
+#   provider: ""
+#   model: ""
 "#;
 
 /// Parses and validates the config text; `file` names it in messages.
@@ -425,6 +447,15 @@ mod tests {
         let role = &config.query_roles["test_writer"];
         assert_eq!(role.edge_types, [EdgeType::Implements, EdgeType::Pitfall]);
         assert_eq!(role.prefer_domains, ["testing"]);
+    }
+
+    #[test]
+    fn the_semantic_drift_check_is_off_by_default_and_switched_by_model_routing() {
+        assert!(!PropagationConfig::default().semantic_drift_check());
+        let on = "akms_schema: v2\nmodel_routing:\n  semantic_drift_check: true\n  model: some-model\n";
+        assert!(parse_config(Path::new("p.yaml"), on).unwrap().semantic_drift_check());
+        let off = "akms_schema: v2\nmodel_routing:\n  model: some-model\n";
+        assert!(!parse_config(Path::new("p.yaml"), off).unwrap().semantic_drift_check());
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //! - local (4.1.4): `source` is `agent` or `human`; an agent-written node is
 //!   `tentative` and has a `content_draft` section (a Markdown heading named
 //!   `content_draft`) in its body;
-//! - code mirror (4.7): `domain: code-mirror`, `status: established`,
+//! - code mirror (4.7): `domain: code-mirror`, `status: established` (or
+//!   `draft`, which docstring drift sets, 5.6),
 //!   `confidence: 1.0`, `source: generated`, `auto_update: true`,
 //!   `source_file` set, no `tags`, no `edges`.
 
@@ -229,7 +230,16 @@ pub fn parse_node(file: &Path, text: &str, layer: Layer) -> (Option<Node>, Vec<D
         }
         Layer::CodeMirror => {
             check.exact("domain", domain.as_deref(), CODE_MIRROR_DOMAIN);
-            check.exact("status", status.as_deref(), "established");
+            // Established, or draft when the docstring drifted (5.6, FR-C03).
+            if let Some(status) = status.as_deref()
+                && status != "established"
+                && status != "draft"
+            {
+                check.invalid(
+                    "status",
+                    format!("is `{status}`, a code-mirror node has `established` (or `draft` after docstring drift)"),
+                );
+            }
             check.exact("source", source.as_deref(), "generated");
             if confidence.is_some_and(|c| c != 1.0) {
                 check.invalid("confidence", "a code-mirror node always has confidence 1.0".into());
@@ -659,6 +669,11 @@ mod tests {
         assert!(got.iter().any(|p| p.contains("confidence: a code-mirror node always has confidence 1.0")));
         assert!(got.iter().any(|p| p.contains("auto_update: is `false`")));
         assert!(got.iter().any(|p| p.contains("tags: a code-mirror node has no tags")));
+        let drifted = mirror.replace("status: established", "status: draft");
+        assert!(parse_node(Path::new("m.md"), &drifted, Layer::CodeMirror).1.is_empty(), "drift sets draft (5.6)");
+        let tentative = mirror.replace("status: established", "status: tentative");
+        let got = parse_node(Path::new("m.md"), &tentative, Layer::CodeMirror).1;
+        assert!(got[0].to_string().contains("status: is `tentative`"), "{got:?}");
     }
 
     #[test]
