@@ -8,7 +8,9 @@
 
 pub mod graph;
 pub mod indexing;
-pub mod language;
+/// Language detection lives with the analyzers (`agents_uko::language`) so the
+/// code mirror of `agents-akms` detects languages the way indexing does.
+pub use agents_uko::language;
 mod lock;
 pub mod pipeline;
 pub mod projects;

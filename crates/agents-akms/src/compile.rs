@@ -742,7 +742,7 @@ mod tests {
     }
 
     #[test]
-    fn nfr_i04_every_node_records_its_provenance_and_ur_02_incomplete_nodes_are_citizens() {
+    fn nfr_i04_ur_05_provenance_is_recorded_and_ur_02_incomplete_nodes_are_citizens() {
         let (_dir, layout) = fixture();
         let graph: Json = serde_json::from_str(&compile(&layout, &options()).unwrap().json).unwrap();
         let nodes = graph["nodes"].as_array().unwrap();
@@ -833,7 +833,7 @@ mod tests {
     }
 
     #[test]
-    fn fr_g11_pitfall_edges_must_target_session_nodes() {
+    fn fr_g11_fr_u05_pitfall_edges_must_target_session_nodes() {
         let (_dir, layout) = fixture();
         let path = layout.global_vault.join("green-operator.md");
         let text = std::fs::read_to_string(&path).unwrap();

@@ -128,6 +128,16 @@ pub struct TagDerivationConfig {
 pub struct OrchestratorConfig {
     pub plan_name: String,
     pub base_branch: String,
+    /// The command each task (and reviewer) runs, through `sh -c`, with
+    /// `{task_id}`, `{task_file}`, `{loadout}`, `{memory}`, `{role}`,
+    /// `{phase}` and `{repo}` replaced (shell-quoted); empty means not set.
+    pub agent_command: String,
+    /// Tasks of one wave running at once.
+    pub max_parallel: u32,
+    /// A task still running after this many seconds is stopped and failed.
+    pub task_timeout_seconds: u64,
+    /// Reviewer roles run in the REVIEW stage of every phase.
+    pub review_roles: Vec<String>,
 }
 
 impl Default for PropagationConfig {
@@ -167,6 +177,20 @@ impl Default for PropagationConfig {
             orchestrator: OrchestratorConfig::default(),
             model_routing: None,
         }
+    }
+}
+
+impl PropagationConfig {
+    /// Whether `model_routing` asks for the optional semantic docstring-drift
+    /// check (`model_routing: {semantic_drift_check: true, ...}`). Off by
+    /// default; `agents knowledge mirror` never runs it (the mirror path is
+    /// deterministic, spec 3.2 and 5.6) and says so when it is asked for.
+    pub fn semantic_drift_check(&self) -> bool {
+        self.model_routing
+            .as_ref()
+            .and_then(|routing| routing.get("semantic_drift_check"))
+            .and_then(yaml_serde::Value::as_bool)
+            .unwrap_or(false)
     }
 }
 
@@ -228,7 +252,14 @@ impl Default for TagDerivationConfig {
 
 impl Default for OrchestratorConfig {
     fn default() -> Self {
-        OrchestratorConfig { plan_name: String::new(), base_branch: "main".into() }
+        OrchestratorConfig {
+            plan_name: String::new(),
+            base_branch: "main".into(),
+            agent_command: String::new(),
+            max_parallel: 2,
+            task_timeout_seconds: 1800,
+            review_roles: vec!["code_reviewer".into(), "physics_reviewer".into()],
+        }
     }
 }
 
@@ -306,7 +337,23 @@ tag_derivation:
 
 orchestrator:
   plan_name: ""                 # used for phase-branch naming
-  base_branch: main             # phase 1 branches from here
+  base_branch: main             # phase 1 branches from here (and `knowledge mirror` diffs against)
+  # The command a task agent runs (through sh -c), e.g.
+  #   my-agent --loadout {loadout} --task {task_file} --memory-out {memory}
+  # with {task_id} {task_file} {loadout} {memory} {role} {phase} {repo}
+  # replaced, shell-quoted. `agents orchestrate` needs it to dispatch tasks.
+  agent_command: ""
+  max_parallel: 2               # tasks of one wave running at once
+  task_timeout_seconds: 1800    # a task running longer is stopped and failed
+  review_roles: [code_reviewer, physics_reviewer]
+
+# Optional: the model of the semantic docstring-drift check of the code mirror.
+# Off by default; `agents knowledge mirror` runs only the deterministic
+# structural check and never calls a model (spec 3.2, 5.6).
+# model_routing:
+#   semantic_drift_check: false
+#   provider: ""
+#   model: ""
 "#;
 
 /// Parses and validates the config text; `file` names it in messages.
@@ -364,6 +411,21 @@ pub fn parse_config(file: &Path, text: &str) -> Result<PropagationConfig, Vec<Di
             ));
         }
     }
+    let orchestrator = &config.orchestrator;
+    for (field, zero) in [
+        ("max_parallel", orchestrator.max_parallel == 0),
+        ("task_timeout_seconds", orchestrator.task_timeout_seconds == 0),
+    ] {
+        if zero {
+            problems.push(Diagnostic::error(
+                ProblemKind::InvalidValue,
+                file,
+                lines.get("orchestrator").copied(),
+                Some(&format!("orchestrator.{field}")),
+                "must be at least 1".into(),
+            ));
+        }
+    }
     if problems.is_empty() { Ok(config) } else { Err(problems) }
 }
 
@@ -385,6 +447,15 @@ mod tests {
         let role = &config.query_roles["test_writer"];
         assert_eq!(role.edge_types, [EdgeType::Implements, EdgeType::Pitfall]);
         assert_eq!(role.prefer_domains, ["testing"]);
+    }
+
+    #[test]
+    fn the_semantic_drift_check_is_off_by_default_and_switched_by_model_routing() {
+        assert!(!PropagationConfig::default().semantic_drift_check());
+        let on = "akms_schema: v2\nmodel_routing:\n  semantic_drift_check: true\n  model: some-model\n";
+        assert!(parse_config(Path::new("p.yaml"), on).unwrap().semantic_drift_check());
+        let off = "akms_schema: v2\nmodel_routing:\n  model: some-model\n";
+        assert!(!parse_config(Path::new("p.yaml"), off).unwrap().semantic_drift_check());
     }
 
     #[test]

@@ -133,6 +133,9 @@ pub enum AkmsError {
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
+    /// git refused (an unknown base branch, not a repository).
+    #[error("{}: {message}", repo.display())]
+    Git { repo: PathBuf, message: String },
 }
 
 fn more(count: usize) -> String {

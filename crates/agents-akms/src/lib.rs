@@ -7,9 +7,10 @@
 //! inside its layer's root; [`schema`], [`overlay`] and [`config`] parse and
 //! validate (collecting every problem as a [`Diagnostic`] naming file, line and
 //! field); [`compile`] runs the five-step merge and writes `graph.json`
-//! atomically; [`evidence`] and [`update`] fold AgentMemory and PCD evidence
-//! into the overlay and local nodes, [`health`] reports on the result;
-//! [`migrate`] upgrades older sources to the current schema. The
+//! atomically; [`mirror`] generates the code mirror of source files (with
+//! the docstring-drift check of [`drift`]); [`evidence`] and [`update`] fold
+//! AgentMemory and PCD evidence into the overlay and local nodes, [`health`]
+//! reports on the result; [`migrate`] upgrades older sources to the current schema. The
 //! global vault is only ever read.
 //!
 //! This crate knows nothing of clap or terminal output; configuration (the
@@ -18,10 +19,13 @@
 pub mod compile;
 pub mod config;
 pub mod diag;
+pub mod drift;
 pub mod evidence;
 pub mod formula;
 pub mod health;
 pub mod migrate;
+pub mod mirror;
+pub mod orchestrate;
 pub mod overlay;
 pub mod query;
 pub mod schema;
@@ -34,5 +38,6 @@ mod yaml;
 pub use compile::{CompileOptions, Compiled, build, check, check_paths, compile, read_config};
 pub use config::{DEFAULT_CONFIG_YAML, PropagationConfig};
 pub use diag::{AkmsError, Diagnostic, ProblemKind, Severity};
+pub use mirror::{MirrorOptions, MirrorReport, changed_files, mirror_files};
 pub use vault::Layout;
 pub use yaml::SCHEMA_VERSION;

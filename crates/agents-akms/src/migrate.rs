@@ -250,6 +250,9 @@ fn v1_to_v2(sources: &mut Sources) -> Result<Vec<FileChange>, Diagnostic> {
             "expected a mapping of node ids".into(),
         ));
     };
+    // New entries in id order after the existing ones, whose order (a human's,
+    // perhaps) stays: a migration's diff only adds lines (NFR-I05).
+    moved_state.sort_by(|a, b| a.0.cmp(&b.0));
     for (id, state) in moved_state {
         let entry = nodes.entry(id.clone().into()).or_insert_with(|| Yaml::Mapping(Mapping::new()));
         let Some(entry) = entry.as_mapping_mut() else {
@@ -359,6 +362,28 @@ mod tests {
         let once = s.clone();
         assert!(v1_to_v2(&mut s).unwrap().is_empty());
         assert_eq!(s, once);
+    }
+
+    #[test]
+    fn nfr_i05_the_written_overlay_is_block_yaml_whose_diff_only_adds_lines() {
+        let zeta = V1_NODE.replace("id: epsilon", "id: zeta");
+        let overlay =
+            "akms_schema: v2\nnodes:\n  other:\n    confidence: 0.4\n    activations: 2\nsuppressed_edges: []\n";
+        let mut s = sources(&[&zeta, V1_NODE], Some(overlay));
+        v1_to_v2(&mut s).unwrap();
+        let written = s.local_state.1.unwrap();
+        // Human-readable: block style, one field or list item per line.
+        assert!(!written.contains('{') && !written.contains("[\""), "{written}");
+        // Git-diffable: every line that was there is still there, in order;
+        // the migrated nodes come after, sorted by id.
+        let mut lines = written.lines();
+        for old in overlay.lines().filter(|l| !l.starts_with("suppressed_edges")) {
+            assert!(lines.any(|l| l == old), "{old:?} moved or changed in\n{written}");
+        }
+        let epsilon = written.find("\n  epsilon:\n").unwrap();
+        let zeta = written.find("\n  zeta:\n").unwrap();
+        assert!(written.find("\n  other:\n").unwrap() < epsilon && epsilon < zeta, "{written}");
+        assert!(written.lines().any(|l| l.trim() == "- sessions/a.md"), "{written}");
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! 3. and 5. the ego graph of radius `max_depth` around each seed, strictly
 //!    seed-anchored: only paths along the profile's edge types (out-edges,
 //!    as NetworkX's `ego_graph` on a directed graph), seeds always kept;
-//! 4. loadable statuses only (`tentative`, `established`);
+//! 4. loadable statuses only (`tentative`, `established`), and never a
+//!    code-mirror node (4.7: its domain keeps it out of every loadout query);
 //! 6. `prefer_domains` multiply the rank by 1.5, `exclude_domains` remove;
 //! 7. nodes below their `confidence_floor`, else below
 //!    `loadout.min_confidence_threshold`, are left out;
@@ -25,6 +26,7 @@ use serde_json::{Map, Value};
 
 use crate::config::PropagationConfig;
 use crate::formula::{Formula, FormulaError};
+use crate::schema::CODE_MIRROR_DOMAIN;
 
 /// Statuses a loadout may include.
 pub const LOADABLE_STATUSES: [&str; 2] = ["tentative", "established"];
@@ -160,6 +162,10 @@ pub fn query(graph: &Value, config: &PropagationConfig, role: &str, tags: &[Stri
         let confidence = number(node, "confidence").unwrap_or(0.0);
         let why = if !LOADABLE_STATUSES.contains(&status) {
             Some("status")
+        } else if domain == CODE_MIRROR_DOMAIN {
+            // 4.7: the code-mirror domain keeps mirror nodes out of every
+            // role's loadout query, whatever its profile says.
+            Some("code-mirror")
         } else if profile.exclude_domains.iter().any(|d| d == domain) {
             Some("exclude_domains")
         } else if confidence < number(node, "confidence_floor").unwrap_or(floor) {
@@ -295,8 +301,9 @@ mod tests {
         let s = query(&graph(), &config, "implementer", &["fft".into()]).unwrap();
         assert_eq!(s.seeds, ["a", "old", "weak"]);
         // Radius 2 along requires/feeds-into/pitfall: b, c, m, s; not d (3 hops),
-        // not x (contradicts). Ranked by confidence * activations, ties by id.
-        assert_eq!(ids(&s), ["b", "a", "c", "m", "s"]);
+        // not x (contradicts), not m (code mirror). Ranked by confidence *
+        // activations, ties by id.
+        assert_eq!(ids(&s), ["b", "a", "c", "s"]);
         assert_eq!(s.excluded["status"], ["old"]);
         assert_eq!(s.excluded["confidence"], ["weak"]);
         let b = &s.nodes[0];
@@ -330,6 +337,20 @@ mod tests {
     }
 
     #[test]
+    fn spec_4_7_code_mirror_nodes_never_enter_any_roles_loadout_query() {
+        let mut config = PropagationConfig::default();
+        for role in config.query_roles.values_mut() {
+            role.exclude_domains.clear();
+            role.edge_types.push(crate::schema::EdgeType::FeedsInto);
+        }
+        for role in ["implementer", "code_reviewer", "physics_reviewer"] {
+            let s = query(&graph(), &config, role, &["fft".into()]).unwrap();
+            assert!(!ids(&s).contains(&"m"), "{role}: {:?}", ids(&s));
+            assert_eq!(s.excluded["code-mirror"], ["m"], "{role}");
+        }
+    }
+
+    #[test]
     fn preferred_domains_boost_excluded_domains_leave_and_the_cap_holds() {
         let mut config = PropagationConfig::default();
         let role = config.query_roles.get_mut("implementer").unwrap();
@@ -342,7 +363,7 @@ mod tests {
         assert_eq!(ids(&s), ["b", "a", "s"]);
         assert!(s.nodes[2].pitfall);
         assert_eq!(s.excluded["max_nodes_per_loadout"], ["c"]);
-        assert_eq!(s.excluded["exclude_domains"], ["m"]);
+        assert_eq!(s.excluded["code-mirror"], ["m"]);
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //! - local (4.1.4): `source` is `agent` or `human`; an agent-written node is
 //!   `tentative` when written (a human may promote or suppress it) and has a `content_draft` section (a Markdown heading named
 //!   `content_draft`) in its body;
-//! - code mirror (4.7): `domain: code-mirror`, `status: established`,
+//! - code mirror (4.7): `domain: code-mirror`, `status: established` (or
+//!   `draft`, which docstring drift sets, 5.6),
 //!   `confidence: 1.0`, `source: generated`, `auto_update: true`,
 //!   `source_file` set, no `tags`, no `edges`.
 
@@ -99,7 +100,10 @@ const READING_PRIORITIES: &[&str] = &["full", "summary", "pitfalls-only"];
 pub const EXPERIENTIAL_FIELDS: &[&str] =
     &["activations", "last_activated", "activated_by_tasks", "session_refs", "auto_update"];
 /// Domains the system assigns; no authored node may use them.
-pub const RESERVED_DOMAINS: &[&str] = &["session", "code-mirror"];
+pub const RESERVED_DOMAINS: &[&str] = &["session", CODE_MIRROR_DOMAIN];
+
+/// The domain of every code-mirror node (4.7).
+pub const CODE_MIRROR_DOMAIN: &str = "code-mirror";
 
 /// A structural edge declared in a node's frontmatter.
 #[derive(Debug, Clone, PartialEq)]
@@ -222,8 +226,17 @@ pub fn parse_node(file: &Path, text: &str, layer: Layer) -> (Option<Node>, Vec<D
             }
         }
         Layer::CodeMirror => {
-            check.exact("domain", domain.as_deref(), "code-mirror");
-            check.exact("status", status.as_deref(), "established");
+            check.exact("domain", domain.as_deref(), CODE_MIRROR_DOMAIN);
+            // Established, or draft when the docstring drifted (5.6, FR-C03).
+            if let Some(status) = status.as_deref()
+                && status != "established"
+                && status != "draft"
+            {
+                check.invalid(
+                    "status",
+                    format!("is `{status}`, a code-mirror node has `established` (or `draft` after docstring drift)"),
+                );
+            }
             check.exact("source", source.as_deref(), "generated");
             if confidence.is_some_and(|c| c != 1.0) {
                 check.invalid("confidence", "a code-mirror node always has confidence 1.0".into());
@@ -642,7 +655,7 @@ mod tests {
     }
 
     #[test]
-    fn code_mirror_invariants() {
+    fn spec_4_7_code_mirror_invariants_no_tags_no_edges_confidence_one_generated() {
         let mirror = "---\nid: mirror-src-a\ntitle: \"Code Mirror: src/a.py\"\ndomain: code-mirror\nstatus: established\nconfidence: 1.0\nsource: generated\nauto_update: true\ncontent_ref: code-mirror/src/a.md\nsource_file: src/a.py\ngenerated_at: 2025-06-01T14:32:00\ngenerated_by_phase: 2\nakms_schema: v2\n---\n";
         let (node, problems) = parse_node(Path::new("m.md"), mirror, Layer::CodeMirror);
         assert!(problems.is_empty(), "{problems:?}");
@@ -656,6 +669,11 @@ mod tests {
         assert!(got.iter().any(|p| p.contains("confidence: a code-mirror node always has confidence 1.0")));
         assert!(got.iter().any(|p| p.contains("auto_update: is `false`")));
         assert!(got.iter().any(|p| p.contains("tags: a code-mirror node has no tags")));
+        let drifted = mirror.replace("status: established", "status: draft");
+        assert!(parse_node(Path::new("m.md"), &drifted, Layer::CodeMirror).1.is_empty(), "drift sets draft (5.6)");
+        let tentative = mirror.replace("status: established", "status: tentative");
+        let got = parse_node(Path::new("m.md"), &tentative, Layer::CodeMirror).1;
+        assert!(got[0].to_string().contains("status: is `tentative`"), "{got:?}");
     }
 
     #[test]

@@ -245,6 +245,28 @@ pub enum KnowledgeCommand {
         /// The node id.
         id: String,
     },
+    /// Generate the code mirror (spec 4.7, 5.6): one knowledge/code-mirror/<file>.md
+    /// per changed source file, with each function's and class's docstring and
+    /// full source, and the structural docstring-drift check (drift sets the
+    /// mirror node to `status: draft` and is printed).
+    ///
+    /// Files: those changed against --base (committed, uncommitted and untracked
+    /// changes since the merge base; default `orchestrator.base_branch` of
+    /// propagation_config.yaml, else main), or exactly --files (repository-relative,
+    /// e.g. a Phase Completion Document's files_modified). A file that is gone
+    /// loses its mirror. Deterministic; no model is called.
+    Mirror {
+        /// The branch to diff against.
+        #[arg(long, value_name = "BRANCH", conflicts_with = "files")]
+        base: Option<String>,
+        /// Mirror these files instead of the changed ones (relative to the
+        /// repository, or absolute inside it).
+        #[arg(long, num_args = 1.., value_name = "FILE")]
+        files: Vec<String>,
+        /// The phase, recorded as generated_by_phase.
+        #[arg(long)]
+        phase: Option<u32>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -98,7 +98,35 @@ fn nfr_d06_two_builds_give_identical_bytes() {
 }
 
 #[test]
-fn fr_o01_nfr_r03_no_command_writes_under_the_global_vault() {
+fn nfr_i01_nodes_edges_and_confidences_are_readable_as_plain_text() {
+    let k = knowledge();
+    assert!(run(&k, &["build"]).status.success());
+    // graph.json is UTF-8 text, one attribute per line: a reader (or grep)
+    // finds every node, every edge and every confidence without a tool.
+    let text = std::fs::read_to_string(k.repo.join("knowledge/graph/graph.json")).unwrap();
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let graph: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for node in graph["nodes"].as_array().unwrap() {
+        let id = node["id"].as_str().unwrap();
+        assert!(lines.contains(&format!("\"id\": \"{id}\",").as_str()), "node {id} is not on a line of its own");
+        let confidence = format!("\"confidence\": {},", node["confidence"]);
+        assert!(lines.contains(&confidence.as_str()), "{id}: {confidence}");
+    }
+    for link in graph["links"].as_array().unwrap() {
+        for end in ["source", "target"] {
+            let line = format!("\"{end}\": {},", link[end]);
+            let line = line.trim_end_matches(',');
+            assert!(lines.iter().any(|l| l.trim_end_matches(',') == line), "{line}");
+        }
+    }
+    // The sources are plain text as well: Markdown nodes and the YAML overlay,
+    // the confidence of a node readable where a human left it.
+    let overlay = std::fs::read_to_string(k.repo.join("knowledge/graph/local_state.yaml")).unwrap();
+    assert!(overlay.lines().any(|l| l.trim_start().starts_with("confidence: ")), "{overlay}");
+}
+
+#[test]
+fn fr_o01_fr_o08_nfr_r03_no_command_writes_under_the_global_vault() {
     let k = knowledge();
     let before = snapshot(&k.vault);
     let vault = k.vault.to_str().unwrap().to_owned();

@@ -425,8 +425,14 @@ impl Engine {
         let started = std::time::Instant::now();
         let _lock = self.indexing.lock_resource(resource_id, &root)?;
         let kind = self.config.config().context.backends.text.clone();
-        let mut text = agents_search::open_text_backend(&kind, &self.home.search_dir(resource_id, &kind))
-            .map_err(QueryError::from)?;
+        // The folder names the analyzer's version: a new one starts empty and is
+        // built from the store; the folder of the one before goes.
+        let text_dir = self.home.search_dir(resource_id, &format!("{kind}-v{}", agents_search::TEXT_INDEX_VERSION));
+        let old_dir = self.home.search_dir(resource_id, &kind);
+        if old_dir.is_dir() {
+            let _ = std::fs::remove_dir_all(&old_dir);
+        }
+        let mut text = agents_search::open_text_backend(&kind, &text_dir).map_err(QueryError::from)?;
         let embedder = self.embedder();
         let mut vector = match &embedder {
             Ok(e) => Some(self.vector_index(resource_id, e.as_ref())?),

@@ -1,7 +1,7 @@
 //! The SQLite FTS5 text backend: the alternative to Tantivy behind [`TextBackend`].
 //!
 //! FTS5's tokenizers know nothing of camelCase, so the documents are split here by
-//! [`crate::code_tokens`] and the token stream is stored joined by spaces; FTS5 then only
+//! [`crate::search_tokens`] and the token stream is stored joined by spaces; FTS5 then only
 //! has to split on spaces. Tokens outside `[a-z0-9_]` (`store.rs`, `größe`) are stored
 //! hex-encoded behind a `$` (a character the analyzer never emits), so FTS5's
 //! tokenizer, whose idea of letters and case differs from Rust's, never sees them.
@@ -96,7 +96,7 @@ impl Fts5Backend {
 /// The indexed form of one field: its tokens, encoded, joined by spaces.
 fn indexed_text(text: &str) -> String {
     let mut indexed = String::new();
-    for token in crate::code_tokens(text) {
+    for token in crate::search_tokens(text) {
         if !indexed.is_empty() {
             indexed.push(' ');
         }
@@ -259,7 +259,7 @@ mod tests {
 
     #[test]
     fn tokens_outside_ascii_word_chars_are_hex_encoded() {
-        assert_eq!(indexed_text("parseHttp store.rs"), "parsehttp parse http store rs $73746f72652e7273");
+        assert_eq!(indexed_text("parseHttp store.rs"), "parsehttp parse pars http store rs $73746f72652e7273");
         assert_eq!(match_expression(&["a_b".into(), "é".into()]), "\"a_b\" OR \"$c3a9\"");
     }
 }

@@ -17,7 +17,8 @@
 //!
 //! They are chosen by name (`context.backends.text`) through [`open_text_backend`] and
 //! pass one test suite (`tests/backends.rs`). Both split text with the same code-aware
-//! analyzer, [`code_tokens`], so `http request` finds `parseHttpRequest` in either.
+//! analyzer, [`search_tokens`] ([`code_tokens`] plus English stems), so `http request`
+//! finds `parseHttpRequest` and `parsing` finds `parse_date` in either.
 //!
 //! # Contract shared by the backends
 //! - Documents are keyed by [`TextDoc::id`] (the node URI): [`TextBackend::upsert`]
@@ -25,7 +26,7 @@
 //! - Writes become visible to [`TextBackend::search`] and [`TextBackend::doc_count`] and
 //!   durable only after [`TextBackend::commit`]; dropping a backend without committing
 //!   discards them.
-//! - A query is free text: it is split by [`code_tokens`], tokens are deduplicated and
+//! - A query is free text: it is split by [`search_tokens`], tokens are deduplicated and
 //!   OR-ed; there is no query syntax, so no user text is a syntax error. A query without
 //!   tokens finds nothing.
 //! - Scores are BM25 summed over fields, each weighted by its boost: name 4.0,
@@ -46,7 +47,11 @@ pub mod vector;
 
 use std::path::{Path, PathBuf};
 
-pub use tokenize::code_tokens;
+pub use tokenize::{code_tokens, search_tokens};
+
+/// The version of what the text indexes hold (the analyzer, the fields): a
+/// change makes every text index a new one, built from the store. 2: stems.
+pub const TEXT_INDEX_VERSION: u32 = 2;
 
 /// One searchable unit: a UKO node with the text of its fields.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -157,7 +162,7 @@ pub(crate) fn field_texts(doc: &TextDoc) -> [&str; 6] {
 
 /// The distinct tokens of a query, in first-seen order.
 pub(crate) fn query_tokens(query: &str) -> Vec<String> {
-    let mut tokens = code_tokens(query);
+    let mut tokens = search_tokens(query);
     let mut seen = std::collections::HashSet::new();
     tokens.retain(|token| seen.insert(token.clone()));
     tokens

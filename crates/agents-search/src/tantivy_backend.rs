@@ -5,7 +5,7 @@
 //!   upsert, the path term deletes a file's nodes, and both come back in hits;
 //! - `kind_raw`: raw, for the kind filter;
 //! - `name`, `signature`, `path`, `doc`, `body`, `kind`: analyzed by the `code`
-//!   tokenizer ([`CodeTokenizer`], a wrapper of [`crate::code_tokens`]), with term
+//!   tokenizer ([`CodeTokenizer`], a wrapper of [`crate::search_tokens`]), with term
 //!   frequencies and field norms for BM25 but no positions (there are no phrase queries).
 //!
 //! A query is a boolean OR of one term query per (token, field), each boosted by the
@@ -25,7 +25,7 @@ use tantivy::schema::{
 use tantivy::tokenizer::{TextAnalyzer, Token, TokenStream, Tokenizer};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Term};
 
-use crate::tokenize::for_each_code_token;
+use crate::tokenize::for_each_search_token;
 use crate::{
     SearchError, SearchFilter, TEXT_FIELDS, TextBackend, TextDoc, TextHit, field_texts, query_tokens, sort_hits,
 };
@@ -218,7 +218,7 @@ impl TextBackend for TantivyBackend {
     }
 }
 
-/// [`crate::code_tokens`] as a Tantivy tokenizer, so indexing and querying split alike.
+/// [`crate::search_tokens`] as a Tantivy tokenizer, so indexing and querying split alike.
 #[derive(Clone, Copy, Debug, Default)]
 struct CodeTokenizer;
 
@@ -227,7 +227,7 @@ impl Tokenizer for CodeTokenizer {
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> CodeTokenStream {
         let mut tokens = Vec::new();
-        for_each_code_token(text, |token, span| {
+        for_each_search_token(text, |token, span| {
             let position = tokens.len();
             tokens.push(Token {
                 offset_from: span.start,
@@ -271,14 +271,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tokenizer_matches_code_tokens() {
+    fn tokenizer_matches_search_tokens() {
         let text = "fn parseHttpRequest(src/store.rs)";
         let mut stream = CodeTokenizer.token_stream(text);
         let mut seen = Vec::new();
         while let Some(token) = stream.next() {
             seen.push(token.text.clone());
         }
-        assert_eq!(seen, crate::code_tokens(text));
+        assert_eq!(seen, crate::search_tokens(text));
     }
 
     #[test]

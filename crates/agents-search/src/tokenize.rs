@@ -50,6 +50,36 @@ pub fn code_tokens(text: &str) -> Vec<String> {
     tokens
 }
 
+/// The tokens full-text search indexes and queries with: [`code_tokens`], each
+/// word of four letters or more followed by its English Snowball stem when that
+/// differs (`parsing` -> `pars`, `serializers` -> `serial`, `args` -> `arg`), so a commit message's
+/// `parsing` finds `parse_date` and `serialization` finds `serializers/`. The
+/// exact word still matches exactly, so exact matches score above stem matches.
+pub fn search_tokens(text: &str) -> Vec<String> {
+    let mut tokens = Vec::new();
+    for_each_search_token(text, |token, _span| tokens.push(token));
+    tokens
+}
+
+/// [`search_tokens`] with the byte range each token comes from (a stem has its
+/// word's range).
+pub(crate) fn for_each_search_token(text: &str, mut sink: impl FnMut(String, Range<usize>)) {
+    let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+    for_each_code_token(text, |token, span| {
+        let stem = (token.len() >= MIN_STEMMED_BYTES && token.bytes().all(|b| b.is_ascii_lowercase()))
+            .then(|| stemmer.stem(&token).into_owned())
+            .filter(|stem| *stem != token);
+        sink(token, span.clone());
+        if let Some(stem) = stem {
+            sink(stem, span);
+        }
+    });
+}
+
+/// Shortest word that [`search_tokens`] stems: shorter ones (`get`, `map`,
+/// `len`) are identifiers more often than inflected words.
+const MIN_STEMMED_BYTES: usize = 4;
+
 /// Calls `sink` with every token of `text` and the byte range of `text` it comes from;
 /// the token text is already lowercased. [`code_tokens`] and the Tantivy tokenizer are
 /// both built on this.
@@ -179,6 +209,15 @@ mod tests {
         check("foo(bar) AND \"x", &["foo", "bar", "and", "x"]);
         check("", &[]);
         check("  ()\"*:  ", &[]);
+    }
+
+    #[test]
+    fn search_tokens_add_stems_after_their_words() {
+        assert_eq!(search_tokens("fix parsing"), ["fix", "parsing", "pars"]);
+        assert_eq!(search_tokens("src/serializers"), ["src", "serializers", "serial"]);
+        assert_eq!(search_tokens("parse_date"), ["parse_date", "parse", "pars", "date"]);
+        // Short words and identifiers with digits or capitals inside stay as they are.
+        assert_eq!(search_tokens("len v2s isOK"), ["len", "v2s", "isok", "is", "ok"]);
     }
 
     #[test]

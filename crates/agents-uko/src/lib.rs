@@ -6,6 +6,7 @@
 //! comes out.
 
 pub mod lang;
+pub mod language;
 pub mod model;
 pub mod ontology;
 pub mod rdf;

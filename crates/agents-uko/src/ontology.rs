@@ -417,7 +417,7 @@ impl Ontology {
     }
 
     /// The detail-level domain for files of a detected language (the names
-    /// of `agents_acms::language`): `python` is `uko-py`; `typescript`,
+    /// of [`crate::language`]): `python` is `uko-py`; `typescript`,
     /// `tsx` and `javascript` are `uko-ts`; `rust` is `uko-rs`; `java` is
     /// `uko-java`; `go`, `c` and `cpp` are `uko-code`; prose (`markdown`,
     /// `restructuredtext`, `org`, `text`) is `uko-doc`; `csv` and `tsv` are

@@ -1,4 +1,4 @@
-//! `agents knowledge init|validate|build|tags|migrate` (update, status,
+//! `agents knowledge init|validate|build|tags|migrate|mirror` (update, status,
 //! review, promote and suppress are in `feedback`): the repository's `knowledge/`
 //! folder over the global vault (AKMS). Thin: find the repository and the
 //! vault, call `agents_akms`, print.
@@ -87,6 +87,9 @@ pub fn run(settings: &Settings, args: KnowledgeArgs) -> anyhow::Result<()> {
         }
         KnowledgeCommand::Suppress { id } => {
             super::feedback::set_status(settings, args.repo.as_deref(), &id, agents_akms::update::Review::Suppress)
+        }
+        KnowledgeCommand::Mirror { base, files, phase } => {
+            mirror(settings, args.repo.as_deref(), base.as_deref(), &files, phase)
         }
         KnowledgeCommand::Build => {
             let (layout, options) = resolve(settings, args.repo.as_deref())?;
@@ -552,6 +555,98 @@ fn query(
         for (step, ids) in &subgraph.excluded {
             out.push_str(&format!("left out by {step}: {}\n", ids.join(", ")));
         }
+        out
+    })
+}
+
+/// What `agents knowledge mirror` reports.
+#[derive(Serialize)]
+struct MirrorRun<'a> {
+    /// The base branch diffed against; none with --files.
+    base: Option<&'a str>,
+    /// The files considered, sorted.
+    files: &'a [String],
+    #[serde(flatten)]
+    report: &'a agents_akms::MirrorReport,
+    /// `off`, or `configured, not run` (the mirror path never calls a model).
+    semantic_drift_check: &'static str,
+}
+
+fn mirror(
+    settings: &Settings,
+    repo: Option<&Path>,
+    base: Option<&str>,
+    files: &[String],
+    phase: Option<u32>,
+) -> anyhow::Result<()> {
+    let (layout, _) = resolve(settings, repo)?;
+    let config = read_config(&layout)?;
+    let (base, mut files) = if files.is_empty() {
+        let base = base.unwrap_or(&config.orchestrator.base_branch);
+        (Some(base), agents_akms::changed_files(&layout.repo_root, base).map_err(into_anyhow)?)
+    } else {
+        // An absolute path inside the repository is taken relative to it;
+        // any other is left for the library to refuse.
+        let root = layout.repo_root.canonicalize().unwrap_or_else(|_| layout.repo_root.clone());
+        let relative = |file: &String| {
+            let path = Path::new(file);
+            let inside = path.is_absolute().then(|| path.canonicalize().ok()).flatten();
+            match inside.as_deref().and_then(|p| p.strip_prefix(&root).ok()) {
+                Some(rel) => rel.to_string_lossy().into_owned(),
+                None => file.clone(),
+            }
+        };
+        (None, files.iter().map(relative).collect())
+    };
+    files.sort();
+    files.dedup();
+    let options = agents_akms::MirrorOptions { phase };
+    let report = agents_akms::mirror_files(&layout.repo_root, &files, &options).map_err(into_anyhow)?;
+    let semantic = config.semantic_drift_check();
+    if semantic {
+        settings.printer.note(
+            "note: model_routing asks for the semantic docstring-drift check; it is not run: \
+             `agents knowledge mirror` is deterministic and runs the structural check only (spec 3.2, 5.6)",
+        );
+    }
+    for file in &report.drift {
+        for drift in &file.symbols {
+            settings.printer.note(format!("drift: {}: {}", file.file, drift.describe()));
+        }
+    }
+    let run = MirrorRun {
+        base,
+        files: &files,
+        report: &report,
+        semantic_drift_check: if semantic { "configured, not run" } else { "off" },
+    };
+    settings.printer.emit(&run, || {
+        let mut out = String::new();
+        for path in &report.written {
+            out.push_str(&format!("wrote     {path}\n"));
+        }
+        for path in &report.unchanged {
+            out.push_str(&format!("unchanged {path}\n"));
+        }
+        for path in &report.removed {
+            out.push_str(&format!("removed   {path}\n"));
+        }
+        for skipped in &report.skipped {
+            out.push_str(&format!("skipped   {} ({})\n", skipped.file, skipped.reason));
+        }
+        for file in &report.drift {
+            out.push_str(&format!("draft     {} (docstring drift)\n", file.mirror));
+        }
+        let against = base.map_or_else(String::new, |b| format!(" changed against {b}"));
+        out.push_str(&format!(
+            "Mirrored {} file(s){against}: {} written, {} unchanged, {} removed, {} skipped, {} with docstring drift\n",
+            files.len(),
+            report.written.len(),
+            report.unchanged.len(),
+            report.removed.len(),
+            report.skipped.len(),
+            report.drift.len()
+        ));
         out
     })
 }

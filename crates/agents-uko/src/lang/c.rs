@@ -129,7 +129,7 @@ impl Analyzer for CAnalyzer {
 }
 
 /// Parses with the grammar of `language`, re-parsing a C++-looking `.h` as C++.
-fn parse_c_family(language: &str, path: &str, text: &str) -> Option<Tree> {
+pub(crate) fn parse_c_family(language: &str, path: &str, text: &str) -> Option<Tree> {
     let cpp_language: tree_sitter::Language = tree_sitter_cpp::LANGUAGE.into();
     if language == "cpp" {
         return parse(&cpp_language, text);

@@ -23,6 +23,7 @@ pub mod javascript;
 pub mod markdown;
 pub mod python;
 pub mod rust;
+pub mod signature;
 
 /// Extracts structure from files of some languages.
 pub trait Analyzer: Send + Sync {

@@ -1,0 +1,222 @@
+//! Running agents: the configured command template (`orchestrator.
+//! agent_command`) with a job's values put in, shell-quoted, through
+//! `sh -c`; the jobs of a wave in parallel up to a limit, each under a
+//! timeout. The agent's output goes to a log file per job; nothing here
+//! reads or writes the knowledge graph.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One agent run: the values of the template's placeholders.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub task_id: String,
+    pub task_file: PathBuf,
+    pub loadout: PathBuf,
+    pub memory: PathBuf,
+    pub role: String,
+    pub phase: u32,
+    /// Where the agent's stdout and stderr go.
+    pub log: PathBuf,
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Exit status 0.
+    Exited,
+    /// A non-zero exit, a signal, a timeout or a failed start: the reason.
+    Failed(String),
+}
+
+/// The command line of `job`: every `{name}` of the template replaced by the
+/// shell-quoted value; an unknown placeholder is an error naming it.
+pub fn command_line(template: &str, repo: &Path, job: &Job) -> Result<String, String> {
+    let values: BTreeMap<&str, String> = [
+        ("task_id", job.task_id.clone()),
+        ("task_file", job.task_file.display().to_string()),
+        ("loadout", job.loadout.display().to_string()),
+        ("memory", job.memory.display().to_string()),
+        ("role", job.role.clone()),
+        ("phase", job.phase.to_string()),
+        ("repo", repo.display().to_string()),
+    ]
+    .into_iter()
+    .collect();
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            return Err(format!("an unclosed `{{` in `{template}`"));
+        };
+        let name = &after[..close];
+        let value = values.get(name).ok_or_else(|| {
+            format!(
+                "unknown placeholder `{{{name}}}` (known: {})",
+                values.keys().copied().collect::<Vec<_>>().join(", ")
+            )
+        })?;
+        out.push_str(&shell_quote(value));
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn shell_quote(value: &str) -> String {
+    if !value.is_empty() && value.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:@,+".contains(c)) {
+        value.to_owned()
+    } else {
+        format!("'{}'", value.replace('\'', r"'\''"))
+    }
+}
+
+/// Runs the jobs, at most `parallel` at once, each stopped after `timeout`;
+/// the outcomes come back in the jobs' order. `done` is told of each job as
+/// it ends (from the worker thread), so a caller can save progress.
+pub fn run_jobs(
+    template: &str,
+    repo: &Path,
+    jobs: &[Job],
+    parallel: usize,
+    timeout: Duration,
+    done: &(dyn Fn(&Job, &Outcome) + Sync),
+) -> Vec<Outcome> {
+    let next = Mutex::new(0usize);
+    let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; jobs.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..parallel.clamp(1, jobs.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let i = {
+                        let mut next = next.lock().unwrap_or_else(|e| e.into_inner());
+                        let i = *next;
+                        *next += 1;
+                        i
+                    };
+                    let Some(job) = jobs.get(i) else { break };
+                    let outcome = run_one(template, repo, job, timeout);
+                    done(job, &outcome);
+                    outcomes.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(outcome);
+                }
+            });
+        }
+    });
+    outcomes
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| Outcome::Failed("never ran".into())))
+        .collect()
+}
+
+fn run_one(template: &str, repo: &Path, job: &Job, timeout: Duration) -> Outcome {
+    let line = match command_line(template, repo, job) {
+        Ok(line) => line,
+        Err(e) => return Outcome::Failed(format!("orchestrator.agent_command: {e}")),
+    };
+    if let Some(parent) = job.log.parent()
+        && let Err(e) = std::fs::create_dir_all(parent)
+    {
+        return Outcome::Failed(format!("cannot create {}: {e}", parent.display()));
+    }
+    let log = match std::fs::File::create(&job.log) {
+        Ok(f) => f,
+        Err(e) => return Outcome::Failed(format!("cannot write {}: {e}", job.log.display())),
+    };
+    let Ok(err_log) = log.try_clone() else {
+        return Outcome::Failed(format!("cannot write {}", job.log.display()));
+    };
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(&line)
+        .current_dir(repo)
+        .env("AGENTS_TASK_ID", &job.task_id)
+        .env("AGENTS_TASK_FILE", &job.task_file)
+        .env("AGENTS_LOADOUT", &job.loadout)
+        .env("AGENTS_MEMORY", &job.memory)
+        .env("AGENTS_ROLE", &job.role)
+        .env("AGENTS_PHASE", job.phase.to_string())
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(err_log)
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(e) => return Outcome::Failed(format!("cannot start `{line}`: {e}")),
+    };
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Outcome::Exited,
+            Ok(Some(status)) => {
+                return Outcome::Failed(match status.code() {
+                    Some(code) => format!("the agent exited with status {code} (log: {})", job.log.display()),
+                    None => format!("the agent was killed by a signal (log: {})", job.log.display()),
+                });
+            }
+            Ok(None) if start.elapsed() >= timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Outcome::Failed(format!(
+                    "the agent ran past the {} s timeout and was stopped (log: {})",
+                    timeout.as_secs(),
+                    job.log.display()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Outcome::Failed(format!("cannot wait for the agent: {e}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(dir: &Path, id: &str) -> Job {
+        Job {
+            task_id: id.into(),
+            task_file: dir.join(format!("{id}.json")),
+            loadout: dir.join("it's a loadout.md"),
+            memory: dir.join(format!("{id}.md")),
+            role: "implementer".into(),
+            phase: 2,
+            log: dir.join("logs").join(format!("{id}.log")),
+        }
+    }
+
+    #[test]
+    fn placeholders_are_shell_quoted_and_unknown_ones_named() {
+        let j = job(Path::new("/r"), "T1");
+        let line = command_line("agent --loadout {loadout} --task {task_id} -p {phase}", Path::new("/r"), &j).unwrap();
+        assert_eq!(line, r"agent --loadout '/r/it'\''s a loadout.md' --task T1 -p 2");
+        let e = command_line("agent {model}", Path::new("/r"), &j).unwrap_err();
+        assert!(e.starts_with("unknown placeholder `{model}`"), "{e}");
+        assert!(command_line("agent {task_id", Path::new("/r"), &j).is_err());
+    }
+
+    #[test]
+    fn jobs_run_in_parallel_with_outcomes_in_order_and_a_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let jobs: Vec<Job> = ["a", "b", "c"].iter().map(|id| job(dir.path(), id)).collect();
+        let template =
+            "if [ {task_id} = b ]; then exit 3; fi; if [ {task_id} = c ]; then sleep 5; fi; echo ran > {memory}";
+        let seen = Mutex::new(Vec::new());
+        let outcomes = run_jobs(template, dir.path(), &jobs, 2, Duration::from_millis(600), &|job, _| {
+            seen.lock().unwrap().push(job.task_id.clone());
+        });
+        assert_eq!(outcomes[0], Outcome::Exited);
+        assert!(matches!(&outcomes[1], Outcome::Failed(m) if m.contains("status 3")), "{:?}", outcomes[1]);
+        assert!(matches!(&outcomes[2], Outcome::Failed(m) if m.contains("timeout")), "{:?}", outcomes[2]);
+        assert_eq!(std::fs::read_to_string(dir.path().join("a.md")).unwrap(), "ran\n");
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort();
+        assert_eq!(seen, ["a", "b", "c"]);
+    }
+}

@@ -1,0 +1,1256 @@
+//! The reference orchestrator (5.8): the state machine that closes the
+//! feedback loop. INIT -> PLAN -> TASK BREAKDOWN -> SCAFFOLD -> EXECUTE (per
+//! phase) -> REVIEW (per phase) -> FINALIZE, with a human gate after every
+//! stage: the stage's output, the AKMS status and warnings are written to a
+//! checkpoint file, and nothing moves until someone approves, rejects (the
+//! stage runs again), edits artifacts or aborts (everything kept).
+//!
+//! State lives in `knowledge/orchestrator/` as plain files: `state.json`
+//! (stage, phase, gate, every task's status, the decision history),
+//! `checkpoints/NN-<stage>.md`, `tasks/<task_id>.json` (the records agents
+//! get), `logs/` (agent output). The folder is ignored by git (it carries
+//! its own `.gitignore`), so switching phase branches never touches it.
+//! Every stage saves progress as it goes, so a stop at any point (an abort,
+//! a crash) is continued by [`Orchestrator::resume`].
+//!
+//! The orchestrator composes AKMS through the [`Knowledge`] seam (build,
+//! tags, loadouts, evidence checks, update, mirror, status, review) and
+//! never mutates the graph while agents run: evidence is collected per task
+//! (`knowledge/sessions/<task_id>.md`, a unique path each) and applied after
+//! the phase's last wave, serially (the serialization point).
+
+pub mod dispatch;
+pub mod git;
+pub mod pcd;
+pub mod plan;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::OrchestratorConfig;
+use dispatch::{Job, Outcome};
+use git::{Change, Git, GitError};
+use plan::{Plan, PlanError, Task};
+
+/// The AKMS operations a run composes; the CLI implements it with the real
+/// compiler, loadouts and updater, tests with stand-ins. Errors are messages
+/// for the checkpoint.
+pub trait Knowledge: Sync {
+    /// Compiles `graph.json` from the sources.
+    fn build(&self) -> Result<(), String>;
+    /// Fills a record's empty `akms_tags` by derivation (4.5), logging where
+    /// each came from; returns the record's tags afterwards.
+    fn derive_tags(&self, task_file: &Path) -> Result<Vec<String>, String>;
+    /// Writes the loadout of the task in `task_file` for `role`, sets the
+    /// record's `loadout_path`, and returns the loadout's path.
+    fn loadout(&self, task_file: &Path, role: &str) -> Result<PathBuf, String>;
+    /// Validates an AgentMemory (4.3).
+    fn check_memory(&self, memory: &Path) -> Result<(), String>;
+    /// Applies evidence documents (AgentMemory or PCD) and recompiles;
+    /// returns a summary of what changed.
+    fn update(&self, documents: &[PathBuf]) -> Result<String, String>;
+    /// Regenerates the code mirror of these repository paths.
+    fn mirror(&self, files: &[String]) -> Result<String, String>;
+    /// The AKMS status for a checkpoint: node changes, pitfalls, tentative nodes.
+    fn status(&self) -> Result<String, String>;
+    /// The review report (5.7).
+    fn review(&self) -> Result<String, String>;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Init,
+    Plan,
+    TaskBreakdown,
+    Scaffold,
+    Execute,
+    Review,
+    Finalize,
+    Done,
+}
+
+impl Stage {
+    pub fn label(self) -> &'static str {
+        match self {
+            Stage::Init => "INIT",
+            Stage::Plan => "PLAN",
+            Stage::TaskBreakdown => "TASK BREAKDOWN",
+            Stage::Scaffold => "SCAFFOLD",
+            Stage::Execute => "EXECUTE",
+            Stage::Review => "REVIEW",
+            Stage::Finalize => "FINALIZE",
+            Stage::Done => "DONE",
+        }
+    }
+}
+
+/// Where the current stage stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The stage is running (or a run stopped without saying so: resume).
+    Running,
+    /// The stage finished; its checkpoint waits for a human.
+    AwaitingApproval,
+    /// The stage is to run (again): `resume` runs it.
+    Ready,
+    /// Stopped by a human; `resume` continues where it stood.
+    Aborted,
+    /// The stage could not finish; `message` says why; fix it and `resume`.
+    Failed,
+    Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Pending,
+    Complete,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskState {
+    pub phase: u32,
+    pub wave: u32,
+    pub status: TaskStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The AgentMemory the agent writes, relative to the repository.
+    pub memory: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loadout: Option<String>,
+}
+
+/// One decision or event, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub at: String,
+    pub stage: Stage,
+    pub phase: u32,
+    pub action: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `knowledge/orchestrator/state.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    pub plan_file: PathBuf,
+    pub plan_name: String,
+    pub base_branch: String,
+    pub stage: Stage,
+    /// The phase of EXECUTE and REVIEW; 0 before the first.
+    pub phase: u32,
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The current checkpoint, relative to the repository.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+    /// The commit each phase started from.
+    pub phase_start: BTreeMap<u32, String>,
+    pub tasks: BTreeMap<String, TaskState>,
+    pub history: Vec<Event>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OrchestrateError {
+    #[error("no orchestration in {}: start one with `agents orchestrate run PLAN.json`", .0.display())]
+    NotStarted(PathBuf),
+    #[error("an orchestration is already under way in {} (stage {stage}, {status}); continue it with `agents orchestrate resume`, or remove the folder to start over", dir.display())]
+    AlreadyStarted { dir: PathBuf, stage: &'static str, status: &'static str },
+    #[error("{0}")]
+    Plan(#[from] PlanError),
+    #[error("{0}")]
+    Git(#[from] GitError),
+    #[error("{}: {message}", path.display())]
+    State { path: PathBuf, message: String },
+    #[error("{0}")]
+    Gate(String),
+    #[error("cannot write {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
+fn status_label(status: Status) -> &'static str {
+    match status {
+        Status::Running => "running",
+        Status::AwaitingApproval => "awaiting approval",
+        Status::Ready => "ready to run",
+        Status::Aborted => "aborted",
+        Status::Failed => "failed",
+        Status::Done => "done",
+    }
+}
+
+/// A run over one repository.
+pub struct Orchestrator<'a> {
+    pub repo: PathBuf,
+    pub config: &'a OrchestratorConfig,
+    pub knowledge: &'a dyn Knowledge,
+    /// The time stamps of events and documents (injected for reproducible tests).
+    pub clock: &'a (dyn Fn() -> String + Sync),
+}
+
+/// What running a stage produced for its checkpoint.
+struct StageOutput {
+    output: String,
+    warnings: Vec<String>,
+}
+
+type StageResult = Result<StageOutput, String>;
+
+impl Orchestrator<'_> {
+    pub fn dir(&self) -> PathBuf {
+        self.repo.join("knowledge").join("orchestrator")
+    }
+
+    fn state_file(&self) -> PathBuf {
+        self.dir().join("state.json")
+    }
+
+    fn abort_file(&self) -> PathBuf {
+        self.dir().join("abort-requested")
+    }
+
+    fn git(&self) -> Git {
+        Git::new(&self.repo)
+    }
+
+    /// The saved state, if an orchestration was started here.
+    pub fn load(&self) -> Result<Option<State>, OrchestrateError> {
+        let path = self.state_file();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(OrchestrateError::State { path, message: format!("cannot read: {e}") }),
+        };
+        serde_json::from_str(&text).map(Some).map_err(|e| OrchestrateError::State {
+            path,
+            message: format!("line {}: not a valid orchestration state: {e}", e.line()),
+        })
+    }
+
+    fn load_started(&self) -> Result<State, OrchestrateError> {
+        self.load()?.ok_or_else(|| OrchestrateError::NotStarted(self.repo.clone()))
+    }
+
+    fn save(&self, state: &State) -> Result<(), OrchestrateError> {
+        let mut json = serde_json::to_string_pretty(state)
+            .map_err(|e| OrchestrateError::State { path: self.state_file(), message: e.to_string() })?;
+        json.push('\n');
+        self.write(&self.state_file(), json.as_bytes())
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), OrchestrateError> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|source| OrchestrateError::Io { path: parent.to_owned(), source })?;
+        }
+        agents_store::atomic_write(path, bytes).map_err(|source| OrchestrateError::Io { path: path.to_owned(), source })
+    }
+
+    fn event(&self, state: &mut State, action: &str, reason: Option<String>) {
+        state.history.push(Event {
+            at: (self.clock)(),
+            stage: state.stage,
+            phase: state.phase,
+            action: action.into(),
+            reason,
+        });
+    }
+
+    /// INIT: records the plan and starts PLAN, which stops at its gate.
+    pub fn start(&self, plan_file: &Path) -> Result<State, OrchestrateError> {
+        if let Some(state) = self.load()? {
+            return Err(OrchestrateError::AlreadyStarted {
+                dir: self.dir(),
+                stage: state.stage.label(),
+                status: status_label(state.status),
+            });
+        }
+        let plan = Plan::read(plan_file)?;
+        let plan_file = std::path::absolute(plan_file).unwrap_or_else(|_| plan_file.to_owned());
+        let plan_name = if plan.plan_name.is_empty() { self.config.plan_name.clone() } else { plan.plan_name.clone() };
+        if plan_name.is_empty() || !plan::is_branch_safe(&plan_name) {
+            return Err(OrchestrateError::Plan(PlanError {
+                file: plan_file,
+                field: "plan_name".into(),
+                message: "needed to name the phase branches: set it in the plan or as orchestrator.plan_name".into(),
+            }));
+        }
+        let base_branch = plan.base_branch.clone().unwrap_or_else(|| self.config.base_branch.clone());
+        self.write(&self.dir().join(".gitignore"), b"# agents orchestrate: run state, not project history\n*\n")?;
+        let mut state = State {
+            plan_file,
+            plan_name,
+            base_branch,
+            stage: Stage::Init,
+            phase: 0,
+            status: Status::Running,
+            message: None,
+            checkpoint: None,
+            phase_start: BTreeMap::new(),
+            tasks: BTreeMap::new(),
+            history: Vec::new(),
+        };
+        self.event(&mut state, "started", None);
+        state.stage = Stage::Plan;
+        self.run(state)
+    }
+
+    /// The gate's approval: the next stage runs, up to its own gate.
+    pub fn approve(&self) -> Result<State, OrchestrateError> {
+        let mut state = self.awaiting()?;
+        self.event(&mut state, "approved", None);
+        let plan = Plan::read(&state.plan_file)?;
+        let last = plan.phases.len() as u32;
+        match state.stage {
+            Stage::Init | Stage::Plan => state.stage = Stage::TaskBreakdown,
+            Stage::TaskBreakdown => state.stage = Stage::Scaffold,
+            Stage::Scaffold => (state.stage, state.phase) = (Stage::Execute, 1),
+            Stage::Execute => state.stage = Stage::Review,
+            Stage::Review if state.phase < last => (state.stage, state.phase) = (Stage::Execute, state.phase + 1),
+            Stage::Review => state.stage = Stage::Finalize,
+            Stage::Finalize | Stage::Done => {
+                state.stage = Stage::Done;
+                state.status = Status::Done;
+                state.checkpoint = None;
+                self.save(&state)?;
+                return Ok(state);
+            }
+        }
+        state.checkpoint = None;
+        state.message = None;
+        self.run(state)
+    }
+
+    /// The gate's rejection: the reason is recorded and the stage is to run
+    /// again (`resume`); for EXECUTE and REVIEW the phase's failed tasks are
+    /// dispatched again.
+    pub fn reject(&self, reason: &str) -> Result<State, OrchestrateError> {
+        if reason.trim().is_empty() {
+            return Err(OrchestrateError::Gate("a rejection needs a reason (--reason)".into()));
+        }
+        let mut state = self.awaiting()?;
+        self.event(&mut state, "rejected", Some(reason.trim().to_owned()));
+        for task in state.tasks.values_mut() {
+            if task.phase == state.phase && task.status == TaskStatus::Failed {
+                task.status = TaskStatus::Pending;
+                task.reason = None;
+            }
+        }
+        state.status = Status::Ready;
+        state.message = Some(format!("rejected: {}", reason.trim()));
+        self.save(&state)?;
+        Ok(state)
+    }
+
+    /// Stops the run with everything kept. A running stage notices between
+    /// waves (an abort request file); a waiting one stops at once.
+    pub fn abort(&self) -> Result<State, OrchestrateError> {
+        let mut state = self.load_started()?;
+        match state.status {
+            Status::Done => return Err(OrchestrateError::Gate("the orchestration is already done".into())),
+            Status::Running => {
+                self.write(&self.abort_file(), b"abort requested\n")?;
+                return Ok(state);
+            }
+            _ => {}
+        }
+        self.event(&mut state, "aborted", None);
+        state.status = Status::Aborted;
+        self.save(&state)?;
+        Ok(state)
+    }
+
+    /// Continues a stopped run: a stage that was aborted, rejected, failed
+    /// or interrupted runs (again), skipping the tasks already complete.
+    pub fn resume(&self) -> Result<State, OrchestrateError> {
+        let mut state = self.load_started()?;
+        match state.status {
+            Status::Done => return Err(OrchestrateError::Gate("the orchestration is already done".into())),
+            Status::AwaitingApproval => {
+                return Err(OrchestrateError::Gate(format!(
+                    "{} waits at its gate: approve or reject it (see {})",
+                    state.stage.label(),
+                    state.checkpoint.as_deref().unwrap_or("the checkpoint")
+                )));
+            }
+            Status::Aborted => {
+                // Aborted at a gate: back to the gate.
+                if let Some(checkpoint) = &state.checkpoint
+                    && self.repo.join(checkpoint).exists()
+                {
+                    self.event(&mut state, "resumed", None);
+                    state.status = Status::AwaitingApproval;
+                    self.save(&state)?;
+                    return Ok(state);
+                }
+            }
+            _ => {}
+        }
+        let _ = std::fs::remove_file(self.abort_file());
+        self.event(&mut state, "resumed", None);
+        self.run(state)
+    }
+
+    fn awaiting(&self) -> Result<State, OrchestrateError> {
+        let state = self.load_started()?;
+        if state.status != Status::AwaitingApproval {
+            return Err(OrchestrateError::Gate(format!(
+                "nothing waits for approval: {} is {}{}",
+                state.stage.label(),
+                status_label(state.status),
+                match state.status {
+                    Status::Aborted | Status::Ready | Status::Failed | Status::Running =>
+                        " (continue with `agents orchestrate resume`)",
+                    _ => "",
+                }
+            )));
+        }
+        Ok(state)
+    }
+
+    /// Runs the current stage and stops at its gate (or on failure or abort).
+    fn run(&self, mut state: State) -> Result<State, OrchestrateError> {
+        let _ = std::fs::remove_file(self.abort_file());
+        state.status = Status::Running;
+        state.message = None;
+        self.save(&state)?;
+        let result = match state.stage {
+            Stage::Init | Stage::Plan => self.plan_stage(&state),
+            Stage::TaskBreakdown => self.breakdown_stage(&mut state),
+            Stage::Scaffold => self.scaffold_stage(&mut state),
+            Stage::Execute => self.execute_stage(&mut state),
+            Stage::Review => self.review_stage(&mut state),
+            Stage::Finalize => self.finalize_stage(&state),
+            Stage::Done => Ok(StageOutput { output: "Done.".into(), warnings: Vec::new() }),
+        };
+        if state.status == Status::Aborted {
+            self.event(&mut state, "aborted", None);
+            self.save(&state)?;
+            return Ok(state);
+        }
+        match result {
+            Ok(out) => {
+                let checkpoint = self.checkpoint(&state, &out)?;
+                state.checkpoint = Some(checkpoint);
+                state.status = Status::AwaitingApproval;
+                self.event(&mut state, "awaiting approval", None);
+            }
+            Err(message) => {
+                state.status = Status::Failed;
+                self.event(&mut state, "failed", Some(message.clone()));
+                state.message = Some(message);
+            }
+        }
+        self.save(&state)?;
+        Ok(state)
+    }
+
+    /// Writes the checkpoint of a finished stage; returns its path.
+    fn checkpoint(&self, state: &State, out: &StageOutput) -> Result<String, OrchestrateError> {
+        let n = state.history.iter().filter(|e| e.action == "awaiting approval").count() + 1;
+        let phase = if matches!(state.stage, Stage::Execute | Stage::Review) {
+            format!("-phase-{}", state.phase)
+        } else {
+            String::new()
+        };
+        let slug = state.stage.label().to_lowercase().replace(' ', "-");
+        let relative = format!("knowledge/orchestrator/checkpoints/{n:02}-{slug}{phase}.md");
+        let akms = self.knowledge.status().unwrap_or_else(|e| format!("(the AKMS status is unavailable: {e})"));
+        let mut text = format!(
+            "# Checkpoint {n}: {}{}\n\nPlan `{}`, plan file `{}`.\n\n## Stage output\n\n{}\n\n## AKMS status\n\n{}\n\n## Warnings\n\n",
+            state.stage.label(),
+            if phase.is_empty() { String::new() } else { format!(", phase {}", state.phase) },
+            state.plan_name,
+            state.plan_file.display(),
+            out.output.trim_end(),
+            akms.trim_end(),
+        );
+        if out.warnings.is_empty() {
+            text.push_str("None.\n");
+        }
+        for warning in &out.warnings {
+            text.push_str(&format!("- {warning}\n"));
+        }
+        text.push_str(&format!(
+            "\n## Actions\n\n\
+             - approve: `agents orchestrate approve`\n\
+             - reject with a reason (the stage runs again on `agents orchestrate resume`): \
+             `agents orchestrate reject --reason \"...\"`\n\
+             - edit artifacts: the plan (`{}`) and the task records (`knowledge/orchestrator/tasks/`), then approve or reject\n\
+             - abort, keeping everything: `agents orchestrate abort`; continue later with `agents orchestrate resume`\n",
+            state.plan_file.display()
+        ));
+        self.write(&self.repo.join(&relative), text.as_bytes())?;
+        Ok(relative)
+    }
+
+    fn plan_stage(&self, state: &State) -> StageResult {
+        let plan = Plan::read(&state.plan_file).map_err(|e| e.to_string())?;
+        let mut out = format!(
+            "{} phase(s), {} task(s); phase branches `{}_phase-1` .. `{}_phase-{}` from `{}`.\n\n| phase | title | tasks |\n|---|---|---|\n",
+            plan.phases.len(),
+            plan.tasks().count(),
+            state.plan_name,
+            state.plan_name,
+            plan.phases.len(),
+            state.base_branch
+        );
+        for phase in &plan.phases {
+            let ids: Vec<&str> = phase.tasks.iter().map(|t| t.task_id.as_str()).collect();
+            out.push_str(&format!("| {} | {} | {} |\n", phase.phase, phase.title, ids.join(", ")));
+        }
+        let mut warnings = Vec::new();
+        if self.config.agent_command.trim().is_empty() {
+            warnings.push(
+                "orchestrator.agent_command is not set in knowledge/graph/propagation_config.yaml: EXECUTE cannot dispatch tasks"
+                    .to_owned(),
+            );
+        }
+        if !self.git().is_repository() {
+            warnings.push(format!("{} is not a git work tree: SCAFFOLD will stop", self.repo.display()));
+        }
+        Ok(StageOutput { output: out, warnings })
+    }
+
+    fn task_file(&self, task_id: &str) -> PathBuf {
+        self.dir().join("tasks").join(format!("{task_id}.json"))
+    }
+
+    fn relative(&self, path: &Path) -> String {
+        path.strip_prefix(&self.repo).unwrap_or(path).to_string_lossy().replace('\\', "/")
+    }
+
+    fn breakdown_stage(&self, state: &mut State) -> StageResult {
+        let plan = Plan::read(&state.plan_file).map_err(|e| e.to_string())?;
+        self.knowledge.build().map_err(|e| format!("building the knowledge graph: {e}"))?;
+        let mut out = String::new();
+        let mut warnings = Vec::new();
+        for phase in &plan.phases {
+            let waves = phase.waves().map_err(|e| format!("phase {}: {e}", phase.phase))?;
+            out.push_str(&format!(
+                "### Phase {}: {}\n\n| wave | task | scope | tags |\n|---|---|---|---|\n",
+                phase.phase, phase.title
+            ));
+            for (w, wave) in waves.iter().enumerate() {
+                for task in wave {
+                    let file = self.task_file(&task.task_id);
+                    // Keep a record a human already edited; write it otherwise.
+                    if !file.exists() {
+                        let mut json = serde_json::to_string_pretty(&task.record_json()).map_err(|e| e.to_string())?;
+                        json.push('\n');
+                        self.write(&file, json.as_bytes()).map_err(|e| e.to_string())?;
+                    }
+                    let tags = self.knowledge.derive_tags(&file)?;
+                    if tags.is_empty() {
+                        warnings
+                            .push(format!("task `{}` has no tags: its loadout will hold no knowledge", task.task_id));
+                    }
+                    out.push_str(&format!(
+                        "| {} | {} | {} | {} |\n",
+                        w + 1,
+                        task.task_id,
+                        task.scope.join(", "),
+                        tags.join(", ")
+                    ));
+                    let entry = state.tasks.entry(task.task_id.clone()).or_insert_with(|| TaskState {
+                        phase: phase.phase,
+                        wave: w as u32 + 1,
+                        status: TaskStatus::Pending,
+                        reason: None,
+                        memory: format!("knowledge/sessions/{}.md", task.task_id),
+                        loadout: None,
+                    });
+                    (entry.phase, entry.wave) = (phase.phase, w as u32 + 1);
+                }
+            }
+            out.push('\n');
+        }
+        // Tasks the plan no longer has are forgotten.
+        let ids: BTreeSet<&str> = plan.tasks().map(|(_, t)| t.task_id.as_str()).collect();
+        state.tasks.retain(|id, _| ids.contains(id.as_str()));
+        out.push_str("Tags come from each record's `akms_tags`, or by derivation when it is empty (logged in `knowledge/logs/tag-derivation.jsonl`). The task records are in `knowledge/orchestrator/tasks/`.\n");
+        Ok(StageOutput { output: out, warnings })
+    }
+
+    fn branch(&self, state: &State, phase: u32) -> String {
+        format!("{}_phase-{phase}", state.plan_name)
+    }
+
+    fn scaffold_stage(&self, state: &mut State) -> StageResult {
+        let git = self.git();
+        if !git.is_repository() {
+            return Err(format!("{} is not a git work tree: phases run on branches", self.repo.display()));
+        }
+        if !git.branch_exists(&state.base_branch) {
+            return Err(format!("the base branch `{}` does not exist", state.base_branch));
+        }
+        let dirty = git.dirty().map_err(|e| e.to_string())?;
+        if !dirty.is_empty() {
+            return Err(format!(
+                "the work tree has uncommitted changes ({}): commit or stash them so phase commits hold only the phase's work",
+                dirty.join(", ")
+            ));
+        }
+        let branch = self.branch(state, 1);
+        git.switch_to(&branch, &state.base_branch).map_err(|e| e.to_string())?;
+        self.knowledge.build().map_err(|e| format!("building the knowledge graph: {e}"))?;
+        let committed =
+            git.commit_all(&format!("{}: scaffold (knowledge graph)", state.plan_name)).map_err(|e| e.to_string())?;
+        Ok(StageOutput {
+            output: format!(
+                "Phase 1 runs on `{branch}`, branched from `{}`{}.\n",
+                state.base_branch,
+                if committed { "; the compiled knowledge graph is committed there" } else { "" }
+            ),
+            warnings: Vec::new(),
+        })
+    }
+
+    fn aborted(&self, state: &mut State) -> bool {
+        if self.abort_file().exists() {
+            let _ = std::fs::remove_file(self.abort_file());
+            state.status = Status::Aborted;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn execute_stage(&self, state: &mut State) -> StageResult {
+        let plan = Plan::read(&state.plan_file).map_err(|e| e.to_string())?;
+        let phase = plan.phase(state.phase).ok_or_else(|| format!("the plan has no phase {}", state.phase))?.clone();
+        let git = self.git();
+        let branch = self.branch(state, phase.phase);
+        let from = if phase.phase == 1 { state.base_branch.clone() } else { self.branch(state, phase.phase - 1) };
+        git.switch_to(&branch, &from).map_err(|e| e.to_string())?;
+        if let std::collections::btree_map::Entry::Vacant(entry) = state.phase_start.entry(phase.phase) {
+            entry.insert(git.head().map_err(|e| e.to_string())?);
+            self.save(state).map_err(|e| e.to_string())?;
+        }
+        if self.config.agent_command.trim().is_empty() {
+            return Err("orchestrator.agent_command is not set in knowledge/graph/propagation_config.yaml".into());
+        }
+        let waves = phase.waves()?;
+        let mut warnings = Vec::new();
+        for wave in &waves {
+            if self.aborted(state) {
+                return Ok(StageOutput { output: String::new(), warnings });
+            }
+            let mut jobs = Vec::new();
+            for task in wave {
+                let Some(task_state) = state.tasks.get(&task.task_id) else {
+                    return Err(format!(
+                        "task `{}` is not in the breakdown: reject PLAN or TASK BREAKDOWN and run it again",
+                        task.task_id
+                    ));
+                };
+                if task_state.status != TaskStatus::Pending {
+                    continue;
+                }
+                // A task whose dependency failed does not run.
+                if let Some(dep) = task
+                    .depends_on
+                    .iter()
+                    .find(|d| state.tasks.get(d.as_str()).is_some_and(|t| t.status == TaskStatus::Failed))
+                {
+                    self.finish(
+                        state,
+                        &task.task_id,
+                        TaskStatus::Failed,
+                        Some(format!("blocked: its dependency `{dep}` failed")),
+                    );
+                    continue;
+                }
+                match self.job(state, task, "implementer", phase.phase) {
+                    Ok(job) => jobs.push(job),
+                    Err(e) => self.finish(state, &task.task_id, TaskStatus::Failed, Some(e)),
+                }
+            }
+            self.save(state).map_err(|e| e.to_string())?;
+            self.dispatch(state, &jobs);
+            let failed: Vec<String> = wave
+                .iter()
+                .filter_map(|t| {
+                    let s = &state.tasks[&t.task_id];
+                    (s.status == TaskStatus::Failed)
+                        .then(|| format!("task `{}` failed: {}", t.task_id, s.reason.as_deref().unwrap_or("")))
+                })
+                .collect();
+            warnings.extend(failed);
+        }
+        if self.aborted(state) {
+            return Ok(StageOutput { output: String::new(), warnings });
+        }
+        // The serialization point: agents are done; now the graph changes.
+        let complete: Vec<&Task> =
+            phase.tasks.iter().filter(|t| state.tasks[&t.task_id].status == TaskStatus::Complete).collect();
+        git.commit_all(&format!(
+            "{}: phase {} work ({} task(s) complete)",
+            state.plan_name,
+            phase.phase,
+            complete.len()
+        ))
+        .map_err(|e| e.to_string())?;
+        let start = state.phase_start[&phase.phase].clone();
+        let changes: Vec<Change> = git
+            .changes_since(&start)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .filter(|c| !c.path().starts_with("knowledge/"))
+            .collect();
+        let scoped: BTreeSet<&str> = phase.tasks.iter().flat_map(|t| t.scope.iter().map(String::as_str)).collect();
+        let outside: Vec<&str> = changes.iter().map(Change::path).filter(|p| !scoped.contains(p)).collect();
+        if !outside.is_empty() {
+            warnings.push(format!("changed outside every task's scope: {}", outside.join(", ")));
+        }
+        let memories: Vec<PathBuf> = complete.iter().map(|t| self.repo.join(&state.tasks[&t.task_id].memory)).collect();
+        let document = pcd::PhaseDocument {
+            phase: phase.phase,
+            plan_file: state.plan_file.display().to_string(),
+            branch: branch.clone(),
+            date: (self.clock)(),
+            tasks: phase
+                .tasks
+                .iter()
+                .map(|t| {
+                    let s = &state.tasks[&t.task_id];
+                    pcd::TaskSummary {
+                        task_id: t.task_id.clone(),
+                        title: t.title.clone(),
+                        complete: s.status == TaskStatus::Complete,
+                        memory: (s.status == TaskStatus::Complete).then(|| self.repo.join(&s.memory)),
+                        loadout: s.loadout.clone(),
+                        reason: s.reason.clone(),
+                    }
+                })
+                .collect(),
+            changes: changes.clone(),
+        };
+        let pcd_path = self.repo.join(format!("knowledge/sessions/handoff_phase_{}.md", phase.phase));
+        let text = pcd::render(&document)?;
+        self.write(&pcd_path, text.as_bytes()).map_err(|e| e.to_string())?;
+        let updated = if memories.is_empty() {
+            "No AgentMemory to apply.".to_owned()
+        } else {
+            self.knowledge.update(&memories).map_err(|e| format!("updating the graph: {e}"))?
+        };
+        let mirrored: Vec<String> = changes
+            .iter()
+            .filter(|c| !matches!(c, Change::Deleted(_)))
+            .map(|c| c.path().to_owned())
+            .chain(changes.iter().filter(|c| matches!(c, Change::Deleted(_))).map(|c| c.path().to_owned()))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mirror = if mirrored.is_empty() {
+            "No source file changed.".to_owned()
+        } else {
+            self.knowledge.mirror(&mirrored).map_err(|e| format!("regenerating the code mirror: {e}"))?
+        };
+        git.commit_all(&format!("{}: phase {} knowledge (evidence, code mirror, graph)", state.plan_name, phase.phase))
+            .map_err(|e| e.to_string())?;
+        let health = self.knowledge.review().map_err(|e| format!("the health report: {e}"))?;
+        let mut out = format!("On `{branch}`.\n\n| task | wave | status | note |\n|---|---|---|---|\n");
+        for task in &phase.tasks {
+            let s = &state.tasks[&task.task_id];
+            let status = match s.status {
+                TaskStatus::Complete => "complete",
+                TaskStatus::Failed => "failed",
+                TaskStatus::Pending => "pending",
+            };
+            out.push_str(&format!(
+                "| {} | {} | {status} | {} |\n",
+                task.task_id,
+                s.wave,
+                s.reason.as_deref().unwrap_or("")
+            ));
+        }
+        out.push_str(&format!("\nFiles changed: {}.\n\nPhase Completion Document: `{}`.\n\n### Update\n\n{}\n\n### Code mirror\n\n{}\n\n### Health report\n\n{}\n",
+            if changes.is_empty() { "none".to_owned() } else { changes.iter().map(|c| format!("`{}`", c.path())).collect::<Vec<_>>().join(", ") },
+            self.relative(&pcd_path), updated.trim_end(), mirror.trim_end(), health.trim_end()));
+        Ok(StageOutput { output: out, warnings })
+    }
+
+    /// A job for a task: its loadout written and its AgentMemory path cleared.
+    fn job(&self, state: &mut State, task: &Task, role: &str, phase: u32) -> Result<Job, String> {
+        let task_file = self.task_file(&task.task_id);
+        if !task_file.exists() {
+            let mut json = serde_json::to_string_pretty(&task.record_json()).map_err(|e| e.to_string())?;
+            json.push('\n');
+            self.write(&task_file, json.as_bytes()).map_err(|e| e.to_string())?;
+        }
+        let loadout = self.knowledge.loadout(&task_file, role).map_err(|e| format!("its loadout: {e}"))?;
+        let memory_rel = state
+            .tasks
+            .get(&task.task_id)
+            .map(|t| t.memory.clone())
+            .unwrap_or_else(|| format!("knowledge/sessions/{}.md", task.task_id));
+        let memory = self.repo.join(&memory_rel);
+        // A stale memory from an earlier try must not pass for this one's.
+        let _ = std::fs::remove_file(&memory);
+        if let Some(parent) = memory.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        let loadout_rel = self.relative(&self.repo.join(&loadout));
+        if let Some(t) = state.tasks.get_mut(&task.task_id) {
+            t.loadout = Some(loadout_rel);
+        }
+        Ok(Job {
+            task_id: task.task_id.clone(),
+            task_file,
+            loadout: self.repo.join(loadout),
+            memory,
+            role: role.to_owned(),
+            phase,
+            log: self.dir().join("logs").join(format!("phase-{phase}")).join(format!("{}.log", task.task_id)),
+        })
+    }
+
+    fn finish(&self, state: &mut State, task_id: &str, status: TaskStatus, reason: Option<String>) {
+        if let Some(t) = state.tasks.get_mut(task_id) {
+            t.status = status;
+            t.reason = reason;
+        }
+    }
+
+    /// Runs jobs, then checks each AgentMemory: a task is complete only
+    /// when its agent exited cleanly and wrote a valid one.
+    fn dispatch(&self, state: &mut State, jobs: &[Job]) {
+        if jobs.is_empty() {
+            return;
+        }
+        let timeout = Duration::from_secs(self.config.task_timeout_seconds.max(1));
+        let parallel = self.config.max_parallel.max(1) as usize;
+        let outcomes = dispatch::run_jobs(&self.config.agent_command, &self.repo, jobs, parallel, timeout, &|_, _| {});
+        for (job, outcome) in jobs.iter().zip(outcomes) {
+            let (status, reason) = match outcome {
+                Outcome::Failed(reason) => (TaskStatus::Failed, Some(reason)),
+                Outcome::Exited if !job.memory.exists() => (
+                    TaskStatus::Failed,
+                    Some(format!("the agent wrote no AgentMemory at {}", self.relative(&job.memory))),
+                ),
+                Outcome::Exited => match self.knowledge.check_memory(&job.memory) {
+                    Ok(()) => (TaskStatus::Complete, None),
+                    Err(e) => (TaskStatus::Failed, Some(format!("invalid AgentMemory: {e}"))),
+                },
+            };
+            if status == TaskStatus::Failed {
+                // Invalid evidence never reaches the graph, nor a commit.
+                let _ = std::fs::rename(&job.memory, job.memory.with_extension("md.invalid"));
+            }
+            self.finish(state, &job.task_id, status, reason);
+            let _ = self.save(state);
+        }
+    }
+
+    fn review_stage(&self, state: &mut State) -> StageResult {
+        let plan = Plan::read(&state.plan_file).map_err(|e| e.to_string())?;
+        let phase = plan.phase(state.phase).ok_or_else(|| format!("the plan has no phase {}", state.phase))?.clone();
+        let branch = self.branch(state, phase.phase);
+        self.git().switch_to(&branch, &branch).map_err(|e| e.to_string())?;
+        if self.config.review_roles.is_empty() {
+            return Ok(StageOutput {
+                output: "No reviewer roles are configured (orchestrator.review_roles).\n".into(),
+                warnings: Vec::new(),
+            });
+        }
+        if self.config.agent_command.trim().is_empty() {
+            return Err("orchestrator.agent_command is not set in knowledge/graph/propagation_config.yaml".into());
+        }
+        let start = state.phase_start.get(&phase.phase).cloned().unwrap_or_else(|| "HEAD".into());
+        let scope: Vec<String> = self
+            .git()
+            .changes_since(&start)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|c| c.path().to_owned())
+            .filter(|p| !p.starts_with("knowledge/"))
+            .collect();
+        let mut tags = BTreeSet::new();
+        for task in &phase.tasks {
+            if let Ok(text) = std::fs::read_to_string(self.task_file(&task.task_id))
+                && let Ok(record) = serde_json::from_str::<Value>(&text)
+            {
+                tags.extend(
+                    record["akms_tags"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned),
+                );
+            }
+        }
+        let mut jobs = Vec::new();
+        let mut warnings = Vec::new();
+        for role in &self.config.review_roles {
+            let id = format!("phase{}-review-{}", phase.phase, role.replace('_', "-"));
+            let record = serde_json::json!({
+                "task_id": id,
+                "title": format!("Review of phase {} ({role})", phase.phase),
+                "objective": format!("Review the changes of phase {}: {}", phase.phase, phase.title),
+                "scope": scope,
+                "akms_tags": tags,
+                "akms_schema": crate::SCHEMA_VERSION,
+            });
+            let task = Task::from_record(&record).map_err(|(f, m)| format!("the review task: {f}: {m}"))?;
+            let entry = state.tasks.entry(id.clone()).or_insert_with(|| TaskState {
+                phase: phase.phase,
+                wave: 0,
+                status: TaskStatus::Pending,
+                reason: None,
+                memory: format!("knowledge/sessions/{id}.md"),
+                loadout: None,
+            });
+            if entry.status != TaskStatus::Pending {
+                continue;
+            }
+            let file = self.task_file(&id);
+            let mut json = serde_json::to_string_pretty(&task.record_json()).map_err(|e| e.to_string())?;
+            json.push('\n');
+            self.write(&file, json.as_bytes()).map_err(|e| e.to_string())?;
+            match self.job(state, &task, role, phase.phase) {
+                Ok(job) => jobs.push(job),
+                Err(e) => self.finish(state, &id, TaskStatus::Failed, Some(e)),
+            }
+        }
+        self.save(state).map_err(|e| e.to_string())?;
+        self.dispatch(state, &jobs);
+        let mut memories = Vec::new();
+        let mut out = format!("On `{branch}`.\n\n| reviewer | status | note |\n|---|---|---|\n");
+        for role in &self.config.review_roles {
+            let id = format!("phase{}-review-{}", phase.phase, role.replace('_', "-"));
+            let s = &state.tasks[&id];
+            match s.status {
+                TaskStatus::Complete => memories.push(self.repo.join(&s.memory)),
+                _ => warnings.push(format!("reviewer `{role}` failed: {}", s.reason.as_deref().unwrap_or(""))),
+            }
+            out.push_str(&format!(
+                "| {role} | {} | {} |\n",
+                if s.status == TaskStatus::Complete { "complete" } else { "failed" },
+                s.reason.as_deref().unwrap_or("")
+            ));
+        }
+        let updated = if memories.is_empty() {
+            "No reviewer evidence to apply.".to_owned()
+        } else {
+            self.knowledge.update(&memories).map_err(|e| format!("updating the graph: {e}"))?
+        };
+        self.git()
+            .commit_all(&format!("{}: phase {} review evidence", state.plan_name, phase.phase))
+            .map_err(|e| e.to_string())?;
+        let review = self.knowledge.review().map_err(|e| format!("the review report: {e}"))?;
+        out.push_str(&format!(
+            "\n### Update\n\n{}\n\n### Review report\n\n{}\n",
+            updated.trim_end(),
+            review.trim_end()
+        ));
+        Ok(StageOutput { output: out, warnings })
+    }
+
+    fn finalize_stage(&self, state: &State) -> StageResult {
+        let plan = Plan::read(&state.plan_file).map_err(|e| e.to_string())?;
+        let git = self.git();
+        let last = plan.phases.len() as u32;
+        let mut out = String::from("Merged, in reverse phase order:\n\n");
+        for phase in (1..=last).rev() {
+            let branch = self.branch(state, phase);
+            let into = if phase == 1 { state.base_branch.clone() } else { self.branch(state, phase - 1) };
+            git.merge(&branch, &into, &format!("{}: merge phase {phase} into {into}", state.plan_name))
+                .map_err(|e| e.to_string())?;
+            out.push_str(&format!("- `{branch}` into `{into}`\n"));
+        }
+        Ok(StageOutput { output: out, warnings: Vec::new() })
+    }
+}
+
+/// A one-screen summary of a state, for `agents orchestrate status`.
+pub fn summary(state: &State) -> String {
+    let mut out = format!(
+        "plan {} ({}), base branch {}\nstage {}{}: {}\n",
+        state.plan_name,
+        state.plan_file.display(),
+        state.base_branch,
+        state.stage.label(),
+        if matches!(state.stage, Stage::Execute | Stage::Review) {
+            format!(" (phase {})", state.phase)
+        } else {
+            String::new()
+        },
+        status_label(state.status),
+    );
+    if let Some(message) = &state.message {
+        out.push_str(&format!("  {message}\n"));
+    }
+    if let Some(checkpoint) = &state.checkpoint
+        && state.status == Status::AwaitingApproval
+    {
+        out.push_str(&format!("checkpoint: {checkpoint}\n"));
+    }
+    if !state.tasks.is_empty() {
+        out.push_str("tasks:\n");
+        let mut tasks: Vec<(&String, &TaskState)> = state.tasks.iter().collect();
+        tasks.sort_by(|a, b| (a.1.phase, a.1.wave, a.0).cmp(&(b.1.phase, b.1.wave, b.0)));
+        for (id, t) in tasks {
+            let status = match t.status {
+                TaskStatus::Pending => "pending",
+                TaskStatus::Complete => "complete",
+                TaskStatus::Failed => "failed",
+            };
+            out.push_str(&format!("  phase {} wave {} {id}: {status}", t.phase, t.wave));
+            if let Some(reason) = &t.reason {
+                out.push_str(&format!(" ({reason})"));
+            }
+            out.push('\n');
+        }
+    }
+    out.push_str(match state.status {
+        Status::AwaitingApproval => "next: agents orchestrate approve | reject --reason \"...\" | abort\n",
+        Status::Ready | Status::Aborted | Status::Failed | Status::Running => "next: agents orchestrate resume\n",
+        Status::Done => "",
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+    use std::sync::Mutex;
+
+    /// Stand-in AKMS: loadouts are small files, evidence is checked for its
+    /// task id, and every update and mirror call is recorded.
+    #[derive(Default)]
+    struct Fake {
+        repo: PathBuf,
+        updates: Mutex<Vec<Vec<String>>>,
+        mirrored: Mutex<Vec<Vec<String>>>,
+    }
+
+    impl Knowledge for Fake {
+        fn build(&self) -> Result<(), String> {
+            Ok(())
+        }
+        fn derive_tags(&self, task_file: &Path) -> Result<Vec<String>, String> {
+            let record: Value = serde_json::from_str(&std::fs::read_to_string(task_file).unwrap()).unwrap();
+            Ok(record["akms_tags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_owned()).collect())
+        }
+        fn loadout(&self, task_file: &Path, role: &str) -> Result<PathBuf, String> {
+            let id = task_file.file_stem().unwrap().to_string_lossy().into_owned();
+            let path = PathBuf::from(format!("knowledge/loadouts/{id}-{role}.md"));
+            std::fs::create_dir_all(self.repo.join("knowledge/loadouts")).unwrap();
+            std::fs::write(self.repo.join(&path), format!("# Loadout: {id}\n")).unwrap();
+            Ok(path)
+        }
+        fn check_memory(&self, memory: &Path) -> Result<(), String> {
+            let text = std::fs::read_to_string(memory).unwrap();
+            let id = memory.file_stem().unwrap().to_string_lossy().into_owned();
+            if text.contains(&format!("task_id: {id}\n")) { Ok(()) } else { Err("task_id: missing".into()) }
+        }
+        fn update(&self, documents: &[PathBuf]) -> Result<String, String> {
+            let names = documents.iter().map(|d| d.file_name().unwrap().to_string_lossy().into_owned()).collect();
+            self.updates.lock().unwrap().push(names);
+            Ok(format!("applied {} document(s)", documents.len()))
+        }
+        fn mirror(&self, files: &[String]) -> Result<String, String> {
+            self.mirrored.lock().unwrap().push(files.to_vec());
+            Ok(format!("mirrored {} file(s)", files.len()))
+        }
+        fn status(&self) -> Result<String, String> {
+            Ok("3 nodes".into())
+        }
+        fn review(&self) -> Result<String, String> {
+            Ok("no degraded nodes".into())
+        }
+    }
+
+    fn git(repo: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(repo)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The stand-in agent: appends to the files of its scope, counts its
+    /// runs, writes its AgentMemory; T3 writes an invalid one, T4 fails, and
+    /// T1 asks for an abort when `abort-once` exists.
+    const AGENT: &str = r#"#!/bin/sh
+set -e
+id="$1"; memory="$2"; task="$3"
+echo "$id" >> runs.log
+for f in $(sed -n 's/.*"scope": \[\(.*\)\].*/\1/p' "$task" | tr -d '" ,' ); do :; done
+case "$id" in
+  T4) exit 1 ;;
+esac
+if [ "$id" = T1 ] && [ -e abort-once ]; then rm abort-once; touch knowledge/orchestrator/abort-requested; fi
+mkdir -p src
+echo "work of $id" >> "src/$id.py"
+if [ "$id" = T3 ]; then printf -- '---\nstatus: complete\n---\n' > "$memory"; exit 0; fi
+printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\nagent_model: stand-in\nnodes_used: []\npitfalls_discovered:\n  - node_ref: green\n    description: pitfall seen by %s\n    severity: low\nakms_schema: v2\n---\n' "$id" "$id" > "$memory"
+"#;
+
+    fn setup() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("README.md"), "demo\n").unwrap();
+        std::fs::write(repo.join("agent.sh"), AGENT).unwrap();
+        std::fs::write(repo.join(".gitignore"), "runs.log\nabort-once\n").unwrap();
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-q", "-m", "init"]);
+        let plan = serde_json::json!({
+            "plan_name": "demo",
+            "phases": [
+                {"phase": 1, "title": "first", "tasks": [
+                    {"task_id": "T1", "title": "one", "scope": ["src/T1.py"], "akms_tags": ["fft"]},
+                    {"task_id": "T2", "title": "two", "scope": ["src/T2.py", "src/shared.py"], "depends_on": ["T1"], "akms_tags": []},
+                    {"task_id": "T4", "title": "four", "scope": ["src/T4.py"], "akms_tags": []},
+                ]},
+                {"phase": 2, "title": "second", "tasks": [
+                    {"task_id": "T3", "title": "three", "scope": ["src/T3.py"], "akms_tags": []},
+                    {"task_id": "T5", "title": "five", "scope": ["src/T5.py", "src/shared.py"], "akms_tags": []},
+                ]},
+            ]
+        });
+        std::fs::write(dir.path().join("plan.json"), serde_json::to_string_pretty(&plan).unwrap()).unwrap();
+        (dir, repo)
+    }
+
+    fn config() -> OrchestratorConfig {
+        OrchestratorConfig {
+            agent_command: "sh agent.sh {task_id} {memory} {task_file}".into(),
+            review_roles: vec!["code_reviewer".into()],
+            ..OrchestratorConfig::default()
+        }
+    }
+
+    #[test]
+    fn two_phases_with_gates_a_failed_task_an_abort_mid_execute_and_merged_branches() {
+        let (dir, repo) = setup();
+        let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
+        let config = config();
+        let clock = || "2026-11-30T00:00:00Z".to_owned();
+        let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
+        let s = o.start(&dir.path().join("plan.json")).unwrap();
+        assert_eq!((s.stage, s.status), (Stage::Plan, Status::AwaitingApproval));
+        assert!(o.start(&dir.path().join("plan.json")).is_err(), "a second start is refused");
+        assert!(o.resume().is_err(), "a gate is not resumed past");
+        let s = o.approve().unwrap();
+        assert_eq!((s.stage, s.status), (Stage::TaskBreakdown, Status::AwaitingApproval));
+        assert_eq!(s.tasks["T2"].wave, 2);
+        let s = o.approve().unwrap();
+        assert_eq!((s.stage, s.status), (Stage::Scaffold, Status::AwaitingApproval), "{:?}", s.message);
+        assert_eq!(git(&repo, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "demo_phase-1");
+
+        // EXECUTE phase 1: T1's agent asks for an abort during wave 1.
+        std::fs::write(repo.join("abort-once"), "").unwrap();
+        let s = o.approve().unwrap();
+        assert_eq!((s.stage, s.phase, s.status), (Stage::Execute, 1, Status::Aborted));
+        assert_eq!(s.tasks["T1"].status, TaskStatus::Complete);
+        assert_eq!(s.tasks["T2"].status, TaskStatus::Pending);
+        assert!(knowledge.updates.lock().unwrap().is_empty(), "no graph mutation before the phase ends");
+        assert!(o.approve().is_err());
+        let s = o.resume().unwrap();
+        assert_eq!((s.stage, s.status), (Stage::Execute, Status::AwaitingApproval), "{:?}", s.message);
+        let runs = std::fs::read_to_string(repo.join("runs.log")).unwrap();
+        assert_eq!(runs.lines().filter(|l| *l == "T1").count(), 1, "a complete task is not run again: {runs}");
+        assert_eq!(s.tasks["T2"].status, TaskStatus::Complete);
+        assert_eq!(s.tasks["T4"].status, TaskStatus::Failed);
+        assert!(s.tasks["T4"].reason.as_deref().unwrap().contains("status 1"));
+        assert_eq!(*knowledge.updates.lock().unwrap(), [vec!["T1.md".to_owned(), "T2.md".to_owned()]]);
+        assert_eq!(*knowledge.mirrored.lock().unwrap(), [vec!["src/T1.py".to_owned(), "src/T2.py".to_owned()]]);
+        let checkpoint = std::fs::read_to_string(repo.join(s.checkpoint.as_ref().unwrap())).unwrap();
+        assert!(checkpoint.contains("## AKMS status\n\n3 nodes"), "{checkpoint}");
+        assert!(checkpoint.contains("- task `T4` failed: "), "{checkpoint}");
+        let pcd = std::fs::read_to_string(repo.join("knowledge/sessions/handoff_phase_1.md")).unwrap();
+        assert!(pcd.contains("pitfall seen by T1") && pcd.contains("pitfall seen by T2"), "{pcd}");
+        assert!(pcd.contains("next_phase_warnings:\n- 'task T4 did not complete"), "{pcd}");
+
+        // A rejection reruns the failed task; approve moves on to REVIEW.
+        let s = o.reject("T4 must pass").unwrap();
+        assert_eq!(s.status, Status::Ready);
+        assert_eq!(s.tasks["T4"].status, TaskStatus::Pending);
+        let s = o.resume().unwrap();
+        assert_eq!(s.tasks["T4"].status, TaskStatus::Failed);
+        let s = o.approve().unwrap();
+        assert_eq!((s.stage, s.phase, s.status), (Stage::Review, 1, Status::AwaitingApproval), "{:?}", s.message);
+        assert_eq!(s.tasks["phase1-review-code-reviewer"].status, TaskStatus::Complete);
+
+        // Phase 2: T3's AgentMemory is invalid; it fails and never reaches the graph.
+        let s = o.approve().unwrap();
+        assert_eq!((s.stage, s.phase, s.status), (Stage::Execute, 2, Status::AwaitingApproval), "{:?}", s.message);
+        assert!(s.tasks["T3"].reason.as_deref().unwrap().starts_with("invalid AgentMemory"));
+        assert!(!knowledge.updates.lock().unwrap().iter().flatten().any(|d| d == "T3.md"));
+        assert_eq!(git(&repo, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "demo_phase-2");
+        let s = o.approve().unwrap();
+        assert_eq!(s.stage, Stage::Review);
+        let s = o.approve().unwrap();
+        assert_eq!((s.stage, s.status), (Stage::Finalize, Status::AwaitingApproval), "{:?}", s.message);
+        let s = o.approve().unwrap();
+        assert_eq!(s.status, Status::Done);
+        assert_eq!(git(&repo, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "main");
+        for file in ["src/T1.py", "src/T2.py", "src/T5.py", "knowledge/sessions/handoff_phase_2.md"] {
+            assert!(repo.join(file).exists(), "{file} merged into main");
+        }
+        assert!(git(&repo, &["status", "--porcelain"]).trim().is_empty());
+        let actions: Vec<&str> = s.history.iter().map(|e| e.action.as_str()).collect();
+        assert!(actions.contains(&"rejected") && actions.contains(&"aborted") && actions.contains(&"resumed"));
+    }
+
+    #[test]
+    fn a_scope_conflict_is_refused_before_anything_runs() {
+        let (dir, repo) = setup();
+        let plan = serde_json::json!({"plan_name": "demo", "phases": [{"phase": 1, "tasks": [
+            {"task_id": "A", "scope": ["src/x.py"]}, {"task_id": "B", "scope": ["src/x.py"]}]}]});
+        std::fs::write(dir.path().join("plan.json"), plan.to_string()).unwrap();
+        let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
+        let config = config();
+        let clock = || "t".to_owned();
+        let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
+        let e = o.start(&dir.path().join("plan.json")).unwrap_err().to_string();
+        assert!(e.contains("tasks `A` and `B` both have `src/x.py` in their scope"), "{e}");
+        assert!(!o.dir().join("state.json").exists());
+    }
+
+    #[test]
+    fn a_merge_conflict_stops_at_finalize_with_the_base_branch_untouched() {
+        let (dir, repo) = setup();
+        let plan = serde_json::json!({"plan_name": "c", "phases": [{"phase": 1, "tasks": [
+            {"task_id": "T1", "scope": ["README.md"]}]}]});
+        std::fs::write(dir.path().join("plan.json"), plan.to_string()).unwrap();
+        let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
+        let config = OrchestratorConfig { review_roles: Vec::new(), ..config() };
+        let clock = || "t".to_owned();
+        let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
+        o.start(&dir.path().join("plan.json")).unwrap();
+        for _ in 0..2 {
+            o.approve().unwrap();
+        }
+        let s = o.approve().unwrap(); // EXECUTE
+        assert_eq!(s.status, Status::AwaitingApproval, "{:?}", s.message);
+        // Someone changes src/T1.py on main meanwhile.
+        git(&repo, &["checkout", "-q", "main"]);
+        std::fs::create_dir_all(repo.join("src")).unwrap();
+        std::fs::write(repo.join("src/T1.py"), "conflicting\n").unwrap();
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-q", "-m", "meanwhile"]);
+        let main_before = git(&repo, &["rev-parse", "main"]);
+        let s = o.approve().unwrap(); // REVIEW (no reviewers)
+        assert_eq!(s.stage, Stage::Review);
+        let s = o.approve().unwrap(); // FINALIZE
+        assert_eq!((s.stage, s.status), (Stage::Finalize, Status::Failed));
+        assert!(s.message.as_deref().unwrap().contains("conflicts in src/T1.py"), "{:?}", s.message);
+        assert_eq!(git(&repo, &["rev-parse", "main"]), main_before);
+        assert!(git(&repo, &["status", "--porcelain"]).trim().is_empty(), "no half merge left");
+    }
+}
