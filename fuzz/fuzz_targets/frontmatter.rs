@@ -1,4 +1,5 @@
-//! The knowledge-node parser on arbitrary text: it may reject, never panic.
+//! The knowledge-node parser and the evidence (AgentMemory, PCD) validator
+//! on arbitrary text: they may reject, never panic.
 //!
 //!     RUSTC_BOOTSTRAP=1 cargo fuzz run frontmatter -- -max_total_time=60
 #![no_main]
@@ -13,4 +14,5 @@ fuzz_target!(|data: &[u8]| {
     for layer in [Layer::Global, Layer::Local, Layer::CodeMirror] {
         let _ = parse_node(Path::new("fuzz.md"), text, layer);
     }
+    let _ = agents_akms::evidence::parse_evidence(Path::new("fuzz.md"), text);
 });

@@ -698,6 +698,31 @@ pub(crate) mod tests {
         assert!(errors("---\ntask_id: [\n---\n")[0].contains("invalid yaml"));
     }
 
+    proptest::proptest! {
+        /// Bad input is rejected, never a panic: the examples with a run of
+        /// bytes replaced anywhere, and arbitrary text.
+        #[test]
+        fn nfr_r01_mangled_evidence_never_panics(at in 0usize..2000, len in 0usize..12, with in "[ -~\n]{0,12}", base in 0usize..2) {
+            let text = [MEMORY, PCD][base];
+            let mut at = at % text.len();
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            let mut end = (at + len).min(text.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let mangled = format!("{}{with}{}", &text[..at], &text[end..]);
+            let _ = parse_evidence(Path::new("s.md"), &mangled);
+        }
+
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC{0,300}") {
+            let _ = parse_evidence(Path::new("s.md"), &format!("---\n{text}\n---\n"));
+            let _ = parse_evidence(Path::new("s.md"), &text);
+        }
+    }
+
     #[test]
     fn slugs_and_days() {
         assert_eq!(slug("TASK-101"), "task-101");
