@@ -4,8 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use agents_akms::CompileOptions;
 use agents_akms::health::{Health, NodeRow};
 use agents_akms::update::{Change, Review};
+use agents_akms::vault::Layout;
 use serde::Serialize;
 
 use super::knowledge::{index_knowledge, into_anyhow, read_config, resolve};
@@ -52,7 +54,7 @@ pub fn update(settings: &Settings, repo: Option<&Path>, documents: &[PathBuf]) -
 }
 
 /// One change in one line.
-fn describe(change: &Change) -> String {
+pub(crate) fn describe(change: &Change) -> String {
     match change {
         Change::Hit { node, before, after, coverage } => {
             format!("hit        {node} {before:.3} -> {after:.3} ({coverage})")
@@ -76,13 +78,25 @@ fn describe(change: &Change) -> String {
 /// `status` (the whole health report) or `review` (the phase's FR-R01 part).
 pub fn report(settings: &Settings, repo: Option<&Path>, phase: Option<i64>, review: bool) -> anyhow::Result<()> {
     let (layout, options) = resolve(settings, repo)?;
-    let config = read_config(&layout)?;
-    let compiled = agents_akms::compile(&layout, &options).map_err(into_anyhow)?;
+    let health = health_of(&layout, &options, phase)?;
+    if review {
+        let r = health.review();
+        settings.printer.emit(&r, || review_text(&health))
+    } else {
+        settings.printer.emit(&health, || status_text(&health))
+    }
+}
+
+/// The health of the repository's knowledge graph, with the events of
+/// `phase` (the last update's phase when `None`).
+pub(crate) fn health_of(layout: &Layout, options: &CompileOptions, phase: Option<i64>) -> anyhow::Result<Health> {
+    let config = read_config(layout)?;
+    let compiled = agents_akms::compile(layout, options).map_err(into_anyhow)?;
     let graph: serde_json::Value = serde_json::from_str(&compiled.json)?;
-    let log = agents_akms::update::read_log(&layout).map_err(into_anyhow)?;
+    let log = agents_akms::update::read_log(layout).map_err(into_anyhow)?;
     let now = agents_core::ids::to_iso(agents_core::ids::now_utc());
     let today = now.get(..10).unwrap_or_default();
-    let health = agents_akms::health::health(&agents_akms::health::Inputs {
+    Ok(agents_akms::health::health(&agents_akms::health::Inputs {
         graph: &graph,
         warnings: &compiled.warnings,
         files: &compiled.files,
@@ -90,27 +104,26 @@ pub fn report(settings: &Settings, repo: Option<&Path>, phase: Option<i64>, revi
         config: &config,
         today,
         phase,
-    });
-    if review {
-        let r = health.review();
-        settings.printer.emit(&r, || {
-            let mut out = format!("Review of {}\n", phase_name(r.phase));
-            out.push_str(&table(&r.nodes));
-            out.push_str(&section("new tentative nodes", r.new_tentative.clone()));
-            out.push_str(&section("dedup events", r.dedup.iter().map(dedup_line).collect()));
-            out.push_str(&section("degraded confidence", r.degraded.clone()));
-            out.push_str(&section("new pitfalls", r.new_pitfalls.iter().map(pitfall_line).collect()));
-            out.push_str(&section("blocked tasks", r.blocked.iter().map(blocked_line).collect()));
-            out.push_str(&section("id collisions", r.collisions.iter().map(|c| c.node.clone()).collect()));
-            out.push_str("one command per node: agents knowledge promote ID | agents knowledge suppress ID\n");
-            out
-        })
-    } else {
-        settings.printer.emit(&health, || status_text(&health))
-    }
+    }))
 }
 
-fn status_text(h: &Health) -> String {
+/// The review report (FR-R01, FR-R02) as text: a table a line per node, then
+/// one line per section.
+pub(crate) fn review_text(health: &Health) -> String {
+    let r = health.review();
+    let mut out = format!("Review of {}\n", phase_name(r.phase));
+    out.push_str(&table(&r.nodes));
+    out.push_str(&section("new tentative nodes", r.new_tentative.clone()));
+    out.push_str(&section("dedup events", r.dedup.iter().map(dedup_line).collect()));
+    out.push_str(&section("degraded confidence", r.degraded.clone()));
+    out.push_str(&section("new pitfalls", r.new_pitfalls.iter().map(pitfall_line).collect()));
+    out.push_str(&section("blocked tasks", r.blocked.iter().map(blocked_line).collect()));
+    out.push_str(&section("id collisions", r.collisions.iter().map(|c| c.node.clone()).collect()));
+    out.push_str("one command per node: agents knowledge promote ID | agents knowledge suppress ID\n");
+    out
+}
+
+pub(crate) fn status_text(h: &Health) -> String {
     let mut out = format!("Health of the knowledge graph (events of {})\n", phase_name(h.phase));
     out.push_str(&table(&h.nodes));
     let rows: std::collections::BTreeMap<&str, &NodeRow> = h.nodes.iter().map(|r| (r.id.as_str(), r)).collect();

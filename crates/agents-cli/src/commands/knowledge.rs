@@ -225,19 +225,31 @@ fn init(root: &Path) -> anyhow::Result<InitReport> {
 
 /// What `agents knowledge tags` reports.
 #[derive(Serialize)]
-struct TagsReport {
+pub(crate) struct TagsReport {
     task: String,
     task_id: Option<String>,
     /// Tags the author gave; derivation only fills an empty list.
-    kept: Vec<String>,
-    derived: Vec<agents_akms::tags::DerivedTag>,
+    pub kept: Vec<String>,
+    pub derived: Vec<agents_akms::tags::DerivedTag>,
     /// Whether the task file was rewritten with the derived tags.
     written: bool,
 }
 
 fn tags(settings: &Settings, repo: Option<&Path>, task_path: &Path, dry_run: bool) -> anyhow::Result<()> {
     let (layout, options) = resolve(settings, repo)?;
-    let config = read_config(&layout)?;
+    let report = derive_task_tags(&layout, &options, task_path, dry_run)?;
+    print_tags(settings, &report)
+}
+
+/// Derives a task's tags when its record has none, writes them back (unless
+/// `dry_run`) and logs where each came from (spec 4.5).
+pub(crate) fn derive_task_tags(
+    layout: &Layout,
+    options: &CompileOptions,
+    task_path: &Path,
+    dry_run: bool,
+) -> anyhow::Result<TagsReport> {
+    let config = read_config(layout)?;
     let mut record = read_task(task_path)?;
     let kept: Vec<String> = match record.get("akms_tags") {
         None | Some(serde_json::Value::Null) => Vec::new(),
@@ -253,7 +265,7 @@ fn tags(settings: &Settings, repo: Option<&Path>, task_path: &Path, dry_run: boo
             return Err(UsageError(format!("{}: akms_tags: must be a list of strings", task_path.display())).into());
         }
     };
-    let compiled = agents_akms::compile(&layout, &options).map_err(into_anyhow)?;
+    let compiled = agents_akms::compile(layout, options).map_err(into_anyhow)?;
     let graph: serde_json::Value = serde_json::from_str(&compiled.json)?;
     let derived = agents_akms::tags::derive_tags(
         &graph,
@@ -286,8 +298,11 @@ fn tags(settings: &Settings, repo: Option<&Path>, task_path: &Path, dry_run: boo
             agents_store::atomic_write(&log, lines.as_bytes())?;
         }
     }
-    let report = TagsReport { task: task_path.display().to_string(), task_id, kept, derived, written };
-    settings.printer.emit(&report, || {
+    Ok(TagsReport { task: task_path.display().to_string(), task_id, kept, derived, written })
+}
+
+fn print_tags(settings: &Settings, report: &TagsReport) -> anyhow::Result<()> {
+    settings.printer.emit(report, || {
         let mut out = String::new();
         if !report.kept.is_empty() {
             out.push_str(&format!("kept the author's tags: {}\n", report.kept.join(", ")));
