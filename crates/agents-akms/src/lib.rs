@@ -17,6 +17,7 @@ pub mod compile;
 pub mod config;
 pub mod diag;
 pub mod formula;
+pub mod loadout;
 pub mod migrate;
 pub mod overlay;
 pub mod query;

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use agents_search::TextDoc;
+use agents_search::{SearchError, SearchFilter, TextBackend, TextDoc};
 use serde_json::Value;
 
 use crate::schema::Layer;
@@ -113,6 +113,125 @@ pub fn index_dir(search_root: &Path, repo_root: &Path) -> PathBuf {
     let digest = Sha256::digest(repo_root.to_string_lossy().as_bytes());
     let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
     search_root.join("knowledge").join(name)
+}
+
+/// One passage the search layer retrieved: a paragraph of a node's text.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Passage {
+    pub node: String,
+    /// The node file's path as users see it (see [`documents`]).
+    pub path: String,
+    /// 1-based line of the paragraph in the node's text (body, then content_ref).
+    pub line: u32,
+    pub text: String,
+}
+
+/// Longest passage kept, in characters.
+const PASSAGE_CHARS: usize = 600;
+
+/// The paragraphs of `body` (blank-line separated) with their 1-based lines.
+pub fn paragraphs(body: &str) -> Vec<(u32, &str)> {
+    let mut out = Vec::new();
+    let mut start: Option<(u32, usize)> = None;
+    let mut offset = 0usize;
+    let mut end = 0usize;
+    for (i, line) in body.split_inclusive('\n').enumerate() {
+        let blank = line.trim().is_empty();
+        match (blank, start) {
+            (false, None) => start = Some((i as u32 + 1, offset)),
+            (true, Some((n, from))) => {
+                out.push((n, body[from..end].trim()));
+                start = None;
+            }
+            _ => {}
+        }
+        offset += line.len();
+        if !blank {
+            end = offset;
+        }
+    }
+    if let Some((n, from)) = start {
+        out.push((n, body[from..end].trim()));
+    }
+    out
+}
+
+/// The paragraph of `body` holding the most of `words` (the first on a tie),
+/// cut to 600 characters, with its line; `None` for an empty body.
+pub fn best_passage(body: &str, words: &[String]) -> Option<(u32, String)> {
+    let mut best: Option<(u32, &str, usize)> = None;
+    for (line, paragraph) in paragraphs(body) {
+        let lower = paragraph.to_lowercase();
+        let hits = words.iter().filter(|w| lower.contains(w.as_str())).count();
+        if best.is_none_or(|(_, _, most)| hits > most) {
+            best = Some((line, paragraph, hits));
+        }
+    }
+    let (line, paragraph, _) = best?;
+    let mut text: String = paragraph.chars().take(PASSAGE_CHARS).collect();
+    if paragraph.chars().count() > PASSAGE_CHARS {
+        text.push('…');
+    }
+    Some((line, text))
+}
+
+/// The search layer of a loadout (the spec's qmd role): BM25 over the shared
+/// text index, scoped to `nodes` (never an open-ended search), then each
+/// matching node's best paragraph; sorted by (path, line) whatever the
+/// engine's ranking (NFR-D04).
+pub fn scoped_passages(
+    backend: &dyn TextBackend,
+    docs: &BTreeMap<String, TextDoc>,
+    nodes: &[String],
+    query: &str,
+) -> Result<Vec<Passage>, SearchError> {
+    let deep = (backend.doc_count()? as usize).max(nodes.len());
+    let hits = backend.search(query, deep, &SearchFilter::default())?;
+    let words = agents_search::code_tokens(query);
+    let mut out: Vec<Passage> = hits
+        .into_iter()
+        .filter(|hit| nodes.contains(&hit.id))
+        .filter_map(|hit| {
+            let doc = docs.get(&hit.id)?;
+            let (line, text) = best_passage(&doc.body, &words)?;
+            Some(Passage { node: hit.id, path: doc.path.clone(), line, text })
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.path, a.line, &a.node).cmp(&(&b.path, b.line, &b.node)));
+    out.dedup();
+    Ok(out)
+}
+
+/// [`scoped_passages`] through a cache under `knowledge/cache/search/`, keyed
+/// by (graph_version, a hash of the query and the node set) (NFR-D05): the
+/// same inputs read the same file. The cache is written atomically; a file
+/// that cannot be read is recomputed.
+pub fn cached_passages(
+    layout: &Layout,
+    graph_version: &str,
+    backend: &dyn TextBackend,
+    docs: &BTreeMap<String, TextDoc>,
+    nodes: &[String],
+    query: &str,
+) -> Result<Vec<Passage>, crate::loadout::LoadoutError> {
+    use sha2::{Digest, Sha256};
+    let mut sorted: Vec<&str> = nodes.iter().map(String::as_str).collect();
+    sorted.sort_unstable();
+    let key = format!("{query}\n{}", sorted.join("\n"));
+    let digest = Sha256::digest(key.as_bytes());
+    let hash: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let path = layout.knowledge().join("cache").join("search").join(format!("{graph_version}-{hash}.json"));
+    if let Ok(text) = std::fs::read_to_string(&path)
+        && let Ok(passages) = serde_json::from_str::<Vec<Passage>>(&text)
+    {
+        return Ok(passages);
+    }
+    let passages = scoped_passages(backend, docs, nodes, query)?;
+    let mut json = serde_json::to_string_pretty(&passages).unwrap_or_default();
+    json.push('\n');
+    agents_store::atomic_write(&path, json.as_bytes())
+        .map_err(|source| crate::loadout::LoadoutError::Io { path: path.clone(), source })?;
+    Ok(passages)
 }
 
 #[cfg(test)]

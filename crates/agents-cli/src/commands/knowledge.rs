@@ -1,4 +1,4 @@
-//! `agents knowledge init|validate|build|tags|migrate`: the repository's `knowledge/`
+//! `agents knowledge init|validate|build|tags|query|search|migrate` (loadouts: `loadout.rs`): the repository's `knowledge/`
 //! folder over the global vault (AKMS). Thin: find the repository and the
 //! vault, call `agents_akms`, print.
 
@@ -78,6 +78,18 @@ pub fn run(settings: &Settings, args: KnowledgeArgs) -> anyhow::Result<()> {
         KnowledgeCommand::Search { text, nodes, limit } => search(settings, args.repo.as_deref(), &text, &nodes, limit),
         KnowledgeCommand::Tags { task, dry_run } => tags(settings, args.repo.as_deref(), &task, dry_run),
         KnowledgeCommand::Migrate { dry_run } => migrate(settings, args.repo.as_deref(), dry_run),
+        KnowledgeCommand::Loadout { task, phase, role, context_limit, system_prompt_tokens, no_search, force } => {
+            let options = super::loadout::LoadoutOptions { role, context_limit, system_prompt_tokens, no_search };
+            super::loadout::loadout_command(
+                settings,
+                args.repo.as_deref(),
+                task.as_deref(),
+                phase.as_deref(),
+                options,
+                force,
+            )
+        }
+        KnowledgeCommand::ReEvaluate => super::loadout::re_evaluate(settings, args.repo.as_deref()),
         KnowledgeCommand::Build => {
             let (layout, options) = resolve(settings, args.repo.as_deref())?;
             let compiled = agents_akms::build(&layout, &options).map_err(into_anyhow)?;
@@ -151,7 +163,7 @@ fn existing_dir(path: &Path) -> anyhow::Result<PathBuf> {
 /// The repository and the global vault: $AKMS_GLOBAL_VAULT (merged into the
 /// configuration by the settings), the configuration's `global-vault`, the
 /// repository's propagation_config.yaml, the default.
-fn resolve(settings: &Settings, repo: Option<&Path>) -> anyhow::Result<(Layout, CompileOptions)> {
+pub(crate) fn resolve(settings: &Settings, repo: Option<&Path>) -> anyhow::Result<(Layout, CompileOptions)> {
     let root = match repo {
         Some(repo) => existing_dir(repo)?,
         None => {
@@ -307,7 +319,7 @@ fn tags(settings: &Settings, repo: Option<&Path>, task_path: &Path, dry_run: boo
 }
 
 /// The directory of the repository's knowledge search index.
-fn knowledge_index(settings: &Settings, layout: &Layout) -> PathBuf {
+pub(crate) fn knowledge_index(settings: &Settings, layout: &Layout) -> PathBuf {
     let kind = &settings.config.config().context.backends.text;
     agents_akms::search::index_dir(&settings.home.root().join("search"), &layout.repo_root).join(kind)
 }
@@ -336,23 +348,6 @@ struct Passage {
     file: String,
     score: f32,
     passage: String,
-}
-
-/// The paragraph of `body` that holds the most of `words` (the first on a tie).
-fn best_paragraph(body: &str, words: &[String]) -> String {
-    let mut best = ("", 0usize);
-    for paragraph in body.split("\n\n").map(str::trim).filter(|p| !p.is_empty()) {
-        let lower = paragraph.to_lowercase();
-        let hits = words.iter().filter(|w| lower.contains(w.as_str())).count();
-        if hits > best.1 || best.0.is_empty() {
-            best = (paragraph, hits);
-        }
-    }
-    let mut text: String = best.0.chars().take(600).collect();
-    if best.0.chars().count() > 600 {
-        text.push('…');
-    }
-    text
 }
 
 fn search(settings: &Settings, repo: Option<&Path>, text: &str, nodes: &[String], limit: usize) -> anyhow::Result<()> {
@@ -387,7 +382,10 @@ fn search(settings: &Settings, repo: Option<&Path>, text: &str, nodes: &[String]
                 title: doc.map(|d| d.name.clone()).unwrap_or_default(),
                 file: hit.path.clone(),
                 score: hit.score,
-                passage: doc.map(|d| best_paragraph(&d.body, &words)).unwrap_or_default(),
+                passage: doc
+                    .and_then(|d| agents_akms::search::best_passage(&d.body, &words))
+                    .map(|(_, text)| text)
+                    .unwrap_or_default(),
                 node: hit.id,
             }
         })
@@ -448,7 +446,7 @@ fn migrate(settings: &Settings, repo: Option<&Path>, dry_run: bool) -> anyhow::R
 }
 
 /// The repository's propagation config; its problems are bad input.
-fn read_config(layout: &Layout) -> anyhow::Result<agents_akms::PropagationConfig> {
+pub(crate) fn read_config(layout: &Layout) -> anyhow::Result<agents_akms::PropagationConfig> {
     agents_akms::read_config(layout).map_err(|diagnostics| {
         let lines: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
         UsageError(lines.join("; ")).into()
@@ -456,7 +454,7 @@ fn read_config(layout: &Layout) -> anyhow::Result<agents_akms::PropagationConfig
 }
 
 /// The task record at `path`, checked for `akms_schema: v2`.
-fn read_task(path: &Path) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+pub(crate) fn read_task(path: &Path) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("{}: cannot read the task record: {e}", path.display())))?;
     let record: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text)

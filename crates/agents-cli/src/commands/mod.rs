@@ -4,6 +4,7 @@ mod config;
 mod context;
 mod index;
 mod knowledge;
+mod loadout;
 mod mcp;
 mod plan;
 mod project;
