@@ -137,7 +137,10 @@ fn the_server_speaks_json_rpc_over_stdio() {
     let mut names: Vec<&str> =
         tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     names.sort_unstable();
-    assert_eq!(names, ["get_context_budget", "index_status", "query_history", "refresh_index", "request_context"]);
+    assert_eq!(
+        names,
+        ["get_context_budget", "get_loadout", "index_status", "query_history", "refresh_index", "request_context"]
+    );
     let schema = &tools["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "request_context").unwrap()
         ["inputSchema"];
     for field in ["query", "focus", "depth", "max_tokens", "temporal", "preferred_strategies", "path", "format"] {
@@ -214,6 +217,64 @@ fn the_server_speaks_json_rpc_over_stdio() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.stdout.is_empty(), "nothing after the last response");
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn get_loadout_returns_the_loadout_of_a_task_record_and_role() {
+    let fx = Fixture::new();
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agents-akms/tests/fixtures/golden");
+    let vault = fx.home.join("vault");
+    copy_tree(&golden.join("global"), &vault);
+    copy_tree(&golden.join("repo/knowledge"), &fx.repo.join("knowledge"));
+    let task = json!({"task_id": "phase2-task3", "akms_tags": ["green-operator"], "akms_schema": "v2"});
+
+    // Before a build: a tool error that says what to run.
+    let env = [("AKMS_GLOBAL_VAULT", vault.as_path())];
+    let mut server = fx.server_with(&["mcp"], &env);
+    handshake(&mut server);
+    let reply = server.call("get_loadout", json!({"task": task}));
+    assert_eq!(reply["result"]["isError"], true, "{reply:#}");
+    assert!(reply["result"]["content"][0]["text"].as_str().unwrap().contains("agents knowledge build"), "{reply:#}");
+
+    let built = common::agents(&fx.home)
+        .current_dir(&fx.repo)
+        .env("AKMS_GLOBAL_VAULT", &vault)
+        .args(["knowledge", "build"])
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", common::stderr(&built));
+    let reply = server.call("get_loadout", json!({"task": task, "role": "physics_reviewer", "context_limit": 20000}));
+    let result = &reply["result"];
+    assert_ne!(result["isError"], json!(true), "{reply:#}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("---\ntask_id: phase2-task3\n"), "{text}");
+    assert!(text.contains("agent_role: physics_reviewer\n") && text.contains("## Known Pitfalls"), "{text}");
+    let report = &result["structuredContent"];
+    assert_eq!(report["mode"], "routing", "{reply:#}");
+    assert_eq!(report["path"], "knowledge/loadouts/phase2-task3-physics_reviewer-loadout.md", "{reply:#}");
+    assert!(fx.repo.join("knowledge/loadouts/phase2-task3-physics_reviewer-loadout.md").exists());
+    // Asked again: reused, the same text.
+    let again = server.call("get_loadout", json!({"task": task, "role": "physics_reviewer", "context_limit": 20000}));
+    assert_eq!(again["result"]["structuredContent"]["reused"], true, "{again:#}");
+    assert_eq!(again["result"]["content"][0]["text"], result["content"][0]["text"]);
+    // A record without task_id is a tool error naming the field.
+    let bad = server.call("get_loadout", json!({"task": {"akms_schema": "v2"}}));
+    assert_eq!(bad["result"]["isError"], true, "{bad:#}");
+    assert!(bad["result"]["content"][0]["text"].as_str().unwrap().contains("task_id"), "{bad:#}");
+    server.finish();
 }
 
 #[test]

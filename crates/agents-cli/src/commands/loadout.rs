@@ -160,6 +160,13 @@ pub fn make(
         .and_then(Value::as_str)
         .ok_or_else(|| UsageError(format!("{origin}: task_id: a task record needs a string task_id")))?
         .to_owned();
+    if let Some(found) = record.get("akms_schema").filter(|v| v.as_str() != Some(agents_akms::SCHEMA_VERSION)) {
+        return Err(UsageError(format!(
+            "{origin}: akms_schema: SchemaVersionError: expected {:?}, found {found}",
+            agents_akms::SCHEMA_VERSION
+        ))
+        .into());
+    }
     let file = loadout::file_name(&task_id, &options.role).map_err(|e| UsageError(format!("{origin}: {e}")))?;
     let mut tags = strings(record.get("akms_tags"));
     if tags.is_empty() {
