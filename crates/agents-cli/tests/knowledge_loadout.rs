@@ -250,3 +250,54 @@ fn bad_input_is_one_error_line_naming_file_and_field() {
     let line = assert_one_error_line(&run(&k, &["loadout", "--task", "task.json"]));
     assert!(line.contains("agents knowledge build"), "{line}");
 }
+
+/// `agents --json query TEXT REPO` in the fixture's environment.
+fn query(k: &Knowledge, text: &str) -> serde_json::Value {
+    let out = agents(&k.home)
+        .current_dir(&k.repo)
+        .env("AKMS_GLOBAL_VAULT", &k.vault)
+        .args(["--json", "query", text])
+        .arg(&k.repo)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    parse(&out.stdout)
+}
+
+fn knowledge_fragments(v: &serde_json::Value) -> Vec<(String, String)> {
+    v["fragments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["provenance"]["strategy"] == "knowledge-graph")
+        .map(|f| (f["uko_node"].as_str().unwrap().to_owned(), f["content"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+#[test]
+fn the_knowledge_graph_strategy_adds_nodes_and_pitfalls_to_a_query_and_is_skipped_without_a_graph() {
+    let k = built();
+    let v = query(&k, "green operator zero frequency");
+    let used: Vec<&str> = v["strategies_used"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    assert!(used.contains(&"knowledge-graph"), "{used:?}");
+    let fragments = knowledge_fragments(&v);
+    let nodes: Vec<&str> = fragments.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(
+        nodes.contains(&"knowledge://lippmann-schwinger") && nodes.contains(&"knowledge://green-operator"),
+        "{nodes:?}"
+    );
+    let (_, lippmann) = fragments.iter().find(|(n, _)| n == "knowledge://lippmann-schwinger").unwrap();
+    assert!(lippmann.contains("Pitfall: Near-zero frequency: division by zero"), "{lippmann}");
+    let (_, green) = fragments.iter().find(|(n, _)| n == "knowledge://green-operator").unwrap();
+    assert!(green.contains("pointwise product per frequency"), "the node's ## Summary: {green}");
+    // Draft and deprecated nodes never appear (FR-G04).
+    assert!(!nodes.contains(&"knowledge://solver-notes"), "{nodes:?}");
+
+    // No compiled graph: the strategy is skipped, the query still answers.
+    std::fs::remove_file(k.repo.join("knowledge/graph/graph.json")).unwrap();
+    let v = query(&k, "green operator zero frequency");
+    let used: Vec<&str> = v["strategies_used"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    assert!(!used.contains(&"knowledge-graph") && !used.is_empty(), "{used:?}");
+    assert!(knowledge_fragments(&v).is_empty());
+    assert_eq!(v["fallbacks"], serde_json::json!([]), "{:#}", v["fallbacks"]);
+}

@@ -20,6 +20,7 @@
 //!   tiers/metrics.json             tier hit and miss counters
 //! ```
 
+pub mod knowledge;
 pub mod live;
 
 use std::collections::BTreeMap;
@@ -243,6 +244,13 @@ impl Engine {
     /// [`Engine::open`] with pipeline components registered beyond the built-ins;
     /// `[context.pipeline]` chooses among them.
     pub fn open_with(home: Home, config: ResolvedConfig, components: PipelineBuilder) -> Result<Engine, EngineError> {
+        // Knowledge nodes join context requests (a caller's own wins).
+        let components = if components.has_strategy(knowledge::KNOWLEDGE_GRAPH) {
+            components
+        } else {
+            let vault = config.config().global_vault.as_deref().map(std::path::PathBuf::from);
+            components.register_strategy(Arc::new(knowledge::KnowledgeGraphStrategy::new(vault)))
+        };
         let pipeline = components
             .build(&config.config().context.pipeline, PipelineSettings::from_config(&config.config().context))?;
         let store = Arc::new(SqliteStore::open(&home.database())?);
