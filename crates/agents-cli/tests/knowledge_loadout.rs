@@ -47,6 +47,24 @@ fn built() -> Knowledge {
     k
 }
 
+/// Every file under `dir` with its bytes, sorted.
+fn tree_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push((path.clone(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
 fn write_task(k: &Knowledge, name: &str, id: &str) {
     let record = serde_json::json!({
         "task_id": id,
@@ -211,7 +229,10 @@ fn fr_l01_one_loadout_per_task_of_a_phase() {
         r#"{"phase": 3, "tasks": ["phase3-task1.json", "phase3-task2.json"]}"#,
     )
     .unwrap();
+    let vault_before = tree_bytes(&k.vault);
     let out = ok(&k, &["--json", "loadout", "--phase", "plan/phase3.json"]);
+    ok(&k, &["re-evaluate"]);
+    assert!(tree_bytes(&k.vault) == vault_before, "the global vault is read-only (FR-O01)");
     let reports = parse(out.as_bytes());
     let paths: Vec<&str> = reports.as_array().unwrap().iter().map(|r| r["path"].as_str().unwrap()).collect();
     assert_eq!(paths, ["knowledge/loadouts/phase3-task1-loadout.md", "knowledge/loadouts/phase3-task2-loadout.md"]);
