@@ -279,4 +279,56 @@ mod tests {
         // A node without a source file keeps its title and tags.
         assert_eq!((docs[2].body.as_str(), docs[2].name.as_str()), ("", "Session: 1"));
     }
+
+    #[test]
+    fn paragraphs_carry_their_first_line() {
+        let body = "# T\n\nOne\ntwo\n  \n\nThree\n";
+        assert_eq!(paragraphs(body), [(1, "# T"), (3, "One\ntwo"), (7, "Three")]);
+        assert_eq!(best_passage(body, &["three".into()]), Some((7, "Three".into())));
+        assert_eq!(best_passage("", &[]), None);
+    }
+
+    #[test]
+    fn nfr_d04_nfr_d05_passages_stay_in_the_node_set_sorted_by_path_and_line_and_cached() {
+        let tmp = tempfile::tempdir().unwrap();
+        let layout = Layout::new(tmp.path().join("repo"), tmp.path().join("global"));
+        let doc = |id: &str, path: &str, body: &str| TextDoc {
+            id: id.into(),
+            path: path.into(),
+            name: id.into(),
+            kind: KNOWLEDGE_KIND.into(),
+            signature: String::new(),
+            doc: String::new(),
+            body: body.into(),
+        };
+        let docs = [
+            doc("b", "global-vault/b.md", "Intro.\n\nThe green operator at zero frequency."),
+            doc("a", "knowledge/local-nodes/a.md", "Green operator regularisation."),
+            doc("c", "global-vault/c.md", "Green operator, outside the node set."),
+        ];
+        let mut backend = agents_search::open_text_backend("tantivy", &tmp.path().join("index")).unwrap();
+        backend.upsert(&docs).unwrap();
+        backend.commit().unwrap();
+        let by_id: BTreeMap<String, TextDoc> = docs.iter().map(|d| (d.id.clone(), d.clone())).collect();
+        let nodes = vec!["a".to_owned(), "b".to_owned()];
+        let passages = scoped_passages(backend.as_ref(), &by_id, &nodes, "green operator frequency").unwrap();
+        let found: Vec<(&str, &str, u32)> =
+            passages.iter().map(|p| (p.node.as_str(), p.path.as_str(), p.line)).collect();
+        assert_eq!(found, [("b", "global-vault/b.md", 3), ("a", "knowledge/local-nodes/a.md", 1)]);
+
+        // Cached per (graph_version, query): the second call reads the file.
+        let first = cached_passages(&layout, "v1", backend.as_ref(), &by_id, &nodes, "green operator").unwrap();
+        let dir = layout.knowledge().join("cache").join("search");
+        let files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        assert_eq!(files.len(), 1);
+        assert!(files[0].file_name().unwrap().to_string_lossy().starts_with("v1-"));
+        let mut edited = first.clone();
+        edited[0].text = "from the cache".into();
+        std::fs::write(&files[0], serde_json::to_string(&edited).unwrap()).unwrap();
+        let again = cached_passages(&layout, "v1", backend.as_ref(), &by_id, &nodes, "green operator").unwrap();
+        assert_eq!(again, edited);
+        // Another graph version is another entry.
+        let other = cached_passages(&layout, "v2", backend.as_ref(), &by_id, &nodes, "green operator").unwrap();
+        assert_eq!(other, first);
+    }
 }
