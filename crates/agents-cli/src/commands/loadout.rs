@@ -71,6 +71,8 @@ pub struct Context {
     text_kind: String,
     docs: BTreeMap<String, agents_search::TextDoc>,
     backend: Option<Box<dyn agents_search::TextBackend>>,
+    /// The embedding model, when one is configured and present.
+    embedder: Option<agents_search::vector::StaticEmbedder>,
 }
 
 impl Context {
@@ -91,7 +93,15 @@ impl Context {
             Tokenizer::with_impl(t.encoding, t.implementation)
         };
         let docs = agents_akms::search::documents(&layout, &graph).into_iter().map(|d| (d.id.clone(), d)).collect();
+        let embedder = match agents_engine::load_embedder(&settings.home, settings.config.config()) {
+            Ok(model) => Some(model),
+            Err(why) => {
+                tracing::debug!(%why, "loadout passages by BM25 only");
+                None
+            }
+        };
         Ok(Context {
+            embedder,
             graph_version: loadout::graph_version(&bytes),
             index_dir: knowledge_index(settings, &layout),
             text_kind: settings.config.config().context.backends.text.clone(),
@@ -249,6 +259,7 @@ pub fn make(
             &ctx.layout,
             &ctx.graph_version,
             backend,
+            ctx.embedder.as_ref().map(|e| e as &dyn agents_search::vector::Embedder),
             &ctx.docs,
             &ids,
             &query,
