@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{agents, assert_one_error_line, dirs, parse, stderr, stdout};
+use common::{agents, assert_one_error_line, copy_tree, dirs, parse, stderr, stdout};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../agents-akms/tests/fixtures/golden");
 /// 2025-06-01T13:55:00Z, the spec's example time.
@@ -19,19 +19,6 @@ struct Knowledge {
     home: PathBuf,
     vault: PathBuf,
     repo: PathBuf,
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// The fixture copied, built, with one task record `task.json`.

@@ -219,26 +219,13 @@ fn the_server_speaks_json_rpc_over_stdio() {
     assert!(out.stdout.is_empty(), "nothing after the last response");
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn get_loadout_returns_the_loadout_of_a_task_record_and_role() {
     let fx = Fixture::new();
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agents-akms/tests/fixtures/golden");
     let vault = fx.home.join("vault");
-    copy_tree(&golden.join("global"), &vault);
-    copy_tree(&golden.join("repo/knowledge"), &fx.repo.join("knowledge"));
+    common::copy_tree(&golden.join("global"), &vault);
+    common::copy_tree(&golden.join("repo/knowledge"), &fx.repo.join("knowledge"));
     let task = json!({"task_id": "phase2-task3", "akms_tags": ["green-operator"], "akms_schema": "v2"});
 
     // Before a build: a tool error that says what to run.
