@@ -250,6 +250,16 @@ fn bad_input_is_one_error_line_naming_file_and_field() {
     assert!(line.contains("task_id") && line.contains("plain name"), "{line}");
     assert!(!k.repo.join("knowledge/escape-loadout.md").exists());
 
+    // A phase with one bad task writes nothing at all.
+    std::fs::write(k.repo.join("plan.json"), r#"{"phase": 1, "tasks": ["task.json", "bad.json"]}"#).unwrap();
+    let line = assert_one_error_line(&run(&k, &["loadout", "--phase", "plan.json"]));
+    assert!(line.contains("bad.json") && line.contains("task_id"), "{line}");
+    assert!(
+        !k.repo.join("knowledge/loadouts").exists()
+            || std::fs::read_dir(k.repo.join("knowledge/loadouts")).unwrap().next().is_none()
+    );
+    assert!(!std::fs::read_to_string(k.repo.join("task.json")).unwrap().contains("loadout_path"));
+
     std::fs::write(k.repo.join("plan.json"), r#"{"tasks": [3]}"#).unwrap();
     let line = assert_one_error_line(&run(&k, &["loadout", "--phase", "plan.json"]));
     assert!(line.contains("plan.json") && line.contains("tasks[0]"), "{line}");

@@ -155,16 +155,21 @@ fn strings(value: Option<&Value>) -> Vec<String> {
     }
 }
 
-/// Generates (or reuses) the loadout of `record`. `origin` names the record in
-/// errors (its file, or `task`). Returns the report and the loadout's text.
-pub fn make(
-    ctx: &mut Context,
+/// What a task record resolves to before anything is written.
+struct Prepared {
+    task_id: String,
+    file: String,
+    subgraph: agents_akms::query::Subgraph,
+}
+
+/// Checks `record` and runs its subgraph query: every way a task record can
+/// be bad input fails here, so a phase is checked whole before any write.
+fn prepare(
+    ctx: &Context,
     record: &Map<String, Value>,
     origin: &str,
-    phase: Option<String>,
     options: &LoadoutOptions,
-    force: bool,
-) -> anyhow::Result<(LoadoutReport, String)> {
+) -> anyhow::Result<Prepared> {
     let task_id = record
         .get("task_id")
         .and_then(Value::as_str)
@@ -191,6 +196,20 @@ pub fn make(
     }
     let subgraph = agents_akms::query::query(&ctx.graph, &ctx.config, &options.role, &tags)
         .map_err(|e| UsageError(format!("{origin}: {e}")))?;
+    Ok(Prepared { task_id, file, subgraph })
+}
+
+/// Generates (or reuses) the loadout of `record`. `origin` names the record in
+/// errors (its file, or `task`). Returns the report and the loadout's text.
+pub fn make(
+    ctx: &mut Context,
+    record: &Map<String, Value>,
+    origin: &str,
+    phase: Option<String>,
+    options: &LoadoutOptions,
+    force: bool,
+) -> anyhow::Result<(LoadoutReport, String)> {
+    let Prepared { task_id, file, subgraph } = prepare(ctx, record, origin, options)?;
     // The task's own tokens, without the loadout_path this command writes.
     let mut counted = record.clone();
     counted.remove("loadout_path");
@@ -381,6 +400,10 @@ pub fn loadout_command(
     }
     if let Some(plan) = plan {
         let (phase, tasks) = plan_tasks(plan)?;
+        // Bad input changes nothing: every task is checked before the first write.
+        for task in &tasks {
+            prepare(&ctx, &read_task(task)?, &task.display().to_string(), &options)?;
+        }
         for task in tasks {
             reports.push(for_task_file(&mut ctx, &mut index, &task, phase.clone(), &options, force)?);
         }
