@@ -4,6 +4,8 @@
 //! regeneration after a change, phases, bad input.
 
 mod common;
+#[path = "common/fixture_model.rs"]
+mod fixture_model;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -318,4 +320,33 @@ fn the_knowledge_graph_strategy_adds_nodes_and_pitfalls_to_a_query_and_is_skippe
     assert!(!used.contains(&"knowledge-graph") && !used.is_empty(), "{used:?}");
     assert!(knowledge_fragments(&v).is_empty());
     assert_eq!(v["fallbacks"], serde_json::json!([]), "{:#}", v["fallbacks"]);
+}
+
+#[test]
+fn the_search_layer_uses_the_embedding_model_when_there_is_one() {
+    let k = built();
+    let cache = k.repo.join("knowledge/cache/search");
+    let entries = || std::fs::read_dir(&cache).map_or(0, |d| d.count());
+    ok(&k, &["loadout", "--task", "task.json", "--context-limit", "20000"]);
+    assert_eq!(entries(), 1);
+    // A model: the passages are another cache entry (the model is in its key),
+    // and the loadout still has its structure.
+    let model = k.home.join("model");
+    fixture_model::write(
+        &model,
+        &["Regularise the Green operator", "Avoid the division by zero at the zero frequency", "green-operator"],
+        &[&["zero", "singularity"]],
+    );
+    let out = agents(&k.home)
+        .current_dir(&k.repo)
+        .env("AKMS_GLOBAL_VAULT", &k.vault)
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .env("AGENTS_EMBEDDING_MODEL", &model)
+        .args(["knowledge", "loadout", "--task", "task.json", "--context-limit", "20000", "--force"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(entries(), 2);
+    let text = loadout_file(&k, "phase2-task3-loadout.md");
+    assert!(text.contains("qmd_available: true\n") && text.contains("### Summaries"), "{text}");
 }
