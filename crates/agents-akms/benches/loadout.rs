@@ -92,7 +92,7 @@ fn phase(layout: &Layout, index: Option<&Path>, tokenizer: &Tokenizer) {
             title: format!("Task {i}"),
             role: "implementer".into(),
             seed_tags: tags,
-            available_context: loadout::available_context(200_000, 0, 200, &config),
+            available_context: Some(loadout::available_context(200_000, 0, 200, &config)),
             generated_at: "2025-06-01T13:55:00Z".into(),
             graph_version: version.clone(),
         };

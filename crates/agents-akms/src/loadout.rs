@@ -9,7 +9,8 @@
 //! mode or `### Content` in full mode), `## Known Pitfalls` (always),
 //! `## Relevant Session History` and `## Suggested Reading Order`.
 //!
-//! - **Mode** ([`select_mode`]): `available = context_limit -
+//! - **Mode** ([`select_mode`]): without a known context limit,
+//!   `mode_selection.default_mode`; else `available = context_limit -
 //!   system_prompt_tokens - task_tokens - safety_margin`; routing below
 //!   `low_threshold` or when the full cost exceeds `available x
 //!   budget_fraction`, else full.
@@ -151,8 +152,9 @@ pub struct LoadoutRequest {
     pub role: String,
     /// Seed tags, as the query used them.
     pub seed_tags: Vec<String>,
-    /// From [`available_context`].
-    pub available_context: i64,
+    /// From [`available_context`]; `None` when the model's context is not
+    /// known: the mode is then `mode_selection.default_mode`.
+    pub available_context: Option<i64>,
     /// The header's timestamp (injected: NFR-D02).
     pub generated_at: String,
     pub graph_version: String,
@@ -164,7 +166,7 @@ pub struct Loadout {
     pub task_id: String,
     pub mode: LoadoutMode,
     pub qmd_available: bool,
-    pub available_context: i64,
+    pub available_context: Option<i64>,
     pub node_count: usize,
     /// Tokens of the inline content section, as delivered.
     pub content_tokens: usize,
@@ -378,7 +380,10 @@ pub fn generate(
 ) -> Loadout {
     let nodes = node_index(graph);
     let full_cost = full_cost(graph, subgraph, config);
-    let mode = select_mode(request.available_context, full_cost, config);
+    let mode = match request.available_context {
+        Some(available) => select_mode(available, full_cost, config),
+        None => config.loadout.mode_selection.default_mode,
+    };
     let rows: Vec<Row<'_>> = subgraph
         .nodes
         .iter()
@@ -428,7 +433,8 @@ pub fn generate(
     out.push_str(&format!("agent_role: {}\n", scalar(&request.role)));
     out.push_str(&format!("node_count: {}\n", rows.len()));
     out.push_str(&format!("loadout_mode: {}\n", mode_name(mode)));
-    out.push_str(&format!("available_context: {}\n", request.available_context));
+    let available = request.available_context.map_or_else(|| "null".to_owned(), |a| a.to_string());
+    out.push_str(&format!("available_context: {available}\n"));
     out.push_str(&format!("qmd_available: {}\n", !degraded));
     out.push_str(&format!("akms_schema: {}\n", crate::SCHEMA_VERSION));
     out.push_str("---\n\n");
@@ -763,7 +769,7 @@ mod tests {
             title: "Task one".into(),
             role: "implementer".into(),
             seed_tags: vec!["t".into()],
-            available_context: available,
+            available_context: Some(available),
             generated_at: "2025-06-01T13:55:00Z".into(),
             graph_version: "0123456789abcdef".into(),
         }
@@ -836,6 +842,20 @@ mod tests {
         c.loadout.mode_selection.low_threshold = u32::MAX;
         let l = generate(&request(100_000), &graph, &subgraph, &docs, Some(&[]), &c, &Tokenizer::default());
         assert!(l.text.contains("qmd_available: true\n") && l.text.contains("Secret summary"), "{}", l.text);
+    }
+
+    #[test]
+    fn an_unknown_context_limit_takes_the_default_mode() {
+        let (graph, docs) = synthetic(&[("## Summary\nShort.".into(), "small")]);
+        let mut c = config();
+        let subgraph = query(&graph, &c, "implementer", &["t".into()]).unwrap();
+        let unknown = LoadoutRequest { available_context: None, ..request(0) };
+        let l = generate(&unknown, &graph, &subgraph, &docs, Some(&[]), &c, &Tokenizer::default());
+        assert_eq!(l.mode, LoadoutMode::Routing);
+        assert!(l.text.contains("available_context: null\n"), "{}", l.text);
+        c.loadout.mode_selection.default_mode = LoadoutMode::Full;
+        let l = generate(&unknown, &graph, &subgraph, &docs, Some(&[]), &c, &Tokenizer::default());
+        assert_eq!(l.mode, LoadoutMode::Full);
     }
 
     #[test]

@@ -225,9 +225,10 @@ pub enum KnowledgeCommand {
         /// The agent role (query_roles in propagation_config.yaml).
         #[arg(long, default_value = "implementer")]
         role: String,
-        /// The model's context window, in tokens.
-        #[arg(long, default_value_t = 200_000, value_name = "N")]
-        context_limit: u64,
+        /// The model's context window, in tokens; without it the mode is
+        /// `loadout.mode_selection.default_mode`.
+        #[arg(long, value_name = "N")]
+        context_limit: Option<u64>,
         /// Tokens the agent's system prompt takes.
         #[arg(long, default_value_t = 0, value_name = "N")]
         system_prompt_tokens: u64,

@@ -105,7 +105,8 @@ fn golden(k: &Knowledge, snapshot: &str) {
 #[test]
 fn golden_full_mode() {
     let k = built();
-    ok(&k, &["loadout", "--task", "task.json"]);
+    // 200,000 - task - 4,000: the full cost fits in 15% of it.
+    ok(&k, &["loadout", "--task", "task.json", "--context-limit", "200000"]);
     golden(&k, "loadout_full");
 }
 
@@ -122,6 +123,7 @@ fn golden_routing_mode() {
 #[test]
 fn nfr_r05_degraded_without_search_layer() {
     let k = built();
+    // No context limit either: the configured default mode (routing).
     ok(&k, &["loadout", "--task", "task.json", "--no-search"]);
     golden(&k, "loadout_degraded");
     // The same without the search index on disk: the same bytes.

@@ -27,7 +27,8 @@ use crate::settings::Settings;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LoadoutOptions {
     pub role: String,
-    pub context_limit: u64,
+    /// The model's context window; `None`: unknown (the config's default_mode).
+    pub context_limit: Option<u64>,
     pub system_prompt_tokens: u64,
     /// Leave the search layer out (the degraded mode of NFR-R05).
     pub no_search: bool,
@@ -52,7 +53,7 @@ pub struct LoadoutReport {
     pub graph_version: String,
     pub mode: &'static str,
     pub qmd_available: bool,
-    pub available_context: i64,
+    pub available_context: Option<i64>,
     pub node_count: usize,
     pub content_tokens: usize,
     pub trimmed: Vec<String>,
@@ -214,8 +215,10 @@ pub fn make(
     let mut counted = record.clone();
     counted.remove("loadout_path");
     let task_tokens = ctx.tokenizer.count(&serde_json::to_string(&counted)?) as u64;
-    let available =
-        loadout::available_context(options.context_limit, options.system_prompt_tokens, task_tokens, &ctx.config);
+    let available = options
+        .context_limit
+        .map(|limit| loadout::available_context(limit, options.system_prompt_tokens, task_tokens, &ctx.config));
+    let available_text = available.map_or_else(|| "null".to_owned(), |a| a.to_string());
     let phase = phase.or_else(|| match record.get("phase") {
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Number(n)) => Some(n.to_string()),
@@ -242,7 +245,7 @@ pub fn make(
         let same = |key: &str, value: String| header.get(key).is_some_and(|v| v.trim_matches('"') == value);
         if same("graph_version", request.graph_version.clone())
             && same("agent_role", request.role.clone())
-            && same("available_context", available.to_string())
+            && same("available_context", available_text.clone())
             && same("qmd_available", search_on.to_string())
             && header.get("seed_tags").is_some_and(|v| {
                 v.trim_start_matches('[')
@@ -418,9 +421,10 @@ fn print(settings: &Settings, reports: &[LoadoutReport]) -> anyhow::Result<()> {
         for r in reports {
             let verb = if r.reused { "reused" } else { "wrote" };
             let search = if r.qmd_available { "" } else { ", degraded: no search layer" };
+            let available = r.available_context.map_or_else(|| "unknown".to_owned(), |a| a.to_string());
             out.push_str(&format!(
-                "{verb} {} ({}, {} nodes, available context {}{search})\n",
-                r.path, r.mode, r.node_count, r.available_context
+                "{verb} {} ({}, {} nodes, available context {available}{search})\n",
+                r.path, r.mode, r.node_count
             ));
         }
         out

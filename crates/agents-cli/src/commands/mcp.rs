@@ -142,7 +142,8 @@ pub struct GetLoadoutParams {
     /// The agent role (default implementer).
     #[serde(default)]
     pub role: Option<String>,
-    /// The model's context window in tokens (default 200000).
+    /// The model's context window in tokens (unknown: the config's
+    /// `mode_selection.default_mode`).
     #[serde(default)]
     pub context_limit: Option<u64>,
     /// Tokens of the agent's system prompt (default 0).
@@ -356,7 +357,7 @@ impl ContextServer {
                 let mut ctx = crate::commands::loadout::Context::open(&state.settings, Some(&repo))?;
                 let options = crate::commands::loadout::LoadoutOptions {
                     role: params.role.unwrap_or_else(|| "implementer".to_owned()),
-                    context_limit: params.context_limit.unwrap_or(200_000),
+                    context_limit: params.context_limit,
                     system_prompt_tokens: params.system_prompt_tokens.unwrap_or(0),
                     no_search: false,
                 };
