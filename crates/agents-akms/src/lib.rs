@@ -23,6 +23,7 @@ pub mod drift;
 pub mod evidence;
 pub mod formula;
 pub mod health;
+pub mod loadout;
 pub mod migrate;
 pub mod mirror;
 pub mod orchestrate;

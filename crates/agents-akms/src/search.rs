@@ -11,7 +11,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use agents_search::TextDoc;
+use agents_search::vector::Embedder;
+use agents_search::{SearchError, SearchFilter, TextBackend, TextDoc};
 use serde_json::Value;
 
 use crate::schema::Layer;
@@ -115,6 +116,181 @@ pub fn index_dir(search_root: &Path, repo_root: &Path) -> PathBuf {
     search_root.join("knowledge").join(name)
 }
 
+/// One passage the search layer retrieved: a paragraph of a node's text.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Passage {
+    pub node: String,
+    /// The node file's path as users see it (see [`documents`]).
+    pub path: String,
+    /// 1-based line of the paragraph in the node's text (body, then content_ref).
+    pub line: u32,
+    pub text: String,
+}
+
+/// Longest passage kept, in characters.
+const PASSAGE_CHARS: usize = 600;
+
+/// The paragraphs of `body` (blank-line separated) with their 1-based lines.
+pub fn paragraphs(body: &str) -> Vec<(u32, &str)> {
+    let mut out = Vec::new();
+    let mut start: Option<(u32, usize)> = None;
+    let mut offset = 0usize;
+    let mut end = 0usize;
+    for (i, line) in body.split_inclusive('\n').enumerate() {
+        let blank = line.trim().is_empty();
+        match (blank, start) {
+            (false, None) => start = Some((i as u32 + 1, offset)),
+            (true, Some((n, from))) => {
+                out.push((n, body[from..end].trim()));
+                start = None;
+            }
+            _ => {}
+        }
+        offset += line.len();
+        if !blank {
+            end = offset;
+        }
+    }
+    if let Some((n, from)) = start {
+        out.push((n, body[from..end].trim()));
+    }
+    out
+}
+
+/// The paragraph of `body` holding the most of `words` (the first on a tie),
+/// cut to 600 characters, with its line; `None` for an empty body.
+pub fn best_passage(body: &str, words: &[String]) -> Option<(u32, String)> {
+    let mut best: Option<(u32, &str, usize)> = None;
+    for (line, paragraph) in paragraphs(body) {
+        let lower = paragraph.to_lowercase();
+        let hits = words.iter().filter(|w| lower.contains(w.as_str())).count();
+        if best.is_none_or(|(_, _, most)| hits > most) {
+            best = Some((line, paragraph, hits));
+        }
+    }
+    let (line, paragraph, _) = best?;
+    let mut text: String = paragraph.chars().take(PASSAGE_CHARS).collect();
+    if paragraph.chars().count() > PASSAGE_CHARS {
+        text.push('…');
+    }
+    Some((line, text))
+}
+
+/// Cosine a paragraph needs to bring its node in on meaning alone (without
+/// a BM25 hit).
+pub const SEMANTIC_FLOOR: f32 = 0.35;
+
+/// The search layer of a loadout (the spec's qmd role), always scoped to
+/// `nodes` (never an open-ended search): BM25 over the shared text index
+/// finds the matching nodes and each one's paragraph holding most of the
+/// query's words. With an embedding model, every paragraph of the node set is
+/// also compared with the query: a node's passage is its paragraph with the
+/// best cosine plus word share, and a node without a BM25 hit joins when a
+/// paragraph reaches [`SEMANTIC_FLOOR`]. Sorted by (path, line) whatever the
+/// engines' ranking (NFR-D04).
+pub fn scoped_passages(
+    backend: &dyn TextBackend,
+    embedder: Option<&dyn Embedder>,
+    docs: &BTreeMap<String, TextDoc>,
+    nodes: &[String],
+    query: &str,
+) -> Result<Vec<Passage>, SearchError> {
+    let deep = (backend.doc_count()? as usize).max(nodes.len());
+    let hits: std::collections::BTreeSet<String> = backend
+        .search(query, deep, &SearchFilter::default())?
+        .into_iter()
+        .map(|hit| hit.id)
+        .filter(|id| nodes.contains(id))
+        .collect();
+    let words = agents_search::code_tokens(query);
+    let mut out: Vec<Passage> = Vec::new();
+    match embedder {
+        None => {
+            for id in &hits {
+                let Some(doc) = docs.get(id) else { continue };
+                let Some((line, text)) = best_passage(&doc.body, &words) else { continue };
+                out.push(Passage { node: id.clone(), path: doc.path.clone(), line, text });
+            }
+        }
+        Some(embedder) => {
+            let mut texts = vec![query.to_owned()];
+            let mut owners: Vec<(&str, u32, &str)> = Vec::new();
+            for id in nodes {
+                let Some(doc) = docs.get(id) else { continue };
+                for (line, paragraph) in paragraphs(&doc.body) {
+                    owners.push((id.as_str(), line, paragraph));
+                    texts.push(paragraph.to_owned());
+                }
+            }
+            let vectors = embedder.embed(&texts);
+            let Some((query_vector, rest)) = vectors.split_first() else { return Ok(out) };
+            let mut best: BTreeMap<&str, (f32, f32, u32, &str)> = BTreeMap::new();
+            for ((id, line, paragraph), vector) in owners.iter().zip(rest) {
+                let cosine: f32 = query_vector.iter().zip(vector).map(|(a, b)| a * b).sum();
+                let lower = paragraph.to_lowercase();
+                let share =
+                    words.iter().filter(|w| lower.contains(w.as_str())).count() as f32 / words.len().max(1) as f32;
+                let score = cosine + share;
+                let entry = best.entry(id).or_insert((f32::MIN, cosine, *line, paragraph));
+                if score > entry.0 {
+                    *entry = (score, cosine.max(entry.1), *line, paragraph);
+                } else {
+                    entry.1 = entry.1.max(cosine);
+                }
+            }
+            for (id, (_, top_cosine, line, paragraph)) in best {
+                if !hits.contains(id) && top_cosine < SEMANTIC_FLOOR {
+                    continue;
+                }
+                let Some(doc) = docs.get(id) else { continue };
+                let mut text: String = paragraph.chars().take(PASSAGE_CHARS).collect();
+                if paragraph.chars().count() > PASSAGE_CHARS {
+                    text.push('…');
+                }
+                out.push(Passage { node: id.to_owned(), path: doc.path.clone(), line, text });
+            }
+        }
+    }
+    out.sort_by(|a, b| (&a.path, a.line, &a.node).cmp(&(&b.path, b.line, &b.node)));
+    out.dedup();
+    Ok(out)
+}
+
+/// [`scoped_passages`] through a cache under `knowledge/cache/search/`, keyed
+/// by (graph_version, a hash of the model, the query and the node set) (NFR-D05): the
+/// same inputs read the same file. The cache is written atomically; a file
+/// that cannot be read is recomputed.
+pub fn cached_passages(
+    layout: &Layout,
+    graph_version: &str,
+    backend: &dyn TextBackend,
+    embedder: Option<&dyn Embedder>,
+    docs: &BTreeMap<String, TextDoc>,
+    nodes: &[String],
+    query: &str,
+) -> Result<Vec<Passage>, crate::loadout::LoadoutError> {
+    use sha2::{Digest, Sha256};
+    let mut sorted: Vec<&str> = nodes.iter().map(String::as_str).collect();
+    sorted.sort_unstable();
+    // The model is part of the key: another model, other passages.
+    let model = embedder.map_or("bm25", |e| e.model_id());
+    let key = format!("{model}\n{query}\n{}", sorted.join("\n"));
+    let digest = Sha256::digest(key.as_bytes());
+    let hash: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let path = layout.knowledge().join("cache").join("search").join(format!("{graph_version}-{hash}.json"));
+    if let Ok(text) = std::fs::read_to_string(&path)
+        && let Ok(passages) = serde_json::from_str::<Vec<Passage>>(&text)
+    {
+        return Ok(passages);
+    }
+    let passages = scoped_passages(backend, embedder, docs, nodes, query)?;
+    let mut json = serde_json::to_string_pretty(&passages).unwrap_or_default();
+    json.push('\n');
+    agents_store::atomic_write(&path, json.as_bytes())
+        .map_err(|source| crate::loadout::LoadoutError::Io { path: path.clone(), source })?;
+    Ok(passages)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,5 +335,113 @@ mod tests {
         assert_eq!(docs[0].body, "Regularise.");
         // A node without a source file keeps its title and tags.
         assert_eq!((docs[2].body.as_str(), docs[2].name.as_str()), ("", "Session: 1"));
+    }
+
+    #[test]
+    fn paragraphs_carry_their_first_line() {
+        let body = "# T\n\nOne\ntwo\n  \n\nThree\n";
+        assert_eq!(paragraphs(body), [(1, "# T"), (3, "One\ntwo"), (7, "Three")]);
+        assert_eq!(best_passage(body, &["three".into()]), Some((7, "Three".into())));
+        assert_eq!(best_passage("", &[]), None);
+    }
+
+    #[test]
+    fn nfr_d04_nfr_d05_passages_stay_in_the_node_set_sorted_by_path_and_line_and_cached() {
+        let tmp = tempfile::tempdir().unwrap();
+        let layout = Layout::new(tmp.path().join("repo"), tmp.path().join("global"));
+        let doc = |id: &str, path: &str, body: &str| TextDoc {
+            id: id.into(),
+            path: path.into(),
+            name: id.into(),
+            kind: KNOWLEDGE_KIND.into(),
+            signature: String::new(),
+            doc: String::new(),
+            body: body.into(),
+        };
+        let docs = [
+            doc("b", "global-vault/b.md", "Intro.\n\nThe green operator at zero frequency."),
+            doc("a", "knowledge/local-nodes/a.md", "Green operator regularisation."),
+            doc("c", "global-vault/c.md", "Green operator, outside the node set."),
+        ];
+        let mut backend = agents_search::open_text_backend("tantivy", &tmp.path().join("index")).unwrap();
+        backend.upsert(&docs).unwrap();
+        backend.commit().unwrap();
+        let by_id: BTreeMap<String, TextDoc> = docs.iter().map(|d| (d.id.clone(), d.clone())).collect();
+        let nodes = vec!["a".to_owned(), "b".to_owned()];
+        let passages = scoped_passages(backend.as_ref(), None, &by_id, &nodes, "green operator frequency").unwrap();
+        let found: Vec<(&str, &str, u32)> =
+            passages.iter().map(|p| (p.node.as_str(), p.path.as_str(), p.line)).collect();
+        assert_eq!(found, [("b", "global-vault/b.md", 3), ("a", "knowledge/local-nodes/a.md", 1)]);
+
+        // Cached per (graph_version, query): the second call reads the file.
+        let first = cached_passages(&layout, "v1", backend.as_ref(), None, &by_id, &nodes, "green operator").unwrap();
+        let dir = layout.knowledge().join("cache").join("search");
+        let files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        assert_eq!(files.len(), 1);
+        assert!(files[0].file_name().unwrap().to_string_lossy().starts_with("v1-"));
+        let mut edited = first.clone();
+        edited[0].text = "from the cache".into();
+        std::fs::write(&files[0], serde_json::to_string(&edited).unwrap()).unwrap();
+        let again = cached_passages(&layout, "v1", backend.as_ref(), None, &by_id, &nodes, "green operator").unwrap();
+        assert_eq!(again, edited);
+        // Another graph version is another entry.
+        let other = cached_passages(&layout, "v2", backend.as_ref(), None, &by_id, &nodes, "green operator").unwrap();
+        assert_eq!(other, first);
+    }
+
+    /// Words as one-hot axes of a 64-dimensional space (by a byte sum): a
+    /// text's vector is its normalised word count.
+    struct Words;
+    impl Embedder for Words {
+        fn model_id(&self) -> &str {
+            "words"
+        }
+        fn dim(&self) -> usize {
+            64
+        }
+        fn embed(&self, texts: &[String]) -> Vec<Vec<f32>> {
+            texts
+                .iter()
+                .map(|t| {
+                    let mut v = vec![0f32; 64];
+                    for w in agents_search::code_tokens(t) {
+                        v[w.bytes().map(usize::from).sum::<usize>() % 64] += 1.0;
+                    }
+                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-9);
+                    v.iter().map(|x| x / norm).collect()
+                })
+                .collect()
+        }
+    }
+
+    #[test]
+    fn with_an_embedding_model_the_closest_paragraph_is_the_passage_and_meaning_alone_can_bring_a_node() {
+        let tmp = tempfile::tempdir().unwrap();
+        let doc = |id: &str, body: &str| TextDoc {
+            id: id.into(),
+            path: format!("global-vault/{id}.md"),
+            name: id.into(),
+            kind: KNOWLEDGE_KIND.into(),
+            signature: String::new(),
+            doc: String::new(),
+            body: body.into(),
+        };
+        let docs = [
+            doc("a", "Spectral solvers.\n\nGreen operator regularisation at zero."),
+            // Shares no indexed word with the query's BM25 terms... but its
+            // paragraph is close in the toy model's space.
+            doc("b", "Unrelated start.\n\nzero regularisation green"),
+        ];
+        let mut backend = agents_search::open_text_backend("tantivy", &tmp.path().join("index")).unwrap();
+        backend.upsert(&docs[..1]).unwrap();
+        backend.commit().unwrap();
+        let by_id: BTreeMap<String, TextDoc> = docs.iter().map(|d| (d.id.clone(), d.clone())).collect();
+        let nodes = vec!["a".to_owned(), "b".to_owned()];
+        let query = "green operator regularisation";
+        let bm25 = scoped_passages(backend.as_ref(), None, &by_id, &nodes, query).unwrap();
+        assert_eq!(bm25.iter().map(|p| p.node.as_str()).collect::<Vec<_>>(), ["a"]);
+        let hybrid = scoped_passages(backend.as_ref(), Some(&Words), &by_id, &nodes, query).unwrap();
+        let found: Vec<(&str, u32)> = hybrid.iter().map(|p| (p.node.as_str(), p.line)).collect();
+        assert_eq!(found, [("a", 3), ("b", 3)]);
     }
 }

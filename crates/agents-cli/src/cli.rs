@@ -267,6 +267,39 @@ pub enum KnowledgeCommand {
         #[arg(long)]
         phase: Option<u32>,
     },
+    /// Generate a task's loadout (spec 4.6, 5.4) in knowledge/loadouts/: the
+    /// role's subgraph for the task's tags, routing or full mode by the
+    /// available context, passages found within the node set, pitfalls,
+    /// session history, reading order. Reused while the graph is unchanged;
+    /// writes `loadout_path` back into the task record. Without the search
+    /// index (`agents knowledge build`) or with --no-search: the degraded form.
+    /// `$SOURCE_DATE_EPOCH` fixes generated_at.
+    Loadout {
+        /// The task record (JSON).
+        #[arg(long, value_name = "FILE.json", required_unless_present = "phase")]
+        task: Option<PathBuf>,
+        /// A phase plan: `{"phase": N, "tasks": ["task.json", ...]}`; one loadout per task.
+        #[arg(long, value_name = "PLAN.json", conflicts_with = "task")]
+        phase: Option<PathBuf>,
+        /// The agent role (query_roles in propagation_config.yaml).
+        #[arg(long, default_value = "implementer")]
+        role: String,
+        /// The model's context window, in tokens; without it the mode is
+        /// `loadout.mode_selection.default_mode`.
+        #[arg(long, value_name = "N")]
+        context_limit: Option<u64>,
+        /// Tokens the agent's system prompt takes.
+        #[arg(long, default_value_t = 0, value_name = "N")]
+        system_prompt_tokens: u64,
+        /// Leave the search layer out: the degraded loadout (NFR-R05).
+        #[arg(long)]
+        no_search: bool,
+        /// Regenerate even when the existing loadout is current.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Regenerate the loadouts whose graph_version is no longer the graph's.
+    ReEvaluate,
 }
 
 #[derive(Debug, Subcommand)]

@@ -139,7 +139,15 @@ fn the_server_speaks_json_rpc_over_stdio() {
     names.sort_unstable();
     assert_eq!(
         names,
-        ["get_context_budget", "index_status", "query_history", "record_session", "refresh_index", "request_context"]
+        [
+            "get_context_budget",
+            "get_loadout",
+            "index_status",
+            "query_history",
+            "record_session",
+            "refresh_index",
+            "request_context"
+        ]
     );
     let schema = &tools["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "request_context").unwrap()
         ["inputSchema"];
@@ -256,6 +264,51 @@ fn fr_m03_record_session_validates_and_files_an_agent_memory() {
     assert_eq!(other["result"]["isError"], true, "{other:#}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), MEMORY);
     assert!(server.finish().status.success());
+}
+
+#[test]
+fn get_loadout_returns_the_loadout_of_a_task_record_and_role() {
+    let fx = Fixture::new();
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agents-akms/tests/fixtures/golden");
+    let vault = fx.home.join("vault");
+    common::copy_tree(&golden.join("global"), &vault);
+    common::copy_tree(&golden.join("repo/knowledge"), &fx.repo.join("knowledge"));
+    let task = json!({"task_id": "phase2-task3", "akms_tags": ["green-operator"], "akms_schema": "v2"});
+
+    // Before a build: a tool error that says what to run.
+    let env = [("AKMS_GLOBAL_VAULT", vault.as_path())];
+    let mut server = fx.server_with(&["mcp"], &env);
+    handshake(&mut server);
+    let reply = server.call("get_loadout", json!({"task": task}));
+    assert_eq!(reply["result"]["isError"], true, "{reply:#}");
+    assert!(reply["result"]["content"][0]["text"].as_str().unwrap().contains("agents knowledge build"), "{reply:#}");
+
+    let built = common::agents(&fx.home)
+        .current_dir(&fx.repo)
+        .env("AKMS_GLOBAL_VAULT", &vault)
+        .args(["knowledge", "build"])
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", common::stderr(&built));
+    let reply = server.call("get_loadout", json!({"task": task, "role": "physics_reviewer", "context_limit": 20000}));
+    let result = &reply["result"];
+    assert_ne!(result["isError"], json!(true), "{reply:#}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("---\ntask_id: phase2-task3\n"), "{text}");
+    assert!(text.contains("agent_role: physics_reviewer\n") && text.contains("## Known Pitfalls"), "{text}");
+    let report = &result["structuredContent"];
+    assert_eq!(report["mode"], "routing", "{reply:#}");
+    assert_eq!(report["path"], "knowledge/loadouts/phase2-task3-physics_reviewer-loadout.md", "{reply:#}");
+    assert!(fx.repo.join("knowledge/loadouts/phase2-task3-physics_reviewer-loadout.md").exists());
+    // Asked again: reused, the same text.
+    let again = server.call("get_loadout", json!({"task": task, "role": "physics_reviewer", "context_limit": 20000}));
+    assert_eq!(again["result"]["structuredContent"]["reused"], true, "{again:#}");
+    assert_eq!(again["result"]["content"][0]["text"], result["content"][0]["text"]);
+    // A record without task_id is a tool error naming the field.
+    let bad = server.call("get_loadout", json!({"task": {"akms_schema": "v2"}}));
+    assert_eq!(bad["result"]["isError"], true, "{bad:#}");
+    assert!(bad["result"]["content"][0]["text"].as_str().unwrap().contains("task_id"), "{bad:#}");
+    server.finish();
 }
 
 #[test]

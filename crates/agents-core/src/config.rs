@@ -149,9 +149,15 @@ pub struct StrategiesConfig {
 impl Default for StrategiesConfig {
     fn default() -> Self {
         StrategiesConfig {
-            // All six: the spec's v1 default leaves out the strategies v1 could not
+            // All six built-ins: the spec's v1 default leaves out the strategies v1 could not
             // back (ARCE, temporal, plan decisions); this build backs them all.
-            enabled: crate::project_context::STRATEGY_NAMES.map(String::from).to_vec(),
+            // And `knowledge-graph` (the engine registers it): knowledge nodes
+            // when the repository has a compiled AKMS graph, skipped otherwise.
+            enabled: crate::project_context::STRATEGY_NAMES
+                .into_iter()
+                .chain(["knowledge-graph"])
+                .map(String::from)
+                .collect(),
             arce: ArceConfig::default(),
             breadth_depth_navigator: NavigatorConfig::default(),
         }
@@ -1122,7 +1128,8 @@ mod tests {
                     "breadth-depth-navigator",
                     "arce",
                     "temporal-archaeology",
-                    "plan-decision-context"
+                    "plan-decision-context",
+                    "knowledge-graph"
                 ]),
             ),
             ("context.strategies.arce.max-rounds", 3.into()),

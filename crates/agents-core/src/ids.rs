@@ -27,6 +27,12 @@ pub fn now_utc() -> DateTime<Utc> {
     Utc::now()
 }
 
+/// The UTC time `secs` seconds after the Unix epoch (an injected clock, e.g.
+/// `$SOURCE_DATE_EPOCH`); `None` when out of range.
+pub fn from_epoch_secs(secs: i64) -> Option<DateTime<Utc>> {
+    DateTime::from_timestamp(secs, 0)
+}
+
 /// ISO-8601 UTC with nanoseconds, the form stored in the database (at most 30 chars).
 pub fn to_iso(ts: DateTime<Utc>) -> String {
     ts.to_rfc3339_opts(SecondsFormat::Nanos, true)

@@ -20,6 +20,7 @@
 //!   tiers/metrics.json             tier hit and miss counters
 //! ```
 
+pub mod knowledge;
 pub mod live;
 
 use std::collections::BTreeMap;
@@ -47,6 +48,25 @@ use agents_search::SearchFilter;
 use agents_search::history::GitHistory;
 use agents_search::vector::{Embedder, LocalVectorIndex, StaticEmbedder, VectorOptions};
 use agents_store::{Project, Resource, SqliteStore, Store, StoreError, WarmTierStore};
+
+/// The embedding model the configuration names (`context.backends.vector`,
+/// `context.backends.embedding-model`, else the home's default folder), or
+/// why there is none.
+pub fn load_embedder(home: &Home, config: &agents_core::config::Config) -> Result<StaticEmbedder, String> {
+    let backends = &config.context.backends;
+    if backends.vector == "none" {
+        return Err("disabled by context.backends.vector = \"none\"".to_owned());
+    }
+    let dir = if backends.embedding_model.is_empty() {
+        home.default_model_dir()
+    } else {
+        PathBuf::from(&backends.embedding_model)
+    };
+    if !dir.join("model.safetensors").exists() {
+        return Err(format!("no embedding model in {} (run scripts/get-model.sh)", dir.display()));
+    }
+    StaticEmbedder::load(&dir).map_err(|e| e.to_string())
+}
 
 /// The engine's home directory and the paths inside it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -243,6 +263,13 @@ impl Engine {
     /// [`Engine::open`] with pipeline components registered beyond the built-ins;
     /// `[context.pipeline]` chooses among them.
     pub fn open_with(home: Home, config: ResolvedConfig, components: PipelineBuilder) -> Result<Engine, EngineError> {
+        // Knowledge nodes join context requests (a caller's own wins).
+        let components = if components.has_strategy(knowledge::KNOWLEDGE_GRAPH) {
+            components
+        } else {
+            let vault = config.config().global_vault.as_deref().map(std::path::PathBuf::from);
+            components.register_strategy(Arc::new(knowledge::KnowledgeGraphStrategy::new(vault)))
+        };
         let pipeline = components
             .build(&config.config().context.pipeline, PipelineSettings::from_config(&config.config().context))?;
         let store = Arc::new(SqliteStore::open(&home.database())?);
@@ -331,23 +358,7 @@ impl Engine {
     /// The embedding model, or why there is none. Loaded once per engine: a
     /// model installed while a long-lived engine runs is used after a restart.
     pub fn embedder(&self) -> Result<Arc<StaticEmbedder>, String> {
-        self.embedder
-            .get_or_init(|| {
-                let backends = &self.config.config().context.backends;
-                if backends.vector == "none" {
-                    return Err("disabled by context.backends.vector = \"none\"".to_owned());
-                }
-                let dir = if backends.embedding_model.is_empty() {
-                    self.home.default_model_dir()
-                } else {
-                    PathBuf::from(&backends.embedding_model)
-                };
-                if !dir.join("model.safetensors").exists() {
-                    return Err(format!("no embedding model in {} (run scripts/get-model.sh)", dir.display()));
-                }
-                StaticEmbedder::load(&dir).map(Arc::new).map_err(|e| e.to_string())
-            })
-            .clone()
+        self.embedder.get_or_init(|| load_embedder(&self.home, self.config.config()).map(Arc::new)).clone()
     }
 
     /// The resource's vector index: the one this engine opened before if no

@@ -44,7 +44,9 @@ pub trait StrategySelector: Send + Sync {
 /// score at least half the best and add coverage: a backend no strategy taken
 /// so far reads, or the plan hierarchy when the request names a plan (ARCE, which
 /// reads text, vectors and graph, leaves keyword and semantic search nothing to
-/// add). At most `max_workers` run. Required backends must be present, and only
+/// add); a strategy reading none of them (it brings its own content, as
+/// `knowledge-graph` does) is always taken when it can handle the request. At
+/// most `max_workers` run. Required backends must be present, and only
 /// strategies using one of them are selected.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DefaultSelector;
@@ -116,11 +118,15 @@ impl StrategySelector for DefaultSelector {
             let Some(strategy) = registry.get(&s.strategy) else { continue };
             let caps = strategy.capabilities();
             let plan_walk = input.plan.is_some() && caps.supports_plan_hierarchy;
+            // A strategy that reads none of the code backends brings content of
+            // its own (knowledge nodes): it always adds coverage.
+            let own_content = caps.required().is_empty();
             // A plan's decisions always travel with its context.
-            if !plan_walk && value(&s) < best * 0.5 {
+            if !plan_walk && !own_content && value(&s) < best * 0.5 {
                 continue;
             }
-            let adds = caps.required().iter().any(|k| !covered.contains(k)) || (plan_walk && !plan_covered);
+            let adds =
+                caps.required().iter().any(|k| !covered.contains(k)) || (plan_walk && !plan_covered) || own_content;
             if adds || chosen.is_empty() {
                 covered.extend(caps.required());
                 plan_covered |= plan_walk;

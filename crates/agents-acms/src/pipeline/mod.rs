@@ -244,6 +244,11 @@ impl PipelineBuilder {
         self
     }
 
+    /// Whether a strategy of this name was registered.
+    pub fn has_strategy(&self, name: &str) -> bool {
+        self.strategies.iter().any(|s| s.name() == name)
+    }
+
     /// The circuit breaker the default executor shares across assemblies.
     pub fn breaker(&self) -> &Arc<CircuitBreaker> {
         &self.breaker

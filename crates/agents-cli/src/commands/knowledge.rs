@@ -1,5 +1,6 @@
 //! `agents knowledge init|validate|build|tags|migrate|mirror` (update, status,
 //! review, promote and suppress are in `feedback`): the repository's `knowledge/`
+//! `agents knowledge init|validate|build|tags|query|search|migrate` (loadouts: `loadout.rs`): the repository's `knowledge/`
 //! folder over the global vault (AKMS). Thin: find the repository and the
 //! vault, call `agents_akms`, print.
 
@@ -91,6 +92,18 @@ pub fn run(settings: &Settings, args: KnowledgeArgs) -> anyhow::Result<()> {
         KnowledgeCommand::Mirror { base, files, phase } => {
             mirror(settings, args.repo.as_deref(), base.as_deref(), &files, phase)
         }
+        KnowledgeCommand::Loadout { task, phase, role, context_limit, system_prompt_tokens, no_search, force } => {
+            let options = super::loadout::LoadoutOptions { role, context_limit, system_prompt_tokens, no_search };
+            super::loadout::loadout_command(
+                settings,
+                args.repo.as_deref(),
+                task.as_deref(),
+                phase.as_deref(),
+                options,
+                force,
+            )
+        }
+        KnowledgeCommand::ReEvaluate => super::loadout::re_evaluate(settings, args.repo.as_deref()),
         KnowledgeCommand::Build => {
             let (layout, options) = resolve(settings, args.repo.as_deref())?;
             let compiled = agents_akms::build(&layout, &options).map_err(into_anyhow)?;
@@ -335,7 +348,7 @@ fn print_tags(settings: &Settings, report: &TagsReport) -> anyhow::Result<()> {
 }
 
 /// The directory of the repository's knowledge search index.
-fn knowledge_index(settings: &Settings, layout: &Layout) -> PathBuf {
+pub(crate) fn knowledge_index(settings: &Settings, layout: &Layout) -> PathBuf {
     let kind = &settings.config.config().context.backends.text;
     agents_akms::search::index_dir(&settings.home.root().join("search"), &layout.repo_root).join(kind)
 }
@@ -370,23 +383,6 @@ struct Passage {
     passage: String,
 }
 
-/// The paragraph of `body` that holds the most of `words` (the first on a tie).
-fn best_paragraph(body: &str, words: &[String]) -> String {
-    let mut best = ("", 0usize);
-    for paragraph in body.split("\n\n").map(str::trim).filter(|p| !p.is_empty()) {
-        let lower = paragraph.to_lowercase();
-        let hits = words.iter().filter(|w| lower.contains(w.as_str())).count();
-        if hits > best.1 || best.0.is_empty() {
-            best = (paragraph, hits);
-        }
-    }
-    let mut text: String = best.0.chars().take(600).collect();
-    if best.0.chars().count() > 600 {
-        text.push('…');
-    }
-    text
-}
-
 fn search(settings: &Settings, repo: Option<&Path>, text: &str, nodes: &[String], limit: usize) -> anyhow::Result<()> {
     let (layout, _) = resolve(settings, repo)?;
     let dir = knowledge_index(settings, &layout);
@@ -419,7 +415,10 @@ fn search(settings: &Settings, repo: Option<&Path>, text: &str, nodes: &[String]
                 title: doc.map(|d| d.name.clone()).unwrap_or_default(),
                 file: hit.path.clone(),
                 score: hit.score,
-                passage: doc.map(|d| best_paragraph(&d.body, &words)).unwrap_or_default(),
+                passage: doc
+                    .and_then(|d| agents_akms::search::best_passage(&d.body, &words))
+                    .map(|(_, text)| text)
+                    .unwrap_or_default(),
                 node: hit.id,
             }
         })
@@ -488,7 +487,7 @@ pub(crate) fn read_config(layout: &Layout) -> anyhow::Result<agents_akms::Propag
 }
 
 /// The task record at `path`, checked for `akms_schema: v2`.
-fn read_task(path: &Path) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+pub(crate) fn read_task(path: &Path) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("{}: cannot read the task record: {e}", path.display())))?;
     let record: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text)

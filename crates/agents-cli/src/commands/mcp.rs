@@ -9,6 +9,8 @@
 //! `get_context_budget`, `index_status`, `refresh_index` and `record_session`
 //! (an AgentMemory validated and filed under `knowledge/sessions/`; the graph
 //! itself changes only through `agents knowledge update`).
+//! `get_context_budget`, `index_status`, `refresh_index` and `get_loadout`
+//! (a task record's AKMS loadout, as `agents knowledge loadout` makes it).
 //!
 //! Errors follow the protocol's split: a malformed message, an unknown tool
 //! or missing arguments are JSON-RPC errors; arguments of the wrong type,
@@ -145,6 +147,28 @@ pub struct RecordSessionParams {
     /// loadout_used, status, tests_passed, tests_total, nodes_used,
     /// pitfalls_discovered, new_knowledge, ..., akms_schema: v2), then notes.
     pub memory: String,
+    /// Repository directory (default: the directory the server started in).
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+/// `get_loadout`: a task record and the role whose loadout to make.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetLoadoutParams {
+    /// The task record (spec 4.5): task_id, akms_tags (derived when empty),
+    /// title, objective, scope, akms_schema "v2".
+    pub task: serde_json::Map<String, serde_json::Value>,
+    /// The agent role (default implementer).
+    #[serde(default)]
+    pub role: Option<String>,
+    /// The model's context window in tokens (unknown: the config's
+    /// `mode_selection.default_mode`).
+    #[serde(default)]
+    pub context_limit: Option<u64>,
+    /// Tokens of the agent's system prompt (default 0).
+    #[serde(default)]
+    pub system_prompt_tokens: Option<u64>,
     /// Repository directory (default: the directory the server started in).
     #[serde(default)]
     pub path: Option<String>,
@@ -336,6 +360,33 @@ impl ContextServer {
                 let mut summary = IndexSummary::of(&outcome);
                 summary.search = Some(state.engine.sync_search(&outcome).map_err(anyhow::Error::from)?);
                 json_result(&summary)
+            })
+            .await,
+        )
+    }
+
+    #[tool(
+        name = "get_loadout",
+        description = "The AKMS loadout of a task record for an agent role: the Markdown file of knowledge nodes (table with paths and confidence, summaries or inline content by the available context, known pitfalls, session history, reading order) made from the repository's compiled knowledge graph, written to knowledge/loadouts/ and reused while the graph is unchanged."
+    )]
+    async fn get_loadout(&self, Parameters(params): Parameters<GetLoadoutParams>) -> Result<CallToolResult, McpError> {
+        let path = self.path(params.path.as_deref());
+        answer(
+            self.blocking(move |state| {
+                let repo = agents_akms::vault::find_repo_root(&path).unwrap_or(path);
+                let mut ctx = crate::commands::loadout::Context::open(&state.settings, Some(&repo))?;
+                let options = crate::commands::loadout::LoadoutOptions {
+                    role: params.role.unwrap_or_else(|| "implementer".to_owned()),
+                    context_limit: params.context_limit,
+                    system_prompt_tokens: params.system_prompt_tokens.unwrap_or(0),
+                    no_search: false,
+                };
+                let (report, text) =
+                    crate::commands::loadout::make(&mut ctx, &params.task, "task", None, &options, false)?;
+                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                result.structured_content =
+                    Some(serde_json::to_value(&report).map_err(|e| ToolFailure::Failed(e.to_string()))?);
+                Ok(result)
             })
             .await,
         )

@@ -5,6 +5,7 @@ mod context;
 mod feedback;
 mod index;
 mod knowledge;
+mod loadout;
 mod mcp;
 mod plan;
 mod project;

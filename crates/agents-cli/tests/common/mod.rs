@@ -106,3 +106,17 @@ pub fn ok(home: &Path, args: &[&str]) -> String {
 pub fn json(home: &Path, args: &[&str]) -> serde_json::Value {
     parse(ok(home, &[&["--json"], args].concat()).as_bytes())
 }
+
+/// Copies the tree at `from` into `to` (created), files and folders.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! The `knowledge-graph` context strategy: AKMS knowledge nodes and their
+//! pitfall warnings for a context request, so `agents query` and the MCP
+//! `request_context` carry what the repository's knowledge graph says about
+//! the request's tags and entities.
+//!
+//! It lives here because it needs both halves: the strategy protocol of
+//! `agents-acms` and the subgraph query of `agents-akms` (which depends on
+//! `agents-acms`, so the strategy cannot live there). The engine registers it
+//! through the pipeline builder like any custom strategy.
+//!
+//! Seeds are the node tags the request names: an entity equal to a tag, or a
+//! tag whose every word is a word of the query. The implementer's subgraph
+//! (spec 5.3) is ranked and capped as for a loadout; each node becomes one
+//! inline candidate: title, provenance, path, its `## Summary` section (or
+//! lead paragraph) and the pitfall warnings leaving it. Without
+//! `knowledge/graph/graph.json` under the resource, or without a matching
+//! tag, it cannot handle the request (confidence 0) and the selector skips it.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use agents_acms::retrieval::{
+    Backends, Candidate, ContextStrategy, PlanContext, RetrievalQuery, StrategyCapabilities, StrategyError,
+};
+use agents_akms::vault::Layout;
+use serde_json::Value;
+
+/// The strategy's registered name.
+pub const KNOWLEDGE_GRAPH: &str = "knowledge-graph";
+/// The role whose profile the query uses.
+const ROLE: &str = "implementer";
+
+/// See the module documentation.
+pub struct KnowledgeGraphStrategy {
+    /// The global vault (for node bodies); `None`: the repository's config says.
+    global_vault: Option<PathBuf>,
+}
+
+impl KnowledgeGraphStrategy {
+    pub fn new(global_vault: Option<PathBuf>) -> KnowledgeGraphStrategy {
+        KnowledgeGraphStrategy { global_vault }
+    }
+
+    fn layout(&self, root: &Path) -> Layout {
+        let mut layout = Layout::new(root, PathBuf::new());
+        layout.global_vault = match &self.global_vault {
+            Some(vault) => vault.clone(),
+            None => agents_akms::read_config(&layout)
+                .ok()
+                .and_then(|c| c.global_vault)
+                .map(|v| agents_akms::vault::expand_home(&v, None))
+                .unwrap_or_default(),
+        };
+        layout
+    }
+}
+
+/// The compiled graph under `root`, if any.
+fn graph(layout: &Layout) -> Option<Value> {
+    let text = std::fs::read_to_string(layout.graph_json()).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Node tags the request names (sorted).
+fn seed_tags(graph: &Value, query: &RetrievalQuery<'_>) -> Vec<String> {
+    let entities: BTreeSet<String> = query.request.entities().iter().map(|e| e.to_lowercase()).collect();
+    let words: BTreeSet<String> = agents_search::code_tokens(&query.text()).into_iter().collect();
+    let mut tags = BTreeSet::new();
+    for tag in graph["nodes"].as_array().into_iter().flatten().flat_map(|n| n["tags"].as_array().into_iter().flatten())
+    {
+        let Some(tag) = tag.as_str() else { continue };
+        let parts = agents_search::code_tokens(tag);
+        if entities.contains(&tag.to_lowercase()) || (!parts.is_empty() && parts.iter().all(|p| words.contains(p))) {
+            tags.insert(tag.to_owned());
+        }
+    }
+    tags.into_iter().collect()
+}
+
+impl ContextStrategy for KnowledgeGraphStrategy {
+    fn name(&self) -> &'static str {
+        KNOWLEDGE_GRAPH
+    }
+
+    fn capabilities(&self) -> StrategyCapabilities {
+        // Reads none of the code backends: its content comes from the graph.
+        StrategyCapabilities { quality_score: 0.6, ..StrategyCapabilities::default() }
+    }
+
+    fn can_handle(&self, query: &RetrievalQuery<'_>, backends: &Backends<'_>) -> f64 {
+        let layout = self.layout(backends.root);
+        match graph(&layout) {
+            Some(graph) if !seed_tags(&graph, query).is_empty() => 0.8,
+            _ => 0.0,
+        }
+    }
+
+    fn retrieve(
+        &self,
+        query: &RetrievalQuery<'_>,
+        backends: &Backends<'_>,
+        _plan: Option<&PlanContext>,
+    ) -> Result<Vec<Candidate>, StrategyError> {
+        let nothing =
+            |reason: &str| StrategyError::NothingToDo { strategy: KNOWLEDGE_GRAPH.into(), reason: reason.into() };
+        let layout = self.layout(backends.root);
+        let graph = graph(&layout).ok_or_else(|| nothing("no compiled knowledge graph (agents knowledge build)"))?;
+        let tags = seed_tags(&graph, query);
+        if tags.is_empty() {
+            return Err(nothing("the request names no knowledge tag"));
+        }
+        let config = agents_akms::read_config(&layout).unwrap_or_default();
+        let subgraph = agents_akms::query::query(&graph, &config, ROLE, &tags).map_err(|e| nothing(&e.to_string()))?;
+        let docs: std::collections::BTreeMap<String, agents_search::TextDoc> =
+            agents_akms::search::documents(&layout, &graph).into_iter().map(|d| (d.id.clone(), d)).collect();
+        let nodes: std::collections::BTreeMap<&str, &Value> =
+            graph["nodes"].as_array().into_iter().flatten().filter_map(|n| Some((n["id"].as_str()?, n))).collect();
+        let links: Vec<&Value> = graph["links"].as_array().into_iter().flatten().collect();
+        let count = subgraph.nodes.len().max(1) as f32;
+        let mut candidates = Vec::new();
+        for (i, node) in subgraph.nodes.iter().enumerate() {
+            let attrs = nodes.get(node.id.as_str()).copied().unwrap_or(&Value::Null);
+            let doc = docs.get(&node.id);
+            let path = doc
+                .map(|d| d.path.clone())
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| attrs["content_ref"].as_str().map(|r| format!("knowledge/{r}")).unwrap_or_default());
+            let mut text = format!(
+                "Knowledge node `{}`: {} ({}, {}, confidence {:.2}, {})\n",
+                node.id,
+                node.title,
+                node.domain,
+                node.status,
+                node.confidence,
+                attrs["node_origin"].as_str().unwrap_or("global")
+            );
+            if !path.is_empty() {
+                text.push_str(&format!("Path: {path}\n"));
+            }
+            if let Some(summary) = doc.and_then(|d| agents_akms::loadout::summary_section(&d.body)) {
+                text.push('\n');
+                text.push_str(&summary);
+                text.push('\n');
+            }
+            let mut warnings: Vec<String> = links
+                .iter()
+                .filter(|l| l["type"] == "pitfall" && l["source"] == node.id.as_str())
+                .map(|l| {
+                    let target = l["target"].as_str().unwrap_or_default();
+                    let title = nodes.get(target).and_then(|n| n["title"].as_str()).unwrap_or(target);
+                    let note = l["note"].as_str().unwrap_or_default().trim();
+                    if note.is_empty() { format!("Pitfall: see {title}") } else { format!("Pitfall: {note} ({title})") }
+                })
+                .collect();
+            warnings.sort();
+            if !warnings.is_empty() {
+                text.push('\n');
+                text.push_str(&warnings.join("\n"));
+                text.push('\n');
+            }
+            candidates.push(Candidate {
+                uri: format!("knowledge://{}", node.id),
+                path: String::new(),
+                score: (1.0 - i as f32 / (count + 1.0)).clamp(0.0, 1.0),
+                depth: query.depth,
+                strategy: KNOWLEDGE_GRAPH.to_owned(),
+                note: Some(if node.pitfall { "knowledge pitfall".into() } else { "knowledge node".into() }),
+                content: Some(text),
+                evidence_only: false,
+                hops: Some(node.hops),
+            });
+        }
+        Ok(candidates)
+    }
+}
