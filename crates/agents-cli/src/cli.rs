@@ -118,6 +118,52 @@ pub enum Command {
     /// configuration's `global-vault`, else `global_vault` in
     /// knowledge/graph/propagation_config.yaml, else ~/.claude/akms/nodes.
     Knowledge(KnowledgeArgs),
+    /// The reference orchestrator (AKMS spec 5.8): a plan's phases of tasks
+    /// run by coding agents, with a human gate after every stage.
+    ///
+    /// INIT -> PLAN -> TASK BREAKDOWN -> SCAFFOLD -> EXECUTE -> REVIEW (per
+    /// phase) -> FINALIZE. Each stage writes a checkpoint
+    /// (knowledge/orchestrator/checkpoints/) and waits: on a terminal `run`,
+    /// `approve` and `resume` ask what to do; otherwise (or with
+    /// --no-interactive) they stop and the gate is answered with `approve`,
+    /// `reject --reason` or `abort`. State lives in knowledge/orchestrator/.
+    Orchestrate(OrchestrateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct OrchestrateArgs {
+    /// The repository to work on (default: the one holding the current directory).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
+    /// Never ask at a gate, even on a terminal: stop there.
+    #[arg(long, global = true)]
+    pub no_interactive: bool,
+    #[command(subcommand)]
+    pub command: OrchestrateCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OrchestrateCommand {
+    /// Start an orchestration of PLAN (JSON: plan_name, base_branch, phases
+    /// of task records with scope and depends_on) and run PLAN up to its gate.
+    Run {
+        /// The plan file.
+        plan: PathBuf,
+    },
+    /// Where the orchestration stands: stage, gate, every task's status.
+    Status,
+    /// Approve the waiting checkpoint; the next stage runs up to its gate.
+    Approve,
+    /// Reject the waiting checkpoint with a reason; the stage runs again on `resume`.
+    Reject {
+        /// Why (recorded in the state's history).
+        #[arg(long)]
+        reason: String,
+    },
+    /// Stop, keeping everything; a running stage stops after its current wave.
+    Abort,
+    /// Continue a stopped orchestration where it stood.
+    Resume,
 }
 
 #[derive(Debug, Args)]

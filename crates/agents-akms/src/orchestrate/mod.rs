@@ -39,7 +39,7 @@ use plan::{Plan, PlanError, Task};
 /// The AKMS operations a run composes; the CLI implements it with the real
 /// compiler, loadouts and updater, tests with stand-ins. Errors are messages
 /// for the checkpoint.
-pub trait Knowledge: Sync {
+pub trait Knowledge {
     /// Compiles `graph.json` from the sources.
     fn build(&self) -> Result<(), String>;
     /// Fills a record's empty `akms_tags` by derivation (4.5), logging where
@@ -57,8 +57,8 @@ pub trait Knowledge: Sync {
     fn mirror(&self, files: &[String]) -> Result<String, String>;
     /// The AKMS status for a checkpoint: node changes, pitfalls, tentative nodes.
     fn status(&self) -> Result<String, String>;
-    /// The review report (5.7).
-    fn review(&self) -> Result<String, String>;
+    /// The review report (5.7, FR-R01) of a phase.
+    fn review(&self, phase: u32) -> Result<String, String>;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -593,7 +593,10 @@ impl Orchestrator<'_> {
         if !git.branch_exists(&state.base_branch) {
             return Err(format!("the base branch `{}` does not exist", state.base_branch));
         }
-        let dirty = git.dirty().map_err(|e| e.to_string())?;
+        // Changes under knowledge/ (the graph the breakdown built, the tag
+        // log) are the orchestration's own and go into the scaffold commit.
+        let dirty: Vec<String> =
+            git.dirty().map_err(|e| e.to_string())?.into_iter().filter(|p| !p.starts_with("knowledge/")).collect();
         if !dirty.is_empty() {
             return Err(format!(
                 "the work tree has uncommitted changes ({}): commit or stash them so phase commits hold only the phase's work",
@@ -758,7 +761,7 @@ impl Orchestrator<'_> {
         };
         git.commit_all(&format!("{}: phase {} knowledge (evidence, code mirror, graph)", state.plan_name, phase.phase))
             .map_err(|e| e.to_string())?;
-        let health = self.knowledge.review().map_err(|e| format!("the health report: {e}"))?;
+        let health = self.knowledge.review(phase.phase).map_err(|e| format!("the health report: {e}"))?;
         let mut out = format!("On `{branch}`.\n\n| task | wave | status | note |\n|---|---|---|---|\n");
         for task in &phase.tasks {
             let s = &state.tasks[&task.task_id];
@@ -943,7 +946,7 @@ impl Orchestrator<'_> {
         self.git()
             .commit_all(&format!("{}: phase {} review evidence", state.plan_name, phase.phase))
             .map_err(|e| e.to_string())?;
-        let review = self.knowledge.review().map_err(|e| format!("the review report: {e}"))?;
+        let review = self.knowledge.review(phase.phase).map_err(|e| format!("the review report: {e}"))?;
         out.push_str(&format!(
             "\n### Update\n\n{}\n\n### Review report\n\n{}\n",
             updated.trim_end(),
@@ -1063,7 +1066,7 @@ mod tests {
         fn status(&self) -> Result<String, String> {
             Ok("3 nodes".into())
         }
-        fn review(&self) -> Result<String, String> {
+        fn review(&self, _phase: u32) -> Result<String, String> {
             Ok("no degraded nodes".into())
         }
     }

@@ -354,6 +354,23 @@ fn for_task_file(
     Ok(report)
 }
 
+/// The loadout of one task file, as `agents orchestrate` asks for it before
+/// dispatch: made (or reused), `loadout_path` written back into the record,
+/// remembered for `re-evaluate`.
+pub(crate) fn for_task(
+    settings: &Settings,
+    repo: &Path,
+    task: &Path,
+    phase: Option<String>,
+    options: &LoadoutOptions,
+) -> anyhow::Result<LoadoutReport> {
+    let mut ctx = Context::open(settings, Some(repo))?;
+    let mut index = read_index(&ctx)?;
+    let report = for_task_file(&mut ctx, &mut index, task, phase, options, false)?;
+    write_json(&index_path(&ctx), &index)?;
+    Ok(report)
+}
+
 /// The task files of a phase plan: `{"phase": N, "tasks": ["path", ...]}`,
 /// paths relative to the plan's folder.
 fn plan_tasks(plan: &Path) -> anyhow::Result<(Option<String>, Vec<PathBuf>)> {

@@ -7,6 +7,7 @@ mod index;
 mod knowledge;
 mod loadout;
 mod mcp;
+mod orchestrate;
 mod plan;
 mod project;
 mod project_context;
@@ -32,5 +33,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Mcp { no_watch } => mcp::serve(settings, !no_watch),
         Command::Watch { path, debounce_ms } => watch::watch(settings, &path, debounce_ms),
         Command::Knowledge(args) => knowledge::run(&settings, args),
+        Command::Orchestrate(args) => orchestrate::run(&settings, args),
     }
 }

@@ -1,0 +1,225 @@
+//! `agents orchestrate`, end to end (AKMS spec 5.8): the golden fixture's
+//! repository under git, a scripted stand-in agent, two phases and three
+//! tasks, gates answered by command.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{agents, copy_tree, dirs, parse, stderr, stdout};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../agents-akms/tests/fixtures/golden");
+
+/// The stand-in agent: `agent.sh TASK_ID MEMORY PHASE`. It appends to the
+/// file named after its task (in its scope), and writes an AgentMemory that
+/// says `green-operator` was outdated; T2 writes an invalid one; T1 asks for
+/// an abort (as a human would, mid-EXECUTE) when `abort-once` exists.
+const AGENT: &str = r##"#!/bin/sh
+set -e
+id="$1"; memory="$2"; phase="$3"
+echo "$id" >> runs.log
+if [ "$id" = T1 ] && [ -e abort-once ]; then rm abort-once; "$AGENTS_BIN" orchestrate abort > /dev/null; fi
+mkdir -p src
+echo "# work of $id" >> "src/$id.py"
+if [ "$id" = T2 ]; then printf -- '---\ntask_id: T2\nstatus: finished\n---\n' > "$memory"; exit 0; fi
+cat > "$memory" <<EOF
+---
+task_id: $id
+task_description: "stand-in work"
+phase_id: $phase
+timestamp: 2026-11-30T00:00:00
+agent_model: stand-in
+loadout_used: loadouts/$id-loadout.md
+status: complete
+tests_passed: 1
+tests_total: 1
+nodes_used:
+  - id: green-operator
+    useful: false
+    coverage: outdated
+pitfalls_discovered:
+  - node_ref: lippmann-schwinger
+    description: "pitfall seen by $id"
+    severity: low
+akms_schema: v2
+---
+
+## Task Notes
+EOF
+"##;
+
+struct Setup {
+    _dirs: common::Dirs,
+    home: PathBuf,
+    vault: PathBuf,
+    repo: PathBuf,
+    plan: PathBuf,
+}
+
+fn git(repo: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn setup() -> Setup {
+    let d = dirs();
+    std::fs::remove_dir_all(&d.repo).unwrap();
+    copy_tree(Path::new(FIXTURE), &d.root);
+    std::fs::remove_file(d.root.join("expected-graph.json")).unwrap();
+    let repo = d.root.join("repo");
+    let config = agents_akms_default_config()
+        .replace("  plan_name: \"\"                 # used for phase-branch naming", "  plan_name: demo");
+    let config = config
+        .replace("  agent_command: \"\"", "  agent_command: \"sh agent.sh {task_id} {memory} {phase}\"")
+        .replace("  review_roles: [code_reviewer, physics_reviewer]", "  review_roles: [code_reviewer]");
+    std::fs::write(repo.join("knowledge/graph/propagation_config.yaml"), config).unwrap();
+    std::fs::write(repo.join("agent.sh"), AGENT).unwrap();
+    std::fs::write(repo.join(".gitignore"), "runs.log\nabort-once\n").unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "init"]);
+    let task = |id: &str, deps: &[&str]| {
+        serde_json::json!({"task_id": id, "title": format!("Task {id}"), "objective": "Regularise the Green operator",
+            "scope": [format!("src/{id}.py")], "depends_on": deps, "akms_tags": ["green-operator"], "akms_schema": "v2"})
+    };
+    let plan = serde_json::json!({"plan_name": "demo", "phases": [
+        {"phase": 1, "title": "first", "tasks": [task("T1", &[]), task("T2", &["T1"])]},
+        {"phase": 2, "title": "second", "tasks": [task("T3", &[])]},
+    ]});
+    let plan_file = d.root.join("plan.json");
+    std::fs::write(&plan_file, serde_json::to_string_pretty(&plan).unwrap()).unwrap();
+    Setup { home: d.home.clone(), vault: d.root.join("global"), repo, plan: plan_file, _dirs: d }
+}
+
+/// The default propagation config, as `agents knowledge init` writes it.
+fn agents_akms_default_config() -> String {
+    let d = dirs();
+    std::fs::create_dir_all(d.repo.join(".git")).unwrap();
+    let out = agents(&d.home).current_dir(&d.repo).args(["knowledge", "init"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::read_to_string(d.repo.join("knowledge/graph/propagation_config.yaml")).unwrap()
+}
+
+fn run(s: &Setup, args: &[&str]) -> Output {
+    agents(&s.home)
+        .current_dir(&s.repo)
+        .env("AKMS_GLOBAL_VAULT", &s.vault)
+        .env("AGENTS_BIN", env!("CARGO_BIN_EXE_agents"))
+        .env("SOURCE_DATE_EPOCH", "1764460800")
+        .arg("orchestrate")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Runs an orchestrate command and returns its `--json` state.
+fn step(s: &Setup, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = run(s, &all);
+    assert!(out.status.success(), "{args:?}: {}\n{}", stderr(&out), stdout(&out));
+    parse(&out.stdout)
+}
+
+fn at(state: &serde_json::Value) -> (String, u64, String) {
+    (
+        state["stage"].as_str().unwrap().to_owned(),
+        state["phase"].as_u64().unwrap(),
+        state["status"].as_str().unwrap().to_owned(),
+    )
+}
+
+fn confidence(repo: &Path, id: &str) -> f64 {
+    let graph: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo.join("knowledge/graph/graph.json")).unwrap()).unwrap();
+    graph["nodes"].as_array().unwrap().iter().find(|n| n["id"] == id).unwrap()["confidence"].as_f64().unwrap()
+}
+
+#[test]
+fn two_phases_three_tasks_gates_by_command_a_failed_task_an_abort_mid_execute_and_merged_branches() {
+    let s = setup();
+    let plan = s.plan.to_str().unwrap();
+    let state = step(&s, &["run", plan]);
+    assert_eq!(at(&state), ("plan".into(), 0, "awaiting_approval".into()));
+    let checkpoint = std::fs::read_to_string(s.repo.join(state["checkpoint"].as_str().unwrap())).unwrap();
+    assert!(checkpoint.contains("## AKMS status") && checkpoint.contains("## Actions"), "{checkpoint}");
+    assert_eq!(at(&step(&s, &["approve"])), ("task_breakdown".into(), 0, "awaiting_approval".into()));
+    assert_eq!(at(&step(&s, &["approve"])), ("scaffold".into(), 0, "awaiting_approval".into()));
+    assert_eq!(git(&s.repo, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "demo_phase-1");
+    let before = confidence(&s.repo, "green-operator");
+
+    // EXECUTE phase 1; T1's agent aborts the run in the middle.
+    std::fs::write(s.repo.join("abort-once"), "").unwrap();
+    let state = step(&s, &["approve"]);
+    assert_eq!(at(&state), ("execute".into(), 1, "aborted".into()));
+    assert_eq!(state["tasks"]["T1"]["status"], "complete");
+    assert_eq!(state["tasks"]["T2"]["status"], "pending");
+    assert_eq!(confidence(&s.repo, "green-operator"), before, "no graph mutation while agents run");
+    let status = run(&s, &["status"]);
+    assert!(stdout(&status).contains("EXECUTE (phase 1): aborted"), "{}", stdout(&status));
+    let state = step(&s, &["resume"]);
+    assert_eq!(at(&state), ("execute".into(), 1, "awaiting_approval".into()), "{state:#}");
+    let runs = std::fs::read_to_string(s.repo.join("runs.log")).unwrap();
+    assert_eq!(runs.lines().filter(|l| *l == "T1").count(), 1, "T1 is not run again: {runs}");
+    assert_eq!(state["tasks"]["T2"]["status"], "failed");
+    assert!(state["tasks"]["T2"]["reason"].as_str().unwrap().starts_with("invalid AgentMemory"), "{state:#}");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.repo.join("knowledge/orchestrator/tasks/T1.json")).unwrap())
+            .unwrap();
+    assert!(record["loadout_path"].as_str().unwrap().starts_with("knowledge/loadouts/T1"), "{record:#}");
+    // The evidence reached the graph after the wave, and the review shows it.
+    let after = confidence(&s.repo, "green-operator");
+    assert!(after < before, "{before} -> {after}");
+    let checkpoint = std::fs::read_to_string(s.repo.join(state["checkpoint"].as_str().unwrap())).unwrap();
+    let degraded = checkpoint.lines().find(|l| l.starts_with("degraded confidence")).unwrap_or_default();
+    assert!(degraded.contains("green-operator"), "{checkpoint}");
+    assert!(checkpoint.contains("task `T2` failed: invalid AgentMemory"), "{checkpoint}");
+    assert!(s.repo.join("knowledge/sessions/handoff_phase_1.md").exists());
+    assert!(s.repo.join("knowledge/code-mirror/src/T1.py.md").exists(), "the code mirror of the phase's files");
+
+    // REVIEW, then phase 2 on its own branch from phase 1.
+    assert_eq!(at(&step(&s, &["approve"])), ("review".into(), 1, "awaiting_approval".into()));
+    let state = step(&s, &["approve"]);
+    assert_eq!(at(&state), ("execute".into(), 2, "awaiting_approval".into()), "{state:#}");
+    assert_eq!(git(&s.repo, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "demo_phase-2");
+    assert_eq!(state["tasks"]["T3"]["status"], "complete");
+    assert_eq!(at(&step(&s, &["approve"])), ("review".into(), 2, "awaiting_approval".into()));
+    assert_eq!(at(&step(&s, &["approve"])), ("finalize".into(), 2, "awaiting_approval".into()));
+    let state = step(&s, &["approve"]);
+    assert_eq!(state["status"], "done");
+    assert_eq!(git(&s.repo, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "main");
+    for file in ["src/T1.py", "src/T3.py", "knowledge/sessions/handoff_phase_2.md"] {
+        assert!(s.repo.join(file).exists(), "{file} merged into main");
+    }
+    assert!(git(&s.repo, &["status", "--porcelain"]).trim().is_empty());
+    // Both phase branches were made; the log shows each merge.
+    let branches = git(&s.repo, &["branch", "--list", "demo_phase-*"]);
+    assert!(branches.contains("demo_phase-1") && branches.contains("demo_phase-2"), "{branches}");
+    let log = git(&s.repo, &["log", "--format=%s", "main"]);
+    assert!(log.contains("merge phase 2 into demo_phase-1") && log.contains("merge phase 1 into main"), "{log}");
+}
+
+#[test]
+fn a_scope_conflict_is_rejected_before_anything_runs_and_gates_refuse_out_of_turn_commands() {
+    let s = setup();
+    let out = run(&s, &["approve"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no orchestration in"), "{}", stderr(&out));
+    let plan = serde_json::json!({"plan_name": "demo", "phases": [{"phase": 1, "tasks": [
+        {"task_id": "A", "scope": ["src/x.py"], "akms_tags": []},
+        {"task_id": "B", "scope": ["src/x.py"], "akms_tags": []}]}]});
+    std::fs::write(&s.plan, plan.to_string()).unwrap();
+    let out = run(&s, &["run", s.plan.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("tasks `A` and `B` both have `src/x.py` in their scope"), "{err}");
+    assert!(!s.repo.join("knowledge/orchestrator/state.json").exists(), "nothing started");
+}
