@@ -200,6 +200,18 @@ fn two_phases_three_tasks_gates_by_command_a_failed_task_an_abort_mid_execute_an
         assert!(s.repo.join(file).exists(), "{file} merged into main");
     }
     assert!(git(&s.repo, &["status", "--porcelain"]).trim().is_empty());
+    // Pitfalls several agents found on one node stay separate edges, one per session.
+    let graph: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.repo.join("knowledge/graph/graph.json")).unwrap()).unwrap();
+    let targets: Vec<&str> = graph["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["source"] == "lippmann-schwinger" && l["type"] == "pitfall")
+        .map(|l| l["target"].as_str().unwrap())
+        .collect();
+    let distinct: std::collections::BTreeSet<&str> = targets.iter().copied().collect();
+    assert!(targets.len() >= 5 && distinct.len() == targets.len(), "{targets:?}");
     // Both phase branches were made; the log shows each merge.
     let branches = git(&s.repo, &["branch", "--list", "demo_phase-*"]);
     assert!(branches.contains("demo_phase-1") && branches.contains("demo_phase-2"), "{branches}");
