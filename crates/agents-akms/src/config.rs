@@ -52,6 +52,9 @@ pub struct LoadoutConfig {
     pub context_size_tokens: ContextSizeTokens,
     pub routing_tokens_per_node: u32,
     pub mode_selection: ModeSelection,
+    /// The search layer (the spec's qmd): passages retrieved within the node
+    /// set. `false` makes every loadout the degraded form (NFR-R05).
+    pub search_layer: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -214,6 +217,7 @@ impl Default for LoadoutConfig {
             max_pitfall_nodes: 4,
             min_confidence_threshold: 0.30,
             max_loadout_tokens: 12000,
+            search_layer: true,
             context_size_tokens: ContextSizeTokens::default(),
             routing_tokens_per_node: 200,
             mode_selection: ModeSelection::default(),
@@ -302,6 +306,7 @@ loadout:
     low_threshold: 8000        # below this available budget: always routing mode
     safety_margin: 4000        # reserved headroom tokens
     default_mode: routing      # routing | full
+  search_layer: true           # false: no passages, the degraded loadout (qmd_available: false)
 
 graph:
   stale_node_days: 90

@@ -126,8 +126,15 @@ fn nfr_r05_degraded_without_search_layer() {
     // No context limit either: the configured default mode (routing).
     ok(&k, &["loadout", "--task", "task.json", "--no-search"]);
     golden(&k, "loadout_degraded");
-    // The same without the search index on disk: the same bytes.
+    // The same with the layer disabled in the config, then without the
+    // search index on disk: the same bytes.
     let before = loadout_file(&k, "phase2-task3-loadout.md");
+    let config = k.repo.join("knowledge/graph/propagation_config.yaml");
+    std::fs::write(&config, "akms_schema: v2\nloadout:\n  search_layer: false\n").unwrap();
+    let out = ok(&k, &["loadout", "--task", "task.json", "--force"]);
+    assert!(out.contains("degraded"), "{out}");
+    assert_eq!(loadout_file(&k, "phase2-task3-loadout.md"), before);
+    std::fs::remove_file(&config).unwrap();
     std::fs::remove_dir_all(k.home.join("search")).unwrap();
     let out = ok(&k, &["loadout", "--task", "task.json", "--force"]);
     assert!(out.contains("degraded"), "{out}");

@@ -236,7 +236,7 @@ pub fn make(
     };
     let path = ctx.loadouts_dir().join(&file);
     let shown = ctx.layout.display(&path).to_string_lossy().replace('\\', "/");
-    let search_on = !options.no_search && ctx.search()?.is_some();
+    let search_on = !options.no_search && ctx.config.loadout.search_layer && ctx.search()?.is_some();
 
     // FR-L08: the same header means the same inputs: keep the file.
     if !force && let Ok(existing) = std::fs::read_to_string(&path) {
