@@ -3,42 +3,14 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
-use common::{agents, assert_one_error_line, dirs, parse, stderr, stdout};
+use common::{
+    Knowledge, agents, assert_one_error_line, dirs, knowledge, parse, stderr, stdout, tree_bytes as snapshot,
+};
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../agents-akms/tests/fixtures/golden");
-
-/// A home, and the fixture copied to `<root>/global` and `<root>/repo`.
-struct Knowledge {
-    _dirs: common::Dirs,
-    home: PathBuf,
-    vault: PathBuf,
-    repo: PathBuf,
-}
-
-fn knowledge() -> Knowledge {
-    let d = dirs();
-    std::fs::remove_dir_all(&d.repo).unwrap();
-    copy_tree(Path::new(FIXTURE), &d.root);
-    std::fs::remove_file(d.root.join("expected-graph.json")).unwrap();
-    Knowledge { home: d.home.clone(), vault: d.root.join("global"), repo: d.root.join("repo"), _dirs: d }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
+const FIXTURE: &str = common::GOLDEN;
 
 /// `agents knowledge ARGS` run inside the repository with the fixture's vault.
 fn run(k: &Knowledge, args: &[&str]) -> Output {
@@ -49,23 +21,6 @@ fn run(k: &Knowledge, args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-/// Every file under `dir` with its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                files.insert(path.clone(), std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    files
 }
 
 #[test]
@@ -525,7 +480,7 @@ fn spec_8_3_migrate_moves_v1_experiential_fields_into_the_overlay_idempotently()
         stderr(&text)
     );
     assert_eq!(vault_v1, snapshot(&k.vault));
-    std::fs::write(&global, &vault_before[&global]).unwrap();
+    std::fs::write(&global, &vault_before[global.strip_prefix(&k.vault).unwrap()]).unwrap();
     assert_eq!(vault_before, snapshot(&k.vault));
 
     // Bad input: one error line naming the file, exit 2, nothing written.

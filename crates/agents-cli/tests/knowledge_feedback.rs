@@ -5,45 +5,14 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
-use common::{agents, dirs, parse, stderr, stdout};
-
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../agents-akms/tests/fixtures/golden");
+use common::{Knowledge, agents, copy_tree, knowledge, parse, stderr, stdout, tree_bytes as snapshot};
 
 const MEMORY: &str = "---\ntask_id: TASK-101\ntask_description: \"Fix strain-rate formula\"\nphase_id: 2\ntimestamp: 2026-03-04T10:32:00\nagent_model: test-model\nloadout_used: loadouts/phase2-loadout.md\nstatus: complete\ntests_passed: 7\ntests_total: 7\nnodes_used:\n  - id: lippmann-schwinger\n    useful: true\n    coverage: sufficient\n  - id: green-operator\n    useful: false\n    coverage: outdated\nnodes_missing:\n  - description: \"How to regularise\"\n    suggested_id: epsilon-regularisation\n    domain: fft-galerkin\n    priority: high\npitfalls_discovered:\n  - node_ref: lippmann-schwinger\n    description: \"Division by zero at k = 0\"\n    severity: high\nnew_knowledge:\n  - suggested_id: strain-rate-formula\n    title: \"Strain-rate formula\"\n    domain: fft-galerkin\n    content_draft: \"Use the symmetric gradient for the strain rate.\"\n    status: tentative\n    source: agent\nakms_schema: v2\n---\n\n## Task Notes\n";
 
 const PCD: &str = "---\nphase_id: 2\nplan_file: plans/plan.md\nbranch: plan_phase-2\ndate: 2026-03-05\nloadout_used: loadouts/phase2-loadout.md\ntasks:\n  - task_id: TASK-101\n    title: \"Strain rate\"\n    commit: abc1234\n    tests_passed: 7\n    tests_total: 7\n    status: complete\n    agent_model: test-model\noverall_test_status: {passed: 7, total: 7, skipped: 0, fixed: 0}\nfiles_modified:\n  - path: src/green.py\n    changes: \"regularised\"\nnext_phase_warnings:\n  - \"No warnings\"\nnodes_used:\n  - id: fft-galerkin-basics\n    useful: true\n    coverage: sufficient\nnew_knowledge:\n  - suggested_id: zero-frequency-epsilon\n    title: \"Epsilon Regularisation of the Zero Frequency\"\n    domain: fft-galerkin\n    content_draft: \"Drafted by an agent: add an epsilon to the zero-frequency denominator.\"\n    status: tentative\n    source: agent\nakms_schema: v2\n---\n";
-
-struct Knowledge {
-    _dirs: common::Dirs,
-    home: PathBuf,
-    vault: PathBuf,
-    repo: PathBuf,
-}
-
-fn knowledge() -> Knowledge {
-    let d = dirs();
-    std::fs::remove_dir_all(&d.repo).unwrap();
-    copy_tree(Path::new(FIXTURE), &d.root);
-    std::fs::remove_file(d.root.join("expected-graph.json")).unwrap();
-    Knowledge { home: d.home.clone(), vault: d.root.join("global"), repo: d.root.join("repo"), _dirs: d }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 fn run_in(k: &Knowledge, repo: &Path, args: &[&str]) -> Output {
     agents(&k.home).current_dir(repo).env("AKMS_GLOBAL_VAULT", &k.vault).arg("knowledge").args(args).output().unwrap()
@@ -68,22 +37,6 @@ fn json(k: &Knowledge, args: &[&str]) -> serde_json::Value {
         .unwrap();
     assert!(out.status.success(), "{args:?}: {}", stderr(&out));
     parse(&out.stdout)
-}
-
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                files.insert(path.strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    files
 }
 
 fn session(repo: &Path, name: &str, text: &str) -> String {

@@ -7,51 +7,20 @@ mod common;
 #[path = "common/fixture_model.rs"]
 mod fixture_model;
 
-use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{agents, assert_one_error_line, copy_tree, dirs, parse, stderr, stdout};
+use common::{Knowledge, agents, assert_one_error_line, knowledge, parse, stderr, stdout, tree_bytes};
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../agents-akms/tests/fixtures/golden");
 /// 2025-06-01T13:55:00Z, the spec's example time.
 const EPOCH: &str = "1748786100";
 
-struct Knowledge {
-    _dirs: common::Dirs,
-    home: PathBuf,
-    vault: PathBuf,
-    repo: PathBuf,
-}
-
 /// The fixture copied, built, with one task record `task.json`.
 fn built() -> Knowledge {
-    let d = dirs();
-    std::fs::remove_dir_all(&d.repo).unwrap();
-    copy_tree(Path::new(FIXTURE), &d.root);
-    std::fs::remove_file(d.root.join("expected-graph.json")).unwrap();
-    let k = Knowledge { home: d.home.clone(), vault: d.root.join("global"), repo: d.root.join("repo"), _dirs: d };
+    let k = knowledge();
     write_task(&k, "task.json", "phase2-task3");
     let out = run(&k, &["build"]);
     assert!(out.status.success(), "{}", stderr(&out));
     k
-}
-
-/// Every file under `dir` with its bytes, sorted.
-fn tree_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut files = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                files.push((path.clone(), std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    files.sort();
-    files
 }
 
 fn write_task(k: &Knowledge, name: &str, id: &str) {

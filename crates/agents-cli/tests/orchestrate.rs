@@ -7,9 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{agents, copy_tree, dirs, parse, stderr, stdout};
-
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../agents-akms/tests/fixtures/golden");
+use common::{agents, dirs, parse, stderr, stdout};
 
 /// The stand-in agent: `agent.sh TASK_ID MEMORY PHASE`. It appends to the
 /// file named after its task (in its scope), and writes an AgentMemory that
@@ -50,7 +48,7 @@ EOF
 "##;
 
 struct Setup {
-    _dirs: common::Dirs,
+    _k: common::Knowledge,
     home: PathBuf,
     vault: PathBuf,
     repo: PathBuf,
@@ -70,11 +68,8 @@ fn git(repo: &Path, args: &[&str]) -> String {
 }
 
 fn setup() -> Setup {
-    let d = dirs();
-    std::fs::remove_dir_all(&d.repo).unwrap();
-    copy_tree(Path::new(FIXTURE), &d.root);
-    std::fs::remove_file(d.root.join("expected-graph.json")).unwrap();
-    let repo = d.root.join("repo");
+    let k = common::knowledge();
+    let repo = k.repo.clone();
     let config = agents_akms_default_config()
         .replace("  plan_name: \"\"                 # used for phase-branch naming", "  plan_name: demo");
     let config = config
@@ -94,9 +89,9 @@ fn setup() -> Setup {
         {"phase": 1, "title": "first", "tasks": [task("T1", &[]), task("T2", &["T1"])]},
         {"phase": 2, "title": "second", "tasks": [task("T3", &[])]},
     ]});
-    let plan_file = d.root.join("plan.json");
+    let plan_file = k._dirs.root.join("plan.json");
     std::fs::write(&plan_file, serde_json::to_string_pretty(&plan).unwrap()).unwrap();
-    Setup { home: d.home.clone(), vault: d.root.join("global"), repo, plan: plan_file, _dirs: d }
+    Setup { home: k.home.clone(), vault: k.vault.clone(), repo, plan: plan_file, _k: k }
 }
 
 /// The default propagation config, as `agents knowledge init` writes it.

@@ -108,6 +108,45 @@ pub fn json(home: &Path, args: &[&str]) -> serde_json::Value {
 }
 
 /// Copies the tree at `from` into `to` (created), files and folders.
+/// The golden knowledge fixture of `agents-akms`: a global vault, a
+/// repository with local nodes, a code mirror and an overlay, and the graph
+/// it compiles to.
+pub const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../agents-akms/tests/fixtures/golden");
+
+/// A home, and the golden fixture copied to `<root>/global` (the vault) and
+/// `<root>/repo` (without `expected-graph.json`).
+pub struct Knowledge {
+    pub _dirs: Dirs,
+    pub home: PathBuf,
+    pub vault: PathBuf,
+    pub repo: PathBuf,
+}
+
+pub fn knowledge() -> Knowledge {
+    let d = dirs();
+    std::fs::remove_dir_all(&d.repo).unwrap();
+    copy_tree(Path::new(GOLDEN), &d.root);
+    std::fs::remove_file(d.root.join("expected-graph.json")).unwrap();
+    Knowledge { home: d.home.clone(), vault: d.root.join("global"), repo: d.root.join("repo"), _dirs: d }
+}
+
+/// Every file under `dir` with its bytes, keyed by its path relative to `dir`.
+pub fn tree_bytes(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.insert(path.strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
 pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
