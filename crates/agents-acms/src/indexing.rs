@@ -986,6 +986,27 @@ mod graph_tests {
     }
 
     #[test]
+    fn the_stores_neighbour_query_equals_its_parts_for_every_node_and_edge_kind() {
+        let r = repo();
+        r.put("src/lib.rs", LIB_V1);
+        r.put("src/util.rs", UTIL);
+        let idx = r.update();
+        let index_id = &idx.metadata.index_id;
+        let mut uris: Vec<String> = r.store.uko_all_nodes(index_id).unwrap().into_iter().map(|n| n.node.uri).collect();
+        uris.push(r.uri("src/gone.rs#nothing"));
+        let mut kinds = std::collections::BTreeSet::new();
+        for uri in &uris {
+            let fast = r.store.uko_neighbors(index_id, uri).unwrap();
+            assert_eq!(fast, agents_store::neighbors_from_parts(r.store.as_ref(), index_id, uri).unwrap(), "{uri}");
+            kinds.extend(fast.into_iter().map(|(_, kind, outgoing)| (kind, outgoing)));
+        }
+        // Containment both ways, and resolved references both ways, were compared.
+        for kind in [("contains", false), ("contains", true), ("calls", true), ("calls", false)] {
+            assert!(kinds.contains(&(kind.0.to_owned(), kind.1)), "{kind:?} in {kinds:?}");
+        }
+    }
+
+    #[test]
     fn revisions_are_kept_across_refreshes() {
         let r = repo();
         r.put("src/lib.rs", LIB_V1);

@@ -181,16 +181,8 @@ impl FileDependencies for StoreDependencies<'_> {
         let wanted: std::collections::HashSet<&str> = paths.iter().map(String::as_str).collect();
         let mut edges = Vec::new();
         for path in paths {
-            let Ok(refs) = self.store.uko_file_refs(self.index_id, path) else { continue };
-            for (_, r) in refs {
-                if let Some(to) = r.resolved_path
-                    && to != *path
-                    && wanted.contains(to.as_str())
-                    && r.kind != "mentions"
-                {
-                    edges.push((path.clone(), to));
-                }
-            }
+            let Ok(targets) = self.store.uko_file_dependencies(self.index_id, path) else { continue };
+            edges.extend(targets.into_iter().filter(|to| wanted.contains(to.as_str())).map(|to| (path.clone(), to)));
         }
         edges.sort();
         edges.dedup();

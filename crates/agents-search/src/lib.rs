@@ -160,15 +160,43 @@ pub(crate) fn field_texts(doc: &TextDoc) -> [&str; 6] {
     [&doc.name, &doc.signature, &doc.path, &doc.doc, &doc.body, &doc.kind]
 }
 
-/// The distinct tokens of a query, in first-seen order.
+/// The distinct tokens of a query, in first-seen order, without English
+/// function words (`the`, `of`, `a`, ...) unless the query has nothing else:
+/// they match nearly every document, so they cost the longest posting lists
+/// and rank nothing.
 pub(crate) fn query_tokens(query: &str) -> Vec<String> {
     let mut tokens = search_tokens(query);
     let mut seen = std::collections::HashSet::new();
     tokens.retain(|token| seen.insert(token.clone()));
+    if tokens.iter().any(|t| !is_stop_word(t)) {
+        tokens.retain(|t| !is_stop_word(t));
+    }
     tokens
+}
+
+/// English function words a query is searched without.
+fn is_stop_word(token: &str) -> bool {
+    const STOP_WORDS: [&str; 33] = [
+        "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "in", "into", "is", "it", "its",
+        "of", "on", "or", "s", "should", "t", "that", "the", "their", "this", "to", "was", "when", "which", "will",
+        "with",
+    ];
+    STOP_WORDS.binary_search(&token).is_ok()
 }
 
 /// Orders hits by score descending then id ascending: the tie rule of the contract.
 pub(crate) fn sort_hits(hits: &mut [TextHit]) {
     hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+}
+
+#[cfg(test)]
+mod query_tests {
+    use super::*;
+
+    #[test]
+    fn queries_drop_function_words_unless_nothing_else_is_left() {
+        assert_eq!(query_tokens("Return the path of a file"), ["return", "path", "file"]);
+        assert_eq!(query_tokens("to be or not"), ["not"]);
+        assert_eq!(query_tokens("to be"), ["to", "be"]);
+    }
 }

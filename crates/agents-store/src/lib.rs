@@ -308,6 +308,27 @@ pub trait Store: Send + Sync {
     fn uko_symbols(&self, index_id: &str) -> Result<Vec<UkoSymbol>, StoreError>;
     /// References written in `path` (with their ids).
     fn uko_file_refs(&self, index_id: &str, path: &str) -> Result<Vec<(i64, UkoRef)>, StoreError>;
+    /// The graph neighbours of a node, each `(uri, kind, outgoing)`: its parent
+    /// (`contains`, incoming), its children (`contains`, outgoing), the nodes
+    /// its resolved references point at (the reference's kind, outgoing) and
+    /// the nodes whose references point at it (incoming), in that order.
+    fn uko_neighbors(&self, index_id: &str, uri: &str) -> Result<Vec<(String, String, bool)>, StoreError> {
+        neighbors_from_parts(self, index_id, uri)
+    }
+    /// The other files the references of `path` resolved into (imports,
+    /// calls, inheritance; not mere mentions), sorted.
+    fn uko_file_dependencies(&self, index_id: &str, path: &str) -> Result<Vec<String>, StoreError> {
+        let mut out: Vec<String> = self
+            .uko_file_refs(index_id, path)?
+            .into_iter()
+            .filter(|(_, r)| r.kind != "mentions")
+            .filter_map(|(_, r)| r.resolved_path)
+            .filter(|to| to != path)
+            .collect();
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
     /// References outside `paths` that resolved into one of `paths`, or
     /// that are unresolved and whose target name is one of `names`.
     fn uko_refs_affected_by(
@@ -396,4 +417,25 @@ pub trait WarmTierStore: Send + Sync {
     fn warm_entries(&self) -> Result<Vec<TierEntry>, StoreError>;
     /// The fragments of `projects` (all with `None`), sorted by id.
     fn warm_fragments(&self, projects: Option<&[String]>) -> Result<Vec<TieredFragment>, StoreError>;
+}
+
+/// [`Store::uko_neighbors`] composed of the node, children and reference
+/// queries: the default, and what a store's own faster query must equal.
+pub fn neighbors_from_parts<S: Store + ?Sized>(
+    store: &S,
+    index_id: &str,
+    uri: &str,
+) -> Result<Vec<(String, String, bool)>, StoreError> {
+    let mut out = Vec::new();
+    if let Some(parent) = store.uko_node(index_id, uri)?.and_then(|n| n.node.parent_uri) {
+        out.push((parent, "contains".to_owned(), false));
+    }
+    out.extend(store.uko_children(index_id, uri)?.into_iter().map(|c| (c.node.uri, "contains".to_owned(), true)));
+    for r in store.uko_refs_from(index_id, uri)? {
+        if let Some(target) = r.resolved_uri {
+            out.push((target, r.kind, true));
+        }
+    }
+    out.extend(store.uko_refs_to(index_id, uri)?.into_iter().map(|r| (r.from_uri, r.kind, false)));
+    Ok(out)
 }

@@ -697,6 +697,67 @@ impl Store for SqliteStore {
         self.read(|c| uko_sql::query_refs(c, "index_id = ?1 AND path = ?2", &[&index_id, &path]))
     }
 
+    fn uko_neighbors(&self, index_id: &str, uri: &str) -> Result<Vec<(String, String, bool)>, StoreError> {
+        // Only the columns the graph needs, each part through its index: the
+        // graph walk asks this of hundreds of nodes per query.
+        self.read(|c| {
+            let node: Option<(String, Option<String>)> = c
+                .prepare_cached(
+                    "SELECT path, parent_uri FROM uko_nodes INDEXED BY ix_uko_nodes_uri \
+                     WHERE index_id = ?1 AND uri = ?2 AND is_current = 1",
+                )?
+                .query_row(rusqlite::params![index_id, uri], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()?;
+            let mut out = Vec::new();
+            let mut children = c.prepare_cached(
+                "SELECT uri FROM uko_nodes INDEXED BY ix_uko_nodes_parent \
+                 WHERE index_id = ?1 AND parent_uri = ?2 AND is_current = 1 ORDER BY start_byte, symbol_path",
+            )?;
+            let mut from = c.prepare_cached(
+                "SELECT resolved_uri, kind FROM uko_refs INDEXED BY ix_uko_refs_path \
+                 WHERE index_id = ?1 AND path = ?2 AND from_uri = ?3 AND resolved_uri IS NOT NULL \
+                 ORDER BY line, target, ref_id",
+            )?;
+            // A node that is not current has only references into it.
+            if let Some((path, parent)) = node {
+                if let Some(parent) = parent {
+                    out.push((parent, "contains".to_owned(), false));
+                }
+                for child in children.query_map(rusqlite::params![index_id, uri], |row| row.get::<_, String>(0))? {
+                    out.push((child?, "contains".to_owned(), true));
+                }
+                for row in from.query_map(rusqlite::params![index_id, path, uri], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                })? {
+                    let (target, kind) = row?;
+                    out.push((target, kind, true));
+                }
+            }
+            let mut to = c.prepare_cached(
+                "SELECT from_uri, kind FROM uko_refs INDEXED BY ix_uko_refs_resolved_uri \
+                 WHERE index_id = ?1 AND resolved_uri = ?2 ORDER BY path, line, target, ref_id",
+            )?;
+            for row in to.query_map(rusqlite::params![index_id, uri], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            })? {
+                let (source, kind) = row?;
+                out.push((source, kind, false));
+            }
+            Ok(out)
+        })
+    }
+
+    fn uko_file_dependencies(&self, index_id: &str, path: &str) -> Result<Vec<String>, StoreError> {
+        self.read(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT DISTINCT resolved_path FROM uko_refs WHERE index_id = ?1 AND path = ?2 \
+                 AND resolved_path IS NOT NULL AND resolved_path != path AND kind != 'mentions' \
+                 ORDER BY resolved_path",
+            )?;
+            st.query_map(rusqlite::params![index_id, path], |row| row.get::<_, String>(0))?.collect()
+        })
+    }
+
     fn uko_refs_affected_by(
         &self,
         index_id: &str,

@@ -5,7 +5,7 @@
 //! targets (unresolved references) are not nodes of the graph.
 
 use agents_search::graph::{EdgeKind, Neighbor, NeighborSource};
-use agents_store::{Store, StoreError, UkoRef};
+use agents_store::{Store, StoreError};
 
 /// Edges of one index, read from the store on demand.
 pub struct StoreGraph<'a> {
@@ -13,31 +13,24 @@ pub struct StoreGraph<'a> {
     pub index_id: &'a str,
 }
 
-fn edge_kind(r: &UkoRef) -> EdgeKind {
-    if r.kind == "import" { EdgeKind::DependsOn } else { EdgeKind::References }
+fn edge_kind(kind: &str) -> EdgeKind {
+    match kind {
+        "contains" => EdgeKind::Contains,
+        "import" => EdgeKind::DependsOn,
+        _ => EdgeKind::References,
+    }
 }
 
 impl NeighborSource for StoreGraph<'_> {
     type Error = StoreError;
 
     fn neighbors(&self, id: &str) -> Result<Vec<Neighbor>, StoreError> {
-        let mut out = Vec::new();
-        if let Some(node) = self.store.uko_node(self.index_id, id)?
-            && let Some(parent) = node.node.parent_uri
-        {
-            out.push(Neighbor { id: parent, kind: EdgeKind::Contains, outgoing: false });
-        }
-        for child in self.store.uko_children(self.index_id, id)? {
-            out.push(Neighbor { id: child.node.uri, kind: EdgeKind::Contains, outgoing: true });
-        }
-        for r in self.store.uko_refs_from(self.index_id, id)? {
-            if let Some(target) = &r.resolved_uri {
-                out.push(Neighbor { id: target.clone(), kind: edge_kind(&r), outgoing: true });
-            }
-        }
-        for r in self.store.uko_refs_to(self.index_id, id)? {
-            out.push(Neighbor { id: r.from_uri.clone(), kind: edge_kind(&r), outgoing: false });
-        }
+        let mut out: Vec<Neighbor> = self
+            .store
+            .uko_neighbors(self.index_id, id)?
+            .into_iter()
+            .map(|(id, kind, outgoing)| Neighbor { id, kind: edge_kind(&kind), outgoing })
+            .collect();
         out.sort_by(|a, b| a.id.cmp(&b.id).then(a.kind.cmp(&b.kind)).then(a.outgoing.cmp(&b.outgoing)));
         out.dedup();
         Ok(out)

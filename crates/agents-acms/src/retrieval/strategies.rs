@@ -366,8 +366,10 @@ impl ContextStrategy for Arce {
                 return Err(missing(self.name(), backends, kind));
             }
         }
+        let started = std::time::Instant::now();
         let mut text = query.text();
         let mut fused = self.round(&text, query, backends)?;
+        let first_round = started.elapsed();
         // Refinement: the best hits' identifiers join the query.
         let mut words: HashSet<String> = code_tokens(&text).into_iter().collect();
         for _ in 1..query.arce_max_rounds.max(1) {
@@ -393,6 +395,7 @@ impl ContextStrategy for Arce {
                 entry.1 = entry.1.max(ARCE_REFINED * score);
             }
         }
+        let rounds = started.elapsed();
         // Graph: personalised PageRank from the best fused hits.
         let mut seeds = best_of(&fused, ARCE_SEEDS);
         normalize(&mut seeds);
@@ -403,6 +406,12 @@ impl ContextStrategy for Arce {
             hops.insert(hit.id.clone(), hit.hops);
             fused.entry(hit.id).or_insert((String::new(), 0.0)).1 += ARCE_GRAPH * hit.score;
         }
+        tracing::debug!(
+            first_round_ms = first_round.as_secs_f64() * 1e3,
+            rounds_ms = rounds.as_secs_f64() * 1e3,
+            graph_ms = (started.elapsed() - rounds).as_secs_f64() * 1e3,
+            "arce"
+        );
         let best = fused.values().map(|v| v.1).fold(f32::MIN_POSITIVE, f32::max);
         let mut candidates: Vec<Candidate> = fused
             .into_iter()
