@@ -197,13 +197,6 @@ pub enum KnowledgeCommand {
     /// graph.json is left as it was. The nodes' text is then indexed for
     /// `agents knowledge search` (in $AGENTS_HOME/search/knowledge/).
     Build,
-    /// Derive a task's `akms_tags` when its author gave none (spec 4.5): from
-    /// its `scope` (nodes whose content_ref, or whose code mirror's
-    /// source_file, is a scope path) and its title, objective and steps (node
-    /// titles as whole words, node tags as substrings). No LLM. The tags are
-    /// written back to the task file (atomically) and, with
-    /// `tag_derivation.log_derived_tags`, logged with where each came from in
-    /// knowledge/logs/tag-derivation.jsonl; a task that has tags keeps them.
     /// The subgraph for a task (spec 5.3): seed nodes by tag, the ego graph
     /// around them along the role's edge types, loadable statuses, preferred
     /// and excluded domains, confidence floors, ranked by the role's formula and
@@ -233,6 +226,13 @@ pub enum KnowledgeCommand {
         #[arg(long, default_value_t = 5)]
         limit: usize,
     },
+    /// Derive a task's `akms_tags` when its author gave none (spec 4.5): from
+    /// its `scope` (nodes whose content_ref, or whose code mirror's
+    /// source_file, is a scope path) and its title, objective and steps (node
+    /// titles as whole words, node tags as substrings). No LLM. The tags are
+    /// written back to the task file (atomically) and, with
+    /// `tag_derivation.log_derived_tags`, logged with where each came from in
+    /// knowledge/logs/tag-derivation.jsonl; a task that has tags keeps them.
     Tags {
         /// The task record (JSON with task_id, scope, akms_tags, akms_schema, ...).
         #[arg(long, value_name = "FILE.json")]
