@@ -11,29 +11,22 @@
 //! Spec NFR-P02: under 10 s for 500 nodes; our targets: 500 under 100 ms,
 //! 20,000 under 3 s.
 
+mod common;
+
+use common::{median, ms};
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-use agents_akms::{CompileOptions, Layout, PropagationConfig, build, compile};
+use agents_akms::{PropagationConfig, build, compile};
 
 fn main() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/gen-vault.py");
     println!(
         "{:>7} {:>10} {:>12} {:>12} {:>14} {:>11} {:>15}",
         "nodes", "read (ms)", "compile (ms)", "build (ms)", "networkx (ms)", "query (ms)", "nx ego (ms)"
     );
     for (n, runs) in [(500usize, 20usize), (20_000, 5)] {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let status = Command::new("python3")
-            .arg(&script)
-            .arg(dir.path())
-            .arg(n.to_string())
-            .status()
-            .expect("python3 runs scripts/gen-vault.py");
-        assert!(status.success(), "gen-vault.py failed");
-        let layout = Layout::new(dir.path().join("repo"), dir.path().join("global"));
-        let options = CompileOptions { global_vault_display: "~/.claude/akms/nodes".into() };
+        let (dir, layout, options) = common::generated_vault(n);
         let files = source_files(dir.path());
         let read = median(runs, || {
             let bytes: usize = files.iter().map(|f| std::fs::read(f).expect("readable").len()).sum();
@@ -64,23 +57,6 @@ fn main() {
             ms(queried)
         );
     }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
-    f(); // warm the page cache
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[runs / 2]
 }
 
 fn source_files(root: &Path) -> Vec<PathBuf> {

@@ -10,34 +10,26 @@
 //!
 //! Spec NFR-P03: under 30 s for a phase of up to 10 tasks; our target: 1 s.
 
+mod common;
+
+use common::{median, ms};
+
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
 
 use agents_akms::loadout::{self, LoadoutRequest};
-use agents_akms::{CompileOptions, Layout, build};
+use agents_akms::{Layout, build};
 use agents_core::tokens::Tokenizer;
 
 const TASKS: usize = 10;
 
 fn main() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/gen-vault.py");
     println!(
         "{:>7} {:>6} {:>16} {:>16} {:>15} {:>12}",
         "nodes", "tasks", "cold cache (ms)", "warm cache (ms)", "degraded (ms)", "per task (ms)"
     );
     for (n, runs) in [(500usize, 9usize), (5_000, 5)] {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let status = Command::new("python3")
-            .arg(&script)
-            .arg(dir.path())
-            .arg(n.to_string())
-            .status()
-            .expect("python3 runs scripts/gen-vault.py");
-        assert!(status.success(), "gen-vault.py failed");
-        let layout = Layout::new(dir.path().join("repo"), dir.path().join("global"));
-        let options = CompileOptions { global_vault_display: "~/.claude/akms/nodes".into() };
+        let (dir, layout, options) = common::generated_vault(n);
         build(&layout, &options).expect("the synthetic vault builds");
         // The knowledge search index, as `agents knowledge build` writes it.
         let index = dir.path().join("index");
@@ -100,21 +92,4 @@ fn phase(layout: &Layout, index: Option<&Path>, tokenizer: &Tokenizer) {
         let path = layout.knowledge().join("loadouts").join(format!("phase1-task{i}-loadout.md"));
         agents_store::atomic_write(&path, made.text.as_bytes()).expect("written");
     }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
-    f(); // warm the page cache
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[runs / 2]
 }

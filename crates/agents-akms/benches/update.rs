@@ -11,27 +11,15 @@
 //!
 //! Target: one cycle under 2 s at 20,000 nodes.
 
-use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
+mod common;
 
 use agents_akms::update::update;
-use agents_akms::{CompileOptions, Layout, build, compile};
+use agents_akms::{build, compile};
 
 fn main() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/gen-vault.py");
     let n = 20_000usize;
     let runs = 5usize;
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let status = Command::new("python3")
-        .arg(&script)
-        .arg(dir.path())
-        .arg(n.to_string())
-        .status()
-        .expect("python3 runs scripts/gen-vault.py");
-    assert!(status.success(), "gen-vault.py failed");
-    let layout = Layout::new(dir.path().join("repo"), dir.path().join("global"));
-    let options = CompileOptions { global_vault_display: "~/.claude/akms/nodes".into() };
+    let (_dir, layout, options) = common::generated_vault(n);
     build(&layout, &options).expect("the synthetic vault builds");
     let graph: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(layout.graph_json()).expect("graph.json")).expect("json");
@@ -49,27 +37,27 @@ fn main() {
     targets.dedup();
     let used: Vec<&str> = targets.iter().step_by(targets.len() / 10).take(10).copied().collect();
 
-    let compiled = median(runs, || {
+    let compiled = common::median_cold(runs, || {
         let c = compile(&layout, &options).expect("compiles");
         assert_eq!(c.node_count, n);
     });
-    let loaded = median(runs, || {
+    let loaded = common::median_cold(runs, || {
         std::hint::black_box(agents_akms::compile::Sources::load(&layout));
     });
     let sources = agents_akms::compile::Sources::load(&layout);
     let (state, _) = agents_akms::compile::read_local_state(&layout);
-    let merged = median(runs, || {
+    let merged = common::median_cold(runs, || {
         std::hint::black_box(sources.compile(&layout, &options, &state).expect("compiles"));
     });
     let mut run = 0usize;
-    let cycle = median(runs, || {
+    let cycle = common::median_cold(runs, || {
         let doc = layout.knowledge().join("sessions").join(format!("bench-{run}.md"));
         std::fs::write(&doc, memory(run, &used)).expect("session written");
         run += 1;
         let report = update(&layout, &options, &[doc]).expect("the update applies");
         assert_eq!(report.applied.len(), 1);
     });
-    let replayed = median(runs, || {
+    let replayed = common::median_cold(runs, || {
         let doc = layout.knowledge().join("sessions").join("bench-0.md");
         let report = update(&layout, &options, &[doc]).expect("the replay is checked");
         assert_eq!(report.skipped.len(), 1);
@@ -80,11 +68,11 @@ fn main() {
     );
     println!(
         "{n:>7} {:>13.1} {:>15.1} {:>20.1} {:>18.1} {:>12.1}",
-        ms(compiled),
-        ms(loaded),
-        ms(merged),
-        ms(cycle),
-        ms(replayed)
+        common::ms(compiled),
+        common::ms(loaded),
+        common::ms(merged),
+        common::ms(cycle),
+        common::ms(replayed)
     );
 }
 
@@ -106,20 +94,4 @@ fn memory(run: usize, used: &[&str]) -> String {
     ));
     text.push_str("akms_schema: v2\n---\n");
     text
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[runs / 2]
 }
