@@ -851,7 +851,11 @@ impl Orchestrator<'_> {
                 let _ = std::fs::rename(&job.memory, job.memory.with_extension("md.invalid"));
             }
             self.finish(state, &job.task_id, status, reason);
-            let _ = self.save(state);
+            // Progress is saved as each task ends; a failed save is retried by
+            // the next one and by the stage's end, which reports its error.
+            if let Err(e) = self.save(state) {
+                tracing::warn!(error = %e, "cannot save the orchestration state");
+            }
         }
     }
 
