@@ -18,6 +18,8 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use agents_acms::retrieval::{
     Backends, Candidate, ContextStrategy, PlanContext, RetrievalQuery, StrategyCapabilities, StrategyError,
@@ -34,11 +36,35 @@ const ROLE: &str = "implementer";
 pub struct KnowledgeGraphStrategy {
     /// The global vault (for node bodies); `None`: the repository's config says.
     global_vault: Option<PathBuf>,
+    /// The last graph read, with the file it came from and that file's size
+    /// and modification time: `can_handle` and `retrieve` (and, in a server,
+    /// every request until the graph is rebuilt) parse it once.
+    cached: Mutex<Option<CachedGraph>>,
 }
+
+/// A parsed `graph.json`: its path, its (size, modification time), the graph.
+type CachedGraph = (PathBuf, (u64, Option<SystemTime>), Arc<Value>);
 
 impl KnowledgeGraphStrategy {
     pub fn new(global_vault: Option<PathBuf>) -> KnowledgeGraphStrategy {
-        KnowledgeGraphStrategy { global_vault }
+        KnowledgeGraphStrategy { global_vault, cached: Mutex::new(None) }
+    }
+
+    /// The compiled graph under the layout's repository, if any.
+    fn graph(&self, layout: &Layout) -> Option<Arc<Value>> {
+        let path = layout.graph_json();
+        let meta = std::fs::metadata(&path).ok()?;
+        let stamp = (meta.len(), meta.modified().ok());
+        let mut cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((p, s, graph)) = cached.as_ref()
+            && *p == path
+            && *s == stamp
+        {
+            return Some(graph.clone());
+        }
+        let graph: Arc<Value> = Arc::new(serde_json::from_str(&std::fs::read_to_string(&path).ok()?).ok()?);
+        *cached = Some((path, stamp, graph.clone()));
+        Some(graph)
     }
 
     fn layout(&self, root: &Path) -> Layout {
@@ -53,12 +79,6 @@ impl KnowledgeGraphStrategy {
         };
         layout
     }
-}
-
-/// The compiled graph under `root`, if any.
-fn graph(layout: &Layout) -> Option<Value> {
-    let text = std::fs::read_to_string(layout.graph_json()).ok()?;
-    serde_json::from_str(&text).ok()
 }
 
 /// Node tags the request names (sorted).
@@ -89,7 +109,7 @@ impl ContextStrategy for KnowledgeGraphStrategy {
 
     fn can_handle(&self, query: &RetrievalQuery<'_>, backends: &Backends<'_>) -> f64 {
         let layout = self.layout(backends.root);
-        match graph(&layout) {
+        match self.graph(&layout) {
             Some(graph) if !seed_tags(&graph, query).is_empty() => 0.8,
             _ => 0.0,
         }
@@ -104,7 +124,8 @@ impl ContextStrategy for KnowledgeGraphStrategy {
         let nothing =
             |reason: &str| StrategyError::NothingToDo { strategy: KNOWLEDGE_GRAPH.into(), reason: reason.into() };
         let layout = self.layout(backends.root);
-        let graph = graph(&layout).ok_or_else(|| nothing("no compiled knowledge graph (agents knowledge build)"))?;
+        let graph =
+            self.graph(&layout).ok_or_else(|| nothing("no compiled knowledge graph (agents knowledge build)"))?;
         let tags = seed_tags(&graph, query);
         if tags.is_empty() {
             return Err(nothing("the request names no knowledge tag"));
