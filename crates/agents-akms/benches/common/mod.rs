@@ -33,15 +33,7 @@ pub fn ms(d: Duration) -> f64 {
 /// page cache.
 pub fn median(runs: usize, mut f: impl FnMut()) -> Duration {
     f();
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[runs / 2]
+    median_cold(runs, f)
 }
 
 /// The median of `runs` timed calls, with no warm-up call (for work that
