@@ -65,6 +65,11 @@ pub struct Candidate {
     /// import, a variable, a field).
     #[serde(skip)]
     pub evidence_only: bool,
+    /// Ranks its whole file as one document (with `evidence_only`): it joins the
+    /// file ranking as a second list, fused by reciprocal rank (see
+    /// [`crate::retrieval::rank_paths`]), and is never packed on its own.
+    #[serde(skip)]
+    pub whole_file: bool,
     /// Graph hops from the request's focus, when a strategy walked to it.
     #[serde(skip)]
     pub hops: Option<u32>,

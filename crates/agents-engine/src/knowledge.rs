@@ -188,6 +188,7 @@ impl ContextStrategy for KnowledgeGraphStrategy {
                 note: Some(if node.pitfall { "knowledge pitfall".into() } else { "knowledge node".into() }),
                 content: Some(text),
                 evidence_only: false,
+                whole_file: false,
                 hops: Some(node.hops),
             });
         }

@@ -50,6 +50,7 @@ impl ContextStrategy for ReadmeFirst {
                 note: Some("always first".to_owned()),
                 content: None,
                 evidence_only: false,
+                whole_file: false,
                 hops: None,
             })
             .collect())

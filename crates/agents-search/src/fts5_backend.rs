@@ -206,7 +206,9 @@ impl TextBackend for Fts5Backend {
              WHERE text_fts MATCH ?1",
             weights.join(", ")
         );
-        let mut values = vec![match_expression(&tokens)];
+        let expression = match_expression(&tokens);
+        // FTS5's column filter: only the body column can match (and score).
+        let mut values = vec![if filter.body_only { format!("body : ({expression})") } else { expression }];
         if !filter.paths_prefix.is_empty() {
             let conditions: Vec<String> = filter
                 .paths_prefix

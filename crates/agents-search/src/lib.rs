@@ -85,6 +85,9 @@ pub struct SearchFilter {
     pub paths_prefix: Vec<String>,
     /// Keep hits whose kind is one of these, compared exactly.
     pub kinds: Vec<String>,
+    /// Match and score the body alone, unboosted, as a plain BM25 over the text:
+    /// with the whole-file kinds, it ranks files by what they say, not by their names.
+    pub body_only: bool,
 }
 
 /// A full-text engine over [`TextDoc`]s; see the crate documentation for the contract.

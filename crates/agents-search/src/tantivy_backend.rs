@@ -112,7 +112,11 @@ impl TantivyBackend {
     fn query(&self, tokens: &[String], filter: &SearchFilter) -> BooleanQuery {
         let mut text_clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for token in tokens {
-            for (field, (_, boost)) in self.fields.text.iter().zip(TEXT_FIELDS) {
+            for (field, (name, boost)) in self.fields.text.iter().zip(TEXT_FIELDS) {
+                if filter.body_only && name != "body" {
+                    continue;
+                }
+                let boost = if filter.body_only { 1.0 } else { boost };
                 let term = TermQuery::new(Term::from_field_text(*field, token), IndexRecordOption::WithFreqs);
                 text_clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(term), boost))));
             }

@@ -736,7 +736,7 @@ mod tests {
             assert!(overlap(&ann, &exact) >= 9, "probe {probe}: {ann:?} vs {exact:?}");
             assert!(ann.windows(2).all(|w| w[0].score >= w[1].score), "probe {probe}: re-scored, best first");
         }
-        let filter = SearchFilter { paths_prefix: vec!["f3".into()], kinds: vec!["class".into()] };
+        let filter = SearchFilter { paths_prefix: vec!["f3".into()], kinds: vec!["class".into()], body_only: false };
         let query = unit(5, 32);
         let ann = index.search(&query, 5, &filter).unwrap();
         assert!(overlap(&ann, &index.search_exact(&query, 5, &filter)) >= 4);

@@ -23,6 +23,7 @@ backend_suite!(
     camel_snake_and_path_parts_are_found,
     whole_identifier_ranks_exact_name_first,
     name_boost_beats_body_mention,
+    body_only_matches_and_scores_the_body_alone,
     upsert_replaces_by_id,
     delete_paths_removes_every_doc_of_a_file,
     changes_persist_across_reopen_only_after_commit,
@@ -112,6 +113,23 @@ fn name_boost_beats_body_mention(kind: &str) {
     assert_eq!(hits[0].path, "src/a.rs");
 }
 
+fn body_only_matches_and_scores_the_body_alone(kind: &str) {
+    let (_dir, backend) = indexed(
+        kind,
+        &[
+            TextDoc { body: "opens a socket".into(), ..doc("n:1", "src/connect.rs", "connect") },
+            TextDoc { body: "calls connect, then connect again".into(), ..doc("n:2", "src/b.rs", "helper") },
+            TextDoc { body: "calls connect once, then waits a while".into(), ..doc("n:3", "src/c.rs", "waiter") },
+        ],
+    );
+    let body_only = SearchFilter { body_only: true, ..all() };
+    let hits = backend.search("connect", 10, &body_only).unwrap();
+    assert_eq!(hits.iter().map(|hit| hit.id.as_str()).collect::<Vec<_>>(), ["n:2", "n:3"], "{hits:?}");
+    assert!(hits[0].score > hits[1].score, "{hits:?}");
+    // Without it, the name and path still win.
+    assert_eq!(ids(&*backend, "connect", &all())[0], "n:1");
+}
+
 fn upsert_replaces_by_id(kind: &str) {
     let (_dir, mut backend) = indexed(kind, &[doc("n:1", "src/a.rs", "alpha"), doc("n:2", "src/a.rs", "beta")]);
     backend.upsert(&[doc("n:1", "src/moved.rs", "gamma")]).unwrap();
@@ -189,6 +207,7 @@ fn filter_by_path_prefix_and_kind(kind: &str) {
     let filter = |paths: &[&str], kinds: &[&str]| SearchFilter {
         paths_prefix: paths.iter().map(|p| p.to_string()).collect(),
         kinds: kinds.iter().map(|k| k.to_string()).collect(),
+        body_only: false,
     };
     let sorted = |mut ids: Vec<String>| {
         ids.sort();

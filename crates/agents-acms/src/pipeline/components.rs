@@ -681,7 +681,11 @@ pub trait BudgetPacker: Send + Sync {
 /// and a 10-token minimum. A strategy past its allocation waits for a second pass
 /// that spends what the others left. A node inside one already packed with its
 /// source (depth >= 5) is skipped; one with parts already packed gets at most
-/// depth 4. The sum of packed tokens never exceeds the budget.
+/// depth 4. The files of the best standing (the first ten, see
+/// [`Piece::file_standing`]) are each kept room for one piece: until one of a
+/// file's pieces is packed, the others leave free what its best piece costs at
+/// its shallowest depth; what is still held after the first pass is released to
+/// the second. The sum of packed tokens never exceeds the budget.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GreedyPacker;
 
@@ -700,14 +704,22 @@ impl BudgetPacker for GreedyPacker {
         let mut with_source: Vec<String> = Vec::new();
         let mut deferred = Vec::new();
         let total = scored.len();
-        let mut place = |item: ScoredFragment, out: &mut PackOutcome, enforce_share: bool| -> Option<ScoredFragment> {
-            let remaining = budget.saturating_sub(out.tokens);
+        let mut reserved = leading_file_reserve(&scored, renderer, tokenizer);
+        let mut place = |item: ScoredFragment,
+                         out: &mut PackOutcome,
+                         enforce_share: bool,
+                         reserved: &mut HashMap<String, usize>|
+         -> Option<ScoredFragment> {
+            let own = reserved.get(&item.piece.path).copied().unwrap_or(0);
+            let held = reserved.values().sum::<usize>() - own;
+            let remaining = budget.saturating_sub(out.tokens).saturating_sub(held);
             let piece = &item.piece;
-            if remaining < MIN_FRAGMENT_TOKENS
-                || packed_nodes.contains(&piece.uko_node)
-                || with_source.iter().any(|p| is_inside(&piece.uko_node, p))
-            {
+            if packed_nodes.contains(&piece.uko_node) || with_source.iter().any(|p| is_inside(&piece.uko_node, p)) {
                 return None;
+            }
+            if remaining < MIN_FRAGMENT_TOKENS {
+                // With room held for other files, it may still fit once that is released.
+                return (held > 0).then_some(item);
             }
             let top = if packed_nodes.iter().any(|p| is_inside(p, &piece.uko_node)) {
                 piece.depth.min(4)
@@ -736,6 +748,7 @@ impl BudgetPacker for GreedyPacker {
                         with_source.push(candidate.uko_node.clone());
                     }
                     packed_nodes.push(candidate.uko_node.clone());
+                    reserved.remove(&candidate.path);
                     out.tokens += candidate.tokens;
                     out.packed.push(ScoredFragment { piece: candidate, ..item });
                     return None;
@@ -744,18 +757,45 @@ impl BudgetPacker for GreedyPacker {
             Some(item)
         };
         for item in scored {
-            if let Some(left) = place(item, &mut out, !allocations.is_empty()) {
+            if let Some(left) = place(item, &mut out, !allocations.is_empty(), &mut reserved) {
                 deferred.push(left);
             }
         }
-        if !allocations.is_empty() {
+        if !allocations.is_empty() || !reserved.is_empty() {
+            reserved.clear();
             for item in deferred {
-                let _ = place(item, &mut out, false);
+                let _ = place(item, &mut out, false, &mut reserved);
             }
         }
         out.omitted = total - out.packed.len();
         out
     }
+}
+
+/// For each of the [`super::REPRESENTED_FILES`] files of the best standing (above
+/// 0; ties by path), the tokens of its best-scored piece at its shallowest depth.
+fn leading_file_reserve(
+    scored: &[ScoredFragment],
+    renderer: &dyn DepthRenderer,
+    tokenizer: &dyn TokenCounter,
+) -> HashMap<String, usize> {
+    let mut best: BTreeMap<&str, &ScoredFragment> = BTreeMap::new();
+    for s in scored.iter().filter(|s| s.piece.file_standing > 0.0 && !s.piece.path.is_empty() && !s.piece.inline) {
+        // `scored` is best first, so the first piece seen of a file is its best.
+        best.entry(s.piece.path.as_str()).or_insert(s);
+    }
+    let mut files: Vec<(&str, &ScoredFragment)> = best.into_iter().collect();
+    files.sort_by(|a, b| b.1.piece.file_standing.total_cmp(&a.1.piece.file_standing).then_with(|| a.0.cmp(b.0)));
+    files
+        .into_iter()
+        .take(super::REPRESENTED_FILES)
+        .filter_map(|(path, s)| {
+            let shallowest = depth_ladder(s.piece.depth).collect::<Vec<_>>().into_iter().rev().find_map(|depth| {
+                at_depth(&s.piece, depth, renderer, tokenizer).filter(|p| p.tokens >= MIN_FRAGMENT_TOKENS)
+            })?;
+            Some((path.to_owned(), shallowest.tokens))
+        })
+        .collect()
 }
 
 /// Reports which files depend on which, for reading order.
@@ -1113,6 +1153,36 @@ pub(crate) mod tests {
             &tok(),
         );
         assert!(tiny.packed.is_empty() && tiny.omitted == 1);
+    }
+
+    #[test]
+    fn packer_keeps_room_for_each_leading_file() {
+        let file_piece = |uri: &str, path: &str, relevance: f64, text: &str, standing: f64| {
+            let mut p = piece(uri, path, relevance, text);
+            p.inline = false;
+            p.file_standing = standing;
+            p
+        };
+        let a1 = file_piece("u:a#1", "a.py", 1.0, &long_text("a", 40), 1.0);
+        let a2 = file_piece("u:a#2", "a.py", 0.9, &long_text("b", 40), 1.0);
+        let b = file_piece("u:b#1", "b.py", 0.1, "def short(): pass", 0.5);
+        let budget = a1.tokens + a2.tokens;
+        let items = scored(vec![a1, a2, b]);
+        assert_eq!(items.last().unwrap().piece.path, "b.py", "b.py scores last");
+        let out = GreedyPacker.pack(items, budget, &[], &crate::pipeline::piece::InlineRenderer, &tok());
+        assert!(out.tokens <= budget);
+        let uris: Vec<&str> = out.packed.iter().map(|s| s.piece.uko_node.as_str()).collect();
+        assert_eq!(uris, ["u:a#1", "u:a#2", "u:b#1"], "a.py's second piece leaves b.py its room");
+        assert_eq!(out.downgraded, 1);
+        // Files of no standing keep no room: the same pieces fill the budget in score order.
+        let plain = scored(vec![
+            piece("u:a#1", "a.py", 1.0, &long_text("a", 40)),
+            piece("u:a#2", "a.py", 0.9, &long_text("b", 40)),
+            piece("u:b#1", "b.py", 0.1, "def short(): pass"),
+        ]);
+        let out = GreedyPacker.pack(plain, budget, &[], &crate::pipeline::piece::InlineRenderer, &tok());
+        assert_eq!(out.packed.len(), 2);
+        assert_eq!(out.tokens, budget);
     }
 
     #[test]

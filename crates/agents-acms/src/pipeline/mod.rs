@@ -42,8 +42,9 @@ use components::*;
 use enforcer::{ContextBudgetEnforcer, Enforcement, FileFacts};
 use piece::{DepthRenderer, InlineRenderer, Piece, PieceRole};
 
-/// Files of the best standing that always get a piece in the candidates.
-const REPRESENTED_FILES: usize = 10;
+/// Files of the best standing that always get a piece in the candidates (and
+/// room kept for it by the [`GreedyPacker`]).
+pub(crate) const REPRESENTED_FILES: usize = 10;
 
 /// Most tokens the preamble may take (the spec's 200).
 pub const PREAMBLE_MAX_TOKENS: usize = 200;
@@ -689,7 +690,7 @@ impl Pipeline {
             runs.iter()
                 .flat_map(|r| &r.candidates)
                 .filter(|c| !c.path.is_empty() && allowed(c))
-                .map(|c| (c.path.as_str(), c.score)),
+                .map(|c| (c.path.as_str(), c.score, c.whole_file)),
         );
         let standing: std::collections::HashMap<&str, f64> =
             ranked.iter().enumerate().map(|(i, p)| (p.as_str(), 1.0 / (1.0 + i as f64 / 3.0))).collect();
@@ -736,6 +737,7 @@ impl Pipeline {
                     uri: file_uri,
                     depth: c.depth.min(4),
                     evidence_only: false,
+                    whole_file: false,
                     hops: None,
                     ..c.clone()
                 });

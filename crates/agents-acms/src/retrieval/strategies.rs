@@ -5,7 +5,7 @@
 //! | `simple-keyword` | 0.3 | text | BM25 over node fields |
 //! | `semantic-embedding` | 0.6 | vector | cosine between the query and node summaries |
 //! | `breadth-depth-navigator` | 0.85 | graph (+ text for seeds) | decayed expansion from the focus |
-//! | `arce` | 0.95 | text, vector, graph | 0.4 text + 0.4 vector + 0.2 personalised PageRank, refined over rounds |
+//! | `arce` | 0.95 | text, vector, graph | 0.4 text + 0.4 vector + 0.2 personalised PageRank, refined over rounds; plus whole files by BM25 over their text |
 //! | `temporal-archaeology` | 0.5 | temporal, graph | commits whose messages match, then their files' neighbours |
 //! | `plan-decision-context` | 0.7 | plans (warm/cold) | decisions of the plan's ancestors, nearest first |
 //!
@@ -56,10 +56,42 @@ fn text_scores(
     query: &RetrievalQuery<'_>,
     backends: &Backends<'_>,
 ) -> Result<Vec<(String, String, f32)>, StrategyError> {
+    scaled_text_hits(strategy, text, query, backends, &query.filter)
+}
+
+fn scaled_text_hits(
+    strategy: &str,
+    text: &str,
+    query: &RetrievalQuery<'_>,
+    backends: &Backends<'_>,
+    filter: &SearchFilter,
+) -> Result<Vec<(String, String, f32)>, StrategyError> {
     let backend = backends.text.ok_or_else(|| missing(strategy, backends, BackendKind::Text))?;
-    let hits = backend.search(text, query.pool(), &query.filter)?;
+    let hits = backend.search(text, query.pool(), filter)?;
     let best = hits.first().map_or(1.0, |h| h.score.max(f32::MIN_POSITIVE));
     Ok(hits.into_iter().map(|h| (h.id, h.path, (h.score / best).clamp(0.0, 1.0))).collect())
+}
+
+/// Node kinds that stand for a whole file: their text is the file's text.
+const WHOLE_FILE_KINDS: [&str; 3] = ["module", "file", "document"];
+
+/// BM25 hits for `text` among whole files only, scores scaled so the best is 1;
+/// nothing when the request already restricts kinds.
+fn whole_file_scores(
+    strategy: &str,
+    text: &str,
+    query: &RetrievalQuery<'_>,
+    backends: &Backends<'_>,
+) -> Result<Vec<(String, String, f32)>, StrategyError> {
+    if !query.filter.kinds.is_empty() {
+        return Ok(Vec::new());
+    }
+    let filter = SearchFilter {
+        paths_prefix: query.filter.paths_prefix.clone(),
+        kinds: WHOLE_FILE_KINDS.iter().map(|k| (*k).to_owned()).collect(),
+        body_only: true,
+    };
+    scaled_text_hits(strategy, text, query, backends, &filter)
 }
 
 /// Nearest node summaries to `text`, cosine scaled between the worst hit drawn (0) and the best (1).
@@ -96,6 +128,7 @@ fn candidates_from(strategy: &str, scored: Vec<(String, String, f32)>, query: &R
             note: None,
             content: None,
             evidence_only: false,
+            whole_file: false,
             hops: None,
         })
         .collect();
@@ -283,6 +316,7 @@ impl ContextStrategy for BreadthDepthNavigator {
                 note: (hit.hops > 0).then(|| format!("{} hop(s) from the focus", hit.hops)),
                 content: None,
                 evidence_only: false,
+                whole_file: false,
                 hops: Some(hit.hops),
             })
             .collect();
@@ -292,7 +326,10 @@ impl ContextStrategy for BreadthDepthNavigator {
 
 /// `arce`: text 40% + vector 40% + graph 20% (personalised PageRank seeded from the
 /// fused hits), merged per node; then up to `max_rounds` refinement rounds that add the
-/// best hits' identifiers to the query and fold the new hits in at half weight.
+/// best hits' identifiers to the query and fold the new hits in at a quarter weight.
+/// Beside the nodes, it ranks whole files by BM25 over their body alone and returns
+/// them as [`Candidate::whole_file`] evidence: a second file ranking that
+/// [`super::rank_paths`] fuses with the nodes' by reciprocal rank.
 pub struct Arce;
 
 const ARCE_TEXT: f32 = 0.4;
@@ -368,7 +405,15 @@ impl ContextStrategy for Arce {
         }
         let started = std::time::Instant::now();
         let mut text = query.text();
-        let mut fused = self.round(&text, query, backends)?;
+        // Whole files ranked as one document each: a change often touches the file
+        // whose text mentions most of the description's words, scattered over
+        // functions none of which matches well alone. A second file ranking beside
+        // the nodes', fused with it by reciprocal rank when files are ranked.
+        let (whole_files, first) = rayon::join(
+            || whole_file_scores(self.name(), &text, query, backends),
+            || self.round(&text, query, backends),
+        );
+        let (whole_files, mut fused) = (whole_files?, first?);
         let first_round = started.elapsed();
         // Refinement: the best hits' identifiers join the query.
         let mut words: HashSet<String> = code_tokens(&text).into_iter().collect();
@@ -427,12 +472,26 @@ impl ContextStrategy for Arce {
                     note: None,
                     content: None,
                     evidence_only: false,
+                    whole_file: false,
                     hops: hop,
                 }
             })
             .collect();
         sort_candidates(&mut candidates);
-        keep_useful(backends, &query.filter, candidates, query.pool())
+        let mut candidates = keep_useful(backends, &query.filter, candidates, query.pool())?;
+        candidates.extend(whole_files.into_iter().map(|(uri, path, score)| Candidate {
+            depth: query.depth_for_score(score).min(4),
+            uri,
+            path,
+            score,
+            strategy: self.name().to_owned(),
+            note: None,
+            content: None,
+            evidence_only: true,
+            whole_file: true,
+            hops: None,
+        }));
+        Ok(candidates)
     }
 }
 
@@ -538,6 +597,7 @@ impl ContextStrategy for TemporalArchaeology {
                 note: Some(format!("changed in {} matching commit(s): {}{history}", touched.len(), shown.join("; "))),
                 content: None,
                 evidence_only: false,
+                whole_file: false,
                 hops: None,
             });
         }
@@ -561,6 +621,7 @@ impl ContextStrategy for TemporalArchaeology {
                     note: Some("next to a file the matching commits changed".to_owned()),
                     content: None,
                     evidence_only: false,
+                    whole_file: false,
                     hops: Some(hit.hops),
                 })
                 .collect();
@@ -652,6 +713,7 @@ impl ContextStrategy for PlanDecisionContext {
                     note: Some(format!("decision on plan {:?} ({} tier)", ancestor.title, decision.tier)),
                     content: Some(format!("Decision: {}\n{}\n", decision.title, decision.body.trim_end())),
                     evidence_only: false,
+                    whole_file: false,
                     hops: None,
                 });
             }

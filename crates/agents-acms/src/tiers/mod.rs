@@ -676,6 +676,7 @@ pub fn entry_candidates(fragments: &[TieredFragment], query: &str) -> Vec<crate:
                 note: Some(format!("context entry, {} tier: {label}", tiered.tier())),
                 content: Some(format!("{}\n", fragment.content().trim_end())),
                 evidence_only: false,
+                whole_file: false,
                 hops: None,
             }
         })

@@ -268,7 +268,11 @@ pub fn assemble(
     let options = AssembleOptions {
         depth,
         limit: args.candidates,
-        filter: SearchFilter { paths_prefix: args.under.clone(), kinds: request.uko_types().to_vec() },
+        filter: SearchFilter {
+            paths_prefix: args.under.clone(),
+            kinds: request.uko_types().to_vec(),
+            body_only: false,
+        },
         budget,
         plan_id: args.plan.clone(),
         view,
