@@ -361,6 +361,42 @@ impl Arce {
         }
         Ok(fused)
     }
+
+    /// Up to `max_rounds - 1` refinement rounds: the best hits' identifiers join the
+    /// query, and the new hits are folded in at [`ARCE_REFINED`].
+    fn refine(
+        &self,
+        text: &mut String,
+        fused: &mut HashMap<String, (String, f32)>,
+        query: &RetrievalQuery<'_>,
+        backends: &Backends<'_>,
+    ) -> Result<(), StrategyError> {
+        let mut words: HashSet<String> = code_tokens(text).into_iter().collect();
+        for _ in 1..query.arce_max_rounds.max(1) {
+            // Out of time: the first round's results stand.
+            if query.should_stop() {
+                break;
+            }
+            let mut added = Vec::new();
+            for (uri, _) in best_of(fused, 3) {
+                let name = uri.rsplit(['#', '.', '/']).next().unwrap_or_default();
+                for word in code_tokens(name) {
+                    if word.len() > 2 && words.insert(word.clone()) {
+                        added.push(word);
+                    }
+                }
+            }
+            if added.is_empty() {
+                break;
+            }
+            *text = format!("{text} {}", added.join(" "));
+            for (uri, (path, score)) in self.round(text, query, backends)? {
+                let entry = fused.entry(uri).or_insert((path, 0.0));
+                entry.1 = entry.1.max(ARCE_REFINED * score);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The best entries of a fused map, sorted by score then URI.
@@ -415,37 +451,19 @@ impl ContextStrategy for Arce {
         );
         let (whole_files, mut fused) = (whole_files?, first?);
         let first_round = started.elapsed();
-        // Refinement: the best hits' identifiers join the query.
-        let mut words: HashSet<String> = code_tokens(&text).into_iter().collect();
-        for _ in 1..query.arce_max_rounds.max(1) {
-            // Out of time: the first round's results stand.
-            if query.should_stop() {
-                break;
-            }
-            let mut added = Vec::new();
-            for (uri, _) in best_of(&fused, 3) {
-                let name = uri.rsplit(['#', '.', '/']).next().unwrap_or_default();
-                for word in code_tokens(name) {
-                    if word.len() > 2 && words.insert(word.clone()) {
-                        added.push(word);
-                    }
-                }
-            }
-            if added.is_empty() {
-                break;
-            }
-            text = format!("{text} {}", added.join(" "));
-            for (uri, (path, score)) in self.round(&text, query, backends)? {
-                let entry = fused.entry(uri).or_insert((path, 0.0));
-                entry.1 = entry.1.max(ARCE_REFINED * score);
-            }
-        }
-        let rounds = started.elapsed();
-        // Graph: personalised PageRank from the best fused hits.
+        // Graph: personalised PageRank from the first round's best hits (refined
+        // hits weigh a quarter, so they seldom change the seeds), its walk on one
+        // core while the refinement rounds search on the other.
         let mut seeds = best_of(&fused, ARCE_SEEDS);
         normalize(&mut seeds);
         let store = StoreGraph { store: backends.store, index_id: backends.index_id };
-        let graph = GraphBackend::gather(&store, &seeds, walk(query, query.request.breadth().min(2)))?;
+        let (graph, refined) = rayon::join(
+            || GraphBackend::gather(&store, &seeds, walk(query, query.request.breadth().min(2))),
+            || self.refine(&mut text, &mut fused, query, backends),
+        );
+        refined?;
+        let graph = graph?;
+        let rounds = started.elapsed();
         let mut hops = BTreeMap::new();
         for hit in graph.personalized_pagerank(0.85, 30) {
             hops.insert(hit.id.clone(), hit.hops);
