@@ -66,7 +66,8 @@ pub struct GraphWalk {
     pub breadth: u32,
     /// Score kept per hop, in (0, 1].
     pub decay: f32,
-    /// Most nodes gathered; the walk stops growing past it.
+    /// Most nodes gathered; the walk stops growing past it, and once full reads
+    /// the neighbours of no more nodes than the seeds.
     pub max_nodes: usize,
 }
 
@@ -125,6 +126,11 @@ impl GraphBackend {
         while let Some(node) = queue.pop_front() {
             let hops = backend.hops[&node];
             if hops >= walk.breadth || !expanded.insert(node) {
+                continue;
+            }
+            // Full: past the seeds, a node's edges could only join nodes already
+            // gathered, which costs a read of its neighbours for little.
+            if hops > 0 && backend.graph.node_count() >= walk.max_nodes {
                 continue;
             }
             let score = backend.best[&node];
@@ -303,5 +309,27 @@ mod tests {
         let walk = GraphWalk { breadth: 5, decay: 0.5, max_nodes: 3 };
         let g = GraphBackend::gather(&chain(), &[("a.py#f".to_owned(), 1.0)], walk).unwrap();
         assert_eq!(g.node_count(), 3);
+    }
+
+    #[test]
+    fn a_full_walk_reads_no_more_neighbours_past_the_seeds() {
+        struct Counting(Edges, std::cell::RefCell<Vec<String>>);
+        impl NeighborSource for Counting {
+            type Error = std::convert::Infallible;
+            fn neighbors(&self, id: &str) -> Result<Vec<Neighbor>, Self::Error> {
+                self.1.borrow_mut().push(id.to_owned());
+                self.0.neighbors(id)
+            }
+        }
+        // a.py#f's neighbours fill the walk (a.py, b.py#g): neither is read.
+        let full = Counting(chain(), Default::default());
+        let walk = GraphWalk { breadth: 5, decay: 0.5, max_nodes: 3 };
+        GraphBackend::gather(&full, &[("a.py#f".to_owned(), 1.0)], walk).unwrap();
+        assert_eq!(*full.1.borrow(), ["a.py#f"]);
+        // With room, they are.
+        let roomy = Counting(chain(), Default::default());
+        let walk = GraphWalk { breadth: 2, decay: 0.5, max_nodes: 100 };
+        GraphBackend::gather(&roomy, &[("a.py#f".to_owned(), 1.0)], walk).unwrap();
+        assert_eq!(*roomy.1.borrow(), ["a.py#f", "a.py", "b.py#g"]);
     }
 }
