@@ -49,17 +49,8 @@ fn missing(strategy: &str, backends: &Backends<'_>, kind: BackendKind) -> Strate
     }
 }
 
-/// BM25 hits for `text`, scores scaled so the best is 1.
+/// BM25 hits for `text` under `filter`, scores scaled so the best is 1.
 fn text_scores(
-    strategy: &str,
-    text: &str,
-    query: &RetrievalQuery<'_>,
-    backends: &Backends<'_>,
-) -> Result<Vec<(String, String, f32)>, StrategyError> {
-    scaled_text_hits(strategy, text, query, backends, &query.filter)
-}
-
-fn scaled_text_hits(
     strategy: &str,
     text: &str,
     query: &RetrievalQuery<'_>,
@@ -91,7 +82,7 @@ fn whole_file_scores(
         kinds: WHOLE_FILE_KINDS.iter().map(|k| (*k).to_owned()).collect(),
         body_only: true,
     };
-    scaled_text_hits(strategy, text, query, backends, &filter)
+    text_scores(strategy, text, query, backends, &filter)
 }
 
 /// Nearest node summaries to `text`, cosine scaled between the worst hit drawn (0) and the best (1).
@@ -215,7 +206,7 @@ impl ContextStrategy for SimpleKeyword {
         backends: &Backends<'_>,
         _plan: Option<&PlanContext>,
     ) -> Result<Vec<Candidate>, StrategyError> {
-        let scored = text_scores(self.name(), &query.text(), query, backends)?;
+        let scored = text_scores(self.name(), &query.text(), query, backends, &query.filter)?;
         keep_useful(backends, &query.filter, candidates_from(self.name(), scored, query), query.pool())
     }
 }
@@ -293,7 +284,7 @@ impl ContextStrategy for BreadthDepthNavigator {
         let seeds: Vec<(String, f32)> = if !focus.is_empty() {
             focus.into_iter().map(|uri| (uri, 1.0)).collect()
         } else if backends.has(BackendKind::Text) && !code_tokens(&query.text()).is_empty() {
-            let hits = text_scores(self.name(), &query.text(), query, backends)?;
+            let hits = text_scores(self.name(), &query.text(), query, backends, &query.filter)?;
             hits.into_iter().take(TEXT_SEEDS).map(|(uri, _, score)| (uri, score)).collect()
         } else {
             return Err(StrategyError::NothingToDo {
@@ -351,7 +342,7 @@ impl Arce {
         let mut fused: HashMap<String, (String, f32)> = HashMap::new();
         // The two searches are independent: each on its own core.
         let (text_hits, vector_hits) = rayon::join(
-            || text_scores(self.name(), text, query, backends),
+            || text_scores(self.name(), text, query, backends, &query.filter),
             || vector_scores(self.name(), text, query, backends),
         );
         for (weight, hits) in [(ARCE_TEXT, text_hits?), (ARCE_VECTOR, vector_hits?)] {
