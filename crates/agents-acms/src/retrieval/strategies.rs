@@ -488,17 +488,11 @@ impl ContextStrategy for Arce {
             .collect();
         sort_candidates(&mut candidates);
         let mut candidates = keep_useful(backends, &query.filter, candidates, query.pool())?;
-        candidates.extend(whole_files.into_iter().map(|(uri, path, score)| Candidate {
-            depth: query.depth_for_score(score).min(4),
-            uri,
-            path,
-            score,
-            strategy: self.name().to_owned(),
-            note: None,
-            content: None,
+        candidates.extend(candidates_from(self.name(), whole_files, query).into_iter().map(|c| Candidate {
+            depth: c.depth.min(4),
             evidence_only: true,
             whole_file: true,
-            hops: None,
+            ..c
         }));
         Ok(candidates)
     }
