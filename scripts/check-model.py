@@ -77,6 +77,8 @@ def load_static(dest: str):
     with open(os.path.join(dest, "model.safetensors"), "rb") as f:
         tensors = dm.read_safetensors(f.read())
     table = tensors["embeddings"].astype(np.float32)
+    if "weights" in tensors:  # int8 rows with one scale per token (recipe /2)
+        table = table * tensors["weights"].astype(np.float32)[:, None]
     with open(os.path.join(dest, "tokenizer.json"), "rb") as f:
         tok = dm.make_tokenizer(f.read())
     unk = tok.token_to_id("[UNK]")

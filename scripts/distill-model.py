@@ -32,14 +32,17 @@ The recipe is model2vec's distillation, re-implemented here without torch:
    so no `weights` tensor is needed.
 5. Special tokens ([PAD], [UNK], [CLS], [SEP], [MASK]) and the [unusedN] placeholders
    get zero rows; model2vec-rs skips [UNK] and never produces the others from text.
-6. Output, the layout model2vec-rs 0.4 `StaticModel::from_pretrained(dir, ..)` reads:
-   `model.safetensors` (tensor `embeddings`, [30522, 256], f16), `tokenizer.json` (the
-   teacher's, with padding and truncation removed: the shipped one pads every input to
-   128 tokens), `config.json` ({"normalize": true, ...}), plus `metadata.json` (sources,
-   checksums, recipe) and `README.md`.
+6. Output, the layout model2vec-rs 0.4 `StaticModel::from_bytes` / `from_pretrained` reads:
+   `model.safetensors` (tensor `embeddings`, [30522, 256], int8, each row scaled to
+   +-127, and tensor `weights`, [30522] float32, each row's scale, which model2vec-rs
+   multiplies every token's row by), `tokenizer.json` (the teacher's, with padding and
+   truncation removed: the shipped one pads every input to 128 tokens), `config.json`
+   ({"normalize": true, ...}), plus `metadata.json` (sources, checksums, recipe) and
+   `README.md`. This is the model that ships inside `agents`
+   (crates/agents-search/model/minilm-code-static); CI checks the recipe still makes it.
 
 Everything is deterministic: no randomness, inputs sorted, teacher pass and PCA in
-float64 (so BLAS kernel and thread count do not reach the float16 output), fixed signs.
+float64 (so BLAS kernel and thread count do not reach the int8 output), fixed signs.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 # Bump when anything below changes the output bytes; get-model.sh compares it.
-RECIPE_ID = "minilm-code-static/1"
+RECIPE_ID = "minilm-code-static/2"
 
 # Parameters chosen on a code-search check (1,000 stdlib docstring sentences -> their
 # function's signature + identifier words, MRR among the 1,000; full MiniLM: 0.592):
@@ -70,6 +73,9 @@ RECIPE_ID = "minilm-code-static/1"
 #   model2vec defaults ([SEP] t [CLS] mean, 256 dims, Zipf-rank SIF a=1e-4): 0.489
 #   chosen but no PC dropped, a=1e-3: 0.507;  a=1e-3: 0.523;  a=1e-4: ~0.43;  a=1e-2: 0.509
 #   128 dims: 0.491;  380 dims: 0.535 (not worth 50% more bytes)
+# Storage (recipe /2): int8 rows, each scaled so its largest entry is 127, with the
+# row's scale as the per-token `weights` tensor model2vec-rs multiplies by: 0.526, the
+# same as float16, at half the bytes (7.9 MB; the model ships inside the binary).
 RECIPE = {
     "input": "[CLS] token [SEP]",
     "pooling": "teacher last hidden state at the token position",
@@ -77,7 +83,7 @@ RECIPE = {
     "pca_drop_leading": 4,
     "sif_a": 3e-3,
     "sif_smoothing": 0.5,  # added to every token count before normalising
-    "dtype": "float16",
+    "dtype": "int8, one scale per row",
 }
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -114,7 +120,7 @@ def read_safetensors(data: bytes) -> dict[str, np.ndarray]:
     (n,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8 : 8 + n])
     base = 8 + n
-    dtypes = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
+    dtypes = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I8": np.int8}
     out = {}
     for name, info in header.items():
         if name == "__metadata__":
@@ -366,7 +372,7 @@ def pca_project(x: np.ndarray, keep: np.ndarray, dims: int, drop: int) -> tuple[
 
 def write_safetensors(path: str, tensors: dict[str, np.ndarray], metadata: dict[str, str]) -> None:
     """Minimal safetensors writer (sorted keys, header space-padded to 8 bytes)."""
-    names = {np.dtype(np.float16): "F16", np.dtype(np.float32): "F32"}
+    names = {np.dtype(np.float16): "F16", np.dtype(np.float32): "F32", np.dtype(np.int8): "I8"}
     header, blobs, offset = {"__metadata__": metadata}, [], 0
     for name in sorted(tensors):
         arr = np.ascontiguousarray(tensors[name])
@@ -390,7 +396,7 @@ def distill(args: argparse.Namespace) -> None:
     log(f"teacher: {os.path.basename(args.teacher_wheel)} (sha256 {teacher_sha[:16]}...)")
     # The teacher runs in float64: float32 sums depend on the BLAS kernel and thread count,
     # and their last-bit differences flip about one float16 output value in 4,000. In
-    # float64 they stay ~1e-15 and the float16 table is byte-identical across runs.
+    # float64 they stay ~1e-15 and the int8 table is byte-identical across runs.
     bert, tokenizer_json = load_teacher(args.teacher_wheel, np.float64)
     tok = make_tokenizer(tokenizer_json)
     tj = json.loads(tokenizer_json)
@@ -425,14 +431,20 @@ def distill(args: argparse.Namespace) -> None:
     weights = a / (a + p)
     table = proj * weights[:, None]
     table[~keep] = 0.0
-    table = table.astype(np.float16 if RECIPE["dtype"] == "float16" else np.float32)
-    if not np.isfinite(table.astype(np.float32)).all():
+    if not np.isfinite(table).all():
         raise SystemExit("non-finite values in the embedding table")
-    log(f"SIF a={a}: weights range {weights[keep].min():.4f}..{weights[keep].max():.4f}; table {table.shape} {table.dtype}")
+    # int8 rows, each scaled so its largest entry is +-127; the scale goes to the
+    # per-token `weights` tensor (zero rows keep scale 0).
+    peak = np.abs(table).max(1)
+    rows = np.zeros(table.shape, np.int8)
+    live = peak > 0
+    rows[live] = np.clip(np.rint(table[live] / peak[live, None] * 127.0), -127, 127).astype(np.int8)
+    scales = (peak / 127.0).astype(np.float32)
+    log(f"SIF a={a}: weights range {weights[keep].min():.4f}..{weights[keep].max():.4f}; table {rows.shape} int8 + row scales")
 
     # Files. model2vec-rs reads config.json, tokenizer.json and model.safetensors.
     model_path = os.path.join(args.out, "model.safetensors")
-    write_safetensors(model_path, {"embeddings": table}, {"format": "model2vec", "recipe": RECIPE_ID})
+    write_safetensors(model_path, {"embeddings": rows, "weights": scales}, {"format": "model2vec", "recipe": RECIPE_ID})
     tj["padding"] = None
     tj["truncation"] = None
     with open(os.path.join(args.out, "tokenizer.json"), "w", encoding="utf-8") as f:
@@ -489,7 +501,7 @@ A static (model2vec-format) embedding model distilled from
 sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) by `scripts/get-model.sh`
 (recipe `{recipe_id}`). Load it with model2vec-rs: `StaticModel::from_pretrained(dir, None, None, None)`.
 
-- `model.safetensors`: tensor `embeddings`, [{vocab}, {dims}] float16, sha256 {model_sha}
+- `model.safetensors`: tensor `embeddings`, [{vocab}, {dims}] int8, and `weights`, [{vocab}] float32 (each row's scale), sha256 {model_sha}
 - `tokenizer.json`: the teacher's WordPiece tokenizer, padding and truncation removed
 - `config.json`: `normalize: true` (mean of token rows, then L2)
 - `metadata.json`: sources, checksums and recipe

@@ -522,9 +522,10 @@ pub struct QueryArgs {
     /// (full source for the best matches, less further out).
     #[arg(long, short)]
     pub depth: Option<String>,
-    /// Candidates kept from each strategy.
-    #[arg(long, default_value_t = 50)]
-    pub candidates: usize,
+    /// Candidates kept from each strategy (default: 50 up to an 8,000-token
+    /// budget, then one per 160 tokens of budget, at most 1,000).
+    #[arg(long)]
+    pub candidates: Option<usize>,
     /// Only code under this path prefix (repeatable).
     #[arg(long = "under", value_name = "PREFIX")]
     pub under: Vec<String>,

@@ -14,7 +14,7 @@
 //!   locks/           one lock file per resource being indexed
 //!   search/<resource>/<backend>/   full-text index (tantivy or fts5)
 //!   search/<resource>/vector/      embeddings and the HNSW graph
-//!   models/minilm-code-static/     the embedding model (scripts/get-model.sh)
+//!   models/minilm-code-static/     an embedding model overriding the bundled one (optional)
 //!   tiers/hot.json   the hot context tier's snapshot (warm rows live in agents.db)
 //!   tiers/cold/<fragment>.zst      the cold tier's archive, one zstd file per fragment
 //!   tiers/metrics.json             tier hit and miss counters
@@ -49,23 +49,31 @@ use agents_search::history::GitHistory;
 use agents_search::vector::{Embedder, LocalVectorIndex, StaticEmbedder, VectorOptions};
 use agents_store::{Project, Resource, SqliteStore, Store, StoreError, WarmTierStore};
 
-/// The embedding model the configuration names (`context.backends.vector`,
-/// `context.backends.embedding-model`, else the home's default folder), or
-/// why there is none.
+/// The embedding model: the directory `context.backends.embedding-model` names,
+/// else a model the user put in the home's default folder
+/// (`models/minilm-code-static`, e.g. by `scripts/get-model.sh`), else the model
+/// bundled into the binary; or why there is none (`context.backends.vector =
+/// "none"`, or a configured directory without a model).
 pub fn load_embedder(home: &Home, config: &agents_core::config::Config) -> Result<StaticEmbedder, String> {
     let backends = &config.context.backends;
     if backends.vector == "none" {
         return Err("disabled by context.backends.vector = \"none\"".to_owned());
     }
-    let dir = if backends.embedding_model.is_empty() {
-        home.default_model_dir()
-    } else {
-        PathBuf::from(&backends.embedding_model)
-    };
-    if !dir.join("model.safetensors").exists() {
-        return Err(format!("no embedding model in {} (run scripts/get-model.sh)", dir.display()));
+    if !backends.embedding_model.is_empty() {
+        let dir = PathBuf::from(&backends.embedding_model);
+        if !dir.join("model.safetensors").exists() {
+            return Err(format!(
+                "no embedding model in {} (context.backends.embedding-model; scripts/get-model.sh DIR makes one)",
+                dir.display()
+            ));
+        }
+        return StaticEmbedder::load(&dir).map_err(|e| e.to_string());
     }
-    StaticEmbedder::load(&dir).map_err(|e| e.to_string())
+    let dir = home.default_model_dir();
+    if dir.join("model.safetensors").exists() {
+        return StaticEmbedder::load(&dir).map_err(|e| e.to_string());
+    }
+    StaticEmbedder::bundled().map_err(|e| e.to_string())
 }
 
 /// The engine's home directory and the paths inside it.
@@ -140,7 +148,8 @@ pub enum EngineError {
 pub struct AssembleOptions {
     /// The requested depth, resolved to 0-9.
     pub depth: u8,
-    /// Candidates kept from each strategy.
+    /// Candidates kept from each strategy; 0 lets the budget decide
+    /// ([`candidates_for_budget`]).
     pub limit: usize,
     pub filter: SearchFilter,
     /// The token budget (see [`Engine::budget`]).
@@ -188,6 +197,13 @@ impl FileDependencies for StoreDependencies<'_> {
         edges.dedup();
         edges
     }
+}
+
+/// Candidates kept from each strategy when the caller names no number: 50 up to
+/// an 8,000-token budget, then one per 160 tokens (200 at 32,000, 625 at
+/// 100,000), at most 1,000, so a large budget has enough to spend itself on.
+pub fn candidates_for_budget(available: u64) -> usize {
+    (available / 160).clamp(50, 1_000) as usize
 }
 
 /// The budget when neither a model nor a token limit is given.
@@ -561,7 +577,11 @@ impl Engine {
         let query = RetrievalQuery {
             request,
             depth: options.depth,
-            limit: options.limit.max(1),
+            limit: if options.limit == 0 {
+                candidates_for_budget(options.budget.available_tokens())
+            } else {
+                options.limit
+            },
             filter: options.filter.clone(),
             arce_max_rounds: config.context.strategies.arce.max_rounds,
             max_hops: config.context.strategies.breadth_depth_navigator.max_hops,

@@ -47,11 +47,25 @@ pub trait Embedder: Send + Sync {
 /// Longest text embedded, in model tokens; longer texts are cut.
 const MAX_EMBED_TOKENS: usize = 256;
 
-/// A static embedding model (model2vec format) loaded from a local directory holding
+/// A static embedding model (model2vec format): the one bundled into the binary
+/// ([`StaticEmbedder::bundled`]), or one loaded from a local directory holding
 /// `config.json`, `tokenizer.json` and `model.safetensors`.
 pub struct StaticEmbedder {
     model: model2vec_rs::model::StaticModel,
     id: String,
+}
+
+/// Name of the bundled model (and of the folder `scripts/get-model.sh` writes).
+pub const BUNDLED_MODEL: &str = "minilm-code-static";
+
+/// The bundled model's files, made by `scripts/get-model.sh` (recipe
+/// `minilm-code-static/2`); CI checks that the recipe still makes these bytes.
+mod bundled {
+    pub const TOKENIZER: &[u8] = include_bytes!("../model/minilm-code-static/tokenizer.json");
+    pub const WEIGHTS: &[u8] = include_bytes!("../model/minilm-code-static/model.safetensors");
+    pub const CONFIG: &[u8] = include_bytes!("../model/minilm-code-static/config.json");
+    #[cfg(test)]
+    pub const METADATA: &str = include_str!("../model/minilm-code-static/metadata.json");
 }
 
 impl StaticEmbedder {
@@ -62,14 +76,30 @@ impl StaticEmbedder {
             std::fs::read(&path).map_err(|source| SearchError::ModelFile { path, source })
         };
         let (tokenizer, weights, config) = (read("tokenizer.json")?, read("model.safetensors")?, read("config.json")?);
-        let model = model2vec_rs::model::StaticModel::from_bytes(&tokenizer, &weights, &config, Some(true))
+        let name = dir.file_name().map_or_else(|| "model".to_owned(), |n| n.to_string_lossy().into_owned());
+        StaticEmbedder::from_parts(&name, &tokenizer, &weights, &config, dir)
+    }
+
+    /// The model shipped inside the binary: nothing to download or install.
+    pub fn bundled() -> Result<StaticEmbedder, SearchError> {
+        let dir = Path::new("<bundled>").join(BUNDLED_MODEL);
+        StaticEmbedder::from_parts(BUNDLED_MODEL, bundled::TOKENIZER, bundled::WEIGHTS, bundled::CONFIG, &dir)
+    }
+
+    fn from_parts(
+        name: &str,
+        tokenizer: &[u8],
+        weights: &[u8],
+        config: &[u8],
+        dir: &Path,
+    ) -> Result<StaticEmbedder, SearchError> {
+        let model = model2vec_rs::model::StaticModel::from_bytes(tokenizer, weights, config, Some(true))
             .map_err(|error| SearchError::Model { dir: dir.to_owned(), message: format!("{error:#}") })?;
         let digest = {
             use sha2::Digest;
-            let hash = sha2::Sha256::digest(&weights);
+            let hash = sha2::Sha256::digest(weights);
             hash.iter().take(8).map(|b| format!("{b:02x}")).collect::<String>()
         };
-        let name = dir.file_name().map_or_else(|| "model".to_owned(), |n| n.to_string_lossy().into_owned());
         Ok(StaticEmbedder { id: format!("{name}@{digest}"), model })
     }
 }
@@ -679,6 +709,36 @@ mod tests {
                 vector: unit(i as u64 + 1, dim),
             })
             .collect()
+    }
+
+    /// The shipped bytes are the ones the recipe recorded (metadata.json, written
+    /// by scripts/distill-model.py; CI re-runs the recipe and compares).
+    #[test]
+    fn the_bundled_model_is_the_recipes_output_and_separates_related_texts() {
+        use sha2::Digest;
+        let meta: serde_json::Value = serde_json::from_str(bundled::METADATA).unwrap();
+        assert_eq!(meta["recipe_id"], "minilm-code-static/2");
+        for (name, bytes) in [
+            ("model.safetensors", bundled::WEIGHTS),
+            ("tokenizer.json", bundled::TOKENIZER),
+            ("config.json", bundled::CONFIG),
+        ] {
+            let sha: String = sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(meta["files"][name].as_str(), Some(sha.as_str()), "{name}");
+        }
+        let model = StaticEmbedder::bundled().unwrap();
+        assert_eq!(model.dim(), 256);
+        assert!(model.model_id().starts_with("minilm-code-static@"));
+        let texts: Vec<String> = [
+            "retry a request with exponential backoff",
+            "fn retry_with_backoff(request: Request, attempts: u32) sleep delay doubles",
+            "def render_thumbnail(image, width, height) resize picture",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let v = model.embed(&texts);
+        let cos = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+        assert!(cos(&v[0], &v[1]) > cos(&v[0], &v[2]) + 0.1, "{} vs {}", cos(&v[0], &v[1]), cos(&v[0], &v[2]));
     }
 
     fn open(dir: &Path, threshold: usize) -> LocalVectorIndex {

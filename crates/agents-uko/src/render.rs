@@ -86,6 +86,10 @@ pub fn render(input: &RenderInput<'_>, depth: u8) -> String {
         let depends: Vec<String> = edges
             .iter()
             .filter(|e| e.kind != RefKind::Mentions)
+            // An unresolved call (`options.get`, `bp.lstrip`, `print`) costs
+            // tokens and tells an agent nothing it can open: only resolved calls,
+            // and external imports and bases, are kept.
+            .filter(|e| !(e.external && e.kind == RefKind::Calls))
             .map(|e| format!("{} ({}{})", e.target, e.kind.as_str(), if e.external { ", external" } else { "" }))
             .collect();
         let mentions: Vec<&str> =
@@ -255,7 +259,8 @@ mod tests {
         assert_eq!(render(&i, 0), "class App\n");
         assert!(render(&i, 1).contains("contains: method run, method stop"));
         assert!(!render(&i, 1).contains("depends on"));
-        assert!(render(&i, 2).contains("depends on: src/base.py#Base (inherits), os.exit (calls, external)"));
+        assert!(render(&i, 2).contains("depends on: src/base.py#Base (inherits)\n"), "{}", render(&i, 2));
+        assert!(!render(&i, 2).contains("os.exit"), "unresolved calls are left out: {}", render(&i, 2));
         assert!(render(&i, 3).contains("summary: Runs the service.\n- run: Run n times."));
         let d4 = render(&i, 4);
         assert!(d4.contains("signature: class App(Base)") && d4.contains("  def run(self, n: int) -> str"));

@@ -17,7 +17,7 @@ use agents_core::tokens::TokenCounter;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::piece::{DEPTH_STEPS, DepthRenderer, MIN_FRAGMENT_TOKENS, Piece, PieceRole, is_inside};
+use super::piece::{DEPTH_STEPS, DepthRenderer, MIN_FRAGMENT_TOKENS, Piece, PieceRole, line_span, source_inside};
 use super::{PipelineError, StageInput};
 use crate::retrieval::registry::Fallback;
 use crate::retrieval::{BackendKind, Candidate};
@@ -447,8 +447,9 @@ pub trait DetailDepthResolver: Send + Sync {
 }
 
 /// Each node gets the deepest depth (from its requested depth down the fallback
-/// steps) whose rendering fits its share of the budget: a third for the three
-/// most relevant pieces, a twelfth for the rest, so that no few fragments crowd
+/// steps) whose rendering fits its share of the budget: a quarter for the three
+/// most relevant pieces (the best match comes whole when a single function fits
+/// a quarter of the budget), a twelfth for the rest, so that no few fragments crowd
 /// out the others and the context covers more of the places that matter. Pieces
 /// that fit nowhere keep their shallowest rendering for the packer to judge.
 #[derive(Clone, Copy, Debug, Default)]
@@ -456,8 +457,8 @@ pub struct BudgetDepthResolver;
 
 /// How many of the most relevant pieces get the larger share.
 pub const RESOLVER_LEADERS: usize = 3;
-/// Budget divisors: a leader may take a third, any other piece a twelfth.
-const RESOLVER_LEADER_SHARE: usize = 3;
+/// Budget divisors: a leader may take a quarter, any other piece a twelfth.
+const RESOLVER_LEADER_SHARE: usize = 4;
 const RESOLVER_SHARE: usize = 12;
 
 /// Depths to try for a piece wanted at `top`: `top`, then the fallback steps below it.
@@ -467,7 +468,7 @@ pub const MAX_BYTES_PER_TOKEN: usize = 16;
 
 /// The depth to render a node proposed at `depth` first: its full text (depth
 /// 9) only when `source_bytes` of it could fit the share the resolver may give
-/// it (`budget` / 3 for one of the few most relevant, `budget` / 12 for the
+/// it (`budget` / 4 for one of the few most relevant, `budget` / 12 for the
 /// rest) at [`MAX_BYTES_PER_TOKEN`]; otherwise the next depth of the ladder,
 /// which the resolver would fall back to anyway. Rendering and counting whole
 /// files only to discard them was most of what a query spent.
@@ -507,11 +508,9 @@ impl DetailDepthResolver for BudgetDepthResolver {
     ) -> Vec<Piece> {
         // Rank by relevance (ties by URI): the leaders may take more.
         let mut order: Vec<usize> = (0..pieces.len()).collect();
+        let weight = |p: &Piece| p.relevance * p.boost;
         order.sort_by(|&a, &b| {
-            pieces[b]
-                .relevance
-                .total_cmp(&pieces[a].relevance)
-                .then_with(|| pieces[a].uko_node.cmp(&pieces[b].uko_node))
+            weight(&pieces[b]).total_cmp(&weight(&pieces[a])).then_with(|| pieces[a].uko_node.cmp(&pieces[b].uko_node))
         });
         let mut rank = vec![0; pieces.len()];
         for (r, i) in order.into_iter().enumerate() {
@@ -639,13 +638,109 @@ impl FragmentScorer for WeightedScorer {
                     + parts.hierarchy * weights.hierarchy
                     + parts.quality * weights.quality
                     + parts.recency * weights.recency)
-                    / total;
+                    / total
+                    * piece.boost;
                 ScoredFragment { piece, score, parts }
             })
             .collect();
+        // One story for files and pieces: a file's best piece scores its file's
+        // standing, the others their share of that best, so files rank as
+        // `ranked_files` does and pieces within a file by their own evidence.
+        let mut best_in_file: HashMap<&str, f64> = HashMap::new();
+        for s in scored.iter().filter(|s| s.piece.file_standing > 0.0 && !s.piece.inline) {
+            let best = best_in_file.entry(s.piece.path.as_str()).or_insert(0.0);
+            *best = best.max(s.score);
+        }
+        let best_in_file: HashMap<String, f64> = best_in_file.into_iter().map(|(p, b)| (p.to_owned(), b)).collect();
+        for s in scored.iter_mut().filter(|s| s.piece.file_standing > 0.0 && !s.piece.inline) {
+            let best = best_in_file.get(&s.piece.path).copied().unwrap_or(0.0);
+            if best > 0.0 {
+                s.score = s.piece.file_standing * s.score / best;
+            }
+        }
         sort_scored(&mut scored);
-        scored
+        diversify(scored)
     }
+}
+
+/// How much a query naming a node ([`crate::retrieval::name_match`] = 1) raises
+/// its score: it doubles.
+pub const NAME_BOOST: f64 = 1.0;
+
+/// What a piece's score is multiplied by for where it lives and what it is
+/// named: its file's role prior ([`crate::retrieval::FileRole::prior`]: tests,
+/// examples, docs, stubs and generated code after source), times `1 +
+/// NAME_BOOST x name_match`. Kept to six places. ([`diversify`] scales the
+/// final scores back into [0, 1].)
+pub fn chunk_boost(path: &str, name_match: f64) -> f64 {
+    let prior = f64::from(crate::retrieval::role_prior(path));
+    let boost = prior * (1.0 + NAME_BOOST * name_match.clamp(0.0, 1.0));
+    (boost * 1e6).round() / 1e6
+}
+
+/// Weight of each further piece of a file already placed higher in the ranking:
+/// the second piece of a file counts 0.9 of its score, the third 0.81, ... so
+/// the top of the list spreads over more files.
+pub const DIVERSITY_DECAY: f64 = 0.9;
+/// Weight of a piece whose lines overlap those of a piece already placed higher
+/// (a class after one of its methods, a file after its function): it repeats
+/// what the agent already has.
+pub const OVERLAP_DECAY: f64 = 0.5;
+/// Step between neighbouring final scores: the ranking is strict, so equal
+/// evidence never leaves the order to chance.
+const SCORE_STEP: f64 = 1e-6;
+
+/// Re-ranks scored pieces greedily: each round takes the piece whose score,
+/// times [`DIVERSITY_DECAY`] per piece of its file already taken and
+/// [`OVERLAP_DECAY`] when its lines overlap one of theirs, is highest
+/// (ties by URI), and gives it that score. Then the scores are scaled so the best
+/// is 1, kept to six places and made strictly lower than the one before
+/// it (never below 0), so the
+/// scores delivered as `relevance_score` tell the same order as the list.
+pub fn diversify(mut rest: Vec<ScoredFragment>) -> Vec<ScoredFragment> {
+    sort_scored(&mut rest);
+    let mut taken: HashMap<String, Vec<Option<(u32, u32)>>> = HashMap::new();
+    let mut out = Vec::with_capacity(rest.len());
+    while !rest.is_empty() {
+        let adjusted = |s: &ScoredFragment| {
+            if s.piece.path.is_empty() || s.piece.inline {
+                return s.score;
+            }
+            let Some(before) = taken.get(&s.piece.path) else { return s.score };
+            let lines = line_span(&s.piece.source_range);
+            let overlaps = before.iter().any(|b| match (lines, b) {
+                (Some((a0, a1)), Some((b0, b1))) => a0 <= *b1 && *b0 <= a1,
+                _ => false,
+            });
+            s.score * DIVERSITY_DECAY.powi(before.len() as i32) * if overlaps { OVERLAP_DECAY } else { 1.0 }
+        };
+        let mut best = 0;
+        let mut best_score = adjusted(&rest[0]);
+        for (i, s) in rest.iter().enumerate().skip(1) {
+            let a = adjusted(s);
+            // `rest` is sorted best first, ties by URI: the first of equals wins.
+            if a > best_score {
+                best = i;
+                best_score = a;
+            }
+        }
+        let mut s = rest.remove(best);
+        s.score = best_score;
+        if !s.piece.path.is_empty() && !s.piece.inline {
+            taken.entry(s.piece.path.clone()).or_default().push(line_span(&s.piece.source_range));
+        }
+        out.push(s);
+    }
+    // Scaled so the best is 1: a boosted score may pass 1, and a consumer reads
+    // the scores as shares of the best.
+    let scale = out.first().map_or(1.0, |s| if s.score > 0.0 { 1.0 / s.score } else { 1.0 });
+    let mut previous = f64::INFINITY;
+    for s in &mut out {
+        let score = ((s.score * scale * 1e6).round() / 1e6).min(previous - SCORE_STEP).max(0.0);
+        s.score = (score * 1e6).round() / 1e6;
+        previous = s.score;
+    }
+    out
 }
 
 /// Best score first, ties by URI.
@@ -700,8 +795,9 @@ impl BudgetPacker for GreedyPacker {
     ) -> PackOutcome {
         let mut out = PackOutcome::default();
         let mut share: HashMap<&str, usize> = allocations.iter().map(|a| (a.strategy.as_str(), a.tokens)).collect();
-        let mut packed_nodes: Vec<String> = Vec::new();
-        let mut with_source: Vec<String> = Vec::new();
+        // (URI, source range) of what is packed, and of what is packed with its source.
+        let mut packed_nodes: Vec<(String, String)> = Vec::new();
+        let mut with_source: Vec<(String, String)> = Vec::new();
         let mut deferred = Vec::new();
         let total = scored.len();
         let mut reserved = leading_file_reserve(&scored, renderer, tokenizer);
@@ -714,14 +810,21 @@ impl BudgetPacker for GreedyPacker {
             let held = reserved.values().sum::<usize>() - own;
             let remaining = budget.saturating_sub(out.tokens).saturating_sub(held);
             let piece = &item.piece;
-            if packed_nodes.contains(&piece.uko_node) || with_source.iter().any(|p| is_inside(&piece.uko_node, p)) {
+            if packed_nodes.iter().any(|(uri, _)| *uri == piece.uko_node)
+                || with_source
+                    .iter()
+                    .any(|(uri, range)| source_inside(&piece.uko_node, &piece.source_range, uri, range))
+            {
                 return None;
             }
             if remaining < MIN_FRAGMENT_TOKENS {
                 // With room held for other files, it may still fit once that is released.
                 return (held > 0).then_some(item);
             }
-            let top = if packed_nodes.iter().any(|p| is_inside(p, &piece.uko_node)) {
+            let top = if packed_nodes
+                .iter()
+                .any(|(uri, range)| source_inside(uri, range, &piece.uko_node, &piece.source_range))
+            {
                 piece.depth.min(4)
             } else {
                 piece.depth
@@ -745,9 +848,9 @@ impl BudgetPacker for GreedyPacker {
                         *left = left.saturating_sub(candidate.tokens);
                     }
                     if depth >= 5 {
-                        with_source.push(candidate.uko_node.clone());
+                        with_source.push((candidate.uko_node.clone(), candidate.source_range.clone()));
                     }
-                    packed_nodes.push(candidate.uko_node.clone());
+                    packed_nodes.push((candidate.uko_node.clone(), candidate.source_range.clone()));
                     reserved.remove(&candidate.path);
                     out.tokens += candidate.tokens;
                     out.packed.push(ScoredFragment { piece: candidate, ..item });
@@ -767,8 +870,43 @@ impl BudgetPacker for GreedyPacker {
                 let _ = place(item, &mut out, false, &mut reserved);
             }
         }
+        deepen(&mut out, budget, renderer, tokenizer);
         out.omitted = total - out.packed.len();
         out
+    }
+}
+
+/// The deepen pass: what the packing left of the budget goes to the packed
+/// pieces, best first, each re-rendered at the deepest depth that fits what is
+/// left, up to the depth it was asked for (the request's depth, less the depth
+/// gradient's cut for pieces further out). A piece with packed members inside
+/// it goes no deeper than 4, so no source is delivered twice.
+fn deepen(out: &mut PackOutcome, budget: usize, renderer: &dyn DepthRenderer, tokenizer: &dyn TokenCounter) {
+    for i in 0..out.packed.len() {
+        let left = budget.saturating_sub(out.tokens);
+        if left < MIN_FRAGMENT_TOKENS {
+            break;
+        }
+        let piece = &out.packed[i].piece;
+        if piece.inline || piece.role != PieceRole::Context {
+            continue;
+        }
+        let has_members = out
+            .packed
+            .iter()
+            .any(|s| source_inside(&s.piece.uko_node, &s.piece.source_range, &piece.uko_node, &piece.source_range));
+        let cap = piece.requested_depth;
+        let top = if has_members { cap.min(4) } else { cap };
+        if top <= piece.depth {
+            continue;
+        }
+        let deeper = depth_ladder(top)
+            .take_while(|d| *d > piece.depth)
+            .find_map(|depth| at_depth(piece, depth, renderer, tokenizer).filter(|p| p.tokens <= piece.tokens + left));
+        if let Some(deeper) = deeper {
+            out.tokens = out.tokens - piece.tokens + deeper.tokens;
+            out.packed[i].piece = deeper;
+        }
     }
 }
 
@@ -864,6 +1002,39 @@ impl FragmentOrderer for CoherentOrderer {
             group.sort_by(|a, b| (a.piece.start_line, &a.piece.uko_node).cmp(&(b.piece.start_line, &b.piece.uko_node)));
             out.extend(group);
         }
+        out
+    }
+}
+
+/// Skeleton first, then inline notes (decisions), then files by the best score
+/// of their pieces (so the first file is the one the best piece comes from, and
+/// files follow `ranked_files`); within a file its best piece first, the rest
+/// in source order. An agent that reads only the top gets the best evidence.
+/// (The spec's dependency order is the `dependency` orderer, [`CoherentOrderer`].)
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RelevanceOrderer;
+
+impl FragmentOrderer for RelevanceOrderer {
+    fn order(&self, packed: Vec<ScoredFragment>, _deps: &dyn FileDependencies) -> Vec<ScoredFragment> {
+        let (mut skeleton, rest): (Vec<_>, Vec<_>) =
+            packed.into_iter().partition(|s| s.piece.role == PieceRole::Skeleton);
+        let (mut inline, files): (Vec<_>, Vec<_>) = rest.into_iter().partition(|s| s.piece.path.is_empty());
+        sort_scored(&mut inline);
+        skeleton.sort_by(|a, b| (&a.piece.path, a.piece.start_line).cmp(&(&b.piece.path, b.piece.start_line)));
+        let mut groups: BTreeMap<String, Vec<ScoredFragment>> = BTreeMap::new();
+        for s in files {
+            groups.entry(s.piece.path.clone()).or_default().push(s);
+        }
+        let mut groups: Vec<(String, Vec<ScoredFragment>)> = groups.into_iter().collect();
+        for (_, group) in &mut groups {
+            sort_scored(group);
+            group[1..]
+                .sort_by(|a, b| (a.piece.start_line, &a.piece.uko_node).cmp(&(b.piece.start_line, &b.piece.uko_node)));
+        }
+        groups.sort_by(|a, b| b.1[0].score.total_cmp(&a.1[0].score).then_with(|| a.0.cmp(&b.0)));
+        let mut out = skeleton;
+        out.append(&mut inline);
+        out.extend(groups.into_iter().flat_map(|(_, group)| group));
         out
     }
 }
@@ -1037,12 +1208,143 @@ pub(crate) mod tests {
         (0..lines).map(|i| format!("{seed} line {i} with some words to count\n")).collect()
     }
 
+    /// A retrieved (not inline) piece of `path` at lines `start`..`start + 2`.
+    fn code_piece(uri: &str, path: &str, relevance: f64, start: u32) -> Piece {
+        let mut p = Piece {
+            source_range: format!("{start}:0-{}:0", start + 2),
+            start_line: start,
+            relevance,
+            quality: 0.5,
+            strategies: vec!["s".to_owned()],
+            ..Piece::new(uri, "function", path, format!("def {}(): pass", uri.rsplit('#').next().unwrap()), 9)
+        };
+        p.measure(&tok());
+        p
+    }
+
+    fn order(out: &[ScoredFragment]) -> Vec<&str> {
+        out.iter().map(|s| s.piece.uko_node.rsplit('#').next().unwrap()).collect()
+    }
+
+    #[test]
+    fn a_test_file_ranks_below_source_with_the_same_evidence() {
+        let mut pieces = vec![
+            code_piece("uko://r/tests/test_a.py#test_f", "tests/test_a.py", 0.8, 1),
+            code_piece("uko://r/docs/a.md#F", "docs/a.md", 0.8, 1),
+            code_piece("uko://r/src/a.py#f", "src/a.py", 0.8, 1),
+        ];
+        for p in &mut pieces {
+            p.boost = chunk_boost(&p.path, 0.0);
+        }
+        let out = scored(pieces);
+        assert_eq!(order(&out), ["f", "test_f", "F"]);
+        assert!(out[1].score <= out[0].score * 0.4 + 1e-9, "{out:?}");
+    }
+
+    #[test]
+    fn a_definition_the_query_names_is_boosted() {
+        let query = "where is Session.merge_settings defined";
+        let mut pieces = vec![
+            code_piece("uko://r/src/a.py#Session.merge_settings", "src/a.py", 0.5, 10),
+            code_piece("uko://r/src/b.py#Session.close", "src/b.py", 0.8, 10),
+        ];
+        for p in &mut pieces {
+            p.boost = chunk_boost(&p.path, crate::retrieval::name_match(query, &p.uko_node));
+        }
+        assert_eq!(order(&scored(pieces)), ["Session.merge_settings", "Session.close"]);
+    }
+
+    #[test]
+    fn further_pieces_of_one_file_give_way_to_other_files() {
+        let pieces = vec![
+            code_piece("uko://r/a.py#a1", "a.py", 0.90, 1),
+            code_piece("uko://r/a.py#a2", "a.py", 0.88, 10),
+            code_piece("uko://r/a.py#a3", "a.py", 0.86, 20),
+            code_piece("uko://r/b.py#b1", "b.py", 0.92, 1),
+        ];
+        // Without diversity a2 and a3 would come before b1.
+        assert_eq!(order(&scored(pieces)), ["a1", "b1", "a2", "a3"]);
+        // A piece whose lines overlap one placed higher (a class after its
+        // method) weighs half.
+        let mut class = code_piece("uko://r/c.py#C", "c.py", 0.95, 1);
+        class.source_range = "1:0-40:0".to_owned();
+        let method = code_piece("uko://r/c.py#C.m", "c.py", 1.0, 5);
+        let other = code_piece("uko://r/d.py#g", "d.py", 0.6, 1);
+        assert_eq!(order(&scored(vec![class, method, other])), ["C.m", "g", "C"]);
+    }
+
+    #[test]
+    fn a_files_best_piece_scores_its_files_standing_so_files_and_pieces_agree() {
+        let mut pieces = vec![
+            code_piece("uko://r/a.py#a1", "a.py", 0.5, 1),
+            code_piece("uko://r/a.py#a2", "a.py", 0.25, 10),
+            code_piece("uko://r/b.py#b1", "b.py", 1.0, 1),
+        ];
+        // a.py leads the file ranking (its standing 1), b.py is second (0.75),
+        // although b1 alone is the strongest piece.
+        pieces[0].file_standing = 1.0;
+        pieces[1].file_standing = 1.0;
+        pieces[2].file_standing = 0.75;
+        let out = scored(pieces);
+        assert_eq!(order(&out), ["a1", "b1", "a2"]);
+        assert_eq!(out[0].score, 1.0);
+        assert!((out[1].score - 0.75).abs() < 1e-6, "{out:?}");
+    }
+
+    #[test]
+    fn scores_are_strict_and_the_best_is_one() {
+        let pieces: Vec<Piece> =
+            (0..12).map(|i| code_piece(&format!("uko://r/f{i}.py#same"), &format!("f{i}.py"), 0.5, 1)).collect();
+        let out = scored(pieces);
+        assert_eq!(out[0].score, 1.0);
+        assert!(
+            out.windows(2).all(|w| w[0].score > w[1].score),
+            "{:?}",
+            out.iter().map(|s| s.score).collect::<Vec<_>>()
+        );
+        // Equal evidence falls to the URI, the same way every time.
+        assert_eq!(out[0].piece.uko_node, "uko://r/f0.py#same");
+    }
+
+    /// Renders a piece from its full text, cut as [`InlineRenderer`] cuts.
+    struct FullText(HashMap<String, String>);
+
+    impl DepthRenderer for FullText {
+        fn render(&self, piece: &Piece, depth: u8) -> Option<String> {
+            Some(crate::pipeline::piece::InlineRenderer::cut(self.0.get(&piece.uko_node)?, depth))
+        }
+    }
+
+    #[test]
+    fn the_deepen_pass_spends_what_packing_left() {
+        let full = long_text("body", 60);
+        let renderer = FullText(HashMap::from([("uko://r/a.py#f".to_owned(), full.clone())]));
+        let mut p = code_piece("uko://r/a.py#f", "a.py", 0.9, 1);
+        p.content = crate::pipeline::piece::InlineRenderer::cut(&full, 4);
+        p.depth = 4;
+        p.requested_depth = 9;
+        p.measure(&tok());
+        let whole = at_depth(&p, 9, &renderer, &tok()).unwrap().tokens;
+        // Room for the whole text: it comes whole.
+        let out = GreedyPacker.pack(scored(vec![p.clone()]), whole + 5, &[], &renderer, &tok());
+        assert_eq!((out.packed[0].piece.depth, out.tokens), (9, whole));
+        // Room for less: it stays as packed, and the budget holds.
+        let out = GreedyPacker.pack(scored(vec![p.clone()]), whole - 1, &[], &renderer, &tok());
+        assert_eq!(out.packed[0].piece.depth, 4);
+        assert!(out.tokens < whole);
+        // Never deeper than asked.
+        let mut shallow = p;
+        shallow.requested_depth = 4;
+        let out = GreedyPacker.pack(scored(vec![shallow]), whole + 5, &[], &renderer, &tok());
+        assert_eq!(out.packed[0].piece.depth, 4);
+    }
+
     #[test]
     fn whole_text_is_rendered_first_only_when_it_could_fit_a_share() {
         let budget = 7_800;
-        // A leader may take a third of the budget: 2,600 tokens, at most 16 bytes each.
-        assert_eq!(first_depth(9, Some(2_600 * MAX_BYTES_PER_TOKEN), budget, true), 9);
-        assert_eq!(first_depth(9, Some(2_600 * MAX_BYTES_PER_TOKEN + 1), budget, true), 4);
+        // A leader may take a quarter of the budget: 1,950 tokens, at most 16 bytes each.
+        assert_eq!(first_depth(9, Some(1_950 * MAX_BYTES_PER_TOKEN), budget, true), 9);
+        assert_eq!(first_depth(9, Some(1_950 * MAX_BYTES_PER_TOKEN + 1), budget, true), 4);
         // Any other piece a twelfth.
         assert_eq!(first_depth(9, Some(650 * MAX_BYTES_PER_TOKEN), budget, false), 9);
         assert_eq!(first_depth(9, Some(650 * MAX_BYTES_PER_TOKEN + 1), budget, false), 4);
@@ -1161,6 +1463,9 @@ pub(crate) mod tests {
             let mut p = piece(uri, path, relevance, text);
             p.inline = false;
             p.file_standing = standing;
+            // Each piece on lines of its own (pieces that overlap weigh half).
+            let n: u32 = uri.rsplit('#').next().unwrap().parse().unwrap();
+            p.source_range = format!("{}:0-{}:0", n * 100, n * 100 + 50);
             p
         };
         let a1 = file_piece("u:a#1", "a.py", 1.0, &long_text("a", 40), 1.0);

@@ -222,7 +222,8 @@ impl PipelineBuilder {
             .register("default", Component::DepthResolver(Arc::new(BudgetDepthResolver)))
             .register("default", Component::Scorer(Arc::new(WeightedScorer)))
             .register("default", Component::Packer(Arc::new(GreedyPacker)))
-            .register("default", Component::Orderer(Arc::new(CoherentOrderer)))
+            .register("default", Component::Orderer(Arc::new(RelevanceOrderer)))
+            .register("dependency", Component::Orderer(Arc::new(CoherentOrderer)))
             .register("default", Component::Preamble(Arc::new(ProvenancePreamble)))
             .register("default", Component::Skeleton(Arc::new(SignatureSkeleton)))
             .register("relevance", Component::Ranking(Arc::new(ByRelevance)))
@@ -358,23 +359,21 @@ impl Assembly {
         self.context.needs_refresh(new_available, self.refresh_threshold)
     }
 
-    /// The files of the context, ranked by the relevance evidence of their
-    /// fragments: first by the file's standing among everything the strategies
-    /// proposed (all candidates' relevance, best first, halving weights), then by
-    /// the best packed fragment's relevance, then by path.
+    /// The files of the context in the order the context presents them: by the
+    /// best final score of their packed pieces (the `relevance_score` of their
+    /// first fragment), ties by path.
     pub fn ranked_files(&self) -> Vec<String> {
-        let mut best: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+        let mut best: BTreeMap<&str, f64> = BTreeMap::new();
         for s in self
             .pieces
             .iter()
             .filter(|s| !s.piece.path.is_empty() && !s.piece.inline && s.piece.role == PieceRole::Context)
         {
-            let entry = best.entry(s.piece.path.as_str()).or_insert((0.0, 0.0));
-            entry.0 = entry.0.max(s.piece.file_standing);
-            entry.1 = entry.1.max(s.piece.relevance);
+            let entry = best.entry(s.piece.path.as_str()).or_insert(f64::MIN);
+            *entry = entry.max(s.score);
         }
-        let mut files: Vec<(&str, (f64, f64))> = best.into_iter().collect();
-        files.sort_by(|a, b| b.1.0.total_cmp(&a.1.0).then(b.1.1.total_cmp(&a.1.1)).then_with(|| a.0.cmp(b.0)));
+        let mut files: Vec<(&str, f64)> = best.into_iter().collect();
+        files.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
         files.into_iter().map(|(p, _)| p.to_owned()).collect()
     }
 
@@ -680,6 +679,7 @@ impl Pipeline {
         fragment_budget: usize,
     ) -> (Vec<Piece>, Vec<Enforcement>) {
         let mut pieces = Vec::new();
+        let query_text = input.query.text();
         let mut excluded: BTreeMap<&str, usize> = BTreeMap::new();
         let allowed = |c: &&crate::retrieval::Candidate| {
             c.content.is_some() || c.path.is_empty() || input.view.is_none_or(|v| v.allows_path(&c.path))
@@ -690,7 +690,11 @@ impl Pipeline {
             runs.iter()
                 .flat_map(|r| &r.candidates)
                 .filter(|c| !c.path.is_empty() && allowed(c))
-                .map(|c| (c.path.as_str(), c.score, c.whole_file)),
+                // A node the query names is stronger evidence for its file too.
+                .map(|c| {
+                    let named = if c.whole_file { 0.0 } else { crate::retrieval::name_match(&query_text, &c.uri) };
+                    (c.path.as_str(), c.score * (1.0 + components::NAME_BOOST as f32 * named as f32), c.whole_file)
+                }),
         );
         let standing: std::collections::HashMap<&str, f64> =
             ranked.iter().enumerate().map(|(i, p)| (p.as_str(), 1.0 / (1.0 + i as f64 / 3.0))).collect();
@@ -775,6 +779,16 @@ impl Pipeline {
                 };
                 let Some(piece) = piece else { continue };
                 let mut piece = piece.proposed_by(c, quality);
+                // Asked for at the candidate's depth, even when its first
+                // rendering is shallower (too large for a share): the deepen
+                // pass may give it that depth when room is left.
+                piece.requested_depth = piece.requested_depth.max(c.depth);
+                if !piece.inline && !piece.path.is_empty() {
+                    piece.boost = components::chunk_boost(
+                        &piece.path,
+                        crate::retrieval::name_match(&query_text, &piece.uko_node),
+                    );
+                }
                 piece.file_standing = standing.get(piece.path.as_str()).copied().unwrap_or(0.0);
                 if !piece.path.is_empty() && !piece.inline {
                     piece.modified = input.facts.modified(&piece.path);
@@ -1124,7 +1138,8 @@ fn to_fragment(piece: &Piece, score: f64, resource_id: &str) -> Result<ContextFr
     }
     let mut metadata = BTreeMap::new();
     metadata.insert("kind".to_owned(), piece.kind.clone());
-    metadata.insert("score".to_owned(), format!("{score:.4}"));
+    metadata.insert("score".to_owned(), format!("{score:.6}"));
+    metadata.insert("evidence".to_owned(), format!("{:.6}", piece.relevance));
     metadata.insert("strategies".to_owned(), piece.strategies.join(","));
     metadata.insert("requested_depth".to_owned(), piece.requested_depth.to_string());
     if piece.role == PieceRole::Skeleton {
@@ -1137,7 +1152,7 @@ fn to_fragment(piece: &Piece, score: f64, resource_id: &str) -> Result<ContextFr
     ContextFragment::builder(piece.uko_node.clone(), piece.content.clone(), piece.tokens as u64, provenance)
         .fragment_id(id)
         .detail_depth(piece.depth)
-        .relevance_score(piece.relevance.clamp(0.0, 1.0))
+        .relevance_score(score.clamp(0.0, 1.0))
         .tier(piece.tier)
         .metadata(metadata)
         .build()
@@ -1211,7 +1226,7 @@ mod tests {
         let error = PipelineBuilder::new().build(&config, PipelineSettings::default()).err().unwrap();
         assert_eq!(
             error.to_string(),
-            "context.pipeline.fragment-orderer: no fragment-orderer named \"nope\" is registered; known: default"
+            "context.pipeline.fragment-orderer: no fragment-orderer named \"nope\" is registered; known: default, dependency"
         );
         let error = pipeline().assemble("p", &[], ContextBudget::new(1000, 0).unwrap(), "loudest", &tok()).unwrap_err();
         assert!(error.to_string().contains("known: recency, relevance, tiered"), "{error}");

@@ -67,6 +67,15 @@ pub struct Piece {
     /// their candidates, evidence-only ones too), in [0, 1]; 0 when unknown.
     #[serde(default)]
     pub file_standing: f64,
+    /// What the scorer multiplies the piece's score by for its file's role and
+    /// how the query names it (see [`super::components::chunk_boost`]); 1 when
+    /// nothing is known.
+    #[serde(default = "one")]
+    pub boost: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 impl Piece {
@@ -99,6 +108,7 @@ impl Piece {
             role: PieceRole::Context,
             modified: None,
             file_standing: 0.0,
+            boost: 1.0,
         }
     }
 
@@ -306,6 +316,25 @@ impl DepthRenderer for StoreRenderer<'_> {
 
 /// Whether `uri` names a node inside the node `ancestor` (`file#A` is inside
 /// `file`, `file#A.b` inside `file#A`).
+/// A piece's first and last line, from its `source_range`, when it has one.
+pub fn line_span(range: &str) -> Option<(u32, u32)> {
+    let (start, end) = range.split_once('-')?;
+    let line = |s: &str| s.split(':').next()?.parse::<u32>().ok();
+    Some((line(start)?, line(end)?))
+}
+
+/// Whether `inner`'s source text is part of `outer`'s: `inner` is a member of
+/// `outer` (by URI) whose lines lie within `outer`'s. A Rust method is a member
+/// of its struct but its source sits in an `impl` block elsewhere, so the
+/// struct's source does not carry it.
+pub fn source_inside(inner_uri: &str, inner_range: &str, outer_uri: &str, outer_range: &str) -> bool {
+    is_inside(inner_uri, outer_uri)
+        && match (line_span(inner_range), line_span(outer_range)) {
+            (Some((a, b)), Some((c, d))) => c <= a && b <= d,
+            _ => true,
+        }
+}
+
 pub fn is_inside(uri: &str, ancestor: &str) -> bool {
     let sep = if ancestor.contains('#') { '.' } else { '#' };
     uri.len() > ancestor.len() && uri.starts_with(ancestor) && uri[ancestor.len()..].starts_with(sep)
@@ -322,6 +351,10 @@ mod tests {
         assert!(!is_inside("uko://r/a.py#AB", "uko://r/a.py#A"));
         assert!(!is_inside("uko://r/a.pyc", "uko://r/a.py"));
         assert!(!is_inside("uko://r/a.py", "uko://r/a.py"));
+        // A Rust method lies in an impl block outside its struct's lines.
+        assert!(source_inside("uko://r/a.rs#S.f", "12:4-14:5", "uko://r/a.rs#S", "10:0-20:1"));
+        assert!(!source_inside("uko://r/a.rs#S.f", "40:4-44:5", "uko://r/a.rs#S", "10:0-12:1"));
+        assert_eq!(line_span("40:4-44:5"), Some((40, 44)));
     }
 
     #[test]

@@ -299,40 +299,154 @@ pub trait ContextStrategy: Send + Sync {
     }
 }
 
-/// How much a file's role counts when files are ranked: tests and documents come
-/// after the code they describe unless they match much better.
-pub fn role_prior(path: &str) -> f32 {
-    let lower = path.to_ascii_lowercase();
-    let name = lower.rsplit('/').next().unwrap_or(&lower);
-    let in_dir = |dirs: &[&str]| lower.split('/').rev().skip(1).any(|part| dirs.contains(&part));
-    let is_test = in_dir(&["test", "tests", "__tests__", "spec", "specs", "testing", "fixtures"])
-        || name.starts_with("test_")
-        || [
-            "_test.go",
-            "_test.py",
-            "_test.rs",
-            ".test.ts",
-            ".test.js",
-            ".test.tsx",
-            ".test.jsx",
-            ".spec.ts",
-            ".spec.js",
-            "_tests.rs",
-            "tests.py",
-        ]
-        .iter()
-        .any(|suffix| name.ends_with(suffix));
-    let is_doc = in_dir(&["docs", "doc", "documentation", "examples", "example"])
-        || [".md", ".mdx", ".rst", ".txt", ".adoc"].iter().any(|ext| name.ends_with(ext))
-        || name.starts_with("changelog")
-        || name.starts_with("history");
-    if is_test {
-        0.4
-    } else if is_doc {
-        0.3
-    } else {
-        1.0
+/// What a file is there for, judged from its path alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileRole {
+    /// Code the project runs.
+    Source,
+    /// Tests, fixtures and test data.
+    Test,
+    /// Documentation: docs folders and prose files.
+    Doc,
+    /// Examples and benchmarks: code that uses the project rather than being it.
+    Example,
+    /// Vendored, generated or built code (`vendor/`, `dist/`, `*.min.js`, `*_pb2.py`).
+    Generated,
+    /// Type stubs and declaration files (`*.pyi`, `*.d.ts`).
+    Stub,
+}
+
+impl FileRole {
+    pub fn of(path: &str) -> FileRole {
+        let lower = path.to_ascii_lowercase();
+        let name = lower.rsplit('/').next().unwrap_or(&lower);
+        let in_dir = |dirs: &[&str]| lower.split('/').rev().skip(1).any(|part| dirs.contains(&part));
+        let ends = |suffixes: &[&str]| suffixes.iter().any(|suffix| name.ends_with(suffix));
+        if in_dir(&[
+            "vendor",
+            "vendored",
+            "third_party",
+            "third-party",
+            "node_modules",
+            "dist",
+            "generated",
+            "__generated__",
+        ]) || ends(&[
+            ".min.js",
+            ".min.css",
+            "_pb2.py",
+            "_pb2_grpc.py",
+            ".pb.go",
+            ".generated.ts",
+            ".generated.js",
+            ".g.dart",
+        ]) {
+            return FileRole::Generated;
+        }
+        let is_test =
+            in_dir(&["test", "tests", "__tests__", "spec", "specs", "testing", "fixtures", "testdata", "e2e"])
+                || name.starts_with("test_")
+                || name == "conftest.py"
+                || ends(&[
+                    "_test.go",
+                    "_test.py",
+                    "_test.rs",
+                    ".test.ts",
+                    ".test.js",
+                    ".test.tsx",
+                    ".test.jsx",
+                    ".test.mjs",
+                    ".spec.ts",
+                    ".spec.js",
+                    ".spec.tsx",
+                    "_tests.rs",
+                    "tests.py",
+                    "_spec.rb",
+                ]);
+        if is_test {
+            return FileRole::Test;
+        }
+        if in_dir(&["examples", "example", "benches", "benchmarks", "bench"]) {
+            return FileRole::Example;
+        }
+        if in_dir(&["docs", "doc", "documentation", "docs_src"])
+            || ends(&[".md", ".mdx", ".rst", ".txt", ".adoc"])
+            || name.starts_with("changelog")
+            || name.starts_with("history")
+        {
+            return FileRole::Doc;
+        }
+        if ends(&[".pyi", ".d.ts", ".d.mts", ".d.cts"]) {
+            return FileRole::Stub;
+        }
+        FileRole::Source
     }
+
+    /// How much a file of this role counts against source code when files and
+    /// pieces are ranked: tests, documents and the rest come after the code they
+    /// describe unless they match much better.
+    pub fn prior(self) -> f32 {
+        match self {
+            FileRole::Source => 1.0,
+            FileRole::Stub => 0.6,
+            FileRole::Example => 0.4,
+            FileRole::Test => 0.4,
+            FileRole::Doc => 0.3,
+            FileRole::Generated => 0.2,
+        }
+    }
+}
+
+/// How much a file's role counts when files are ranked ([`FileRole::prior`]).
+pub fn role_prior(path: &str) -> f32 {
+    FileRole::of(path).prior()
+}
+
+/// How strongly the query names the node `uri` (`uko://R/path#Outer.name`), in
+/// [0, 1]: 1 when the query holds its qualified name (`Outer.name`,
+/// `Outer::name`), or an identifier-like name of its own (one with `_` or an
+/// inner capital) as a word, or a plain name of 4 characters or more together
+/// with an enclosing name; 0.3 for a plain name of 4 characters or more alone
+/// (`decorator`, `send`: many nodes share such words);
+/// 0.5 when every word of a two-or-more-word name (`merge_settings`,
+/// `mergeSettings`) is a word of the query. Short names (`get`, `run`) and
+/// file nodes never match: too many things share them.
+pub fn name_match(query: &str, uri: &str) -> f64 {
+    let Some((_, symbol)) = uri.split_once('#') else { return 0.0 };
+    let segments: Vec<&str> = symbol.split(['.', ':']).filter(|s| !s.is_empty()).collect();
+    let Some(name) = segments.last().copied() else { return 0.0 };
+    let words: Vec<String> = query
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let has = |w: &str| words.iter().any(|q| q == &w.to_lowercase());
+    let compact: String = query.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_lowercase();
+    if segments.len() >= 2 {
+        let outer = segments[segments.len() - 2].to_lowercase();
+        let lower = name.to_lowercase();
+        if compact.contains(&format!("{outer}.{lower}")) || compact.contains(&format!("{outer}::{lower}")) {
+            return 1.0;
+        }
+    }
+    if has(name) {
+        // An identifier, not a word: `version_option`, `HTTPAdapter`, `isTTY`.
+        let distinctive = name.contains('_') || name.chars().skip(1).any(char::is_uppercase);
+        if distinctive {
+            return 1.0;
+        }
+        if name.len() >= 4 {
+            let outer = segments.iter().rev().skip(1).any(|s| s.len() >= 3 && has(s));
+            return if outer { 1.0 } else { 0.3 };
+        }
+        return 0.0;
+    }
+    let parts = agents_search::code_tokens(name);
+    let parts: Vec<&String> = parts.iter().filter(|p| p.as_str() != name.to_lowercase()).collect();
+    if parts.len() >= 2 && parts.iter().all(|p| has(p)) {
+        return 0.5;
+    }
+    0.0
 }
 
 /// Files ranked by the evidence of their scored parts: the best eight scores of a
@@ -430,6 +544,35 @@ mod tests {
         // A file only the whole-file list knows still ranks.
         let only_whole = [("src/a.rs", 1.0, false), ("src/z.rs", 1.0, true)];
         assert_eq!(rank_paths(only_whole), ["src/a.rs", "src/z.rs"]);
+    }
+
+    #[test]
+    fn the_query_names_a_node_by_its_qualified_or_identifier_like_name() {
+        let uri = "uko://R/src/sessions.py#Session.merge_environment_settings";
+        assert_eq!(name_match("where is Session.merge_environment_settings defined", uri), 1.0);
+        assert_eq!(name_match("merge_environment_settings", uri), 1.0);
+        assert_eq!(name_match("how are environment settings merged", uri), 0.0);
+        assert_eq!(name_match("merge environment settings", uri), 0.5);
+        assert_eq!(name_match("HTTPAdapter send method", "uko://R/a.py#HTTPAdapter.send"), 1.0);
+        assert_eq!(name_match("Router::nest", "uko://R/src/routing/mod.rs#Router.nest"), 1.0);
+        // Plain words alone say little; short names and files nothing.
+        assert_eq!(name_match("the version decorator", "uko://R/d.py#argument.decorator"), 0.3);
+        assert_eq!(name_match("get the value", "uko://R/d.py#get"), 0.0);
+        assert_eq!(name_match("sessions", "uko://R/src/sessions.py"), 0.0);
+    }
+
+    #[test]
+    fn file_roles_come_from_the_path() {
+        assert_eq!(FileRole::of("src/requests/sessions.py"), FileRole::Source);
+        assert_eq!(FileRole::of("tests/test_sessions.py"), FileRole::Test);
+        assert_eq!(FileRole::of("tree_test.go"), FileRole::Test);
+        assert_eq!(FileRole::of("docs/api.md"), FileRole::Doc);
+        assert_eq!(FileRole::of("examples/hello/main.rs"), FileRole::Example);
+        assert_eq!(FileRole::of("vendor/lib/x.go"), FileRole::Generated);
+        assert_eq!(FileRole::of("static/app.min.js"), FileRole::Generated);
+        assert_eq!(FileRole::of("pydantic/main.pyi"), FileRole::Stub);
+        assert!(role_prior("src/a.py") > role_prior("src/a.pyi"));
+        assert!(role_prior("src/a.pyi") > role_prior("tests/a.py"));
     }
 
     #[test]

@@ -486,7 +486,7 @@ fn query_args(params: RequestContextParams, path: PathBuf) -> QueryArgs {
         max_tokens: None,
         model: params.model,
         depth: None,
-        candidates: 50,
+        candidates: None,
         under: params.under,
         kinds: Vec::new(),
         strategy: Vec::new(),

@@ -267,7 +267,7 @@ pub fn assemble(
     };
     let options = AssembleOptions {
         depth,
-        limit: args.candidates,
+        limit: args.candidates.unwrap_or(0),
         filter: SearchFilter {
             paths_prefix: args.under.clone(),
             kinds: request.uko_types().to_vec(),
