@@ -956,6 +956,22 @@ pub trait FragmentOrderer: Send + Sync {
     fn order(&self, packed: Vec<ScoredFragment>, deps: &dyn FileDependencies) -> Vec<ScoredFragment>;
 }
 
+/// What both orderers start from: the skeleton in path and line order, the
+/// inline notes by score, and the file pieces grouped by path.
+type ForOrder = (Vec<ScoredFragment>, Vec<ScoredFragment>, BTreeMap<String, Vec<ScoredFragment>>);
+
+fn split_for_order(packed: Vec<ScoredFragment>) -> ForOrder {
+    let (mut skeleton, rest): (Vec<_>, Vec<_>) = packed.into_iter().partition(|s| s.piece.role == PieceRole::Skeleton);
+    let (mut inline, files): (Vec<_>, Vec<_>) = rest.into_iter().partition(|s| s.piece.path.is_empty());
+    sort_scored(&mut inline);
+    skeleton.sort_by(|a, b| (&a.piece.path, a.piece.start_line).cmp(&(&b.piece.path, b.piece.start_line)));
+    let mut groups: BTreeMap<String, Vec<ScoredFragment>> = BTreeMap::new();
+    for s in files {
+        groups.entry(s.piece.path.clone()).or_default().push(s);
+    }
+    (skeleton, inline, groups)
+}
+
 /// Skeleton first, then inline notes (decisions), then files: grouped, in
 /// dependency order (a file before the files that depend on it; among files free
 /// to go, the best-scored first; cycles broken by score), symbols in source order.
@@ -964,16 +980,8 @@ pub struct CoherentOrderer;
 
 impl FragmentOrderer for CoherentOrderer {
     fn order(&self, packed: Vec<ScoredFragment>, deps: &dyn FileDependencies) -> Vec<ScoredFragment> {
-        let (mut skeleton, rest): (Vec<_>, Vec<_>) =
-            packed.into_iter().partition(|s| s.piece.role == PieceRole::Skeleton);
-        let (mut inline, files): (Vec<_>, Vec<_>) = rest.into_iter().partition(|s| s.piece.path.is_empty());
-        sort_scored(&mut inline);
-        skeleton.sort_by(|a, b| (&a.piece.path, a.piece.start_line).cmp(&(&b.piece.path, b.piece.start_line)));
+        let (skeleton, mut inline, mut groups) = split_for_order(packed);
         // Files by best score.
-        let mut groups: BTreeMap<String, Vec<ScoredFragment>> = BTreeMap::new();
-        for s in files {
-            groups.entry(s.piece.path.clone()).or_default().push(s);
-        }
         let best = |g: &Vec<ScoredFragment>| g.iter().map(|s| s.score).fold(f64::MIN, f64::max);
         let mut paths: Vec<String> = groups.keys().cloned().collect();
         paths.sort_by(|a, b| best(&groups[b]).total_cmp(&best(&groups[a])).then_with(|| a.cmp(b)));
@@ -1016,15 +1024,7 @@ pub struct RelevanceOrderer;
 
 impl FragmentOrderer for RelevanceOrderer {
     fn order(&self, packed: Vec<ScoredFragment>, _deps: &dyn FileDependencies) -> Vec<ScoredFragment> {
-        let (mut skeleton, rest): (Vec<_>, Vec<_>) =
-            packed.into_iter().partition(|s| s.piece.role == PieceRole::Skeleton);
-        let (mut inline, files): (Vec<_>, Vec<_>) = rest.into_iter().partition(|s| s.piece.path.is_empty());
-        sort_scored(&mut inline);
-        skeleton.sort_by(|a, b| (&a.piece.path, a.piece.start_line).cmp(&(&b.piece.path, b.piece.start_line)));
-        let mut groups: BTreeMap<String, Vec<ScoredFragment>> = BTreeMap::new();
-        for s in files {
-            groups.entry(s.piece.path.clone()).or_default().push(s);
-        }
+        let (skeleton, mut inline, groups) = split_for_order(packed);
         let mut groups: Vec<(String, Vec<ScoredFragment>)> = groups.into_iter().collect();
         for (_, group) in &mut groups {
             sort_scored(group);
