@@ -829,11 +829,7 @@ def main():
     by_repo = defaultdict(list)
     for c in sorted(cases, key=lambda c: (c["repo"], c["id"])):
         by_repo[c["repo"]].append(c)
-    if args.limit:
-        for repo, cs in by_repo.items():
-            n = len(cs)
-            if n > args.limit:
-                by_repo[repo] = [cs[(2 * i + 1) * n // (2 * args.limit)] for i in range(args.limit)]
+    er.spread_limit(by_repo, args.limit)
     groups = []  # (repo, rev, cases, single_rev)
     for repo in sorted(by_repo):
         revs = sorted({c["rev"] for c in by_repo[repo]})

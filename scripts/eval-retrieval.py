@@ -498,6 +498,16 @@ def default_work():
     return str(shm / "agents-eval") if shm.is_dir() and os.access(shm, os.W_OK) else "/tmp/agents-eval"
 
 
+def spread_limit(by_repo, limit):
+    """Keeps at most `limit` cases of each repository, evenly spaced (in place; 0 keeps all)."""
+    if not limit:
+        return
+    for repo, cs in by_repo.items():
+        n = len(cs)
+        if n > limit:
+            by_repo[repo] = [cs[(2 * i + 1) * n // (2 * limit)] for i in range(limit)]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default=str(ROOT / "eval" / "localization-dev.jsonl"))
@@ -543,11 +553,7 @@ def main():
     for c in cases:
         if not wanted or c["repo"] in wanted or c["repo"].split("/")[1] in wanted:
             by_repo[c["repo"]].append(c)
-    if args.limit:
-        for repo, cs in by_repo.items():
-            n = len(cs)
-            if n > args.limit:
-                by_repo[repo] = [cs[(2 * i + 1) * n // (2 * args.limit)] for i in range(args.limit)]
+    spread_limit(by_repo, args.limit)
     explicit = dict(m.split("=", 1) for m in args.mirror)
     mirrors = {}
     for repo in sorted(by_repo):

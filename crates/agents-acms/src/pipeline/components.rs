@@ -646,14 +646,14 @@ impl FragmentScorer for WeightedScorer {
         // One story for files and pieces: a file's best piece scores its file's
         // standing, the others their share of that best, so files rank as
         // `ranked_files` does and pieces within a file by their own evidence.
-        let mut best_in_file: HashMap<&str, f64> = HashMap::new();
-        for s in scored.iter().filter(|s| s.piece.file_standing > 0.0 && !s.piece.inline) {
-            let best = best_in_file.entry(s.piece.path.as_str()).or_insert(0.0);
+        let ranked_by_file = |s: &ScoredFragment| s.piece.file_standing > 0.0 && !s.piece.inline;
+        let mut best_in_file: HashMap<String, f64> = HashMap::new();
+        for s in scored.iter().filter(|s| ranked_by_file(s)) {
+            let best = best_in_file.entry(s.piece.path.clone()).or_insert(0.0);
             *best = best.max(s.score);
         }
-        let best_in_file: HashMap<String, f64> = best_in_file.into_iter().map(|(p, b)| (p.to_owned(), b)).collect();
-        for s in scored.iter_mut().filter(|s| s.piece.file_standing > 0.0 && !s.piece.inline) {
-            let best = best_in_file.get(&s.piece.path).copied().unwrap_or(0.0);
+        for s in scored.iter_mut().filter(|s| ranked_by_file(s)) {
+            let best = best_in_file[&s.piece.path];
             if best > 0.0 {
                 s.score = s.piece.file_standing * s.score / best;
             }
@@ -900,9 +900,14 @@ fn deepen(out: &mut PackOutcome, budget: usize, renderer: &dyn DepthRenderer, to
         if top <= piece.depth {
             continue;
         }
+        let room = piece.tokens + left;
+        // A source text that needs more tokens than the room even at the densest
+        // code cannot fit: skip rendering the source depths.
+        let source_fits = renderer.source_bytes(&piece.uko_node).is_none_or(|b| b <= room * MAX_BYTES_PER_TOKEN);
         let deeper = depth_ladder(top)
             .take_while(|d| *d > piece.depth)
-            .find_map(|depth| at_depth(piece, depth, renderer, tokenizer).filter(|p| p.tokens <= piece.tokens + left));
+            .filter(|d| *d <= DEPTH_STEPS[1] || source_fits)
+            .find_map(|depth| at_depth(piece, depth, renderer, tokenizer).filter(|p| p.tokens <= room));
         if let Some(deeper) = deeper {
             out.tokens = out.tokens - piece.tokens + deeper.tokens;
             out.packed[i].piece = deeper;
@@ -1222,6 +1227,13 @@ pub(crate) mod tests {
         p
     }
 
+    /// Each piece's boost for `query`, as the pipeline gives it.
+    fn boost_for(query: &str, pieces: &mut [Piece]) {
+        for p in pieces {
+            p.boost = chunk_boost(&p.path, crate::retrieval::name_match(query, &p.uko_node));
+        }
+    }
+
     fn order(out: &[ScoredFragment]) -> Vec<&str> {
         out.iter().map(|s| s.piece.uko_node.rsplit('#').next().unwrap()).collect()
     }
@@ -1233,9 +1245,7 @@ pub(crate) mod tests {
             code_piece("uko://r/docs/a.md#F", "docs/a.md", 0.8, 1),
             code_piece("uko://r/src/a.py#f", "src/a.py", 0.8, 1),
         ];
-        for p in &mut pieces {
-            p.boost = chunk_boost(&p.path, 0.0);
-        }
+        boost_for("", &mut pieces);
         let out = scored(pieces);
         assert_eq!(order(&out), ["f", "test_f", "F"]);
         assert!(out[1].score <= out[0].score * 0.4 + 1e-9, "{out:?}");
@@ -1248,9 +1258,7 @@ pub(crate) mod tests {
             code_piece("uko://r/src/a.py#Session.merge_settings", "src/a.py", 0.5, 10),
             code_piece("uko://r/src/b.py#Session.close", "src/b.py", 0.8, 10),
         ];
-        for p in &mut pieces {
-            p.boost = chunk_boost(&p.path, crate::retrieval::name_match(query, &p.uko_node));
-        }
+        boost_for(query, &mut pieces);
         assert_eq!(order(&scored(pieces)), ["Session.merge_settings", "Session.close"]);
     }
 

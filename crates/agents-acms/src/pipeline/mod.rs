@@ -679,7 +679,7 @@ impl Pipeline {
         fragment_budget: usize,
     ) -> (Vec<Piece>, Vec<Enforcement>) {
         let mut pieces = Vec::new();
-        let query_text = input.query.text();
+        let names = crate::retrieval::QueryNames::new(&input.query.text());
         let mut excluded: BTreeMap<&str, usize> = BTreeMap::new();
         let allowed = |c: &&crate::retrieval::Candidate| {
             c.content.is_some() || c.path.is_empty() || input.view.is_none_or(|v| v.allows_path(&c.path))
@@ -692,7 +692,7 @@ impl Pipeline {
                 .filter(|c| !c.path.is_empty() && allowed(c))
                 // A node the query names is stronger evidence for its file too.
                 .map(|c| {
-                    let named = if c.whole_file { 0.0 } else { crate::retrieval::name_match(&query_text, &c.uri) };
+                    let named = if c.whole_file { 0.0 } else { names.of(&c.uri) };
                     (c.path.as_str(), c.score * (1.0 + components::NAME_BOOST as f32 * named as f32), c.whole_file)
                 }),
         );
@@ -784,10 +784,7 @@ impl Pipeline {
                 // pass may give it that depth when room is left.
                 piece.requested_depth = piece.requested_depth.max(c.depth);
                 if !piece.inline && !piece.path.is_empty() {
-                    piece.boost = components::chunk_boost(
-                        &piece.path,
-                        crate::retrieval::name_match(&query_text, &piece.uko_node),
-                    );
+                    piece.boost = components::chunk_boost(&piece.path, names.of(&piece.uko_node));
                 }
                 piece.file_standing = standing.get(piece.path.as_str()).copied().unwrap_or(0.0);
                 if !piece.path.is_empty() && !piece.inline {

@@ -412,41 +412,60 @@ pub fn role_prior(path: &str) -> f32 {
 /// `mergeSettings`) is a word of the query. Short names (`get`, `run`) and
 /// file nodes never match: too many things share them.
 pub fn name_match(query: &str, uri: &str) -> f64 {
-    let Some((_, symbol)) = uri.split_once('#') else { return 0.0 };
-    let segments: Vec<&str> = symbol.split(['.', ':']).filter(|s| !s.is_empty()).collect();
-    let Some(name) = segments.last().copied() else { return 0.0 };
-    let words: Vec<String> = query
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    let has = |w: &str| words.iter().any(|q| q == &w.to_lowercase());
-    let compact: String = query.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_lowercase();
-    if segments.len() >= 2 {
-        let outer = segments[segments.len() - 2].to_lowercase();
+    QueryNames::new(query).of(uri)
+}
+
+/// A query read once for [`name_match`]: its words (lower case, a set) and its
+/// text without spaces, so matching each of many nodes parses nothing again.
+pub struct QueryNames {
+    words: std::collections::HashSet<String>,
+    compact: String,
+}
+
+impl QueryNames {
+    pub fn new(query: &str) -> QueryNames {
+        let words = query
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let compact = query.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_lowercase();
+        QueryNames { words, compact }
+    }
+
+    /// [`name_match`] of the node `uri` against this query.
+    pub fn of(&self, uri: &str) -> f64 {
+        let Some((_, symbol)) = uri.split_once('#') else { return 0.0 };
+        let segments: Vec<&str> = symbol.split(['.', ':']).filter(|s| !s.is_empty()).collect();
+        let Some(name) = segments.last().copied() else { return 0.0 };
         let lower = name.to_lowercase();
-        if compact.contains(&format!("{outer}.{lower}")) || compact.contains(&format!("{outer}::{lower}")) {
-            return 1.0;
+        let has = |w: &str| self.words.contains(&w.to_lowercase());
+        if segments.len() >= 2 {
+            let outer = segments[segments.len() - 2].to_lowercase();
+            if self.compact.contains(&format!("{outer}.{lower}")) || self.compact.contains(&format!("{outer}::{lower}"))
+            {
+                return 1.0;
+            }
         }
-    }
-    if has(name) {
-        // An identifier, not a word: `version_option`, `HTTPAdapter`, `isTTY`.
-        let distinctive = name.contains('_') || name.chars().skip(1).any(char::is_uppercase);
-        if distinctive {
-            return 1.0;
+        if self.words.contains(&lower) {
+            // An identifier, not a word: `version_option`, `HTTPAdapter`, `isTTY`.
+            let distinctive = name.contains('_') || name.chars().skip(1).any(char::is_uppercase);
+            if distinctive {
+                return 1.0;
+            }
+            if name.len() >= 4 {
+                let outer = segments.iter().rev().skip(1).any(|s| s.len() >= 3 && has(s));
+                return if outer { 1.0 } else { 0.3 };
+            }
+            return 0.0;
         }
-        if name.len() >= 4 {
-            let outer = segments.iter().rev().skip(1).any(|s| s.len() >= 3 && has(s));
-            return if outer { 1.0 } else { 0.3 };
+        let parts = agents_search::code_tokens(name);
+        let parts: Vec<&String> = parts.iter().filter(|p| **p != lower).collect();
+        if parts.len() >= 2 && parts.iter().all(|p| self.words.contains(*p)) {
+            return 0.5;
         }
-        return 0.0;
+        0.0
     }
-    let parts = agents_search::code_tokens(name);
-    let parts: Vec<&String> = parts.iter().filter(|p| p.as_str() != name.to_lowercase()).collect();
-    if parts.len() >= 2 && parts.iter().all(|p| has(p)) {
-        return 0.5;
-    }
-    0.0
 }
 
 /// Files ranked by the evidence of their scored parts: the best eight scores of a
