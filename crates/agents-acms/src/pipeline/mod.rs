@@ -779,10 +779,20 @@ impl Pipeline {
                 };
                 let Some(piece) = piece else { continue };
                 let mut piece = piece.proposed_by(c, quality);
-                // Asked for at the candidate's depth, even when its first
-                // rendering is shallower (too large for a share): the deepen
-                // pass may give it that depth when room is left.
-                piece.requested_depth = piece.requested_depth.max(c.depth);
+                // What the request asks for this node, which the deepen pass may
+                // give it when room is left: the request's depth, less the depth
+                // gradient's cut by hops when the request names a focus (the cuts
+                // by relevance and for size only decide its first rendering); a
+                // file standing in for its evidence keeps its structure depth.
+                let stand_in = file_nodes.iter().any(|f| std::ptr::eq(f, c));
+                let asked = if stand_in {
+                    c.depth
+                } else if input.request.focus().is_empty() {
+                    c.depth.max(input.query.depth)
+                } else {
+                    c.depth.max(input.query.depth_at(c.hops.unwrap_or(0)))
+                };
+                piece.requested_depth = piece.requested_depth.max(asked);
                 if !piece.inline && !piece.path.is_empty() {
                     piece.boost = components::chunk_boost(&piece.path, names.of(&piece.uko_node));
                 }

@@ -314,8 +314,6 @@ impl DepthRenderer for StoreRenderer<'_> {
     }
 }
 
-/// Whether `uri` names a node inside the node `ancestor` (`file#A` is inside
-/// `file`, `file#A.b` inside `file#A`).
 /// A piece's first and last line, from its `source_range`, when it has one.
 pub fn line_span(range: &str) -> Option<(u32, u32)> {
     let (start, end) = range.split_once('-')?;
@@ -335,6 +333,8 @@ pub fn source_inside(inner_uri: &str, inner_range: &str, outer_uri: &str, outer_
         }
 }
 
+/// Whether `uri` names a node inside the node `ancestor` (`file#A` is inside
+/// `file`, `file#A.b` inside `file#A`).
 pub fn is_inside(uri: &str, ancestor: &str) -> bool {
     let sep = if ancestor.contains('#') { '.' } else { '#' };
     uri.len() > ancestor.len() && uri.starts_with(ancestor) && uri[ancestor.len()..].starts_with(sep)
