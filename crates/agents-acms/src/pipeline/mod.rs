@@ -794,7 +794,10 @@ impl Pipeline {
                 };
                 piece.requested_depth = piece.requested_depth.max(asked);
                 if !piece.inline && !piece.path.is_empty() {
-                    piece.boost = components::chunk_boost(&piece.path, names.of(&piece.uko_node));
+                    // A focus the request names is wanted whatever its size.
+                    let asked_for = !input.request.focus().is_empty() && c.hops == Some(0);
+                    let size = if asked_for { 1.0 } else { components::size_prior(&piece) };
+                    piece.boost = components::chunk_boost(&piece.path, names.of(&piece.uko_node)) * size;
                 }
                 piece.file_standing = standing.get(piece.path.as_str()).copied().unwrap_or(0.0);
                 if !piece.path.is_empty() && !piece.inline {

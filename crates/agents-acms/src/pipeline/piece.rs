@@ -68,7 +68,8 @@ pub struct Piece {
     #[serde(default)]
     pub file_standing: f64,
     /// What the scorer multiplies the piece's score by for its file's role and
-    /// how the query names it (see [`super::components::chunk_boost`]); 1 when
+    /// how the query names it (see [`super::components::chunk_boost`]) and its size
+    /// ([`super::components::size_prior`]); 1 when
     /// nothing is known.
     #[serde(default = "one")]
     pub boost: f64,
