@@ -5,9 +5,16 @@
 //! Nothing is read here beyond directory entries and `stat`; problems
 //! (broken or looping symlinks, unreadable directories, special files) are
 //! returned as skips, never as errors, so one bad entry cannot stop a run.
+//!
+//! Confinement: a file is listed only if its canonical path lies inside the
+//! canonical root. A symlink leading out (to a file, or with
+//! `follow_symlinks` to a directory) is skipped as `outside_root` and
+//! reported, so a cloned repository cannot make the index read and serve
+//! `/etc/passwd` or a private key. Directory loops are cut by the walker,
+//! which tracks the directories it is inside (reported as broken symlinks).
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use agents_core::ids::to_iso;
@@ -42,18 +49,39 @@ pub struct WalkOptions {
 
 pub fn walk(root: &Path, options: &WalkOptions) -> WalkResult {
     let result = Mutex::new(WalkResult::default());
-    let walker = WalkBuilder::new(root)
-        .hidden(!options.hidden)
-        .follow_links(options.follow_symlinks)
-        .require_git(false)
-        .filter_entry(|e| e.file_name() != ".git")
-        .threads(options.threads)
-        .build_parallel();
+    // The root as the kernel resolves it; a root that cannot be resolved
+    // confines to itself lexically (the walk then finds nothing anyway).
+    let canonical_root = Arc::new(root.canonicalize().unwrap_or_else(|_| root.to_path_buf()));
+    // Directory symlinks leading out, cut before the walker descends (only
+    // reachable with `follow_symlinks`; otherwise a directory link is a leaf).
+    let escaped_dirs: Arc<Mutex<Vec<PathBuf>>> = Arc::default();
+    let walker = {
+        let canonical_root = Arc::clone(&canonical_root);
+        let escaped_dirs = Arc::clone(&escaped_dirs);
+        WalkBuilder::new(root)
+            .hidden(!options.hidden)
+            .follow_links(options.follow_symlinks)
+            .require_git(false)
+            .filter_entry(move |e| {
+                if e.file_name() == ".git" {
+                    return false;
+                }
+                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+                if is_dir && e.path_is_symlink() && !inside(&canonical_root, e.path()) {
+                    escaped_dirs.lock().unwrap_or_else(|p| p.into_inner()).push(e.path().to_path_buf());
+                    return false;
+                }
+                true
+            })
+            .threads(options.threads)
+            .build_parallel()
+    };
     walker.run(|| {
         let mut local = Buffer { shared: &result, local: WalkResult::default() };
+        let canonical_root = Arc::clone(&canonical_root);
         Box::new(move |entry| {
             match entry {
-                Ok(entry) => visit(root, &entry, &mut local.local),
+                Ok(entry) => visit(root, &canonical_root, &entry, &mut local.local),
                 Err(err) => local.local.skipped.push(classify_error(root, &err)),
             }
             if local.local.files.len() + local.local.skipped.len() >= 256 {
@@ -64,6 +92,8 @@ pub fn walk(root: &Path, options: &WalkOptions) -> WalkResult {
     });
     // Each thread's buffer flushed itself when its visitor was dropped.
     let mut result = result.into_inner().unwrap_or_else(|p| p.into_inner());
+    let escaped = std::mem::take(&mut *escaped_dirs.lock().unwrap_or_else(|p| p.into_inner()));
+    result.skipped.extend(escaped.iter().map(|p| (SkipReason::OutsideRoot, relative(root, p))));
     result.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path).then_with(|| a.abs_path.cmp(&b.abs_path)));
     // Names that are not UTF-8 are stored lossily; two that collide would
     // share one record, so only the first (by raw name) is indexed.
@@ -101,12 +131,24 @@ impl Drop for Buffer<'_> {
     }
 }
 
-fn visit(root: &Path, entry: &ignore::DirEntry, local: &mut WalkResult) {
+/// Whether `path` resolves (all symlinks followed) to a place inside
+/// `canonical_root`. A path that cannot be resolved is not inside.
+fn inside(canonical_root: &Path, path: &Path) -> bool {
+    path.canonicalize().is_ok_and(|real| real.starts_with(canonical_root))
+}
+
+fn visit(root: &Path, canonical_root: &Path, entry: &ignore::DirEntry, local: &mut WalkResult) {
     let Some(file_type) = entry.file_type() else { return }; // stdin, never here
     if file_type.is_dir() {
         return;
     }
     let rel_path = relative(root, entry.path());
+    // Only a symlink can lead out: a plain entry under a directory the walk
+    // entered is inside, because directory links leading out are cut above.
+    if entry.path_is_symlink() && entry.path().exists() && !inside(canonical_root, entry.path()) {
+        local.skipped.push((SkipReason::OutsideRoot, rel_path));
+        return;
+    }
     // For a symlink (not followed), stat the target: a file target is indexed
     // through the link, a missing or looping target is a broken symlink, a
     // directory target is not descended into.
@@ -223,6 +265,44 @@ mod tests {
             assert!(broken.contains(&"dangling.txt"), "follow={follow}: {:?}", r.skipped);
             assert!(broken.contains(&"self"), "follow={follow}: {:?}", r.skipped);
         }
+    }
+
+    #[test]
+    fn symlinks_leading_out_of_the_root_are_skipped_and_reported() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.txt"), "private key").unwrap();
+        std::fs::create_dir(outside.path().join("home")).unwrap();
+        std::fs::write(outside.path().join("home/id_rsa"), "private key").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/lib.rs"), "fn main() {}").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.txt"), root.join("leak.txt")).unwrap();
+        std::os::unix::fs::symlink("../../repo/src/lib.rs", root.join("src/alias.rs")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("home"), root.join("linked_home")).unwrap();
+        std::os::unix::fs::symlink("src", root.join("src_again")).unwrap();
+        for follow in [false, true] {
+            let r = walk(&root, &WalkOptions { follow_symlinks: follow, ..opts() });
+            let paths: Vec<_> = r.files.iter().map(|f| f.rel_path.as_str()).collect();
+            let mut expected = vec!["src/alias.rs", "src/lib.rs"];
+            if follow {
+                expected.extend(["src_again/alias.rs", "src_again/lib.rs"]);
+            }
+            assert_eq!(paths, expected, "follow={follow}");
+            let out: Vec<_> = r
+                .skipped
+                .iter()
+                .filter(|(reason, _)| *reason == SkipReason::OutsideRoot)
+                .map(|(_, p)| p.as_str())
+                .collect();
+            assert_eq!(out, ["leak.txt", "linked_home"], "follow={follow}: {:?}", r.skipped);
+        }
+        // A root reached through a symlink confines to its target.
+        let via = dir.path().join("via");
+        std::os::unix::fs::symlink(&root, &via).unwrap();
+        let r = walk(&via, &opts());
+        let paths: Vec<_> = r.files.iter().map(|f| f.rel_path.as_str()).collect();
+        assert_eq!(paths, ["src/alias.rs", "src/lib.rs"]);
     }
 
     #[test]

@@ -922,6 +922,32 @@ fn usage_errors_exit_2() {
 // ---------------------------------------------------------------------------
 
 #[test]
+fn symlinks_leading_out_of_the_repository_are_never_read_or_served() {
+    let fx = Fixture::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "hunter2 topsecretpassword\n").unwrap();
+    std::fs::create_dir(outside.path().join("keys")).unwrap();
+    std::fs::write(outside.path().join("keys/id.py"), "KEY = 'topsecretpassword'\n").unwrap();
+    fx.write("app.py", "def login(password):\n    return password == 'x'\n");
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), fx.repo.join("leak.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("keys"), fx.repo.join("keys")).unwrap();
+    for follow in ["false", "true"] {
+        std::fs::write(fx.home.join("config.toml"), format!("[index]\nfollow-symlinks = {follow}\n")).unwrap();
+        let v = fx.index(&[]);
+        assert_eq!(v["report"]["skipped"]["outside_root"], 2, "follow={follow}: {v}");
+        let paths: Vec<String> = fx.stored_files(&fx.repo).into_iter().map(|f| f.path).collect();
+        assert_eq!(paths, ["app.py"], "follow={follow}");
+        let out = fx.cmd().args(["query", "topsecretpassword hunter2"]).arg(&fx.repo).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("app.py"), "follow={follow}: {text}");
+        for leaked in ["leak.txt", "keys/id.py", "KEY = ", "hunter2 topsecretpassword"] {
+            assert!(!text.contains(leaked), "follow={follow}: {leaked} in {text}");
+        }
+    }
+}
+
+#[test]
 fn latin1_content_odd_names_and_symlinks() {
     let fx = Fixture::new();
     fx.write("latin1.py", b"# -*- coding: latin-1 -*-\nname = 'Jos\xe9'\n");

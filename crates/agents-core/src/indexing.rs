@@ -163,6 +163,10 @@ pub enum SkipReason {
     BrokenSymlink,
     /// Excluded by the include/exclude globs.
     Excluded,
+    /// A symlink (or a file under a followed directory symlink) whose target
+    /// lies outside the resource root: never read, so a cloned repository
+    /// cannot make the index serve files from elsewhere on the machine.
+    OutsideRoot,
 }
 
 impl SkipReason {
@@ -174,6 +178,7 @@ impl SkipReason {
             SkipReason::Unreadable => "unreadable",
             SkipReason::BrokenSymlink => "broken_symlink",
             SkipReason::Excluded => "excluded",
+            SkipReason::OutsideRoot => "outside_root",
         }
     }
 }
@@ -181,13 +186,14 @@ impl SkipReason {
 impl FromStr for SkipReason {
     type Err = ValidationError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        const ALL: [SkipReason; 6] = [
+        const ALL: [SkipReason; 7] = [
             SkipReason::Binary,
             SkipReason::TooLarge,
             SkipReason::TotalSizeLimit,
             SkipReason::Unreadable,
             SkipReason::BrokenSymlink,
             SkipReason::Excluded,
+            SkipReason::OutsideRoot,
         ];
         ALL.into_iter()
             .find(|r| r.as_str() == s)
