@@ -425,7 +425,7 @@ impl RepoIndexingService {
                 return (Err(skip.reason), None);
             }
         }
-        let bytes = match read_text(&entry.abs_path, entry.size) {
+        let bytes = match read_text(&entry.abs_path, entry.size, options.max_file_size) {
             Ok(Content::Text(bytes)) => bytes,
             Ok(Content::Binary { probed }) => return (Err(SkipReason::Binary), Some(probed)),
             Err(_) => return (Err(SkipReason::Unreadable), None),
@@ -609,10 +609,19 @@ enum Content {
     },
 }
 
-/// Reads a file, stopping after the first block when it is binary.
-fn read_text(path: &Path, size_hint: u64) -> std::io::Result<Content> {
-    let mut file = std::fs::File::open(path)?;
-    let mut bytes = Vec::with_capacity(size_hint as usize + 1);
+/// Reads a file, stopping after the first block when it is binary, and one
+/// byte past `limit` when it has one: a file that grew since it was walked
+/// (or reports a size it does not have) cannot make a run read without end.
+fn read_text(path: &Path, size_hint: u64, limit: Option<u64>) -> std::io::Result<Content> {
+    // The walk listed only regular files; one replaced by a FIFO or a device
+    // since then is refused here, before an open that could block.
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let file = std::fs::File::open(path)?;
+    let mut file = file.take(limit.map_or(u64::MAX, |max| max.saturating_add(1)));
+    let capacity = size_hint.min(limit.unwrap_or(u64::MAX)).min(64 << 20) as usize;
+    let mut bytes = Vec::with_capacity(capacity + 1);
     (&mut file).take(BINARY_PROBE as u64).read_to_end(&mut bytes)?;
     if bytes.contains(&0) {
         return Ok(Content::Binary { probed: bytes.len() as u64 });
@@ -737,6 +746,25 @@ mod tests {
 
     fn report(index: &RepoIndex) -> &IndexReport {
         index.report.as_ref().unwrap()
+    }
+
+    #[test]
+    fn reading_stops_one_byte_past_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("grown.txt");
+        std::fs::write(&path, "x".repeat(10_000)).unwrap();
+        // The walk saw 10 bytes; the file has 10,000 now.
+        match read_text(&path, 10, Some(100)).unwrap() {
+            Content::Text(bytes) => assert_eq!(bytes.len(), 101),
+            Content::Binary { .. } => panic!("text expected"),
+        }
+        match read_text(&path, 10, None).unwrap() {
+            Content::Text(bytes) => assert_eq!(bytes.len(), 10_000),
+            Content::Binary { .. } => panic!("text expected"),
+        }
+        let fifo = dir.path().join("pipe");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        assert!(read_text(&fifo, 0, None).is_err(), "a FIFO is refused, not opened");
     }
 
     #[test]
