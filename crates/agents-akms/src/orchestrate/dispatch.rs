@@ -34,6 +34,9 @@ pub enum Outcome {
     Exited,
     /// A non-zero exit, a signal, a timeout or a failed start: the reason.
     Failed(String),
+    /// The orchestrator itself got this signal (SIGINT, SIGTERM, SIGHUP) and
+    /// stopped the agent: the task did not end, either way.
+    Interrupted(i32),
 }
 
 /// The command line of `job`: every `{name}` of the template replaced by the
@@ -99,7 +102,9 @@ pub struct Dispatch<'a> {
 /// the outcomes come back in the jobs' order. `started` is told of each
 /// agent's pid (its process group's id) once it runs, and `done` of each job
 /// as it ends, its process group stopped (both from the worker thread), so a
-/// caller can save progress.
+/// caller can save progress. If the orchestrator gets SIGINT, SIGTERM or
+/// SIGHUP meanwhile, every agent is stopped and no other starts; the caller
+/// then saves and calls [`process::reraise`].
 pub fn run_jobs(
     dispatch: &Dispatch<'_>,
     jobs: &[Job],
@@ -107,6 +112,7 @@ pub fn run_jobs(
     done: &(dyn Fn(&Job, &Outcome) + Sync),
 ) -> Vec<Outcome> {
     let parallel = dispatch.parallel;
+    let _guard = process::InterruptGuard::install();
     let next = Mutex::new(0usize);
     let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; jobs.len()]);
     std::thread::scope(|scope| {
@@ -120,6 +126,9 @@ pub fn run_jobs(
                         i
                     };
                     let Some(job) = jobs.get(i) else { break };
+                    if process::interrupted().is_some() {
+                        break;
+                    }
                     let outcome = run_one(dispatch, job, started);
                     done(job, &outcome);
                     outcomes.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(outcome);
@@ -187,6 +196,10 @@ fn run_one(dispatch: &Dispatch<'_>, job: &Job, started: &(dyn Fn(&Job, u32) + Sy
                     Some(code) => format!("the agent exited with status {code} (log: {})", job.log.display()),
                     None => format!("the agent was killed by a signal (log: {})", job.log.display()),
                 });
+            }
+            Ok(None) if let Some(signal) = process::interrupted() => {
+                process::stop(&mut child);
+                return Outcome::Interrupted(signal);
             }
             Ok(None) if start.elapsed() >= timeout => {
                 process::stop(&mut child);

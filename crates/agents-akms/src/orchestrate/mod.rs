@@ -261,10 +261,18 @@ impl Orchestrator<'_> {
             self.write(&gitignore, GITIGNORE)?;
         }
         let lock = self.dir().join("run.lock");
-        match agents_acms::lock::try_lock(&lock) {
-            Ok(LockAttempt::Acquired(held)) => Ok(held),
-            Ok(LockAttempt::Busy { pid }) => Err(OrchestrateError::Busy { dir: self.dir(), lock, pid }),
-            Err(source) => Err(OrchestrateError::Io { path: lock, source }),
+        // A process forked by another thread holds a copy of a just-released
+        // lock's descriptor until it execs: a busy lock gets a moment more.
+        let start = std::time::Instant::now();
+        loop {
+            match agents_acms::lock::try_lock(&lock) {
+                Ok(LockAttempt::Acquired(held)) => return Ok(held),
+                Ok(LockAttempt::Busy { .. }) if start.elapsed() < Duration::from_millis(300) => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Ok(LockAttempt::Busy { pid }) => return Err(OrchestrateError::Busy { dir: self.dir(), lock, pid }),
+                Err(source) => return Err(OrchestrateError::Io { path: lock, source }),
+            }
         }
     }
 
@@ -405,34 +413,29 @@ impl Orchestrator<'_> {
         Ok(state)
     }
 
-    /// Stops the run with everything kept. A running stage notices between
-    /// waves (an abort request file); a waiting one stops at once. A run
-    /// whose process was killed gets the request too, and its leftover
-    /// agents are stopped.
+    /// Stops the run with everything kept. A stage another process runs
+    /// notices between waves (an abort request file); a waiting one stops at
+    /// once, and so does one whose process was killed (the run lock is free
+    /// while its state says running), its leftover agents stopped.
     pub fn abort(&self) -> Result<State, OrchestrateError> {
         let state = self.load_started()?;
         if state.status == Status::Done {
             return Err(OrchestrateError::Gate("the orchestration is already done".into()));
         }
-        let lock = match self.lock() {
-            Ok(lock) => Some(lock),
-            Err(OrchestrateError::Busy { .. }) => None,
+        let _lock = match self.lock() {
+            Ok(lock) => lock,
+            Err(OrchestrateError::Busy { .. }) => {
+                self.write(&self.abort_file(), b"abort requested\n")?;
+                return Ok(state);
+            }
             Err(e) => return Err(e),
         };
-        // Without the lock another process runs the stage; with it, reread
-        // what the last holder saved.
-        let mut state = if lock.is_some() { self.load_started()? } else { state };
-        if lock.is_none() || state.status == Status::Running {
-            if lock.is_some() && !state.agents.is_empty() {
-                self.stop_leftovers(&mut state);
-                self.save(&state)?;
-            }
-            self.write(&self.abort_file(), b"abort requested\n")?;
-            return Ok(state);
-        }
+        // Reread what the last holder of the lock saved.
+        let mut state = self.load_started()?;
         if state.status == Status::Done {
             return Err(OrchestrateError::Gate("the orchestration is already done".into()));
         }
+        self.stop_leftovers(&mut state);
         self.event(&mut state, "aborted", None);
         state.status = Status::Aborted;
         self.save(&state)?;
@@ -722,7 +725,9 @@ impl Orchestrator<'_> {
     }
 
     fn aborted(&self, state: &mut State) -> bool {
-        if self.abort_file().exists() {
+        if state.status == Status::Aborted {
+            true
+        } else if self.abort_file().exists() {
             let _ = std::fs::remove_file(self.abort_file());
             state.status = Status::Aborted;
             true
@@ -952,6 +957,13 @@ impl Orchestrator<'_> {
         };
         let done = |job: &Job, outcome: &Outcome| {
             let (status, reason) = match outcome {
+                Outcome::Interrupted(_) => {
+                    // Not ended: the task stays pending for `resume`.
+                    let mut state = shared.lock().unwrap_or_else(|e| e.into_inner());
+                    state.agents.retain(|a| a.task_id != job.task_id);
+                    self.save_progress(&state);
+                    return;
+                }
                 Outcome::Failed(reason) => (TaskStatus::Failed, Some(reason.clone())),
                 Outcome::Exited if !job.memory.exists() => (
                     TaskStatus::Failed,
@@ -972,6 +984,17 @@ impl Orchestrator<'_> {
             self.save_progress(&state);
         };
         dispatch::run_jobs(&setup, jobs, &started, &done);
+        let state = shared.into_inner().unwrap_or_else(|e| e.into_inner());
+        if let Some(signal) = process::interrupted() {
+            // The agents are stopped; now the orchestrator ends as the
+            // signal meant, its state saved for `resume`.
+            self.event(state, "interrupted", Some(format!("signal {signal}: the running agents were stopped")));
+            self.save_progress(state);
+            process::reraise();
+            // Still here (the signal's disposition does not end the
+            // process): the stage stops as on an abort.
+            state.status = Status::Aborted;
+        }
     }
 
     /// Saves progress while agents run; a failed save is retried by the next
@@ -1050,6 +1073,9 @@ impl Orchestrator<'_> {
         }
         self.save(state).map_err(|e| e.to_string())?;
         self.dispatch(state, &jobs);
+        if state.status == Status::Aborted {
+            return Ok(StageOutput { output: String::new(), warnings });
+        }
         let mut memories = Vec::new();
         let mut out = format!("On `{branch}`.\n\n| reviewer | status | note |\n|---|---|---|\n");
         for role in &self.config.review_roles {
@@ -1432,12 +1458,13 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
                 std::thread::sleep(Duration::from_millis(10));
             };
             let refused = o.resume();
+            let others_refused = o.approve().is_err() && o.reject("no").is_err();
             std::fs::write(dir.path().join("go"), "").unwrap();
             let e = refused.unwrap_err();
             assert!(matches!(e, OrchestrateError::Busy { pid: Some(pid), .. } if pid == std::process::id()), "{e:?}");
             let message = e.to_string();
             assert!(message.contains(&format!("process {}", std::process::id())), "{message}");
-            assert!(o.approve().is_err() && o.reject("no").is_err(), "every command that moves the run is refused");
+            assert!(others_refused, "every command that moves the run is refused");
             // The running agent is in the state, with its process group.
             let agent = during.agents.iter().find(|a| a.task_id == "T1").expect("T1's agent recorded");
             let pid: u32 = std::fs::read_to_string(dir.path().join("T1.pid")).unwrap().trim().parse().unwrap();
@@ -1453,6 +1480,52 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
         assert_eq!(runs.lines().filter(|l| *l == "T1").count(), 1, "T1 dispatched once: {runs}");
         // The lock went with the run: the next command moves on.
         assert_eq!(o.approve().unwrap().stage, Stage::Review);
+    }
+
+    /// Makes the state that of a run killed mid-EXECUTE: Running, with T1's
+    /// agent (a process group with the run's marker: a `sleep` whose shell
+    /// has exited) still alive. Returns the group's id and the sleep's pid.
+    #[cfg(target_os = "linux")]
+    fn killed_mid_execute(o: &Orchestrator<'_>) -> (u32, u32) {
+        let mut command = Command::new("sh");
+        command
+            .args(["-c", "sleep 300 > /dev/null 2>&1 & echo $!"])
+            .env(process::RUN_MARKER_ENV, "killed-run")
+            .stdout(std::process::Stdio::piped());
+        process::new_group(&mut command);
+        let child = command.spawn().unwrap();
+        let pgid = child.id();
+        let out = child.wait_with_output().unwrap();
+        let sleeper: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        assert_eq!(live_group(sleeper), Some(pgid));
+        let mut state = o.load().unwrap().unwrap();
+        (state.stage, state.phase, state.status) = (Stage::Execute, 1, Status::Running);
+        state.agents = vec![AgentProcess { task_id: "T1".into(), pid: pgid, pgid, marker: "killed-run".into() }];
+        o.save(&state).unwrap();
+        (pgid, sleeper)
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn abort_after_a_killed_run_stops_its_leftover_agents() {
+        let (dir, repo) = setup();
+        let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
+        let config = config();
+        let clock = || "t".to_owned();
+        let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
+        o.start(&dir.path().join("plan.json")).unwrap();
+        let (_, sleeper) = killed_mid_execute(&o);
+        let s = o.abort();
+        let alive = live_group(sleeper).is_some();
+        if alive {
+            let _ = Command::new("kill").arg(sleeper.to_string()).status();
+        }
+        let s = s.unwrap();
+        assert!(!alive, "the leftover agent {sleeper} still runs");
+        assert!(s.agents.is_empty() && s.history.iter().any(|e| e.action == "stopped a leftover agent"));
+        assert_eq!((s.stage, s.status), (Stage::Execute, Status::Aborted));
+        assert_eq!(o.load().unwrap().unwrap(), s, "saved");
+        assert!(!repo.join("runs.log").exists(), "nothing dispatched");
     }
 
     #[cfg(target_os = "linux")]
@@ -1483,24 +1556,8 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
         o.approve().unwrap();
         o.approve().unwrap(); // SCAFFOLD
 
-        // A run killed mid-EXECUTE: its state says Running, with T1's agent
-        // (a process group with the run's marker) still alive.
-        let mut command = Command::new("sh");
-        command
-            .args(["-c", "sleep 300 > /dev/null 2>&1 & echo $!"])
-            .env(process::RUN_MARKER_ENV, "killed-run")
-            .stdout(std::process::Stdio::piped());
-        process::new_group(&mut command);
-        let child = command.spawn().unwrap();
-        let pgid = child.id();
-        let out = child.wait_with_output().unwrap();
-        let sleeper: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        let (pgid, sleeper) = killed_mid_execute(&o);
         std::fs::write(&leftover_pid, sleeper.to_string()).unwrap();
-        assert_eq!(live_group(sleeper), Some(pgid));
-        let mut state = o.load().unwrap().unwrap();
-        (state.stage, state.phase, state.status) = (Stage::Execute, 1, Status::Running);
-        state.agents = vec![AgentProcess { task_id: "T1".into(), pid: pgid, pgid, marker: "killed-run".into() }];
-        o.save(&state).unwrap();
 
         let s = o.resume();
         let alive = live_group(sleeper).is_some();

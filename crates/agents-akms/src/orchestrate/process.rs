@@ -60,6 +60,107 @@ pub fn stop_remains(child: &Child) {
     let _ = child;
 }
 
+/// While alive, SIGINT, SIGTERM and SIGHUP are noted instead of ending the
+/// process, so that the agents (in groups of their own, which a Ctrl-C at
+/// the terminal no longer reaches) are stopped first; see [`interrupted`]
+/// and [`reraise`]. Guards nest; the last one dropped restores the previous
+/// dispositions.
+pub struct InterruptGuard {
+    _private: (),
+}
+
+#[cfg(unix)]
+mod signals {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicI32, Ordering};
+
+    pub const CAUGHT: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+    pub static RECEIVED: AtomicI32 = AtomicI32::new(0);
+
+    /// How many guards are alive, and the dispositions they replaced.
+    pub static INSTALLED: Mutex<(usize, Vec<libc::sigaction>)> = Mutex::new((0, Vec::new()));
+
+    extern "C" fn note(signal: libc::c_int) {
+        RECEIVED.store(signal, Ordering::SeqCst);
+    }
+
+    pub fn install() {
+        let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+        installed.0 += 1;
+        if installed.0 > 1 {
+            return;
+        }
+        installed.1.clear();
+        for signal in CAUGHT {
+            // SAFETY: a zeroed sigaction is valid; the handler only stores to
+            // an atomic, which is async-signal-safe.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = note as *const () as libc::sighandler_t;
+                libc::sigemptyset(&mut action.sa_mask);
+                let mut previous: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(signal, &action, &mut previous);
+                if previous.sa_sigaction == libc::SIG_IGN {
+                    // Ignored (`nohup`): stays ignored.
+                    libc::sigaction(signal, &previous, std::ptr::null_mut());
+                }
+                installed.1.push(previous);
+            }
+        }
+    }
+
+    pub fn restore() {
+        let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+        installed.0 = installed.0.saturating_sub(1);
+        if installed.0 > 0 {
+            return;
+        }
+        for (signal, previous) in CAUGHT.iter().zip(std::mem::take(&mut installed.1)) {
+            // SAFETY: restores the disposition saved by `install`.
+            unsafe { libc::sigaction(*signal, &previous, std::ptr::null_mut()) };
+        }
+    }
+}
+
+impl InterruptGuard {
+    pub fn install() -> InterruptGuard {
+        #[cfg(unix)]
+        signals::install();
+        InterruptGuard { _private: () }
+    }
+}
+
+impl Drop for InterruptGuard {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        signals::restore();
+    }
+}
+
+/// The signal noted while an [`InterruptGuard`] was alive, if any.
+pub fn interrupted() -> Option<i32> {
+    #[cfg(unix)]
+    {
+        let signal = signals::RECEIVED.load(std::sync::atomic::Ordering::SeqCst);
+        (signal != 0).then_some(signal)
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// Once every guard is gone: ends the process by the signal that was noted,
+/// as it would have ended without the guard (its previous disposition).
+/// Returns when none was noted, or when that disposition does not end it.
+pub fn reraise() {
+    #[cfg(unix)]
+    if let Some(signal) = interrupted() {
+        signals::RECEIVED.store(0, std::sync::atomic::Ordering::SeqCst);
+        // SAFETY: raise only delivers the signal to this process.
+        unsafe { libc::raise(signal) };
+    }
+}
+
 /// What became of a process group recorded by an earlier run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Leftover {
