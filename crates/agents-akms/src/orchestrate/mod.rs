@@ -255,7 +255,7 @@ impl Orchestrator<'_> {
     /// The run lock, taken before anything moves; refused, naming the holder's
     /// pid, while another process holds it. Released when dropped (or when
     /// its process dies, however it dies).
-    pub fn lock(&self) -> Result<ResourceLock, OrchestrateError> {
+    fn lock(&self) -> Result<ResourceLock, OrchestrateError> {
         let gitignore = self.dir().join(".gitignore");
         if !gitignore.exists() {
             self.write(&gitignore, GITIGNORE)?;

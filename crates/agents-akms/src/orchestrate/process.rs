@@ -98,6 +98,7 @@ mod signals {
             unsafe {
                 let mut action: libc::sigaction = std::mem::zeroed();
                 action.sa_sigaction = note as *const () as libc::sighandler_t;
+                action.sa_flags = libc::SA_RESTART;
                 libc::sigemptyset(&mut action.sa_mask);
                 let mut previous: libc::sigaction = std::mem::zeroed();
                 libc::sigaction(signal, &action, &mut previous);
