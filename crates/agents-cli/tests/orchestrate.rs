@@ -12,11 +12,19 @@ use common::{agents, dirs, parse, stderr, stdout};
 /// The stand-in agent: `agent.sh TASK_ID MEMORY PHASE`. It appends to the
 /// file named after its task (in its scope), and writes an AgentMemory that
 /// says `green-operator` was outdated; T2 writes an invalid one; T1 asks for
-/// an abort (as a human would, mid-EXECUTE) when `abort-once` exists.
+/// an abort (as a human would, mid-EXECUTE) when `abort-once` exists. With
+/// `$HOLD` set, T1 starts a background `sleep`, writes its pid and its own to
+/// `$HOLD`, and waits (at most 20 s) for `$HOLD/go`.
 const AGENT: &str = r##"#!/bin/sh
 set -e
 id="$1"; memory="$2"; phase="$3"
 echo "$id" >> runs.log
+if [ "$id" = T1 ] && [ -n "$HOLD" ]; then
+  sleep 300 > /dev/null 2>&1 &
+  echo $! > "$HOLD/grandchild"; echo $$ > "$HOLD/agent"
+  i=0; while [ ! -e "$HOLD/go" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
+  kill $! 2> /dev/null || true
+fi
 if [ "$id" = T1 ] && [ -e abort-once ]; then rm abort-once; "$AGENTS_BIN" orchestrate abort > /dev/null; fi
 mkdir -p src
 echo "# work of $id" >> "src/$id.py"
@@ -229,4 +237,146 @@ fn a_scope_conflict_is_rejected_before_anything_runs_and_gates_refuse_out_of_tur
     let err = stderr(&out);
     assert!(err.contains("tasks `A` and `B` both have `src/x.py` in their scope"), "{err}");
     assert!(!s.repo.join("knowledge/orchestrator/state.json").exists(), "nothing started");
+}
+
+/// `agents orchestrate ARGS` started in the background with `$HOLD` set
+/// (T1's agent waits there).
+#[cfg(target_os = "linux")]
+fn spawn(s: &Setup, args: &[&str], hold: &Path) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_agents"))
+        .env("AGENTS_HOME", &s.home)
+        .env_remove("AGENTS_LOG")
+        .current_dir(&s.repo)
+        .env("AKMS_GLOBAL_VAULT", &s.vault)
+        .env("AGENTS_BIN", env!("CARGO_BIN_EXE_agents"))
+        .env("SOURCE_DATE_EPOCH", "1764460800")
+        .env("HOLD", hold)
+        .arg("orchestrate")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Hang guard: waits at most 20 s for `path`, else stops `child` and fails.
+#[cfg(target_os = "linux")]
+fn wait_for(path: &Path, child: &mut std::process::Child) {
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(path).is_ok_and(|t| t.ends_with('\n')) {
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("{} never appeared", path.display());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Hang guard: waits at most 20 s for `child` to end, else kills it and fails.
+#[cfg(target_os = "linux")]
+fn finish(mut child: std::process::Child) -> Output {
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("the orchestrator did not end");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Whether `pid` runs (a zombie does not).
+#[cfg(target_os = "linux")]
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| !matches!(stat[stat.rfind(')').unwrap() + 1..].split_whitespace().next(), Some("Z" | "X")))
+}
+
+#[cfg(target_os = "linux")]
+fn pid_in(path: &Path) -> u32 {
+    std::fs::read_to_string(path).unwrap().trim().parse().unwrap()
+}
+
+/// Up to the SCAFFOLD gate, ready for EXECUTE.
+#[cfg(target_os = "linux")]
+fn to_scaffold(s: &Setup) {
+    step(s, &["run", s.plan.to_str().unwrap()]);
+    step(s, &["approve"]);
+    assert_eq!(at(&step(s, &["approve"])), ("scaffold".into(), 0, "awaiting_approval".into()));
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_second_command_while_a_run_holds_the_lock_is_refused_naming_its_pid() {
+    let s = setup();
+    to_scaffold(&s);
+    let hold = tempfile::tempdir().unwrap();
+    let mut running = spawn(&s, &["approve"], hold.path());
+    let pid = running.id();
+    wait_for(&hold.path().join("agent"), &mut running);
+    let refused = run(&s, &["resume"]);
+    let refused_run = run(&s, &["run", s.plan.to_str().unwrap()]);
+    std::fs::write(hold.path().join("go"), "").unwrap();
+    let out = finish(running);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for refused in [refused, refused_run] {
+        assert_eq!(refused.status.code(), Some(2), "{}", stdout(&refused));
+        let err = stderr(&refused);
+        assert!(err.contains(&format!("is being run by process {pid}")), "{err}");
+    }
+    let runs = std::fs::read_to_string(s.repo.join("runs.log")).unwrap();
+    assert_eq!(runs.lines().filter(|l| *l == "T1").count(), 1, "T1 dispatched once: {runs}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn sigterm_to_the_orchestrator_stops_its_agents_whole_and_resume_runs_them_again() {
+    use std::os::unix::process::ExitStatusExt;
+    let s = setup();
+    to_scaffold(&s);
+    let hold = tempfile::tempdir().unwrap();
+    let mut running = spawn(&s, &["approve"], hold.path());
+    wait_for(&hold.path().join("agent"), &mut running);
+    let grandchild = pid_in(&hold.path().join("grandchild"));
+    let kill = std::process::Command::new("kill").args(["-TERM", &running.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let out = finish(running);
+    assert_eq!(out.status.signal(), Some(15), "it ends by the signal, after stopping its agents");
+    assert!(!alive(grandchild), "the agent's background process {grandchild} outlived the orchestrator");
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.repo.join("knowledge/orchestrator/state.json")).unwrap())
+            .unwrap();
+    assert_eq!(state["tasks"]["T1"]["status"], "pending", "{state:#}");
+    assert!(state.get("agents").is_none(), "{state:#}");
+    assert_eq!(state["history"].as_array().unwrap().last().unwrap()["action"], "interrupted");
+    let state = step(&s, &["resume"]);
+    assert_eq!(at(&state), ("execute".into(), 1, "awaiting_approval".into()), "{state:#}");
+    assert_eq!(state["tasks"]["T1"]["status"], "complete");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn resume_after_the_orchestrator_was_killed_stops_its_leftover_agents_first() {
+    let s = setup();
+    to_scaffold(&s);
+    let hold = tempfile::tempdir().unwrap();
+    let mut running = spawn(&s, &["approve"], hold.path());
+    wait_for(&hold.path().join("agent"), &mut running);
+    let (agent, grandchild) = (pid_in(&hold.path().join("agent")), pid_in(&hold.path().join("grandchild")));
+    running.kill().unwrap(); // SIGKILL: nothing is cleaned up
+    let _ = finish(running);
+    assert!(alive(agent) && alive(grandchild), "SIGKILL leaves the agents running");
+    let out = run(&s, &["--json", "resume"]);
+    let (agent_alive, grandchild_alive) = (alive(agent), alive(grandchild));
+    std::fs::write(hold.path().join("go"), "").unwrap(); // lets a survivor end
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!agent_alive && !grandchild_alive, "the killed run's agent still runs");
+    let err = stderr(&out);
+    assert!(err.contains("the agent of task `T1`") && err.contains("was stopped"), "{err}");
+    let state = parse(&out.stdout);
+    assert_eq!(at(&state), ("execute".into(), 1, "awaiting_approval".into()), "{state:#}");
+    let checkpoint = std::fs::read_to_string(s.repo.join(state["checkpoint"].as_str().unwrap())).unwrap();
+    assert!(checkpoint.contains("was still running from a run that was killed"), "{checkpoint}");
 }

@@ -1,14 +1,18 @@
 //! Running agents: the configured command template (`orchestrator.
 //! agent_command`) with a job's values put in, shell-quoted, through
 //! `sh -c`; the jobs of a wave in parallel up to a limit, each under a
-//! timeout. The agent's output goes to a log file per job; nothing here
-//! reads or writes the knowledge graph.
+//! timeout. Each agent runs in a process group of its own ([`super::process`]):
+//! a timeout stops the whole group, and what an agent leaves running when it
+//! exits is stopped too. The agent's output goes to a log file per job;
+//! nothing here reads or writes the knowledge graph.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use super::process;
 
 /// One agent run: the values of the template's placeholders.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +34,9 @@ pub enum Outcome {
     Exited,
     /// A non-zero exit, a signal, a timeout or a failed start: the reason.
     Failed(String),
+    /// The orchestrator itself got this signal (SIGINT, SIGTERM, SIGHUP) and
+    /// stopped the agent: the task did not end, either way.
+    Interrupted(i32),
 }
 
 /// The command line of `job`: every `{name}` of the template replaced by the
@@ -76,17 +83,36 @@ fn shell_quote(value: &str) -> String {
     }
 }
 
+/// How jobs run.
+#[derive(Debug, Clone, Copy)]
+pub struct Dispatch<'a> {
+    /// The command template (`orchestrator.agent_command`).
+    pub template: &'a str,
+    /// The repository: the agents' working directory and `{repo}`.
+    pub repo: &'a Path,
+    /// At most this many agents at once.
+    pub parallel: usize,
+    /// Each agent's process group is stopped after this long.
+    pub timeout: Duration,
+    /// The value of [`process::RUN_MARKER_ENV`] in every agent's environment.
+    pub marker: &'a str,
+}
+
 /// Runs the jobs, at most `parallel` at once, each stopped after `timeout`;
-/// the outcomes come back in the jobs' order. `done` is told of each job as
-/// it ends (from the worker thread), so a caller can save progress.
+/// the outcomes come back in the jobs' order. `started` is told of each
+/// agent's pid (its process group's id) once it runs, and `done` of each job
+/// as it ends, its process group stopped (both from the worker thread), so a
+/// caller can save progress. If the orchestrator gets SIGINT, SIGTERM or
+/// SIGHUP meanwhile, every agent is stopped and no other starts; the caller
+/// then saves and calls [`process::reraise`].
 pub fn run_jobs(
-    template: &str,
-    repo: &Path,
+    dispatch: &Dispatch<'_>,
     jobs: &[Job],
-    parallel: usize,
-    timeout: Duration,
+    started: &(dyn Fn(&Job, u32) + Sync),
     done: &(dyn Fn(&Job, &Outcome) + Sync),
 ) -> Vec<Outcome> {
+    let parallel = dispatch.parallel;
+    let _guard = process::InterruptGuard::install();
     let next = Mutex::new(0usize);
     let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; jobs.len()]);
     std::thread::scope(|scope| {
@@ -100,7 +126,10 @@ pub fn run_jobs(
                         i
                     };
                     let Some(job) = jobs.get(i) else { break };
-                    let outcome = run_one(template, repo, job, timeout);
+                    if process::interrupted().is_some() {
+                        break;
+                    }
+                    let outcome = run_one(dispatch, job, started);
                     done(job, &outcome);
                     outcomes.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(outcome);
                 }
@@ -115,8 +144,9 @@ pub fn run_jobs(
         .collect()
 }
 
-fn run_one(template: &str, repo: &Path, job: &Job, timeout: Duration) -> Outcome {
-    let line = match command_line(template, repo, job) {
+fn run_one(dispatch: &Dispatch<'_>, job: &Job, started: &(dyn Fn(&Job, u32) + Sync)) -> Outcome {
+    let (repo, timeout) = (dispatch.repo, dispatch.timeout);
+    let line = match command_line(dispatch.template, repo, job) {
         Ok(line) => line,
         Err(e) => return Outcome::Failed(format!("orchestrator.agent_command: {e}")),
     };
@@ -132,7 +162,8 @@ fn run_one(template: &str, repo: &Path, job: &Job, timeout: Duration) -> Outcome
     let Ok(err_log) = log.try_clone() else {
         return Outcome::Failed(format!("cannot write {}", job.log.display()));
     };
-    let child = Command::new("sh")
+    let mut command = Command::new("sh");
+    command
         .arg("-c")
         .arg(&line)
         .current_dir(repo)
@@ -142,17 +173,23 @@ fn run_one(template: &str, repo: &Path, job: &Job, timeout: Duration) -> Outcome
         .env("AGENTS_MEMORY", &job.memory)
         .env("AGENTS_ROLE", &job.role)
         .env("AGENTS_PHASE", job.phase.to_string())
+        .env(process::RUN_MARKER_ENV, dispatch.marker)
         .stdin(Stdio::null())
         .stdout(log)
-        .stderr(err_log)
-        .spawn();
-    let mut child = match child {
+        .stderr(err_log);
+    process::new_group(&mut command);
+    let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => return Outcome::Failed(format!("cannot start `{line}`: {e}")),
     };
+    started(job, child.id());
     let start = Instant::now();
     loop {
-        match child.try_wait() {
+        let status = child.try_wait();
+        if let Ok(Some(_)) = status {
+            process::stop_remains(&child);
+        }
+        match status {
             Ok(Some(status)) if status.success() => return Outcome::Exited,
             Ok(Some(status)) => {
                 return Outcome::Failed(match status.code() {
@@ -160,9 +197,12 @@ fn run_one(template: &str, repo: &Path, job: &Job, timeout: Duration) -> Outcome
                     None => format!("the agent was killed by a signal (log: {})", job.log.display()),
                 });
             }
+            Ok(None) if let Some(signal) = process::interrupted() => {
+                process::stop(&mut child);
+                return Outcome::Interrupted(signal);
+            }
             Ok(None) if start.elapsed() >= timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
+                process::stop(&mut child);
                 return Outcome::Failed(format!(
                     "the agent ran past the {} s timeout and was stopped (log: {})",
                     timeout.as_secs(),
@@ -170,7 +210,10 @@ fn run_one(template: &str, repo: &Path, job: &Job, timeout: Duration) -> Outcome
                 ));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Outcome::Failed(format!("cannot wait for the agent: {e}")),
+            Err(e) => {
+                process::stop(&mut child);
+                return Outcome::Failed(format!("cannot wait for the agent: {e}"));
+            }
         }
     }
 }
@@ -208,7 +251,9 @@ mod tests {
         let template =
             "if [ {task_id} = b ]; then exit 3; fi; if [ {task_id} = c ]; then sleep 5; fi; echo ran > {memory}";
         let seen = Mutex::new(Vec::new());
-        let outcomes = run_jobs(template, dir.path(), &jobs, 2, Duration::from_millis(600), &|job, _| {
+        let dispatch =
+            Dispatch { template, repo: dir.path(), parallel: 2, timeout: Duration::from_millis(600), marker: "m" };
+        let outcomes = run_jobs(&dispatch, &jobs, &|_, _| {}, &|job, _| {
             seen.lock().unwrap().push(job.task_id.clone());
         });
         assert_eq!(outcomes[0], Outcome::Exited);
@@ -218,5 +263,62 @@ mod tests {
         let mut seen = seen.into_inner().unwrap();
         seen.sort();
         assert_eq!(seen, ["a", "b", "c"]);
+    }
+
+    /// Whether `pid` is a live process (a zombie waiting for its parent is not).
+    #[cfg(target_os = "linux")]
+    fn alive(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !matches!(stat[stat.rfind(')').unwrap() + 1..].split_whitespace().next(), Some("Z" | "X"))
+        })
+    }
+
+    /// Runs one job whose agent starts `sleep 300` in the background and
+    /// writes its pid to `{memory}`; `started` waits for that pid, so the
+    /// timeout only counts once the grandchild exists. Returns the outcome
+    /// and the grandchild's pid.
+    #[cfg(target_os = "linux")]
+    fn with_grandchild(template: &str, timeout: Duration) -> (Outcome, u32) {
+        let dir = tempfile::tempdir().unwrap();
+        let jobs = [job(dir.path(), "g")];
+        let pid_file = dir.path().join("g.md");
+        let dispatch = Dispatch { template, repo: dir.path(), parallel: 1, timeout, marker: "m" };
+        let wait_for_pid = |_: &Job, _: u32| {
+            let guard = Instant::now();
+            while std::fs::read_to_string(&pid_file).map_or(true, |t| !t.ends_with('\n')) {
+                assert!(guard.elapsed() < Duration::from_secs(20), "the agent never wrote its grandchild's pid");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        };
+        let outcome = run_jobs(&dispatch, &jobs, &wait_for_pid, &|_, _| {}).remove(0);
+        let pid = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+        (outcome, pid)
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_timeout_stops_the_agents_whole_process_group() {
+        let (outcome, grandchild) =
+            with_grandchild("sleep 300 > /dev/null 2>&1 & echo $! > {memory}; wait", Duration::from_millis(1));
+        assert!(matches!(&outcome, Outcome::Failed(m) if m.contains("timeout")), "{outcome:?}");
+        let alive = alive(grandchild);
+        if alive {
+            // Never leave it behind, even when the assertion fails.
+            let _ = Command::new("kill").arg(grandchild.to_string()).status();
+        }
+        assert!(!alive, "the agent's background process {grandchild} outlived the timeout");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn what_an_agent_leaves_running_when_it_exits_is_stopped() {
+        let (outcome, grandchild) =
+            with_grandchild("sleep 300 > /dev/null 2>&1 & echo $! > {memory}", Duration::from_secs(600));
+        assert_eq!(outcome, Outcome::Exited);
+        let alive = alive(grandchild);
+        if alive {
+            let _ = Command::new("kill").arg(grandchild.to_string()).status();
+        }
+        assert!(!alive, "the agent's background process {grandchild} outlived it");
     }
 }

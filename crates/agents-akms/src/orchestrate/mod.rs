@@ -13,6 +13,14 @@
 //! Every stage saves progress as it goes, so a stop at any point (an abort,
 //! a crash) is continued by [`Orchestrator::resume`].
 //!
+//! One process at a time: every command that moves the run (`run`,
+//! `approve`, `reject`, `resume`, `abort` at a gate) holds the OS advisory
+//! lock `knowledge/orchestrator/run.lock` (its pid written in it) while it
+//! works, and a second one is refused naming that pid. Each agent runs in a
+//! process group of its own, recorded in `state.json` while it runs; a run
+//! that finds groups left by a killed one (still alive, with its marker)
+//! stops them, and says so, before it starts anything.
+//!
 //! The orchestrator composes AKMS through the [`Knowledge`] seam (build,
 //! tags, loadouts, evidence checks, update, mirror, status, review) and
 //! never mutates the graph while agents run: evidence is collected per task
@@ -23,23 +31,31 @@ pub mod dispatch;
 pub mod git;
 pub mod pcd;
 pub mod plan;
+pub mod process;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
+
+use agents_acms::lock::{LockAttempt, ResourceLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::OrchestratorConfig;
 use dispatch::{Job, Outcome};
+
+/// `knowledge/orchestrator/.gitignore`: the folder is out of git's view.
+const GITIGNORE: &[u8] = b"# agents orchestrate: run state, not project history\n*\n";
 use git::{Change, Git, GitError};
 use plan::{Plan, PlanError, Task};
 
 /// The AKMS operations a run composes; the CLI implements it with the real
 /// compiler, loadouts and updater, tests with stand-ins. Errors are messages
-/// for the checkpoint.
-pub trait Knowledge {
+/// for the checkpoint. `check_memory` is called from the threads that wait
+/// for agents, as each one ends.
+pub trait Knowledge: Sync {
     /// Compiles `graph.json` from the sources.
     fn build(&self) -> Result<(), String>;
     /// Fills a record's empty `akms_tags` by derivation (4.5), logging where
@@ -127,6 +143,18 @@ pub struct TaskState {
     pub loadout: Option<String>,
 }
 
+/// An agent process while it runs: the `sh -c` of its command, which leads
+/// its own process group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentProcess {
+    pub task_id: String,
+    pub pid: u32,
+    pub pgid: u32,
+    /// The value of `AGENTS_ORCHESTRATOR_RUN` in its environment, which tells
+    /// its processes from another program's that reuses the group id.
+    pub marker: String,
+}
+
 /// One decision or event, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
@@ -156,6 +184,10 @@ pub struct State {
     /// The commit each phase started from.
     pub phase_start: BTreeMap<u32, String>,
     pub tasks: BTreeMap<String, TaskState>,
+    /// The agents running now; entries left after the process that ran them
+    /// is gone are stopped by the next run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentProcess>,
     pub history: Vec<Event>,
 }
 
@@ -171,6 +203,8 @@ pub enum OrchestrateError {
     Git(#[from] GitError),
     #[error("{}: {message}", path.display())]
     State { path: PathBuf, message: String },
+    #[error("the orchestration in {} is being run by {} (it holds {}): wait for it to stop at its gate, or ask it to stop with `agents orchestrate abort`", dir.display(), match pid { Some(pid) => format!("process {pid}"), None => "another process".to_owned() }, lock.display())]
+    Busy { dir: PathBuf, lock: PathBuf, pid: Option<u32> },
     #[error("{0}")]
     Gate(String),
     #[error("cannot write {}: {source}", path.display())]
@@ -216,6 +250,30 @@ impl Orchestrator<'_> {
 
     fn abort_file(&self) -> PathBuf {
         self.dir().join("abort-requested")
+    }
+
+    /// The run lock, taken before anything moves; refused, naming the holder's
+    /// pid, while another process holds it. Released when dropped (or when
+    /// its process dies, however it dies).
+    fn lock(&self) -> Result<ResourceLock, OrchestrateError> {
+        let gitignore = self.dir().join(".gitignore");
+        if !gitignore.exists() {
+            self.write(&gitignore, GITIGNORE)?;
+        }
+        let lock = self.dir().join("run.lock");
+        // A process forked by another thread holds a copy of a just-released
+        // lock's descriptor until it execs: a busy lock gets a moment more.
+        let start = std::time::Instant::now();
+        loop {
+            match agents_acms::lock::try_lock(&lock) {
+                Ok(LockAttempt::Acquired(held)) => return Ok(held),
+                Ok(LockAttempt::Busy { .. }) if start.elapsed() < Duration::from_millis(300) => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Ok(LockAttempt::Busy { pid }) => return Err(OrchestrateError::Busy { dir: self.dir(), lock, pid }),
+                Err(source) => return Err(OrchestrateError::Io { path: lock, source }),
+            }
+        }
     }
 
     fn git(&self) -> Git {
@@ -267,6 +325,7 @@ impl Orchestrator<'_> {
 
     /// INIT: records the plan and starts PLAN, which stops at its gate.
     pub fn start(&self, plan_file: &Path) -> Result<State, OrchestrateError> {
+        let _lock = self.lock()?;
         if let Some(state) = self.load()? {
             return Err(OrchestrateError::AlreadyStarted {
                 dir: self.dir(),
@@ -285,7 +344,7 @@ impl Orchestrator<'_> {
             }));
         }
         let base_branch = plan.base_branch.clone().unwrap_or_else(|| self.config.base_branch.clone());
-        self.write(&self.dir().join(".gitignore"), b"# agents orchestrate: run state, not project history\n*\n")?;
+        self.write(&self.dir().join(".gitignore"), GITIGNORE)?;
         let mut state = State {
             plan_file,
             plan_name,
@@ -297,6 +356,7 @@ impl Orchestrator<'_> {
             checkpoint: None,
             phase_start: BTreeMap::new(),
             tasks: BTreeMap::new(),
+            agents: Vec::new(),
             history: Vec::new(),
         };
         self.event(&mut state, "started", None);
@@ -306,6 +366,7 @@ impl Orchestrator<'_> {
 
     /// The gate's approval: the next stage runs, up to its own gate.
     pub fn approve(&self) -> Result<State, OrchestrateError> {
+        let _lock = self.lock()?;
         let mut state = self.awaiting()?;
         self.event(&mut state, "approved", None);
         let plan = Plan::read(&state.plan_file)?;
@@ -337,6 +398,7 @@ impl Orchestrator<'_> {
         if reason.trim().is_empty() {
             return Err(OrchestrateError::Gate("a rejection needs a reason (--reason)".into()));
         }
+        let _lock = self.lock()?;
         let mut state = self.awaiting()?;
         self.event(&mut state, "rejected", Some(reason.trim().to_owned()));
         for task in state.tasks.values_mut() {
@@ -351,18 +413,29 @@ impl Orchestrator<'_> {
         Ok(state)
     }
 
-    /// Stops the run with everything kept. A running stage notices between
-    /// waves (an abort request file); a waiting one stops at once.
+    /// Stops the run with everything kept. A stage another process runs
+    /// notices between waves (an abort request file); a waiting one stops at
+    /// once, and so does one whose process was killed (the run lock is free
+    /// while its state says running), its leftover agents stopped.
     pub fn abort(&self) -> Result<State, OrchestrateError> {
-        let mut state = self.load_started()?;
-        match state.status {
-            Status::Done => return Err(OrchestrateError::Gate("the orchestration is already done".into())),
-            Status::Running => {
+        let state = self.load_started()?;
+        if state.status == Status::Done {
+            return Err(OrchestrateError::Gate("the orchestration is already done".into()));
+        }
+        let _lock = match self.lock() {
+            Ok(lock) => lock,
+            Err(OrchestrateError::Busy { .. }) => {
                 self.write(&self.abort_file(), b"abort requested\n")?;
                 return Ok(state);
             }
-            _ => {}
+            Err(e) => return Err(e),
+        };
+        // Reread what the last holder of the lock saved.
+        let mut state = self.load_started()?;
+        if state.status == Status::Done {
+            return Err(OrchestrateError::Gate("the orchestration is already done".into()));
         }
+        self.stop_leftovers(&mut state);
         self.event(&mut state, "aborted", None);
         state.status = Status::Aborted;
         self.save(&state)?;
@@ -372,6 +445,7 @@ impl Orchestrator<'_> {
     /// Continues a stopped run: a stage that was aborted, rejected, failed
     /// or interrupted runs (again), skipping the tasks already complete.
     pub fn resume(&self) -> Result<State, OrchestrateError> {
+        let _lock = self.lock()?;
         let mut state = self.load_started()?;
         match state.status {
             Status::Done => return Err(OrchestrateError::Gate("the orchestration is already done".into())),
@@ -417,9 +491,37 @@ impl Orchestrator<'_> {
         Ok(state)
     }
 
+    /// Stops the agents a killed run left (their process groups still
+    /// alive, with its marker), before anything else starts; each is
+    /// recorded in the history and logged. Returns what was stopped.
+    fn stop_leftovers(&self, state: &mut State) -> Vec<String> {
+        let mut stopped = Vec::new();
+        for agent in std::mem::take(&mut state.agents) {
+            match process::stop_leftover(agent.pgid, &agent.marker) {
+                process::Leftover::Stopped => {
+                    let what = format!(
+                        "the agent of task `{}` (pid {}, process group {}) was still running from a run that was killed; it was stopped",
+                        agent.task_id, agent.pid, agent.pgid
+                    );
+                    tracing::warn!("{what}");
+                    self.event(state, "stopped a leftover agent", Some(what.clone()));
+                    stopped.push(what);
+                }
+                process::Leftover::Foreign => tracing::info!(
+                    "process group {} of task `{}`'s agent now belongs to another program; left alone",
+                    agent.pgid,
+                    agent.task_id
+                ),
+                process::Leftover::Gone => {}
+            }
+        }
+        stopped
+    }
+
     /// Runs the current stage and stops at its gate (or on failure or abort).
     fn run(&self, mut state: State) -> Result<State, OrchestrateError> {
         let _ = std::fs::remove_file(self.abort_file());
+        let leftovers = self.stop_leftovers(&mut state);
         state.status = Status::Running;
         state.message = None;
         self.save(&state)?;
@@ -432,6 +534,10 @@ impl Orchestrator<'_> {
             Stage::Finalize => self.finalize_stage(&state),
             Stage::Done => Ok(StageOutput { output: "Done.".into(), warnings: Vec::new() }),
         };
+        let result = result.map(|mut out| {
+            out.warnings.splice(0..0, leftovers);
+            out
+        });
         if state.status == Status::Aborted {
             self.event(&mut state, "aborted", None);
             self.save(&state)?;
@@ -619,7 +725,9 @@ impl Orchestrator<'_> {
     }
 
     fn aborted(&self, state: &mut State) -> bool {
-        if self.abort_file().exists() {
+        if state.status == Status::Aborted {
+            true
+        } else if self.abort_file().exists() {
             let _ = std::fs::remove_file(self.abort_file());
             state.status = Status::Aborted;
             true
@@ -825,18 +933,38 @@ impl Orchestrator<'_> {
         }
     }
 
-    /// Runs jobs, then checks each AgentMemory: a task is complete only
-    /// when its agent exited cleanly and wrote a valid one.
+    /// Runs jobs and checks each AgentMemory as its agent ends: a task is
+    /// complete only when its agent exited cleanly and wrote a valid one.
+    /// Each agent's process group is in the state while it runs, and each
+    /// task's result as soon as it is known.
     fn dispatch(&self, state: &mut State, jobs: &[Job]) {
         if jobs.is_empty() {
             return;
         }
-        let timeout = Duration::from_secs(self.config.task_timeout_seconds.max(1));
-        let parallel = self.config.max_parallel.max(1) as usize;
-        let outcomes = dispatch::run_jobs(&self.config.agent_command, &self.repo, jobs, parallel, timeout, &|_, _| {});
-        for (job, outcome) in jobs.iter().zip(outcomes) {
+        let marker = process::new_marker();
+        let setup = dispatch::Dispatch {
+            template: &self.config.agent_command,
+            repo: &self.repo,
+            parallel: self.config.max_parallel.max(1) as usize,
+            timeout: Duration::from_secs(self.config.task_timeout_seconds.max(1)),
+            marker: &marker,
+        };
+        let shared = Mutex::new(state);
+        let started = |job: &Job, pid: u32| {
+            let mut state = shared.lock().unwrap_or_else(|e| e.into_inner());
+            state.agents.push(AgentProcess { task_id: job.task_id.clone(), pid, pgid: pid, marker: marker.clone() });
+            self.save_progress(&state);
+        };
+        let done = |job: &Job, outcome: &Outcome| {
             let (status, reason) = match outcome {
-                Outcome::Failed(reason) => (TaskStatus::Failed, Some(reason)),
+                Outcome::Interrupted(_) => {
+                    // Not ended: the task stays pending for `resume`.
+                    let mut state = shared.lock().unwrap_or_else(|e| e.into_inner());
+                    state.agents.retain(|a| a.task_id != job.task_id);
+                    self.save_progress(&state);
+                    return;
+                }
+                Outcome::Failed(reason) => (TaskStatus::Failed, Some(reason.clone())),
                 Outcome::Exited if !job.memory.exists() => (
                     TaskStatus::Failed,
                     Some(format!("the agent wrote no AgentMemory at {}", self.relative(&job.memory))),
@@ -850,12 +978,30 @@ impl Orchestrator<'_> {
                 // Invalid evidence never reaches the graph, nor a commit.
                 let _ = std::fs::rename(&job.memory, job.memory.with_extension("md.invalid"));
             }
-            self.finish(state, &job.task_id, status, reason);
-            // Progress is saved as each task ends; a failed save is retried by
-            // the next one and by the stage's end, which reports its error.
-            if let Err(e) = self.save(state) {
-                tracing::warn!(error = %e, "cannot save the orchestration state");
-            }
+            let mut state = shared.lock().unwrap_or_else(|e| e.into_inner());
+            state.agents.retain(|a| a.task_id != job.task_id);
+            self.finish(&mut state, &job.task_id, status, reason);
+            self.save_progress(&state);
+        };
+        dispatch::run_jobs(&setup, jobs, &started, &done);
+        let state = shared.into_inner().unwrap_or_else(|e| e.into_inner());
+        if let Some(signal) = process::interrupted() {
+            // The agents are stopped; now the orchestrator ends as the
+            // signal meant, its state saved for `resume`.
+            self.event(state, "interrupted", Some(format!("signal {signal}: the running agents were stopped")));
+            self.save_progress(state);
+            process::reraise();
+            // Still here (the signal's disposition does not end the
+            // process): the stage stops as on an abort.
+            state.status = Status::Aborted;
+        }
+    }
+
+    /// Saves progress while agents run; a failed save is retried by the next
+    /// one and by the stage's end, which reports its error.
+    fn save_progress(&self, state: &State) {
+        if let Err(e) = self.save(state) {
+            tracing::warn!(error = %e, "cannot save the orchestration state");
         }
     }
 
@@ -927,6 +1073,9 @@ impl Orchestrator<'_> {
         }
         self.save(state).map_err(|e| e.to_string())?;
         self.dispatch(state, &jobs);
+        if state.status == Status::Aborted {
+            return Ok(StageOutput { output: String::new(), warnings });
+        }
         let mut memories = Vec::new();
         let mut out = format!("On `{branch}`.\n\n| reviewer | status | note |\n|---|---|---|\n");
         for role in &self.config.review_roles {
@@ -1259,5 +1408,171 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
         assert!(s.message.as_deref().unwrap().contains("conflicts in src/T1.py"), "{:?}", s.message);
         assert_eq!(git(&repo, &["rev-parse", "main"]), main_before);
         assert!(git(&repo, &["status", "--porcelain"]).trim().is_empty(), "no half merge left");
+    }
+
+    /// Waits for `path` to exist, as a hang guard at most 20 s.
+    fn wait_for(path: &Path) {
+        let start = std::time::Instant::now();
+        while !path.exists() {
+            assert!(start.elapsed() < Duration::from_secs(20), "{} never appeared", path.display());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The process group of a live process, from /proc; None once it is
+    /// gone or a zombie.
+    #[cfg(target_os = "linux")]
+    fn live_group(pid: u32) -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+        if matches!(fields[0], "Z" | "X") { None } else { fields[2].parse().ok() }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_second_resume_while_a_run_holds_the_lock_is_refused_naming_its_pid() {
+        let (dir, repo) = setup();
+        let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
+        // T1's agent writes its pid and waits for `go` (at most 20 s).
+        let config = OrchestratorConfig {
+            agent_command: "if [ {task_id} = T1 ]; then echo $$ > ../T1.pid; i=0; \
+                            while [ ! -e ../go ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; fi; \
+                            sh agent.sh {task_id} {memory} {task_file}"
+                .into(),
+            ..config()
+        };
+        let clock = || "t".to_owned();
+        let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
+        o.start(&dir.path().join("plan.json")).unwrap();
+        o.approve().unwrap();
+        o.approve().unwrap(); // SCAFFOLD
+        std::thread::scope(|scope| {
+            let running = scope.spawn(|| o.approve()); // EXECUTE phase 1
+            wait_for(&dir.path().join("T1.pid"));
+            let start = std::time::Instant::now();
+            let during = loop {
+                let state = o.load().unwrap().unwrap();
+                if state.agents.iter().any(|a| a.task_id == "T1") || start.elapsed() > Duration::from_secs(20) {
+                    break state;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            };
+            let refused = o.resume();
+            let others_refused = o.approve().is_err() && o.reject("no").is_err();
+            std::fs::write(dir.path().join("go"), "").unwrap();
+            let e = refused.unwrap_err();
+            assert!(matches!(e, OrchestrateError::Busy { pid: Some(pid), .. } if pid == std::process::id()), "{e:?}");
+            let message = e.to_string();
+            assert!(message.contains(&format!("process {}", std::process::id())), "{message}");
+            assert!(others_refused, "every command that moves the run is refused");
+            // The running agent is in the state, with its process group.
+            let agent = during.agents.iter().find(|a| a.task_id == "T1").expect("T1's agent recorded");
+            let pid: u32 = std::fs::read_to_string(dir.path().join("T1.pid")).unwrap().trim().parse().unwrap();
+            assert_eq!(agent.pgid, agent.pid);
+            if let Some(group) = live_group(pid) {
+                assert_eq!(group, agent.pgid, "the agent leads its own process group");
+            }
+            let s = running.join().unwrap().unwrap();
+            assert_eq!((s.stage, s.status), (Stage::Execute, Status::AwaitingApproval), "{:?}", s.message);
+            assert!(s.agents.is_empty(), "no agent left recorded: {:?}", s.agents);
+        });
+        let runs = std::fs::read_to_string(repo.join("runs.log")).unwrap();
+        assert_eq!(runs.lines().filter(|l| *l == "T1").count(), 1, "T1 dispatched once: {runs}");
+        // The lock went with the run: the next command moves on.
+        assert_eq!(o.approve().unwrap().stage, Stage::Review);
+    }
+
+    /// Makes the state that of a run killed mid-EXECUTE: Running, with T1's
+    /// agent (a process group with the run's marker: a `sleep` whose shell
+    /// has exited) still alive. Returns the group's id and the sleep's pid.
+    #[cfg(target_os = "linux")]
+    fn killed_mid_execute(o: &Orchestrator<'_>) -> (u32, u32) {
+        let mut command = Command::new("sh");
+        command
+            .args(["-c", "sleep 300 > /dev/null 2>&1 & echo $!"])
+            .env(process::RUN_MARKER_ENV, "killed-run")
+            .stdout(std::process::Stdio::piped());
+        process::new_group(&mut command);
+        let child = command.spawn().unwrap();
+        let pgid = child.id();
+        let out = child.wait_with_output().unwrap();
+        let sleeper: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        assert_eq!(live_group(sleeper), Some(pgid));
+        let mut state = o.load().unwrap().unwrap();
+        (state.stage, state.phase, state.status) = (Stage::Execute, 1, Status::Running);
+        state.agents = vec![AgentProcess { task_id: "T1".into(), pid: pgid, pgid, marker: "killed-run".into() }];
+        o.save(&state).unwrap();
+        (pgid, sleeper)
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn abort_after_a_killed_run_stops_its_leftover_agents() {
+        let (dir, repo) = setup();
+        let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
+        let config = config();
+        let clock = || "t".to_owned();
+        let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
+        o.start(&dir.path().join("plan.json")).unwrap();
+        let (_, sleeper) = killed_mid_execute(&o);
+        let s = o.abort();
+        let alive = live_group(sleeper).is_some();
+        if alive {
+            let _ = Command::new("kill").arg(sleeper.to_string()).status();
+        }
+        let s = s.unwrap();
+        assert!(!alive, "the leftover agent {sleeper} still runs");
+        assert!(s.agents.is_empty() && s.history.iter().any(|e| e.action == "stopped a leftover agent"));
+        assert_eq!((s.stage, s.status), (Stage::Execute, Status::Aborted));
+        assert_eq!(o.load().unwrap().unwrap(), s, "saved");
+        assert!(!repo.join("runs.log").exists(), "nothing dispatched");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn resume_after_a_killed_run_stops_its_leftover_agents_before_dispatching() {
+        let (dir, repo) = setup();
+        let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
+        // Each agent first notes whether the leftover still runs.
+        let check = dir.path().join("check.sh");
+        std::fs::write(
+            &check,
+            "p=$(cat \"$1\"); s=$(sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -c1)\n\
+             if [ -n \"$s\" ] && [ \"$s\" != Z ]; then echo leftover-alive >> runs.log; fi\n",
+        )
+        .unwrap();
+        let leftover_pid = dir.path().join("leftover.pid");
+        let config = OrchestratorConfig {
+            agent_command: format!(
+                "sh '{}' '{}'; sh agent.sh {{task_id}} {{memory}} {{task_file}}",
+                check.display(),
+                leftover_pid.display()
+            ),
+            ..config()
+        };
+        let clock = || "t".to_owned();
+        let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
+        o.start(&dir.path().join("plan.json")).unwrap();
+        o.approve().unwrap();
+        o.approve().unwrap(); // SCAFFOLD
+
+        let (pgid, sleeper) = killed_mid_execute(&o);
+        std::fs::write(&leftover_pid, sleeper.to_string()).unwrap();
+
+        let s = o.resume();
+        let alive = live_group(sleeper).is_some();
+        if alive {
+            let _ = Command::new("kill").arg(sleeper.to_string()).status();
+        }
+        let s = s.unwrap();
+        assert!(!alive, "the leftover agent {sleeper} still runs");
+        assert_eq!((s.stage, s.status), (Stage::Execute, Status::AwaitingApproval), "{:?}", s.message);
+        let runs = std::fs::read_to_string(repo.join("runs.log")).unwrap();
+        assert!(runs.contains("T1") && !runs.contains("leftover-alive"), "stopped before any dispatch: {runs}");
+        let event = s.history.iter().find(|e| e.action == "stopped a leftover agent").expect("reported");
+        assert!(event.reason.as_deref().unwrap().contains(&format!("task `T1` (pid {pgid}, process group {pgid})")));
+        let checkpoint = std::fs::read_to_string(repo.join(s.checkpoint.as_ref().unwrap())).unwrap();
+        assert!(checkpoint.contains("was still running from a run that was killed"), "{checkpoint}");
+        assert!(s.agents.is_empty());
     }
 }
