@@ -172,7 +172,7 @@ fn read(path: &Path) -> Result<String, AkmsError> {
 /// The `akms_schema` of a node file, when its frontmatter parses.
 fn version_of(text: &str) -> Option<String> {
     let front = split_frontmatter(text)?;
-    let map = yaml_serde::from_str::<Mapping>(front.yaml).ok()?;
+    let map = crate::yaml::parse_mapping(Path::new(""), front.yaml, front.first_line).ok()?;
     map.get("akms_schema").and_then(Yaml::as_str).map(str::to_owned)
 }
 
@@ -227,7 +227,7 @@ fn v1_to_v2(sources: &mut Sources) -> Result<Vec<FileChange>, Diagnostic> {
 
     let (path, text) = &mut sources.local_state;
     let overlay_is_v1 = text.as_deref().is_some_and(|t| {
-        yaml_serde::from_str::<Mapping>(t).ok().and_then(|m| m.get("akms_schema").cloned()) == Some(FROM.into())
+        crate::yaml::parse_mapping(path, t, 1).ok().and_then(|m| m.get("akms_schema").cloned()) == Some(FROM.into())
     });
     if moved_state.is_empty() && !overlay_is_v1 {
         return Ok(changes);
