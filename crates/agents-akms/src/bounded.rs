@@ -44,6 +44,17 @@ impl Cap {
     pub const fn new(bytes: u64, setting: &'static str) -> Cap {
         Cap { bytes, setting }
     }
+
+    /// What is wrong with something of `size` bytes over this cap.
+    pub fn exceeded(&self, size: u64) -> String {
+        format!(
+            "is {} ({size} bytes), over the limit of {} ({} bytes, {})",
+            human(size),
+            human(self.bytes),
+            self.bytes,
+            self.setting
+        )
+    }
 }
 
 /// Why a file was not read.
@@ -55,7 +66,7 @@ pub enum ReadError {
     NotRegular(&'static str),
     #[error("leads outside {} through a symbolic link; it was not read", .0.display())]
     Outside(PathBuf),
-    #[error("is {} ({size} bytes), over the limit of {} ({} bytes, {}); it was not read", human(*size), human(cap.bytes), cap.bytes, cap.setting)]
+    #[error("{}; it was not read", cap.exceeded(*size))]
     TooLarge { size: u64, cap: Cap },
     #[error("cannot read: {0}")]
     Io(std::io::Error),
@@ -124,6 +135,12 @@ fn io(e: std::io::Error) -> ReadError {
     if e.kind() == std::io::ErrorKind::NotFound { ReadError::NotFound } else { ReadError::Io(e) }
 }
 
+/// Whether `path` (its target, for a symbolic link) is a regular file within
+/// `cap`, from its metadata alone: nothing is opened.
+pub fn check_metadata(path: &Path, cap: Cap) -> Result<(), ReadError> {
+    check(&std::fs::metadata(path).map_err(io)?, cap)
+}
+
 /// Whether `path`'s canonical form lies inside `root`'s; `Ok(false)` when it
 /// leads out.
 pub fn inside(path: &Path, root: &Path) -> Result<bool, ReadError> {
@@ -149,14 +166,7 @@ pub fn read_bytes(path: &Path, root: Option<&Path>, cap: Cap) -> Result<Vec<u8>,
         return Err(ReadError::Outside(root.to_path_buf()));
     }
     check(&std::fs::metadata(path).map_err(io)?, cap)?;
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    let file = options.open(path).map_err(io)?;
+    let file = open(path)?;
     // The handle's own metadata: what was opened, not what was looked at.
     let metadata = file.metadata().map_err(io)?;
     check(&metadata, cap)?;
@@ -169,6 +179,35 @@ pub fn read_bytes(path: &Path, root: Option<&Path>, cap: Cap) -> Result<Vec<u8>,
     Ok(bytes)
 }
 
+/// The first `n` bytes (or fewer) of the regular file `path`, without the
+/// rest: enough to tell a node (frontmatter) from content.
+pub fn read_prefix(path: &Path, root: Option<&Path>, n: u64) -> Result<Vec<u8>, ReadError> {
+    let cap = Cap::new(u64::MAX - 1, "none");
+    if let Some(root) = root
+        && !inside(path, root)?
+    {
+        return Err(ReadError::Outside(root.to_path_buf()));
+    }
+    check(&std::fs::metadata(path).map_err(io)?, cap)?;
+    let file = open(path)?;
+    check(&file.metadata().map_err(io)?, cap)?;
+    let mut bytes = Vec::new();
+    file.take(n).read_to_end(&mut bytes).map_err(io)?;
+    Ok(bytes)
+}
+
+/// Opens `path` for reading without blocking on a FIFO.
+fn open(path: &Path) -> Result<std::fs::File, ReadError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    options.open(path).map_err(io)
+}
+
 /// [`read_text`] for a file that may be missing: `Ok(None)` then.
 pub fn read_optional(path: &Path, root: Option<&Path>, cap: Cap) -> Result<Option<String>, ReadError> {
     match read_text(path, root, cap) {
@@ -179,7 +218,7 @@ pub fn read_optional(path: &Path, root: Option<&Path>, cap: Cap) -> Result<Optio
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const CAP: Cap = Cap::new(16, "limits.test in p.yaml");
@@ -211,6 +250,7 @@ mod tests {
         assert_eq!(read_text(&big, None, CAP).unwrap_err().kind(), ProblemKind::TooLarge);
         std::fs::write(&big, "x".repeat(16)).unwrap();
         assert_eq!(read_text(&big, None, CAP).unwrap().len(), 16);
+        assert_eq!(read_prefix(&big, None, 4).unwrap(), b"xxxx");
     }
 
     #[test]
