@@ -101,7 +101,7 @@ pub fn check(layout: &Layout, options: &CompileOptions) -> Vec<Diagnostic> {
 /// The cap of `propagation_config.yaml`.
 const CONFIG_CAP: Cap = Cap::new(MAX_CONFIG_BYTES, "a fixed limit for propagation_config.yaml");
 /// The cap of `local_state.yaml`.
-const OVERLAY_CAP: Cap = Cap::new(MAX_OVERLAY_BYTES, "a fixed limit for local_state.yaml");
+pub(crate) const OVERLAY_CAP: Cap = Cap::new(MAX_OVERLAY_BYTES, "a fixed limit for local_state.yaml");
 /// The cap of an AgentMemory or PCD.
 pub(crate) const SESSION_CAP: Cap = Cap::new(MAX_SESSION_BYTES, "a fixed limit for session files");
 
