@@ -47,13 +47,14 @@ impl Cap {
 
     /// What is wrong with something of `size` bytes over this cap.
     pub fn exceeded(&self, size: u64) -> String {
-        format!(
-            "is {} ({size} bytes), over the limit of {} ({} bytes, {})",
-            human(size),
-            human(self.bytes),
-            self.bytes,
-            self.setting
-        )
+        let (limit, setting) = (self.bytes, self.setting);
+        let size = if size < 1024 { format!("{size} bytes") } else { format!("{} ({size} bytes)", human(size)) };
+        let limit = if limit < 1024 {
+            format!("{limit} bytes ({setting})")
+        } else {
+            format!("{} ({limit} bytes; {setting})", human(limit))
+        };
+        format!("is {size}, over the limit of {limit}")
     }
 }
 
@@ -244,7 +245,7 @@ pub(crate) mod tests {
         assert!(matches!(err, ReadError::TooLarge { size, .. } if size == 1 << 40), "{err}");
         assert_eq!(
             err.to_string(),
-            "is 1024.0 GiB (1099511627776 bytes), over the limit of 16 bytes (16 bytes, limits.test in p.yaml); it was not read"
+            "is 1024.0 GiB (1099511627776 bytes), over the limit of 16 bytes (limits.test in p.yaml); it was not read"
         );
         std::fs::write(&big, "x".repeat(17)).unwrap();
         assert_eq!(read_text(&big, None, CAP).unwrap_err().kind(), ProblemKind::TooLarge);

@@ -1032,7 +1032,7 @@ mod tests {
         assert_eq!(
             errors,
             [
-                "knowledge/local-nodes/repo-conventions.md:13: content_ref: `huge.md` is 1.0 GiB (1073741824 bytes), over the limit of 4 MiB (4194304 bytes, limits.max_content_ref_bytes in propagation_config.yaml); it was not read"
+                "knowledge/local-nodes/repo-conventions.md:13: content_ref: `huge.md` is 1.0 GiB (1073741824 bytes), over the limit of 4 MiB (4194304 bytes; limits.max_content_ref_bytes in propagation_config.yaml); it was not read"
             ]
         );
         // The setting moves the cap (up to its ceiling).
@@ -1052,7 +1052,7 @@ mod tests {
         assert_eq!(errors.len(), 1, "{errors:#?}");
         assert!(
             errors[0].starts_with("knowledge/local-nodes/repo-conventions.md: is 1.1 MiB (1200")
-                && errors[0].ends_with("over the limit of 1 MiB (1048576 bytes, limits.max_node_bytes in propagation_config.yaml); it was not read"),
+                && errors[0].ends_with("over the limit of 1 MiB (1048576 bytes; limits.max_node_bytes in propagation_config.yaml); it was not read"),
             "{}",
             errors[0]
         );

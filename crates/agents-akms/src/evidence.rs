@@ -759,7 +759,7 @@ pub(crate) mod tests {
         assert_eq!(problems[0].kind, ProblemKind::TooLarge);
         assert_eq!(
             problems[0].to_string(),
-            "s.md:40: new_knowledge[0].content_draft: is 1 MiB (1048576 bytes), over the limit of 256 KiB (262144 bytes, limits.max_content_draft_bytes in propagation_config.yaml)"
+            "s.md:40: new_knowledge[0].content_draft: is 1 MiB (1048576 bytes), over the limit of 256 KiB (262144 bytes; limits.max_content_draft_bytes in propagation_config.yaml)"
         );
         let raised = crate::config::LimitsConfig { max_content_draft_bytes: 16 * 1024 * 1024, ..Default::default() };
         assert!(parse_evidence_with(Path::new("s.md"), &text, &raised).is_ok());

@@ -626,7 +626,7 @@ mod tests {
             [
                 (
                     "src/huge.py",
-                    "is 1.0 GiB (1073741824 bytes), over the limit of 4 MiB (4194304 bytes, a fixed limit for mirrored source files); it was not read"
+                    "is 1.0 GiB (1073741824 bytes), over the limit of 4 MiB (4194304 bytes; a fixed limit for mirrored source files); it was not read"
                 ),
                 ("src/pipe.py", "not a regular file"),
             ]
