@@ -164,7 +164,7 @@ pub fn markdown_files(root: &Path) -> (Vec<PathBuf>, Vec<Diagnostic>) {
                     &link,
                     None,
                     None,
-                    format!("symbolic link to {}, a directory already walked; skipped", real.display()),
+                    format!("symbolic link to `{}`, a directory already walked; skipped", shown(&real, &real_root)),
                 ));
             }
             continue;
@@ -220,6 +220,15 @@ pub fn markdown_files(root: &Path) -> (Vec<PathBuf>, Vec<Diagnostic>) {
     }
     files.sort();
     (files, problems)
+}
+
+/// `real` relative to `real_root` for messages (`.` for the root itself).
+fn shown(real: &Path, real_root: &Path) -> String {
+    match real.strip_prefix(real_root) {
+        Ok(inside) if inside.as_os_str().is_empty() => ".".into(),
+        Ok(inside) => inside.to_string_lossy().replace('\\', "/"),
+        Err(_) => real.display().to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -311,5 +320,15 @@ mod tests {
         assert_eq!(names, [PathBuf::from("a.md"), PathBuf::from("sub/b.md")]);
         assert_eq!(problems.len(), 4, "{problems:?}");
         assert!(problems.iter().all(|p| p.kind == ProblemKind::RepeatedDirectory && !p.is_error()));
+        let messages: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "symbolic link to `.`, a directory already walked; skipped",
+                "symbolic link to `.`, a directory already walked; skipped",
+                "symbolic link to `.`, a directory already walked; skipped",
+                "symbolic link to `.`, a directory already walked; skipped",
+            ]
+        );
     }
 }
