@@ -131,23 +131,25 @@ pub fn check_paths(layout: &Layout, paths: &[PathBuf]) -> Vec<Diagnostic> {
     let mut files = Vec::new();
     let limits = limits(layout);
     // Markdown found in a folder without frontmatter is content, not a node;
-    // a file named on its own must be a node. A file found in a folder is
-    // read only when it lies inside that folder.
-    let mut walked: BTreeMap<PathBuf, PathBuf> = BTreeMap::new();
+    // a file named on its own must be a node. The overlay and config found
+    // in a folder are read only inside it (the walk confines the Markdown).
+    let mut walked = BTreeSet::new();
+    let mut found_in: BTreeMap<PathBuf, PathBuf> = BTreeMap::new();
     for path in paths {
         if path.is_dir() {
             let (found, problems) = markdown_files(path);
-            walked.extend(found.iter().map(|file| (file.clone(), path.clone())));
+            walked.extend(found.iter().cloned());
             files.extend(found);
-            diagnostics.extend(problems);
+            diagnostics.extend(problems.into_iter().map(|mut d| {
+                d.file = layout.display(&d.file);
+                d
+            }));
             for name in ["local_state.yaml", "propagation_config.yaml"] {
-                let candidate = path.join(name);
-                if candidate.is_file() {
-                    files.push(candidate);
-                }
-                let nested = path.join("graph").join(name);
-                if nested.is_file() {
-                    files.push(nested);
+                for candidate in [path.join(name), path.join("graph").join(name)] {
+                    if std::fs::symlink_metadata(&candidate).is_ok() {
+                        found_in.insert(candidate.clone(), path.clone());
+                        files.push(candidate);
+                    }
                 }
             }
         } else {
@@ -167,16 +169,19 @@ pub fn check_paths(layout: &Layout, paths: &[PathBuf]) -> Vec<Diagnostic> {
             _ if absolute(&file).starts_with(&sessions) => SESSION_CAP,
             _ => limits.node_cap(),
         };
-        let text = match bounded::read_text(&file, walked.get(&file).map(PathBuf::as_path), cap) {
-            Ok(text) => text,
+        let read = if walked.contains(&file) {
+            read_node_file(&file, cap)
+        } else {
+            bounded::read_text(&file, found_in.get(&file).map(PathBuf::as_path), cap).map(Some)
+        };
+        let text = match read {
+            Ok(Some(text)) => text,
+            Ok(None) => continue,
             Err(e) => {
                 diagnostics.push(e.diagnostic(&shown, None, None));
                 continue;
             }
         };
-        if walked.contains_key(&file) && crate::yaml::split_frontmatter(&text).is_none() {
-            continue;
-        }
         let problems = match name {
             "local_state.yaml" => parse_local_state(&shown, &text).err().unwrap_or_default(),
             "propagation_config.yaml" => parse_config(&shown, &text).err().unwrap_or_default(),
@@ -201,6 +206,19 @@ pub fn check_paths(layout: &Layout, paths: &[PathBuf]) -> Vec<Diagnostic> {
     diagnostics
 }
 
+/// The text of a Markdown file found by [`markdown_files`] (which keeps it
+/// inside its layer), when it is a node: `None` for content, a file without
+/// frontmatter (a `content_ref` target), whatever its size; an error for a
+/// node over `cap` or a file that is not regular.
+fn read_node_file(file: &Path, cap: Cap) -> Result<Option<String>, ReadError> {
+    match bounded::read_text(file, None, cap) {
+        Ok(text) if crate::yaml::split_frontmatter(&text).is_none() => Ok(None),
+        Ok(text) => Ok(Some(text)),
+        Err(ReadError::TooLarge { .. }) if !starts_with_frontmatter(file) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Whether the file at `path` opens with a frontmatter line, from its first
 /// bytes (an oversized file is not read whole to tell).
 fn starts_with_frontmatter(path: &Path) -> bool {
@@ -215,7 +233,8 @@ fn absolute(path: &Path) -> PathBuf {
 }
 
 /// Loads one layer: its nodes sorted by id, duplicate ids reported. A file
-/// is read only when it is a regular file inside `root` within its cap.
+/// is read only when it is a regular file within its cap (the walk keeps it
+/// inside `root`).
 fn load_layer(
     layout: &Layout,
     root: &Path,
@@ -231,20 +250,13 @@ fn load_layer(
     let mut nodes: Vec<(Node, PathBuf)> = Vec::new();
     for file in files {
         let shown = layout.display(&file);
-        match bounded::read_text(&file, Some(root), cap) {
-            // A Markdown file without frontmatter is content (a `content_ref`
-            // target), not a node.
-            Ok(text) if crate::yaml::split_frontmatter(&text).is_none() => {
-                tracing::debug!(file = %shown.display(), "no frontmatter: not a node");
-            }
-            Ok(text) => {
+        match read_node_file(&file, cap) {
+            Ok(None) => tracing::debug!(file = %shown.display(), "no frontmatter: not a node"),
+            Ok(Some(text)) => {
                 let (node, problems) = parse_node(&shown, &text, layer);
                 diagnostics.extend(problems);
                 nodes.extend(node.map(|n| (n, shown)));
             }
-            // An oversized file without frontmatter is content too: its
-            // `content_ref` is checked against the content cap.
-            Err(ReadError::TooLarge { .. }) if !starts_with_frontmatter(&file) => {}
             Err(e) => diagnostics.push(e.diagnostic(&shown, None, None)),
         }
     }
@@ -984,12 +996,18 @@ mod tests {
                 check(&layout, &options()).iter().filter(|d| d.is_error()).map(ToString::to_string).collect();
             let built = build_errors(&layout);
             assert_eq!(checked, built);
-            let walked: Vec<String> = check_paths(&layout, &[layout.knowledge()])
+            // Validating the folders reports the file problems too.
+            let walked: Vec<String> = check_paths(&layout, &[layout.knowledge(), layout.global_vault.clone()])
                 .iter()
                 .filter(|d| d.is_error())
                 .map(ToString::to_string)
                 .collect();
-            assert!(!walked.is_empty(), "validate of the folder reports it too");
+            let file_problems: Vec<&String> =
+                built.iter().filter(|e| !e.contains("content_ref") && !e.contains("rank_formula")).collect();
+            for problem in file_problems {
+                let file = problem.split(": ").next().unwrap();
+                assert!(walked.iter().any(|w| w.starts_with(&format!("{file}: "))), "{problem} not in {walked:#?}");
+            }
             built
         })
     }
@@ -1001,6 +1019,23 @@ mod tests {
         crate::bounded::tests::mkfifo(&layout.local_nodes().join("x.md"));
         let errors = errors_without_hanging(&layout);
         assert_eq!(errors, ["knowledge/local-nodes/x.md: is a FIFO (named pipe), not a regular file; it was not read"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_overlay_or_config_is_refused_without_hanging() {
+        let (_dir, layout) = fixture();
+        std::fs::remove_file(layout.local_state()).unwrap();
+        crate::bounded::tests::mkfifo(&layout.local_state());
+        crate::bounded::tests::mkfifo(&layout.propagation_config());
+        let errors = errors_without_hanging(&layout);
+        assert_eq!(
+            errors,
+            [
+                "knowledge/graph/local_state.yaml: is a FIFO (named pipe), not a regular file; it was not read",
+                "knowledge/graph/propagation_config.yaml: is a FIFO (named pipe), not a regular file; it was not read",
+            ]
+        );
     }
 
     #[cfg(unix)]

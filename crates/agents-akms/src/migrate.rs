@@ -105,7 +105,8 @@ pub fn plan(layout: &Layout) -> Result<Plan, AkmsError> {
     };
     let nodes = paths
         .into_iter()
-        .map(|(path, root)| match bounded::read_text(&path, Some(&root), cap) {
+        // `markdown_files` keeps each file inside its layer.
+        .map(|(path, _root)| match bounded::read_text(&path, None, cap) {
             Ok(text) => Ok(SourceFile { text, path }),
             Err(e) => Err(refused(&path, e)),
         })

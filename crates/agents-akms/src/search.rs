@@ -71,7 +71,7 @@ fn bodies(layout: &Layout) -> BTreeMap<String, (String, String)> {
     for (root, layer) in layers {
         let ref_root: &Path = if layer == Layer::Global { &layout.global_vault } else { &knowledge };
         for file in markdown_files(&root).0 {
-            let Some((id, text)) = node_text(&file, &root, ref_root, &limits) else { continue };
+            let Some((id, text)) = node_text(&file, ref_root, &limits) else { continue };
             out.entry(id).or_insert_with(|| (display(layout, layer, &file), text));
         }
     }
@@ -89,8 +89,9 @@ fn display(layout: &Layout, layer: Layer, file: &Path) -> String {
 }
 
 /// The id and the text (body, then the content_ref file) of the node in `file`.
-fn node_text(file: &Path, root: &Path, ref_root: &Path, limits: &LimitsConfig) -> Option<(String, String)> {
-    let source = bounded::read_text(file, Some(root), limits.node_cap()).ok()?;
+fn node_text(file: &Path, ref_root: &Path, limits: &LimitsConfig) -> Option<(String, String)> {
+    // `markdown_files` keeps the file inside its layer.
+    let source = bounded::read_text(file, None, limits.node_cap()).ok()?;
     let front = split_frontmatter(&source)?;
     let map = parse_mapping(file, front.yaml, front.first_line).ok()?;
     let field = |key: &str| map.get(key).and_then(|v| v.as_str()).map(str::to_owned);

@@ -197,13 +197,17 @@ pub fn markdown_files(root: &Path) -> (Vec<PathBuf>, Vec<Diagnostic>) {
                             files.push(path);
                         }
                     }
-                    Ok(_) => problems.push(Diagnostic::error(
-                        ProblemKind::PathEscape,
-                        &path,
-                        None,
-                        None,
-                        format!("symbolic link leads outside {}", root.display()),
-                    )),
+                    // A link out matters when it would be walked or read as a node.
+                    Ok(real) if real.is_dir() || path.extension().is_some_and(|e| e == "md") => {
+                        problems.push(Diagnostic::error(
+                            ProblemKind::PathEscape,
+                            &path,
+                            None,
+                            None,
+                            format!("symbolic link leads outside {}", root.display()),
+                        ))
+                    }
+                    Ok(_) => {}
                     Err(_) => {}
                 }
             } else if kind.is_dir() {
