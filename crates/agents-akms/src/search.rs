@@ -284,7 +284,10 @@ pub fn cached_passages(
     let digest = Sha256::digest(key.as_bytes());
     let hash: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
     let path = layout.knowledge().join("cache").join("search").join(format!("{graph_version}-{hash}.json"));
-    if let Ok(text) = std::fs::read_to_string(&path)
+    // A cache entry is a regular file inside knowledge/ (a FIFO planted under
+    // its name is refused, not waited on); anything else is recomputed.
+    let cap = bounded::Cap::new(bounded::MAX_OVERLAY_BYTES, "a fixed limit for cached passages");
+    if let Ok(text) = bounded::read_text(&path, Some(&layout.knowledge()), cap)
         && let Ok(passages) = serde_json::from_str::<Vec<Passage>>(&text)
     {
         return Ok(passages);
@@ -419,6 +422,31 @@ mod tests {
         // Another graph version is another entry.
         let other = cached_passages(&layout, "v2", backend.as_ref(), None, &by_id, &nodes, "green operator").unwrap();
         assert_eq!(other, first);
+        // A FIFO under an entry's name is recomputed, not waited on.
+        #[cfg(unix)]
+        {
+            let v2 = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("v2-"))
+                .unwrap();
+            std::fs::remove_file(&v2).unwrap();
+            crate::bounded::tests::mkfifo(&v2);
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    let got = cached_passages(&layout, "v2", backend.as_ref(), None, &by_id, &nodes, "green operator");
+                    tx.send(got.unwrap()).unwrap();
+                });
+                let got = rx.recv_timeout(std::time::Duration::from_secs(20));
+                if got.is_err() {
+                    // Unblock the reader so the scope can end, then fail.
+                    let _ = std::fs::write(&v2, "[]");
+                }
+                assert_eq!(got.expect("no hang"), first);
+            });
+            assert!(v2.is_file(), "the entry is a regular file again");
+        }
     }
 
     /// Words as one-hot axes of a 64-dimensional space (by a byte sum): a
