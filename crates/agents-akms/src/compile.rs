@@ -25,7 +25,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Value as Json, json};
 
-use crate::config::{PropagationConfig, parse_config};
+use crate::bounded::{self, Cap, MAX_CONFIG_BYTES, MAX_OVERLAY_BYTES, MAX_SESSION_BYTES, ReadError};
+use crate::config::{LimitsConfig, PropagationConfig, parse_config};
 use crate::diag::{self, AkmsError, Diagnostic, ProblemKind};
 use crate::overlay::{LocalState, parse_local_state};
 use crate::schema::{Edge, EdgeType, Layer, Node, parse_node};
@@ -97,20 +98,28 @@ pub fn check(layout: &Layout, options: &CompileOptions) -> Vec<Diagnostic> {
     run(layout, options).1
 }
 
+/// The cap of `propagation_config.yaml`.
+const CONFIG_CAP: Cap = Cap::new(MAX_CONFIG_BYTES, "a fixed limit for propagation_config.yaml");
+/// The cap of `local_state.yaml`.
+pub(crate) const OVERLAY_CAP: Cap = Cap::new(MAX_OVERLAY_BYTES, "a fixed limit for local_state.yaml");
+/// The cap of an AgentMemory or PCD.
+pub(crate) const SESSION_CAP: Cap = Cap::new(MAX_SESSION_BYTES, "a fixed limit for session files");
+
 /// The repository's `propagation_config.yaml`, or the defaults without one.
 pub fn read_config(layout: &Layout) -> Result<PropagationConfig, Vec<Diagnostic>> {
     let path = layout.propagation_config();
-    match std::fs::read_to_string(&path) {
-        Ok(text) => parse_config(&layout.display(&path), &text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(PropagationConfig::default()),
-        Err(e) => Err(vec![Diagnostic::error(
-            ProblemKind::Io,
-            &layout.display(&path),
-            None,
-            None,
-            format!("cannot read: {e}"),
-        )]),
+    let shown = layout.display(&path);
+    match bounded::read_optional(&path, Some(&layout.knowledge()), CONFIG_CAP) {
+        Ok(Some(text)) => parse_config(&shown, &text),
+        Ok(None) => Ok(PropagationConfig::default()),
+        Err(e) => Err(vec![e.diagnostic(&shown, None, None)]),
     }
+}
+
+/// The size caps of the repository's config (the defaults when it does not
+/// parse: its problems are reported where it is read).
+fn limits(layout: &Layout) -> LimitsConfig {
+    read_config(layout).map(|config| config.limits).unwrap_or_default()
 }
 
 /// Validates the given files and directories one by one, each by where it
@@ -120,23 +129,27 @@ pub fn read_config(layout: &Layout) -> Result<PropagationConfig, Vec<Diagnostic>
 pub fn check_paths(layout: &Layout, paths: &[PathBuf]) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
     let mut files = Vec::new();
+    let limits = limits(layout);
     // Markdown found in a folder without frontmatter is content, not a node;
-    // a file named on its own must be a node.
+    // a file named on its own must be a node. The overlay and config found
+    // in a folder are read only inside it (the walk confines the Markdown).
     let mut walked = BTreeSet::new();
+    let mut found_in: BTreeMap<PathBuf, PathBuf> = BTreeMap::new();
     for path in paths {
         if path.is_dir() {
             let (found, problems) = markdown_files(path);
             walked.extend(found.iter().cloned());
             files.extend(found);
-            diagnostics.extend(problems);
+            diagnostics.extend(problems.into_iter().map(|mut d| {
+                d.file = layout.display(&d.file);
+                d
+            }));
             for name in ["local_state.yaml", "propagation_config.yaml"] {
-                let candidate = path.join(name);
-                if candidate.is_file() {
-                    files.push(candidate);
-                }
-                let nested = path.join("graph").join(name);
-                if nested.is_file() {
-                    files.push(nested);
+                for candidate in [path.join(name), path.join("graph").join(name)] {
+                    if std::fs::symlink_metadata(&candidate).is_ok() {
+                        found_in.insert(candidate.clone(), path.clone());
+                        files.push(candidate);
+                    }
                 }
             }
         } else {
@@ -149,22 +162,31 @@ pub fn check_paths(layout: &Layout, paths: &[PathBuf]) -> Vec<Diagnostic> {
     let sessions = absolute(&layout.knowledge().join("sessions"));
     for file in files {
         let shown = layout.display(&file);
-        let text = match std::fs::read_to_string(&file) {
-            Ok(text) => text,
+        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let cap = match name {
+            "local_state.yaml" => OVERLAY_CAP,
+            "propagation_config.yaml" => CONFIG_CAP,
+            _ if absolute(&file).starts_with(&sessions) => SESSION_CAP,
+            _ => limits.node_cap(),
+        };
+        let read = if walked.contains(&file) {
+            read_node_file(&file, cap)
+        } else {
+            bounded::read_text(&file, found_in.get(&file).map(PathBuf::as_path), cap).map(Some)
+        };
+        let text = match read {
+            Ok(Some(text)) => text,
+            Ok(None) => continue,
             Err(e) => {
-                diagnostics.push(Diagnostic::error(ProblemKind::Io, &shown, None, None, format!("cannot read: {e}")));
+                diagnostics.push(e.diagnostic(&shown, None, None));
                 continue;
             }
         };
-        if walked.contains(&file) && crate::yaml::split_frontmatter(&text).is_none() {
-            continue;
-        }
-        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         let problems = match name {
             "local_state.yaml" => parse_local_state(&shown, &text).err().unwrap_or_default(),
             "propagation_config.yaml" => parse_config(&shown, &text).err().unwrap_or_default(),
             _ if absolute(&file).starts_with(&sessions) => {
-                crate::evidence::parse_evidence(&shown, &text).err().unwrap_or_default()
+                crate::evidence::parse_evidence_with(&shown, &text, &limits).err().unwrap_or_default()
             }
             _ => {
                 let full = absolute(&file);
@@ -184,12 +206,42 @@ pub fn check_paths(layout: &Layout, paths: &[PathBuf]) -> Vec<Diagnostic> {
     diagnostics
 }
 
+/// The text of a Markdown file found by [`markdown_files`] (which keeps it
+/// inside its layer), when it is a node: `None` for content, a file without
+/// frontmatter (a `content_ref` target), whatever its size; an error for a
+/// node over `cap` or a file that is not regular.
+fn read_node_file(file: &Path, cap: Cap) -> Result<Option<String>, ReadError> {
+    match bounded::read_text(file, None, cap) {
+        Ok(text) if crate::yaml::split_frontmatter(&text).is_none() => Ok(None),
+        Ok(text) => Ok(Some(text)),
+        Err(ReadError::TooLarge { .. }) if !starts_with_frontmatter(file) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether the file at `path` opens with a frontmatter line, from its first
+/// bytes (an oversized file is not read whole to tell).
+fn starts_with_frontmatter(path: &Path) -> bool {
+    bounded::read_prefix(path, None, 8).is_ok_and(|head| {
+        let head = head.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&head);
+        head.starts_with(b"---\n") || head.starts_with(b"---\r\n") || head.starts_with(b"--- ")
+    })
+}
+
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Loads one layer: its nodes sorted by id, duplicate ids reported.
-fn load_layer(layout: &Layout, root: &Path, layer: Layer, diagnostics: &mut Vec<Diagnostic>) -> Vec<(Node, PathBuf)> {
+/// Loads one layer: its nodes sorted by id, duplicate ids reported. A file
+/// is read only when it is a regular file within its cap (the walk keeps it
+/// inside `root`).
+fn load_layer(
+    layout: &Layout,
+    root: &Path,
+    layer: Layer,
+    cap: Cap,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<(Node, PathBuf)> {
     let (files, problems) = markdown_files(root);
     diagnostics.extend(problems.into_iter().map(|mut d| {
         d.file = layout.display(&d.file);
@@ -198,20 +250,14 @@ fn load_layer(layout: &Layout, root: &Path, layer: Layer, diagnostics: &mut Vec<
     let mut nodes: Vec<(Node, PathBuf)> = Vec::new();
     for file in files {
         let shown = layout.display(&file);
-        match std::fs::read_to_string(&file) {
-            // A Markdown file without frontmatter is content (a `content_ref`
-            // target), not a node.
-            Ok(text) if crate::yaml::split_frontmatter(&text).is_none() => {
-                tracing::debug!(file = %shown.display(), "no frontmatter: not a node");
-            }
-            Ok(text) => {
+        match read_node_file(&file, cap) {
+            Ok(None) => tracing::debug!(file = %shown.display(), "no frontmatter: not a node"),
+            Ok(Some(text)) => {
                 let (node, problems) = parse_node(&shown, &text, layer);
                 diagnostics.extend(problems);
                 nodes.extend(node.map(|n| (n, shown)));
             }
-            Err(e) => {
-                diagnostics.push(Diagnostic::error(ProblemKind::Io, &shown, None, None, format!("cannot read: {e}")))
-            }
+            Err(e) => diagnostics.push(e.diagnostic(&shown, None, None)),
         }
     }
     nodes.sort_by(|a, b| (&a.0.id, &a.1).cmp(&(&b.0.id, &b.1)));
@@ -244,6 +290,8 @@ pub struct Sources {
     local: Vec<(Node, PathBuf)>,
     mirror: Vec<(Node, PathBuf)>,
     global_vault_found: bool,
+    /// The config's size caps (the defaults when it has problems).
+    limits: LimitsConfig,
 }
 
 impl Sources {
@@ -251,13 +299,18 @@ impl Sources {
     pub fn load(layout: &Layout) -> Sources {
         let mut diagnostics = Vec::new();
         // The config is a schema file too: a bad one stops the build.
-        if let Err(problems) = read_config(layout) {
-            diagnostics.extend(problems);
-        }
-        let global = load_layer(layout, &layout.global_vault, Layer::Global, &mut diagnostics);
-        let local = load_layer(layout, &layout.local_nodes(), Layer::Local, &mut diagnostics);
-        let mirror = load_layer(layout, &layout.code_mirror(), Layer::CodeMirror, &mut diagnostics);
-        Sources { diagnostics, global, local, mirror, global_vault_found: layout.global_vault.is_dir() }
+        let limits = match read_config(layout) {
+            Ok(config) => config.limits,
+            Err(problems) => {
+                diagnostics.extend(problems);
+                LimitsConfig::default()
+            }
+        };
+        let cap = limits.node_cap();
+        let global = load_layer(layout, &layout.global_vault, Layer::Global, cap, &mut diagnostics);
+        let local = load_layer(layout, &layout.local_nodes(), Layer::Local, cap, &mut diagnostics);
+        let mirror = load_layer(layout, &layout.code_mirror(), Layer::CodeMirror, cap, &mut diagnostics);
+        Sources { diagnostics, global, local, mirror, global_vault_found: layout.global_vault.is_dir(), limits }
     }
 
     /// Puts the local node file `path` with `text` in place of the one read
@@ -303,16 +356,13 @@ impl Sources {
 pub fn read_local_state(layout: &Layout) -> (LocalState, Vec<Diagnostic>) {
     let state_path = layout.local_state();
     let state_file = layout.display(&state_path);
-    match std::fs::read_to_string(&state_path) {
-        Ok(text) => match parse_local_state(&state_file, &text) {
+    match bounded::read_optional(&state_path, Some(&layout.knowledge()), OVERLAY_CAP) {
+        Ok(Some(text)) => match parse_local_state(&state_file, &text) {
             Ok(state) => (state, Vec::new()),
             Err(problems) => (LocalState::default(), problems),
         },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (LocalState::default(), Vec::new()),
-        Err(e) => (
-            LocalState::default(),
-            vec![Diagnostic::error(ProblemKind::Io, &state_file, None, None, format!("cannot read: {e}"))],
-        ),
+        Ok(None) => (LocalState::default(), Vec::new()),
+        Err(e) => (LocalState::default(), vec![e.diagnostic(&state_file, None, None)]),
     }
 }
 
@@ -381,7 +431,8 @@ fn merge(
         let root = if m.node.layer == Layer::Global { &layout.global_vault } else { &knowledge };
         if let Some(content_ref) = &m.node.content_ref {
             let line = m.node.field_lines.get("content_ref").copied();
-            check_content_ref(&m.file, line, "content_ref", content_ref, root, &mut diagnostics);
+            let cap = sources.limits.content_ref_cap();
+            check_content_ref(&m.file, line, "content_ref", content_ref, root, cap, &mut diagnostics);
         }
         if let Some(source_file) = &m.node.source_file
             && let Err(e) = confine_lexically(source_file)
@@ -456,6 +507,7 @@ fn merge(
             &format!("{field}.content_ref"),
             &session.content_ref,
             &knowledge,
+            sources.limits.content_ref_cap(),
             &mut diagnostics,
         );
         let attributes: BTreeMap<String, Json> = [
@@ -644,17 +696,25 @@ fn push(merged: &mut BTreeMap<String, usize>, order: &mut Vec<Merged>, node: Nod
     order.push(Merged { node, file, session });
 }
 
-/// A `content_ref` must stay in `root`; a missing target is a warning (NFR-R02).
+/// A `content_ref` must stay in `root` and name a regular file within `cap`
+/// (checked from its metadata: nothing is read); a missing target is a
+/// warning (NFR-R02).
 fn check_content_ref(
     file: &Path,
     line: Option<usize>,
     field: &str,
     content_ref: &str,
     root: &Path,
+    cap: Cap,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     match confine(root, content_ref) {
-        Ok(Some(_)) => {}
+        Ok(Some(path)) => {
+            if let Err(e) = bounded::check_metadata(&path, cap) {
+                let message = format!("`{content_ref}` {e}");
+                diagnostics.push(Diagnostic::error(e.kind(), file, line, Some(field), message));
+            }
+        }
         Ok(None) => diagnostics.push(Diagnostic::warning(
             ProblemKind::MissingContentRef,
             file,
@@ -917,6 +977,184 @@ mod tests {
             assert!(error.contains(file) && error.contains(expect), "{file}: {error}");
             assert_eq!(std::fs::read_to_string(layout.graph_json()).unwrap(), before, "{file}");
         }
+    }
+
+    /// `f` run on another thread; panics when it does not end within 20 s
+    /// (a hang guard, not a timing).
+    fn ends<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(f()).unwrap());
+        rx.recv_timeout(std::time::Duration::from_secs(20)).expect("no hang")
+    }
+
+    /// `check` and `compile` of `layout` on another thread: the error lines of
+    /// both (they must agree that the tree is bad).
+    fn errors_without_hanging(layout: &Layout) -> Vec<String> {
+        let layout = layout.clone();
+        ends(move || {
+            let checked: Vec<String> =
+                check(&layout, &options()).iter().filter(|d| d.is_error()).map(ToString::to_string).collect();
+            let built = build_errors(&layout);
+            assert_eq!(checked, built);
+            // Validating the folders reports the file problems too.
+            let walked: Vec<String> = check_paths(&layout, &[layout.knowledge(), layout.global_vault.clone()])
+                .iter()
+                .filter(|d| d.is_error())
+                .map(ToString::to_string)
+                .collect();
+            let file_problems: Vec<&String> =
+                built.iter().filter(|e| !e.contains("content_ref") && !e.contains("rank_formula")).collect();
+            for problem in file_problems {
+                let file = problem.split(": ").next().unwrap();
+                assert!(walked.iter().any(|w| w.starts_with(&format!("{file}: "))), "{problem} not in {walked:#?}");
+            }
+            built
+        })
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_node_file_is_refused_without_hanging() {
+        let (_dir, layout) = fixture();
+        crate::bounded::tests::mkfifo(&layout.local_nodes().join("x.md"));
+        let errors = errors_without_hanging(&layout);
+        assert_eq!(errors, ["knowledge/local-nodes/x.md: is a FIFO (named pipe), not a regular file; it was not read"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_overlay_or_config_is_refused_without_hanging() {
+        let (_dir, layout) = fixture();
+        std::fs::remove_file(layout.local_state()).unwrap();
+        crate::bounded::tests::mkfifo(&layout.local_state());
+        crate::bounded::tests::mkfifo(&layout.propagation_config());
+        let errors = errors_without_hanging(&layout);
+        assert_eq!(
+            errors,
+            [
+                "knowledge/graph/local_state.yaml: is a FIFO (named pipe), not a regular file; it was not read",
+                "knowledge/graph/propagation_config.yaml: is a FIFO (named pipe), not a regular file; it was not read",
+            ]
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_content_ref_is_refused_without_hanging() {
+        let (_dir, layout) = fixture();
+        crate::bounded::tests::mkfifo(&layout.knowledge().join("pipe.md"));
+        let path = layout.local_nodes().join("repo-conventions.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        write(&path, &text.replace("akms_schema", "content_ref: pipe.md\nakms_schema"));
+        let errors = errors_without_hanging(&layout);
+        assert_eq!(
+            errors,
+            [
+                "knowledge/local-nodes/repo-conventions.md:13: content_ref: `pipe.md` is a FIFO (named pipe), not a regular file; it was not read"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_content_ref_over_its_cap_is_refused_from_its_metadata() {
+        let (_dir, layout) = fixture();
+        // Sparse: 1 GB that takes no space and is never read.
+        std::fs::File::create(layout.knowledge().join("huge.md")).unwrap().set_len(1 << 30).unwrap();
+        let path = layout.local_nodes().join("repo-conventions.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        write(&path, &text.replace("akms_schema", "content_ref: huge.md\nakms_schema"));
+        let errors = errors_without_hanging(&layout);
+        assert_eq!(
+            errors,
+            [
+                "knowledge/local-nodes/repo-conventions.md:13: content_ref: `huge.md` is 1.0 GiB (1073741824 bytes), over the limit of 4 MiB (4194304 bytes; limits.max_content_ref_bytes in propagation_config.yaml); it was not read"
+            ]
+        );
+        // The setting moves the cap (up to its ceiling).
+        write(&layout.propagation_config(), "akms_schema: v2\nlimits:\n  max_content_ref_bytes: 67108864\n");
+        assert!(build_errors(&layout)[0].contains("limit of 64 MiB"));
+    }
+
+    #[test]
+    fn a_node_file_over_its_cap_is_an_error_and_big_content_is_not() {
+        let (_dir, layout) = fixture();
+        let path = layout.local_nodes().join("repo-conventions.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        write(&path, &format!("{text}{}", "body text\n".repeat(120_000)));
+        // Content without frontmatter over the node cap is not a node: skipped, not refused.
+        write(&layout.local_nodes().join("docs/long.md"), &"words\n".repeat(300_000));
+        let errors = errors_without_hanging(&layout);
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert!(
+            errors[0].starts_with("knowledge/local-nodes/repo-conventions.md: is 1.1 MiB (1200")
+                && errors[0].ends_with("over the limit of 1 MiB (1048576 bytes; limits.max_node_bytes in propagation_config.yaml); it was not read"),
+            "{}",
+            errors[0]
+        );
+        write(&layout.propagation_config(), "akms_schema: v2\nlimits:\n  max_node_bytes: 2097152\n");
+        assert!(compile(&layout, &options()).is_ok());
+    }
+
+    #[test]
+    fn deeply_nested_yaml_and_rank_formulas_are_errors_naming_the_file() {
+        let (_dir, layout) = fixture();
+        let n = 100_000;
+        let path = layout.local_nodes().join("repo-conventions.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        write(&path, &text.replace("tags: [layout]", &format!("tags: {}x{}", "[".repeat(n), "]".repeat(n))));
+        let errors = errors_without_hanging(&layout);
+        assert_eq!(
+            errors,
+            ["knowledge/local-nodes/repo-conventions.md:5: invalid yaml: nested more than 100 levels deep"]
+        );
+
+        let (_dir, layout) = fixture();
+        let formula = format!("{}confidence{}", "(".repeat(n), ")".repeat(n));
+        write(
+            &layout.propagation_config(),
+            &format!(
+                "akms_schema: v2\nquery_roles:\n  implementer:\n    edge_types: [requires]\n    rank_formula: \"{formula}\"\n"
+            ),
+        );
+        let errors = errors_without_hanging(&layout);
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].starts_with(
+                "knowledge/graph/propagation_config.yaml:2: query_roles.implementer.rank_formula: rank formula `(((("
+            ),
+            "{}",
+            errors[0]
+        );
+        assert!(errors[0].ends_with("the formula is longer than 4096 characters at character 4096"), "{}", errors[0]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_to_dot_in_local_nodes_are_walked_once() {
+        let (_dir, layout) = fixture();
+        for name in ["a", "b"] {
+            std::os::unix::fs::symlink(".", layout.local_nodes().join(name)).unwrap();
+        }
+        let walked = layout.clone();
+        let compiled = ends(move || compile(&walked, &options())).unwrap();
+        let repeated = compiled.warnings.iter().filter(|w| w.kind == ProblemKind::RepeatedDirectory).count();
+        assert_eq!(repeated, 2, "{:#?}", compiled.warnings);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_node_file_linked_from_outside_its_layer_is_not_read() {
+        let (dir, layout) = fixture();
+        write(&dir.path().join("secret.md"), "---\nid: secret\n---\n");
+        std::os::unix::fs::symlink(dir.path().join("secret.md"), layout.local_nodes().join("leak.md")).unwrap();
+        std::fs::remove_file(layout.local_state()).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret.md"), layout.local_state()).unwrap();
+        let errors = errors_without_hanging(&layout);
+        assert!(
+            errors.iter().any(|e| e.starts_with("knowledge/local-nodes/leak.md: symbolic link leads outside")),
+            "{errors:#?}"
+        );
+        assert!(errors.iter().any(|e| e.starts_with("knowledge/graph/local_state.yaml: leads outside")), "{errors:#?}");
     }
 
     #[test]

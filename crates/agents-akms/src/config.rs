@@ -27,6 +27,7 @@ pub struct PropagationConfig {
     pub query_roles: BTreeMap<String, RoleProfile>,
     pub tag_derivation: TagDerivationConfig,
     pub orchestrator: OrchestratorConfig,
+    pub limits: LimitsConfig,
     /// Optional provider/model for the semantic docstring-drift check.
     pub model_routing: Option<yaml_serde::Value>,
 }
@@ -143,6 +144,45 @@ pub struct OrchestratorConfig {
     pub review_roles: Vec<String>,
 }
 
+/// Size caps of what this repository's knowledge may hold; a file over its
+/// cap is refused without being read (see [`crate::bounded`]). A repository
+/// may lower or raise them, up to [`MAX_LIMIT_BYTES`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// A node file (frontmatter and body).
+    pub max_node_bytes: u64,
+    /// A `content_ref` document.
+    pub max_content_ref_bytes: u64,
+    /// A `content_draft` of an AgentMemory's `new_knowledge` entry.
+    pub max_content_draft_bytes: u64,
+}
+
+/// The most any `limits` setting may be: a repository cannot lift the bounds.
+pub const MAX_LIMIT_BYTES: u64 = 64 * crate::bounded::MIB;
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        use crate::bounded::MIB;
+        LimitsConfig { max_node_bytes: MIB, max_content_ref_bytes: 4 * MIB, max_content_draft_bytes: 256 * 1024 }
+    }
+}
+
+impl LimitsConfig {
+    pub fn node_cap(&self) -> crate::bounded::Cap {
+        crate::bounded::Cap::new(self.max_node_bytes, "limits.max_node_bytes in propagation_config.yaml")
+    }
+    pub fn content_ref_cap(&self) -> crate::bounded::Cap {
+        crate::bounded::Cap::new(self.max_content_ref_bytes, "limits.max_content_ref_bytes in propagation_config.yaml")
+    }
+    pub fn content_draft_cap(&self) -> crate::bounded::Cap {
+        crate::bounded::Cap::new(
+            self.max_content_draft_bytes,
+            "limits.max_content_draft_bytes in propagation_config.yaml",
+        )
+    }
+}
+
 impl Default for PropagationConfig {
     fn default() -> Self {
         use EdgeType::*;
@@ -178,6 +218,7 @@ impl Default for PropagationConfig {
             .collect(),
             tag_derivation: TagDerivationConfig::default(),
             orchestrator: OrchestratorConfig::default(),
+            limits: LimitsConfig::default(),
             model_routing: None,
         }
     }
@@ -352,6 +393,13 @@ orchestrator:
   task_timeout_seconds: 1800    # a task running longer is stopped and failed
   review_roles: [code_reviewer, physics_reviewer]
 
+# Size caps, in bytes: a file over its cap is refused without being read
+# (at most 67108864, 64 MiB, each).
+limits:
+  max_node_bytes: 1048576           # a node file, frontmatter and body (1 MiB)
+  max_content_ref_bytes: 4194304    # a content_ref document (4 MiB)
+  max_content_draft_bytes: 262144   # an AgentMemory new_knowledge content_draft (256 KiB)
+
 # Optional: the model of the semantic docstring-drift check of the code mirror.
 # Off by default; `agents knowledge mirror` runs only the deterministic
 # structural check and never calls a model (spec 3.2, 5.6).
@@ -431,6 +479,22 @@ pub fn parse_config(file: &Path, text: &str) -> Result<PropagationConfig, Vec<Di
             ));
         }
     }
+    let limits = &config.limits;
+    for (field, value) in [
+        ("max_node_bytes", limits.max_node_bytes),
+        ("max_content_ref_bytes", limits.max_content_ref_bytes),
+        ("max_content_draft_bytes", limits.max_content_draft_bytes),
+    ] {
+        if !(1..=MAX_LIMIT_BYTES).contains(&value) {
+            problems.push(Diagnostic::error(
+                ProblemKind::InvalidValue,
+                file,
+                lines.get("limits").copied(),
+                Some(&format!("limits.{field}")),
+                format!("expected a number of bytes from 1 to {MAX_LIMIT_BYTES} (64 MiB), found `{value}`"),
+            ));
+        }
+    }
     if problems.is_empty() { Ok(config) } else { Err(problems) }
 }
 
@@ -461,6 +525,46 @@ mod tests {
         assert!(parse_config(Path::new("p.yaml"), on).unwrap().semantic_drift_check());
         let off = "akms_schema: v2\nmodel_routing:\n  model: some-model\n";
         assert!(!parse_config(Path::new("p.yaml"), off).unwrap().semantic_drift_check());
+    }
+
+    #[test]
+    fn limits_are_settings_within_a_ceiling() {
+        let text = "akms_schema: v2\nlimits:\n  max_node_bytes: 2048\n";
+        let config = parse_config(Path::new("p.yaml"), text).unwrap();
+        assert_eq!(config.limits.max_node_bytes, 2048);
+        assert_eq!(config.limits.max_content_ref_bytes, LimitsConfig::default().max_content_ref_bytes);
+        for value in ["0", "67108865"] {
+            let text = format!("akms_schema: v2\nlimits:\n  max_content_ref_bytes: {value}\n");
+            let err = parse_config(Path::new("p.yaml"), &text).unwrap_err();
+            assert_eq!(err[0].field.as_deref(), Some("limits.max_content_ref_bytes"), "{}", err[0]);
+            assert_eq!(err[0].line, Some(2));
+        }
+    }
+
+    #[test]
+    fn a_deeply_nested_rank_formula_is_an_error_naming_the_file_and_field() {
+        let n = 100_000;
+        for formula in [format!("{}confidence{}", "(".repeat(n), ")".repeat(n)), format!("{}confidence", "-".repeat(n))]
+        {
+            let text = format!(
+                "akms_schema: v2\nquery_roles:\n  implementer:\n    edge_types: [requires]\n    rank_formula: \"{formula}\"\n"
+            );
+            let err = parse_config(Path::new("knowledge/graph/propagation_config.yaml"), &text).unwrap_err();
+            let shown = err[0].to_string();
+            assert!(
+                shown.starts_with(
+                    "knowledge/graph/propagation_config.yaml:2: query_roles.implementer.rank_formula: rank formula `"
+                ),
+                "{shown}"
+            );
+            assert!(shown.contains("longer than 4096 characters") && shown.len() < 400, "{shown}");
+        }
+        let deep = format!("{}confidence{}", "(".repeat(100), ")".repeat(100));
+        let text = format!(
+            "akms_schema: v2\nquery_roles:\n  implementer:\n    edge_types: [requires]\n    rank_formula: \"{deep}\"\n"
+        );
+        let err = parse_config(Path::new("p.yaml"), &text).unwrap_err();
+        assert!(err[0].to_string().contains("nested more than 64 deep"), "{}", err[0]);
     }
 
     #[test]

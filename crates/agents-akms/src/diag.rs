@@ -51,6 +51,12 @@ pub enum ProblemKind {
     MissingContentRef,
     /// A file could not be read.
     Io,
+    /// A symbolic link to a directory already walked: skipped.
+    RepeatedDirectory,
+    /// A FIFO, socket, device or directory where a file was expected: not read.
+    NotRegularFile,
+    /// A file or field over its size limit: not read, or refused.
+    TooLarge,
 }
 
 /// One problem in one file.

@@ -134,8 +134,19 @@ pub struct Evidence {
     pub new_knowledge: Vec<NewKnowledge>,
 }
 
-/// Parses and validates one AgentMemory or PCD; `file` names it in messages.
+/// Parses and validates one AgentMemory or PCD with the default limits;
+/// `file` names it in messages.
 pub fn parse_evidence(file: &Path, text: &str) -> Result<Evidence, Vec<Diagnostic>> {
+    parse_evidence_with(file, text, &crate::config::LimitsConfig::default())
+}
+
+/// [`parse_evidence`] with the repository's `limits` (a `content_draft`
+/// over `limits.max_content_draft_bytes` is an error).
+pub fn parse_evidence_with(
+    file: &Path,
+    text: &str,
+    limits: &crate::config::LimitsConfig,
+) -> Result<Evidence, Vec<Diagnostic>> {
     let Some(front) = split_frontmatter(text) else {
         return Err(vec![Diagnostic::error(
             ProblemKind::Yaml,
@@ -185,7 +196,7 @@ pub fn parse_evidence(file: &Path, text: &str) -> Result<Evidence, Vec<Diagnosti
             (format!("session-{phase_label}"), phase_label, phase, date, Some(outcome))
         }
     };
-    let zone = persistent_zone(&mut check, &map);
+    let zone = persistent_zone(&mut check, &map, limits);
 
     let mut problems = check.problems;
     crate::diag::sort(&mut problems);
@@ -232,7 +243,7 @@ struct Zone {
     new_knowledge: Vec<NewKnowledge>,
 }
 
-fn persistent_zone(check: &mut Checker, map: &Mapping) -> Zone {
+fn persistent_zone(check: &mut Checker, map: &Mapping, limits: &crate::config::LimitsConfig) -> Zone {
     let mut zone =
         Zone { nodes_used: Vec::new(), nodes_missing: Vec::new(), pitfalls: Vec::new(), new_knowledge: Vec::new() };
     for (at, item) in entries(check, map, "nodes_used") {
@@ -301,6 +312,22 @@ fn persistent_zone(check: &mut Checker, map: &Mapping) -> Zone {
         let mut f = Fields { map: item, at: at.clone() };
         let suggested_id = f.required_id(check, "suggested_id");
         let content_draft = f.required_string(check, "content_draft");
+        let cap = limits.content_draft_cap();
+        let content_draft = match content_draft {
+            Some(draft) if draft.len() as u64 > cap.bytes => {
+                let field = format!("{at}.content_draft");
+                let line = check.lines.get("new_knowledge").copied();
+                check.problems.push(Diagnostic::error(
+                    ProblemKind::TooLarge,
+                    check.file,
+                    line,
+                    Some(&field),
+                    cap.exceeded(draft.len() as u64),
+                ));
+                None
+            }
+            draft => draft,
+        };
         let status = f.required_string(check, "status");
         let source = f.required_string(check, "source");
         if let Some(status) = &status
@@ -721,6 +748,21 @@ pub(crate) mod tests {
             let _ = parse_evidence(Path::new("s.md"), &format!("---\n{text}\n---\n"));
             let _ = parse_evidence(Path::new("s.md"), &text);
         }
+    }
+
+    #[test]
+    fn a_content_draft_over_its_limit_is_an_error_naming_the_setting() {
+        let big = "x".repeat(1024 * 1024);
+        let text = MEMORY.replace("Use the symmetric gradient for the strain rate.", &big);
+        let problems = parse_evidence(Path::new("s.md"), &text).unwrap_err();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].kind, ProblemKind::TooLarge);
+        assert_eq!(
+            problems[0].to_string(),
+            "s.md:40: new_knowledge[0].content_draft: is 1 MiB (1048576 bytes), over the limit of 256 KiB (262144 bytes; limits.max_content_draft_bytes in propagation_config.yaml)"
+        );
+        let raised = crate::config::LimitsConfig { max_content_draft_bytes: 16 * 1024 * 1024, ..Default::default() };
+        assert!(parse_evidence_with(Path::new("s.md"), &text, &raised).is_ok());
     }
 
     #[test]

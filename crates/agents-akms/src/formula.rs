@@ -3,10 +3,21 @@
 //! node. Never code: numbers, attribute names, `+ - * /` (`×` is `*`),
 //! parentheses and unary minus. A missing or non-numeric attribute is 0, a
 //! boolean 1 or 0; division by zero gives 0, so every rank is a finite number.
+//!
+//! Bounded for any input: a formula is at most [`MAX_FORMULA_CHARS`]
+//! characters and nests parentheses and unary minus at most
+//! [`MAX_FORMULA_DEPTH`] deep, so parsing, evaluating and dropping one never
+//! recurse without limit (a config with 100,000 nested parentheses is an
+//! error, not a stack overflow).
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
+
+/// Longest formula, in characters.
+pub const MAX_FORMULA_CHARS: usize = 4096;
+/// Deepest nesting of parentheses and unary minus signs.
+pub const MAX_FORMULA_DEPTH: usize = 64;
 
 /// A parsed formula.
 #[derive(Clone, Debug, PartialEq)]
@@ -19,11 +30,20 @@ pub enum Formula {
 
 /// Why a formula does not parse: the text and the position of the problem.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("rank formula `{formula}`: {message} at character {at}")]
+#[error("rank formula `{}`: {message} at character {at}", shortened(formula))]
 pub struct FormulaError {
     pub formula: String,
     pub message: String,
     pub at: usize,
+}
+
+/// The formula as messages show it: its first 60 characters.
+fn shortened(formula: &str) -> String {
+    const SHOWN: usize = 60;
+    match formula.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}…", &formula[..end]),
+        None => formula.to_owned(),
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -38,6 +58,12 @@ enum Token {
 fn tokens(text: &str) -> Result<Vec<(usize, Token)>, FormulaError> {
     let error = |at: usize, message: &str| FormulaError { formula: text.to_owned(), message: message.to_owned(), at };
     let chars: Vec<(usize, char)> = text.char_indices().collect();
+    if chars.len() > MAX_FORMULA_CHARS {
+        return Err(error(
+            chars[MAX_FORMULA_CHARS].0,
+            &format!("the formula is longer than {MAX_FORMULA_CHARS} characters"),
+        ));
+    }
     let mut out = Vec::new();
     let mut i = 0;
     while i < chars.len() {
@@ -86,6 +112,8 @@ struct Parser<'a> {
     text: &'a str,
     tokens: Vec<(usize, Token)>,
     next: usize,
+    /// Parentheses and unary minus signs open at the current token.
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -116,21 +144,39 @@ impl Parser<'_> {
         Ok(left)
     }
 
+    /// Parses what `nested` parses one level deeper, refusing to go past
+    /// [`MAX_FORMULA_DEPTH`].
+    fn deeper(
+        &mut self,
+        nested: impl FnOnce(&mut Self) -> Result<Formula, FormulaError>,
+    ) -> Result<Formula, FormulaError> {
+        if self.depth >= MAX_FORMULA_DEPTH {
+            self.next -= 1;
+            return Err(
+                self.error(&format!("parentheses and minus signs are nested more than {MAX_FORMULA_DEPTH} deep"))
+            );
+        }
+        self.depth += 1;
+        let inner = nested(self);
+        self.depth -= 1;
+        inner
+    }
+
     fn factor(&mut self) -> Result<Formula, FormulaError> {
         let token = self.peek().cloned().ok_or_else(|| self.error("the formula ends early"))?;
         self.next += 1;
         match token {
             Token::Number(n) => Ok(Formula::Number(n)),
             Token::Name(name) => Ok(Formula::Attribute(name)),
-            Token::Op('-') => Ok(Formula::Negate(Box::new(self.factor()?))),
-            Token::Open => {
-                let inner = self.sum()?;
-                if self.peek() != Some(&Token::Close) {
-                    return Err(self.error("expected `)`"));
+            Token::Op('-') => Ok(Formula::Negate(Box::new(self.deeper(Self::factor)?))),
+            Token::Open => self.deeper(|parser| {
+                let inner = parser.sum()?;
+                if parser.peek() != Some(&Token::Close) {
+                    return Err(parser.error("expected `)`"));
                 }
-                self.next += 1;
+                parser.next += 1;
                 Ok(inner)
-            }
+            }),
             _ => {
                 self.next -= 1;
                 Err(self.error("expected a number, an attribute or `(`"))
@@ -141,7 +187,7 @@ impl Parser<'_> {
 
 impl Formula {
     pub fn parse(text: &str) -> Result<Formula, FormulaError> {
-        let mut parser = Parser { text, tokens: tokens(text)?, next: 0 };
+        let mut parser = Parser { text, tokens: tokens(text)?, next: 0, depth: 0 };
         let formula = parser.sum()?;
         if parser.next != parser.tokens.len() {
             return Err(parser.error("unexpected text after the formula"));
@@ -213,5 +259,53 @@ mod tests {
             let error = Formula::parse(text).unwrap_err();
             assert_eq!(error.at, at, "{text}: {error}");
         }
+    }
+
+    #[test]
+    fn deep_nesting_and_long_formulas_are_errors_not_stack_overflows() {
+        // Parsed on a thread with a small stack: the limit, not the stack size, stops it.
+        let parse = |text: String| {
+            std::thread::Builder::new()
+                .stack_size(256 * 1024)
+                .spawn(move || Formula::parse(&text).map_err(|e| (e.at, e.to_string())))
+                .unwrap()
+                .join()
+                .expect("no stack overflow")
+        };
+        let n = 100_000;
+        let parens = format!("{}confidence{}", "(".repeat(n), ")".repeat(n));
+        let minus = format!("{}confidence", "-".repeat(n));
+        let chain = vec!["confidence"; n].join("+");
+        for text in [parens, minus, chain] {
+            let (at, message) = parse(text).unwrap_err();
+            assert_eq!(at, MAX_FORMULA_CHARS, "{message}");
+            assert!(message.contains("longer than 4096 characters"), "{message}");
+            assert!(message.len() < 300, "the message shortens the formula: {message}");
+        }
+        let n = 1000;
+        for text in [
+            format!("{}confidence{}", "(".repeat(n), ")".repeat(n)),
+            format!("{}confidence", "-".repeat(n)),
+            format!("{}confidence", "- ".repeat(n)),
+        ] {
+            let (_, message) = parse(text).unwrap_err();
+            assert!(message.contains("nested more than 64 deep"), "{message}");
+        }
+        // The longest chain allowed evaluates on a small stack too.
+        let longest = vec!["1"; MAX_FORMULA_CHARS / 2].join("+");
+        let sum = std::thread::Builder::new()
+            .stack_size(512 * 1024)
+            .spawn(move || Formula::parse(&longest).unwrap().eval(&serde_json::Map::new()))
+            .unwrap()
+            .join()
+            .expect("no stack overflow");
+        assert_eq!(sum, (MAX_FORMULA_CHARS / 2) as f64);
+        // Within the limits, nesting still works.
+        let depth = MAX_FORMULA_DEPTH / 2;
+        let nested = format!("{}-confidence{}", "(".repeat(depth), ")".repeat(depth));
+        assert_eq!(parse(nested.clone()).unwrap().eval(json!({"confidence": 2}).as_object().unwrap()), -2.0);
+        let (at, message) =
+            parse(format!("{}1{}", "(".repeat(MAX_FORMULA_DEPTH + 1), ")".repeat(MAX_FORMULA_DEPTH + 1))).unwrap_err();
+        assert_eq!(at, MAX_FORMULA_DEPTH, "{message}");
     }
 }

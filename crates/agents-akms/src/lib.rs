@@ -11,11 +11,13 @@
 //! the docstring-drift check of [`drift`]); [`evidence`] and [`update`] fold
 //! AgentMemory and PCD evidence into the overlay and local nodes, [`health`]
 //! reports on the result; [`migrate`] upgrades older sources to the current schema. The
-//! global vault is only ever read.
+//! global vault is only ever read, and every file is read through [`bounded`]
+//! (regular files inside their root, under a size cap).
 //!
 //! This crate knows nothing of clap or terminal output; configuration (the
 //! global vault's directory) is resolved by the caller and passed in.
 
+pub mod bounded;
 pub mod compile;
 pub mod config;
 pub mod diag;

@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use yaml_serde::{Mapping, Value as Yaml};
 
+use crate::bounded::{self, ReadError};
 use crate::diag::{AkmsError, Diagnostic, ProblemKind};
 use crate::overlay::parse_local_state;
 use crate::vault::{Layout, markdown_files};
@@ -96,18 +97,23 @@ pub fn plan(layout: &Layout) -> Result<Plan, AkmsError> {
         if let Some(error) = AkmsError::from_diagnostics(&problems) {
             return Err(error);
         }
-        paths.extend(files);
+        paths.extend(files.into_iter().map(|file| (file, root.clone())));
     }
+    let cap = crate::compile::read_config(layout).map(|c| c.limits).unwrap_or_default().node_cap();
+    let refused = |path: &Path, e: ReadError| AkmsError::Invalid {
+        problems: vec![e.diagnostic(&layout.display(path), None, None)],
+    };
     let nodes = paths
         .into_iter()
-        .map(|path| Ok(SourceFile { text: read(&path)?, path }))
+        // `markdown_files` keeps each file inside its layer.
+        .map(|(path, _root)| match bounded::read_text(&path, None, cap) {
+            Ok(text) => Ok(SourceFile { text, path }),
+            Err(e) => Err(refused(&path, e)),
+        })
         .collect::<Result<Vec<_>, AkmsError>>()?;
     let overlay = layout.local_state();
-    let overlay_text = match std::fs::read_to_string(&overlay) {
-        Ok(text) => Some(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(source) => return Err(AkmsError::Io { path: overlay, source }),
-    };
+    let overlay_text = bounded::read_optional(&overlay, Some(&layout.knowledge()), crate::compile::OVERLAY_CAP)
+        .map_err(|e| refused(&overlay, e))?;
     let original = Sources { nodes, local_state: (overlay.clone(), overlay_text) };
     let mut sources = original.clone();
     let mut plan = Plan { migrations: Vec::new(), files: Vec::new(), upstream: Vec::new(), writes: Vec::new() };
@@ -145,7 +151,7 @@ pub fn plan(layout: &Layout) -> Result<Plan, AkmsError> {
     if layout.global_vault.is_dir() {
         for path in markdown_files(&layout.global_vault).0 {
             // Unreadable or malformed global nodes are for `validate` to report.
-            let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            let Ok(text) = bounded::read_text(&path, Some(&layout.global_vault), cap) else { continue };
             if version_of(&text).is_some_and(|v| v != SCHEMA_VERSION) {
                 plan.upstream.push(path);
             }
@@ -165,14 +171,10 @@ impl Plan {
     }
 }
 
-fn read(path: &Path) -> Result<String, AkmsError> {
-    std::fs::read_to_string(path).map_err(|source| AkmsError::Io { path: path.to_path_buf(), source })
-}
-
 /// The `akms_schema` of a node file, when its frontmatter parses.
 fn version_of(text: &str) -> Option<String> {
     let front = split_frontmatter(text)?;
-    let map = yaml_serde::from_str::<Mapping>(front.yaml).ok()?;
+    let map = crate::yaml::parse_mapping(Path::new(""), front.yaml, front.first_line).ok()?;
     map.get("akms_schema").and_then(Yaml::as_str).map(str::to_owned)
 }
 
@@ -227,7 +229,7 @@ fn v1_to_v2(sources: &mut Sources) -> Result<Vec<FileChange>, Diagnostic> {
 
     let (path, text) = &mut sources.local_state;
     let overlay_is_v1 = text.as_deref().is_some_and(|t| {
-        yaml_serde::from_str::<Mapping>(t).ok().and_then(|m| m.get("akms_schema").cloned()) == Some(FROM.into())
+        crate::yaml::parse_mapping(path, t, 1).ok().and_then(|m| m.get("akms_schema").cloned()) == Some(FROM.into())
     });
     if moved_state.is_empty() && !overlay_is_v1 {
         return Ok(changes);
@@ -430,5 +432,19 @@ mod tests {
             assert_eq!(pair[0].to, pair[1].from);
         }
         assert_eq!(MIGRATIONS.last().unwrap().to, SCHEMA_VERSION);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_among_the_nodes_stops_the_plan_without_hanging() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path().join("repo"), dir.path().join("global"));
+        std::fs::create_dir_all(layout.local_nodes()).unwrap();
+        std::fs::write(layout.local_nodes().join("a.md"), V1_NODE).unwrap();
+        crate::bounded::tests::mkfifo(&layout.local_nodes().join("x.md"));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(plan(&layout).map(|_| ()).map_err(|e| e.to_string())).unwrap());
+        let error = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("no hang").unwrap_err();
+        assert_eq!(error, "knowledge/local-nodes/x.md: is a FIFO (named pipe), not a regular file; it was not read");
     }
 }

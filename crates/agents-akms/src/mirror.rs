@@ -37,6 +37,7 @@ use sha2::{Digest, Sha256};
 use agents_uko::lang::signature::signatures;
 use agents_uko::model::NodeKind;
 
+use crate::bounded::{self, Cap, ReadError};
 use crate::diag::{AkmsError, Diagnostic, ProblemKind};
 use crate::drift::{self, Drift};
 use crate::vault::{Escape, confine, confine_lexically};
@@ -267,6 +268,10 @@ fn normalise(path: &str) -> Result<String, Escape> {
     Ok(parts.join("/"))
 }
 
+/// The largest source file mirrored; a larger one is skipped, not read.
+pub const MAX_SOURCE_BYTES: u64 = 4 * bounded::MIB;
+const SOURCE_CAP: Cap = Cap::new(MAX_SOURCE_BYTES, "a fixed limit for mirrored source files");
+
 /// Mirrors `files` (paths relative to `repo`, e.g. a PCD's `files_modified`,
 /// FR-M07): writes or refreshes the mirror of each existing source file,
 /// removes the mirror of each file that is gone. Every path is checked
@@ -304,6 +309,9 @@ pub fn mirror_files(repo: &Path, files: &[String], options: &MirrorOptions) -> R
         let Some(path) = found.filter(|p| p.is_file()) else {
             if found_dir(repo, &source) {
                 report.skipped.push(Skipped { file: source, reason: "a directory".into() });
+            } else if repo.join(&source).exists() {
+                // A FIFO, socket or device: never opened.
+                report.skipped.push(Skipped { file: source, reason: "not a regular file".into() });
             } else if mirror.is_file() {
                 std::fs::remove_file(&mirror).map_err(io(&mirror))?;
                 prune_empty_dirs(&mirror, &root);
@@ -311,7 +319,18 @@ pub fn mirror_files(repo: &Path, files: &[String], options: &MirrorOptions) -> R
             }
             continue;
         };
-        let bytes = std::fs::read(&path).map_err(io(&path))?;
+        let bytes = match bounded::read_bytes(&path, Some(repo), SOURCE_CAP) {
+            Ok(bytes) => bytes,
+            Err(e @ (ReadError::TooLarge { .. } | ReadError::NotRegular(_))) => {
+                report.skipped.push(Skipped { file: source, reason: e.to_string() });
+                continue;
+            }
+            Err(ReadError::Io(e)) => return Err(io(&path)(e)),
+            Err(e) => {
+                let problem = e.diagnostic(Path::new(&source), None, Some("files"));
+                return Err(AkmsError::Invalid { problems: vec![problem] });
+            }
+        };
         let Ok(text) = String::from_utf8(bytes) else {
             report.skipped.push(Skipped { file: source, reason: "not UTF-8 text".into() });
             continue;
@@ -324,7 +343,8 @@ pub fn mirror_files(repo: &Path, files: &[String], options: &MirrorOptions) -> R
         if !rendered.drift.is_empty() {
             report.drift.push(FileDrift { file: source.clone(), mirror: mirror_rel.clone(), symbols: rendered.drift });
         }
-        if std::fs::read(&mirror).is_ok_and(|old| old == rendered.text.as_bytes()) {
+        let old = bounded::read_bytes(&mirror, None, Cap::new(rendered.text.len() as u64, "the new mirror's size"));
+        if old.is_ok_and(|old| old == rendered.text.as_bytes()) {
             report.unchanged.push(mirror_rel);
         } else {
             agents_store::atomic_write(&mirror, rendered.text.as_bytes()).map_err(io(&mirror))?;
@@ -586,5 +606,31 @@ mod tests {
         assert_eq!(gone.removed, ["knowledge/code-mirror/src/a.py.md"]);
         assert!(!dir.path().join("knowledge/code-mirror/src").exists());
         assert!(dir.path().join("knowledge/code-mirror").is_dir());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn fifos_and_oversized_sources_are_skipped_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        crate::bounded::tests::mkfifo(&dir.path().join("src/pipe.py"));
+        std::fs::File::create(dir.path().join("src/huge.py")).unwrap().set_len(1 << 30).unwrap();
+        let files = vec!["src/pipe.py".to_owned(), "src/huge.py".to_owned()];
+        let root = dir.path().to_path_buf();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(mirror_files(&root, &files, &MirrorOptions::default())).unwrap());
+        let report = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("no hang").unwrap();
+        let skipped: Vec<(&str, &str)> = report.skipped.iter().map(|s| (s.file.as_str(), s.reason.as_str())).collect();
+        assert_eq!(
+            skipped,
+            [
+                (
+                    "src/huge.py",
+                    "is 1.0 GiB (1073741824 bytes), over the limit of 4 MiB (4194304 bytes; a fixed limit for mirrored source files); it was not read"
+                ),
+                ("src/pipe.py", "not a regular file"),
+            ]
+        );
+        assert!(report.written.is_empty());
     }
 }

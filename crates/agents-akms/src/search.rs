@@ -15,6 +15,8 @@ use agents_search::vector::Embedder;
 use agents_search::{SearchError, SearchFilter, TextBackend, TextDoc};
 use serde_json::Value;
 
+use crate::bounded;
+use crate::config::LimitsConfig;
 use crate::schema::Layer;
 use crate::vault::{Layout, confine, markdown_files};
 use crate::yaml::{parse_mapping, split_frontmatter};
@@ -62,11 +64,14 @@ fn bodies(layout: &Layout) -> BTreeMap<String, (String, String)> {
         (layout.local_nodes(), Layer::Local),
         (layout.code_mirror(), Layer::CodeMirror),
     ];
+    // Files are read as the compiler reads them: regular files inside their
+    // layer, within the config's caps; anything else is left out.
+    let limits = crate::compile::read_config(layout).map(|c| c.limits).unwrap_or_default();
     let mut out = BTreeMap::new();
     for (root, layer) in layers {
         let ref_root: &Path = if layer == Layer::Global { &layout.global_vault } else { &knowledge };
         for file in markdown_files(&root).0 {
-            let Some((id, text)) = node_text(&file, ref_root) else { continue };
+            let Some((id, text)) = node_text(&file, ref_root, &limits) else { continue };
             out.entry(id).or_insert_with(|| (display(layout, layer, &file), text));
         }
     }
@@ -84,8 +89,9 @@ fn display(layout: &Layout, layer: Layer, file: &Path) -> String {
 }
 
 /// The id and the text (body, then the content_ref file) of the node in `file`.
-fn node_text(file: &Path, ref_root: &Path) -> Option<(String, String)> {
-    let source = std::fs::read_to_string(file).ok()?;
+fn node_text(file: &Path, ref_root: &Path, limits: &LimitsConfig) -> Option<(String, String)> {
+    // `markdown_files` keeps the file inside its layer.
+    let source = bounded::read_text(file, None, limits.node_cap()).ok()?;
     let front = split_frontmatter(&source)?;
     let map = parse_mapping(file, front.yaml, front.first_line).ok()?;
     let field = |key: &str| map.get(key).and_then(|v| v.as_str()).map(str::to_owned);
@@ -93,7 +99,7 @@ fn node_text(file: &Path, ref_root: &Path) -> Option<(String, String)> {
     let mut text = front.body.trim().to_owned();
     if let Some(content_ref) = field("content_ref")
         && let Ok(Some(path)) = confine(ref_root, &content_ref)
-        && let Ok(content) = std::fs::read_to_string(path)
+        && let Ok(content) = bounded::read_text(&path, Some(ref_root), limits.content_ref_cap())
     {
         // A content file with its own frontmatter contributes its body.
         let body = split_frontmatter(&content).map_or(content.as_str(), |f| f.body).trim().to_owned();
@@ -278,7 +284,10 @@ pub fn cached_passages(
     let digest = Sha256::digest(key.as_bytes());
     let hash: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
     let path = layout.knowledge().join("cache").join("search").join(format!("{graph_version}-{hash}.json"));
-    if let Ok(text) = std::fs::read_to_string(&path)
+    // A cache entry is a regular file inside knowledge/ (a FIFO planted under
+    // its name is refused, not waited on); anything else is recomputed.
+    let cap = bounded::Cap::new(bounded::MAX_OVERLAY_BYTES, "a fixed limit for cached passages");
+    if let Ok(text) = bounded::read_text(&path, Some(&layout.knowledge()), cap)
         && let Ok(passages) = serde_json::from_str::<Vec<Passage>>(&text)
     {
         return Ok(passages);
@@ -337,6 +346,32 @@ mod tests {
         assert_eq!((docs[2].body.as_str(), docs[2].name.as_str()), ("", "Session: 1"));
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn fifo_and_oversized_content_refs_are_left_out_without_hanging() {
+        let tmp = tempfile::tempdir().unwrap();
+        let layout = Layout::new(tmp.path().join("repo"), tmp.path().join("global"));
+        for (id, target) in [("pipe", "pipe.md"), ("huge", "huge.md"), ("ok", "ok.md")] {
+            write(
+                &layout.local_nodes().join(format!("{id}.md")),
+                &format!("---\nid: {id}\ncontent_ref: {target}\n---\nBody of {id}.\n"),
+            );
+        }
+        crate::bounded::tests::mkfifo(&layout.knowledge().join("pipe.md"));
+        crate::bounded::tests::mkfifo(&layout.local_nodes().join("fifo.md"));
+        std::fs::File::create(layout.knowledge().join("huge.md")).unwrap().set_len(1 << 30).unwrap();
+        write(&layout.knowledge().join("ok.md"), "Content of ok.\n");
+        let graph = serde_json::json!({"nodes": [{"id": "huge"}, {"id": "ok"}, {"id": "pipe"}]});
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(documents(&layout, &graph)).unwrap());
+        let docs = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("no hang");
+        let bodies: Vec<(&str, &str)> = docs.iter().map(|d| (d.id.as_str(), d.body.as_str())).collect();
+        assert_eq!(
+            bodies,
+            [("huge", "Body of huge."), ("ok", "Body of ok.\n\nContent of ok."), ("pipe", "Body of pipe.")]
+        );
+    }
+
     #[test]
     fn paragraphs_carry_their_first_line() {
         let body = "# T\n\nOne\ntwo\n  \n\nThree\n";
@@ -387,6 +422,31 @@ mod tests {
         // Another graph version is another entry.
         let other = cached_passages(&layout, "v2", backend.as_ref(), None, &by_id, &nodes, "green operator").unwrap();
         assert_eq!(other, first);
+        // A FIFO under an entry's name is recomputed, not waited on.
+        #[cfg(unix)]
+        {
+            let v2 = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("v2-"))
+                .unwrap();
+            std::fs::remove_file(&v2).unwrap();
+            crate::bounded::tests::mkfifo(&v2);
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    let got = cached_passages(&layout, "v2", backend.as_ref(), None, &by_id, &nodes, "green operator");
+                    tx.send(got.unwrap()).unwrap();
+                });
+                let got = rx.recv_timeout(std::time::Duration::from_secs(20));
+                if got.is_err() {
+                    // Unblock the reader so the scope can end, then fail.
+                    let _ = std::fs::write(&v2, "[]");
+                }
+                assert_eq!(got.expect("no hang"), first);
+            });
+            assert!(v2.is_file(), "the entry is a regular file again");
+        }
     }
 
     /// Words as one-hot axes of a 64-dimensional space (by a byte sum): a

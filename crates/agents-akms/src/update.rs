@@ -44,7 +44,7 @@ use serde_json::Value as Json;
 use crate::compile::{CompileOptions, Compiled, Sources, build, compile, read_config, read_local_state};
 use crate::config::PropagationConfig;
 use crate::diag::{AkmsError, Diagnostic, ProblemKind};
-use crate::evidence::{Evidence, parse_evidence};
+use crate::evidence::{Evidence, parse_evidence_with};
 use crate::overlay::{LocalState, SessionNode, parse_local_state, render_local_state};
 use crate::schema::{Edge, EdgeType, Layer, parse_node};
 use crate::vault::Layout;
@@ -450,10 +450,10 @@ pub fn update(layout: &Layout, options: &CompileOptions, documents: &[PathBuf]) 
     let mut evidence: Vec<(Evidence, String)> = Vec::new();
     for path in documents {
         let shown = layout.display(path);
-        let text = match std::fs::read_to_string(path) {
+        let text = match crate::bounded::read_text(path, None, crate::compile::SESSION_CAP) {
             Ok(text) => text,
             Err(e) => {
-                problems.push(Diagnostic::error(ProblemKind::Io, &shown, None, None, format!("cannot read: {e}")));
+                problems.push(e.diagnostic(&shown, None, None));
                 continue;
             }
         };
@@ -475,7 +475,7 @@ pub fn update(layout: &Layout, options: &CompileOptions, documents: &[PathBuf]) 
             ));
             continue;
         };
-        match parse_evidence(&shown, &text) {
+        match parse_evidence_with(&shown, &text, &config.limits) {
             Ok(e) => evidence.push((e, relative)),
             Err(p) => problems.extend(p),
         }

@@ -11,6 +11,7 @@
 //! with `..`, and, when it exists, its canonical path must lie under the
 //! canonical root, so a symbolic link cannot lead out either.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 
 use crate::diag::{Diagnostic, ProblemKind};
@@ -136,12 +137,38 @@ pub(crate) fn escape_diagnostic(
 /// Every `*.md` file under `root`, recursively, sorted; hidden entries are
 /// skipped and a symbolic link is followed only when it stays inside `root`.
 /// A missing `root` is empty.
+///
+/// Each directory is walked once, by its canonical path: the tree's own
+/// directories first, then those reached only through symbolic links, in
+/// path order, so links to `.` or between siblings cannot make the walk
+/// loop or grow exponentially, and the listing does not depend on the order
+/// the file system returns entries in. A link to a directory already walked
+/// is reported as a warning and skipped.
 pub fn markdown_files(root: &Path) -> (Vec<PathBuf>, Vec<Diagnostic>) {
     let mut files = Vec::new();
     let mut problems = Vec::new();
     let Ok(real_root) = root.canonicalize() else { return (files, problems) };
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
+    let mut visited: BTreeSet<PathBuf> = BTreeSet::from([real_root.clone()]);
+    // Directories to walk: (path as found, canonical path).
+    let mut stack = vec![(root.to_path_buf(), real_root.clone())];
+    // Symbolic links to directories inside the root, walked after the tree.
+    let mut links: BTreeMap<PathBuf, PathBuf> = BTreeMap::new();
+    loop {
+        let Some((dir, real_dir)) = stack.pop() else {
+            let Some((link, real)) = links.pop_first() else { break };
+            if visited.insert(real.clone()) {
+                stack.push((link, real));
+            } else {
+                problems.push(Diagnostic::warning(
+                    ProblemKind::RepeatedDirectory,
+                    &link,
+                    None,
+                    None,
+                    format!("symbolic link to `{}`, a directory already walked; skipped", shown(&real, &real_root)),
+                ));
+            }
+            continue;
+        };
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) => {
@@ -161,33 +188,51 @@ pub fn markdown_files(root: &Path) -> (Vec<PathBuf>, Vec<Diagnostic>) {
                 continue;
             }
             let Ok(kind) = entry.file_type() else { continue };
-            let is_dir = if kind.is_symlink() {
+            if kind.is_symlink() {
                 match path.canonicalize() {
-                    Ok(real) if real.starts_with(&real_root) => real.is_dir(),
-                    Ok(_) => {
+                    Ok(real) if real.starts_with(&real_root) => {
+                        if real.is_dir() {
+                            links.insert(path, real);
+                        } else if path.extension().is_some_and(|e| e == "md") {
+                            files.push(path);
+                        }
+                    }
+                    // A link out matters when it would be walked or read as a node.
+                    Ok(real) if real.is_dir() || path.extension().is_some_and(|e| e == "md") => {
                         problems.push(Diagnostic::error(
                             ProblemKind::PathEscape,
                             &path,
                             None,
                             None,
                             format!("symbolic link leads outside {}", root.display()),
-                        ));
-                        continue;
+                        ))
                     }
-                    Err(_) => continue,
+                    Ok(_) => {}
+                    Err(_) => {}
                 }
-            } else {
-                kind.is_dir()
-            };
-            if is_dir {
-                stack.push(path);
+            } else if kind.is_dir() {
+                let real = real_dir.join(entry.file_name());
+                if visited.insert(real.clone()) {
+                    stack.push((path, real));
+                }
             } else if path.extension().is_some_and(|e| e == "md") {
+                // Anything but a regular file is refused when read, with a
+                // diagnostic naming it (crate::bounded).
                 files.push(path);
             }
         }
     }
     files.sort();
     (files, problems)
+}
+
+/// `real` relative to `real_root` for messages (`.` for the root itself).
+fn shown(real: &Path, real_root: &Path) -> String {
+    match real.strip_prefix(real_root) {
+        Ok(inside) if inside.as_os_str().is_empty() => ".".into(),
+        Ok(inside) => inside.to_string_lossy().replace('\\', "/"),
+        Err(_) => real.display().to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -240,11 +285,54 @@ mod tests {
         std::fs::write(outside.join("b.md"), "x").unwrap();
         std::os::unix::fs::symlink(&outside, root.join("out")).unwrap();
         std::os::unix::fs::symlink(root.join("real"), root.join("alias")).unwrap();
+        std::fs::create_dir_all(root.join("linked")).unwrap();
+        std::fs::write(root.join("linked/c.md"), "x").unwrap();
+        let hidden = root.join(".store");
+        std::fs::create_dir_all(&hidden).unwrap();
+        std::fs::write(hidden.join("d.md"), "x").unwrap();
+        std::os::unix::fs::symlink(&hidden, root.join("shown")).unwrap();
         let (files, problems) = markdown_files(&root);
         let names: Vec<_> = files.iter().map(|f| f.strip_prefix(&root).unwrap().to_path_buf()).collect();
-        assert_eq!(names, [PathBuf::from("alias/a.md"), PathBuf::from("real/a.md")]);
-        assert_eq!(problems.len(), 1);
-        assert_eq!(problems[0].kind, ProblemKind::PathEscape);
-        assert!(problems[0].file.ends_with("out"));
+        // `alias` leads to `real`, walked already: its files are listed once.
+        assert_eq!(names, [PathBuf::from("linked/c.md"), PathBuf::from("real/a.md"), PathBuf::from("shown/d.md")]);
+        let kinds: Vec<_> = problems.iter().map(|p| (p.kind, p.file.file_name().unwrap().to_owned())).collect();
+        assert_eq!(
+            kinds,
+            [(ProblemKind::PathEscape, "out".into()), (ProblemKind::RepeatedDirectory, "alias".into())],
+            "{problems:?}"
+        );
+        assert!(!problems[1].is_error());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_to_walked_directories_are_walked_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("local-nodes");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("a.md"), "x").unwrap();
+        std::fs::write(root.join("sub/b.md"), "x").unwrap();
+        // Without a visited set these make the walk loop, or grow as 2^depth.
+        for (name, target) in [("l1", "."), ("l2", "."), ("sub/up1", ".."), ("sub/up2", "..")] {
+            std::os::unix::fs::symlink(target, root.join(name)).unwrap();
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let walked = root.clone();
+        std::thread::spawn(move || tx.send(markdown_files(&walked)).unwrap());
+        let (files, problems) = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("the walk ends");
+        let names: Vec<_> = files.iter().map(|f| f.strip_prefix(&root).unwrap().to_path_buf()).collect();
+        assert_eq!(names, [PathBuf::from("a.md"), PathBuf::from("sub/b.md")]);
+        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert!(problems.iter().all(|p| p.kind == ProblemKind::RepeatedDirectory && !p.is_error()));
+        let messages: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "symbolic link to `.`, a directory already walked; skipped",
+                "symbolic link to `.`, a directory already walked; skipped",
+                "symbolic link to `.`, a directory already walked; skipped",
+                "symbolic link to `.`, a directory already walked; skipped",
+            ]
+        );
     }
 }

@@ -1,5 +1,10 @@
 //! YAML reading shared by every schema: frontmatter splitting, the line of a
 //! top-level key, the `akms_schema` check, and conversion to JSON values.
+//!
+//! Nesting is bounded before the YAML parser sees the text: the parser's cost
+//! grows quadratically with depth (100,000 levels took over 30 s), so
+//! [`nesting_error`] scans the text once and refuses anything nested more
+//! than [`MAX_YAML_DEPTH`] levels (the YAML deserializer itself stops at 128).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -55,8 +60,124 @@ pub(crate) fn key_lines(yaml: &str, first_line: usize) -> BTreeMap<String, usize
     lines
 }
 
+/// Deepest nesting of collections a YAML text may have.
+pub(crate) const MAX_YAML_DEPTH: usize = 100;
+
+/// The 0-based line of `yaml` on which its collections nest deeper than
+/// [`MAX_YAML_DEPTH`], if they do. One pass, linear in the text: block
+/// nesting is counted by indentation levels (plus compact `- - x` and
+/// `? ` entries), flow nesting by the brackets open outside quotes and
+/// comments; block scalars (`|`, `>`) are skipped. It may overcount odd
+/// layouts, never undercount a real nesting.
+pub(crate) fn nesting_error(yaml: &str) -> Option<usize> {
+    let mut indents: Vec<usize> = Vec::new();
+    let mut flow = 0usize;
+    // Block nesting of the line a multi-line flow collection started on.
+    let mut block = 0usize;
+    // Inside a quoted scalar spanning lines: its quote character.
+    let mut quote: Option<char> = None;
+    // Inside a block scalar: the indentation of the line that opened it.
+    let mut block_scalar: Option<usize> = None;
+    for (number, line) in yaml.lines().enumerate() {
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        let content = line[indent..].trim_end();
+        if let Some(parent) = block_scalar {
+            if content.is_empty() || indent > parent {
+                continue;
+            }
+            block_scalar = None;
+        }
+        if quote.is_none() && flow == 0 && (content.is_empty() || content.starts_with('#')) {
+            continue;
+        }
+        let mut depth = block + flow;
+        let mut rest = content;
+        if quote.is_none() && flow == 0 {
+            while indents.last().is_some_and(|&last| last > indent) {
+                indents.pop();
+            }
+            if indents.last() != Some(&indent) {
+                indents.push(indent);
+            }
+            depth = indents.len();
+            // Compact nested entries: `- - - x`, `? - x`.
+            loop {
+                let trimmed = rest.trim_start_matches([' ', '\t']);
+                match trimmed.as_bytes() {
+                    [b'-' | b'?', b' ' | b'\t', ..] => {
+                        depth += 1;
+                        rest = &trimmed[1..];
+                    }
+                    _ => break,
+                }
+            }
+            block = depth;
+        }
+        if depth > MAX_YAML_DEPTH {
+            return Some(number);
+        }
+        let mut previous = ' ';
+        let mut chars = rest.chars().peekable();
+        while let Some(c) = chars.next() {
+            match quote {
+                Some('\'') if c == '\'' => {
+                    if chars.peek() == Some(&'\'') {
+                        chars.next();
+                    } else {
+                        quote = None;
+                    }
+                }
+                Some('"') if c == '\\' => {
+                    chars.next();
+                }
+                Some(q) if c == q => quote = None,
+                Some(_) => {}
+                None => match c {
+                    '#' if previous.is_whitespace() => break,
+                    '\'' | '"' if previous.is_whitespace() || matches!(previous, '[' | '{' | ',' | ':' | '-' | '?') => {
+                        quote = Some(c);
+                    }
+                    '[' | '{' => {
+                        flow += 1;
+                        if depth + 1 > MAX_YAML_DEPTH {
+                            return Some(number);
+                        }
+                        depth += 1;
+                    }
+                    ']' | '}' => flow = flow.saturating_sub(1),
+                    _ => {}
+                },
+            }
+            previous = c;
+        }
+        if quote.is_none() && flow == 0 {
+            let code = rest.split(" #").next().unwrap_or_default().trim_end();
+            let last_word = code.rsplit([' ', '\t']).next().unwrap_or_default();
+            if last_word.starts_with(['|', '>']) && last_word.len() <= 3 {
+                block_scalar = Some(indent);
+            }
+        }
+    }
+    None
+}
+
+/// The diagnostic for YAML nested too deep, when `yaml` is.
+pub(crate) fn check_nesting(file: &Path, yaml: &str, first_line: usize) -> Result<(), Diagnostic> {
+    match nesting_error(yaml) {
+        None => Ok(()),
+        Some(line) => Err(Diagnostic::error(
+            ProblemKind::Yaml,
+            file,
+            Some(first_line + line),
+            None,
+            format!("invalid yaml: nested more than {MAX_YAML_DEPTH} levels deep"),
+        )),
+    }
+}
+
 /// Parses `yaml` into a mapping, or a diagnostic naming the line.
 pub(crate) fn parse_mapping(file: &Path, yaml: &str, first_line: usize) -> Result<yaml_serde::Mapping, Diagnostic> {
+    check_nesting(file, yaml, first_line)?;
     match yaml_serde::from_str::<Yaml>(yaml) {
         Ok(Yaml::Mapping(map)) => Ok(map),
         Ok(Yaml::Null) => Ok(yaml_serde::Mapping::new()),
@@ -182,6 +303,44 @@ mod tests {
         assert_eq!(lines["tags"], 4);
         assert!(split_frontmatter("# no frontmatter\n").is_none());
         assert!(split_frontmatter("---\nid: a\n").is_none());
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_before_parsing() {
+        let n = 100_000;
+        for (text, line) in [
+            (format!("a: {}1{}\n", "[".repeat(n), "]".repeat(n)), 2),
+            (format!("a: {}1\n", "{b: ".repeat(n)), 2),
+            (format!("a:\n  {}x\n", "- ".repeat(n)), 3),
+            (format!("a: {}\n", "[".repeat(n)), 2),
+        ] {
+            // Each would take the parser tens of seconds; the scan refuses it at once.
+            let err = parse_mapping(Path::new("deep.md"), &text, 2).unwrap_err();
+            assert_eq!(err.kind, ProblemKind::Yaml);
+            assert_eq!(err.line, Some(line), "{err}");
+            assert!(err.to_string().contains("nested more than 100 levels deep"), "{err}");
+        }
+        // Indentation-nested mappings are counted by their levels.
+        let mut deep = String::new();
+        for level in 0..=MAX_YAML_DEPTH {
+            deep.push_str(&format!("{}k{level}:\n", " ".repeat(level)));
+        }
+        assert!(nesting_error(&deep).is_some());
+    }
+
+    #[test]
+    fn ordinary_yaml_is_not_counted_as_nested() {
+        let text = "a:\n  b: [1, [2, 3], {c: d}]\n  e: \"[[[[ not a list\"\n  f: '{{{{ it''s text'\n  g: x # [[[[\n  h: |\n    [[[[[[[[[[\n        {{{{{{{\n  i: don't [ stop\n  j: ]\nk:\n  - - - x\n";
+        assert_eq!(nesting_error(text), None);
+        // Deep but allowed: a block scalar's own indentation is not nesting.
+        let mut scalar = String::from("code: |\n");
+        for level in 0..200 {
+            scalar.push_str(&format!("  {}x\n", " ".repeat(level)));
+        }
+        assert_eq!(nesting_error(&scalar), None);
+        let flow = format!("a: {}1{}\n", "[".repeat(90), "]".repeat(90));
+        assert_eq!(nesting_error(&flow), None);
+        assert!(parse_mapping(Path::new("a.md"), &flow, 1).is_ok());
     }
 
     #[test]
