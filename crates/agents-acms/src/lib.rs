@@ -11,7 +11,7 @@ pub mod indexing;
 /// Language detection lives with the analyzers (`agents_uko::language`) so the
 /// code mirror of `agents-akms` detects languages the way indexing does.
 pub use agents_uko::language;
-mod lock;
+pub mod lock;
 pub mod pipeline;
 pub mod projects;
 pub mod query;
