@@ -72,12 +72,25 @@ impl Fts5Backend {
     }
 
     /// Opens an existing database for searching only (both connections
-    /// read-only); a missing database is an error.
+    /// read-only, `immutable`: no locks, no WAL or shared-memory files, so a
+    /// reader keeps working when the folder is replaced under it); a missing
+    /// database is an error. For a finished index no writer changes anymore.
     pub(crate) fn open_read_only(dir: &Path) -> Result<Fts5Backend, SearchError> {
         let path = dir.join(DATABASE_FILE);
+        let mut uri = String::from("file:");
+        for byte in path.to_string_lossy().bytes() {
+            if byte.is_ascii_alphanumeric() || b"/-_.~".contains(&byte) {
+                uri.push(char::from(byte));
+            } else {
+                let _ = write!(uri, "%{byte:02X}");
+            }
+        }
+        uri.push_str("?immutable=1");
         let open = || {
-            let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            let connection = Connection::open_with_flags(&path, flags).map_err(|source| SearchError::Sqlite {
+            let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                | rusqlite::OpenFlags::SQLITE_OPEN_URI
+                | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            let connection = Connection::open_with_flags(&uri, flags).map_err(|source| SearchError::Sqlite {
                 path: path.clone(),
                 action: "open database",
                 source,
