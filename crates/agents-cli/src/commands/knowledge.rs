@@ -362,16 +362,14 @@ pub(crate) fn knowledge_index(settings: &Settings, layout: &Layout) -> PathBuf {
 /// `$AGENTS_KNOWLEDGE_WAIT` seconds (default 120), saying so on stderr, then
 /// refuses naming the holder. Taking it finishes what a killed writer left
 /// (`agents_akms::lock`).
-pub(crate) fn lock_knowledge(
-    settings: &Settings,
-    layout: &Layout,
-) -> anyhow::Result<agents_akms::lock::KnowledgeLock> {
-    let wait = match std::env::var("AGENTS_KNOWLEDGE_WAIT") {
-        Ok(text) => Duration::from_secs(text.trim().parse().map_err(|_| {
-            UsageError(format!("AGENTS_KNOWLEDGE_WAIT: `{text}` is not a whole number of seconds"))
-        })?),
-        Err(_) => agents_akms::lock::DEFAULT_WAIT,
-    };
+pub(crate) fn lock_knowledge(settings: &Settings, layout: &Layout) -> anyhow::Result<agents_akms::lock::KnowledgeLock> {
+    let wait =
+        match std::env::var("AGENTS_KNOWLEDGE_WAIT") {
+            Ok(text) => Duration::from_secs(text.trim().parse().map_err(|_| {
+                UsageError(format!("AGENTS_KNOWLEDGE_WAIT: `{text}` is not a whole number of seconds"))
+            })?),
+            Err(_) => agents_akms::lock::DEFAULT_WAIT,
+        };
     let printer = settings.printer;
     let repo = &layout.repo_root;
     agents_akms::lock::acquire(&settings.home.locks_dir(), layout, wait, &mut |pid| {
