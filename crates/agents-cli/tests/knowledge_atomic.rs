@@ -218,3 +218,29 @@ fn a_writer_refuses_clearly_when_another_holds_the_lock_past_the_wait() {
     assert!(out.status.success(), "{}", lines.map_while(Result::ok).collect::<Vec<_>>().join("\n"));
     assert_eq!(std::fs::read(k.repo.join("knowledge/graph/graph.json")).unwrap(), graph);
 }
+
+#[test]
+fn a_migrate_killed_between_its_writes_is_finished_by_the_next_run() {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    // A v1 node whose experiential fields move into the overlay: two files.
+    let v1 = |k: &Knowledge| {
+        let node = k.repo.join("knowledge/local-nodes/epsilon-regularisation.md");
+        let text = std::fs::read_to_string(&node).unwrap();
+        let old = text
+            .replace("activations: 2\nakms_schema: v2", "activations: 2\nlast_activated: 2025-05-01\nakms_schema: v1");
+        std::fs::write(&node, old).unwrap();
+    };
+    let clean = knowledge();
+    v1(&clean);
+    ok(&clean, &["migrate"]);
+    let expected = tree(&clean);
+    let k = knowledge();
+    v1(&k);
+    let killed = command(&k, &["migrate"]).env("AGENTS_AKMS_FAILPOINT", "after-write-1").output().unwrap();
+    assert!(!killed.status.success(), "{}", stderr(&killed));
+    let out = ok(&k, &["migrate"]);
+    assert!(out.starts_with("Nothing to migrate"), "{out}");
+    assert_same(&k, &expected, "migrate");
+}
