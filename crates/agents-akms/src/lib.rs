@@ -10,9 +10,11 @@
 //! atomically; [`mirror`] generates the code mirror of source files (with
 //! the docstring-drift check of [`drift`]); [`evidence`] and [`update`] fold
 //! AgentMemory and PCD evidence into the overlay and local nodes, [`health`]
-//! reports on the result; [`migrate`] upgrades older sources to the current schema. The
-//! global vault is only ever read, and every file is read through [`bounded`]
-//! (regular files inside their root, under a size cap).
+//! reports on the result; [`migrate`] upgrades older sources to the current schema;
+//! [`lock`] keeps writers of one repository apart and replays an update a
+//! killed process left half written. The global vault is only ever read, and
+//! every file is read through [`bounded`] (regular files inside their root,
+//! under a size cap).
 //!
 //! This crate knows nothing of clap or terminal output; configuration (the
 //! global vault's directory) is resolved by the caller and passed in.
@@ -26,6 +28,7 @@ pub mod evidence;
 pub mod formula;
 pub mod health;
 pub mod loadout;
+pub mod lock;
 pub mod migrate;
 pub mod mirror;
 pub mod orchestrate;

@@ -87,6 +87,8 @@ pub struct Plan {
     pub upstream: Vec<PathBuf>,
     #[serde(skip)]
     writes: Vec<(PathBuf, String)>,
+    #[serde(skip)]
+    layout: Layout,
 }
 
 /// Reads the sources of `layout` and plans every migration; writes nothing.
@@ -116,7 +118,13 @@ pub fn plan(layout: &Layout) -> Result<Plan, AkmsError> {
         .map_err(|e| refused(&overlay, e))?;
     let original = Sources { nodes, local_state: (overlay.clone(), overlay_text) };
     let mut sources = original.clone();
-    let mut plan = Plan { migrations: Vec::new(), files: Vec::new(), upstream: Vec::new(), writes: Vec::new() };
+    let mut plan = Plan {
+        migrations: Vec::new(),
+        files: Vec::new(),
+        upstream: Vec::new(),
+        writes: Vec::new(),
+        layout: layout.clone(),
+    };
     for migration in MIGRATIONS {
         let changes = (migration.apply)(&mut sources).map_err(|mut d| {
             d.file = layout.display(&d.file);
@@ -161,11 +169,14 @@ pub fn plan(layout: &Layout) -> Result<Plan, AkmsError> {
 }
 
 impl Plan {
-    /// Writes every changed file atomically; `false` when there was nothing to do.
+    /// Writes every changed file as one unit through the journal of
+    /// [`crate::lock`] (nodes lose their experiential fields only together
+    /// with the overlay gaining them, even across a crash); `false` when
+    /// there was nothing to do. The caller holds the repository's lock.
     pub fn write(&self) -> Result<bool, AkmsError> {
-        for (path, text) in &self.writes {
-            agents_store::atomic_write(path, text.as_bytes())
-                .map_err(|source| AkmsError::Io { path: path.clone(), source })?;
+        let writes: Vec<(PathBuf, &str)> = self.writes.iter().map(|(p, t)| (p.clone(), t.as_str())).collect();
+        if !writes.is_empty() {
+            crate::lock::commit(&self.layout, &writes)?;
         }
         Ok(!self.writes.is_empty())
     }

@@ -122,6 +122,130 @@ pub fn index_dir(search_root: &Path, repo_root: &Path) -> PathBuf {
     search_root.join("knowledge").join(name)
 }
 
+/// The file in an index directory naming its live generation.
+const CURRENT: &str = "CURRENT";
+
+/// Rebuilds the knowledge search index in `dir` (engine `kind`) from `docs`
+/// without readers ever seeing it missing or half built: the new index is
+/// built in a fresh generation folder `dir/g-<time>-<pid>/`, then
+/// `dir/CURRENT` is replaced atomically to name it, then every other entry
+/// of `dir` (older generations, what a killed rebuild left, an index of the
+/// old in-place layout) is removed. The caller holds the repository's
+/// knowledge lock, so rebuilds never race.
+pub fn rebuild_index(dir: &Path, kind: &str, docs: &[TextDoc]) -> Result<(), SearchError> {
+    let io = |action: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SearchError::Io { path, action, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io("create", dir))?;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    let generation = format!("g-{nanos:x}-{}", std::process::id());
+    let target = dir.join(&generation);
+    {
+        let mut backend = agents_search::open_text_backend(kind, &target)?;
+        backend.upsert(docs)?;
+        backend.commit()?;
+    }
+    let current = dir.join(CURRENT);
+    agents_store::atomic_write(&current, generation.as_bytes()).map_err(io("write", &current))?;
+    for entry in std::fs::read_dir(dir).map_err(io("read", dir))?.flatten() {
+        let name = entry.file_name();
+        if name == CURRENT || name == generation.as_str() {
+            continue;
+        }
+        let path = entry.path();
+        let removed = match entry.file_type() {
+            Ok(kind) if kind.is_dir() => std::fs::remove_dir_all(&path),
+            _ => std::fs::remove_file(&path),
+        };
+        if let Err(e) = removed {
+            tracing::debug!(path = %path.display(), %e, "cannot remove an old knowledge index");
+        }
+    }
+    Ok(())
+}
+
+/// Opens the knowledge search index in `dir` for reading only (no writer,
+/// so no writer lock: any number of searches run beside each other and
+/// beside a rebuild). `None` when there is no index. A rebuild that removes
+/// the generation being opened makes the open retry on the new one; an
+/// index that is there but cannot be read is an error. A reader that may
+/// run beside a rebuild searches through [`with_index`].
+pub fn open_index(dir: &Path, kind: &str) -> Result<Option<Box<dyn TextBackend>>, SearchError> {
+    Ok(open_current(dir, kind)?.map(|(backend, _)| backend))
+}
+
+/// Runs `f` on the knowledge search index in `dir` (`None` when there is
+/// none), again on the new generation when a rebuild retired the one `f`
+/// was reading (its files may go while it reads them).
+pub fn with_index<T>(
+    dir: &Path,
+    kind: &str,
+    f: impl Fn(&dyn TextBackend) -> Result<T, SearchError>,
+) -> Result<Option<T>, SearchError> {
+    for _ in 0..8 {
+        let Some((backend, generation)) = open_current(dir, kind)? else { return Ok(None) };
+        match f(backend.as_ref()) {
+            Ok(value) => return Ok(Some(value)),
+            Err(error) if read_current(dir)? == generation => return Err(error),
+            Err(_) => continue,
+        }
+    }
+    Err(changing(dir))
+}
+
+fn changing(dir: &Path) -> SearchError {
+    SearchError::Io {
+        path: dir.join(CURRENT),
+        action: "open",
+        source: std::io::Error::other("the index kept changing while it was read; try again"),
+    }
+}
+
+/// The generation `dir/CURRENT` names, `None` without the file.
+fn read_current(dir: &Path) -> Result<Option<String>, SearchError> {
+    let current = dir.join(CURRENT);
+    match std::fs::read_to_string(&current) {
+        Ok(text) => Ok(Some(text.trim().to_owned())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(SearchError::Io { path: current, action: "read", source }),
+    }
+}
+
+/// The live index and the generation it is (`None`: the old in-place layout).
+#[allow(clippy::type_complexity)]
+fn open_current(dir: &Path, kind: &str) -> Result<Option<(Box<dyn TextBackend>, Option<String>)>, SearchError> {
+    let mut generation = read_current(dir)?;
+    for _ in 0..8 {
+        let Some(name) = &generation else {
+            // The in-place layout of earlier versions: the index is `dir`.
+            let old = ["meta.json", "fts5.db"].iter().any(|f| dir.join(f).is_file());
+            return match old {
+                true => Ok(Some((agents_search::open_text_reader(kind, dir)?, None))),
+                false => Ok(None),
+            };
+        };
+        if name.is_empty() || !Path::new(name).components().all(|c| matches!(c, std::path::Component::Normal(_))) {
+            return Err(SearchError::Io {
+                path: dir.join(CURRENT),
+                action: "read",
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, format!("names `{name}`, not a folder")),
+            });
+        }
+        match agents_search::open_text_reader(kind, &dir.join(name)) {
+            Ok(backend) => return Ok(Some((backend, generation))),
+            Err(error) => {
+                let now = read_current(dir)?;
+                if now == generation {
+                    return Err(error);
+                }
+                generation = now;
+            }
+        }
+    }
+    Err(changing(dir))
+}
+
 /// One passage the search layer retrieved: a paragraph of a node's text.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Passage {
@@ -447,6 +571,101 @@ mod tests {
             });
             assert!(v2.is_file(), "the entry is a regular file again");
         }
+    }
+
+    fn docs(n: usize) -> Vec<TextDoc> {
+        (0..n)
+            .map(|i| TextDoc {
+                id: format!("node-{i}"),
+                path: format!("global-vault/node-{i}.md"),
+                name: format!("Node {i}"),
+                kind: KNOWLEDGE_KIND.into(),
+                signature: String::new(),
+                doc: String::new(),
+                body: format!("The green operator, variant {i}."),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn many_concurrent_searches_all_succeed_and_a_rebuild_beside_them_never_shows_a_missing_index() {
+        for kind in agents_search::TEXT_BACKEND_KINDS {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = tmp.path().join("index");
+            assert!(open_index(&dir, kind).unwrap().is_none(), "no index yet");
+            rebuild_index(&dir, kind, &docs(3)).unwrap();
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|scope| {
+                let readers: Vec<_> = (0..8)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            let mut searches = 0;
+                            while searches < 5 || !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                                let hits = with_index(&dir, kind, |backend| {
+                                    backend.search("green operator", 10, &SearchFilter::default())
+                                })
+                                .unwrap()
+                                .expect("the index is never missing");
+                                assert!(hits.len() >= 3, "{kind}: {hits:?}");
+                                searches += 1;
+                            }
+                        })
+                    })
+                    .collect();
+                // A reader holds an index open across rebuilds, too.
+                let held = open_index(&dir, kind).unwrap().unwrap();
+                for n in 4..8 {
+                    rebuild_index(&dir, kind, &docs(n)).unwrap();
+                }
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                for reader in readers {
+                    reader.join().unwrap();
+                }
+                assert_eq!(held.doc_count().unwrap(), 3, "{kind}");
+            });
+            let backend = open_index(&dir, kind).unwrap().unwrap();
+            assert_eq!(backend.doc_count().unwrap(), 7, "{kind}");
+            // Old generations are gone: CURRENT and the live one are left.
+            assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2, "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_killed_rebuild_leaves_the_live_index_and_the_next_rebuild_clears_its_leftovers() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("index");
+        rebuild_index(&dir, "tantivy", &docs(2)).unwrap();
+        // A rebuild killed half-way: a generation never made current, a temporary pointer.
+        let mut half = agents_search::open_text_backend("tantivy", &dir.join("g-0-1")).unwrap();
+        half.upsert(&docs(1)).unwrap();
+        drop(half);
+        std::fs::write(dir.join(".CURRENT.tmp-1"), "g-0-1").unwrap();
+        let backend = open_index(&dir, "tantivy").unwrap().unwrap();
+        assert_eq!(backend.search("green", 10, &SearchFilter::default()).unwrap().len(), 2);
+        rebuild_index(&dir, "tantivy", &docs(3)).unwrap();
+        let names: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(!dir.join("g-0-1").exists());
+    }
+
+    #[test]
+    fn an_index_that_cannot_be_read_is_an_error_not_an_empty_result() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("index");
+        rebuild_index(&dir, "tantivy", &docs(2)).unwrap();
+        let live = std::fs::read_to_string(dir.join("CURRENT")).unwrap();
+        std::fs::remove_file(dir.join(&live).join("meta.json")).unwrap();
+        assert!(open_index(&dir, "tantivy").is_err());
+        std::fs::write(dir.join("CURRENT"), "../elsewhere").unwrap();
+        assert!(open_index(&dir, "tantivy").is_err());
+        // The old in-place layout is still read.
+        let old = tmp.path().join("old");
+        let mut backend = agents_search::open_text_backend("tantivy", &old).unwrap();
+        backend.upsert(&docs(2)).unwrap();
+        backend.commit().unwrap();
+        drop(backend);
+        assert_eq!(open_index(&old, "tantivy").unwrap().unwrap().doc_count().unwrap(), 2);
     }
 
     /// Words as one-hot axes of a 64-dimensional space (by a byte sum): a

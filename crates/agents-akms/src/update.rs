@@ -31,7 +31,11 @@
 //! they name resolved against the compiled graph, every file to write
 //! rendered and the result compiled in memory (the node files parsed once
 //! for both compilations). Only then are files written, each atomically,
-//! `graph.json` last; if a write fails, the previous bytes are restored. What
+//! new nodes and the log first, the overlay (the "applied" marker) next,
+//! `graph.json` last, all through a journal ([`crate::lock`]): a process
+//! killed part-way leaves the journal, which the next writer replays, so an
+//! update lands whole or not at all; if a write fails, the previous bytes
+//! are restored. What
 //! changed is appended to `knowledge/logs/update.jsonl`, one JSON object per
 //! line, for `agents knowledge review`.
 
@@ -41,7 +45,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use crate::compile::{CompileOptions, Compiled, Sources, build, compile, read_config, read_local_state};
+use crate::compile::{CompileOptions, Compiled, Sources, compile, read_config, read_local_state};
 use crate::config::PropagationConfig;
 use crate::diag::{AkmsError, Diagnostic, ProblemKind};
 use crate::evidence::{Evidence, parse_evidence_with};
@@ -440,7 +444,22 @@ struct Plan<'a> {
 
 /// Applies the evidence `documents` (paths under `knowledge/`) to the
 /// repository of `layout` and recompiles `graph.json`.
+///
+/// The caller holds the repository's lock ([`crate::lock::acquire`], which
+/// also replays an update a killed process left half written).
 pub fn update(layout: &Layout, options: &CompileOptions, documents: &[PathBuf]) -> Result<UpdateReport, AkmsError> {
+    update_until(layout, options, documents, None)
+}
+
+/// [`update`], stopping as if killed after `stop_after` file writes (the
+/// crash tests' seam; not for other use).
+#[doc(hidden)]
+pub fn update_until(
+    layout: &Layout,
+    options: &CompileOptions,
+    documents: &[PathBuf],
+    stop_after: Option<usize>,
+) -> Result<UpdateReport, AkmsError> {
     let config = read_config(layout).map_err(|problems| AkmsError::Invalid { problems })?;
     let knowledge = layout.knowledge();
     let real_knowledge = knowledge.canonicalize().unwrap_or_else(|_| knowledge.clone());
@@ -560,7 +579,7 @@ pub fn update(layout: &Layout, options: &CompileOptions, documents: &[PathBuf]) 
     }
     let compiled = sources.compile(layout, options, &written_state)?;
     let mut writes: BTreeMap<PathBuf, String> = plan.files.clone();
-    writes.insert(state_path, overlay);
+    writes.insert(state_path.clone(), overlay);
     let log_path = update_log(layout);
     let mut log = match std::fs::read_to_string(&log_path) {
         Ok(text) => text,
@@ -576,23 +595,15 @@ pub fn update(layout: &Layout, options: &CompileOptions, documents: &[PathBuf]) 
         log.push('\n');
     }
     writes.insert(log_path, log);
-    // graph.json last: it is a function of the files before it.
+    // The new nodes and the log first, then the overlay (whose session
+    // nodes mark the documents applied), graph.json last: it is a function
+    // of the files before it. All of it through the journal, so a killed
+    // update is replayed whole by the next writer.
+    let state_text = writes.remove(&state_path).unwrap_or_default();
     let mut ordered: Vec<(PathBuf, &str)> = writes.iter().map(|(p, t)| (p.clone(), t.as_str())).collect();
+    ordered.push((state_path, state_text.as_str()));
     ordered.push((layout.graph_json(), compiled.json.as_str()));
-
-    let mut previous: Vec<(PathBuf, Option<Vec<u8>>)> = Vec::new();
-    for (path, text) in &ordered {
-        previous.push((path.clone(), std::fs::read(path).ok()));
-        if let Err(source) = agents_store::atomic_write(path, text.as_bytes()) {
-            for (path, bytes) in previous.iter().rev() {
-                let _ = match bytes {
-                    Some(bytes) => agents_store::atomic_write(path, bytes),
-                    None => std::fs::remove_file(path),
-                };
-            }
-            return Err(AkmsError::Io { path: path.clone(), source });
-        }
-    }
+    crate::lock::commit_until(layout, &ordered, stop_after)?;
     report.written = ordered.iter().map(|(p, _)| layout.display(p)).collect();
     report.written.sort();
     report.compiled = Some(compiled);
@@ -1025,16 +1036,21 @@ pub fn set_status(
         state.nodes.entry(id.to_owned()).or_default().insert("status".into(), Json::from(to));
         (state_path, render_local_state(&state))
     };
-    let previous = std::fs::read(&path).ok();
-    agents_store::atomic_write(&path, text.as_bytes())
-        .map_err(|source| AkmsError::Io { path: path.clone(), source })?;
-    if let Err(error) = build(layout, options) {
-        let _ = match previous {
-            Some(bytes) => agents_store::atomic_write(&path, &bytes),
-            None => std::fs::remove_file(&path),
-        };
-        return Err(error);
-    }
+    // The edited file and graph.json, compiled in memory first and written
+    // as one unit through the journal.
+    let mut sources = Sources::load(layout);
+    let state = if node.origin == "local" {
+        sources.set_local(layout, &path, &text);
+        let (state, problems) = read_local_state(layout);
+        if let Some(error) = AkmsError::from_diagnostics(&problems) {
+            return Err(error);
+        }
+        state
+    } else {
+        parse_local_state(&layout.display(&path), &text).map_err(|problems| AkmsError::Invalid { problems })?
+    };
+    let rebuilt = sources.compile(layout, options, &state)?;
+    crate::lock::commit(layout, &[(path.clone(), text.as_str()), (layout.graph_json(), rebuilt.json.as_str())])?;
     Ok(StatusChange {
         node: id.to_owned(),
         from: node.status.clone(),

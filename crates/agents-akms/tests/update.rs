@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use agents_akms::update::{Change, read_log, update};
+use std::time::Duration;
+
+use agents_akms::update::{Change, read_log, update, update_until};
 use agents_akms::{CompileOptions, Layout, compile};
 use proptest::prelude::*;
 
@@ -113,6 +115,70 @@ fn spec_5_5_1_an_agent_memory_mutates_the_overlay_and_drafts_a_local_node() {
     let rebuilt = compile(&layout, &options()).unwrap();
     assert_eq!(std::fs::read_to_string(layout.graph_json()).unwrap(), rebuilt.json);
     assert!(rebuilt.json.contains("\"session-task-101\""));
+}
+
+/// What the CLI does before a write: the lock, which replays a journal a
+/// killed writer left.
+fn lock(dir: &Path, layout: &Layout) -> agents_akms::lock::KnowledgeLock {
+    agents_akms::lock::acquire(&dir.join("locks"), layout, Duration::from_secs(20), &mut |_| {}).unwrap()
+}
+
+#[test]
+fn a_killed_update_lands_whole_on_the_next_run_equal_to_a_clean_run() {
+    let (clean_dir, clean) = fixture();
+    let doc = write_session(&clean, "TASK-101.md", MEMORY);
+    let report = update(&clean, &options(), &[doc]).unwrap();
+    // The new node, the log, the overlay, graph.json.
+    assert_eq!(report.written.len(), 4, "{:?}", report.written);
+    let expected = snapshot(&clean_dir.path().join("repo"));
+    for stop in 1..=4 {
+        let (dir, layout) = fixture();
+        let doc = write_session(&layout, "TASK-101.md", MEMORY);
+        // Killed after `stop` of the four writes: the journal stays.
+        update_until(&layout, &options(), std::slice::from_ref(&doc), Some(stop)).unwrap_err();
+        assert!(agents_akms::lock::journal_path(&layout).exists());
+        let _held = lock(dir.path(), &layout);
+        let report = update(&layout, &options(), &[doc]).unwrap();
+        assert_eq!(report.skipped.len(), 1, "replayed whole, so applied: stop {stop}");
+        assert_eq!(snapshot(&dir.path().join("repo")), expected, "stop {stop}");
+    }
+}
+
+#[test]
+fn two_updates_of_different_sessions_at_once_both_land() {
+    let (dir, layout) = fixture();
+    let second = MEMORY
+        .replace("TASK-101", "TASK-102")
+        .replace("suggested_id: strain-rate-formula", "suggested_id: stress-divergence")
+        .replace("title: \"Strain-rate formula\"", "title: \"Stress divergence check\"")
+        .replace("Use the symmetric gradient for the strain rate.", "Check the divergence of the stress field.");
+    let docs = [write_session(&layout, "TASK-101.md", MEMORY), write_session(&layout, "TASK-102.md", &second)];
+    let barrier = std::sync::Barrier::new(2);
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = docs
+            .iter()
+            .map(|doc| {
+                let (layout, barrier, root) = (&layout, &barrier, dir.path());
+                scope.spawn(move || {
+                    barrier.wait();
+                    let _held = lock(root, layout);
+                    update(layout, &options(), std::slice::from_ref(doc)).unwrap()
+                })
+            })
+            .collect();
+        for run in runs {
+            assert_eq!(run.join().unwrap().applied.len(), 1);
+        }
+    });
+    let state = overlay(&layout);
+    assert!(state["session_nodes"].get("session-task-101").is_some(), "{state}");
+    assert!(state["session_nodes"].get("session-task-102").is_some(), "{state}");
+    assert!(layout.local_nodes().join("strain-rate-formula.md").exists());
+    assert!(layout.local_nodes().join("stress-divergence.md").exists());
+    let sessions: std::collections::BTreeSet<String> =
+        read_log(&layout).unwrap().into_iter().map(|e| e.session).collect();
+    assert_eq!(sessions.len(), 2);
+    assert_eq!(std::fs::read_to_string(layout.graph_json()).unwrap(), compile(&layout, &options()).unwrap().json);
 }
 
 #[test]

@@ -71,6 +71,46 @@ impl Fts5Backend {
         Ok(Fts5Backend { path, writer: Mutex::new(writer), in_transaction: false, reader: Mutex::new(reader) })
     }
 
+    /// Opens an existing database for searching only (both connections
+    /// read-only, `immutable`: no locks, no WAL or shared-memory files, so a
+    /// reader keeps working when the folder is replaced under it); a missing
+    /// database is an error. For a finished index no writer changes anymore.
+    pub(crate) fn open_read_only(dir: &Path) -> Result<Fts5Backend, SearchError> {
+        let path = dir.join(DATABASE_FILE);
+        let mut uri = String::from("file:");
+        for byte in path.to_string_lossy().bytes() {
+            if byte.is_ascii_alphanumeric() || b"/-_.~".contains(&byte) {
+                uri.push(char::from(byte));
+            } else {
+                let _ = write!(uri, "%{byte:02X}");
+            }
+        }
+        uri.push_str("?immutable=1");
+        let open = || {
+            let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                | rusqlite::OpenFlags::SQLITE_OPEN_URI
+                | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            let connection = Connection::open_with_flags(&uri, flags).map_err(|source| SearchError::Sqlite {
+                path: path.clone(),
+                action: "open database",
+                source,
+            })?;
+            connection.execute_batch("PRAGMA busy_timeout = 5000;").map_err(|source| SearchError::Sqlite {
+                path: path.clone(),
+                action: "configure database",
+                source,
+            })?;
+            Ok::<_, SearchError>(connection)
+        };
+        let (writer, reader) = (open()?, open()?);
+        Ok(Fts5Backend {
+            path: path.clone(),
+            writer: Mutex::new(writer),
+            in_transaction: false,
+            reader: Mutex::new(reader),
+        })
+    }
+
     fn error(&self, action: &'static str) -> impl Fn(rusqlite::Error) -> SearchError + '_ {
         move |source| SearchError::Sqlite { path: self.path.clone(), action, source }
     }

@@ -124,6 +124,19 @@ pub fn open_text_backend(kind: &str, dir: &Path) -> Result<Box<dyn TextBackend>,
     }
 }
 
+/// Opens the existing text index `kind` in `dir` for searching only: no writer (so
+/// no writer lock: any number of readers run beside each other), nothing created. A
+/// missing or unreadable index is an error; writing through it is an error. Meant for
+/// a finished index that no writer changes anymore (FTS5 opens it `immutable`): one
+/// that is replaced as a whole, like the knowledge index's generations.
+pub fn open_text_reader(kind: &str, dir: &Path) -> Result<Box<dyn TextBackend>, SearchError> {
+    match kind {
+        "tantivy" => Ok(Box::new(tantivy_backend::TantivyBackend::open_read_only(dir)?)),
+        "fts5" => Ok(Box::new(fts5_backend::Fts5Backend::open_read_only(dir)?)),
+        _ => Err(SearchError::UnknownBackend { kind: kind.to_owned() }),
+    }
+}
+
 /// Errors of the text backends; each names the index directory or database file.
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {

@@ -11,7 +11,8 @@
 //! A query is a boolean OR of one term query per (token, field), each boosted by the
 //! field's weight; filters are added as zero-scored required clauses. One `IndexWriter`
 //! (one thread, 50 MB) lives as long as the backend and holds the directory lock; the
-//! reader is reloaded on commit.
+//! reader is reloaded on commit. A backend opened read-only ([`TantivyBackend::open_read_only`])
+//! has no writer, so any number of them search one index while a writer works on it.
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -37,7 +38,8 @@ const WRITER_MEMORY_BYTES: usize = 50_000_000;
 
 pub(crate) struct TantivyBackend {
     dir: PathBuf,
-    writer: IndexWriter,
+    /// `None` when opened read-only.
+    writer: Option<IndexWriter>,
     reader: IndexReader,
     fields: Fields,
 }
@@ -66,9 +68,23 @@ fn schema() -> Schema {
 
 impl TantivyBackend {
     pub(crate) fn open(dir: &Path) -> Result<TantivyBackend, SearchError> {
+        Self::open_with(dir, true)
+    }
+
+    /// Opens an existing index for searching only: no writer, so no writer
+    /// lock; a missing or unreadable index is an error.
+    pub(crate) fn open_read_only(dir: &Path) -> Result<TantivyBackend, SearchError> {
+        Self::open_with(dir, false)
+    }
+
+    fn open_with(dir: &Path, write: bool) -> Result<TantivyBackend, SearchError> {
         let error = |action| move |source| SearchError::Tantivy { dir: dir.to_owned(), action, source };
         let directory = MmapDirectory::open(dir).map_err(|source| error("open directory")(source.into()))?;
-        let index = Index::open_or_create(directory, schema()).map_err(error("open index"))?;
+        let index = if write {
+            Index::open_or_create(directory, schema()).map_err(error("open index"))?
+        } else {
+            Index::open(directory).map_err(error("open index"))?
+        };
         index.tokenizers().register(TOKENIZER, TextAnalyzer::from(CodeTokenizer));
         let schema = index.schema();
         let field = |name: &str| schema.get_field(name).map_err(error("read schema"));
@@ -87,11 +103,23 @@ impl TantivyBackend {
         };
         // Two indexing threads: the machines this runs on have a few cores, and
         // a first sync of a large repository is bound by tokenizing bodies.
-        let writer = index.writer_with_num_threads(2, WRITER_MEMORY_BYTES).map_err(error("open index writer"))?;
+        let writer = match write {
+            true => Some(index.writer_with_num_threads(2, WRITER_MEMORY_BYTES).map_err(error("open index writer"))?),
+            false => None,
+        };
         let reader =
             index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(error("open reader"))?;
         tracing::debug!(dir = %dir.display(), "opened tantivy text index");
         Ok(TantivyBackend { dir: dir.to_owned(), writer, reader, fields })
+    }
+
+    fn writer(&mut self) -> Result<&mut IndexWriter, SearchError> {
+        let dir = self.dir.clone();
+        self.writer.as_mut().ok_or_else(|| SearchError::Io {
+            path: dir,
+            action: "write",
+            source: std::io::Error::other("the index was opened read-only"),
+        })
     }
 
     fn error(&self, action: &'static str) -> impl Fn(tantivy::TantivyError) -> SearchError + '_ {
@@ -166,21 +194,28 @@ impl TextBackend for TantivyBackend {
 
     fn upsert(&mut self, docs: &[TextDoc]) -> Result<(), SearchError> {
         for doc in docs {
-            self.writer.delete_term(Term::from_field_text(self.fields.id, &doc.id));
-            self.writer.add_document(self.document(doc)).map_err(self.error("add document"))?;
+            let document = self.document(doc);
+            let id = Term::from_field_text(self.fields.id, &doc.id);
+            let writer = self.writer()?;
+            writer.delete_term(id);
+            let added = writer.add_document(document);
+            added.map_err(self.error("add document"))?;
         }
         Ok(())
     }
 
     fn delete_paths(&mut self, paths: &[String]) -> Result<(), SearchError> {
+        let field = self.fields.path_raw;
+        let writer = self.writer()?;
         for path in paths {
-            self.writer.delete_term(Term::from_field_text(self.fields.path_raw, path));
+            writer.delete_term(Term::from_field_text(field, path));
         }
         Ok(())
     }
 
     fn commit(&mut self) -> Result<(), SearchError> {
-        self.writer.commit().map_err(self.error("commit"))?;
+        let committed = self.writer()?.commit();
+        committed.map_err(self.error("commit"))?;
         self.reader.reload().map_err(self.error("reload reader"))
     }
 

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use agents_search::{SearchError, SearchFilter, TextBackend, TextDoc, open_text_backend};
+use agents_search::{SearchError, SearchFilter, TextBackend, TextDoc, open_text_backend, open_text_reader};
 
 macro_rules! backend_suite {
     ($($case:ident),* $(,)?) => {
@@ -33,6 +33,7 @@ backend_suite!(
     hostile_queries_do_not_fail,
     empty_query_finds_nothing,
     corrupted_index_is_an_error,
+    read_only_opens_beside_each_other_and_never_write,
 );
 
 fn open(kind: &str, dir: &Path) -> Box<dyn TextBackend> {
@@ -291,6 +292,22 @@ fn corrupted_index_is_an_error(kind: &str) {
     };
     let message = error.to_string();
     assert!(message.contains(&dir.path().display().to_string()), "{message}");
+}
+
+fn read_only_opens_beside_each_other_and_never_write(kind: &str) {
+    let (dir, writer) = indexed(kind, &[doc("a", "src/a.rs", "parse_http")]);
+    // Tantivy: beside the live writer, whose lock a second writer would need.
+    // FTS5 opens a finished index (immutable): the writer is closed first.
+    let _writer = (kind == "tantivy").then_some(writer);
+    let mut readers: Vec<Box<dyn TextBackend>> =
+        (0..4).map(|_| open_text_reader(kind, dir.path()).unwrap_or_else(|e| panic!("{e}"))).collect();
+    for reader in &readers {
+        assert_eq!(ids(reader.as_ref(), "parse", &all()), ["a"]);
+    }
+    assert!(readers[0].upsert(&[doc("b", "src/b.rs", "other")]).is_err());
+    let missing = dir.path().join("missing");
+    assert!(open_text_reader(kind, &missing).is_err());
+    assert!(!missing.exists(), "a reader creates nothing");
 }
 
 #[test]

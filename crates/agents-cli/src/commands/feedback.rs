@@ -10,7 +10,7 @@ use agents_akms::update::{Change, Review};
 use agents_akms::vault::Layout;
 use serde::Serialize;
 
-use super::knowledge::{index_knowledge, into_anyhow, read_config, resolve};
+use super::knowledge::{index_knowledge, into_anyhow, lock_knowledge, read_config, resolve};
 use crate::exit::UsageError;
 use crate::settings::Settings;
 
@@ -21,6 +21,7 @@ pub fn update(settings: &Settings, repo: Option<&Path>, documents: &[PathBuf]) -
             return Err(UsageError(format!("{}: no such file", doc.display())).into());
         }
     }
+    let _lock = lock_knowledge(settings, &layout)?;
     let report = agents_akms::update::update(&layout, &options, documents).map_err(into_anyhow)?;
     if let Some(compiled) = &report.compiled {
         index_knowledge(settings, &layout, compiled)?;
@@ -213,6 +214,7 @@ struct StatusReport<'a> {
 
 pub fn set_status(settings: &Settings, repo: Option<&Path>, id: &str, review: Review) -> anyhow::Result<()> {
     let (layout, options) = resolve(settings, repo)?;
+    let _lock = lock_knowledge(settings, &layout)?;
     let change = agents_akms::update::set_status(&layout, &options, id, review).map_err(into_anyhow)?;
     let manual_step = (review == Review::Promote).then(|| {
         format!(

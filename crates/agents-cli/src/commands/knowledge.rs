@@ -1,10 +1,12 @@
-//! `agents knowledge init|validate|build|tags|migrate|mirror` (update, status,
-//! review, promote and suppress are in `feedback`): the repository's `knowledge/`
-//! `agents knowledge init|validate|build|tags|query|search|migrate` (loadouts: `loadout.rs`): the repository's `knowledge/`
-//! folder over the global vault (AKMS). Thin: find the repository and the
-//! vault, call `agents_akms`, print.
+//! `agents knowledge init|validate|build|tags|query|search|migrate|mirror`
+//! (update, status, review, promote and suppress are in `feedback`, loadouts
+//! in `loadout.rs`): the repository's `knowledge/` folder over the global
+//! vault (AKMS). Thin: find the repository and the vault, call
+//! `agents_akms`, print. Every command that writes `knowledge/` holds the
+//! repository's knowledge lock ([`lock_knowledge`]); readers never do.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use agents_akms::vault::{Layout, expand_home, find_repo_root};
 use agents_akms::{AkmsError, CompileOptions, DEFAULT_CONFIG_YAML, Diagnostic};
@@ -106,6 +108,7 @@ pub fn run(settings: &Settings, args: KnowledgeArgs) -> anyhow::Result<()> {
         KnowledgeCommand::ReEvaluate => super::loadout::re_evaluate(settings, args.repo.as_deref()),
         KnowledgeCommand::Build => {
             let (layout, options) = resolve(settings, args.repo.as_deref())?;
+            let _lock = lock_knowledge(settings, &layout)?;
             let compiled = agents_akms::build(&layout, &options).map_err(into_anyhow)?;
             let indexed = index_knowledge(settings, &layout, &compiled)?;
             tracing::info!(documents = indexed, "knowledge indexed for search");
@@ -250,6 +253,7 @@ pub(crate) struct TagsReport {
 
 fn tags(settings: &Settings, repo: Option<&Path>, task_path: &Path, dry_run: bool) -> anyhow::Result<()> {
     let (layout, options) = resolve(settings, repo)?;
+    let _lock = if dry_run { None } else { Some(lock_knowledge(settings, &layout)?) };
     let report = derive_task_tags(&layout, &options, task_path, dry_run)?;
     print_tags(settings, &report)
 }
@@ -353,23 +357,51 @@ pub(crate) fn knowledge_index(settings: &Settings, layout: &Layout) -> PathBuf {
     agents_akms::search::index_dir(&settings.home.root().join("search"), &layout.repo_root).join(kind)
 }
 
+/// Takes the repository's knowledge lock, for a command that writes its
+/// `knowledge/` (or its search index): waits for another writer up to
+/// `$AGENTS_KNOWLEDGE_WAIT` seconds (default 120), saying so on stderr, then
+/// refuses naming the holder. Taking it finishes what a killed writer left
+/// (`agents_akms::lock`).
+pub(crate) fn lock_knowledge(settings: &Settings, layout: &Layout) -> anyhow::Result<agents_akms::lock::KnowledgeLock> {
+    let wait =
+        match std::env::var("AGENTS_KNOWLEDGE_WAIT") {
+            Ok(text) => Duration::from_secs(text.trim().parse().map_err(|_| {
+                UsageError(format!("AGENTS_KNOWLEDGE_WAIT: `{text}` is not a whole number of seconds"))
+            })?),
+            Err(_) => agents_akms::lock::DEFAULT_WAIT,
+        };
+    let printer = settings.printer;
+    let repo = &layout.repo_root;
+    agents_akms::lock::acquire(&settings.home.locks_dir(), layout, wait, &mut |pid| {
+        let holder = pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+        printer.note(format!(
+            "waiting for another knowledge writer of {}{holder} (up to {} s)",
+            repo.display(),
+            wait.as_secs()
+        ));
+    })
+    .map_err(into_anyhow)
+}
+
 /// Rebuilds the knowledge search index from the compiled graph (it is small:
-/// a rebuild is cheaper than tracking what changed). Returns the document count.
+/// a rebuild is cheaper than tracking what changed) beside the live one,
+/// which it then replaces (`agents_akms::search::rebuild_index`): a search
+/// never finds it missing. The caller holds the knowledge lock. Returns the
+/// document count.
 pub(crate) fn index_knowledge(
     settings: &Settings,
     layout: &Layout,
     compiled: &agents_akms::Compiled,
 ) -> anyhow::Result<usize> {
     let graph: serde_json::Value = serde_json::from_str(&compiled.json)?;
-    let docs = agents_akms::search::documents(layout, &graph);
+    index_graph(settings, layout, &graph)
+}
+
+fn index_graph(settings: &Settings, layout: &Layout, graph: &serde_json::Value) -> anyhow::Result<usize> {
+    let docs = agents_akms::search::documents(layout, graph);
     let dir = knowledge_index(settings, layout);
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| anyhow::anyhow!("cannot clear {}: {e}", dir.display()))?;
-    }
     let kind = &settings.config.config().context.backends.text;
-    let mut backend = agents_search::open_text_backend(kind, &dir)?;
-    backend.upsert(&docs)?;
-    backend.commit()?;
+    agents_akms::search::rebuild_index(&dir, kind, &docs)?;
     Ok(docs.len())
 }
 
@@ -386,18 +418,52 @@ struct Passage {
 fn search(settings: &Settings, repo: Option<&Path>, text: &str, nodes: &[String], limit: usize) -> anyhow::Result<()> {
     let (layout, _) = resolve(settings, repo)?;
     let dir = knowledge_index(settings, &layout);
-    if !dir.exists() {
-        return Err(UsageError(format!(
-            "{}: no knowledge search index yet; run `agents knowledge build` first",
-            layout.repo_root.display()
-        ))
-        .into());
-    }
     let kind = &settings.config.config().context.backends.text;
-    let backend = agents_search::open_text_backend(kind, &dir)?;
-    // Scoped to a node set: search deep enough that the set's best survive.
-    let deep = if nodes.is_empty() { limit } else { (backend.doc_count()? as usize).max(limit) };
-    let hits = backend.search(text, deep, &agents_search::SearchFilter::default())?;
+    // Read-only: no lock, no index writer; any number of searches at once.
+    let run = |backend: &dyn agents_search::TextBackend| {
+        // Scoped to a node set: search deep enough that the set's best survive.
+        let deep = if nodes.is_empty() { limit } else { (backend.doc_count()? as usize).max(limit) };
+        backend.search(text, deep, &agents_search::SearchFilter::default())
+    };
+    let hits = match agents_akms::search::with_index(&dir, kind, run) {
+        Ok(Some(hits)) => hits,
+        // Missing or unreadable: rebuilt from graph.json, never an empty answer.
+        outcome => {
+            let graph_path = layout.graph_json();
+            if !graph_path.is_file() {
+                outcome?;
+                return Err(UsageError(format!(
+                    "{}: no knowledge search index yet; run `agents knowledge build` first",
+                    layout.repo_root.display()
+                ))
+                .into());
+            }
+            if let Err(e) = &outcome {
+                settings.printer.note(format!("warning: {e}; rebuilding the knowledge search index"));
+            }
+            let _lock = lock_knowledge(settings, &layout)?;
+            match agents_akms::search::with_index(&dir, kind, run) {
+                // Another process rebuilt it meanwhile.
+                Ok(Some(hits)) => hits,
+                _ => {
+                    let shown = layout.display(&graph_path);
+                    let json = std::fs::read_to_string(&graph_path)
+                        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", shown.display()))?;
+                    let graph: serde_json::Value = serde_json::from_str(&json).map_err(|e| {
+                        UsageError(format!(
+                            "{}:{}: not a compiled graph ({e}); run `agents knowledge build`",
+                            shown.display(),
+                            e.line()
+                        ))
+                    })?;
+                    index_graph(settings, &layout, &graph)?;
+                    agents_akms::search::with_index(&dir, kind, run)?.ok_or_else(|| {
+                        anyhow::anyhow!("{}: the knowledge search index is missing after a rebuild", dir.display())
+                    })?
+                }
+            }
+        }
+    };
     let graph = std::fs::read_to_string(layout.graph_json())
         .ok()
         .and_then(|json| serde_json::from_str::<serde_json::Value>(&json).ok())
@@ -446,6 +512,7 @@ struct MigrateReport<'a> {
 
 fn migrate(settings: &Settings, repo: Option<&Path>, dry_run: bool) -> anyhow::Result<()> {
     let (layout, _) = resolve(settings, repo)?;
+    let _lock = if dry_run { None } else { Some(lock_knowledge(settings, &layout)?) };
     let plan = agents_akms::migrate::plan(&layout).map_err(into_anyhow)?;
     let written = !dry_run && plan.write().map_err(into_anyhow)?;
     for path in &plan.upstream {
@@ -594,6 +661,7 @@ fn mirror(
     phase: Option<u32>,
 ) -> anyhow::Result<()> {
     let (layout, _) = resolve(settings, repo)?;
+    let _lock = lock_knowledge(settings, &layout)?;
     let config = read_config(&layout)?;
     let (base, mut files) = if files.is_empty() {
         let base = base.unwrap_or(&config.orchestrator.base_branch);

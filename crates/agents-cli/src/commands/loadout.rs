@@ -19,7 +19,7 @@ use agents_core::tokens::{TokenCounter, Tokenizer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::knowledge::{knowledge_index, read_config, read_task, resolve};
+use super::knowledge::{knowledge_index, lock_knowledge, read_config, read_task, resolve};
 use crate::exit::UsageError;
 use crate::settings::Settings;
 
@@ -74,11 +74,15 @@ pub struct Context {
     backend: Option<Box<dyn agents_search::TextBackend>>,
     /// The embedding model, when one is configured and present.
     embedder: Option<agents_search::vector::StaticEmbedder>,
+    /// Loadouts are written: the repository's knowledge lock, held from
+    /// before the graph is read to the last write.
+    _lock: agents_akms::lock::KnowledgeLock,
 }
 
 impl Context {
     pub fn open(settings: &Settings, repo: Option<&Path>) -> anyhow::Result<Context> {
         let (layout, _) = resolve(settings, repo)?;
+        let lock = lock_knowledge(settings, &layout)?;
         let config = read_config(&layout)?;
         let path = layout.graph_json();
         let bytes = std::fs::read(&path).map_err(|_| {
@@ -102,6 +106,7 @@ impl Context {
             }
         };
         Ok(Context {
+            _lock: lock,
             embedder,
             graph_version: loadout::graph_version(&bytes),
             index_dir: knowledge_index(settings, &layout),
@@ -115,13 +120,15 @@ impl Context {
         })
     }
 
-    /// The search layer, opened on first use; `None` when its index is missing.
+    /// The search layer, opened read-only on first use (no index writer;
+    /// the lock this context holds keeps rebuilds away); `None` when its
+    /// index is missing.
     fn search(&mut self) -> anyhow::Result<Option<&dyn agents_search::TextBackend>> {
         if self.backend.is_none() {
-            if !self.index_dir.exists() {
-                return Ok(None);
+            match agents_akms::search::open_index(&self.index_dir, &self.text_kind)? {
+                Some(backend) => self.backend = Some(backend),
+                None => return Ok(None),
             }
-            self.backend = Some(agents_search::open_text_backend(&self.text_kind, &self.index_dir)?);
         }
         Ok(self.backend.as_deref())
     }

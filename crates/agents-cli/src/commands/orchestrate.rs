@@ -12,7 +12,7 @@ use agents_akms::orchestrate::{Knowledge, Orchestrator, State, Status, summary};
 use agents_akms::vault::Layout;
 
 use super::feedback::{describe, health_of, review_text};
-use super::knowledge::{derive_task_tags, index_knowledge, read_config, resolve};
+use super::knowledge::{derive_task_tags, index_knowledge, lock_knowledge, read_config, resolve};
 use super::loadout::{LoadoutOptions, for_task};
 use crate::cli::{OrchestrateArgs, OrchestrateCommand};
 use crate::exit::UsageError;
@@ -31,12 +31,14 @@ fn message(e: anyhow::Error) -> String {
 
 impl Knowledge for RepoKnowledge<'_> {
     fn build(&self) -> Result<(), String> {
+        let _lock = lock_knowledge(self.settings, &self.layout).map_err(message)?;
         let compiled = agents_akms::build(&self.layout, &self.options).map_err(|e| e.to_string())?;
         index_knowledge(self.settings, &self.layout, &compiled).map_err(message)?;
         Ok(())
     }
 
     fn derive_tags(&self, task_file: &Path) -> Result<Vec<String>, String> {
+        let _lock = lock_knowledge(self.settings, &self.layout).map_err(message)?;
         let report = derive_task_tags(&self.layout, &self.options, task_file, false).map_err(message)?;
         Ok(if report.kept.is_empty() { report.derived.into_iter().map(|d| d.tag).collect() } else { report.kept })
     }
@@ -56,6 +58,7 @@ impl Knowledge for RepoKnowledge<'_> {
     }
 
     fn update(&self, documents: &[PathBuf]) -> Result<String, String> {
+        let _lock = lock_knowledge(self.settings, &self.layout).map_err(message)?;
         let report = agents_akms::update::update(&self.layout, &self.options, documents).map_err(|e| e.to_string())?;
         if let Some(compiled) = &report.compiled {
             index_knowledge(self.settings, &self.layout, compiled).map_err(message)?;
@@ -78,6 +81,7 @@ impl Knowledge for RepoKnowledge<'_> {
     }
 
     fn mirror(&self, files: &[String]) -> Result<String, String> {
+        let _lock = lock_knowledge(self.settings, &self.layout).map_err(message)?;
         let report = agents_akms::mirror::mirror_files(
             &self.layout.repo_root,
             files,
