@@ -10,14 +10,27 @@
 //!
 //! A query is a boolean OR of one term query per (token, field), each boosted by the
 //! field's weight; filters are added as zero-scored required clauses. One `IndexWriter`
-//! (one thread, 50 MB) lives as long as the backend and holds the directory lock; the
+//! (two threads, 50 MB) lives as long as the backend and holds the directory lock; the
 //! reader is reloaded on commit.
+//!
+//! # Scores depend on the documents only, never on the index's history
+//! BM25 statistics (document count, document frequencies, average field length) are
+//! summed over segments, and Tantivy counts a deleted document in them until its
+//! segment is merged. So no deleted document outlives a commit here: a commit that
+//! deleted or replaced documents merges every segment holding deletions (Tantivy's
+//! background merges are off; [`compact`] is the merge policy, run synchronously, and
+//! it also merges everything once there are more than [`MAX_SEGMENTS`] segments).
+//! Opening an index does the same for one written before, and first removes the files
+//! no commit refers to (segments a killed writer left behind). Two indexes holding the
+//! same documents then score every query identically, however they came to hold them.
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
+use tantivy::index::SegmentId;
+use tantivy::indexer::NoMergePolicy;
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, InvertedIndexRangeQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing, TextOptions, Value,
@@ -32,14 +45,20 @@ use crate::{
 
 /// Name under which [`CodeTokenizer`] is registered with the index.
 const TOKENIZER: &str = "code";
-/// Memory budget of the single indexing thread.
+/// Memory budget of the indexing threads together.
 const WRITER_MEMORY_BYTES: usize = 50_000_000;
+/// More segments than this are merged into one at the next commit, so that
+/// an index updated a few files at a time (a watched repository) stays a few
+/// segments.
+const MAX_SEGMENTS: usize = 8;
 
 pub(crate) struct TantivyBackend {
     dir: PathBuf,
     writer: IndexWriter,
     reader: IndexReader,
     fields: Fields,
+    /// Whether a delete (or a replacing upsert) was queued since the last commit.
+    deleted: bool,
 }
 
 struct Fields {
@@ -87,11 +106,17 @@ impl TantivyBackend {
         };
         // Two indexing threads: the machines this runs on have a few cores, and
         // a first sync of a large repository is bound by tokenizing bodies.
-        let writer = index.writer_with_num_threads(2, WRITER_MEMORY_BYTES).map_err(error("open index writer"))?;
+        let mut writer: IndexWriter =
+            index.writer_with_num_threads(2, WRITER_MEMORY_BYTES).map_err(error("open index writer"))?;
+        writer.set_merge_policy(Box::new(NoMergePolicy));
+        // Files of segments no commit refers to: what a killed writer left.
+        writer.garbage_collect_files().wait().map_err(error("remove unused files"))?;
+        // An index written before deletions were merged away on commit.
+        compact(&mut writer).map_err(error("merge segments"))?;
         let reader =
             index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(error("open reader"))?;
         tracing::debug!(dir = %dir.display(), "opened tantivy text index");
-        Ok(TantivyBackend { dir: dir.to_owned(), writer, reader, fields })
+        Ok(TantivyBackend { dir: dir.to_owned(), writer, reader, fields, deleted: false })
     }
 
     fn error(&self, action: &'static str) -> impl Fn(tantivy::TantivyError) -> SearchError + '_ {
@@ -147,6 +172,24 @@ impl TantivyBackend {
     }
 }
 
+/// Merges the committed segments that hold deleted documents (all of them past
+/// [`MAX_SEGMENTS`]), then removes the files the merge made unused; see the
+/// module docs. Returns whether anything was merged.
+fn compact(writer: &mut IndexWriter) -> tantivy::Result<bool> {
+    let segments = writer.index().searchable_segment_metas()?;
+    let merge: Vec<SegmentId> = if segments.len() > MAX_SEGMENTS {
+        segments.iter().map(|s| s.id()).collect()
+    } else {
+        segments.iter().filter(|s| s.has_deletes()).map(|s| s.id()).collect()
+    };
+    if merge.is_empty() {
+        return Ok(false);
+    }
+    writer.merge(&merge).wait()?;
+    writer.garbage_collect_files().wait()?;
+    Ok(true)
+}
+
 /// The smallest byte string greater than every string starting with `prefix`, if any.
 fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut bytes = prefix.to_vec();
@@ -169,6 +212,7 @@ impl TextBackend for TantivyBackend {
             self.writer.delete_term(Term::from_field_text(self.fields.id, &doc.id));
             self.writer.add_document(self.document(doc)).map_err(self.error("add document"))?;
         }
+        self.deleted |= !docs.is_empty();
         Ok(())
     }
 
@@ -176,11 +220,18 @@ impl TextBackend for TantivyBackend {
         for path in paths {
             self.writer.delete_term(Term::from_field_text(self.fields.path_raw, path));
         }
+        self.deleted |= !paths.is_empty();
         Ok(())
     }
 
     fn commit(&mut self) -> Result<(), SearchError> {
         self.writer.commit().map_err(self.error("commit"))?;
+        // Only a commit that may have deleted something, or added a segment
+        // past the limit, can leave anything to merge.
+        let segments = self.writer.index().searchable_segment_ids().map_err(self.error("list segments"))?.len();
+        if std::mem::take(&mut self.deleted) || segments > MAX_SEGMENTS {
+            compact(&mut self.writer).map_err(self.error("merge segments"))?;
+        }
         self.reader.reload().map_err(self.error("reload reader"))
     }
 
@@ -272,6 +323,8 @@ impl TokenStream for CodeTokenStream {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     #[test]
@@ -283,6 +336,43 @@ mod tests {
             seen.push(token.text.clone());
         }
         assert_eq!(seen, crate::search_tokens(text));
+    }
+
+    fn files(dir: &Path) -> std::collections::BTreeSet<String> {
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+    }
+
+    fn doc(id: &str, path: &str) -> TextDoc {
+        TextDoc { id: id.into(), path: path.into(), name: format!("parse {id}"), ..TextDoc::default() }
+    }
+
+    /// A writer killed after writing a commit's segments but before removing the
+    /// ones they replace leaves files that no commit refers to: opening removes them.
+    #[test]
+    fn opening_removes_the_files_of_segments_no_commit_refers_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut backend = TantivyBackend::open(dir.path()).unwrap();
+        backend.upsert(&[doc("a", "a.rs"), doc("b", "b.rs")]).unwrap();
+        backend.commit().unwrap();
+        let first: BTreeMap<String, Vec<u8>> =
+            files(dir.path()).into_iter().map(|f| (f.clone(), std::fs::read(dir.path().join(&f)).unwrap())).collect();
+        backend.upsert(&[doc("a", "a.rs")]).unwrap();
+        backend.commit().unwrap();
+        drop(backend);
+        let second = files(dir.path());
+        let orphans: Vec<&String> = first.keys().filter(|f| !second.contains(*f)).collect();
+        assert!(!orphans.is_empty(), "the replacing commit merged the first segment away");
+        // Put the replaced segment's files back, listed as the index's own.
+        let managed_path = dir.path().join(".managed.json");
+        let mut managed: Vec<String> = serde_json::from_slice(&std::fs::read(&managed_path).unwrap()).unwrap();
+        for orphan in &orphans {
+            std::fs::write(dir.path().join(orphan), &first[*orphan]).unwrap();
+            managed.push((*orphan).clone());
+        }
+        std::fs::write(&managed_path, serde_json::to_vec(&managed).unwrap()).unwrap();
+        let backend = TantivyBackend::open(dir.path()).unwrap();
+        assert_eq!(files(dir.path()), second, "the orphans are gone");
+        assert_eq!(backend.doc_count().unwrap(), 2);
     }
 
     #[test]
