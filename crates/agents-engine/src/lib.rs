@@ -685,6 +685,31 @@ impl Engine {
         }
     }
 
+    /// Unlinks the resource given by path or id from `project`. A resource left
+    /// in no project is deleted from the store, and everything the home held for
+    /// it goes too: its search indexes (`search/<resource>/`: text, vectors, the
+    /// HNSW graph) and its lock file, once a query or indexer using them is done.
+    pub fn unlink_resource(&self, project: &Project, path_or_id: &str) -> Result<Resource, EngineError> {
+        let resource = self.projects.unlink(project, path_or_id)?;
+        if !self.projects.is_deleted(&resource)? {
+            return Ok(resource);
+        }
+        let held = self.indexing.lock_resource(&resource.resource_id, Path::new(&resource.path))?;
+        let search = self.home.root().join("search").join(&resource.resource_id);
+        self.vectors.lock().unwrap_or_else(|e| e.into_inner()).retain(|dir, _| !dir.starts_with(&search));
+        let lock = self.indexing.lock_file(&resource.resource_id);
+        for (path, removed) in [(&search, std::fs::remove_dir_all(&search)), (&lock, std::fs::remove_file(&lock))] {
+            match removed {
+                Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(ProjectError::Io { path: path.clone(), source }.into());
+                }
+                _ => {}
+            }
+        }
+        drop(held);
+        Ok(resource)
+    }
+
     /// Links `path` to `project` and indexes it (refreshing if already indexed).
     pub fn link_and_index(
         &self,
