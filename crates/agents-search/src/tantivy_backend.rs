@@ -19,7 +19,7 @@
 //! segment is merged. So no deleted document outlives a commit here: a commit that
 //! deleted or replaced documents merges every segment holding deletions (Tantivy's
 //! background merges are off; [`compact`] is the merge policy, run synchronously, and
-//! it also merges everything once there are more than [`MAX_SEGMENTS`] segments).
+//! it also merges the smallest segments once there are more than [`MAX_SEGMENTS`]).
 //! Opening an index does the same for one written before, and first removes the files
 //! no commit refers to (segments a killed writer left behind). Two indexes holding the
 //! same documents then score every query identically, however they came to hold them.
@@ -47,10 +47,11 @@ use crate::{
 const TOKENIZER: &str = "code";
 /// Memory budget of the indexing threads together.
 const WRITER_MEMORY_BYTES: usize = 50_000_000;
-/// More segments than this are merged into one at the next commit, so that
-/// an index updated a few files at a time (a watched repository) stays a few
-/// segments.
-const MAX_SEGMENTS: usize = 8;
+/// Past this many segments, the smallest are merged into one at the next
+/// commit, so that an index updated a few files at a time (a watched
+/// repository) stays a few segments; a first sync of a large repository
+/// (a handful of large segments) stays as it is.
+const MAX_SEGMENTS: usize = 16;
 
 pub(crate) struct TantivyBackend {
     dir: PathBuf,
@@ -172,16 +173,21 @@ impl TantivyBackend {
     }
 }
 
-/// Merges the committed segments that hold deleted documents (all of them past
-/// [`MAX_SEGMENTS`]), then removes the files the merge made unused; see the
-/// module docs. Returns whether anything was merged.
+/// Merges the committed segments that hold deleted documents, with the
+/// smallest others when there are more than [`MAX_SEGMENTS`], into one; then
+/// removes the files the merge made unused. See the module docs. Returns
+/// whether anything was merged.
 fn compact(writer: &mut IndexWriter) -> tantivy::Result<bool> {
-    let segments = writer.index().searchable_segment_metas()?;
-    let merge: Vec<SegmentId> = if segments.len() > MAX_SEGMENTS {
-        segments.iter().map(|s| s.id()).collect()
-    } else {
-        segments.iter().filter(|s| s.has_deletes()).map(|s| s.id()).collect()
-    };
+    let mut segments = writer.index().searchable_segment_metas()?;
+    // Smallest first, ties by id: the same segments always make the same choice.
+    segments.sort_by_key(|s| (s.max_doc(), s.id().uuid_string()));
+    let excess = (segments.len() + 1).saturating_sub(MAX_SEGMENTS);
+    let merge: Vec<SegmentId> = segments
+        .iter()
+        .enumerate()
+        .filter(|(rank, s)| s.has_deletes() || (excess > 1 && *rank < excess))
+        .map(|(_, s)| s.id())
+        .collect();
     if merge.is_empty() {
         return Ok(false);
     }
@@ -373,6 +379,21 @@ mod tests {
         let backend = TantivyBackend::open(dir.path()).unwrap();
         assert_eq!(files(dir.path()), second, "the orphans are gone");
         assert_eq!(backend.doc_count().unwrap(), 2);
+    }
+
+    /// Many small commits (a watched repository) do not pile up segments.
+    #[test]
+    fn small_commits_are_merged_down_to_a_few_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut backend = TantivyBackend::open(dir.path()).unwrap();
+        for i in 0..MAX_SEGMENTS + 5 {
+            backend.upsert(&[doc(&format!("d{i}"), &format!("f{i}.rs"))]).unwrap();
+            backend.commit().unwrap();
+            let segments = backend.writer.index().searchable_segment_ids().unwrap().len();
+            assert!(segments <= MAX_SEGMENTS, "{segments} segments after {} commits", i + 1);
+        }
+        assert_eq!(backend.doc_count().unwrap(), MAX_SEGMENTS as u64 + 5);
+        assert_eq!(backend.search("parse", 100, &SearchFilter::default()).unwrap().len(), MAX_SEGMENTS + 5);
     }
 
     #[test]
