@@ -187,6 +187,8 @@ const GRAPH_FILE: &str = "hnsw.usearch";
 const GRAPH_GENERATION_FILE: &str = "hnsw.generation";
 /// The files of an index directory; a commit replaces each one it changes.
 pub const FILES: [&str; 3] = [ROWS_FILE, GRAPH_FILE, GRAPH_GENERATION_FILE];
+/// What a commit writes before renaming it over one of [`FILES`].
+const TEMPORARY_FILES: [&str; 3] = ["vectors.tmp", "hnsw.usearch.tmp", "hnsw.tmp"];
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -292,7 +294,8 @@ impl LocalVectorIndex {
         Ok(index)
     }
 
-    /// [`LocalVectorIndex::open`], repairing what cannot be read instead of failing:
+    /// [`LocalVectorIndex::open`], repairing what cannot be read instead of failing
+    /// (call it holding whatever keeps other writers of `dir` out):
     /// a damaged or foreign `hnsw.usearch` is rebuilt from the rows, and a damaged
     /// `vectors.bin` makes the index start empty (the caller refills it from its
     /// source: everything here is derived). The error that caused a repair comes
@@ -316,6 +319,8 @@ impl LocalVectorIndex {
             }
             Ok(())
         };
+        // Half-written replacements a killed commit left behind.
+        remove(&TEMPORARY_FILES)?;
         let (mut index, damage) = match LocalVectorIndex::open(dir, model_id, dim, options) {
             Ok(index) => (index, None),
             Err(damage @ SearchError::Graph { .. }) => {
@@ -900,6 +905,12 @@ mod tests {
             (index.search(&query, 10, &SearchFilter::default()).unwrap(), std::fs::read(dir.path().join(GRAPH_FILE)))
         };
         let graph_bytes = graph_bytes.unwrap();
+        for name in TEMPORARY_FILES {
+            std::fs::write(dir.path().join(name), b"half-written").unwrap();
+        }
+        let (_, reported) = reopen();
+        assert!(reported.is_none());
+        assert!(TEMPORARY_FILES.iter().all(|name| !dir.path().join(name).exists()), "leftovers are removed");
         // A damaged or missing graph is rebuilt from the rows, the same graph as before.
         for damage in [&b""[..], &graph_bytes[..graph_bytes.len() / 2], b"garbage"] {
             std::fs::write(dir.path().join(GRAPH_FILE), damage).unwrap();
