@@ -209,6 +209,11 @@ impl RepoIndexingService {
         self.acquire(&lock::lock_path(&self.locks_dir, resource_id), true, root)
     }
 
+    /// The file of the resource's lock (see [`RepoIndexingService::lock_resource`]).
+    pub fn lock_file(&self, resource_id: &str) -> PathBuf {
+        lock::lock_path(&self.locks_dir, resource_id)
+    }
+
     fn acquire(&self, lock_path: &Path, wait: bool, root: &Path) -> Result<ResourceLock, IndexError> {
         let io = |source| IndexError::Io { path: lock_path.to_path_buf(), source };
         match lock::try_lock(lock_path).map_err(io)? {

@@ -19,6 +19,11 @@ pub enum ProjectError {
     NotFound(PathBuf),
     #[error("{path}: not a directory", path = .0.display())]
     NotADirectory(PathBuf),
+    #[error(
+        "{path}: the path is not valid UTF-8 (shown with U+FFFD for the bytes that are not); rename the directory to index it",
+        path = .0.display()
+    )]
+    NotUtf8(PathBuf),
     #[error("{path}: {source}", path = .path.display())]
     Io { path: PathBuf, source: std::io::Error },
     #[error("`{resource}` is not linked to project `{project}`")]
@@ -48,7 +53,9 @@ pub fn project_name_for(dir: &Path) -> String {
     if name.is_empty() { "root".to_string() } else { name }
 }
 
-/// Canonical absolute path of an existing directory, with clear errors.
+/// Canonical absolute path of an existing directory, with clear errors. The
+/// path must be valid UTF-8: resources are stored by path as text, and a lossy
+/// spelling would name another directory (or none).
 pub fn canonical_dir(path: &Path) -> Result<PathBuf, ProjectError> {
     let canonical = match std::fs::canonicalize(path) {
         Ok(p) => p,
@@ -57,6 +64,9 @@ pub fn canonical_dir(path: &Path) -> Result<PathBuf, ProjectError> {
     };
     if !canonical.is_dir() {
         return Err(ProjectError::NotADirectory(path.to_path_buf()));
+    }
+    if canonical.to_str().is_none() {
+        return Err(ProjectError::NotUtf8(canonical));
     }
     Ok(canonical)
 }
@@ -105,7 +115,8 @@ impl ProjectService {
     }
 
     /// Unlinks a resource given by path or resource id. A resource linked to
-    /// no other project is deleted with its index.
+    /// no other project is deleted with its index (its files under the home
+    /// are the caller's to remove: see [`ProjectService::is_deleted`]).
     pub fn unlink(&self, project: &Project, path_or_id: &str) -> Result<Resource, ProjectError> {
         let linked = self.store.project_resources(&project.project_id)?;
         let canonical = std::fs::canonicalize(path_or_id).ok().map(|p| p.to_string_lossy().into_owned());
@@ -118,6 +129,11 @@ impl ProjectService {
         })?;
         self.store.unlink_resource(&project.project_id, &resource.resource_id)?;
         Ok(resource)
+    }
+
+    /// Whether the resource is gone from the store (unlinked from its last project).
+    pub fn is_deleted(&self, resource: &Resource) -> Result<bool, ProjectError> {
+        Ok(self.store.resource_by_path(&resource.path)?.is_none_or(|r| r.resource_id != resource.resource_id))
     }
 
     /// The resource whose directory is `dir` or, failing that, the nearest
@@ -172,6 +188,25 @@ mod tests {
         assert!(matches!(s.unlink(&p, "/nowhere"), Err(ProjectError::NotLinked { .. })));
         assert_eq!(s.unlink(&p, &r.resource_id).unwrap(), r);
         assert_eq!(s.resource_containing(&sub).unwrap(), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_whose_path_is_not_utf8_is_refused() {
+        use std::os::unix::ffi::OsStrExt;
+        let s = service();
+        let p = s.create("demo").unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(std::ffi::OsStr::from_bytes(b"repo-\xff\xfe"));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::create_dir(tmp.path().join("repo-\u{fffd}\u{fffd}")).unwrap();
+        for path in [dir.clone(), dir.join("."), dir.join("..").join(dir.file_name().unwrap())] {
+            let error = s.link(&p, &path).unwrap_err();
+            assert!(matches!(error, ProjectError::NotUtf8(_)), "{error}");
+            let message = error.to_string();
+            assert!(message.contains("repo-\u{fffd}\u{fffd}") && message.contains("not valid UTF-8"), "{message}");
+        }
+        assert!(s.list().unwrap()[0].1.is_empty(), "nothing was linked");
     }
 
     #[test]

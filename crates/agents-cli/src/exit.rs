@@ -74,6 +74,7 @@ fn project_code(e: &ProjectError) -> u8 {
         | ProjectError::UnknownProject(_)
         | ProjectError::NotFound(_)
         | ProjectError::NotADirectory(_)
+        | ProjectError::NotUtf8(_)
         | ProjectError::NotLinked { .. } => USAGE,
         ProjectError::Store(agents_store::StoreError::AlreadyExists { .. }) => USAGE,
         ProjectError::Io { .. } | ProjectError::Store(_) => FAILURE,

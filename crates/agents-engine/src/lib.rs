@@ -249,6 +249,12 @@ pub struct Engine {
     vectors: std::sync::Mutex<BTreeMap<PathBuf, (VectorStamp, LocalVectorIndex)>>,
 }
 
+/// The one warning for a derived file that could not be read and is being
+/// rebuilt from the store (the sync that follows refills it).
+fn warn_rebuilt(what: &str, dir: &Path, damage: &agents_search::SearchError) {
+    tracing::warn!("{what} in {} was unreadable and is rebuilt from the store ({damage})", dir.display());
+}
+
 /// Sizes and modification times of a vector index's files: a commit replaces
 /// them (write, then rename), so any change by any process changes the stamp.
 type VectorStamp = Vec<Option<(u64, std::time::SystemTime)>>;
@@ -388,7 +394,11 @@ impl Engine {
             ann_threshold: self.config.config().context.backends.ann_threshold,
             ..VectorOptions::default()
         };
-        Ok(LocalVectorIndex::open(&dir, &id, embedder.dim(), options)?)
+        let (index, damage) = LocalVectorIndex::open_or_reset(&dir, &id, embedder.dim(), options)?;
+        if let Some(damage) = damage {
+            warn_rebuilt("vector index", &dir, &damage);
+        }
+        Ok(index)
     }
 
     /// Keeps a vector index for the next call, stamped with its files now.
@@ -451,7 +461,11 @@ impl Engine {
         if old_dir.is_dir() {
             let _ = std::fs::remove_dir_all(&old_dir);
         }
-        let mut text = agents_search::open_text_backend(&kind, &text_dir).map_err(QueryError::from)?;
+        let (mut text, damage) =
+            agents_search::open_or_reset_text_backend(&kind, &text_dir).map_err(QueryError::from)?;
+        if let Some(damage) = damage {
+            warn_rebuilt("text index", &text_dir, &damage);
+        }
         let embedder = self.embedder();
         let mut vector = match &embedder {
             Ok(e) => Some(self.vector_index(resource_id, e.as_ref())?),
@@ -669,6 +683,31 @@ impl Engine {
             follow_symlinks: c.index.follow_symlinks,
             wait_for_lock: false,
         }
+    }
+
+    /// Unlinks the resource given by path or id from `project`. A resource left
+    /// in no project is deleted from the store, and everything the home held for
+    /// it goes too: its search indexes (`search/<resource>/`: text, vectors, the
+    /// HNSW graph) and its lock file, once a query or indexer using them is done.
+    pub fn unlink_resource(&self, project: &Project, path_or_id: &str) -> Result<Resource, EngineError> {
+        let resource = self.projects.unlink(project, path_or_id)?;
+        if !self.projects.is_deleted(&resource)? {
+            return Ok(resource);
+        }
+        let held = self.indexing.lock_resource(&resource.resource_id, Path::new(&resource.path))?;
+        let search = self.home.root().join("search").join(&resource.resource_id);
+        self.vectors.lock().unwrap_or_else(|e| e.into_inner()).retain(|dir, _| !dir.starts_with(&search));
+        let lock = self.indexing.lock_file(&resource.resource_id);
+        for (path, removed) in [(&search, std::fs::remove_dir_all(&search)), (&lock, std::fs::remove_file(&lock))] {
+            match removed {
+                Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(ProjectError::Io { path: path.clone(), source }.into());
+                }
+                _ => {}
+            }
+        }
+        drop(held);
+        Ok(resource)
     }
 
     /// Links `path` to `project` and indexes it (refreshing if already indexed).

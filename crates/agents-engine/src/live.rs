@@ -11,7 +11,9 @@
 //! refreshes the index and its search indexes and reports it.
 //!
 //! Events under `.git` and under `$AGENTS_HOME` (the process's own writes)
-//! are ignored. A watcher that cannot start (an inotify limit) is reported
+//! are ignored, however the home is spelled (relative, through a symbolic
+//! link): otherwise a home inside the repository would make every refresh
+//! trigger the next. A watcher that cannot start (an inotify limit) is reported
 //! and the resource is simply refreshed on every request, as without one.
 
 use std::collections::BTreeMap;
@@ -114,7 +116,8 @@ impl LiveIndex {
             return Ok(());
         }
         let (tx, rx) = mpsc::channel::<()>();
-        let ignored = [root.join(".git"), self.engine.home().root().to_path_buf()];
+        let mut ignored = vec![root.join(".git")];
+        ignored.extend(spellings(self.engine.home().root()));
         let generation = Arc::new(AtomicU64::new(0));
         let bump = generation.clone();
         let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -173,6 +176,17 @@ impl LiveIndex {
         }
         Ok(outcome)
     }
+}
+
+/// The spellings under which events about `path` arrive: the watcher reports
+/// paths under the canonical root, so a home given relative (`.agents`) or
+/// through a symbolic link is matched by its canonical path; its absolute
+/// spelling is kept too, for a home not yet created.
+fn spellings(path: &Path) -> Vec<PathBuf> {
+    let mut spellings: Vec<PathBuf> =
+        [path.canonicalize().ok(), std::path::absolute(path).ok()].into_iter().flatten().collect();
+    spellings.dedup();
+    spellings
 }
 
 fn refresh(engine: &Engine, root: &Path) -> Result<IndexOutcome, EngineError> {
@@ -289,6 +303,49 @@ mod tests {
         let settled = calls.load(Ordering::SeqCst);
         live.outcome(&repo, refresh_counted).unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), settled, "settled again: no refresh");
+    }
+
+    /// `path` relative to the current directory, however deep that is.
+    fn relative_to_cwd(path: &Path) -> PathBuf {
+        let cwd = std::env::current_dir().unwrap();
+        let mut relative = PathBuf::new();
+        for _ in cwd.components().skip(1) {
+            relative.push("..");
+        }
+        relative.join(path.strip_prefix("/").unwrap())
+    }
+
+    /// A home inside the repository given relative or through a symbolic
+    /// link: the engine's own writes (a refresh and its search sync) are not
+    /// changes, so nothing refreshes again and again.
+    #[test]
+    fn the_home_is_ignored_however_it_is_spelled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().canonicalize().unwrap().join("repo");
+        std::fs::create_dir_all(repo.join(".agents")).unwrap();
+        std::fs::write(repo.join("a.py"), "def a():\n    return 1\n").unwrap();
+        let link = tmp.path().join("home-link");
+        std::os::unix::fs::symlink(repo.join(".agents"), &link).unwrap();
+        for home in [relative_to_cwd(&repo.join(".agents")), link] {
+            assert!(!home.starts_with(&repo), "{}", home.display());
+            let engine = Arc::new(Engine::open(Home::new(&home), ResolvedConfig::default()).unwrap());
+            let refreshes = Arc::new(AtomicU64::new(0));
+            let heard = refreshes.clone();
+            let live = LiveIndex::new(engine.clone(), Duration::from_millis(20), move |_| {
+                heard.fetch_add(1, Ordering::SeqCst);
+            });
+            live.watch(&repo).unwrap();
+            let watched = live.watched_for(&repo).unwrap();
+            let outcome = live.refresh_now(&repo).unwrap();
+            engine.sync_search(&outcome).unwrap();
+            std::fs::write(home.join("scratch"), "x").unwrap();
+            // Events arrive within milliseconds; none of these may count.
+            std::thread::sleep(Duration::from_millis(300));
+            assert_eq!(watched.generation.load(Ordering::SeqCst), 0, "{}", home.display());
+            assert_eq!(refreshes.load(Ordering::SeqCst), 0, "{}", home.display());
+            std::fs::write(repo.join("b.py"), "x = 1\n").unwrap();
+            assert!(eventually(|| refreshes.load(Ordering::SeqCst) > 0), "a source change still counts");
+        }
     }
 
     #[test]

@@ -137,6 +137,32 @@ pub fn open_text_reader(kind: &str, dir: &Path) -> Result<Box<dyn TextBackend>, 
     }
 }
 
+/// Opens the text backend `kind` in `dir` like [`open_text_backend`], except that an
+/// index that exists but cannot be opened (damaged or truncated files, a foreign format)
+/// is deleted and created empty. Everything in a text index is derived, so the caller
+/// refills it from its source; the error that caused the reset comes back with the
+/// backend so the caller can say so. A lock held by another writer is no damage: it is
+/// returned as an error and nothing is deleted.
+pub fn open_or_reset_text_backend(
+    kind: &str,
+    dir: &Path,
+) -> Result<(Box<dyn TextBackend>, Option<SearchError>), SearchError> {
+    match open_text_backend(kind, dir) {
+        Ok(backend) => Ok((backend, None)),
+        Err(damage) if damage.is_damage() => {
+            if let Err(source) = std::fs::remove_dir_all(dir)
+                && source.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::debug!(dir = %dir.display(), %source, "cannot remove a damaged text index");
+                return Err(damage);
+            }
+            let backend = open_text_backend(kind, dir)?;
+            Ok((backend, Some(damage)))
+        }
+        Err(error) => Err(error),
+    }
+}
+
 /// Errors of the text backends; each names the index directory or database file.
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
@@ -154,7 +180,7 @@ pub enum SearchError {
     ModelFile { path: PathBuf, source: std::io::Error },
     #[error("embedding model in {}: {message}", dir.display())]
     Model { dir: PathBuf, message: String },
-    #[error("vector index {}: {message}; delete the file to rebuild it", path.display())]
+    #[error("vector index {}: {message}", path.display())]
     Corrupt { path: PathBuf, message: String },
     #[error("{}: cannot {action}: {source}", path.display())]
     Io { path: PathBuf, action: &'static str, source: std::io::Error },
@@ -164,6 +190,24 @@ pub enum SearchError {
     Dimension { id: String, expected: usize, found: usize },
     #[error("git repository {}: cannot {action}: {message}", path.display())]
     Git { path: PathBuf, action: &'static str, message: String },
+}
+
+impl SearchError {
+    /// Whether the error says that an index's files are damaged or unreadable as an
+    /// index (truncated, garbage, a foreign format), so that rebuilding the index from
+    /// its source is the cure; an index locked by another writer, a missing model or
+    /// a bad argument is not damage.
+    pub fn is_damage(&self) -> bool {
+        match self {
+            SearchError::Tantivy { source, .. } => !matches!(source, tantivy::TantivyError::LockFailure(..)),
+            SearchError::Sqlite { source, .. } => matches!(
+                source.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+            ),
+            SearchError::Corrupt { .. } | SearchError::Graph { .. } => true,
+            _ => false,
+        }
+    }
 }
 
 /// The indexed fields of a [`TextDoc`] with their BM25 boosts, in the order both backends

@@ -10,15 +10,28 @@
 //!
 //! A query is a boolean OR of one term query per (token, field), each boosted by the
 //! field's weight; filters are added as zero-scored required clauses. One `IndexWriter`
-//! (one thread, 50 MB) lives as long as the backend and holds the directory lock; the
+//! (two threads, 50 MB) lives as long as the backend and holds the directory lock; the
 //! reader is reloaded on commit. A backend opened read-only ([`TantivyBackend::open_read_only`])
 //! has no writer, so any number of them search one index while a writer works on it.
+//!
+//! # Scores depend on the documents only, never on the index's history
+//! BM25 statistics (document count, document frequencies, average field length) are
+//! summed over segments, and Tantivy counts a deleted document in them until its
+//! segment is merged. So no deleted document outlives a commit here: a commit that
+//! deleted or replaced documents merges every segment holding deletions (Tantivy's
+//! background merges are off; [`compact`] is the merge policy, run synchronously, and
+//! it also merges the smallest segments once there are more than [`MAX_SEGMENTS`]).
+//! Opening an index does the same for one written before, and first removes the files
+//! no commit refers to (segments a killed writer left behind). Two indexes holding the
+//! same documents then score every query identically, however they came to hold them.
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
+use tantivy::index::SegmentId;
+use tantivy::indexer::NoMergePolicy;
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, InvertedIndexRangeQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing, TextOptions, Value,
@@ -33,8 +46,13 @@ use crate::{
 
 /// Name under which [`CodeTokenizer`] is registered with the index.
 const TOKENIZER: &str = "code";
-/// Memory budget of the single indexing thread.
+/// Memory budget of the indexing threads together.
 const WRITER_MEMORY_BYTES: usize = 50_000_000;
+/// Past this many segments, the smallest are merged into one at the next
+/// commit, so that an index updated a few files at a time (a watched
+/// repository) stays a few segments; a first sync of a large repository
+/// (a handful of large segments) stays as it is.
+const MAX_SEGMENTS: usize = 16;
 
 pub(crate) struct TantivyBackend {
     dir: PathBuf,
@@ -42,6 +60,8 @@ pub(crate) struct TantivyBackend {
     writer: Option<IndexWriter>,
     reader: IndexReader,
     fields: Fields,
+    /// Whether a delete (or a replacing upsert) was queued since the last commit.
+    deleted: bool,
 }
 
 struct Fields {
@@ -104,13 +124,22 @@ impl TantivyBackend {
         // Two indexing threads: the machines this runs on have a few cores, and
         // a first sync of a large repository is bound by tokenizing bodies.
         let writer = match write {
-            true => Some(index.writer_with_num_threads(2, WRITER_MEMORY_BYTES).map_err(error("open index writer"))?),
+            true => {
+                let mut writer: IndexWriter =
+                    index.writer_with_num_threads(2, WRITER_MEMORY_BYTES).map_err(error("open index writer"))?;
+                writer.set_merge_policy(Box::new(NoMergePolicy));
+                // Files of segments no commit refers to: what a killed writer left.
+                writer.garbage_collect_files().wait().map_err(error("remove unused files"))?;
+                // An index written before deletions were merged away on commit.
+                compact(&mut writer).map_err(error("merge segments"))?;
+                Some(writer)
+            }
             false => None,
         };
         let reader =
             index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(error("open reader"))?;
         tracing::debug!(dir = %dir.display(), "opened tantivy text index");
-        Ok(TantivyBackend { dir: dir.to_owned(), writer, reader, fields })
+        Ok(TantivyBackend { dir: dir.to_owned(), writer, reader, fields, deleted: false })
     }
 
     fn writer(&mut self) -> Result<&mut IndexWriter, SearchError> {
@@ -175,6 +204,29 @@ impl TantivyBackend {
     }
 }
 
+/// Merges the committed segments that hold deleted documents, with the
+/// smallest others when there are more than [`MAX_SEGMENTS`], into one; then
+/// removes the files the merge made unused. See the module docs. Returns
+/// whether anything was merged.
+fn compact(writer: &mut IndexWriter) -> tantivy::Result<bool> {
+    let mut segments = writer.index().searchable_segment_metas()?;
+    // Smallest first, ties by id: the same segments always make the same choice.
+    segments.sort_by_key(|s| (s.max_doc(), s.id().uuid_string()));
+    let excess = (segments.len() + 1).saturating_sub(MAX_SEGMENTS);
+    let merge: Vec<SegmentId> = segments
+        .iter()
+        .enumerate()
+        .filter(|(rank, s)| s.has_deletes() || (excess > 1 && *rank < excess))
+        .map(|(_, s)| s.id())
+        .collect();
+    if merge.is_empty() {
+        return Ok(false);
+    }
+    writer.merge(&merge).wait()?;
+    writer.garbage_collect_files().wait()?;
+    Ok(true)
+}
+
 /// The smallest byte string greater than every string starting with `prefix`, if any.
 fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut bytes = prefix.to_vec();
@@ -201,6 +253,7 @@ impl TextBackend for TantivyBackend {
             let added = writer.add_document(document);
             added.map_err(self.error("add document"))?;
         }
+        self.deleted |= !docs.is_empty();
         Ok(())
     }
 
@@ -210,12 +263,28 @@ impl TextBackend for TantivyBackend {
         for path in paths {
             writer.delete_term(Term::from_field_text(field, path));
         }
+        self.deleted |= !paths.is_empty();
         Ok(())
     }
 
     fn commit(&mut self) -> Result<(), SearchError> {
         let committed = self.writer()?.commit();
         committed.map_err(self.error("commit"))?;
+        // Only a commit that may have deleted something, or added a segment
+        // past the limit, can leave anything to merge.
+        let writer = self.writer.as_mut().expect("a commit went through the writer above");
+        let segments = writer.index().searchable_segment_ids().map_err(|source| SearchError::Tantivy {
+            dir: self.dir.clone(),
+            action: "list segments",
+            source,
+        })?;
+        if std::mem::take(&mut self.deleted) || segments.len() > MAX_SEGMENTS {
+            compact(writer).map_err(|source| SearchError::Tantivy {
+                dir: self.dir.clone(),
+                action: "merge segments",
+                source,
+            })?;
+        }
         self.reader.reload().map_err(self.error("reload reader"))
     }
 
@@ -307,6 +376,8 @@ impl TokenStream for CodeTokenStream {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     #[test]
@@ -318,6 +389,58 @@ mod tests {
             seen.push(token.text.clone());
         }
         assert_eq!(seen, crate::search_tokens(text));
+    }
+
+    fn files(dir: &Path) -> std::collections::BTreeSet<String> {
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+    }
+
+    fn doc(id: &str, path: &str) -> TextDoc {
+        TextDoc { id: id.into(), path: path.into(), name: format!("parse {id}"), ..TextDoc::default() }
+    }
+
+    /// A writer killed after writing a commit's segments but before removing the
+    /// ones they replace leaves files that no commit refers to: opening removes them.
+    #[test]
+    fn opening_removes_the_files_of_segments_no_commit_refers_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut backend = TantivyBackend::open(dir.path()).unwrap();
+        backend.upsert(&[doc("a", "a.rs"), doc("b", "b.rs")]).unwrap();
+        backend.commit().unwrap();
+        let first: BTreeMap<String, Vec<u8>> =
+            files(dir.path()).into_iter().map(|f| (f.clone(), std::fs::read(dir.path().join(&f)).unwrap())).collect();
+        backend.upsert(&[doc("a", "a.rs")]).unwrap();
+        backend.commit().unwrap();
+        drop(backend);
+        let second = files(dir.path());
+        let orphans: Vec<&String> = first.keys().filter(|f| !second.contains(*f)).collect();
+        assert!(!orphans.is_empty(), "the replacing commit merged the first segment away");
+        // Put the replaced segment's files back, listed as the index's own.
+        let managed_path = dir.path().join(".managed.json");
+        let mut managed: Vec<String> = serde_json::from_slice(&std::fs::read(&managed_path).unwrap()).unwrap();
+        for orphan in &orphans {
+            std::fs::write(dir.path().join(orphan), &first[*orphan]).unwrap();
+            managed.push((*orphan).clone());
+        }
+        std::fs::write(&managed_path, serde_json::to_vec(&managed).unwrap()).unwrap();
+        let backend = TantivyBackend::open(dir.path()).unwrap();
+        assert_eq!(files(dir.path()), second, "the orphans are gone");
+        assert_eq!(backend.doc_count().unwrap(), 2);
+    }
+
+    /// Many small commits (a watched repository) do not pile up segments.
+    #[test]
+    fn small_commits_are_merged_down_to_a_few_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut backend = TantivyBackend::open(dir.path()).unwrap();
+        for i in 0..MAX_SEGMENTS + 5 {
+            backend.upsert(&[doc(&format!("d{i}"), &format!("f{i}.rs"))]).unwrap();
+            backend.commit().unwrap();
+            let segments = backend.writer.as_ref().unwrap().index().searchable_segment_ids().unwrap().len();
+            assert!(segments <= MAX_SEGMENTS, "{segments} segments after {} commits", i + 1);
+        }
+        assert_eq!(backend.doc_count().unwrap(), MAX_SEGMENTS as u64 + 5);
+        assert_eq!(backend.search("parse", 100, &SearchFilter::default()).unwrap().len(), MAX_SEGMENTS + 5);
     }
 
     #[test]

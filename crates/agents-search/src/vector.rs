@@ -187,6 +187,8 @@ const GRAPH_FILE: &str = "hnsw.usearch";
 const GRAPH_GENERATION_FILE: &str = "hnsw.generation";
 /// The files of an index directory; a commit replaces each one it changes.
 pub const FILES: [&str; 3] = [ROWS_FILE, GRAPH_FILE, GRAPH_GENERATION_FILE];
+/// What a commit writes before renaming it over one of [`FILES`].
+const TEMPORARY_FILES: [&str; 3] = ["vectors.tmp", "hnsw.usearch.tmp", "hnsw.tmp"];
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -290,6 +292,54 @@ impl LocalVectorIndex {
         index.first_new_key = index.next_key;
         index.graph = index.open_graph()?;
         Ok(index)
+    }
+
+    /// [`LocalVectorIndex::open`], repairing what cannot be read instead of failing
+    /// (call it holding whatever keeps other writers of `dir` out):
+    /// a damaged or foreign `hnsw.usearch` is rebuilt from the rows, and a damaged
+    /// `vectors.bin` makes the index start empty (the caller refills it from its
+    /// source: everything here is derived). The error that caused a repair comes
+    /// back with the index, so the caller can say so. A graph missing while the rows
+    /// call for one is built now, so searches go the same way whatever was deleted.
+    pub fn open_or_reset(
+        dir: &Path,
+        model_id: &str,
+        dim: usize,
+        options: VectorOptions,
+    ) -> Result<(LocalVectorIndex, Option<SearchError>), SearchError> {
+        let remove = |names: &[&str]| {
+            for name in names {
+                let path = dir.join(name);
+                match std::fs::remove_file(&path) {
+                    Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(SearchError::Io { path, action: "remove damaged file", source });
+                    }
+                    _ => {}
+                }
+            }
+            Ok(())
+        };
+        // Half-written replacements a killed commit left behind.
+        remove(&TEMPORARY_FILES)?;
+        let (mut index, damage) = match LocalVectorIndex::open(dir, model_id, dim, options) {
+            Ok(index) => (index, None),
+            Err(damage @ SearchError::Graph { .. }) => {
+                remove(&[GRAPH_FILE, GRAPH_GENERATION_FILE])?;
+                (LocalVectorIndex::open(dir, model_id, dim, options)?, Some(damage))
+            }
+            Err(damage) if damage.is_damage() => {
+                remove(&FILES)?;
+                (LocalVectorIndex::open(dir, model_id, dim, options)?, Some(damage))
+            }
+            Err(error) => return Err(error),
+        };
+        if index.graph.is_none() && !index.entries.is_empty() && index.entries.len() >= options.ann_threshold {
+            // Built from nothing: the generation file goes first, so no stale
+            // graph is taken as a base.
+            remove(&[GRAPH_GENERATION_FILE])?;
+            index.update_graph(index.generation)?;
+        }
+        Ok((index, damage))
     }
 
     /// The model whose vectors this index holds.
@@ -839,6 +889,54 @@ mod tests {
         std::fs::write(dir.path().join(ROWS_FILE), b"garbage").unwrap();
         let error = LocalVectorIndex::open(dir.path(), "test-model", 32, VectorOptions::default()).err().unwrap();
         assert!(error.to_string().contains("vectors.bin"), "{error}");
+    }
+
+    #[test]
+    fn damaged_files_are_repaired_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = VectorOptions { ann_threshold: 100, ..VectorOptions::default() };
+        let reopen = || LocalVectorIndex::open_or_reset(dir.path(), "test-model", 32, options).unwrap();
+        let all = docs(300, 32);
+        let query = unit(7, 32);
+        let (before, graph_bytes) = {
+            let mut index = open(dir.path(), 100);
+            index.upsert(&all).unwrap();
+            index.commit().unwrap();
+            (index.search(&query, 10, &SearchFilter::default()).unwrap(), std::fs::read(dir.path().join(GRAPH_FILE)))
+        };
+        let graph_bytes = graph_bytes.unwrap();
+        for name in TEMPORARY_FILES {
+            std::fs::write(dir.path().join(name), b"half-written").unwrap();
+        }
+        let (_, reported) = reopen();
+        assert!(reported.is_none());
+        assert!(TEMPORARY_FILES.iter().all(|name| !dir.path().join(name).exists()), "leftovers are removed");
+        // A damaged or missing graph is rebuilt from the rows, the same graph as before.
+        for damage in [&b""[..], &graph_bytes[..graph_bytes.len() / 2], b"garbage"] {
+            std::fs::write(dir.path().join(GRAPH_FILE), damage).unwrap();
+            let (index, reported) = reopen();
+            assert!(matches!(reported, Some(SearchError::Graph { .. })), "{reported:?}");
+            assert!(index.uses_graph() && index.len() == 300);
+            assert_eq!(index.search(&query, 10, &SearchFilter::default()).unwrap(), before);
+            assert!(std::fs::read(dir.path().join(GRAPH_FILE)).unwrap() == graph_bytes, "the graph differs");
+        }
+        std::fs::remove_file(dir.path().join(GRAPH_FILE)).unwrap();
+        std::fs::remove_file(dir.path().join(GRAPH_GENERATION_FILE)).unwrap();
+        let (index, reported) = reopen();
+        assert!(reported.is_none() && index.uses_graph(), "a missing graph is built without complaint");
+        // Damaged rows: the index starts empty, graph and all, for the caller to refill.
+        let rows = std::fs::read(dir.path().join(ROWS_FILE)).unwrap();
+        std::fs::write(dir.path().join(ROWS_FILE), &rows[..rows.len() - 1]).unwrap();
+        let (mut index, reported) = reopen();
+        assert!(matches!(reported, Some(SearchError::Corrupt { .. })), "{reported:?}");
+        assert!(index.is_empty() && !index.uses_graph());
+        assert!(!dir.path().join(GRAPH_FILE).exists());
+        index.upsert(&all).unwrap();
+        index.commit().unwrap();
+        assert_eq!(index.search(&query, 10, &SearchFilter::default()).unwrap(), before);
+        // Another model's vectors are no damage.
+        let (other, reported) = LocalVectorIndex::open_or_reset(dir.path(), "other", 32, options).unwrap();
+        assert!(reported.is_none() && other.is_empty());
     }
 
     #[test]

@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use agents_search::{SearchError, SearchFilter, TextBackend, TextDoc, open_text_backend, open_text_reader};
+use agents_search::{
+    SearchError, SearchFilter, TextBackend, TextDoc, open_or_reset_text_backend, open_text_backend, open_text_reader,
+};
 
 macro_rules! backend_suite {
     ($($case:ident),* $(,)?) => {
@@ -34,6 +36,8 @@ backend_suite!(
     empty_query_finds_nothing,
     corrupted_index_is_an_error,
     read_only_opens_beside_each_other_and_never_write,
+    a_damaged_index_is_reset_and_reported,
+    scores_depend_on_the_documents_not_on_their_history,
 );
 
 fn open(kind: &str, dir: &Path) -> Box<dyn TextBackend> {
@@ -308,6 +312,67 @@ fn read_only_opens_beside_each_other_and_never_write(kind: &str) {
     let missing = dir.path().join("missing");
     assert!(open_text_reader(kind, &missing).is_err());
     assert!(!missing.exists(), "a reader creates nothing");
+}
+
+fn a_damaged_index_is_reset_and_reported(kind: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut backend = open(kind, dir.path());
+        backend.upsert(&[doc("n:1", "src/a.rs", "parse_date")]).unwrap();
+        backend.commit().unwrap();
+    }
+    let file = if kind == "tantivy" { "meta.json" } else { "fts5.db" };
+    std::fs::write(dir.path().join(file), "{ not an index, a damaged file of some length }".repeat(20)).unwrap();
+    let (mut backend, damage) = open_or_reset_text_backend(kind, dir.path()).unwrap();
+    let damage = damage.expect("the reset is reported");
+    assert!(damage.is_damage() && damage.to_string().contains(&dir.path().display().to_string()), "{damage}");
+    assert_eq!(backend.doc_count().unwrap(), 0, "the index starts empty, for the caller to refill");
+    backend.upsert(&[doc("n:2", "src/b.rs", "parse_date")]).unwrap();
+    backend.commit().unwrap();
+    assert_eq!(ids(&*backend, "parse", &all()), ["n:2"]);
+    drop(backend);
+    // A sound index opens as it is.
+    let (backend, damage) = open_or_reset_text_backend(kind, dir.path()).unwrap();
+    assert!(damage.is_none());
+    assert_eq!(backend.doc_count().unwrap(), 1);
+}
+
+/// Documents of every size, so that field lengths (and so BM25) differ.
+fn history_docs(round: usize) -> Vec<TextDoc> {
+    (0..12)
+        .map(|i| TextDoc {
+            body: format!("parse {} {}", "date ".repeat(i % 4 + round), "token ".repeat(i)),
+            doc: "parse the date".repeat(i % 3),
+            ..doc(&format!("n:{i:02}"), &format!("src/f{}.rs", i % 5), &format!("parse_date_{i}"))
+        })
+        .collect()
+}
+
+/// Two indexes holding the same documents score alike: one built at once, one
+/// that replaced and deleted documents over several commits.
+fn scores_depend_on_the_documents_not_on_their_history(kind: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut edited = open(kind, dir.path());
+    for round in 0..3 {
+        edited.upsert(&history_docs(round)).unwrap();
+        edited.upsert(&[doc("n:gone", "src/gone.rs", "parse_date_gone")]).unwrap();
+        edited.commit().unwrap();
+    }
+    edited.delete_paths(&["src/gone.rs".to_owned(), "src/f4.rs".to_owned()]).unwrap();
+    edited.commit().unwrap();
+    let mut wanted = history_docs(2);
+    wanted.retain(|d| d.path != "src/f4.rs");
+    let (_fresh_dir, fresh) = indexed(kind, &wanted);
+    assert_eq!(edited.doc_count().unwrap(), fresh.doc_count().unwrap());
+    for query in ["parse date", "token", "parse_date_3 date"] {
+        let (a, b) = (edited.search(query, 20, &all()).unwrap(), fresh.search(query, 20, &all()).unwrap());
+        assert!(!a.is_empty());
+        assert_eq!(a, b, "{query}");
+    }
+    // Reopening changes nothing either.
+    drop(edited);
+    let reopened = open(kind, dir.path());
+    assert_eq!(reopened.search("parse date", 20, &all()).unwrap(), fresh.search("parse date", 20, &all()).unwrap());
 }
 
 #[test]

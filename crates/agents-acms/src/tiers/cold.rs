@@ -6,6 +6,8 @@
 //! either archived whole or not at all; one file per fragment keeps a read or
 //! an access update to one small file, where a single archive would be
 //! rewritten whole. Ids are checked to be ULIDs before they become file names.
+//! A file that does not decode (a damaged disk, a hand edit) is moved aside to
+//! `<id>.zst.damaged` with one warning and read as absent.
 
 use std::path::{Path, PathBuf};
 
@@ -16,7 +18,7 @@ use agents_store::TierEntry;
 use chrono::{DateTime, Utc};
 
 use super::hot::entry;
-use super::{TierBackend, TierError};
+use super::{TierBackend, TierError, set_aside};
 
 /// zstd level: small text compresses well at the default level, and fast.
 const LEVEL: i32 = 3;
@@ -51,10 +53,14 @@ impl ColdArchive {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(TierError::Io { path: path.to_path_buf(), source }),
         };
-        let corrupt = |message: String| TierError::Corrupt { path: path.to_path_buf(), message };
-        let json = zstd::decode_all(compressed.as_slice()).map_err(|e| corrupt(e.to_string()))?;
-        let fragment: TieredFragment = serde_json::from_slice(&json).map_err(|e| corrupt(e.to_string()))?;
-        Ok(Some(fragment.with_tier(ContextTier::Cold)))
+        let decoded = zstd::decode_all(compressed.as_slice())
+            .map_err(|e| e.to_string())
+            .and_then(|json| serde_json::from_slice::<TieredFragment>(&json).map_err(|e| e.to_string()));
+        match decoded {
+            Ok(fragment) => Ok(Some(fragment.with_tier(ContextTier::Cold))),
+            // A damaged entry is set aside and read as absent.
+            Err(message) => set_aside(path, "the fragment is dropped from the cold tier", &message).map(|()| None),
+        }
     }
 
     fn write(&self, fragment: &TieredFragment) -> Result<(), TierError> {

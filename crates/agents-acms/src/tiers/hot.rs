@@ -5,7 +5,9 @@
 //! rename), so a crash leaves the previous snapshot whole. Before a change the
 //! tier reloads a snapshot another process wrote since it last looked (when it
 //! has nothing unsaved of its own): a CLI call and a long-running server see
-//! the same hot tier, the last writer winning a race.
+//! the same hot tier, the last writer winning a race. A snapshot that is not
+//! JSON (a torn or damaged file) is moved aside to `hot.json.damaged` with one
+//! warning and the tier starts empty: its fragments live nowhere else.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -18,7 +20,7 @@ use agents_store::TierEntry;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{TierBackend, TierError, lock};
+use super::{TierBackend, TierError, lock, set_aside};
 
 /// The snapshot file's format version.
 const SNAPSHOT_VERSION: u32 = 1;
@@ -80,8 +82,15 @@ impl HotTier {
             }
             Err(source) => return Err(TierError::Io { path: path.clone(), source }),
         };
-        let snapshot: Snapshot = serde_json::from_slice(&bytes)
-            .map_err(|e| TierError::Corrupt { path: path.clone(), message: e.to_string() })?;
+        let snapshot: Snapshot = match serde_json::from_slice(&bytes) {
+            Ok(snapshot) => snapshot,
+            Err(error) => {
+                set_aside(path, "the hot tier starts empty", &error.to_string())?;
+                state.fragments.clear();
+                state.seen = None;
+                return Ok(());
+            }
+        };
         if snapshot.version != SNAPSHOT_VERSION {
             return Err(TierError::Corrupt {
                 path: path.clone(),

@@ -68,6 +68,28 @@ pub enum TierError {
     Invalid(#[from] ValidationError),
 }
 
+/// Moves a tier file that cannot be read (`{`, a truncated write) aside to
+/// `<name>.damaged`, replacing an older one, and says so once on stderr: what it
+/// held is not in the store, so it cannot be rebuilt, but it must not make every
+/// later command fail. The caller goes on as if the file were absent.
+pub(crate) fn set_aside(path: &Path, what: &str, message: &str) -> Result<(), TierError> {
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(".damaged");
+    let aside = PathBuf::from(aside);
+    match std::fs::rename(path, &aside) {
+        // Another process set it aside first.
+        Err(source) if source.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => return Err(TierError::Io { path: path.to_owned(), source }),
+        Ok(()) => {}
+    }
+    tracing::warn!(
+        "{} was unreadable ({message}); moved to {} and {what}",
+        path.display(),
+        aside.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+    );
+    Ok(())
+}
+
 /// Where "now" comes from; tests inject a fixed or advancing clock.
 pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 
@@ -285,8 +307,13 @@ impl ContextTierService {
         let manager = ContextTierManager::open(dir, store)?;
         let path = dir.join("metrics.json");
         let metrics = match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| TierError::Corrupt { path: path.clone(), message: e.to_string() })?,
+            Ok(bytes) => match serde_json::from_slice(&bytes) {
+                Ok(metrics) => metrics,
+                Err(error) => {
+                    set_aside(&path, "the hit and miss counters start from zero", &error.to_string())?;
+                    TierMetrics::default()
+                }
+            },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => TierMetrics::default(),
             Err(source) => return Err(TierError::Io { path, source }),
         };

@@ -355,9 +355,44 @@ fn hot_snapshot_survives_reopening() {
     reopened.store(second.clone()).unwrap();
     assert_eq!(tier_ids(&reopened, ContextTier::Hot), ids(&[second]));
 
-    std::fs::write(fx.dir.path().join("hot.json"), b"{not json").unwrap();
+    // A snapshot of a build that writes another format is refused, not overwritten.
+    std::fs::write(fx.dir.path().join("hot.json"), br#"{"version": 99, "fragments": []}"#).unwrap();
     let error = ContextTierService::open(fx.dir.path(), fx.store.clone(), settings(1, 1, 1), Arc::new(Words)).err();
     assert!(matches!(error, Some(TierError::Corrupt { .. })), "{error:?}");
+}
+
+#[test]
+fn damaged_tier_files_are_set_aside_and_the_tiers_open() {
+    let fx = Fixture::new();
+    let (hot, cold) = (fragment("web", ContextTier::Hot, 2, 0), fragment("web", ContextTier::Cold, 2, 1));
+    let warm = fragment("web", ContextTier::Warm, 2, 2);
+    {
+        let service = fx.service(settings(100, 10, 10));
+        for f in [&hot, &warm, &cold] {
+            service.store(f.clone()).unwrap();
+        }
+        service.get(hot.fragment_id()).unwrap();
+    }
+    let path = |name: &str| fx.dir.path().join(name);
+    let cold_file = format!("cold/{}.zst", cold.fragment_id());
+    for (name, bytes) in [("hot.json", &b"{"[..]), ("metrics.json", b"{\"hits\": "), (cold_file.as_str(), b"\x28\xb5")]
+    {
+        std::fs::write(path(name), bytes).unwrap();
+    }
+    let service = fx.service(settings(100, 10, 10));
+    assert!(tier_ids(&service, ContextTier::Hot).is_empty(), "the hot tier starts empty");
+    assert_eq!(tier_ids(&service, ContextTier::Warm), ids(std::slice::from_ref(&warm)), "the store's tier is whole");
+    assert!(tier_ids(&service, ContextTier::Cold).is_empty(), "the damaged cold entry reads as absent");
+    assert_eq!(service.get_metrics().unwrap().hits_in(ContextTier::Hot), 0, "counters start from zero");
+    for name in ["hot.json", "metrics.json", cold_file.as_str()] {
+        assert!(!std::fs::read(path(&format!("{name}.damaged"))).unwrap().is_empty(), "{name} kept aside");
+        assert!(!path(name).exists(), "{name}");
+    }
+    // Writing works again, and a reopened service reads what was written.
+    service.store(hot.clone()).unwrap();
+    drop(service);
+    let reopened = fx.service(settings(100, 10, 10));
+    assert_eq!(tier_ids(&reopened, ContextTier::Hot), ids(&[hot]));
 }
 
 #[test]

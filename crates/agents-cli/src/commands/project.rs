@@ -54,7 +54,7 @@ pub fn run(settings: &Settings, cmd: ProjectCommand) -> anyhow::Result<()> {
         }
         ProjectCommand::UnlinkResource { project, resource } => {
             let project = engine.projects().get(&project)?;
-            let removed = engine.projects().unlink(&project, &resource)?;
+            let removed = engine.unlink_resource(&project, &resource)?;
             printer.emit(&removed, || format!("Unlinked {} from project {}", removed.path, project.name))
         }
         ProjectCommand::Context(cmd) => crate::commands::project_context::run(settings, cmd),
