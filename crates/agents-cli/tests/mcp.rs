@@ -688,3 +688,13 @@ fn a_query_answers_while_another_resource_waits_to_write() {
     assert!(text(&big_reply).contains("func_"), "{big_reply:#}");
     assert!(server.finish().status.success());
 }
+
+#[test]
+fn agents_query_refuses_a_budget_of_0_instead_of_changing_it() {
+    let fx = Fixture::new();
+    let out = common::agents(&fx.home).args(["query", "retry", "--max-tokens", "0"]).arg(&fx.repo).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    let line = common::assert_one_error_line(&out);
+    assert!(line.contains("max_tokens: 0") && !line.contains("budget of 1"), "{line}");
+    assert!(!is_indexed(&fx.home, &fx.repo), "nothing was indexed");
+}

@@ -17,8 +17,14 @@
 //! requests the CRP rules reject (a depth of 12, a blank query) and
 //! operational failures (an unreadable repository) are tool results with
 //! `isError: true` and a message that says what to fix, so a model can
-//! correct its call. Nothing a client sends ends the server. Logs go to
-//! stderr: stdout carries the protocol only.
+//! correct its call. Nothing a client sends ends the server: every line gets
+//! an answer, a malformed one its JSON-RPC error ([`stdio`] reads stdin
+//! before `rmcp` does). Logs go to stderr: stdout carries the protocol only.
+//!
+//! A tool's `path` is confined ([`Roots`]): after `..` and symbolic links are
+//! resolved it must lie under the server's working directory, an
+//! `--allow-root` or a linked resource, and never be the file-system root or
+//! the home folder unless that is linked itself.
 
 mod stdio;
 

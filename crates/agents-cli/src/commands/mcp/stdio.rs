@@ -54,13 +54,23 @@ pub struct CheckedStdio<R> {
     line: Vec<u8>,
     /// Skipping the rest of an over-long line.
     discarding: bool,
+    /// The longest line read ([`MAX_LINE`]).
+    max_line: usize,
     /// Lines for the writer task; `None` once closed.
     out: Option<mpsc::UnboundedSender<Vec<u8>>>,
 }
 
 /// The transport, and the writer task that ends once every line it was
 /// given is written (await it before exiting).
-pub fn checked<R, W>(read: R, mut write: W) -> (CheckedStdio<R>, tokio::task::JoinHandle<()>)
+pub fn checked<R, W>(read: R, write: W) -> (CheckedStdio<R>, tokio::task::JoinHandle<()>)
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    checked_with_limit(read, write, MAX_LINE)
+}
+
+fn checked_with_limit<R, W>(read: R, mut write: W, max_line: usize) -> (CheckedStdio<R>, tokio::task::JoinHandle<()>)
 where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -77,7 +87,9 @@ where
         }
         let _ = write.flush().await;
     });
-    (CheckedStdio { read: BufReader::new(read), line: Vec::new(), discarding: false, out: Some(tx) }, writer)
+    let transport =
+        CheckedStdio { read: BufReader::new(read), line: Vec::new(), discarding: false, max_line, out: Some(tx) };
+    (transport, writer)
 }
 
 /// One read.
@@ -100,7 +112,7 @@ pub enum Checked {
 
 impl<R: AsyncRead + Unpin + Send> CheckedStdio<R> {
     /// Reads up to and including the next newline into `self.line`, never
-    /// holding more than [`MAX_LINE`] bytes. Cancel-safe: bytes read stay in
+    /// holding more than `max_line` bytes. Cancel-safe: bytes read stay in
     /// `self.line` for the next call.
     async fn read_line(&mut self) -> std::io::Result<LineRead> {
         loop {
@@ -117,7 +129,7 @@ impl<R: AsyncRead + Unpin + Send> CheckedStdio<R> {
                         self.discarding = false;
                     }
                     (take, None)
-                } else if self.line.len() + take > MAX_LINE {
+                } else if self.line.len() + take > self.max_line {
                     self.line.clear();
                     self.discarding = newline.is_none();
                     (take, Some(LineRead::Oversized))
@@ -170,11 +182,11 @@ impl<R: AsyncRead + Unpin + Send> Transport<RoleServer> for CheckedStdio<R> {
             match self.read_line().await {
                 Ok(LineRead::Line) => {}
                 Ok(LineRead::Oversized) => {
-                    tracing::warn!(max = MAX_LINE, "a message longer than the limit was skipped");
+                    tracing::warn!(max = self.max_line, "a message longer than the limit was skipped");
                     self.reply(&error(
                         Value::Null,
                         INVALID_REQUEST,
-                        format!("Invalid Request: the message is longer than {MAX_LINE} bytes"),
+                        format!("Invalid Request: the message is longer than {} bytes", self.max_line),
                     ));
                     continue;
                 }
@@ -364,6 +376,34 @@ mod tests {
             assert_eq!(reply["jsonrpc"], "2.0", "{reply}");
             assert!(reply["error"]["message"].as_str().unwrap().contains(says), "{says}: {reply}");
         }
+    }
+
+    #[test]
+    fn an_over_long_line_and_a_last_line_without_newline_are_answered() {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(async {
+            let input = format!(
+                "{}\n{}\n{{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"ping\"}}\nno newline",
+                "x".repeat(30),
+                "y".repeat(300)
+            );
+            let (write, mut output) = tokio::io::duplex(4096);
+            let (mut transport, writer) = checked_with_limit(input.as_bytes(), write, 64);
+            let message = transport.receive().await.expect("the ping after the long lines");
+            assert!(matches!(message, rmcp::model::JsonRpcMessage::Request(_)), "{message:?}");
+            assert!(transport.receive().await.is_none(), "then the end of input");
+            transport.close().await.unwrap();
+            drop(transport);
+            writer.await.unwrap();
+            let mut written = String::new();
+            tokio::io::AsyncReadExt::read_to_string(&mut output, &mut written).await.unwrap();
+            let codes: Vec<i64> = written
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap()["error"]["code"].as_i64().unwrap())
+                .collect();
+            // "xxx" is garbage, the 300 bytes are over the limit, the last line is garbage too.
+            assert_eq!(codes, [PARSE_ERROR, INVALID_REQUEST, PARSE_ERROR], "{written}");
+        });
     }
 
     #[test]
