@@ -251,7 +251,7 @@ pub fn check(line: &[u8]) -> Checked {
     let id = match object.get("id") {
         None => None,
         Some(id @ Value::String(_)) => Some(id.clone()),
-        Some(id @ Value::Number(n)) if n.is_i64() || n.is_u64() => Some(id.clone()),
+        Some(id @ Value::Number(n)) if n.is_i64() => Some(id.clone()),
         Some(other) => {
             return invalid(&Value::Null, &format!("`id` must be a string or an integer, not {}", kind(other)));
         }
@@ -361,6 +361,11 @@ mod tests {
             (br#"{"id": 3, "method": "ping"}"#, INVALID_REQUEST, json!(3), "jsonrpc"),
             (br#"{"jsonrpc": "2.0", "id": [4], "method": "ping"}"#, INVALID_REQUEST, Value::Null, "`id`"),
             (br#"{"jsonrpc": "2.0", "id": 5, "method": 7}"#, INVALID_REQUEST, json!(5), "`method`"),
+            (br#"{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}"#, INVALID_REQUEST, Value::Null, "`id`"),
+            (br#"{"jsonrpc": "2.0", "id": 18446744073709551615, "method": "ping"}"#, INVALID_REQUEST, Value::Null, "`id`"),
+            (br#"{"jsonrpc": "2.0", "id": null, "method": "ping"}"#, INVALID_REQUEST, Value::Null, "`id`"),
+            (br#"{"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {"name": "x", "arguments": {}, "_meta": 5}}"#, INVALID_PARAMS, json!(10), "tools/call"),
+            (br#"{"jsonrpc": "2.0", "id": 11, "method": "initialize", "params": {"protocolVersion": 5}}"#, INVALID_PARAMS, json!(11), "initialize"),
             (
                 br#"{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "index_status", "arguments": []}}"#,
                 INVALID_PARAMS,
