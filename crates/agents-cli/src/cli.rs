@@ -99,7 +99,8 @@ pub enum Command {
     /// A request's `path` must lie under the directory the server starts in,
     /// an --allow-root or a linked resource (after `..` and symbolic links
     /// are resolved); the file-system root and the home folder are never
-    /// indexed unless linked. Anything else is a tool error naming the path.
+    /// indexed unless linked (started there, the server takes no working
+    /// directory root). Anything else is a tool error naming the path.
     Mcp {
         /// Do not watch resources; refresh each one on every request instead.
         #[arg(long)]

@@ -49,12 +49,17 @@ impl Fixture {
     }
 
     fn server_with(&self, args: &[&str], env: &[(&str, &Path)]) -> Server {
+        self.server_in(&self.repo, args, env)
+    }
+
+    /// A server started in `dir`.
+    fn server_in(&self, dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agents"))
             .args(args)
             .envs(env.iter().copied())
             .env("AGENTS_HOME", &self.home)
             .env_remove("AGENTS_LOG")
-            .current_dir(&self.repo)
+            .current_dir(dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -578,6 +583,23 @@ fn the_file_system_root_and_the_home_folder_are_never_indexed_unless_linked() {
     // A project inside the home folder is fine.
     let project = user_home.join("project");
     let reply = server.call("index_status", json!({"path": project.to_str().unwrap()}));
+    assert!(text(&reply).contains("not inside an indexed resource"), "{reply:#}");
+    server.finish();
+
+    // A server started in the home folder (or at `/`, as some clients do)
+    // does not take it as a root: a project there needs --allow-root or a link.
+    for dir in [user_home.as_path(), Path::new("/")] {
+        let mut server = fx.server_in(dir, &["mcp"], &env);
+        handshake(&mut server);
+        let reply = server.call("index_status", json!({"path": project.to_str().unwrap()}));
+        assert!(text(&reply).contains("outside"), "{}: {reply:#}", dir.display());
+        let reply = server.call("index_status", json!({"path": "etc"}));
+        assert_eq!(reply["result"]["isError"], true, "{}: {reply:#}", dir.display());
+        server.finish();
+    }
+    let mut server = fx.server_in(&user_home, &["mcp", "--allow-root", project.to_str().unwrap()], &env);
+    handshake(&mut server);
+    let reply = server.call("index_status", json!({"path": "project"}));
     assert!(text(&reply).contains("not inside an indexed resource"), "{reply:#}");
     server.finish();
 

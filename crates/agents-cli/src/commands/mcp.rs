@@ -211,16 +211,29 @@ pub struct Roots {
 
 impl Roots {
     /// The working directory and the `--allow-root` directories, each of which
-    /// must exist.
+    /// must exist. A working directory that is the file-system root or holds
+    /// the home folder (where some clients start their servers) is no root:
+    /// it would admit the whole disk or home.
     pub fn new(cwd: &Path, allowed: &[PathBuf]) -> anyhow::Result<Roots> {
-        let mut dirs = vec![cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf())];
+        let home = dirs::home_dir().and_then(|h| h.canonicalize().ok());
+        let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+        let mut dirs = Vec::new();
+        if cwd.parent().is_none() || home.as_ref().is_some_and(|home| home.starts_with(&cwd)) {
+            tracing::warn!(
+                dir = %cwd.display(),
+                "the working directory is the file-system root or holds the home folder, so it is no root: \
+                 requests may name linked resources and --allow-root directories only"
+            );
+        } else {
+            dirs.push(cwd);
+        }
         for dir in allowed {
             let canonical = agents_acms::projects::canonical_dir(dir)
                 .map_err(|e| UsageError(format!("--allow-root {}: {e}", dir.display())))?;
-            dirs.push(canonical);
+            if !dirs.contains(&canonical) {
+                dirs.push(canonical);
+            }
         }
-        dirs.dedup();
-        let home = dirs::home_dir().and_then(|h| h.canonicalize().ok());
         Ok(Roots { dirs, home })
     }
 
@@ -260,11 +273,11 @@ impl Roots {
     }
 
     fn outside(&self, shown: &str, resolved: &Path) -> ToolFailure {
-        let roots: Vec<String> = self.dirs.iter().map(|d| d.display().to_string()).collect();
+        let mut roots: Vec<String> = self.dirs.iter().map(|d| d.display().to_string()).collect();
+        roots.push("the linked resources".to_owned());
         ToolFailure::Invalid(format!(
-            "path `{shown}` ({}) is outside the directories this server may read ({} and the linked \
-             resources); start it with `agents mcp --allow-root {}`, or link it with \
-             `agents project link-resource PROJECT {}`",
+            "path `{shown}` ({}) is outside the directories this server may read ({}); start it with \
+             `agents mcp --allow-root {}`, or link it with `agents project link-resource PROJECT {}`",
             resolved.display(),
             roots.join(", "),
             resolved.display(),
