@@ -527,8 +527,13 @@ fn request_paths_are_confined_to_the_working_directory_allowed_roots_and_linked_
     }
     // A path that does not exist outside the roots is refused the same way,
     // so the answer tells nothing about what exists there.
-    let missing = server.call("index_status", json!({"path": outside.join("nope").to_str().unwrap()}));
-    assert!(text(&missing).contains("outside"), "{missing:#}");
+    for path in [outside.join("nope").to_str().unwrap(), "escape/nope", "../outside/../outside/nope"] {
+        let missing = server.call("index_status", json!({"path": path}));
+        assert!(text(&missing).contains("outside"), "{path}: {missing:#}");
+    }
+    // One inside is reported missing.
+    let missing = server.call("index_status", json!({"path": "net/nope"}));
+    assert!(text(&missing).contains("net/nope") && !text(&missing).contains("outside"), "{missing:#}");
     assert!(!is_indexed(&fx.home, &outside), "nothing outside the roots was indexed");
     assert!(!fx.repo.join("knowledge").exists() && !outside.join("knowledge").exists());
 

@@ -246,11 +246,11 @@ impl Roots {
             // it would be allowed, so the answer says nothing about the
             // world outside the roots.
             Err(e) => {
-                let lexical = lexical_normal(path);
-                if self.dirs.iter().chain(linked).any(|root| lexical.starts_with(root)) {
-                    return Err(ToolFailure::Invalid(format!("path `{shown}` ({}): {e}", lexical.display())));
+                let resolved = resolve_missing(path);
+                if self.dirs.iter().chain(linked).any(|root| resolved.starts_with(root)) {
+                    return Err(ToolFailure::Invalid(format!("path `{shown}` ({}): {e}", resolved.display())));
                 }
-                return Err(self.outside(shown, &lexical));
+                return Err(self.outside(shown, &resolved));
             }
         };
         if linked.iter().any(|root| canonical.starts_with(root)) {
@@ -286,21 +286,36 @@ impl Roots {
     }
 }
 
-/// `path` with `.` and `..` resolved by its text alone (for a path that does
-/// not exist, so cannot be canonicalized).
-fn lexical_normal(path: &Path) -> PathBuf {
+/// Where a path that does not exist (so cannot be canonicalized) would be:
+/// `.` and `..` resolved by its text, then its longest existing ancestor
+/// canonicalized (so a symbolic link on the way is followed).
+fn resolve_missing(path: &Path) -> PathBuf {
     use std::path::Component;
-    let mut out = PathBuf::new();
+    let mut lexical = PathBuf::new();
     for part in path.components() {
         match part {
             Component::CurDir => {}
             Component::ParentDir => {
-                out.pop();
+                lexical.pop();
             }
-            other => out.push(other.as_os_str()),
+            other => lexical.push(other.as_os_str()),
         }
     }
-    out
+    let mut rest = Vec::new();
+    let mut base = lexical.as_path();
+    loop {
+        if let Ok(mut resolved) = base.canonicalize() {
+            resolved.extend(rest.iter().rev());
+            return resolved;
+        }
+        match (base.parent(), base.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name);
+                base = parent;
+            }
+            _ => return lexical,
+        }
+    }
 }
 
 impl State {
