@@ -685,7 +685,11 @@ fn a_query_answers_while_another_resource_waits_to_write() {
     // tree waits for it with the write connection, as a long run would.
     let db = rusqlite::Connection::open(fx.home.join("agents.db")).unwrap();
     db.execute_batch("BEGIN IMMEDIATE").unwrap();
-    let call = |id: u64, tool: &str, arguments: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
+    let call = |id: u64, tool: &str, arguments: Value| {
+        let params = json!({"name": tool, "arguments": arguments});
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    };
+    // The index run first, then a status and a query on the indexed repository.
     server.send(&call(100, "request_context", json!({"query": "func", "path": big.to_str().unwrap()})));
     server.send(&call(101, "index_status", json!({})));
     server.send(&call(102, "request_context", json!({"query": "retry", "max_tokens": 800})));
