@@ -95,10 +95,19 @@ pub enum Command {
     /// set --auto-refresh`, the default) are watched: a change is indexed
     /// after a short pause, and requests answer from the current index
     /// without walking the tree.
+    ///
+    /// A request's `path` must lie under the directory the server starts in,
+    /// an --allow-root or a linked resource (after `..` and symbolic links
+    /// are resolved); the file-system root and the home folder are never
+    /// indexed unless linked (started there, the server takes no working
+    /// directory root). Anything else is a tool error naming the path.
     Mcp {
         /// Do not watch resources; refresh each one on every request instead.
         #[arg(long)]
         no_watch: bool,
+        /// Also accept paths under DIR (repeatable).
+        #[arg(long = "allow-root", value_name = "DIR")]
+        allow_root: Vec<PathBuf>,
     },
     /// Keep the index of PATH current: index it, then watch it and refresh
     /// after every change (a line per refresh), until interrupted.

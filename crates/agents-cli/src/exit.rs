@@ -54,7 +54,9 @@ pub fn code_for(err: &anyhow::Error) -> u8 {
                 EngineError::Strategy(agents_acms::retrieval::registry::RegistryError::Exhausted { .. }) => FAILURE,
                 EngineError::Strategy(_) => USAGE,
                 EngineError::Store(_) | EngineError::Query(_) => FAILURE,
-                EngineError::UnknownModel { .. } | EngineError::WindowTooSmall { .. } => USAGE,
+                EngineError::UnknownModel { .. }
+                | EngineError::WindowTooSmall { .. }
+                | EngineError::ZeroMaxTokens { .. } => USAGE,
                 EngineError::Pipeline(e) => {
                     use agents_acms::pipeline::PipelineError as P;
                     match e {

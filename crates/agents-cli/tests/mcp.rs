@@ -7,7 +7,7 @@ mod fixture_model;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 
 use serde_json::{Value, json};
 
@@ -49,20 +49,35 @@ impl Fixture {
     }
 
     fn server_with(&self, args: &[&str], env: &[(&str, &Path)]) -> Server {
+        self.server_in(&self.repo, args, env)
+    }
+
+    /// A server started in `dir`.
+    fn server_in(&self, dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agents"))
             .args(args)
             .envs(env.iter().copied())
             .env("AGENTS_HOME", &self.home)
             .env_remove("AGENTS_LOG")
-            .current_dir(&self.repo)
+            .current_dir(dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("agents mcp starts");
         let stdin = child.stdin.take().unwrap();
+        // Lines are read on a thread, so a missing reply fails the test
+        // instead of hanging it.
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        Server { child, stdin: Some(stdin), stdout, next_id: 1 }
+        let (tx, replies) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Server { child, stdin: Some(stdin), replies, next_id: 1 }
     }
 }
 
@@ -70,7 +85,8 @@ impl Fixture {
 struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    /// The lines the server writes.
+    replies: std::sync::mpsc::Receiver<String>,
     next_id: u64,
 }
 
@@ -80,9 +96,22 @@ impl Server {
     }
 
     fn send_line(&mut self, line: &str) {
+        self.send_bytes(format!("{line}\n").as_bytes());
+    }
+
+    fn send_bytes(&mut self, bytes: &[u8]) {
         let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{line}").unwrap();
+        stdin.write_all(bytes).unwrap();
         stdin.flush().unwrap();
+    }
+
+    /// The next message the server writes (a minute at most: a hang guard).
+    fn next_message(&mut self) -> Value {
+        let line = self.replies.recv_timeout(std::time::Duration::from_secs(60)).unwrap_or_else(|e| {
+            let _ = self.child.kill();
+            panic!("no message from the server: {e}")
+        });
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
     }
 
     /// Sends a request and returns the response with its id (skipping notifications).
@@ -91,10 +120,7 @@ impl Server {
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
-            let mut line = String::new();
-            let n = self.stdout.read_line(&mut line).unwrap();
-            assert!(n > 0, "the server closed stdout while {method} was pending");
-            let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            let message = self.next_message();
             if message["id"] == json!(id) {
                 return message;
             }
@@ -106,9 +132,12 @@ impl Server {
     }
 
     /// Closes stdin and waits: the server ends cleanly when its client goes.
+    /// The output's stdout holds the lines written after the last one read.
     fn finish(mut self) -> std::process::Output {
         drop(self.stdin.take());
-        self.child.wait_with_output().unwrap()
+        let status = self.child.wait().unwrap();
+        let rest: Vec<String> = self.replies.iter().collect();
+        std::process::Output { status, stdout: rest.join("\n").into_bytes(), stderr: Vec::new() }
     }
 }
 
@@ -452,4 +481,252 @@ fn the_python_mcp_client_talks_to_the_server() {
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("ok: malformed calls are protocol errors"), "{stdout}");
     println!("{stdout}");
+}
+
+/// The text of a tool result.
+fn text(reply: &Value) -> &str {
+    reply["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text: {reply:#}"))
+}
+
+/// Whether `agents status` knows a resource holding `path`.
+fn is_indexed(home: &Path, path: &Path) -> bool {
+    common::agents(home).arg("status").arg(path).output().unwrap().status.success()
+}
+
+#[test]
+fn request_paths_are_confined_to_the_working_directory_allowed_roots_and_linked_resources() {
+    let fx = Fixture::new();
+    let outside = fx.home.parent().unwrap().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.py"), "def secret_token():\n    return 'hunter2'\n").unwrap();
+    std::os::unix::fs::symlink(&outside, fx.repo.join("escape")).unwrap();
+    let mut server = fx.server();
+    handshake(&mut server);
+    let absolute = outside.to_str().unwrap();
+    let refused = [
+        ("request_context", json!({"query": "secret token", "path": absolute})),
+        ("request_context", json!({"query": "secret token", "path": "../outside"})),
+        ("request_context", json!({"query": "secret token", "path": "escape"})),
+        ("request_context", json!({"query": "secret token", "path": "../../../../../../.."})),
+        ("index_status", json!({"path": absolute})),
+        ("refresh_index", json!({"path": "escape"})),
+        ("query_history", json!({"path": "../outside"})),
+        ("get_loadout", json!({"task": {"task_id": "t"}, "path": absolute})),
+        ("record_session", json!({"task_id": "TASK-7", "memory": MEMORY, "path": absolute})),
+    ];
+    for (tool, arguments) in refused {
+        let reply = server.call(tool, arguments.clone());
+        assert_eq!(reply["result"]["isError"], true, "{tool} {arguments}: {reply:#}");
+        let message = text(&reply);
+        let shown = arguments["path"].as_str().unwrap();
+        assert!(message.contains(&format!("path `{shown}`")), "{tool}: {message}");
+        // The file-system root gets its own refusal; everything else says how to allow it.
+        if !shown.ends_with("..") {
+            assert!(message.contains("outside") && message.contains("--allow-root"), "{tool}: {message}");
+        }
+    }
+    // A path that does not exist outside the roots is refused the same way,
+    // so the answer tells nothing about what exists there.
+    for path in [outside.join("nope").to_str().unwrap(), "escape/nope", "../outside/../outside/nope"] {
+        let missing = server.call("index_status", json!({"path": path}));
+        assert!(text(&missing).contains("outside"), "{path}: {missing:#}");
+    }
+    // One inside is reported missing.
+    let missing = server.call("index_status", json!({"path": "net/nope"}));
+    assert!(text(&missing).contains("net/nope") && !text(&missing).contains("outside"), "{missing:#}");
+    assert!(!is_indexed(&fx.home, &outside), "nothing outside the roots was indexed");
+    assert!(!fx.repo.join("knowledge").exists() && !outside.join("knowledge").exists());
+
+    // Under the working directory: allowed.
+    let inside = server.call("request_context", json!({"query": "retry", "path": "net"}));
+    assert_ne!(inside["result"]["isError"], json!(true), "{inside:#}");
+    server.finish();
+
+    // --allow-root admits a directory, and a linked resource stays readable
+    // by a server that does not name it.
+    let mut server = fx.server_with(&["mcp", "--allow-root", absolute], &[]);
+    handshake(&mut server);
+    let allowed = server.call("request_context", json!({"query": "secret token", "path": absolute, "depth": 9}));
+    assert_ne!(allowed["result"]["isError"], json!(true), "{allowed:#}");
+    assert!(text(&allowed).contains("def secret_token"), "{allowed:#}");
+    server.finish();
+    let mut server = fx.server();
+    handshake(&mut server);
+    let linked = server.call("index_status", json!({"path": absolute}));
+    assert_ne!(linked["result"]["isError"], json!(true), "{linked:#}");
+    server.finish();
+
+    // An --allow-root that is not a directory stops the server at once.
+    let out = common::agents(&fx.home).args(["mcp", "--allow-root"]).arg(outside.join("nope")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    assert!(common::stderr(&out).contains("--allow-root"), "{}", common::stderr(&out));
+}
+
+#[test]
+fn the_file_system_root_and_the_home_folder_are_never_indexed_unless_linked() {
+    let fx = Fixture::new();
+    let user_home = fx.home.parent().unwrap().join("user");
+    std::fs::create_dir_all(user_home.join("project")).unwrap();
+    std::fs::write(user_home.join("project/notes.py"), "def remember():\n    pass\n").unwrap();
+    let above_home = fx.home.parent().unwrap();
+    let env = [("HOME", user_home.as_path())];
+    // Even named as roots, `/`, the home folder and the folders holding it are refused.
+    let args = ["mcp", "--allow-root", "/", "--allow-root", above_home.to_str().unwrap()];
+    let mut server = fx.server_with(&args, &env);
+    handshake(&mut server);
+    for (path, says) in [
+        ("/", "the file-system root"),
+        (user_home.to_str().unwrap(), "home folder"),
+        (above_home.to_str().unwrap(), "home folder"),
+        ("/..", "the file-system root"),
+    ] {
+        let reply = server.call("request_context", json!({"query": "remember", "path": path}));
+        assert_eq!(reply["result"]["isError"], true, "{path}: {reply:#}");
+        assert!(text(&reply).contains(says) && text(&reply).contains("link-resource"), "{path}: {reply:#}");
+    }
+    assert!(!is_indexed(&fx.home, &user_home));
+    // A project inside the home folder is fine.
+    let project = user_home.join("project");
+    let reply = server.call("index_status", json!({"path": project.to_str().unwrap()}));
+    assert!(text(&reply).contains("not inside an indexed resource"), "{reply:#}");
+    server.finish();
+
+    // A server started in the home folder (or at `/`, as some clients do)
+    // does not take it as a root: a project there needs --allow-root or a link.
+    for dir in [user_home.as_path(), Path::new("/")] {
+        let mut server = fx.server_in(dir, &["mcp"], &env);
+        handshake(&mut server);
+        let reply = server.call("index_status", json!({"path": project.to_str().unwrap()}));
+        assert!(text(&reply).contains("outside"), "{}: {reply:#}", dir.display());
+        let reply = server.call("index_status", json!({"path": "etc"}));
+        assert_eq!(reply["result"]["isError"], true, "{}: {reply:#}", dir.display());
+        server.finish();
+    }
+    let mut server = fx.server_in(&user_home, &["mcp", "--allow-root", project.to_str().unwrap()], &env);
+    handshake(&mut server);
+    let reply = server.call("index_status", json!({"path": "project"}));
+    assert!(text(&reply).contains("not inside an indexed resource"), "{reply:#}");
+    server.finish();
+
+    // Linked on purpose, the home folder is readable.
+    let linked = common::agents(&fx.home).args(["index"]).arg(&user_home).output().unwrap();
+    assert!(linked.status.success(), "{}", common::stderr(&linked));
+    let mut server = fx.server_with(&["mcp"], &env);
+    handshake(&mut server);
+    let reply = server.call("index_status", json!({"path": user_home.to_str().unwrap()}));
+    assert_ne!(reply["result"]["isError"], json!(true), "{reply:#}");
+    server.finish();
+}
+
+#[test]
+fn malformed_messages_are_answered_and_the_server_goes_on() {
+    let fx = Fixture::new();
+    let mut server = fx.server();
+    handshake(&mut server);
+    let lines: [(&[u8], i64); 8] = [
+        (b"this is not JSON-RPC\n", -32700),
+        (b"\0\0\0\0\n", -32700),
+        (b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"\xff\xfe\"}\n", -32700),
+        (b"[{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"}]\n", -32600),
+        (b"\"ping\"\n", -32600),
+        (b"{\"jsonrpc\": \"2.0\", \"id\": 41}\n", -32600),
+        (b"{\"jsonrpc\": \"1.0\", \"id\": 42, \"method\": \"tools/list\"}\n", -32600),
+        (b"{\"jsonrpc\": \"2.0\", \"id\": 43, \"method\": \"tools/call\", \"params\": {\"name\": \"index_status\", \"arguments\": []}}\n", -32602),
+    ];
+    for (line, code) in lines {
+        server.send_bytes(line);
+        let reply = server.next_message();
+        let shown = String::from_utf8_lossy(line);
+        assert_eq!(reply["error"]["code"], code, "{shown}: {reply:#}");
+        assert!(reply["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{shown}: {reply:#}");
+        let id = match code {
+            -32700 => Value::Null,
+            _ => serde_json::from_str::<Value>(&shown).ok().map(|v| v["id"].clone()).unwrap_or(Value::Null),
+        };
+        assert_eq!(reply["id"], id, "{shown}: {reply:#}");
+    }
+    let array = server.request("tools/call", json!({"name": "index_status", "arguments": ["path"]}));
+    assert_eq!(array["error"]["code"], -32602, "{array:#}");
+    assert!(array["error"]["message"].as_str().unwrap().contains("arguments"), "{array:#}");
+
+    // A budget of 0 is refused, not changed.
+    for (tool, arguments) in [
+        ("request_context", json!({"query": "retry", "max_tokens": 0})),
+        ("get_context_budget", json!({"max_tokens": 0})),
+    ] {
+        let reply = server.call(tool, arguments);
+        assert_eq!(reply["result"]["isError"], true, "{tool}: {reply:#}");
+        assert!(text(&reply).contains("max_tokens: 0"), "{tool}: {reply:#}");
+        assert!(!text(&reply).contains("budget of 1"), "{tool}: {reply:#}");
+    }
+
+    // The server still serves.
+    let tools = server.request("tools/list", json!({}));
+    assert!(tools["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{tools:#}");
+    let out = server.finish();
+    assert!(out.status.success());
+}
+
+#[test]
+fn a_query_answers_while_another_resource_waits_to_write() {
+    let fx = Fixture::new();
+    let big = fx.home.parent().unwrap().join("big");
+    for i in 0..2000 {
+        let dir = big.join(format!("d{}", i / 100));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("f{i}.py")), format!("def func_{i}(x):\n    return x + {i}\n")).unwrap();
+    }
+    let mut server = fx.server_with(&["mcp", "--allow-root", big.to_str().unwrap()], &[]);
+    handshake(&mut server);
+    let warm = server.call("request_context", json!({"query": "retry", "max_tokens": 800}));
+    assert_ne!(warm["result"]["isError"], json!(true), "{warm:#}");
+
+    // Another writer holds the database: the server's index run of the big
+    // tree waits for it with the write connection, as a long run would.
+    let db = rusqlite::Connection::open(fx.home.join("agents.db")).unwrap();
+    db.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let call = |id: u64, tool: &str, arguments: Value| {
+        let params = json!({"name": tool, "arguments": arguments});
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    };
+    // The index run first, then a status and a query on the indexed repository.
+    server.send(&call(100, "request_context", json!({"query": "func", "path": big.to_str().unwrap()})));
+    server.send(&call(101, "index_status", json!({})));
+    server.send(&call(102, "request_context", json!({"query": "retry", "max_tokens": 800})));
+    let mut order = Vec::new();
+    while !(order.contains(&101) && order.contains(&102)) {
+        match server.replies.recv_timeout(std::time::Duration::from_secs(20)) {
+            Ok(line) => {
+                let reply: Value = serde_json::from_str(&line).unwrap();
+                assert_ne!(reply["result"]["isError"], json!(true), "{reply:#}");
+                order.push(reply["id"].as_u64().unwrap_or(0));
+            }
+            Err(_) => {
+                let _ = server.child.kill();
+                panic!("the queries waited for the writer (answered: {order:?})");
+            }
+        }
+    }
+    db.execute_batch("ROLLBACK").unwrap();
+    let big_reply = loop {
+        let reply = server.next_message();
+        if reply["id"] == 100 {
+            break reply;
+        }
+    };
+    order.sort_unstable();
+    assert_eq!(order, [101, 102], "the queries answered before the index run: {order:?}");
+    assert_ne!(big_reply["result"]["isError"], json!(true), "{big_reply:#}");
+    assert!(text(&big_reply).contains("func_"), "{big_reply:#}");
+    assert!(server.finish().status.success());
+}
+
+#[test]
+fn agents_query_refuses_a_budget_of_0_instead_of_changing_it() {
+    let fx = Fixture::new();
+    let out = common::agents(&fx.home).args(["query", "retry", "--max-tokens", "0"]).arg(&fx.repo).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    let line = common::assert_one_error_line(&out);
+    assert!(line.contains("max_tokens: 0") && !line.contains("budget of 1"), "{line}");
+    assert!(!is_indexed(&fx.home, &fx.repo), "nothing was indexed");
 }

@@ -141,6 +141,8 @@ pub enum EngineError {
         "model {model}'s window of {window} tokens leaves nothing after the response reserve ({reserve}) and tool definitions ({tools})"
     )]
     WindowTooSmall { model: String, window: usize, reserve: usize, tools: usize },
+    #[error("max_tokens: 0 leaves no budget; give at least {min} (context.budget.min-useful-budget)")]
+    ZeroMaxTokens { min: usize },
 }
 
 /// What `agents query` asks the pipeline for, beyond the request itself.
@@ -542,6 +544,9 @@ impl Engine {
         max_tokens: Option<u64>,
     ) -> Result<(ContextBudget, BudgetDerivation), EngineError> {
         let config = self.config.config();
+        if max_tokens == Some(0) {
+            return Err(EngineError::ZeroMaxTokens { min: config.context.budget.min_useful_budget });
+        }
         let reserve = config.context.budget.response_reserve;
         let tools = config.context.budget.tool_definitions;
         let mut derivation = BudgetDerivation {
@@ -573,7 +578,7 @@ impl Engine {
             (None, None) => DEFAULT_MAX_TOKENS,
         };
         derivation.available = available;
-        let budget = ContextBudget::new(available.max(1), 0).map_err(PipelineError::from)?;
+        let budget = ContextBudget::new(available, 0).map_err(PipelineError::from)?;
         Ok((budget, derivation))
     }
 

@@ -24,11 +24,22 @@ use crate::{
 /// write lock for its whole duration) before reporting `Locked`.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// The embedded SQLite store. One connection behind a mutex: SQLite
-/// serialises writers anyway, and every method is a short transaction.
+/// Idle read connections kept for reuse; more are opened while more readers
+/// run at once, and closed when they finish.
+const IDLE_READERS: usize = 4;
+
+/// The embedded SQLite store. Writes go through one connection behind a
+/// mutex (SQLite serialises writers anyway; an indexing run holds it for its
+/// whole transaction). Reads of a file-backed store go through a pool of
+/// read-only connections of their own: WAL lets them read the last commit
+/// while a writer works, so an index run on one resource never delays
+/// queries on another.
 pub struct SqliteStore {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// Idle read connections; `None` for an in-memory store, whose data only
+    /// its one connection sees.
+    readers: Option<Mutex<Vec<Connection>>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -45,7 +56,8 @@ impl SqliteStore {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::Io { path: dir.to_path_buf(), source })?;
         }
         let conn = Connection::open(path).map_err(|e| classify(path, e))?;
-        let store = SqliteStore { path: path.to_path_buf(), conn: Mutex::new(conn) };
+        let store =
+            SqliteStore { path: path.to_path_buf(), conn: Mutex::new(conn), readers: Some(Mutex::new(Vec::new())) };
         store.configure()?;
         store.migrate()?;
         Ok(store)
@@ -55,7 +67,7 @@ impl SqliteStore {
     pub fn open_in_memory() -> Result<SqliteStore, StoreError> {
         let path = PathBuf::from(":memory:");
         let conn = Connection::open_in_memory().map_err(|e| classify(&path, e))?;
-        let store = SqliteStore { path, conn: Mutex::new(conn) };
+        let store = SqliteStore { path, conn: Mutex::new(conn), readers: None };
         store.configure()?;
         store.migrate()?;
         Ok(store)
@@ -137,9 +149,36 @@ impl SqliteStore {
         Ok(value)
     }
 
+    /// Runs `f` on a read connection: one of the pool's (never waiting for
+    /// a writer), or the only connection of an in-memory store.
     fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
-        let conn = self.conn();
-        f(&conn).map_err(|e| classify(&self.path, e))
+        let Some(readers) = &self.readers else {
+            let conn = self.conn();
+            return f(&conn).map_err(|e| classify(&self.path, e));
+        };
+        let idle = readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let conn = match idle {
+            Some(conn) => conn,
+            None => self.open_reader()?,
+        };
+        let result = f(&conn).map_err(|e| classify(&self.path, e));
+        let mut idle = readers.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < IDLE_READERS {
+            idle.push(conn);
+        }
+        result
+    }
+
+    /// A new read connection to the database file: it only reads
+    /// (`query_only`), and sees the last committed state.
+    fn open_reader(&self) -> Result<Connection, StoreError> {
+        let err = |e| classify(&self.path, e);
+        let conn = Connection::open(&self.path).map_err(err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        conn.execute_batch("PRAGMA query_only = ON; PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY;")
+            .map_err(err)?;
+        Ok(conn)
     }
 
     fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -1196,6 +1235,51 @@ mod tests {
         assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len() as i64);
         let mode: String = s.read(|c| c.query_row("PRAGMA journal_mode", [], |r| r.get(0))).unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn reads_answer_while_an_index_write_is_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = std::sync::Arc::new(SqliteStore::open(&dir.path().join("agents.db")).unwrap());
+        let p = store.create_project("demo").unwrap();
+        let busy = store.link_resource(&p.project_id, "/src/busy", "busy").unwrap();
+        let idle = store.link_resource(&p.project_id, "/src/idle", "idle").unwrap();
+        let busy_index = store.ensure_index(&busy.resource_id).unwrap();
+        let idle_index = store.ensure_index(&idle.resource_id).unwrap();
+        store
+            .commit_index(
+                &idle_index.index_id,
+                &IndexCommit {
+                    upserts: vec![file("a.py", 'a', 7)],
+                    file_count: 1,
+                    token_estimate: 7,
+                    primary_language: "python".into(),
+                    ..IndexCommit::default()
+                },
+            )
+            .unwrap();
+        // An indexing run of one resource holds the write connection...
+        let writer = store.begin_index_write(&busy_index.index_id).unwrap();
+        // ...while another thread reads another resource's index: it answers
+        // with the last commit instead of waiting for the run.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = store.clone();
+        let idle_id = idle.resource_id.clone();
+        std::thread::spawn(move || {
+            let read = || -> Result<(IndexStatus, usize, usize), StoreError> {
+                let meta = reader.index_metadata(&idle_id)?.expect("indexed");
+                let files = reader.file_records(&meta.index_id)?;
+                Ok((meta.status, files.len(), reader.projects()?.len()))
+            };
+            let _ = tx.send(read());
+        });
+        let answer = rx.recv_timeout(Duration::from_secs(20));
+        drop(writer);
+        let (status, files, projects) = answer.expect("a read waited for the writer").unwrap();
+        assert_eq!((status, files, projects), (IndexStatus::Ready, 1, 1));
+        // Reads see what a later write commits.
+        store.set_index_status(&busy_index.index_id, IndexStatus::Stale, Some("test")).unwrap();
+        assert_eq!(store.index_metadata(&busy.resource_id).unwrap().unwrap().status, IndexStatus::Stale);
     }
 
     #[test]

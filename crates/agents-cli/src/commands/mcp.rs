@@ -17,8 +17,16 @@
 //! requests the CRP rules reject (a depth of 12, a blank query) and
 //! operational failures (an unreadable repository) are tool results with
 //! `isError: true` and a message that says what to fix, so a model can
-//! correct its call. Nothing a client sends ends the server. Logs go to
-//! stderr: stdout carries the protocol only.
+//! correct its call. Nothing a client sends ends the server: every line gets
+//! an answer, a malformed one its JSON-RPC error ([`stdio`] reads stdin
+//! before `rmcp` does). Logs go to stderr: stdout carries the protocol only.
+//!
+//! A tool's `path` is confined ([`Roots`]): after `..` and symbolic links are
+//! resolved it must lie under the server's working directory, an
+//! `--allow-root` or a linked resource, and never be the file-system root or
+//! the home folder unless that is linked itself.
+
+mod stdio;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -184,9 +192,164 @@ struct State {
     watch: bool,
     /// Where relative and missing paths resolve.
     root: PathBuf,
+    /// The directories a request may name.
+    roots: Roots,
+}
+
+/// Where requests may read: paths under the server's working directory, an
+/// `--allow-root` or a resource already linked in the store, checked after
+/// resolving `..` and symbolic links. The file-system root, the home folder
+/// and the folders above it are refused even under a root (they would index
+/// a whole disk or home) unless they are linked themselves.
+#[derive(Debug)]
+pub struct Roots {
+    /// Canonical directories: the working directory, then every `--allow-root`.
+    dirs: Vec<PathBuf>,
+    /// The user's home folder, canonical, when there is one.
+    home: Option<PathBuf>,
+}
+
+impl Roots {
+    /// The working directory and the `--allow-root` directories, each of which
+    /// must exist. A working directory that is the file-system root or holds
+    /// the home folder (where some clients start their servers) is no root:
+    /// it would admit the whole disk or home.
+    pub fn new(cwd: &Path, allowed: &[PathBuf]) -> anyhow::Result<Roots> {
+        let home = dirs::home_dir().and_then(|h| h.canonicalize().ok());
+        let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+        let mut dirs = Vec::new();
+        if cwd.parent().is_none() || home.as_ref().is_some_and(|home| home.starts_with(&cwd)) {
+            tracing::warn!(
+                dir = %cwd.display(),
+                "the working directory is the file-system root or holds the home folder, so it is no root: \
+                 requests may name linked resources and --allow-root directories only"
+            );
+        } else {
+            dirs.push(cwd);
+        }
+        for dir in allowed {
+            let canonical = agents_acms::projects::canonical_dir(dir)
+                .map_err(|e| UsageError(format!("--allow-root {}: {e}", dir.display())))?;
+            if !dirs.contains(&canonical) {
+                dirs.push(canonical);
+            }
+        }
+        Ok(Roots { dirs, home })
+    }
+
+    /// The canonical form of `path` (which the request gave as `shown`) when
+    /// a request may read it, else a tool error naming it and how to allow it.
+    fn check(&self, shown: &str, path: &Path, linked: &[PathBuf]) -> Result<PathBuf, ToolFailure> {
+        let canonical = match path.canonicalize() {
+            Ok(canonical) => canonical,
+            // A path that does not resolve is reported as missing only when
+            // it would be allowed, so the answer says nothing about the
+            // world outside the roots.
+            Err(e) => {
+                let resolved = resolve_missing(path);
+                if self.dirs.iter().chain(linked).any(|root| resolved.starts_with(root)) {
+                    return Err(ToolFailure::Invalid(format!("path `{shown}` ({}): {e}", resolved.display())));
+                }
+                return Err(self.outside(shown, &resolved));
+            }
+        };
+        if linked.iter().any(|root| canonical.starts_with(root)) {
+            return Ok(canonical);
+        }
+        let whole_disk = canonical.parent().is_none();
+        if whole_disk || self.home.as_ref().is_some_and(|home| home.starts_with(&canonical)) {
+            return Err(ToolFailure::Invalid(format!(
+                "path `{shown}` ({}) is {}: the server never indexes it; give a repository's directory, \
+                 or link this one yourself with `agents project link-resource PROJECT {}` if you mean it",
+                canonical.display(),
+                if whole_disk { "the file-system root" } else { "the home folder or holds it" },
+                canonical.display()
+            )));
+        }
+        if self.dirs.iter().any(|root| canonical.starts_with(root)) {
+            return Ok(canonical);
+        }
+        Err(self.outside(shown, &canonical))
+    }
+
+    fn outside(&self, shown: &str, resolved: &Path) -> ToolFailure {
+        let mut roots: Vec<String> = self.dirs.iter().map(|d| d.display().to_string()).collect();
+        roots.push("the linked resources".to_owned());
+        ToolFailure::Invalid(format!(
+            "path `{shown}` ({}) is outside the directories this server may read ({}); start it with \
+             `agents mcp --allow-root {}`, or link it with `agents project link-resource PROJECT {}`",
+            resolved.display(),
+            roots.join(", "),
+            resolved.display(),
+            resolved.display()
+        ))
+    }
+}
+
+/// Where a path that does not exist (so cannot be canonicalized) would be:
+/// `.` and `..` resolved by its text, then its longest existing ancestor
+/// canonicalized (so a symbolic link on the way is followed).
+fn resolve_missing(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut lexical = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            other => lexical.push(other.as_os_str()),
+        }
+    }
+    let mut rest = Vec::new();
+    let mut base = lexical.as_path();
+    loop {
+        if let Ok(mut resolved) = base.canonicalize() {
+            resolved.extend(rest.iter().rev());
+            return resolved;
+        }
+        match (base.parent(), base.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name);
+                base = parent;
+            }
+            _ => return lexical,
+        }
+    }
 }
 
 impl State {
+    /// The directory a request's `path` names (default: the server's working
+    /// directory), canonical, when it lies under the roots; else a tool error.
+    fn allowed(&self, path: Option<&str>) -> Result<PathBuf, ToolFailure> {
+        let resolved = match path {
+            Some(p) if Path::new(p).is_absolute() => PathBuf::from(p),
+            Some(p) => self.root.join(p),
+            None => self.root.clone(),
+        };
+        let linked = self.linked()?;
+        self.roots.check(path.unwrap_or("."), &resolved, &linked)
+    }
+
+    /// The roots of the linked resources.
+    fn linked(&self) -> Result<Vec<PathBuf>, ToolFailure> {
+        let resources = self.engine.store().resources().map_err(|e| ToolFailure::Failed(e.to_string()))?;
+        Ok(resources.into_iter().map(|r| PathBuf::from(r.path)).collect())
+    }
+
+    /// The repository holding `path` (the nearest folder above it with
+    /// `knowledge/` or `.git`), when it too lies under the roots.
+    fn repo_root(&self, path: &Path) -> Result<Option<PathBuf>, ToolFailure> {
+        match agents_akms::vault::find_repo_root(path) {
+            Some(repo) => {
+                let linked = self.linked()?;
+                let shown = repo.display().to_string();
+                self.roots.check(&shown, &repo, &linked).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
     /// The index of the resource holding `path`: from the live index while
     /// nothing changed, else refreshed. A resource seen for the first time is
     /// watched from then on when its project refreshes live.
@@ -248,14 +411,6 @@ fn json_result<T: Serialize>(value: &T) -> Result<CallToolResult, ToolFailure> {
 }
 
 impl ContextServer {
-    fn path(&self, path: Option<&str>) -> PathBuf {
-        match path {
-            Some(p) if Path::new(p).is_absolute() => PathBuf::from(p),
-            Some(p) => self.state.root.join(p),
-            None => self.state.root.clone(),
-        }
-    }
-
     /// Runs blocking engine work off the protocol's threads.
     async fn blocking<T: Send + 'static>(
         &self,
@@ -285,9 +440,9 @@ impl ContextServer {
         &self,
         Parameters(params): Parameters<RequestContextParams>,
     ) -> Result<CallToolResult, McpError> {
-        let path = self.path(params.path.as_deref());
         answer(
             self.blocking(move |state| {
+                let path = state.allowed(params.path.as_deref())?;
                 let format = params.format.unwrap_or(Format::Md);
                 let args = query_args(params, path);
                 let run = query::assemble(&state.settings, &state.engine, args, None, &|_, path| state.outcome(path))?;
@@ -308,8 +463,13 @@ impl ContextServer {
         &self,
         Parameters(params): Parameters<QueryHistoryParams>,
     ) -> Result<CallToolResult, McpError> {
-        let path = self.path(params.path.as_deref());
-        answer(self.blocking(move |state| json_result(&history(state, &path, &params)?)).await)
+        answer(
+            self.blocking(move |state| {
+                let path = state.allowed(params.path.as_deref())?;
+                json_result(&history(state, &path, &params)?)
+            })
+            .await,
+        )
     }
 
     #[tool(
@@ -344,8 +504,13 @@ impl ContextServer {
         description = "The index status of a repository: its project, resource id, file count, token estimate, languages and the report of the last run."
     )]
     async fn index_status(&self, Parameters(params): Parameters<PathParams>) -> Result<CallToolResult, McpError> {
-        let path = self.path(params.path.as_deref());
-        answer(self.blocking(move |state| json_result(&status_of(&state.engine, &path)?)).await)
+        answer(
+            self.blocking(move |state| {
+                let path = state.allowed(params.path.as_deref())?;
+                json_result(&status_of(&state.engine, &path)?)
+            })
+            .await,
+        )
     }
 
     #[tool(
@@ -353,9 +518,9 @@ impl ContextServer {
         description = "Index a repository, or refresh its index: only files whose size or modification time changed are read again; the text and vector search indexes follow."
     )]
     async fn refresh_index(&self, Parameters(params): Parameters<PathParams>) -> Result<CallToolResult, McpError> {
-        let path = self.path(params.path.as_deref());
         answer(
             self.blocking(move |state| {
+                let path = state.allowed(params.path.as_deref())?;
                 let outcome = state.live.refresh_now(&path).map_err(anyhow::Error::from)?;
                 let mut summary = IndexSummary::of(&outcome);
                 summary.search = Some(state.engine.sync_search(&outcome).map_err(anyhow::Error::from)?);
@@ -370,10 +535,10 @@ impl ContextServer {
         description = "The AKMS loadout of a task record for an agent role: the Markdown file of knowledge nodes (table with paths and confidence, summaries or inline content by the available context, known pitfalls, session history, reading order) made from the repository's compiled knowledge graph, written to knowledge/loadouts/ and reused while the graph is unchanged."
     )]
     async fn get_loadout(&self, Parameters(params): Parameters<GetLoadoutParams>) -> Result<CallToolResult, McpError> {
-        let path = self.path(params.path.as_deref());
         answer(
             self.blocking(move |state| {
-                let repo = agents_akms::vault::find_repo_root(&path).unwrap_or(path);
+                let path = state.allowed(params.path.as_deref())?;
+                let repo = state.repo_root(&path)?.unwrap_or(path);
                 let mut ctx = crate::commands::loadout::Context::open(&state.settings, Some(&repo))?;
                 let options = crate::commands::loadout::LoadoutOptions {
                     role: params.role.unwrap_or_else(|| "implementer".to_owned()),
@@ -403,15 +568,26 @@ impl ContextServer {
         &self,
         Parameters(params): Parameters<RecordSessionParams>,
     ) -> Result<CallToolResult, McpError> {
-        let path = self.path(params.path.as_deref());
-        answer(self.blocking(move |_| json_result(&record_session(&path, &params.task_id, &params.memory)?)).await)
+        answer(
+            self.blocking(move |state| {
+                let path = state.allowed(params.path.as_deref())?;
+                let repo = state.repo_root(&path)?;
+                json_result(&record_session(&path, repo, &params.task_id, &params.memory)?)
+            })
+            .await,
+        )
     }
 }
 
 /// Validates an AgentMemory and writes it to `knowledge/sessions/{task_id}.md`
 /// atomically; never touches the graph. Writing the same text again is a
 /// no-op; different text for a recorded task is refused.
-fn record_session(path: &Path, task_id: &str, memory: &str) -> Result<serde_json::Value, ToolFailure> {
+fn record_session(
+    path: &Path,
+    repo: Option<PathBuf>,
+    task_id: &str,
+    memory: &str,
+) -> Result<serde_json::Value, ToolFailure> {
     let safe = !task_id.is_empty()
         && !task_id.starts_with('.')
         && task_id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
@@ -431,13 +607,12 @@ fn record_session(path: &Path, task_id: &str, memory: &str) -> Result<serde_json
             evidence.label
         )));
     }
-    let root =
-        agents_akms::vault::find_repo_root(path).filter(|root| root.join("knowledge").is_dir()).ok_or_else(|| {
-            ToolFailure::Invalid(format!(
-                "no knowledge/ folder in {} or above: run `agents knowledge init`",
-                path.display()
-            ))
-        })?;
+    let root = repo.filter(|root| root.join("knowledge").is_dir()).ok_or_else(|| {
+        ToolFailure::Invalid(format!(
+            "no knowledge/ folder in {} or above: run `agents knowledge init`",
+            path.display()
+        ))
+    })?;
     let target = root.join(&file);
     let written = match std::fs::read_to_string(&target) {
         Ok(existing) if existing == memory => false,
@@ -609,10 +784,11 @@ fn history(state: &State, path: &Path, params: &QueryHistoryParams) -> Result<Hi
 
 /// `agents mcp`: serves until the client closes stdin. With `watch`, every
 /// linked resource whose project refreshes live is watched from the start.
-pub fn serve(settings: Settings, watch: bool) -> anyhow::Result<()> {
+pub fn serve(settings: Settings, watch: bool, allow_roots: &[PathBuf]) -> anyhow::Result<()> {
+    let root = std::env::current_dir().map_err(|e| UsageError(format!("cannot read the current directory: {e}")))?;
+    let roots = Roots::new(&root, allow_roots)?;
     let engine = Arc::new(settings.engine()?);
     engine.preload_tokenizer();
-    let root = std::env::current_dir().map_err(|e| UsageError(format!("cannot read the current directory: {e}")))?;
     let live = LiveIndex::new(engine.clone(), DEFAULT_DEBOUNCE, log_refresh);
     if watch {
         for resource in engine.auto_refresh_roots()? {
@@ -621,11 +797,14 @@ pub fn serve(settings: Settings, watch: bool) -> anyhow::Result<()> {
             }
         }
     }
-    let server = ContextServer::new(State { settings, engine, live, watch, root });
+    let server = ContextServer::new(State { settings, engine, live, watch, root, roots });
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
-        let service = server.serve(rmcp::transport::stdio()).await?;
+        let (transport, writer) = stdio::checked(tokio::io::stdin(), tokio::io::stdout());
+        let service = server.serve(transport).await?;
         service.waiting().await?;
+        // Every response is written before the process exits.
+        let _ = writer.await;
         anyhow::Ok(())
     })
 }

@@ -30,7 +30,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plan(cmd) => plan::run(&settings, cmd),
         Command::Context(cmd) => context::run(&settings, cmd),
         Command::Strategies { path } => query::strategies(&settings, &path),
-        Command::Mcp { no_watch } => mcp::serve(settings, !no_watch),
+        Command::Mcp { no_watch, allow_root } => mcp::serve(settings, !no_watch, &allow_root),
         Command::Watch { path, debounce_ms } => watch::watch(settings, &path, debounce_ms),
         Command::Knowledge(args) => knowledge::run(&settings, args),
         Command::Orchestrate(args) => orchestrate::run(&settings, args),
