@@ -87,6 +87,7 @@ fn phase(layout: &Layout, index: Option<&Path>, tokenizer: &Tokenizer) {
             available_context: Some(loadout::available_context(200_000, 0, 200, &config)),
             generated_at: "2025-06-01T13:55:00Z".into(),
             graph_version: version.clone(),
+            global_vault: None,
         };
         let made = loadout::generate(&request, &graph, &subgraph, &docs, passages.as_deref(), &config, tokenizer);
         let path = layout.knowledge().join("loadouts").join(format!("phase1-task{i}-loadout.md"));

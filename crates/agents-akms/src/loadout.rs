@@ -6,7 +6,8 @@
 //! `generated_at`, `graph_version`, seed tags, role, node count, mode,
 //! available context, `qmd_available`), then `# Loadout: <task>` with
 //! `## Domain Knowledge` (the node table, then `### Summaries` in routing
-//! mode or `### Content` in full mode), `## Known Pitfalls` (always),
+//! mode or `### Content` in full mode; the table has `Status` and `Source`
+//! after the spec's six columns), `## Known Pitfalls` (always),
 //! `## Relevant Session History` and `## Suggested Reading Order`.
 //!
 //! - **Mode** ([`select_mode`]): without a known context limit,
@@ -25,6 +26,16 @@
 //! - **Degraded** (no search layer, NFR-R05): the table, paths, confidence,
 //!   pitfall warnings, session history and reading order; no summaries, no
 //!   content, `qmd_available: false`.
+//!
+//! - **Pitfalls** are the query's warnings ([`crate::query::Subgraph::pitfalls`]):
+//!   from every seed and reached node, whether the node cap kept it or not.
+//! - **Paths** are ones an agent can open: a global node's path under the
+//!   absolute `global_vault` of the request, repository paths relative to the
+//!   repository root.
+//! - **Provenance** (UR-05): the table's `Status` and `Source` columns; a
+//!   tentative or agent-written node is marked unreviewed in the table, in a
+//!   line naming them under it and on its summary or content heading.
+//! - **No nodes** (a task without tags): valid; the table says why.
 //!
 //! Generation is a pure function of its inputs (NFR-D02): the timestamp is
 //! handed in, every list is sorted or ranked with ties by id.
@@ -158,6 +169,11 @@ pub struct LoadoutRequest {
     /// The header's timestamp (injected: NFR-D02).
     pub generated_at: String,
     pub graph_version: String,
+    /// The global vault's directory as an agent can open it (absolute): the
+    /// paths of global nodes are written under it instead of the
+    /// machine-independent `global-vault/` the search layer uses. `None`
+    /// leaves them as they are.
+    pub global_vault: Option<String>,
 }
 
 /// A generated loadout.
@@ -180,6 +196,8 @@ struct Row<'a> {
     id: &'a str,
     title: &'a str,
     origin: &'a str,
+    status: &'a str,
+    source: &'a str,
     confidence: f64,
     path: String,
     read: ReadMode,
@@ -190,6 +208,48 @@ struct Row<'a> {
 
 fn attr<'a>(node: Option<&'a Map<String, Value>>, key: &str) -> Option<&'a str> {
     node?.get(key)?.as_str()
+}
+
+/// UR-05: a node no human has vouched for: `tentative`, or written by an
+/// agent (`source: agent`, session records included).
+pub fn unreviewed(status: &str, source: &str) -> bool {
+    status == "tentative" || source == "agent"
+}
+
+impl Row<'_> {
+    fn unreviewed(&self) -> bool {
+        unreviewed(self.status, self.source)
+    }
+
+    /// The title as a heading shows it: marked when unreviewed (UR-05).
+    fn heading(&self) -> String {
+        let title = one_line(self.title);
+        if self.unreviewed() { format!("{title} [unreviewed: {}, source {}]", self.status, self.source) } else { title }
+    }
+}
+
+/// Prefix of the machine-independent paths of global nodes (see
+/// [`crate::search::documents`]).
+const GLOBAL_PREFIX: &str = "global-vault/";
+
+/// A node path an agent can open: `global-vault/<file>` becomes
+/// `<global_vault>/<file>`; repository paths stay relative to the repository.
+fn readable(path: &str, global_vault: Option<&str>) -> String {
+    match (path.strip_prefix(GLOBAL_PREFIX), global_vault) {
+        (Some(rest), Some(vault)) => format!("{}/{rest}", vault.trim_end_matches(['/', '\\'])),
+        _ => path.to_owned(),
+    }
+}
+
+/// Where a node's `content_ref` is, as an agent can open it: under the global
+/// vault for a global node, under `knowledge/` otherwise.
+fn content_ref_path(node: Option<&Map<String, Value>>, global_vault: Option<&str>) -> Option<String> {
+    let r = attr(node, "content_ref")?;
+    Some(if attr(node, "node_origin") == Some("global") {
+        readable(&format!("{GLOBAL_PREFIX}{r}"), global_vault)
+    } else {
+        format!("knowledge/{r}")
+    })
 }
 
 /// YAML scalar: plain when it is a simple word, else a JSON (double-quoted) string.
@@ -320,7 +380,7 @@ fn pack_content(
     // lowest-ranked block until it does.
     let section = |packed: &BTreeMap<String, String>| -> usize {
         let text: String =
-            inline.iter().filter_map(|r| packed.get(r.id).map(|c| content_block(r.id, r.title, c))).collect();
+            inline.iter().filter_map(|r| packed.get(r.id).map(|c| content_block(r.id, &r.heading(), c))).collect();
         tokenizer.count(&text)
     };
     while section(&packed) > max {
@@ -335,32 +395,42 @@ fn pack_content(
     (packed, trimmed)
 }
 
-/// Spec 4.6's reading order: a node after the nodes it `requires` (among the
-/// loadout's nodes), otherwise in table order; a cycle is broken by taking the
-/// smallest id left.
+/// Spec 4.6's reading order: the table's nodes in table order (best ranked
+/// first), each one preceded by the loadout nodes it `requires` (depth
+/// first, themselves in table order), so the best node is read as early as
+/// its prerequisites allow; a cycle is broken where it is entered.
 pub fn reading_order(ids: &[&str], requires: &[(&str, &str)]) -> Vec<String> {
-    let members: BTreeSet<&str> = ids.iter().copied().collect();
-    let mut needs: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let position: BTreeMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    let mut needs: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (from, to) in requires {
-        if from != to && members.contains(from) && members.contains(to) {
-            needs.entry(from).or_default().insert(to);
+        if from != to && position.contains_key(from) && position.contains_key(to) {
+            needs.entry(from).or_default().push(to);
         }
     }
-    let mut done: BTreeSet<&str> = BTreeSet::new();
+    for list in needs.values_mut() {
+        list.sort_by_key(|id| position[id]);
+        list.dedup();
+    }
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
     let mut order = Vec::with_capacity(ids.len());
-    while order.len() < members.len() {
-        let ready = ids
-            .iter()
-            .find(|id| !done.contains(*id) && needs.get(*id).is_none_or(|n| n.iter().all(|d| done.contains(d))));
-        let next = match ready {
-            Some(id) => *id,
-            None => match members.iter().find(|id| !done.contains(*id)) {
-                Some(id) => *id,
-                None => break,
-            },
-        };
-        done.insert(next);
-        order.push(next.to_owned());
+    // Iterative depth-first walk: (node, index of its next requirement).
+    for &start in ids {
+        if !seen.insert(start) {
+            continue;
+        }
+        let mut stack: Vec<(&str, usize)> = vec![(start, 0)];
+        while let Some((id, next)) = stack.last_mut() {
+            let required = needs.get(*id).map_or(&[][..], Vec::as_slice);
+            if let Some(dep) = required.get(*next) {
+                *next += 1;
+                if seen.insert(dep) {
+                    stack.push((dep, 0));
+                }
+            } else {
+                order.push((*id).to_owned());
+                stack.pop();
+            }
+        }
     }
     order
 }
@@ -395,14 +465,17 @@ pub fn generate(
             let has_summary = summary.is_some();
             // Routing mode without a `## Summary` section: the lead paragraph.
             let summary = summary.or_else(|| body.and_then(lead_paragraph));
+            let vault = request.global_vault.as_deref();
             let path = doc
-                .map(|d| d.path.clone())
+                .map(|d| readable(&d.path, vault))
                 .filter(|p| !p.is_empty())
-                .unwrap_or_else(|| attr(node, "content_ref").map(|r| format!("knowledge/{r}")).unwrap_or_default());
+                .unwrap_or_else(|| content_ref_path(node, vault).unwrap_or_default());
             Row {
                 id: &n.id,
                 title: &n.title,
                 origin: attr(node, "node_origin").unwrap_or("global"),
+                status: attr(node, "status").unwrap_or("unknown"),
+                source: attr(node, "source").unwrap_or("unknown"),
                 confidence: n.confidence,
                 path,
                 read: read_mode(mode, attr(node, "reading_priority"), has_summary),
@@ -442,20 +515,38 @@ pub fn generate(
 
     // Domain knowledge.
     out.push_str("## Domain Knowledge\n\n");
-    out.push_str("| Node | Origin | Confidence | Priority | Path | Read |\n|---|---|---|---|---|---|\n");
+    out.push_str(
+        "| Node | Origin | Confidence | Priority | Path | Read | Status | Source |\n|---|---|---|---|---|---|---|---|\n",
+    );
     for (i, row) in rows.iter().enumerate() {
+        let status = if row.unreviewed() { format!("{}, **unreviewed**", row.status) } else { row.status.to_owned() };
         out.push_str(&format!(
-            "| {} | {} | {:.2} | {} | {} | {} |\n",
+            "| {} | {} | {:.2} | {} | {} | {} | {} | {} |\n",
             cell(row.id),
             cell(row.origin),
             row.confidence,
             i + 1,
             cell(&row.path),
-            row.read.name()
+            row.read.name(),
+            cell(&status),
+            cell(row.source)
         ));
     }
-    if rows.is_empty() {
+    if rows.is_empty() && request.seed_tags.is_empty() {
+        out.push_str(
+            "\n_No nodes: the task has no `akms_tags` and none could be derived from it, so the knowledge graph \
+             has nothing for it yet. Work from the task record and the repository._\n",
+        );
+    } else if rows.is_empty() {
         out.push_str("\n_No node matched the seed tags._\n");
+    }
+    let unreviewed: Vec<String> = rows.iter().filter(|r| r.unreviewed()).map(|r| format!("`{}`", r.id)).collect();
+    if !unreviewed.is_empty() {
+        out.push_str(&format!(
+            "\n_**Unreviewed** (tentative, or written by an agent; no human has reviewed it): {}. \
+             Check what they say before relying on it._\n",
+            unreviewed.join(", ")
+        ));
     }
     out.push('\n');
     if degraded {
@@ -470,7 +561,7 @@ pub fn generate(
         if !summaries.is_empty() {
             out.push_str("### Summaries\n\n");
             for row in summaries {
-                out.push_str(&format!("#### {}: {}\n\n", row.id, one_line(row.title)));
+                out.push_str(&format!("#### {}: {}\n\n", row.id, row.heading()));
                 out.push_str(&format!(
                     "Path: `{}`. Confidence {:.2}. Read the full node on demand.\n\n",
                     row.path, row.confidence
@@ -483,7 +574,8 @@ pub fn generate(
                 }
                 let shown = one_line(&summary);
                 for p in passages.get(row.id).into_iter().flatten().filter(|p| !shown.contains(&one_line(&p.text))) {
-                    out.push_str(&format!("> Matched at {}:{}: {}\n\n", p.path, p.line, one_line(&p.text)));
+                    let at = readable(&p.path, request.global_vault.as_deref());
+                    out.push_str(&format!("> Matched at {at}:{}: {}\n\n", p.line, one_line(&p.text)));
                 }
             }
         }
@@ -491,7 +583,7 @@ pub fn generate(
         if !inline.is_empty() {
             out.push_str("### Content\n\n");
             for row in inline {
-                out.push_str(&content_block(row.id, &one_line(row.title), &content[row.id]));
+                out.push_str(&content_block(row.id, &row.heading(), &content[row.id]));
             }
         }
         let missing: Vec<&Row<'_>> =
@@ -502,30 +594,20 @@ pub fn generate(
         }
     }
 
-    // Pitfalls: every pitfall edge leaving a loadout node, always.
-    let ids: BTreeSet<&str> = rows.iter().map(|r| r.id).collect();
+    // Pitfalls: every warning the query collected (from the seeds and every
+    // reached node, cut by the cap or not), always.
     let links: Vec<&Value> = graph["links"].as_array().into_iter().flatten().collect();
-    let mut pitfalls: Vec<(String, String, String)> = links
-        .iter()
-        .filter(|l| l["type"] == "pitfall")
-        .filter_map(|l| {
-            let (source, target) = (l["source"].as_str()?, l["target"].as_str()?);
-            ids.contains(source)
-                .then(|| (source.to_owned(), target.to_owned(), l["note"].as_str().unwrap_or("").to_owned()))
-        })
-        .collect();
-    pitfalls.sort();
-    pitfalls.dedup();
+    let pitfalls = &subgraph.pitfalls;
     out.push_str("## Known Pitfalls\n\n");
-    for (source, target, note) in &pitfalls {
-        let node = nodes.get(target.as_str()).copied();
-        let title = attr(node, "title").unwrap_or(target);
-        let mut line = format!("- **{source}** -> `{target}` ({})", one_line(title));
-        if !note.trim().is_empty() {
-            line.push_str(&format!(": {}", one_line(note)));
+    for warning in pitfalls {
+        let node = nodes.get(warning.target.as_str()).copied();
+        let title = attr(node, "title").unwrap_or(&warning.target);
+        let mut line = format!("- **{}** -> `{}` ({})", warning.source, warning.target, one_line(title));
+        if !warning.note.trim().is_empty() {
+            line.push_str(&format!(": {}", one_line(&warning.note)));
         }
-        if let Some(r) = attr(node, "content_ref") {
-            line.push_str(&format!(" (see `knowledge/{r}`)"));
+        if let Some(path) = content_ref_path(node, request.global_vault.as_deref()) {
+            line.push_str(&format!(" (see `{path}`)"));
         }
         out.push_str(&line);
         out.push('\n');
@@ -538,7 +620,8 @@ pub fn generate(
     // Session history: session nodes in the loadout or warned about, and the
     // session_refs of the loadout's nodes.
     let mut sessions: BTreeSet<String> = BTreeSet::new();
-    let session_ids: BTreeSet<&str> = ids.iter().copied().chain(pitfalls.iter().map(|(_, t, _)| t.as_str())).collect();
+    let session_ids: BTreeSet<&str> =
+        rows.iter().map(|r| r.id).chain(pitfalls.iter().map(|w| w.target.as_str())).collect();
     for id in session_ids {
         let node = nodes.get(id).copied();
         if attr(node, "domain") == Some("session") {
@@ -550,8 +633,8 @@ pub fn generate(
             if let Some(outcome) = attr(node, "outcome") {
                 line.push_str(&format!(", outcome {outcome}"));
             }
-            if let Some(r) = attr(node, "content_ref") {
-                line.push_str(&format!(" (`knowledge/{r}`)"));
+            if let Some(path) = content_ref_path(node, request.global_vault.as_deref()) {
+                line.push_str(&format!(" (`{path}`)"));
             }
             sessions.insert(line);
         }
@@ -593,7 +676,7 @@ pub fn generate(
         0
     } else {
         let text: String =
-            rows.iter().filter_map(|r| content.get(r.id).map(|c| content_block(r.id, &one_line(r.title), c))).collect();
+            rows.iter().filter_map(|r| content.get(r.id).map(|c| content_block(r.id, &r.heading(), c))).collect();
         tokenizer.count(&text)
     };
     Loadout {
@@ -621,6 +704,55 @@ fn one_line(text: &str) -> String {
 
 fn cell(text: &str) -> String {
     one_line(text).replace('|', "\\|")
+}
+
+/// A hash (16 hex digits) of what a loadout depends on besides the graph:
+/// the config, the task record, the global vault's place and the documents
+/// (path and text) of the selected nodes `ids`. Part of the passage cache key.
+pub fn inputs_hash(
+    config: &PropagationConfig,
+    record: &Map<String, Value>,
+    global_vault: &str,
+    docs: &BTreeMap<String, TextDoc>,
+    ids: &[String],
+) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    let mut part = |bytes: &[u8]| {
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    };
+    part(serde_json::to_string(config).unwrap_or_default().as_bytes());
+    part(Value::Object(record.clone()).to_string().as_bytes());
+    part(global_vault.as_bytes());
+    for id in ids {
+        part(id.as_bytes());
+        if let Some(doc) = docs.get(id) {
+            part(doc.path.as_bytes());
+            part(doc.body.as_bytes());
+        }
+    }
+    hasher.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether two loadout texts are the same loadout: equal but for the
+/// header's `generated_at` line (FR-L08 reuse).
+pub fn same_loadout(a: &str, b: &str) -> bool {
+    let strip = |text: &str| -> String {
+        let mut header = text.starts_with("---\n");
+        let mut out = String::with_capacity(text.len());
+        for (i, line) in text.split_inclusive('\n').enumerate() {
+            if header && i > 0 && line == "---\n" {
+                header = false;
+            }
+            if header && line.starts_with("generated_at: ") {
+                continue;
+            }
+            out.push_str(line);
+        }
+        out
+    };
+    strip(a) == strip(b)
 }
 
 /// The header fields of a loadout file, as written (for reuse and staleness).
@@ -704,13 +836,16 @@ mod tests {
     }
 
     #[test]
-    fn reading_order_follows_requires_and_breaks_cycles_by_id() {
+    fn reading_order_follows_requires_and_breaks_cycles_where_entered() {
         // c requires b requires a: a, b, c whatever the table order.
         assert_eq!(reading_order(&["c", "b", "a"], &[("c", "b"), ("b", "a")]), ["a", "b", "c"]);
-        // A cycle x <-> y, z free: z first (ready, in table order), then the
-        // smallest id of the cycle, then the other.
+        // The best ranked node comes as early as its prerequisites allow:
+        // b (requires a) before the free c.
+        assert_eq!(reading_order(&["b", "c", "a"], &[("b", "a")]), ["a", "b", "c"]);
+        // A cycle x <-> y, z free: broken where it is entered (y first in the
+        // table: its requirement x, then y), then z.
         let cycle = [("y", "x"), ("x", "y")];
-        assert_eq!(reading_order(&["y", "x", "z"], &cycle), ["z", "x", "y"]);
+        assert_eq!(reading_order(&["y", "x", "z"], &cycle), ["x", "y", "z"]);
         assert_eq!(reading_order(&["x", "y", "z"], &cycle), reading_order(&["x", "y", "z"], &cycle));
         // Edges to nodes outside the loadout are ignored.
         assert_eq!(reading_order(&["b", "a"], &[("b", "zz")]), ["b", "a"]);
@@ -772,6 +907,7 @@ mod tests {
             available_context: Some(available),
             generated_at: "2025-06-01T13:55:00Z".into(),
             graph_version: "0123456789abcdef".into(),
+            global_vault: None,
         }
     }
 
@@ -869,5 +1005,130 @@ mod tests {
         let header = read_header("---\ntask_id: t\ngraph_version: abc\n---\nbody: no\n");
         assert_eq!(header.len(), 2);
         assert_eq!(header["graph_version"], "abc");
+    }
+
+    /// The seed `zz` (tentative, agent-written, tag `t`) requires the
+    /// established `a1`; `zz` has a pitfall edge to the session `s1`; the
+    /// global node `g1` is reached from `zz` too.
+    fn cut_graph() -> (Value, BTreeMap<String, TextDoc>) {
+        let graph = json!({
+            "nodes": [
+                {"id": "a1", "title": "A1", "tags": [], "status": "established", "source": "human",
+                 "confidence": 0.9, "node_origin": "local"},
+                {"id": "g1", "title": "G1", "tags": [], "status": "established", "source": "human",
+                 "confidence": 0.95, "node_origin": "global", "content_ref": "docs/g1.md"},
+                {"id": "s1", "title": "Session s1", "tags": [], "domain": "session", "status": "established",
+                 "source": "agent", "confidence": 1.0, "node_origin": "local", "content_ref": "sessions/s1.md"},
+                {"id": "zz", "title": "ZZ", "tags": ["t"], "status": "tentative", "source": "agent",
+                 "confidence": 0.5, "node_origin": "local"},
+            ],
+            "links": [
+                {"source": "zz", "target": "a1", "type": "requires"},
+                {"source": "zz", "target": "g1", "type": "requires"},
+                {"source": "zz", "target": "s1", "type": "pitfall", "weight": 1.0, "note": "k = 0 divides by zero"},
+            ]
+        });
+        let doc = |id: &str, path: &str| TextDoc {
+            id: id.into(),
+            path: path.into(),
+            name: String::new(),
+            kind: "knowledge".into(),
+            signature: String::new(),
+            doc: String::new(),
+            body: format!("Body of {id}."),
+        };
+        let docs = [
+            doc("a1", "knowledge/local-nodes/a1.md"),
+            doc("g1", "global-vault/g1.md"),
+            doc("s1", ""),
+            doc("zz", "knowledge/local-nodes/zz.md"),
+        ]
+        .into_iter()
+        .map(|d| (d.id.clone(), d))
+        .collect();
+        (graph, docs)
+    }
+
+    #[test]
+    fn pitfalls_always_reach_the_agent_when_their_source_is_cut_by_the_cap() {
+        let (graph, docs) = cut_graph();
+        let mut c = config();
+        c.loadout.max_nodes_per_loadout = 1;
+        // A subgraph whose only node is a1: the warning of the cut seed zz is still rendered.
+        let mut subgraph = query(&graph, &c, "implementer", &["t".into()]).unwrap();
+        subgraph.nodes.retain(|n| n.id == "a1");
+        let l = generate(&request(100_000), &graph, &subgraph, &docs, None, &c, &Tokenizer::default());
+        assert!(l.text.contains("- **zz** -> `s1` (Session s1): k = 0 divides by zero"), "{}", l.text);
+        assert!(!l.text.contains("_No known pitfalls._"), "{}", l.text);
+    }
+
+    #[test]
+    fn agents_can_open_what_a_loadout_names_global_paths_are_absolute() {
+        let (graph, docs) = cut_graph();
+        let c = config();
+        let subgraph = query(&graph, &c, "implementer", &["t".into()]).unwrap();
+        // Routing mode (a small context): summaries name their paths.
+        let request = LoadoutRequest { global_vault: Some("/home/me/vault/".into()), ..request(1_000) };
+        let l = generate(&request, &graph, &subgraph, &docs, Some(&[]), &c, &Tokenizer::default());
+        assert!(l.text.contains("| /home/me/vault/g1.md |"), "{}", l.text);
+        assert!(l.text.contains("Path: `/home/me/vault/g1.md`"), "{}", l.text);
+        assert!(!l.text.contains("global-vault/"), "{}", l.text);
+        // A node without a document: its content_ref, under knowledge/ for a local node.
+        assert!(l.text.contains("| knowledge/sessions/s1.md |"), "{}", l.text);
+        assert_eq!(content_ref_path(node_index(&graph).get("g1").copied(), Some("/v")).unwrap(), "/v/docs/g1.md");
+    }
+
+    #[test]
+    fn agent_written_content_is_marked_with_status_and_source() {
+        let (graph, docs) = cut_graph();
+        let c = config();
+        let subgraph = query(&graph, &c, "implementer", &["t".into()]).unwrap();
+        let l = generate(&request(1_000_000), &graph, &subgraph, &docs, Some(&[]), &c, &Tokenizer::default());
+        assert!(l.text.contains("| Read | Status | Source |\n"), "{}", l.text);
+        let row = |id: &str| l.text.lines().find(|line| line.starts_with(&format!("| {id} |"))).unwrap().to_owned();
+        assert!(row("zz").ends_with("| tentative, **unreviewed** | agent |"), "{}", row("zz"));
+        assert!(row("s1").ends_with("| established, **unreviewed** | agent |"), "{}", row("s1"));
+        assert!(row("a1").ends_with("| established | human |"), "{}", row("a1"));
+        assert!(l.text.contains("#### zz: ZZ [unreviewed: tentative, source agent]"), "{}", l.text);
+        assert!(l.text.contains("#### a1: A1\n"), "{}", l.text);
+        assert!(l.text.contains("_**Unreviewed** (tentative, or written by an agent"), "{}", l.text);
+    }
+
+    #[test]
+    fn a_loadout_without_tags_has_no_nodes_and_says_so() {
+        let (graph, docs) = cut_graph();
+        let c = config();
+        let subgraph = crate::query::empty(&c, "implementer").unwrap();
+        let request = LoadoutRequest { seed_tags: Vec::new(), ..request(100_000) };
+        let l = generate(&request, &graph, &subgraph, &docs, Some(&[]), &c, &Tokenizer::default());
+        assert_eq!(l.node_count, 0);
+        assert!(l.text.contains("seed_tags: []\nagent_role: implementer\nnode_count: 0\n"), "{}", l.text);
+        assert!(l.text.contains("_No nodes: the task has no `akms_tags`"), "{}", l.text);
+        assert!(l.text.contains("_No known pitfalls._"), "{}", l.text);
+    }
+
+    #[test]
+    fn no_stale_loadouts_inputs_hash_covers_config_record_and_documents() {
+        let (_, docs) = cut_graph();
+        let c = config();
+        let record = json!({"task_id": "t1", "title": "One"});
+        let record = record.as_object().unwrap();
+        let ids = vec!["a1".to_owned()];
+        let base = inputs_hash(&c, record, "/v", &docs, &ids);
+        assert_eq!(base, inputs_hash(&c, record, "/v", &docs, &ids));
+        let mut other = c.clone();
+        other.loadout.max_nodes_per_loadout = 2;
+        assert_ne!(base, inputs_hash(&other, record, "/v", &docs, &ids));
+        let renamed = json!({"task_id": "t1", "title": "Two"});
+        assert_ne!(base, inputs_hash(&c, renamed.as_object().unwrap(), "/v", &docs, &ids));
+        let mut edited = docs.clone();
+        edited.get_mut("a1").unwrap().body.push_str(" Edited.");
+        assert_ne!(base, inputs_hash(&c, record, "/v", &edited, &ids));
+        assert_ne!(base, inputs_hash(&c, record, "/w", &docs, &ids));
+        // Reuse compares everything but the timestamp.
+        let a = "---\ntask_id: t\ngenerated_at: 1\n---\n\nbody\n";
+        assert!(same_loadout(a, &a.replace("generated_at: 1", "generated_at: 2")));
+        assert!(!same_loadout(a, &a.replace("body", "other")));
+        assert!(!same_loadout(a, "---\ntask_id: t\n---\n\nbody\ngenerated_at: 1\n"));
     }
 }

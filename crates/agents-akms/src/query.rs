@@ -13,11 +13,22 @@
 //! 7. nodes below their `confidence_floor`, else below
 //!    `loadout.min_confidence_threshold`, are left out;
 //! 8. ranked by the profile's `rank_formula` (see [`crate::formula`]), ties
-//!    by id, capped at `loadout.max_nodes_per_loadout`;
-//! 9. pitfall injection: nodes a selected node has a `pitfall` edge to join
-//!    regardless of rank, up to `loadout.max_pitfall_nodes`.
+//!    by seed first, then confidence, then id (a fresh graph ranks every node
+//!    0 under `confidence x activations`), capped at
+//!    `loadout.max_nodes_per_loadout` with seeds first: a seed is only cut
+//!    when the seeds alone pass the cap;
+//! 9. pitfall injection: the `pitfall` edges of every seed and every reached
+//!    node (before the cap: a node cut by the cap or by its confidence still
+//!    warns) are collected; their targets, best first (the edge's weight, then
+//!    the target's confidence, then id), up to `loadout.max_pitfall_nodes`,
+//!    join regardless of rank, and their warnings are in
+//!    [`Subgraph::pitfalls`], which a loadout always renders. A pitfall target
+//!    that is draft or deprecated is left out with its warnings.
 //!
 //! Deterministic (NFR-D01): every list is sorted, every tie broken by id.
+//!
+//! [`empty`] is the query of a task with no tags at all: a valid, empty
+//! subgraph (a cold start), after the role is checked.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -59,6 +70,17 @@ pub struct Selected {
     pub pitfall: bool,
 }
 
+/// A `pitfall` edge a loadout warns about (step 9).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PitfallWarning {
+    /// The seed or reached node the edge leaves (possibly cut by the cap).
+    pub source: String,
+    /// The pitfall node (usually a session), in [`Subgraph::nodes`].
+    pub target: String,
+    pub note: String,
+    pub weight: f64,
+}
+
 /// What a query returns.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Subgraph {
@@ -67,8 +89,39 @@ pub struct Subgraph {
     pub seeds: Vec<String>,
     /// Ranked nodes (best first), then the pitfall nodes.
     pub nodes: Vec<Selected>,
+    /// Every pitfall warning of the seeds and reached nodes whose target is
+    /// kept, sorted by (source, target, note).
+    pub pitfalls: Vec<PitfallWarning>,
     /// Nodes reached but left out, by the step that left them out.
     pub excluded: BTreeMap<String, Vec<String>>,
+}
+
+/// The ranking order: rank (best first), then seeds first, then confidence
+/// (highest first), then id.
+fn ranking(a: &Selected, b: &Selected) -> std::cmp::Ordering {
+    b.rank
+        .total_cmp(&a.rank)
+        .then_with(|| b.seed.cmp(&a.seed))
+        .then_with(|| b.confidence.total_cmp(&a.confidence))
+        .then_with(|| a.id.cmp(&b.id))
+}
+
+/// The subgraph of a task without any tag (none given, none derivable): no
+/// nodes, no warnings; the role is still checked.
+pub fn empty(config: &PropagationConfig, role: &str) -> Result<Subgraph, QueryError> {
+    let profile = config.query_roles.get(role).ok_or_else(|| QueryError::UnknownRole {
+        role: role.to_owned(),
+        known: config.query_roles.keys().cloned().collect::<Vec<_>>().join(", "),
+    })?;
+    Formula::parse(&profile.rank_formula).map_err(|error| QueryError::Formula { role: role.to_owned(), error })?;
+    Ok(Subgraph {
+        role: role.to_owned(),
+        tags: Vec::new(),
+        seeds: Vec::new(),
+        nodes: Vec::new(),
+        pitfalls: Vec::new(),
+        excluded: BTreeMap::new(),
+    })
 }
 
 fn attributes(node: &Value) -> &Map<String, Value> {
@@ -194,48 +247,113 @@ pub fn query(graph: &Value, config: &PropagationConfig, role: &str, tags: &[Stri
         });
     }
 
-    // 8. Rank, ties by id; cap.
-    candidates.sort_by(|a, b| b.rank.total_cmp(&a.rank).then_with(|| a.id.cmp(&b.id)));
+    // 8. Rank (ties: seeds first, then confidence, then id); cap, seeds first.
+    candidates.sort_by(ranking);
     let cap = config.loadout.max_nodes_per_loadout as usize;
+    let kept: BTreeSet<String> = candidates
+        .iter()
+        .filter(|c| c.seed)
+        .chain(candidates.iter().filter(|c| !c.seed))
+        .take(cap)
+        .map(|c| c.id.clone())
+        .collect();
     let mut selected: Vec<Selected> = Vec::new();
     for candidate in candidates {
-        if selected.len() < cap {
+        if kept.contains(&candidate.id) {
             selected.push(candidate);
         } else {
             excluded.entry("max_nodes_per_loadout".to_owned()).or_default().push(candidate.id);
         }
     }
 
-    // 9. Pitfall injection.
+    // 9. Pitfall injection: the warnings of every seed and reached node
+    // (loadable, whatever the cap or its confidence said), before the cap.
+    let sources: BTreeSet<&str> = hops
+        .keys()
+        .copied()
+        .filter(|id| {
+            let node = nodes[id];
+            LOADABLE_STATUSES.contains(&text(node, "status")) && text(node, "domain") != CODE_MIRROR_DOMAIN
+        })
+        .collect();
+    let mut warnings: Vec<PitfallWarning> = Vec::new();
+    for link in graph["links"].as_array().into_iter().flatten() {
+        if link["type"].as_str() != Some("pitfall") {
+            continue;
+        }
+        let (Some(source), Some(target)) = (link["source"].as_str(), link["target"].as_str()) else { continue };
+        let Some(node) = nodes.get(target) else { continue };
+        if !sources.contains(source) {
+            continue;
+        }
+        if text(node, "domain") == CODE_MIRROR_DOMAIN {
+            continue;
+        }
+        if !LOADABLE_STATUSES.contains(&text(node, "status")) {
+            let left = excluded.entry("status".to_owned()).or_default();
+            if !left.iter().any(|id| id == target) {
+                left.push(target.to_owned());
+                left.sort();
+            }
+            continue;
+        }
+        warnings.push(PitfallWarning {
+            source: source.to_owned(),
+            target: target.to_owned(),
+            note: link["note"].as_str().unwrap_or_default().to_owned(),
+            weight: link["weight"].as_f64().unwrap_or(0.0),
+        });
+    }
+    // The pitfall nodes, best first: the heaviest edge, then confidence, then id.
+    let mut targets: BTreeMap<&str, f64> = BTreeMap::new();
+    for w in &warnings {
+        let weight = targets.entry(w.target.as_str()).or_insert(w.weight);
+        *weight = weight.max(w.weight);
+    }
+    let mut ordered: Vec<(String, f64, f64)> = targets
+        .into_iter()
+        .map(|(id, weight)| (id.to_owned(), weight, number(nodes[id], "confidence").unwrap_or(0.0)))
+        .collect();
+    ordered.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.2.total_cmp(&a.2)).then_with(|| a.0.cmp(&b.0)));
+    let limit = config.loadout.max_pitfall_nodes as usize;
+    for (id, _, _) in ordered.iter().skip(limit) {
+        excluded.entry("max_pitfall_nodes".to_owned()).or_default().push(id.clone());
+    }
+    ordered.truncate(limit);
+    let pitfall_ids: BTreeSet<String> = ordered.iter().map(|(id, _, _)| id.clone()).collect();
+    warnings.retain(|w| pitfall_ids.contains(&w.target));
+    warnings.sort_by(|a, b| (&a.source, &a.target, &a.note).cmp(&(&b.source, &b.target, &b.note)));
+    warnings.dedup_by(|a, b| (&a.source, &a.target, &a.note) == (&b.source, &b.target, &b.note));
     let chosen: BTreeSet<String> = selected.iter().map(|s| s.id.clone()).collect();
     let mut pitfalls: Vec<Selected> = Vec::new();
-    let reached: BTreeSet<&str> = selected
-        .iter()
-        .flat_map(|s| out_edges.get(s.id.as_str()).into_iter().flatten())
-        .filter(|(target, kind)| *kind == "pitfall" && !chosen.contains(*target))
-        .map(|(target, _)| *target)
-        .collect();
-    for id in reached {
-        let Some(node) = nodes.get(id) else { continue };
+    for (id, _, _) in &ordered {
+        if chosen.contains(id) {
+            continue;
+        }
+        let node = nodes[id.as_str()];
         pitfalls.push(Selected {
-            id: id.to_owned(),
+            id: id.clone(),
             title: text(node, "title").to_owned(),
             domain: text(node, "domain").to_owned(),
             status: text(node, "status").to_owned(),
             confidence: number(node, "confidence").unwrap_or(0.0),
             rank: formula.eval(node),
-            hops: hops.get(id).copied().unwrap_or(1),
+            hops: hops.get(id.as_str()).copied().unwrap_or(1),
             seed: false,
             pitfall: true,
         });
     }
-    pitfalls.sort_by(|a, b| b.rank.total_cmp(&a.rank).then_with(|| a.id.cmp(&b.id)));
-    pitfalls.truncate(config.loadout.max_pitfall_nodes as usize);
-    // Nodes left out by the cap but joined as pitfalls are no longer left out.
+    // Nodes left out by an earlier step but joined as pitfalls are no longer left out.
     for p in &pitfalls {
-        for ids in excluded.values_mut() {
-            ids.retain(|id| *id != p.id);
+        for (step, ids) in excluded.iter_mut() {
+            if step != "max_pitfall_nodes" {
+                ids.retain(|id| *id != p.id);
+            }
         }
+    }
+    for ids in excluded.values_mut() {
+        ids.sort();
+        ids.dedup();
     }
     excluded.retain(|_, ids| !ids.is_empty());
     selected.extend(pitfalls);
@@ -244,6 +362,7 @@ pub fn query(graph: &Value, config: &PropagationConfig, role: &str, tags: &[Stri
         tags,
         seeds: seeds.into_iter().map(str::to_owned).collect(),
         nodes: selected,
+        pitfalls: warnings,
         excluded,
     })
 }
@@ -374,5 +493,72 @@ mod tests {
         assert_eq!(a, b);
         assert!(matches!(query(&graph(), &config, "poet", &["fft".into()]), Err(QueryError::UnknownRole { .. })));
         assert!(matches!(query(&graph(), &config, "implementer", &[]), Err(QueryError::NoTags)));
+    }
+
+    /// A fresh graph (no activations: every rank 0 under the default
+    /// formula): the seed `zz` (tag `t`) requires `a1`, `a2`, `a3`; `zz` has a
+    /// high-severity pitfall edge to the session `s1`, the reached `a2` and
+    /// `a3` lighter ones to `s2`, and `a1` one to the draft `s3`.
+    fn fresh() -> Value {
+        let node = |id: &str, tags: &[&str], domain: &str, status: &str, confidence: f64| {
+            json!({"id": id, "title": id.to_uppercase(), "tags": tags, "domain": domain, "status": status,
+                   "confidence": confidence})
+        };
+        json!({
+            "nodes": [
+                node("a1", &[], "fft", "established", 0.9),
+                node("a2", &[], "fft", "established", 0.9),
+                node("a3", &[], "fft", "established", 0.2),
+                node("s1", &[], "session", "established", 1.0),
+                node("s2", &[], "session", "established", 1.0),
+                node("s3", &[], "session", "draft", 1.0),
+                node("zz", &["t"], "fft", "tentative", 0.5),
+            ],
+            "links": [
+                {"source": "zz", "target": "a1", "type": "requires"},
+                {"source": "zz", "target": "a2", "type": "requires"},
+                {"source": "zz", "target": "a3", "type": "requires"},
+                {"source": "zz", "target": "s1", "type": "pitfall", "weight": 1.0, "note": "k = 0 divides by zero"},
+                {"source": "a3", "target": "s2", "type": "pitfall", "weight": 0.4, "note": "slow"},
+                {"source": "a2", "target": "s2", "type": "pitfall", "weight": 0.3, "note": "also slow"},
+                {"source": "a1", "target": "s3", "type": "pitfall", "weight": 0.9, "note": "hidden"},
+            ]
+        })
+    }
+
+    #[test]
+    fn pitfalls_always_reach_the_agent_seeds_survive_the_cap_and_ties_rank_seeds_first() {
+        let mut config = PropagationConfig::default();
+        config.loadout.max_nodes_per_loadout = 2;
+        let s = query(&fresh(), &config, "implementer", &["t".into()]).unwrap();
+        // Every rank is 0: the seed first, then by confidence (s1 reached
+        // along its pitfall edge at 1.0, a1 and a2 at 0.9), then id: the cap
+        // keeps the seed (today's order put it last: alphabetical) and s1.
+        assert_eq!(ids(&s), ["zz", "s1", "s2"], "{s:#?}");
+        assert!(s.nodes[0].seed && !s.nodes[1].pitfall && s.nodes[2].pitfall);
+        // a2 is cut by the cap and a3 by its confidence, yet their warnings
+        // are kept; the draft pitfall target s3 is not loaded.
+        let warnings: Vec<(&str, &str, &str)> =
+            s.pitfalls.iter().map(|w| (w.source.as_str(), w.target.as_str(), w.note.as_str())).collect();
+        assert_eq!(warnings, [("a2", "s2", "also slow"), ("a3", "s2", "slow"), ("zz", "s1", "k = 0 divides by zero")]);
+        assert_eq!(s.excluded["max_nodes_per_loadout"], ["a1", "a2"]);
+        assert_eq!(s.excluded["confidence"], ["a3"]);
+        assert_eq!(s.excluded["status"], ["s3"]);
+
+        // A cap of 1 keeps the seed; max_pitfall_nodes 1 keeps the heaviest warning.
+        config.loadout.max_nodes_per_loadout = 1;
+        config.loadout.max_pitfall_nodes = 1;
+        let s = query(&fresh(), &config, "implementer", &["t".into()]).unwrap();
+        assert_eq!(ids(&s), ["zz", "s1"]);
+        assert_eq!(s.pitfalls.len(), 1);
+        assert_eq!(s.excluded["max_pitfall_nodes"], ["s2"]);
+    }
+
+    #[test]
+    fn a_task_without_tags_has_an_empty_subgraph_once_the_role_is_known() {
+        let config = PropagationConfig::default();
+        let s = empty(&config, "implementer").unwrap();
+        assert!(s.nodes.is_empty() && s.pitfalls.is_empty() && s.tags.is_empty());
+        assert!(matches!(empty(&config, "poet"), Err(QueryError::UnknownRole { .. })));
     }
 }

@@ -4,10 +4,12 @@
 //! repository, the graph, the tokenizer and the search layer, call
 //! `agents_akms::loadout`, write, print.
 //!
-//! A loadout is reused while its header matches what would be generated
-//! (graph_version, role, seed tags, available context, search layer) (FR-L08);
+//! A loadout is reused (FR-L08) only when what would be generated now is the
+//! file on disk, its `generated_at` aside: the graph, the config, the task
+//! record and the nodes' documents all count, so the result never depends on
+//! what is already on disk (NFR-D02). The passage cache is keyed the same way.
 //! `knowledge/loadouts/index.json` remembers how each was made so
-//! `re-evaluate` can regenerate the stale ones after the graph changed.
+//! `re-evaluate` can regenerate the stale ones.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -77,6 +79,9 @@ pub struct Context {
     /// Loadouts are written: the repository's knowledge lock, held from
     /// before the graph is read to the last write.
     _lock: agents_akms::lock::KnowledgeLock,
+    /// The global vault's directory, absolute: where a loadout says global
+    /// nodes are.
+    global_vault: String,
 }
 
 impl Context {
@@ -105,9 +110,14 @@ impl Context {
                 None
             }
         };
+        let global_vault = std::path::absolute(&layout.global_vault)
+            .unwrap_or_else(|_| layout.global_vault.clone())
+            .to_string_lossy()
+            .into_owned();
         Ok(Context {
             _lock: lock,
             embedder,
+            global_vault,
             graph_version: loadout::graph_version(&bytes),
             index_dir: knowledge_index(settings, &layout),
             text_kind: settings.config.config().context.backends.text.clone(),
@@ -199,11 +209,13 @@ fn prepare(
             .map(|d| d.tag)
             .collect();
     }
-    if tags.is_empty() {
-        return Err(UsageError(format!("{origin}: akms_tags: empty, and no tag could be derived from the task")).into());
+    // No tag given or derivable (a cold start): a loadout without nodes, which says so.
+    let subgraph = if tags.iter().all(|t| t.trim().is_empty()) {
+        agents_akms::query::empty(&ctx.config, &options.role)
+    } else {
+        agents_akms::query::query(&ctx.graph, &ctx.config, &options.role, &tags)
     }
-    let subgraph = agents_akms::query::query(&ctx.graph, &ctx.config, &options.role, &tags)
-        .map_err(|e| UsageError(format!("{origin}: {e}")))?;
+    .map_err(|e| UsageError(format!("{origin}: {e}")))?;
     Ok(Prepared { task_id, file, subgraph })
 }
 
@@ -225,7 +237,6 @@ pub fn make(
     let available = options
         .context_limit
         .map(|limit| loadout::available_context(limit, options.system_prompt_tokens, task_tokens, &ctx.config));
-    let available_text = available.map_or_else(|| "null".to_owned(), |a| a.to_string());
     let phase = phase.or_else(|| match record.get("phase") {
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Number(n)) => Some(n.to_string()),
@@ -240,53 +251,24 @@ pub fn make(
         available_context: available,
         generated_at: generated_at()?,
         graph_version: ctx.graph_version.clone(),
+        global_vault: Some(ctx.global_vault.clone()),
     };
     let path = ctx.loadouts_dir().join(&file);
     let shown = ctx.layout.display(&path).to_string_lossy().replace('\\', "/");
     let search_on = !options.no_search && ctx.config.loadout.search_layer && ctx.search()?.is_some();
-
-    // FR-L08: the same header means the same inputs: keep the file.
-    if !force && let Ok(existing) = std::fs::read_to_string(&path) {
-        let header = loadout::read_header(&existing);
-        let tags: Vec<String> = request.seed_tags.iter().map(|t| t.to_string()).collect();
-        let same = |key: &str, value: String| header.get(key).is_some_and(|v| v.trim_matches('"') == value);
-        if same("graph_version", request.graph_version.clone())
-            && same("agent_role", request.role.clone())
-            && same("available_context", available_text.clone())
-            && same("qmd_available", search_on.to_string())
-            && header.get("seed_tags").is_some_and(|v| {
-                v.trim_start_matches('[')
-                    .trim_end_matches(']')
-                    .split(", ")
-                    .map(|t| t.trim_matches('"'))
-                    .eq(tags.iter().map(String::as_str))
-            })
-        {
-            let report = LoadoutReport {
-                task_id,
-                path: shown,
-                graph_version: ctx.graph_version.clone(),
-                mode: header.get("loadout_mode").map_or("routing", |m| if m == "full" { "full" } else { "routing" }),
-                qmd_available: search_on,
-                available_context: available,
-                node_count: header.get("node_count").and_then(|n| n.parse().ok()).unwrap_or(0),
-                content_tokens: 0,
-                trimmed: Vec::new(),
-                reused: true,
-            };
-            return Ok((report, existing));
-        }
-    }
 
     let ids: Vec<String> = subgraph.nodes.iter().map(|n| n.id.clone()).collect();
     let query = {
         let text = agents_akms::tags::TaskText::from_record(record).text;
         format!("{} {text}", subgraph.tags.join(" "))
     };
+    // The passage cache key: the graph, and every other input (NFR-D02).
+    let inputs = loadout::inputs_hash(&ctx.config, &counted, &ctx.global_vault, &ctx.docs, &ids);
+    let key = format!("{}-{inputs}", ctx.graph_version);
     let passages = match (search_on, ctx.backend.as_deref()) {
         (true, Some(backend)) => Some(agents_akms::search::cached_passages(
             &ctx.layout,
-            &ctx.graph_version,
+            &key,
             backend,
             ctx.embedder.as_ref().map(|e| e as &dyn agents_search::vector::Embedder),
             &ctx.docs,
@@ -297,6 +279,24 @@ pub fn make(
     };
     let made =
         loadout::generate(&request, &ctx.graph, &subgraph, &ctx.docs, passages.as_deref(), &ctx.config, &ctx.tokenizer);
+    // FR-L08: what is on disk is exactly what would be written (its
+    // timestamp aside): keep it.
+    let existing = if force { None } else { std::fs::read_to_string(&path).ok() };
+    if let Some(existing) = existing.filter(|old| loadout::same_loadout(old, &made.text)) {
+        let report = LoadoutReport {
+            task_id,
+            path: shown,
+            graph_version: ctx.graph_version.clone(),
+            mode: loadout::mode_name(made.mode),
+            qmd_available: made.qmd_available,
+            available_context: available,
+            node_count: made.node_count,
+            content_tokens: made.content_tokens,
+            trimmed: made.trimmed,
+            reused: true,
+        };
+        return Ok((report, existing));
+    }
     agents_store::atomic_write(&path, made.text.as_bytes())
         .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
     let report = LoadoutReport {
@@ -455,29 +455,24 @@ fn print(settings: &Settings, reports: &[LoadoutReport]) -> anyhow::Result<()> {
     })
 }
 
-/// `agents knowledge re-evaluate`: regenerates every remembered loadout whose
-/// graph_version is not the current graph's.
+/// `agents knowledge re-evaluate`: regenerates every remembered loadout that
+/// is not what would be generated now (the graph, the config, its task record
+/// or its nodes' documents changed); reports only those.
 pub fn re_evaluate(settings: &Settings, repo: Option<&Path>) -> anyhow::Result<()> {
     let mut ctx = Context::open(settings, repo)?;
     let index = read_index(&ctx)?;
     let mut new_index = index.clone();
     let mut reports = Vec::new();
     for (name, entry) in &index {
-        let path = ctx.loadouts_dir().join(name);
-        let current = std::fs::read_to_string(&path)
-            .ok()
-            .map(|text| loadout::read_header(&text))
-            .and_then(|h| h.get("graph_version").cloned())
-            .is_some_and(|v| v.trim_matches('"') == ctx.graph_version);
-        if current {
-            continue;
-        }
         let task = ctx.layout.repo_root.join(&entry.task);
         if !task.exists() {
             settings.printer.note(format!("warning: {name}: its task record {} is gone; left as it was", entry.task));
             continue;
         }
-        reports.push(for_task_file(&mut ctx, &mut new_index, &task, entry.phase.clone(), &entry.options, true)?);
+        let report = for_task_file(&mut ctx, &mut new_index, &task, entry.phase.clone(), &entry.options, false)?;
+        if !report.reused {
+            reports.push(report);
+        }
     }
     write_json(&index_path(&ctx), &new_index)?;
     if reports.is_empty() {
