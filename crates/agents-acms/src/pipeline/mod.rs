@@ -686,14 +686,16 @@ impl Pipeline {
         };
         // Each file's standing over every candidate of every run (evidence-only
         // ones included): the order `ranked_files` gives them, as a share of the best.
-        let ranked = crate::retrieval::rank_paths(
+        let ranked = crate::retrieval::rank_paths_named(
             runs.iter()
                 .flat_map(|r| &r.candidates)
                 .filter(|c| !c.path.is_empty() && allowed(c))
                 // A node the query names is stronger evidence for its file too.
                 .map(|c| {
                     let named = if c.whole_file { 0.0 } else { names.of(&c.uri) };
-                    (c.path.as_str(), c.score * (1.0 + components::NAME_BOOST as f32 * named as f32), c.whole_file)
+                    let boosted = c.score * (1.0 + components::NAME_BOOST as f32 * named as f32);
+                    // Only a look-up ranks the files defining what it names first.
+                    (c.path.as_str(), boosted, c.whole_file, if names.is_lookup() { named } else { 0.0 })
                 }),
         );
         let standing: std::collections::HashMap<&str, f64> =

@@ -420,6 +420,8 @@ pub fn name_match(query: &str, uri: &str) -> f64 {
 pub struct QueryNames {
     words: std::collections::HashSet<String>,
     compact: String,
+    /// Words in the query, repeats counted.
+    length: usize,
 }
 
 impl QueryNames {
@@ -430,7 +432,15 @@ impl QueryNames {
             .map(str::to_lowercase)
             .collect();
         let compact = query.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_lowercase();
-        QueryNames { words, compact }
+        let length = query.split_whitespace().count();
+        QueryNames { words, compact, length }
+    }
+
+    /// Whether the query reads as a look-up of a name (`InteractivePrinter::print_line`,
+    /// `where is AsyncConsumer defined`): a few words at most. A question about
+    /// behaviour that happens to hold an identifier is not one.
+    pub fn is_lookup(&self) -> bool {
+        self.length <= LOOKUP_WORDS
     }
 
     /// [`name_match`] of the node `uri` against this query.
@@ -495,16 +505,33 @@ pub fn path_evidence<'a>(scored: impl IntoIterator<Item = (&'a str, f32)>) -> Ve
 /// `weight / (RRF_K + r + 1)` from it; best first, ties by path. Without whole-file
 /// items this is exactly the order of [`path_evidence`].
 pub fn rank_paths<'a>(scored: impl IntoIterator<Item = (&'a str, f32, bool)>) -> Vec<String> {
-    let (mut nodes, mut files) = (Vec::new(), Vec::new());
-    for (path, score, whole_file) in scored {
-        if whole_file { files.push((path, score)) } else { nodes.push((path, score)) }
+    rank_paths_named(scored.into_iter().map(|(path, score, whole_file)| (path, score, whole_file, 0.0)))
+}
+
+/// [`rank_paths`] with a third list: the files defining a node the query names
+/// outright ([`QueryNames::of`] = 1: `InteractivePrinter::print_line`,
+/// `version_option`), by the evidence of those nodes, weighing
+/// [`NAMED_WEIGHT`]. A short file that mentions a name many times no longer
+/// outranks the file that defines it on the strength of its whole-file score.
+pub fn rank_paths_named<'a>(scored: impl IntoIterator<Item = (&'a str, f32, bool, f64)>) -> Vec<String> {
+    let (mut nodes, mut files, mut named) = (Vec::new(), Vec::new(), Vec::new());
+    for (path, score, whole_file, name) in scored {
+        if whole_file {
+            files.push((path, score));
+        } else {
+            nodes.push((path, score));
+            if name >= 1.0 {
+                named.push((path, score));
+            }
+        }
     }
     let by_nodes = path_evidence(nodes);
-    if files.is_empty() {
+    if files.is_empty() && named.is_empty() {
         return by_nodes.into_iter().map(|(path, _)| path).collect();
     }
     let mut fused: std::collections::HashMap<String, f32> = std::collections::HashMap::new();
-    for (weight, list) in [(1.0, by_nodes), (WHOLE_FILE_WEIGHT, path_evidence(files))] {
+    let lists = [(1.0, by_nodes), (WHOLE_FILE_WEIGHT, path_evidence(files)), (NAMED_WEIGHT, path_evidence(named))];
+    for (weight, list) in lists {
         for (rank, (path, _)) in list.into_iter().enumerate() {
             *fused.entry(path).or_default() += weight / (RRF_K + rank as f32 + 1.0);
         }
@@ -513,6 +540,12 @@ pub fn rank_paths<'a>(scored: impl IntoIterator<Item = (&'a str, f32, bool)>) ->
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     ranked.into_iter().map(|(path, _)| path).collect()
 }
+
+/// The most words a query may have to read as a look-up ([`QueryNames::is_lookup`]).
+const LOOKUP_WORDS: usize = 5;
+
+/// Weight of the named-definitions list in [`rank_paths_named`].
+const NAMED_WEIGHT: f32 = 1.0;
 
 /// Reciprocal-rank constant of [`rank_paths`]: small, so the head of each list
 /// counts most. With [`WHOLE_FILE_WEIGHT`], the middle of the plateau measured on
@@ -547,6 +580,28 @@ mod tests {
         let evidence: Vec<String> =
             path_evidence(scored.iter().map(|(p, s, _)| (*p, *s))).into_iter().map(|(p, _)| p).collect();
         assert_eq!(rank_paths(scored), evidence);
+    }
+
+    #[test]
+    fn a_file_defining_what_a_look_up_names_outranks_one_that_mentions_it_often() {
+        // decorations.rs is short and says `InteractivePrinter` five times: it
+        // leads the whole-file list; printer.rs defines the method asked for.
+        let scored = [
+            ("src/printer.rs", 1.0, false, 1.0),
+            ("src/decorations.rs", 0.39, false, 0.0),
+            ("src/decorations.rs", 0.35, false, 0.0),
+            ("src/decorations.rs", 0.35, false, 0.0),
+            ("src/decorations.rs", 1.0, true, 0.0),
+            ("src/other.rs", 0.8, true, 0.0),
+            ("src/printer.rs", 0.53, true, 0.0),
+        ];
+        let unnamed = scored.map(|(p, s, w, _)| (p, s, w));
+        assert_eq!(rank_paths(unnamed)[0], "src/decorations.rs", "without the named list");
+        assert_eq!(rank_paths_named(scored), ["src/printer.rs", "src/decorations.rs", "src/other.rs"]);
+        // A look-up is a few words; a question about behaviour is not.
+        assert!(QueryNames::new("InteractivePrinter::print_line").is_lookup());
+        assert!(QueryNames::new("where is AsyncConsumer defined").is_lookup());
+        assert!(!QueryNames::new("how does the printer decide when to call print_line for each input").is_lookup());
     }
 
     #[test]
