@@ -22,8 +22,17 @@
 //! Nodes with `auto_update: true` (code-mirror and session nodes) are skipped
 //! entirely: no hit, boost, activation or neighbour effect (FR-U10).
 //!
-//! Idempotence (NFR-D03): a document whose session node is already registered
-//! has been applied and is skipped, so replaying evidence changes nothing.
+//! Idempotence (NFR-D03): a document is applied once. "Already applied" is
+//! decided by its content: a registered session node records the SHA-256 of
+//! its document (`content_hash`), and a document with the hash of one is
+//! skipped, whatever its file or task id (a registry written before hashes
+//! were recorded counts a node with the document's own id and file as its
+//! application). A document not applied yet gets its own session node:
+//! `session-<task id>` (`session-phase-<N>` for a PCD) when that id is free,
+//! else that id with a suffix of its content hash (`-<8 hex>`, longer on a
+//! clash), so a second plan reusing a task id gets a second session node and
+//! an existing session node is never pointed at another file. Replaying
+//! evidence changes nothing.
 //! Confidences are rounded to six decimals at the end of each document's
 //! cycle, so one run over several documents equals one run per document.
 //!
@@ -466,7 +475,7 @@ pub fn update_until(
 
     // 1. Every document parsed and validated.
     let mut problems = Vec::new();
-    let mut evidence: Vec<(Evidence, String)> = Vec::new();
+    let mut evidence: Vec<(Evidence, String, String)> = Vec::new();
     for path in documents {
         let shown = layout.display(path);
         let text = match crate::bounded::read_text(path, None, crate::compile::SESSION_CAP) {
@@ -495,7 +504,7 @@ pub fn update_until(
             continue;
         };
         match parse_evidence_with(&shown, &text, &config.limits) {
-            Ok(e) => evidence.push((e, relative)),
+            Ok(e) => evidence.push((e, relative, content_hash(&text))),
             Err(p) => problems.extend(p),
         }
     }
@@ -503,16 +512,21 @@ pub fn update_until(
         return Err(error);
     }
 
-    // 2. The overlay: documents whose session node is registered were
-    // applied before; when that is all of them there is nothing to read.
+    // 2. The overlay: documents whose content a registered session node
+    // records were applied before; when that is all of them there is
+    // nothing to read.
     let (state, state_problems) = read_local_state(layout);
     if let Some(error) = AkmsError::from_diagnostics(&state_problems) {
         return Err(error);
     }
-    if evidence.iter().all(|(e, _)| state.session_nodes.contains_key(&e.session_id)) {
+    if evidence.iter().all(|(e, relative, hash)| applied_as(&state, e, relative, hash).is_some()) {
         let skipped = evidence
             .iter()
-            .map(|(e, _)| AppliedDocument { file: e.file.clone(), session: e.session_id.clone(), kind: e.kind })
+            .map(|(e, relative, hash)| AppliedDocument {
+                file: e.file.clone(),
+                session: applied_as(&state, e, relative, hash).unwrap_or_default(),
+                kind: e.kind,
+            })
             .collect();
         return Ok(UpdateReport { skipped, ..UpdateReport::default() });
     }
@@ -524,8 +538,8 @@ pub fn update_until(
     let graph: Json = serde_json::from_str(&compiled.json).unwrap_or_default();
     let view = GraphView::from_graph(&graph);
     let state_path = layout.local_state();
-    for (e, _) in evidence.iter().filter(|(e, _)| !state.session_nodes.contains_key(&e.session_id)) {
-        resolve(e, &view, &state, &mut problems);
+    for (e, _, _) in evidence.iter().filter(|(e, relative, hash)| applied_as(&state, e, relative, hash).is_none()) {
+        resolve(e, &view, &mut problems);
     }
     if let Some(error) = AkmsError::from_diagnostics(&problems) {
         return Err(error);
@@ -548,13 +562,14 @@ pub fn update_until(
         candidates: BTreeMap::new(),
     };
     let mut report = UpdateReport::default();
-    for (e, relative) in &evidence {
-        let doc = AppliedDocument { file: e.file.clone(), session: e.session_id.clone(), kind: e.kind };
-        if plan.state.session_nodes.contains_key(&e.session_id) {
-            report.skipped.push(doc);
+    for (e, relative, hash) in &mut evidence {
+        if let Some(session) = applied_as(&plan.state, e, relative, hash) {
+            report.skipped.push(AppliedDocument { file: e.file.clone(), session, kind: e.kind });
             continue;
         }
-        let changes = plan.apply(e, relative)?;
+        e.session_id = plan.free_session_id(&e.session_id, hash);
+        let doc = AppliedDocument { file: e.file.clone(), session: e.session_id.clone(), kind: e.kind };
+        let changes = plan.apply(e, relative, hash)?;
         report.changes.extend(changes.into_iter().map(|change| LogEntry {
             session: e.session_id.clone(),
             task: e.label.clone(),
@@ -610,9 +625,30 @@ pub fn update_until(
     Ok(report)
 }
 
+/// The SHA-256 of a document's text, in hex: its identity for "already
+/// applied".
+pub fn content_hash(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The registered session node a document was applied as: the one that
+/// records its content hash or, in a registry from before hashes were
+/// recorded, one with the document's own id for the same file.
+fn applied_as(state: &LocalState, e: &Evidence, relative: &str, hash: &str) -> Option<String> {
+    if let Some((id, _)) = state.session_nodes.iter().find(|(_, s)| s.content_hash.as_deref() == Some(hash)) {
+        return Some(id.clone());
+    }
+    state
+        .session_nodes
+        .get(&e.session_id)
+        .filter(|s| s.content_hash.is_none() && s.content_ref == relative)
+        .map(|_| e.session_id.clone())
+}
+
 /// Checks that every node a document names exists and may take what the
 /// document does to it.
-fn resolve(e: &Evidence, view: &GraphView, state: &LocalState, problems: &mut Vec<Diagnostic>) {
+fn resolve(e: &Evidence, view: &GraphView, problems: &mut Vec<Diagnostic>) {
     for used in &e.nodes_used {
         if !view.nodes.contains_key(&used.id) {
             problems.push(Diagnostic::error(
@@ -645,22 +681,26 @@ fn resolve(e: &Evidence, view: &GraphView, state: &LocalState, problems: &mut Ve
             Some(_) => {}
         }
     }
-    if !state.session_nodes.contains_key(&e.session_id)
-        && let Some(node) = view.nodes.get(&e.session_id)
-    {
-        problems.push(Diagnostic::error(
-            ProblemKind::DuplicateId,
-            &e.file,
-            None,
-            None,
-            format!("its session node id `{}` is already a {} node", e.session_id, node.origin),
-        ));
-    }
 }
 
 impl Plan<'_> {
+    /// The session node id for a document not applied yet: `base` (its task
+    /// or phase id) when no node, registered session or local node file has
+    /// it, else `base` with a suffix of the document's content hash.
+    fn free_session_id(&self, base: &str, hash: &str) -> String {
+        let free = |id: &str| !self.taken.contains(id) && !self.state.session_nodes.contains_key(id);
+        if free(base) {
+            return base.to_owned();
+        }
+        [8, 16, hash.len()]
+            .into_iter()
+            .map(|n| format!("{base}-{}", &hash[..n.min(hash.len())]))
+            .find(|id| free(id))
+            .unwrap_or_else(|| format!("{base}-{hash}-{}", self.state.session_nodes.len()))
+    }
+
     /// One document's cycle; returns its changes.
-    fn apply(&mut self, e: &Evidence, content_ref: &str) -> Result<Vec<Change>, AkmsError> {
+    fn apply(&mut self, e: &Evidence, content_ref: &str, hash: &str) -> Result<Vec<Change>, AkmsError> {
         let mut changes = Vec::new();
         let mut touched: BTreeSet<String> = BTreeSet::new();
         // 1. Hits, compounding, with propagation.
@@ -811,7 +851,11 @@ impl Plan<'_> {
             outcome: e.outcome.clone(),
             content_ref: content_ref.to_owned(),
             phase: e.phase,
+            content_hash: Some(hash.to_owned()),
         };
+        // A free id (free_session_id): an existing session node is never
+        // pointed at another file.
+        debug_assert!(!self.state.session_nodes.contains_key(&e.session_id));
         self.state.session_nodes.insert(e.session_id.clone(), session);
         self.taken.insert(e.session_id.clone());
         self.view.nodes.insert(

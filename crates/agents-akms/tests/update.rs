@@ -320,3 +320,64 @@ proptest! {
         prop_assert_eq!(snapshot(dir2.path()), once);
     }
 }
+
+/// Issue 18 item 2: a second document with the same task id (a second plan
+/// reusing `TASK-101`) is applied as its own session node; "already applied"
+/// is decided by content, and the first session node keeps its file.
+#[test]
+fn item_2_evidence_is_never_dropped_or_overwritten() {
+    let (_dir, layout) = fixture();
+    let first = write_session(&layout, "TASK-101.md", MEMORY);
+    update(&layout, &options(), std::slice::from_ref(&first)).unwrap();
+    let second_text = MEMORY.replace("Division by zero at k = 0", "Overflow in the second plan");
+    let second = write_session(&layout, "plan2-TASK-101.md", &second_text);
+    let report = update(&layout, &options(), std::slice::from_ref(&second)).unwrap();
+    assert_eq!(report.applied.len(), 1, "the second document is not skipped: {report:?}");
+    let session = report.applied[0].session.clone();
+    assert_ne!(session, "session-task-101");
+    assert!(session.starts_with("session-task-101-"), "{session}");
+    let state = overlay(&layout);
+    assert_eq!(state["session_nodes"]["session-task-101"]["content_ref"], "sessions/TASK-101.md");
+    assert_eq!(state["session_nodes"][&session]["content_ref"], "sessions/plan2-TASK-101.md");
+    // Its pitfall reaches the graph, on its own session node.
+    let edges = state["local_edges"].as_array().unwrap();
+    assert!(edges.iter().any(|e| e["to"] == session.as_str() && e["note"] == "Overflow in the second plan"));
+    assert!(edges.iter().any(|e| e["to"] == "session-task-101" && e["note"] == "Division by zero at k = 0"));
+
+    // Replaying either, or the same content under another name, changes nothing.
+    let copy = write_session(&layout, "copy.md", &second_text);
+    let again = update(&layout, &options(), &[first.clone(), second, copy]).unwrap();
+    assert!(again.applied.is_empty(), "{again:?}");
+    let skipped: Vec<&str> = again.skipped.iter().map(|d| d.session.as_str()).collect();
+    assert_eq!(skipped, ["session-task-101", session.as_str(), session.as_str()]);
+
+    // A file overwritten in place with new content is new evidence, under a
+    // new session node; the old node still names its own file.
+    let third_text = MEMORY.replace("Division by zero at k = 0", "Third time");
+    std::fs::write(&first, &third_text).unwrap();
+    let third = update(&layout, &options(), std::slice::from_ref(&first)).unwrap();
+    assert_eq!(third.applied.len(), 1);
+    let third_session = &third.applied[0].session;
+    assert!(third_session != "session-task-101" && *third_session != session, "{third_session}");
+    let state = overlay(&layout);
+    assert_eq!(state["session_nodes"]["session-task-101"]["content_ref"], "sessions/TASK-101.md");
+    assert_eq!(state["session_nodes"].as_object().unwrap().len(), 4, "three applied plus the fixture's");
+    let rebuilt = compile(&layout, &options()).unwrap();
+    assert_eq!(std::fs::read_to_string(layout.graph_json()).unwrap(), rebuilt.json);
+}
+
+/// A registry written before content hashes: its session node with the
+/// document's own id and file still counts as the document's application.
+#[test]
+fn item_2_a_registry_without_hashes_still_skips_its_documents() {
+    let (_dir, layout) = fixture();
+    let doc = write_session(&layout, "TASK-101.md", MEMORY);
+    update(&layout, &options(), std::slice::from_ref(&doc)).unwrap();
+    let text = std::fs::read_to_string(layout.local_state()).unwrap();
+    let legacy: String = text.lines().filter(|l| !l.contains("content_hash")).map(|l| format!("{l}\n")).collect();
+    assert_ne!(legacy, text);
+    std::fs::write(layout.local_state(), &legacy).unwrap();
+    let again = update(&layout, &options(), &[doc]).unwrap();
+    assert!(again.applied.is_empty());
+    assert_eq!(again.skipped[0].session, "session-task-101");
+}
