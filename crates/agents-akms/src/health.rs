@@ -120,6 +120,10 @@ pub struct Health {
     pub stale: Vec<Stale>,
     pub blocked: Vec<Blocked>,
     pub orphaned_overlay: Vec<String>,
+    /// Edges skipped because a node they name is in no source (an orphaned
+    /// overlay edge, or an edge to a global node while the vault is missing),
+    /// as `source -> target (file)`.
+    pub skipped_edges: Vec<String>,
     /// Sections not in 5.7 but in the review: what the phase added.
     pub new_tentative: Vec<String>,
     pub new_pitfalls: Vec<PitfallEvent>,
@@ -208,9 +212,14 @@ pub fn health(inputs: &Inputs) -> Health {
                 let id = w.message.split('`').nth(1).unwrap_or_default().to_owned();
                 h.collisions.push(Collision { node: id, local_file: w.file.clone() });
             }
-            ProblemKind::OrphanedOverlay => {
+            ProblemKind::OrphanedOverlay | ProblemKind::UnknownEdgeTarget => {
                 if let Some(id) = w.field.as_deref().and_then(|f| f.strip_prefix("nodes.")) {
                     h.orphaned_overlay.push(id.to_owned());
+                } else if w.message.contains("skipped") {
+                    let mut names = w.message.split('`').skip(1).step_by(2);
+                    if let (Some(source), Some(target)) = (names.next(), names.next()) {
+                        h.skipped_edges.push(format!("{source} -> {target} ({})", w.file.display()));
+                    }
                 }
             }
             _ => {}
@@ -267,6 +276,7 @@ pub fn health(inputs: &Inputs) -> Health {
     h.blocked.dedup();
     h.collisions.sort();
     h.orphaned_overlay.sort();
+    h.skipped_edges.sort();
 
     // The table: one row per node mentioned.
     let mut mentioned: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();

@@ -419,6 +419,9 @@ pub struct UpdateReport {
     pub skipped: Vec<AppliedDocument>,
     /// Every change, in order.
     pub changes: Vec<LogEntry>,
+    /// What was applied with a warning: a node id no node has (recorded as
+    /// a `missing` change instead), a pitfall on a node that carries none.
+    pub warnings: Vec<Diagnostic>,
     /// Files written, relative to the repository.
     pub written: Vec<PathBuf>,
     /// The recompiled graph (`None` when nothing was applied).
@@ -538,11 +541,9 @@ pub fn update_until(
     let graph: Json = serde_json::from_str(&compiled.json).unwrap_or_default();
     let view = GraphView::from_graph(&graph);
     let state_path = layout.local_state();
+    let mut warnings = Vec::new();
     for (e, _, _) in evidence.iter().filter(|(e, relative, hash)| applied_as(&state, e, relative, hash).is_none()) {
-        resolve(e, &view, &mut problems);
-    }
-    if let Some(error) = AkmsError::from_diagnostics(&problems) {
-        return Err(error);
+        resolve(e, &view, &mut warnings);
     }
 
     // 4. The mutations, in memory.
@@ -561,7 +562,7 @@ pub fn update_until(
         taken,
         candidates: BTreeMap::new(),
     };
-    let mut report = UpdateReport::default();
+    let mut report = UpdateReport { warnings, ..UpdateReport::default() };
     for (e, relative, hash) in &mut evidence {
         if let Some(session) = applied_as(&plan.state, e, relative, hash) {
             report.skipped.push(AppliedDocument { file: e.file.clone(), session, kind: e.kind });
@@ -646,17 +647,20 @@ fn applied_as(state: &LocalState, e: &Evidence, relative: &str, hash: &str) -> O
         .map(|_| e.session_id.clone())
 }
 
-/// Checks that every node a document names exists and may take what the
-/// document does to it.
-fn resolve(e: &Evidence, view: &GraphView, problems: &mut Vec<Diagnostic>) {
+/// Warns of every node a document names that does not exist or cannot take
+/// what the document does to it. Never a block (one agent's typo must not
+/// stop a phase's update): an unknown id in `nodes_used` is left out and
+/// recorded as missing knowledge, a pitfall on an unknown or generated node
+/// is kept as a pitfall tied to no node ([`Plan::apply`]).
+fn resolve(e: &Evidence, view: &GraphView, warnings: &mut Vec<Diagnostic>) {
     for used in &e.nodes_used {
         if !view.nodes.contains_key(&used.id) {
-            problems.push(Diagnostic::error(
+            warnings.push(Diagnostic::warning(
                 ProblemKind::UnknownEdgeTarget,
                 &e.file,
                 None,
                 Some(&format!("{}.id", used.field)),
-                format!("no node has the id `{}`", used.id),
+                format!("no node has the id `{}`; recorded as missing knowledge", used.id),
             ));
         }
     }
@@ -664,23 +668,32 @@ fn resolve(e: &Evidence, view: &GraphView, problems: &mut Vec<Diagnostic>) {
         let Some(id) = &pitfall.node_ref else { continue };
         let field = format!("{}.node_ref", pitfall.field);
         match view.nodes.get(id) {
-            None => problems.push(Diagnostic::error(
+            None => warnings.push(Diagnostic::warning(
                 ProblemKind::UnknownEdgeTarget,
                 &e.file,
                 None,
                 Some(&field),
-                format!("no node has the id `{id}`"),
+                format!("no node has the id `{id}`; the pitfall is kept tied to no node and `{id}` recorded as missing knowledge"),
             )),
-            Some(node) if node.domain == "session" || node.origin == "code-mirror" => problems.push(Diagnostic::error(
+            Some(node) if !takes_pitfall(node) => warnings.push(Diagnostic::warning(
                 ProblemKind::InvalidValue,
                 &e.file,
                 None,
                 Some(&field),
-                format!("`{id}` is a {} node, which carries no edges; name the domain node", node.domain),
+                format!(
+                    "`{id}` is a {} node, which carries no edges; the pitfall is kept tied to no node (name the domain node)",
+                    node.domain
+                ),
             )),
             Some(_) => {}
         }
     }
+}
+
+/// Whether a node may carry a pitfall edge (not a generated session or
+/// code-mirror node).
+fn takes_pitfall(node: &ViewNode) -> bool {
+    node.domain != "session" && node.origin != "code-mirror"
 }
 
 impl Plan<'_> {
@@ -765,15 +778,17 @@ impl Plan<'_> {
             }
         }
 
-        // 3. Pitfalls: one edge per node to the session node.
+        // 3. Pitfalls: one edge per node to the session node; one on a node
+        // that cannot carry it is logged tied to no node.
         let mut pitfalls: BTreeMap<String, (f64, Vec<String>)> = BTreeMap::new();
         for p in &e.pitfalls {
+            let node_ref = p.node_ref.clone().filter(|id| self.view.nodes.get(id).is_some_and(takes_pitfall));
             changes.push(Change::Pitfall {
-                node: p.node_ref.clone(),
+                node: node_ref.clone(),
                 description: p.description.clone(),
                 severity: p.severity.clone(),
             });
-            if let Some(node) = &p.node_ref {
+            if let Some(node) = &node_ref {
                 let entry = pitfalls.entry(node.clone()).or_insert((0.0, Vec::new()));
                 entry.0 = entry.0.max(severity_weight(&p.severity));
                 entry.1.push(p.description.clone());
@@ -791,13 +806,31 @@ impl Plan<'_> {
             self.state.local_edges.push((node, edge));
         }
 
-        // 4. Missing knowledge is logged (the review's blocked tasks).
+        // 4. Missing knowledge is logged (the review's blocked tasks), with
+        // every id the document named that no node has.
         for m in &e.nodes_missing {
             changes.push(Change::Missing {
                 suggested_id: m.suggested_id.clone(),
                 domain: m.domain.clone(),
                 priority: m.priority.clone(),
                 description: m.description.clone(),
+            });
+        }
+        let mut unknown: BTreeSet<&str> = e.nodes_missing.iter().map(|m| m.suggested_id.as_str()).collect();
+        let named = e
+            .nodes_used
+            .iter()
+            .map(|u| (&u.id, &u.field, "medium"))
+            .chain(e.pitfalls.iter().filter_map(|p| Some((p.node_ref.as_ref()?, &p.field, p.severity.as_str()))));
+        for (id, field, priority) in named {
+            if self.view.nodes.contains_key(id) || !unknown.insert(id.as_str()) {
+                continue;
+            }
+            changes.push(Change::Missing {
+                suggested_id: id.clone(),
+                domain: crate::evidence::DEFAULT_DOMAIN.to_owned(),
+                priority: priority.to_owned(),
+                description: format!("named in {field} but no node has this id"),
             });
         }
 

@@ -246,14 +246,51 @@ fn nfr_r01_malformed_evidence_changes_nothing() {
     let before = snapshot(dir.path());
     let good = write_session(&layout, "TASK-101.md", MEMORY);
     let bad = write_session(&layout, "TASK-102.md", &MEMORY.replace("coverage: outdated", "coverage: meh"));
-    let unknown = write_session(&layout, "TASK-103.md", &MEMORY.replace("id: green-operator", "id: no-such-node"));
     let with_docs = snapshot(dir.path());
-    for docs in [vec![good.clone(), bad], vec![good, unknown]] {
-        let error = update(&layout, &options(), &docs).unwrap_err().to_string();
-        assert!(error.contains("nodes_used[1]"), "{error}");
-        assert_eq!(snapshot(dir.path()), with_docs);
+    let error = update(&layout, &options(), &[good, bad]).unwrap_err().to_string();
+    assert!(error.contains("nodes_used[1]"), "{error}");
+    assert_eq!(snapshot(dir.path()), with_docs);
+    assert_eq!(before.len() + 2, with_docs.len());
+}
+
+/// Issue 18 item 3: an AgentMemory naming a node no one has is applied with
+/// a warning; the id becomes a `missing` entry, the pitfall is kept tied to
+/// no node, and the other documents of the phase land.
+#[test]
+fn item_3_an_unknown_node_is_a_warning_and_missing_knowledge_never_a_block() {
+    let (_dir, layout) = fixture();
+    let good = write_session(&layout, "TASK-101.md", MEMORY);
+    let text = MEMORY
+        .replace("task_id: TASK-101", "task_id: TASK-103")
+        .replace("id: green-operator", "id: no-such-node")
+        .replace("node_ref: lippmann-schwinger", "node_ref: ghost-node")
+        .replace("strain-rate-formula", "other-formula");
+    let unknown = write_session(&layout, "TASK-103.md", &text);
+    let report = update(&layout, &options(), &[good, unknown]).unwrap();
+    assert_eq!(report.applied.len(), 2, "{report:?}");
+    let warnings: Vec<String> = report.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].contains("TASK-103.md: nodes_used[1].id: no node has the id `no-such-node`"), "{warnings:?}");
+    assert!(warnings[1].contains("pitfalls_discovered[0].node_ref: no node has the id `ghost-node`"), "{warnings:?}");
+    let missing: Vec<(String, String)> = read_log(&layout)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.change {
+            Change::Missing { suggested_id, .. } => Some((e.task, suggested_id)),
+            _ => None,
+        })
+        .collect();
+    for id in ["no-such-node", "ghost-node"] {
+        assert!(missing.contains(&("TASK-103".to_owned(), id.to_owned())), "{id}: {missing:?}");
     }
-    assert_eq!(before.len() + 3, with_docs.len());
+    let log = read_log(&layout).unwrap();
+    assert!(log.iter().any(|e| e.task == "TASK-103"
+        && matches!(&e.change, Change::Pitfall { node: None, description, .. } if description == "Division by zero at k = 0")));
+    let state = overlay(&layout);
+    assert!(state["session_nodes"].get("session-task-103").is_some());
+    assert!(state["nodes"].get("no-such-node").is_none());
+    let rebuilt = compile(&layout, &options()).unwrap();
+    assert_eq!(std::fs::read_to_string(layout.graph_json()).unwrap(), rebuilt.json);
 }
 
 /// `nodes_used` entries over the fixture's nodes.

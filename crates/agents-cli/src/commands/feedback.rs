@@ -23,6 +23,9 @@ pub fn update(settings: &Settings, repo: Option<&Path>, documents: &[PathBuf]) -
     }
     let _lock = lock_knowledge(settings, &layout)?;
     let report = agents_akms::update::update(&layout, &options, documents).map_err(into_anyhow)?;
+    for warning in &report.warnings {
+        settings.printer.note(format!("warning: {warning}"));
+    }
     if let Some(compiled) = &report.compiled {
         index_knowledge(settings, &layout, compiled)?;
         for warning in &compiled.warnings {
@@ -158,6 +161,7 @@ pub(crate) fn status_text(h: &Health) -> String {
     ));
     out.push_str(&section("blocked tasks", h.blocked.iter().map(blocked_line).collect()));
     out.push_str(&section("orphaned overlay entries", h.orphaned_overlay.clone()));
+    out.push_str(&section("skipped edges (a node they name is in no source)", h.skipped_edges.clone()));
     out
 }
 
