@@ -1031,9 +1031,16 @@ impl Plan<'_> {
 pub enum Review {
     /// `tentative` -> `established`, in the local layer.
     Promote,
-    /// Any status -> `draft`: out of every loadout, nothing deleted.
+    /// Any status -> `draft`: out of every loadout, nothing deleted. The
+    /// status it had is kept in the overlay (`nodes.<id>.suppressed_from`).
     Suppress,
+    /// Undoes a suppress: `draft` -> the status before it (a global node's
+    /// own; for a local node `suppressed_from`, else `tentative`).
+    Restore,
 }
+
+/// The overlay key recording the status a suppressed node had.
+pub const SUPPRESSED_FROM: &str = "suppressed_from";
 
 /// What [`set_status`] changed.
 #[derive(Debug, Clone, Serialize)]
@@ -1056,11 +1063,13 @@ fn refuse(layout: &Layout, message: String) -> AkmsError {
     }
 }
 
-/// Promotes or suppresses node `id`, then recompiles `graph.json`. A local
-/// node's file gets the new `status` line (nothing else changes); a global
-/// node is never written: suppressing one sets `status: draft` in its
-/// overlay entry, and promoting one is refused (the vault is read-only;
-/// promotion to global is a manual move, FR-O08).
+/// Promotes, suppresses or restores node `id`, then recompiles `graph.json`.
+/// A local node's file gets the new `status` line (nothing else changes); a
+/// global node is never written: suppressing one sets `status: draft` in its
+/// overlay entry (restoring removes it), and promoting one is refused (the
+/// vault is read-only; promotion to global is a manual move, FR-O08). A
+/// suppress records the status it replaced in the overlay, which a restore
+/// brings back.
 pub fn set_status(
     layout: &Layout,
     options: &CompileOptions,
@@ -1076,63 +1085,111 @@ pub fn set_status(
     if node.domain == "session" || node.origin == "code-mirror" {
         return Err(refuse(layout, format!("`{id}` is a generated {} node; its status is not reviewed", node.domain)));
     }
-    let to = match review {
+    let state_path = layout.local_state();
+    let (before, problems) = read_local_state(layout);
+    if let Some(error) = AkmsError::from_diagnostics(&problems) {
+        return Err(error);
+    }
+    let mut state = before.clone();
+    let entry = state.nodes.get(id);
+    let overlay_status = entry.and_then(|e| e.get("status")).and_then(Json::as_str).map(str::to_owned);
+    let suppressed_from = entry.and_then(|e| e.get(SUPPRESSED_FROM)).and_then(Json::as_str).map(str::to_owned);
+    let global = node.origin == "global";
+    let to: String = match review {
         Review::Promote if node.status != "tentative" => {
             return Err(refuse(layout, format!("`{id}` is {}, not tentative: nothing to promote", node.status)));
         }
-        Review::Promote if node.origin == "global" => {
+        Review::Promote if global => {
             return Err(refuse(
                 layout,
                 format!("`{id}` is a global node; the global vault is read-only, so promote it there by hand"),
             ));
         }
-        Review::Promote => "established",
-        Review::Suppress => "draft",
+        Review::Promote => "established".into(),
+        Review::Suppress => "draft".into(),
+        Review::Restore if node.status != "draft" => {
+            return Err(refuse(
+                layout,
+                format!("`{id}` is {}, not suppressed (draft): nothing to restore", node.status),
+            ));
+        }
+        Review::Restore if global && overlay_status.as_deref() != Some("draft") => {
+            return Err(refuse(
+                layout,
+                format!("`{id}` is draft in the global vault itself, which is read-only: change it there by hand"),
+            ));
+        }
+        // The global node's own status, once the overlay's draft is gone.
+        Review::Restore if global => String::new(),
+        Review::Restore => suppressed_from.clone().unwrap_or_else(|| "tentative".into()),
     };
+    // The overlay: a global node's status override, and what a suppress
+    // replaced.
+    {
+        let entry = state.nodes.entry(id.to_owned()).or_default();
+        match review {
+            Review::Suppress if node.status != "draft" => {
+                entry.insert(SUPPRESSED_FROM.into(), Json::from(node.status.clone()));
+            }
+            Review::Restore | Review::Promote => {
+                entry.remove(SUPPRESSED_FROM);
+            }
+            Review::Suppress => {}
+        }
+        if global {
+            match review {
+                Review::Restore => {
+                    entry.remove("status");
+                }
+                _ => {
+                    entry.insert("status".into(), Json::from(to.clone()));
+                }
+            }
+        }
+        if entry.is_empty() {
+            state.nodes.remove(id);
+        }
+    }
     let shown = compiled.files.get(id).cloned().unwrap_or_default();
     let node_path = if shown.is_absolute() { shown.clone() } else { layout.repo_root.join(&shown) };
-    let (path, text) = if node.origin == "local" {
+    let mut writes: Vec<(PathBuf, String)> = Vec::new();
+    let mut sources = Sources::load(layout);
+    if !global {
         let text =
             std::fs::read_to_string(&node_path).map_err(|source| AkmsError::Io { path: node_path.clone(), source })?;
-        let edited = set_status_line(&text, to)
+        let edited = set_status_line(&text, &to)
             .ok_or_else(|| refuse(layout, format!("cannot find a top-level `status:` line in {}", shown.display())))?;
         let (parsed, problems) = parse_node(&shown, &edited, Layer::Local);
-        if parsed.is_none_or(|n| n.attributes.get("status").and_then(Json::as_str) != Some(to)) {
+        if parsed.is_none_or(|n| n.attributes.get("status").and_then(Json::as_str) != Some(to.as_str())) {
             return Err(AkmsError::from_diagnostics(&problems)
                 .unwrap_or_else(|| refuse(layout, format!("cannot edit the status of {} safely", shown.display()))));
         }
-        (node_path.clone(), edited)
+        sources.set_local(layout, &node_path, &edited);
+        writes.push((node_path.clone(), edited));
+    }
+    let state = if state == before {
+        before
     } else {
-        let state_path = layout.local_state();
-        let mut state = match std::fs::read_to_string(&state_path) {
-            Ok(text) => parse_local_state(&layout.display(&state_path), &text)
-                .map_err(|problems| AkmsError::Invalid { problems })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => LocalState::default(),
-            Err(source) => return Err(AkmsError::Io { path: state_path, source }),
-        };
-        state.nodes.entry(id.to_owned()).or_default().insert("status".into(), Json::from(to));
-        (state_path, render_local_state(&state))
+        let text = render_local_state(&state);
+        let written = parse_local_state(&layout.display(&state_path), &text)
+            .map_err(|problems| AkmsError::Invalid { problems })?;
+        writes.push((state_path.clone(), text));
+        written
     };
-    // The edited file and graph.json, compiled in memory first and written
+    // The edited files and graph.json, compiled in memory first and written
     // as one unit through the journal.
-    let mut sources = Sources::load(layout);
-    let state = if node.origin == "local" {
-        sources.set_local(layout, &path, &text);
-        let (state, problems) = read_local_state(layout);
-        if let Some(error) = AkmsError::from_diagnostics(&problems) {
-            return Err(error);
-        }
-        state
-    } else {
-        parse_local_state(&layout.display(&path), &text).map_err(|problems| AkmsError::Invalid { problems })?
-    };
     let rebuilt = sources.compile(layout, options, &state)?;
-    crate::lock::commit(layout, &[(path.clone(), text.as_str()), (layout.graph_json(), rebuilt.json.as_str())])?;
+    let graph: Json = serde_json::from_str(&rebuilt.json).unwrap_or_default();
+    let to = GraphView::from_graph(&graph).nodes.get(id).map(|n| n.status.clone()).unwrap_or(to);
+    let file = if global { state_path } else { node_path };
+    let mut ordered: Vec<(PathBuf, &str)> = writes.iter().map(|(p, t)| (p.clone(), t.as_str())).collect();
+    ordered.push((layout.graph_json(), rebuilt.json.as_str()));
+    crate::lock::commit(layout, &ordered)?;
     Ok(StatusChange {
         node: id.to_owned(),
         from: node.status.clone(),
-        to: to.to_owned(),
-        file: layout.display(&path),
+        to,
+        file: layout.display(&file),
         node_file: shown,
         origin: node.origin.clone(),
     })

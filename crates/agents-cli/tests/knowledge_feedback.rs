@@ -248,6 +248,41 @@ fn fr_r04_suppress_marks_draft_and_deletes_nothing() {
     assert_eq!(unknown.status.code(), Some(2));
 }
 
+/// Issue 18 item 8: `restore` undoes a suppress, for a local node (its file
+/// gets back the status it had, byte for byte) and a global one (the
+/// overlay's draft is removed); the vault is never written.
+#[test]
+fn item_8_restore_undoes_a_suppress() {
+    let k = knowledge();
+    let vault = snapshot(&k.vault);
+    let file = k.repo.join("knowledge/local-nodes/repo-conventions.md");
+    let original = std::fs::read(&file).unwrap();
+    ok(&k, &["suppress", "repo-conventions"]);
+    ok(&k, &["suppress", "green-operator"]);
+    assert_eq!(node(&graph(&k.repo), "repo-conventions")["status"], "draft");
+    let out = ok(&k, &["restore", "repo-conventions"]);
+    assert_eq!(out, "repo-conventions: draft -> established (knowledge/local-nodes/repo-conventions.md)\n");
+    assert_eq!(std::fs::read(&file).unwrap(), original);
+    let out = ok(&k, &["restore", "green-operator"]);
+    assert_eq!(out, "green-operator: draft -> tentative (knowledge/graph/local_state.yaml)\n");
+    let g = graph(&k.repo);
+    assert_eq!(node(&g, "repo-conventions")["status"], "established");
+    assert_eq!(node(&g, "green-operator")["status"], "tentative");
+    let state = std::fs::read_to_string(k.repo.join("knowledge/graph/local_state.yaml")).unwrap();
+    assert!(!state.contains("suppressed_from") && !state.contains("status: draft"), "{state}");
+    assert_eq!(snapshot(&k.vault), vault);
+    // Nothing to restore: a clear error, exit 2, nothing written.
+    let before = snapshot(&k.repo);
+    let out = run(&k, &["restore", "green-operator"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("`green-operator` is tentative, not suppressed (draft): nothing to restore"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(snapshot(&k.repo), before);
+}
+
 #[test]
 fn spec_6_3_two_repositories_sharing_one_vault_stay_isolated() {
     let k = knowledge();

@@ -1,4 +1,4 @@
-//! `agents knowledge update|status|review|promote|suppress`: evidence in,
+//! `agents knowledge update|status|review|promote|suppress|restore`: evidence in,
 //! health and review out, and the human's one-command review actions. Thin:
 //! resolve the repository, call `agents_akms::{update, health}`, print.
 
@@ -123,7 +123,10 @@ pub(crate) fn review_text(health: &Health) -> String {
     out.push_str(&section("new pitfalls", r.new_pitfalls.iter().map(pitfall_line).collect()));
     out.push_str(&section("blocked tasks", r.blocked.iter().map(blocked_line).collect()));
     out.push_str(&section("id collisions", r.collisions.iter().map(|c| c.node.clone()).collect()));
-    out.push_str("one command per node: agents knowledge promote ID | agents knowledge suppress ID\n");
+    out.push_str(&section("docstring drift", r.drift.clone()));
+    out.push_str(
+        "one command per node: agents knowledge promote ID | agents knowledge suppress ID | agents knowledge restore ID\n",
+    );
     out
 }
 
