@@ -12,7 +12,8 @@
 //!    node records the task in `activated_by_tasks` and the document in
 //!    `session_refs` (most recent `max_session_refs` kept);
 //! 3. pitfalls: an edge `pitfall` from the node to the document's session
-//!    node (weight by severity: high 1.0, medium 0.6, low 0.3; the
+//!    node (weight by severity, `graph.pitfall_weight`: by default high 1.0,
+//!    medium 0.6, low 0.3; the
 //!    descriptions of one document for one node share its note); a pitfall
 //!    with `node_ref: null` is logged only;
 //! 4. new knowledge: the deterministic token-Jaccard dedup of 5.5.3, then an
@@ -398,16 +399,14 @@ pub fn best_match<'c>(
     best.filter(|(_, score)| *score > threshold)
 }
 
-/// Pitfall edge weight by severity.
+/// Pitfall edge weight by severity, at the defaults
+/// (`graph.pitfall_weight` in `propagation_config.yaml` sets them).
 pub fn severity_weight(severity: &str) -> f64 {
-    match severity {
-        "high" => 1.0,
-        "medium" => 0.6,
-        _ => 0.3,
-    }
+    crate::config::PitfallWeights::default().of(severity)
 }
 
-/// The confidence a new tentative node starts with.
+/// The confidence a new tentative node starts with by default
+/// (`confidence.new_node_confidence` sets it).
 pub const NEW_NODE_CONFIDENCE: f64 = 0.5;
 
 /// What an update did.
@@ -442,6 +441,8 @@ struct Plan<'a> {
     params: Params,
     max_session_refs: usize,
     dedup_threshold: f64,
+    pitfall_weight: crate::config::PitfallWeights,
+    new_node_confidence: f64,
     view: GraphView,
     state: LocalState,
     /// Node files of this run: path -> text.
@@ -555,6 +556,8 @@ pub fn update_until(
         params: Params::from_config(&config),
         max_session_refs: config.graph.max_session_refs as usize,
         dedup_threshold: config.graph.dedup_threshold,
+        pitfall_weight: config.graph.pitfall_weight.clone(),
+        new_node_confidence: config.confidence.new_node_confidence,
         view,
         state,
         files: BTreeMap::new(),
@@ -790,7 +793,7 @@ impl Plan<'_> {
             });
             if let Some(node) = &node_ref {
                 let entry = pitfalls.entry(node.clone()).or_insert((0.0, Vec::new()));
-                entry.0 = entry.0.max(severity_weight(&p.severity));
+                entry.0 = entry.0.max(self.pitfall_weight.of(&p.severity));
                 entry.1.push(p.description.clone());
             }
         }
@@ -988,7 +991,7 @@ impl Plan<'_> {
         front.insert("domain".into(), k.domain.clone().into());
         front.insert("tags".into(), yaml_serde::Value::Sequence(k.tags.iter().map(|t| t.clone().into()).collect()));
         front.insert("status".into(), "tentative".into());
-        front.insert("confidence".into(), NEW_NODE_CONFIDENCE.into());
+        front.insert("confidence".into(), self.new_node_confidence.into());
         front.insert("source".into(), "agent".into());
         front.insert("drafted_in".into(), session.into());
         front.insert("akms_schema".into(), crate::yaml::SCHEMA_VERSION.into());
@@ -1001,7 +1004,7 @@ impl Plan<'_> {
         self.view.nodes.insert(
             id.clone(),
             ViewNode {
-                confidence: NEW_NODE_CONFIDENCE,
+                confidence: self.new_node_confidence,
                 floor: None,
                 auto_update: false,
                 domain: k.domain.clone(),

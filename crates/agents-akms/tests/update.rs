@@ -418,3 +418,22 @@ fn item_2_a_registry_without_hashes_still_skips_its_documents() {
     assert!(again.applied.is_empty());
     assert_eq!(again.skipped[0].session, "session-task-101");
 }
+
+/// Issue 18 item 8 (UR-04): the pitfall weight by severity and a new node's
+/// confidence come from `propagation_config.yaml`.
+#[test]
+fn item_8_pitfall_weight_and_new_node_confidence_come_from_the_config() {
+    let (_dir, layout) = fixture();
+    std::fs::write(
+        layout.propagation_config(),
+        "akms_schema: v2\nconfidence:\n  new_node_confidence: 0.42\ngraph:\n  pitfall_weight: {high: 0.9}\n",
+    )
+    .unwrap();
+    let doc = write_session(&layout, "TASK-101.md", MEMORY);
+    update(&layout, &options(), &[doc]).unwrap();
+    let state = overlay(&layout);
+    let edge = state["local_edges"].as_array().unwrap().iter().find(|e| e["to"] == "session-task-101").unwrap();
+    assert_eq!(edge["weight"].as_f64(), Some(0.9));
+    let node = std::fs::read_to_string(layout.local_nodes().join("strain-rate-formula.md")).unwrap();
+    assert!(node.contains("confidence: 0.42"), "{node}");
+}
