@@ -58,6 +58,9 @@ pub struct LoadoutConfig {
     /// The search layer (the spec's qmd): passages retrieved within the node
     /// set. `false` makes every loadout the degraded form (NFR-R05).
     pub search_layer: bool,
+    /// With an embedding model: the cosine a paragraph needs to bring its
+    /// node's passage in without a BM25 hit.
+    pub semantic_floor: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -290,6 +293,7 @@ impl Default for LoadoutConfig {
             min_confidence_threshold: 0.30,
             max_loadout_tokens: 12000,
             search_layer: true,
+            semantic_floor: 0.35,
             context_size_tokens: ContextSizeTokens::default(),
             routing_tokens_per_node: 200,
             mode_selection: ModeSelection::default(),
@@ -386,6 +390,7 @@ loadout:
     safety_margin: 4000        # reserved headroom tokens
     default_mode: routing      # routing | full
   search_layer: true           # false: no passages, the degraded loadout (qmd_available: false)
+  semantic_floor: 0.35         # with an embedding model: the cosine that brings a passage in without a BM25 hit
 
 graph:
   stale_node_days: 90
@@ -483,6 +488,7 @@ pub fn parse_config(file: &Path, text: &str) -> Result<PropagationConfig, Vec<Di
         unit("edge_type_propagation", edge.as_str(), *value);
     }
     unit("loadout", "min_confidence_threshold", config.loadout.min_confidence_threshold);
+    unit("loadout", "semantic_floor", config.loadout.semantic_floor);
     unit("loadout", "mode_selection.budget_fraction", config.loadout.mode_selection.budget_fraction);
     unit("graph", "dedup_threshold", config.graph.dedup_threshold);
     let weights = &config.graph.pitfall_weight;
@@ -614,7 +620,7 @@ mod tests {
     /// Issue 18 item 8 (UR-04): the constants that decide the update's
     /// behaviour are settings, today's values their defaults.
     #[test]
-    fn item_8_pitfall_weights_and_the_new_node_confidence_are_settings() {
+    fn item_8_pitfall_weights_new_node_confidence_and_the_cosine_cut_off_are_settings() {
         let d = PropagationConfig::default();
         assert_eq!(d.confidence.new_node_confidence, 0.5);
         assert_eq!(
@@ -626,6 +632,9 @@ mod tests {
         let config = parse_config(Path::new("p.yaml"), text).unwrap();
         assert_eq!(config.confidence.new_node_confidence, 0.4);
         assert_eq!(config.graph.pitfall_weight, PitfallWeights { medium: 0.8, ..PitfallWeights::default() });
+        assert_eq!(d.loadout.semantic_floor, 0.35, "the search layer's cosine cut-off");
+        let floor = parse_config(Path::new("p.yaml"), "akms_schema: v2\nloadout:\n  semantic_floor: 0.5\n").unwrap();
+        assert_eq!(floor.loadout.semantic_floor, 0.5);
         let bad =
             parse_config(Path::new("p.yaml"), "akms_schema: v2\ngraph:\n  pitfall_weight: {high: 2}\n").unwrap_err();
         assert_eq!(

@@ -368,7 +368,6 @@ mod tests {
         assert!(parse_mapping(Path::new("a.md"), &flow, 1).is_ok());
     }
 
-    #[test]
     /// Issue 18 item 8: a number (or boolean) given as a string says so.
     #[test]
     fn item_8_numbers_given_as_strings_say_so() {
