@@ -75,8 +75,17 @@ fn phase(layout: &Layout, index: Option<&Path>, tokenizer: &Tokenizer) {
         let subgraph = agents_akms::query::query(&graph, &config, "implementer", &tags).expect("a query");
         let ids: Vec<String> = subgraph.nodes.iter().map(|n| n.id.clone()).collect();
         let passages = backend.as_deref().map(|b| {
-            agents_akms::search::cached_passages(layout, &version, b, None, &docs, &ids, &format!("tag-{i} body text"))
-                .expect("passages")
+            agents_akms::search::cached_passages(
+                layout,
+                &version,
+                b,
+                None,
+                &docs,
+                &ids,
+                &format!("tag-{i} body text"),
+                agents_akms::search::SEMANTIC_FLOOR,
+            )
+            .expect("passages")
         });
         let request = LoadoutRequest {
             task_id: format!("phase1-task{i}"),

@@ -556,14 +556,31 @@ fn merge(
             });
         }
     }
+    // Without global nodes (a missing or empty vault, NFR-R04) an edge to
+    // one cannot resolve: the repository still builds from its local
+    // sources, the edge skipped with a warning.
+    let no_global = sources.global.is_empty();
+    let cold = |id: &str| {
+        if no_global {
+            format!(
+                "no node has the id `{id}` (no global nodes: the global vault {} is missing or empty)",
+                layout.global_vault.display()
+            )
+        } else {
+            format!("no node has the id `{id}`")
+        }
+    };
     for (from, edge) in &state.local_edges {
-        if !merged.contains_key(from) {
-            diagnostics.push(Diagnostic::error(
-                ProblemKind::UnknownEdgeTarget,
+        // An overlay edge naming a node no source has is orphaned, like an
+        // orphaned node entry: a warning, never fatal (spec 4.2).
+        let missing = [(from, "from"), (&edge.to, "to")].into_iter().find(|(id, _)| !merged.contains_key(*id));
+        if let Some((id, end)) = missing {
+            diagnostics.push(Diagnostic::warning(
+                ProblemKind::OrphanedOverlay,
                 &state_file,
                 edge.line,
-                Some(&format!("{}.from", edge.field)),
-                format!("no node has the id `{from}`"),
+                Some(&format!("{}.{end}", edge.field)),
+                format!("orphaned overlay edge `{from}` -> `{}`: {}; the edge is skipped", edge.to, cold(id)),
             ));
             continue;
         }
@@ -580,13 +597,23 @@ fn merge(
     for link in links {
         let field = format!("{}.to", link.edge.field);
         let Some(&target) = merged.get(&link.edge.to) else {
-            diagnostics.push(Diagnostic::error(
-                ProblemKind::UnknownEdgeTarget,
-                &link.file,
-                link.edge.line,
-                Some(&field),
-                format!("no node has the id `{}`", link.edge.to),
-            ));
+            if no_global && link.origin == "local" {
+                diagnostics.push(Diagnostic::warning(
+                    ProblemKind::UnknownEdgeTarget,
+                    &link.file,
+                    link.edge.line,
+                    Some(&field),
+                    format!("edge `{}` -> `{}` skipped: {}", link.source, link.edge.to, cold(&link.edge.to)),
+                ));
+            } else {
+                diagnostics.push(Diagnostic::error(
+                    ProblemKind::UnknownEdgeTarget,
+                    &link.file,
+                    link.edge.line,
+                    Some(&field),
+                    format!("no node has the id `{}`", link.edge.to),
+                ));
+            }
             continue;
         };
         if link.edge.kind == EdgeType::Pitfall && !order[target].session {
@@ -847,6 +874,50 @@ mod tests {
         // No knowledge at all: an empty graph, not an error.
         let bare = Layout::new(dir.path().join("bare"), dir.path().join("missing"));
         assert_eq!(compile(&bare, &options()).unwrap().node_count, 0);
+    }
+
+    /// Issue 18 item 3: with the global vault missing, a repository whose
+    /// overlay and local nodes have edges to global nodes still builds; the
+    /// edges are skipped with warnings naming them.
+    #[test]
+    fn item_3_nfr_r04_edges_to_missing_global_nodes_are_skipped_with_a_warning() {
+        let (dir, mut layout) = fixture();
+        layout.global_vault = dir.path().join("missing");
+        let compiled = compile(&layout, &options()).unwrap();
+        let graph: Json = serde_json::from_str(&compiled.json).unwrap();
+        assert!(graph["links"].as_array().unwrap().iter().all(|l| {
+            let ids: Vec<&str> = graph["nodes"].as_array().unwrap().iter().filter_map(|n| n["id"].as_str()).collect();
+            ids.contains(&l["source"].as_str().unwrap()) && ids.contains(&l["target"].as_str().unwrap())
+        }));
+        let skipped: Vec<String> = compiled
+            .warnings
+            .iter()
+            .filter(|w| w.message.contains("skipped") && w.message.contains("missing or empty"))
+            .map(ToString::to_string)
+            .collect();
+        assert!(
+            skipped.iter().any(|w| w.contains("local_state.yaml") && w.contains("orphaned overlay edge")),
+            "{skipped:#?}"
+        );
+        assert!(skipped.iter().any(|w| w.contains("epsilon-regularisation.md")), "{skipped:#?}");
+        // With the vault present, an overlay edge to an unknown node is
+        // orphaned too (a warning), but a node's edge to one is an error.
+        let (_dir, layout) = fixture();
+        let state = std::fs::read_to_string(layout.local_state()).unwrap();
+        write(
+            &layout.local_state(),
+            &state.replace(
+                "local_edges:\n",
+                "local_edges:\n  - {from: green-operator, to: gone, type: requires, weight: 0.5}\n",
+            ),
+        );
+        let compiled = compile(&layout, &options()).unwrap();
+        let orphan = compiled.warnings.iter().find(|w| w.message.contains("`gone`")).unwrap();
+        assert_eq!(orphan.kind, ProblemKind::OrphanedOverlay);
+        assert_eq!(
+            orphan.message,
+            "orphaned overlay edge `green-operator` -> `gone`: no node has the id `gone`; the edge is skipped"
+        );
     }
 
     #[test]
@@ -1176,10 +1247,12 @@ mod tests {
         let path = layout.global_vault.join("green-operator.md");
         let text = std::fs::read_to_string(&path).unwrap();
         write(&path, &text.replace("confidence: 0.6", "confidence: high"));
-        let errors: Vec<String> =
-            check(&layout, &options()).iter().filter(|d| d.is_error()).map(ToString::to_string).collect();
-        // The invalid global node also leaves a local edge without its target.
-        assert_eq!(errors.len(), 4, "{errors:#?}");
+        let all = check(&layout, &options());
+        let errors: Vec<String> = all.iter().filter(|d| d.is_error()).map(ToString::to_string).collect();
+        assert_eq!(errors.len(), 3, "{errors:#?}");
+        // The invalid global node also leaves an overlay edge without its
+        // target: orphaned, a warning.
+        assert!(all.iter().any(|d| d.kind == ProblemKind::OrphanedOverlay && d.message.contains("`green-operator`")));
         let single = check_paths(&layout, &[layout.local_nodes()]);
         assert_eq!(single.iter().filter(|d| d.is_error()).count(), 1, "{single:#?}");
     }

@@ -41,6 +41,8 @@ pub struct ConfidenceConfig {
     pub min_confidence: f64,
     pub max_confidence: f64,
     pub hop_limit: u32,
+    /// The confidence a new tentative node (an agent's draft) starts with.
+    pub new_node_confidence: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,6 +58,9 @@ pub struct LoadoutConfig {
     /// The search layer (the spec's qmd): passages retrieved within the node
     /// set. `false` makes every loadout the degraded form (NFR-R05).
     pub search_layer: bool,
+    /// With an embedding model: the cosine a paragraph needs to bring its
+    /// node's passage in without a BM25 hit.
+    pub semantic_floor: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -89,6 +94,34 @@ pub struct GraphConfig {
     pub orphan_warning: bool,
     pub max_session_refs: u32,
     pub dedup_threshold: f64,
+    /// The weight of a pitfall edge, by the severity the agent gave.
+    pub pitfall_weight: PitfallWeights,
+}
+
+/// `graph.pitfall_weight`: a pitfall edge's weight by severity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PitfallWeights {
+    pub high: f64,
+    pub medium: f64,
+    pub low: f64,
+}
+
+impl Default for PitfallWeights {
+    fn default() -> Self {
+        PitfallWeights { high: 1.0, medium: 0.6, low: 0.3 }
+    }
+}
+
+impl PitfallWeights {
+    /// The weight of a pitfall of `severity` (`high`, `medium`, else low).
+    pub fn of(&self, severity: &str) -> f64 {
+        match severity {
+            "high" => self.high,
+            "medium" => self.medium,
+            _ => self.low,
+        }
+    }
 }
 
 /// A query profile: which edges a role follows, how it ranks, which domains
@@ -247,6 +280,7 @@ impl Default for ConfidenceConfig {
             min_confidence: 0.10,
             max_confidence: 0.99,
             hop_limit: 1,
+            new_node_confidence: 0.5,
         }
     }
 }
@@ -259,6 +293,7 @@ impl Default for LoadoutConfig {
             min_confidence_threshold: 0.30,
             max_loadout_tokens: 12000,
             search_layer: true,
+            semantic_floor: 0.35,
             context_size_tokens: ContextSizeTokens::default(),
             routing_tokens_per_node: 200,
             mode_selection: ModeSelection::default(),
@@ -285,7 +320,13 @@ impl Default for ModeSelection {
 
 impl Default for GraphConfig {
     fn default() -> Self {
-        GraphConfig { stale_node_days: 90, orphan_warning: true, max_session_refs: 10, dedup_threshold: 0.75 }
+        GraphConfig {
+            stale_node_days: 90,
+            orphan_warning: true,
+            max_session_refs: 10,
+            dedup_threshold: 0.75,
+            pitfall_weight: PitfallWeights::default(),
+        }
     }
 }
 
@@ -325,6 +366,7 @@ confidence:
   min_confidence: 0.10         # global floor (a node's confidence_floor overrides it)
   max_confidence: 0.99
   hop_limit: 1                 # propagation depth
+  new_node_confidence: 0.5     # where a new tentative node (an agent's draft) starts
 
 # Propagation multiplier per edge type.
 edge_type_propagation:
@@ -348,12 +390,14 @@ loadout:
     safety_margin: 4000        # reserved headroom tokens
     default_mode: routing      # routing | full
   search_layer: true           # false: no passages, the degraded loadout (qmd_available: false)
+  semantic_floor: 0.35         # with an embedding model: the cosine that brings a passage in without a BM25 hit
 
 graph:
   stale_node_days: 90
   orphan_warning: true
   max_session_refs: 10
-  dedup_threshold: 0.75
+  dedup_threshold: 0.75        # token Jaccard above which new knowledge joins an existing tentative node
+  pitfall_weight: {high: 1.0, medium: 0.6, low: 0.3}   # a pitfall edge's weight by severity
 
 # Query profiles by agent role; add or change a role here, no code change needed.
 query_roles:
@@ -436,6 +480,7 @@ pub fn parse_config(file: &Path, text: &str) -> Result<PropagationConfig, Vec<Di
         ("activation_boost", c.activation_boost),
         ("min_confidence", c.min_confidence),
         ("max_confidence", c.max_confidence),
+        ("new_node_confidence", c.new_node_confidence),
     ] {
         unit("confidence", field, value);
     }
@@ -443,8 +488,13 @@ pub fn parse_config(file: &Path, text: &str) -> Result<PropagationConfig, Vec<Di
         unit("edge_type_propagation", edge.as_str(), *value);
     }
     unit("loadout", "min_confidence_threshold", config.loadout.min_confidence_threshold);
+    unit("loadout", "semantic_floor", config.loadout.semantic_floor);
     unit("loadout", "mode_selection.budget_fraction", config.loadout.mode_selection.budget_fraction);
     unit("graph", "dedup_threshold", config.graph.dedup_threshold);
+    let weights = &config.graph.pitfall_weight;
+    for (severity, value) in [("high", weights.high), ("medium", weights.medium), ("low", weights.low)] {
+        unit("graph", &format!("pitfall_weight.{severity}"), value);
+    }
     for (name, role) in &config.query_roles {
         if role.rank_formula.trim().is_empty() {
             problems.push(Diagnostic::error(
@@ -565,6 +615,32 @@ mod tests {
         );
         let err = parse_config(Path::new("p.yaml"), &text).unwrap_err();
         assert!(err[0].to_string().contains("nested more than 64 deep"), "{}", err[0]);
+    }
+
+    /// Issue 18 item 8 (UR-04): the constants that decide the update's
+    /// behaviour are settings, today's values their defaults.
+    #[test]
+    fn item_8_pitfall_weights_new_node_confidence_and_the_cosine_cut_off_are_settings() {
+        let d = PropagationConfig::default();
+        assert_eq!(d.confidence.new_node_confidence, 0.5);
+        assert_eq!(
+            [d.graph.pitfall_weight.of("high"), d.graph.pitfall_weight.of("medium"), d.graph.pitfall_weight.of("low")],
+            [1.0, 0.6, 0.3]
+        );
+        let text =
+            "akms_schema: v2\nconfidence:\n  new_node_confidence: 0.4\ngraph:\n  pitfall_weight: {medium: 0.8}\n";
+        let config = parse_config(Path::new("p.yaml"), text).unwrap();
+        assert_eq!(config.confidence.new_node_confidence, 0.4);
+        assert_eq!(config.graph.pitfall_weight, PitfallWeights { medium: 0.8, ..PitfallWeights::default() });
+        assert_eq!(d.loadout.semantic_floor, 0.35, "the search layer's cosine cut-off");
+        let floor = parse_config(Path::new("p.yaml"), "akms_schema: v2\nloadout:\n  semantic_floor: 0.5\n").unwrap();
+        assert_eq!(floor.loadout.semantic_floor, 0.5);
+        let bad =
+            parse_config(Path::new("p.yaml"), "akms_schema: v2\ngraph:\n  pitfall_weight: {high: 2}\n").unwrap_err();
+        assert_eq!(
+            bad[0].to_string(),
+            "p.yaml:2: graph.pitfall_weight.high: expected a number from 0.0 to 1.0, found `2`"
+        );
     }
 
     #[test]

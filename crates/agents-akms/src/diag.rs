@@ -144,11 +144,14 @@ pub enum AkmsError {
     Git { repo: PathBuf, message: String },
 }
 
+/// How to see every problem when a message shows the first.
+pub const LIST_ALL: &str = "`agents knowledge validate [FILE...]` lists them all";
+
 fn more(count: usize) -> String {
     match count {
         0 | 1 => String::new(),
-        2 => " (and 1 more problem)".into(),
-        n => format!(" (and {} more problems)", n - 1),
+        2 => format!(" (and 1 more problem: {LIST_ALL})"),
+        n => format!(" (and {} more problems: {LIST_ALL})", n - 1),
     }
 }
 
@@ -174,6 +177,18 @@ impl AkmsError {
 mod tests {
     use super::*;
 
+    /// Issue 18 item 8: a message showing the first of several problems says
+    /// how to see them all.
+    #[test]
+    fn item_8_and_n_more_problems_says_how_to_see_them_all() {
+        let d = Diagnostic::error(ProblemKind::InvalidValue, Path::new("a.md"), None, None, "bad".into());
+        let e = AkmsError::Invalid { problems: vec![d.clone(), d.clone(), d] };
+        assert_eq!(
+            e.to_string(),
+            "a.md: bad (and 2 more problems: `agents knowledge validate [FILE...]` lists them all)"
+        );
+    }
+
     #[test]
     fn renders_file_line_field_and_message() {
         let d = Diagnostic::error(
@@ -185,6 +200,6 @@ mod tests {
         );
         assert_eq!(d.to_string(), "k/a.md:4: status: `done` is not one of draft, tentative, established, deprecated");
         let e = AkmsError::Invalid { problems: vec![d.clone(), d] };
-        assert!(e.to_string().ends_with("(and 1 more problem)"));
+        assert!(e.to_string().ends_with("(and 1 more problem: `agents knowledge validate [FILE...]` lists them all)"));
     }
 }

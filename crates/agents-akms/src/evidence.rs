@@ -118,7 +118,9 @@ pub struct Evidence {
     /// The file, as given (used in messages).
     pub file: PathBuf,
     /// The session node representing the document: `session-<task id>` for an
-    /// AgentMemory, `session-phase-<N>` for a PCD.
+    /// AgentMemory, `session-phase-<N>` for a PCD. The update adds a suffix
+    /// of the document's content hash when another document already has
+    /// that id ([`crate::update`]).
     pub session_id: String,
     /// What `activated_by_tasks` records: the task id, or `phase-<N>`.
     pub label: String,

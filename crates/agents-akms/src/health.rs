@@ -120,6 +120,10 @@ pub struct Health {
     pub stale: Vec<Stale>,
     pub blocked: Vec<Blocked>,
     pub orphaned_overlay: Vec<String>,
+    /// Edges skipped because a node they name is in no source (an orphaned
+    /// overlay edge, or an edge to a global node while the vault is missing),
+    /// as `source -> target (file)`.
+    pub skipped_edges: Vec<String>,
     /// Sections not in 5.7 but in the review: what the phase added.
     pub new_tentative: Vec<String>,
     pub new_pitfalls: Vec<PitfallEvent>,
@@ -139,6 +143,8 @@ pub struct Review {
     pub new_pitfalls: Vec<PitfallEvent>,
     pub blocked: Vec<Blocked>,
     pub collisions: Vec<Collision>,
+    /// Code-mirror nodes set to `draft` by docstring drift (FR-R01).
+    pub drift: Vec<String>,
     pub nodes: Vec<NodeRow>,
 }
 
@@ -168,9 +174,12 @@ pub fn health(inputs: &Inputs) -> Health {
         Health { phase: inputs.phase.or_else(|| inputs.log.iter().map(|e| e.phase).max()), ..Health::default() };
     let events: Vec<&LogEntry> = inputs.log.iter().filter(|e| Some(e.phase) == h.phase).collect();
 
+    let max = inputs.config.confidence.max_confidence;
     for (id, n) in &nodes {
         let (c, d) = (n["confidence"].as_f64().unwrap_or(0.0), n["confidence_default"].as_f64().unwrap_or(0.0));
-        if concept(n) && c < d - 1e-9 {
+        // A seed above max_confidence comes down to it on its first update:
+        // the clamp, not a degradation.
+        if concept(n) && c < d.min(max) - 1e-9 {
             h.degraded.push((*id).to_owned());
         }
         if concept(n) && n["status"] == "tentative" {
@@ -208,9 +217,14 @@ pub fn health(inputs: &Inputs) -> Health {
                 let id = w.message.split('`').nth(1).unwrap_or_default().to_owned();
                 h.collisions.push(Collision { node: id, local_file: w.file.clone() });
             }
-            ProblemKind::OrphanedOverlay => {
+            ProblemKind::OrphanedOverlay | ProblemKind::UnknownEdgeTarget => {
                 if let Some(id) = w.field.as_deref().and_then(|f| f.strip_prefix("nodes.")) {
                     h.orphaned_overlay.push(id.to_owned());
+                } else if w.message.contains("skipped") {
+                    let mut names = w.message.split('`').skip(1).step_by(2);
+                    if let (Some(source), Some(target)) = (names.next(), names.next()) {
+                        h.skipped_edges.push(format!("{source} -> {target} ({})", w.file.display()));
+                    }
                 }
             }
             _ => {}
@@ -218,15 +232,19 @@ pub fn health(inputs: &Inputs) -> Health {
     }
 
     let mut flagged = BTreeSet::new();
-    let mut degraded_by_phase = BTreeSet::new();
+    // Per node, its confidence before the phase's first change and after
+    // its last (the log is in order).
+    let mut span: BTreeMap<String, (f64, f64)> = BTreeMap::new();
     for e in &events {
+        if let Change::Hit { node, before, after, .. }
+        | Change::Propagated { node, before, after, .. }
+        | Change::Boost { node, before, after } = &e.change
+        {
+            span.entry(node.clone()).or_insert((*before, *after)).1 = *after;
+        }
         match &e.change {
             Change::Hit { node, coverage, .. } => {
                 flagged.insert(Flagged { node: node.clone(), coverage: coverage.clone(), session: e.session.clone() });
-                degraded_by_phase.insert(node.clone());
-            }
-            Change::Propagated { node, before, after, .. } if after < before => {
-                degraded_by_phase.insert(node.clone());
             }
             Change::Dedup { suggested_id, matched, matched_origin, score, action, into } => h.dedup.push(DedupEvent {
                 session: e.session.clone(),
@@ -258,7 +276,10 @@ pub fn health(inputs: &Inputs) -> Health {
         }
     }
     h.flagged = flagged.into_iter().collect();
-    h.degraded_by_phase = degraded_by_phase.into_iter().collect();
+    // Degraded by the phase: lower at its end than before it, beyond what
+    // the max_confidence clamp alone takes (1.0 found useful becomes 0.99).
+    h.degraded_by_phase =
+        span.into_iter().filter(|(_, (before, after))| *after < before.min(max) - 1e-9).map(|(id, _)| id).collect();
     h.dedup.sort_by(|a, b| (&a.session, &a.suggested_id, &a.into).cmp(&(&b.session, &b.suggested_id, &b.into)));
     h.new_tentative.sort();
     h.new_tentative.dedup();
@@ -267,6 +288,7 @@ pub fn health(inputs: &Inputs) -> Health {
     h.blocked.dedup();
     h.collisions.sort();
     h.orphaned_overlay.sort();
+    h.skipped_edges.sort();
 
     // The table: one row per node mentioned.
     let mut mentioned: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -312,6 +334,7 @@ impl Health {
         ids.extend(self.blocked.iter().map(|b| b.node.as_str()));
         ids.extend(self.collisions.iter().map(|c| c.node.as_str()));
         ids.extend(self.flagged.iter().map(|f| f.node.as_str()));
+        ids.extend(self.drift.iter().map(String::as_str));
         Review {
             phase: self.phase,
             new_tentative: self.new_tentative.clone(),
@@ -320,6 +343,7 @@ impl Health {
             new_pitfalls: self.new_pitfalls.clone(),
             blocked: self.blocked.clone(),
             collisions: self.collisions.clone(),
+            drift: self.drift.clone(),
             nodes: self.nodes.iter().filter(|r| ids.contains(r.id.as_str())).cloned().collect(),
         }
     }
@@ -348,6 +372,71 @@ mod tests {
         assert_eq!(day_number("2000-03-01"), Some(11_017));
         assert_eq!(day_number("2026-03-04T10:00:00").unwrap() - day_number("2025-12-04").unwrap(), 90);
         assert_eq!(day_number("nope"), None);
+    }
+
+    fn inputs<'a>(graph: &'a Json, log: &'a [LogEntry], config: &'a PropagationConfig) -> Inputs<'a> {
+        static FILES: std::sync::OnceLock<BTreeMap<String, PathBuf>> = std::sync::OnceLock::new();
+        Inputs {
+            graph,
+            warnings: &[],
+            files: FILES.get_or_init(BTreeMap::new),
+            log,
+            config,
+            today: "2026-01-02",
+            phase: None,
+        }
+    }
+
+    fn logged(change: Change) -> LogEntry {
+        LogEntry {
+            session: "session-t".into(),
+            task: "T".into(),
+            phase: 3,
+            date: "2026-01-01".into(),
+            document: "sessions/t.md".into(),
+            change,
+        }
+    }
+
+    /// Issue 18 item 8: a node at 1.0 found useful comes down to
+    /// max_confidence (0.99): not degraded, in status or review; a node hit
+    /// then boosted back within the phase is judged by where it ends.
+    #[test]
+    fn item_8_degraded_is_judged_against_the_value_before_the_phase_and_ignores_the_clamp() {
+        let node = |id: &str, c: f64, d: f64| serde_json::json!({"id": id, "status": "established", "node_origin": "global", "domain": "d", "confidence": c, "confidence_default": d});
+        let graph = serde_json::json!({"nodes": [
+            node("seed", 0.99, 1.0),
+            node("recovered", 0.8, 0.8),
+            node("hit", 0.68, 0.8),
+            node("earlier", 0.7, 0.8),
+        ], "links": []});
+        let log = vec![
+            LogEntry {
+                phase: 2,
+                ..logged(Change::Hit { node: "earlier".into(), before: 0.8, after: 0.7, coverage: "outdated".into() })
+            },
+            logged(Change::Boost { node: "seed".into(), before: 1.0, after: 0.99 }),
+            logged(Change::Hit { node: "recovered".into(), before: 0.8, after: 0.78, coverage: "outdated".into() }),
+            logged(Change::Boost { node: "recovered".into(), before: 0.78, after: 0.8 }),
+            logged(Change::Hit { node: "hit".into(), before: 0.8, after: 0.68, coverage: "missing-detail".into() }),
+        ];
+        let config = PropagationConfig::default();
+        let h = health(&inputs(&graph, &log, &config));
+        assert_eq!(h.degraded, ["earlier", "hit"], "against the default, the clamp aside");
+        assert_eq!(h.review().degraded, ["hit"], "against the value before phase 3");
+        assert_eq!(h.flagged.iter().map(|f| f.node.as_str()).collect::<Vec<_>>(), ["hit", "recovered"]);
+    }
+
+    /// Issue 18 item 8: the review lists docstring drift.
+    #[test]
+    fn item_8_the_review_includes_docstring_drift() {
+        let graph = serde_json::json!({"nodes": [
+            {"id": "mirror-src-a", "status": "draft", "node_origin": "code-mirror", "domain": "code-mirror", "confidence": 1.0, "confidence_default": 1.0},
+        ], "links": []});
+        let config = PropagationConfig::default();
+        let r = health(&inputs(&graph, &[], &config)).review();
+        assert_eq!(r.drift, ["mirror-src-a"]);
+        assert_eq!(r.nodes[0].flags, ["drift"]);
     }
 
     #[test]

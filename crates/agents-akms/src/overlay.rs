@@ -40,6 +40,11 @@ pub struct SessionNode {
     pub outcome: String,
     pub content_ref: String,
     pub phase: i64,
+    /// The SHA-256 (hex) of the document the session node was made from:
+    /// what "already applied" is decided by (a registry written before it
+    /// existed has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_hash: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -142,6 +147,14 @@ pub fn parse_local_state(file: &Path, text: &str) -> Result<LocalState, Vec<Diag
         if session.outcome.trim().is_empty() {
             check.invalid(&format!("session_nodes.{id}.outcome"), "must not be empty".into());
         }
+        if let Some(hash) = &session.content_hash
+            && !(hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            check.invalid(
+                &format!("session_nodes.{id}.content_hash"),
+                format!("`{hash}` is not a SHA-256 in hex (64 characters 0-9, a-f)"),
+            );
+        }
     }
     if !check.problems.is_empty() {
         return Err(check.problems);
@@ -178,13 +191,16 @@ pub fn render_local_state(state: &LocalState) -> String {
         .session_nodes
         .iter()
         .map(|(id, s)| {
-            let entry = serde_json::json!({
+            let mut entry = serde_json::json!({
                 "title": s.title,
                 "tags": s.tags,
                 "outcome": s.outcome,
                 "content_ref": s.content_ref,
                 "phase": s.phase,
             });
+            if let Some(hash) = &s.content_hash {
+                entry["content_hash"] = Json::from(hash.clone());
+            }
             (id.clone(), entry)
         })
         .collect();

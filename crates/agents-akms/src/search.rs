@@ -307,7 +307,8 @@ pub fn best_passage(body: &str, words: &[String]) -> Option<(u32, String)> {
 }
 
 /// Cosine a paragraph needs to bring its node in on meaning alone (without
-/// a BM25 hit).
+/// a BM25 hit), by default (`loadout.semantic_floor` in
+/// `propagation_config.yaml` sets it).
 pub const SEMANTIC_FLOOR: f32 = 0.35;
 
 /// The search layer of a loadout (the spec's qmd role), always scoped to
@@ -316,7 +317,7 @@ pub const SEMANTIC_FLOOR: f32 = 0.35;
 /// query's words. With an embedding model, every paragraph of the node set is
 /// also compared with the query: a node's passage is its paragraph with the
 /// best cosine plus word share, and a node without a BM25 hit joins when a
-/// paragraph reaches [`SEMANTIC_FLOOR`]. Sorted by (path, line) whatever the
+/// paragraph reaches `semantic_floor` ([`SEMANTIC_FLOOR`] by default). Sorted by (path, line) whatever the
 /// engines' ranking (NFR-D04).
 pub fn scoped_passages(
     backend: &dyn TextBackend,
@@ -324,6 +325,7 @@ pub fn scoped_passages(
     docs: &BTreeMap<String, TextDoc>,
     nodes: &[String],
     query: &str,
+    semantic_floor: f32,
 ) -> Result<Vec<Passage>, SearchError> {
     let deep = (backend.doc_count()? as usize).max(nodes.len());
     let hits: std::collections::BTreeSet<String> = backend
@@ -369,7 +371,7 @@ pub fn scoped_passages(
                 }
             }
             for (id, (_, top_cosine, line, paragraph)) in best {
-                if !hits.contains(id) && top_cosine < SEMANTIC_FLOOR {
+                if !hits.contains(id) && top_cosine < semantic_floor {
                     continue;
                 }
                 let Some(doc) = docs.get(id) else { continue };
@@ -390,6 +392,7 @@ pub fn scoped_passages(
 /// by (graph_version, a hash of the model, the query and the node set) (NFR-D05): the
 /// same inputs read the same file. The cache is written atomically; a file
 /// that cannot be read is recomputed.
+#[allow(clippy::too_many_arguments)]
 pub fn cached_passages(
     layout: &Layout,
     graph_version: &str,
@@ -398,13 +401,14 @@ pub fn cached_passages(
     docs: &BTreeMap<String, TextDoc>,
     nodes: &[String],
     query: &str,
+    semantic_floor: f32,
 ) -> Result<Vec<Passage>, crate::loadout::LoadoutError> {
     use sha2::{Digest, Sha256};
     let mut sorted: Vec<&str> = nodes.iter().map(String::as_str).collect();
     sorted.sort_unstable();
-    // The model is part of the key: another model, other passages.
+    // The model and the cut-off are part of the key: other passages.
     let model = embedder.map_or("bm25", |e| e.model_id());
-    let key = format!("{model}\n{query}\n{}", sorted.join("\n"));
+    let key = format!("{model}\n{semantic_floor}\n{query}\n{}", sorted.join("\n"));
     let digest = Sha256::digest(key.as_bytes());
     let hash: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
     let path = layout.knowledge().join("cache").join("search").join(format!("{graph_version}-{hash}.json"));
@@ -416,7 +420,7 @@ pub fn cached_passages(
     {
         return Ok(passages);
     }
-    let passages = scoped_passages(backend, embedder, docs, nodes, query)?;
+    let passages = scoped_passages(backend, embedder, docs, nodes, query, semantic_floor)?;
     let mut json = serde_json::to_string_pretty(&passages).unwrap_or_default();
     json.push('\n');
     agents_store::atomic_write(&path, json.as_bytes())
@@ -527,13 +531,17 @@ mod tests {
         backend.commit().unwrap();
         let by_id: BTreeMap<String, TextDoc> = docs.iter().map(|d| (d.id.clone(), d.clone())).collect();
         let nodes = vec!["a".to_owned(), "b".to_owned()];
-        let passages = scoped_passages(backend.as_ref(), None, &by_id, &nodes, "green operator frequency").unwrap();
+        let passages =
+            scoped_passages(backend.as_ref(), None, &by_id, &nodes, "green operator frequency", SEMANTIC_FLOOR)
+                .unwrap();
         let found: Vec<(&str, &str, u32)> =
             passages.iter().map(|p| (p.node.as_str(), p.path.as_str(), p.line)).collect();
         assert_eq!(found, [("b", "global-vault/b.md", 3), ("a", "knowledge/local-nodes/a.md", 1)]);
 
         // Cached per (graph_version, query): the second call reads the file.
-        let first = cached_passages(&layout, "v1", backend.as_ref(), None, &by_id, &nodes, "green operator").unwrap();
+        let first =
+            cached_passages(&layout, "v1", backend.as_ref(), None, &by_id, &nodes, "green operator", SEMANTIC_FLOOR)
+                .unwrap();
         let dir = layout.knowledge().join("cache").join("search");
         let files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
         assert_eq!(files.len(), 1);
@@ -541,10 +549,14 @@ mod tests {
         let mut edited = first.clone();
         edited[0].text = "from the cache".into();
         std::fs::write(&files[0], serde_json::to_string(&edited).unwrap()).unwrap();
-        let again = cached_passages(&layout, "v1", backend.as_ref(), None, &by_id, &nodes, "green operator").unwrap();
+        let again =
+            cached_passages(&layout, "v1", backend.as_ref(), None, &by_id, &nodes, "green operator", SEMANTIC_FLOOR)
+                .unwrap();
         assert_eq!(again, edited);
         // Another graph version is another entry.
-        let other = cached_passages(&layout, "v2", backend.as_ref(), None, &by_id, &nodes, "green operator").unwrap();
+        let other =
+            cached_passages(&layout, "v2", backend.as_ref(), None, &by_id, &nodes, "green operator", SEMANTIC_FLOOR)
+                .unwrap();
         assert_eq!(other, first);
         // A FIFO under an entry's name is recomputed, not waited on.
         #[cfg(unix)]
@@ -559,7 +571,16 @@ mod tests {
             let (tx, rx) = std::sync::mpsc::channel();
             std::thread::scope(|scope| {
                 scope.spawn(|| {
-                    let got = cached_passages(&layout, "v2", backend.as_ref(), None, &by_id, &nodes, "green operator");
+                    let got = cached_passages(
+                        &layout,
+                        "v2",
+                        backend.as_ref(),
+                        None,
+                        &by_id,
+                        &nodes,
+                        "green operator",
+                        SEMANTIC_FLOOR,
+                    );
                     tx.send(got.unwrap()).unwrap();
                 });
                 let got = rx.recv_timeout(std::time::Duration::from_secs(20));
@@ -717,10 +738,15 @@ mod tests {
         let by_id: BTreeMap<String, TextDoc> = docs.iter().map(|d| (d.id.clone(), d.clone())).collect();
         let nodes = vec!["a".to_owned(), "b".to_owned()];
         let query = "green operator regularisation";
-        let bm25 = scoped_passages(backend.as_ref(), None, &by_id, &nodes, query).unwrap();
+        let bm25 = scoped_passages(backend.as_ref(), None, &by_id, &nodes, query, SEMANTIC_FLOOR).unwrap();
         assert_eq!(bm25.iter().map(|p| p.node.as_str()).collect::<Vec<_>>(), ["a"]);
-        let hybrid = scoped_passages(backend.as_ref(), Some(&Words), &by_id, &nodes, query).unwrap();
+        let hybrid = scoped_passages(backend.as_ref(), Some(&Words), &by_id, &nodes, query, SEMANTIC_FLOOR).unwrap();
         let found: Vec<(&str, u32)> = hybrid.iter().map(|p| (p.node.as_str(), p.line)).collect();
         assert_eq!(found, [("a", 3), ("b", 3)]);
+        // Issue 18 item 8: the cut-off is a setting; at 1.0 meaning alone
+        // brings no node.
+        let strict = scoped_passages(backend.as_ref(), Some(&Words), &by_id, &nodes, query, 1.0).unwrap();
+        assert_eq!(strict.iter().map(|p| p.node.as_str()).collect::<Vec<_>>(), ["a"]);
+        assert_eq!(crate::config::PropagationConfig::default().loadout.semantic_floor as f32, SEMANTIC_FLOOR);
     }
 }

@@ -12,7 +12,8 @@
 //!    node records the task in `activated_by_tasks` and the document in
 //!    `session_refs` (most recent `max_session_refs` kept);
 //! 3. pitfalls: an edge `pitfall` from the node to the document's session
-//!    node (weight by severity: high 1.0, medium 0.6, low 0.3; the
+//!    node (weight by severity, `graph.pitfall_weight`: by default high 1.0,
+//!    medium 0.6, low 0.3; the
 //!    descriptions of one document for one node share its note); a pitfall
 //!    with `node_ref: null` is logged only;
 //! 4. new knowledge: the deterministic token-Jaccard dedup of 5.5.3, then an
@@ -22,8 +23,17 @@
 //! Nodes with `auto_update: true` (code-mirror and session nodes) are skipped
 //! entirely: no hit, boost, activation or neighbour effect (FR-U10).
 //!
-//! Idempotence (NFR-D03): a document whose session node is already registered
-//! has been applied and is skipped, so replaying evidence changes nothing.
+//! Idempotence (NFR-D03): a document is applied once. "Already applied" is
+//! decided by its content: a registered session node records the SHA-256 of
+//! its document (`content_hash`), and a document with the hash of one is
+//! skipped, whatever its file or task id (a registry written before hashes
+//! were recorded counts a node with the document's own id and file as its
+//! application). A document not applied yet gets its own session node:
+//! `session-<task id>` (`session-phase-<N>` for a PCD) when that id is free,
+//! else that id with a suffix of its content hash (`-<8 hex>`, longer on a
+//! clash), so a second plan reusing a task id gets a second session node and
+//! an existing session node is never pointed at another file. Replaying
+//! evidence changes nothing.
 //! Confidences are rounded to six decimals at the end of each document's
 //! cycle, so one run over several documents equals one run per document.
 //!
@@ -389,16 +399,14 @@ pub fn best_match<'c>(
     best.filter(|(_, score)| *score > threshold)
 }
 
-/// Pitfall edge weight by severity.
+/// Pitfall edge weight by severity, at the defaults
+/// (`graph.pitfall_weight` in `propagation_config.yaml` sets them).
 pub fn severity_weight(severity: &str) -> f64 {
-    match severity {
-        "high" => 1.0,
-        "medium" => 0.6,
-        _ => 0.3,
-    }
+    crate::config::PitfallWeights::default().of(severity)
 }
 
-/// The confidence a new tentative node starts with.
+/// The confidence a new tentative node starts with by default
+/// (`confidence.new_node_confidence` sets it).
 pub const NEW_NODE_CONFIDENCE: f64 = 0.5;
 
 /// What an update did.
@@ -410,6 +418,9 @@ pub struct UpdateReport {
     pub skipped: Vec<AppliedDocument>,
     /// Every change, in order.
     pub changes: Vec<LogEntry>,
+    /// What was applied with a warning: a node id no node has (recorded as
+    /// a `missing` change instead), a pitfall on a node that carries none.
+    pub warnings: Vec<Diagnostic>,
     /// Files written, relative to the repository.
     pub written: Vec<PathBuf>,
     /// The recompiled graph (`None` when nothing was applied).
@@ -430,6 +441,8 @@ struct Plan<'a> {
     params: Params,
     max_session_refs: usize,
     dedup_threshold: f64,
+    pitfall_weight: crate::config::PitfallWeights,
+    new_node_confidence: f64,
     view: GraphView,
     state: LocalState,
     /// Node files of this run: path -> text.
@@ -466,7 +479,7 @@ pub fn update_until(
 
     // 1. Every document parsed and validated.
     let mut problems = Vec::new();
-    let mut evidence: Vec<(Evidence, String)> = Vec::new();
+    let mut evidence: Vec<(Evidence, String, String)> = Vec::new();
     for path in documents {
         let shown = layout.display(path);
         let text = match crate::bounded::read_text(path, None, crate::compile::SESSION_CAP) {
@@ -495,7 +508,7 @@ pub fn update_until(
             continue;
         };
         match parse_evidence_with(&shown, &text, &config.limits) {
-            Ok(e) => evidence.push((e, relative)),
+            Ok(e) => evidence.push((e, relative, content_hash(&text))),
             Err(p) => problems.extend(p),
         }
     }
@@ -503,16 +516,21 @@ pub fn update_until(
         return Err(error);
     }
 
-    // 2. The overlay: documents whose session node is registered were
-    // applied before; when that is all of them there is nothing to read.
+    // 2. The overlay: documents whose content a registered session node
+    // records were applied before; when that is all of them there is
+    // nothing to read.
     let (state, state_problems) = read_local_state(layout);
     if let Some(error) = AkmsError::from_diagnostics(&state_problems) {
         return Err(error);
     }
-    if evidence.iter().all(|(e, _)| state.session_nodes.contains_key(&e.session_id)) {
+    if evidence.iter().all(|(e, relative, hash)| applied_as(&state, e, relative, hash).is_some()) {
         let skipped = evidence
             .iter()
-            .map(|(e, _)| AppliedDocument { file: e.file.clone(), session: e.session_id.clone(), kind: e.kind })
+            .map(|(e, relative, hash)| AppliedDocument {
+                file: e.file.clone(),
+                session: applied_as(&state, e, relative, hash).unwrap_or_default(),
+                kind: e.kind,
+            })
             .collect();
         return Ok(UpdateReport { skipped, ..UpdateReport::default() });
     }
@@ -524,11 +542,9 @@ pub fn update_until(
     let graph: Json = serde_json::from_str(&compiled.json).unwrap_or_default();
     let view = GraphView::from_graph(&graph);
     let state_path = layout.local_state();
-    for (e, _) in evidence.iter().filter(|(e, _)| !state.session_nodes.contains_key(&e.session_id)) {
-        resolve(e, &view, &state, &mut problems);
-    }
-    if let Some(error) = AkmsError::from_diagnostics(&problems) {
-        return Err(error);
+    let mut warnings = Vec::new();
+    for (e, _, _) in evidence.iter().filter(|(e, relative, hash)| applied_as(&state, e, relative, hash).is_none()) {
+        resolve(e, &view, &mut warnings);
     }
 
     // 4. The mutations, in memory.
@@ -540,6 +556,8 @@ pub fn update_until(
         params: Params::from_config(&config),
         max_session_refs: config.graph.max_session_refs as usize,
         dedup_threshold: config.graph.dedup_threshold,
+        pitfall_weight: config.graph.pitfall_weight.clone(),
+        new_node_confidence: config.confidence.new_node_confidence,
         view,
         state,
         files: BTreeMap::new(),
@@ -547,14 +565,15 @@ pub fn update_until(
         taken,
         candidates: BTreeMap::new(),
     };
-    let mut report = UpdateReport::default();
-    for (e, relative) in &evidence {
-        let doc = AppliedDocument { file: e.file.clone(), session: e.session_id.clone(), kind: e.kind };
-        if plan.state.session_nodes.contains_key(&e.session_id) {
-            report.skipped.push(doc);
+    let mut report = UpdateReport { warnings, ..UpdateReport::default() };
+    for (e, relative, hash) in &mut evidence {
+        if let Some(session) = applied_as(&plan.state, e, relative, hash) {
+            report.skipped.push(AppliedDocument { file: e.file.clone(), session, kind: e.kind });
             continue;
         }
-        let changes = plan.apply(e, relative)?;
+        e.session_id = plan.free_session_id(&e.session_id, hash);
+        let doc = AppliedDocument { file: e.file.clone(), session: e.session_id.clone(), kind: e.kind };
+        let changes = plan.apply(e, relative, hash)?;
         report.changes.extend(changes.into_iter().map(|change| LogEntry {
             session: e.session_id.clone(),
             task: e.label.clone(),
@@ -610,17 +629,41 @@ pub fn update_until(
     Ok(report)
 }
 
-/// Checks that every node a document names exists and may take what the
-/// document does to it.
-fn resolve(e: &Evidence, view: &GraphView, state: &LocalState, problems: &mut Vec<Diagnostic>) {
+/// The SHA-256 of a document's text, in hex: its identity for "already
+/// applied".
+pub fn content_hash(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The registered session node a document was applied as: the one that
+/// records its content hash or, in a registry from before hashes were
+/// recorded, one with the document's own id for the same file.
+fn applied_as(state: &LocalState, e: &Evidence, relative: &str, hash: &str) -> Option<String> {
+    if let Some((id, _)) = state.session_nodes.iter().find(|(_, s)| s.content_hash.as_deref() == Some(hash)) {
+        return Some(id.clone());
+    }
+    state
+        .session_nodes
+        .get(&e.session_id)
+        .filter(|s| s.content_hash.is_none() && s.content_ref == relative)
+        .map(|_| e.session_id.clone())
+}
+
+/// Warns of every node a document names that does not exist or cannot take
+/// what the document does to it. Never a block (one agent's typo must not
+/// stop a phase's update): an unknown id in `nodes_used` is left out and
+/// recorded as missing knowledge, a pitfall on an unknown or generated node
+/// is kept as a pitfall tied to no node ([`Plan::apply`]).
+fn resolve(e: &Evidence, view: &GraphView, warnings: &mut Vec<Diagnostic>) {
     for used in &e.nodes_used {
         if !view.nodes.contains_key(&used.id) {
-            problems.push(Diagnostic::error(
+            warnings.push(Diagnostic::warning(
                 ProblemKind::UnknownEdgeTarget,
                 &e.file,
                 None,
                 Some(&format!("{}.id", used.field)),
-                format!("no node has the id `{}`", used.id),
+                format!("no node has the id `{}`; recorded as missing knowledge", used.id),
             ));
         }
     }
@@ -628,39 +671,52 @@ fn resolve(e: &Evidence, view: &GraphView, state: &LocalState, problems: &mut Ve
         let Some(id) = &pitfall.node_ref else { continue };
         let field = format!("{}.node_ref", pitfall.field);
         match view.nodes.get(id) {
-            None => problems.push(Diagnostic::error(
+            None => warnings.push(Diagnostic::warning(
                 ProblemKind::UnknownEdgeTarget,
                 &e.file,
                 None,
                 Some(&field),
-                format!("no node has the id `{id}`"),
+                format!("no node has the id `{id}`; the pitfall is kept tied to no node and `{id}` recorded as missing knowledge"),
             )),
-            Some(node) if node.domain == "session" || node.origin == "code-mirror" => problems.push(Diagnostic::error(
+            Some(node) if !takes_pitfall(node) => warnings.push(Diagnostic::warning(
                 ProblemKind::InvalidValue,
                 &e.file,
                 None,
                 Some(&field),
-                format!("`{id}` is a {} node, which carries no edges; name the domain node", node.domain),
+                format!(
+                    "`{id}` is a {} node, which carries no edges; the pitfall is kept tied to no node (name the domain node)",
+                    node.domain
+                ),
             )),
             Some(_) => {}
         }
     }
-    if !state.session_nodes.contains_key(&e.session_id)
-        && let Some(node) = view.nodes.get(&e.session_id)
-    {
-        problems.push(Diagnostic::error(
-            ProblemKind::DuplicateId,
-            &e.file,
-            None,
-            None,
-            format!("its session node id `{}` is already a {} node", e.session_id, node.origin),
-        ));
-    }
+}
+
+/// Whether a node may carry a pitfall edge (not a generated session or
+/// code-mirror node).
+fn takes_pitfall(node: &ViewNode) -> bool {
+    node.domain != "session" && node.origin != "code-mirror"
 }
 
 impl Plan<'_> {
+    /// The session node id for a document not applied yet: `base` (its task
+    /// or phase id) when no node, registered session or local node file has
+    /// it, else `base` with a suffix of the document's content hash.
+    fn free_session_id(&self, base: &str, hash: &str) -> String {
+        let free = |id: &str| !self.taken.contains(id) && !self.state.session_nodes.contains_key(id);
+        if free(base) {
+            return base.to_owned();
+        }
+        [8, 16, hash.len()]
+            .into_iter()
+            .map(|n| format!("{base}-{}", &hash[..n.min(hash.len())]))
+            .find(|id| free(id))
+            .unwrap_or_else(|| format!("{base}-{hash}-{}", self.state.session_nodes.len()))
+    }
+
     /// One document's cycle; returns its changes.
-    fn apply(&mut self, e: &Evidence, content_ref: &str) -> Result<Vec<Change>, AkmsError> {
+    fn apply(&mut self, e: &Evidence, content_ref: &str, hash: &str) -> Result<Vec<Change>, AkmsError> {
         let mut changes = Vec::new();
         let mut touched: BTreeSet<String> = BTreeSet::new();
         // 1. Hits, compounding, with propagation.
@@ -725,17 +781,19 @@ impl Plan<'_> {
             }
         }
 
-        // 3. Pitfalls: one edge per node to the session node.
+        // 3. Pitfalls: one edge per node to the session node; one on a node
+        // that cannot carry it is logged tied to no node.
         let mut pitfalls: BTreeMap<String, (f64, Vec<String>)> = BTreeMap::new();
         for p in &e.pitfalls {
+            let node_ref = p.node_ref.clone().filter(|id| self.view.nodes.get(id).is_some_and(takes_pitfall));
             changes.push(Change::Pitfall {
-                node: p.node_ref.clone(),
+                node: node_ref.clone(),
                 description: p.description.clone(),
                 severity: p.severity.clone(),
             });
-            if let Some(node) = &p.node_ref {
+            if let Some(node) = &node_ref {
                 let entry = pitfalls.entry(node.clone()).or_insert((0.0, Vec::new()));
-                entry.0 = entry.0.max(severity_weight(&p.severity));
+                entry.0 = entry.0.max(self.pitfall_weight.of(&p.severity));
                 entry.1.push(p.description.clone());
             }
         }
@@ -751,13 +809,31 @@ impl Plan<'_> {
             self.state.local_edges.push((node, edge));
         }
 
-        // 4. Missing knowledge is logged (the review's blocked tasks).
+        // 4. Missing knowledge is logged (the review's blocked tasks), with
+        // every id the document named that no node has.
         for m in &e.nodes_missing {
             changes.push(Change::Missing {
                 suggested_id: m.suggested_id.clone(),
                 domain: m.domain.clone(),
                 priority: m.priority.clone(),
                 description: m.description.clone(),
+            });
+        }
+        let mut unknown: BTreeSet<&str> = e.nodes_missing.iter().map(|m| m.suggested_id.as_str()).collect();
+        let named = e
+            .nodes_used
+            .iter()
+            .map(|u| (&u.id, &u.field, "medium"))
+            .chain(e.pitfalls.iter().filter_map(|p| Some((p.node_ref.as_ref()?, &p.field, p.severity.as_str()))));
+        for (id, field, priority) in named {
+            if self.view.nodes.contains_key(id) || !unknown.insert(id.as_str()) {
+                continue;
+            }
+            changes.push(Change::Missing {
+                suggested_id: id.clone(),
+                domain: crate::evidence::DEFAULT_DOMAIN.to_owned(),
+                priority: priority.to_owned(),
+                description: format!("named in {field} but no node has this id"),
             });
         }
 
@@ -811,7 +887,11 @@ impl Plan<'_> {
             outcome: e.outcome.clone(),
             content_ref: content_ref.to_owned(),
             phase: e.phase,
+            content_hash: Some(hash.to_owned()),
         };
+        // A free id (free_session_id): an existing session node is never
+        // pointed at another file.
+        debug_assert!(!self.state.session_nodes.contains_key(&e.session_id));
         self.state.session_nodes.insert(e.session_id.clone(), session);
         self.taken.insert(e.session_id.clone());
         self.view.nodes.insert(
@@ -911,7 +991,7 @@ impl Plan<'_> {
         front.insert("domain".into(), k.domain.clone().into());
         front.insert("tags".into(), yaml_serde::Value::Sequence(k.tags.iter().map(|t| t.clone().into()).collect()));
         front.insert("status".into(), "tentative".into());
-        front.insert("confidence".into(), NEW_NODE_CONFIDENCE.into());
+        front.insert("confidence".into(), self.new_node_confidence.into());
         front.insert("source".into(), "agent".into());
         front.insert("drafted_in".into(), session.into());
         front.insert("akms_schema".into(), crate::yaml::SCHEMA_VERSION.into());
@@ -924,7 +1004,7 @@ impl Plan<'_> {
         self.view.nodes.insert(
             id.clone(),
             ViewNode {
-                confidence: NEW_NODE_CONFIDENCE,
+                confidence: self.new_node_confidence,
                 floor: None,
                 auto_update: false,
                 domain: k.domain.clone(),
@@ -954,9 +1034,16 @@ impl Plan<'_> {
 pub enum Review {
     /// `tentative` -> `established`, in the local layer.
     Promote,
-    /// Any status -> `draft`: out of every loadout, nothing deleted.
+    /// Any status -> `draft`: out of every loadout, nothing deleted. The
+    /// status it had is kept in the overlay (`nodes.<id>.suppressed_from`).
     Suppress,
+    /// Undoes a suppress: `draft` -> the status before it (a global node's
+    /// own; for a local node `suppressed_from`, else `tentative`).
+    Restore,
 }
+
+/// The overlay key recording the status a suppressed node had.
+pub const SUPPRESSED_FROM: &str = "suppressed_from";
 
 /// What [`set_status`] changed.
 #[derive(Debug, Clone, Serialize)]
@@ -979,11 +1066,13 @@ fn refuse(layout: &Layout, message: String) -> AkmsError {
     }
 }
 
-/// Promotes or suppresses node `id`, then recompiles `graph.json`. A local
-/// node's file gets the new `status` line (nothing else changes); a global
-/// node is never written: suppressing one sets `status: draft` in its
-/// overlay entry, and promoting one is refused (the vault is read-only;
-/// promotion to global is a manual move, FR-O08).
+/// Promotes, suppresses or restores node `id`, then recompiles `graph.json`.
+/// A local node's file gets the new `status` line (nothing else changes); a
+/// global node is never written: suppressing one sets `status: draft` in its
+/// overlay entry (restoring removes it), and promoting one is refused (the
+/// vault is read-only; promotion to global is a manual move, FR-O08). A
+/// suppress records the status it replaced in the overlay, which a restore
+/// brings back.
 pub fn set_status(
     layout: &Layout,
     options: &CompileOptions,
@@ -999,63 +1088,111 @@ pub fn set_status(
     if node.domain == "session" || node.origin == "code-mirror" {
         return Err(refuse(layout, format!("`{id}` is a generated {} node; its status is not reviewed", node.domain)));
     }
-    let to = match review {
+    let state_path = layout.local_state();
+    let (before, problems) = read_local_state(layout);
+    if let Some(error) = AkmsError::from_diagnostics(&problems) {
+        return Err(error);
+    }
+    let mut state = before.clone();
+    let entry = state.nodes.get(id);
+    let overlay_status = entry.and_then(|e| e.get("status")).and_then(Json::as_str).map(str::to_owned);
+    let suppressed_from = entry.and_then(|e| e.get(SUPPRESSED_FROM)).and_then(Json::as_str).map(str::to_owned);
+    let global = node.origin == "global";
+    let to: String = match review {
         Review::Promote if node.status != "tentative" => {
             return Err(refuse(layout, format!("`{id}` is {}, not tentative: nothing to promote", node.status)));
         }
-        Review::Promote if node.origin == "global" => {
+        Review::Promote if global => {
             return Err(refuse(
                 layout,
                 format!("`{id}` is a global node; the global vault is read-only, so promote it there by hand"),
             ));
         }
-        Review::Promote => "established",
-        Review::Suppress => "draft",
+        Review::Promote => "established".into(),
+        Review::Suppress => "draft".into(),
+        Review::Restore if node.status != "draft" => {
+            return Err(refuse(
+                layout,
+                format!("`{id}` is {}, not suppressed (draft): nothing to restore", node.status),
+            ));
+        }
+        Review::Restore if global && overlay_status.as_deref() != Some("draft") => {
+            return Err(refuse(
+                layout,
+                format!("`{id}` is draft in the global vault itself, which is read-only: change it there by hand"),
+            ));
+        }
+        // The global node's own status, once the overlay's draft is gone.
+        Review::Restore if global => String::new(),
+        Review::Restore => suppressed_from.clone().unwrap_or_else(|| "tentative".into()),
     };
+    // The overlay: a global node's status override, and what a suppress
+    // replaced.
+    {
+        let entry = state.nodes.entry(id.to_owned()).or_default();
+        match review {
+            Review::Suppress if node.status != "draft" => {
+                entry.insert(SUPPRESSED_FROM.into(), Json::from(node.status.clone()));
+            }
+            Review::Restore | Review::Promote => {
+                entry.remove(SUPPRESSED_FROM);
+            }
+            Review::Suppress => {}
+        }
+        if global {
+            match review {
+                Review::Restore => {
+                    entry.remove("status");
+                }
+                _ => {
+                    entry.insert("status".into(), Json::from(to.clone()));
+                }
+            }
+        }
+        if entry.is_empty() {
+            state.nodes.remove(id);
+        }
+    }
     let shown = compiled.files.get(id).cloned().unwrap_or_default();
     let node_path = if shown.is_absolute() { shown.clone() } else { layout.repo_root.join(&shown) };
-    let (path, text) = if node.origin == "local" {
+    let mut writes: Vec<(PathBuf, String)> = Vec::new();
+    let mut sources = Sources::load(layout);
+    if !global {
         let text =
             std::fs::read_to_string(&node_path).map_err(|source| AkmsError::Io { path: node_path.clone(), source })?;
-        let edited = set_status_line(&text, to)
+        let edited = set_status_line(&text, &to)
             .ok_or_else(|| refuse(layout, format!("cannot find a top-level `status:` line in {}", shown.display())))?;
         let (parsed, problems) = parse_node(&shown, &edited, Layer::Local);
-        if parsed.is_none_or(|n| n.attributes.get("status").and_then(Json::as_str) != Some(to)) {
+        if parsed.is_none_or(|n| n.attributes.get("status").and_then(Json::as_str) != Some(to.as_str())) {
             return Err(AkmsError::from_diagnostics(&problems)
                 .unwrap_or_else(|| refuse(layout, format!("cannot edit the status of {} safely", shown.display()))));
         }
-        (node_path.clone(), edited)
+        sources.set_local(layout, &node_path, &edited);
+        writes.push((node_path.clone(), edited));
+    }
+    let state = if state == before {
+        before
     } else {
-        let state_path = layout.local_state();
-        let mut state = match std::fs::read_to_string(&state_path) {
-            Ok(text) => parse_local_state(&layout.display(&state_path), &text)
-                .map_err(|problems| AkmsError::Invalid { problems })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => LocalState::default(),
-            Err(source) => return Err(AkmsError::Io { path: state_path, source }),
-        };
-        state.nodes.entry(id.to_owned()).or_default().insert("status".into(), Json::from(to));
-        (state_path, render_local_state(&state))
+        let text = render_local_state(&state);
+        let written = parse_local_state(&layout.display(&state_path), &text)
+            .map_err(|problems| AkmsError::Invalid { problems })?;
+        writes.push((state_path.clone(), text));
+        written
     };
-    // The edited file and graph.json, compiled in memory first and written
+    // The edited files and graph.json, compiled in memory first and written
     // as one unit through the journal.
-    let mut sources = Sources::load(layout);
-    let state = if node.origin == "local" {
-        sources.set_local(layout, &path, &text);
-        let (state, problems) = read_local_state(layout);
-        if let Some(error) = AkmsError::from_diagnostics(&problems) {
-            return Err(error);
-        }
-        state
-    } else {
-        parse_local_state(&layout.display(&path), &text).map_err(|problems| AkmsError::Invalid { problems })?
-    };
     let rebuilt = sources.compile(layout, options, &state)?;
-    crate::lock::commit(layout, &[(path.clone(), text.as_str()), (layout.graph_json(), rebuilt.json.as_str())])?;
+    let graph: Json = serde_json::from_str(&rebuilt.json).unwrap_or_default();
+    let to = GraphView::from_graph(&graph).nodes.get(id).map(|n| n.status.clone()).unwrap_or(to);
+    let file = if global { state_path } else { node_path };
+    let mut ordered: Vec<(PathBuf, &str)> = writes.iter().map(|(p, t)| (p.clone(), t.as_str())).collect();
+    ordered.push((layout.graph_json(), rebuilt.json.as_str()));
+    crate::lock::commit(layout, &ordered)?;
     Ok(StatusChange {
         node: id.to_owned(),
         from: node.status.clone(),
-        to: to.to_owned(),
-        file: layout.display(&path),
+        to,
+        file: layout.display(&file),
         node_file: shown,
         origin: node.origin.clone(),
     })

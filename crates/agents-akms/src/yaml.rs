@@ -198,10 +198,16 @@ pub(crate) fn yaml_error(file: &Path, error: &yaml_serde::Error, first_line: usi
     let line = error.location().map(|l| l.line() + first_line - 1);
     let message = error.to_string();
     // The location is already in the diagnostic; drop serde's " at line N column M".
-    let message = match message.find(" at line ") {
+    let mut message = match message.find(" at line ") {
         Some(i) => message[..i].to_owned(),
         None => message,
     };
+    // serde says `invalid type: string "0.85", expected f64`: say why.
+    if let Some(rest) = message.split("invalid type: string \"").nth(1)
+        && let Some(kind) = rest.split('"').next().and_then(quoted_scalar)
+    {
+        message.push_str(&format!(" ({kind} in quotes is text: write it without the quotes)"));
+    }
     Diagnostic::error(ProblemKind::Yaml, file, line, None, format!("{prefix}{message}"))
 }
 
@@ -234,6 +240,12 @@ pub(crate) fn check_schema(
 /// A short rendering of a YAML value for messages.
 pub(crate) fn scalar_text(value: &Yaml) -> String {
     match value {
+        Yaml::String(s) if quoted_scalar(s).is_some() => {
+            format!(
+                "the string \"{s}\" ({} in quotes is text: write it without the quotes)",
+                quoted_scalar(s).unwrap_or_default()
+            )
+        }
         Yaml::String(s) => format!("`{s}`"),
         Yaml::Null => "null".into(),
         Yaml::Bool(b) => format!("`{b}`"),
@@ -241,6 +253,19 @@ pub(crate) fn scalar_text(value: &Yaml) -> String {
         Yaml::Sequence(_) => "a list".into(),
         Yaml::Mapping(_) => "a mapping".into(),
         Yaml::Tagged(t) => scalar_text(&t.value),
+    }
+}
+
+/// What a quoted scalar would be without its quotes: `a number` or `true or
+/// false`; `None` for other text.
+fn quoted_scalar(text: &str) -> Option<&'static str> {
+    let t = text.trim();
+    if !t.is_empty() && t.parse::<f64>().is_ok_and(f64::is_finite) {
+        Some("a number")
+    } else if matches!(t, "true" | "false") {
+        Some("true or false")
+    } else {
+        None
     }
 }
 
@@ -341,6 +366,30 @@ mod tests {
         let flow = format!("a: {}1{}\n", "[".repeat(90), "]".repeat(90));
         assert_eq!(nesting_error(&flow), None);
         assert!(parse_mapping(Path::new("a.md"), &flow, 1).is_ok());
+    }
+
+    /// Issue 18 item 8: a number (or boolean) given as a string says so.
+    #[test]
+    fn item_8_numbers_given_as_strings_say_so() {
+        assert_eq!(
+            scalar_text(&Yaml::String("3".into())),
+            "the string \"3\" (a number in quotes is text: write it without the quotes)"
+        );
+        assert!(scalar_text(&Yaml::String("true".into())).contains("true or false in quotes"));
+        assert_eq!(scalar_text(&Yaml::String("three".into())), "`three`");
+        let evidence = crate::evidence::tests::MEMORY.replace("phase_id: 1", "phase_id: \"1\"");
+        let problems = crate::evidence::parse_evidence(Path::new("s.md"), &evidence).unwrap_err();
+        assert_eq!(
+            problems[0].to_string(),
+            "s.md:4: phase_id: expected a whole number of at least 0, found the string \"1\" (a number in quotes is text: write it without the quotes)"
+        );
+        let config = "akms_schema: v2\nconfidence:\n  local_decay: \"0.85\"\n";
+        let problems = crate::config::parse_config(Path::new("p.yaml"), config).unwrap_err();
+        assert!(
+            problems[0].to_string().ends_with("(a number in quotes is text: write it without the quotes)"),
+            "{}",
+            problems[0]
+        );
     }
 
     #[test]

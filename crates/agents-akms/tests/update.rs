@@ -246,14 +246,51 @@ fn nfr_r01_malformed_evidence_changes_nothing() {
     let before = snapshot(dir.path());
     let good = write_session(&layout, "TASK-101.md", MEMORY);
     let bad = write_session(&layout, "TASK-102.md", &MEMORY.replace("coverage: outdated", "coverage: meh"));
-    let unknown = write_session(&layout, "TASK-103.md", &MEMORY.replace("id: green-operator", "id: no-such-node"));
     let with_docs = snapshot(dir.path());
-    for docs in [vec![good.clone(), bad], vec![good, unknown]] {
-        let error = update(&layout, &options(), &docs).unwrap_err().to_string();
-        assert!(error.contains("nodes_used[1]"), "{error}");
-        assert_eq!(snapshot(dir.path()), with_docs);
+    let error = update(&layout, &options(), &[good, bad]).unwrap_err().to_string();
+    assert!(error.contains("nodes_used[1]"), "{error}");
+    assert_eq!(snapshot(dir.path()), with_docs);
+    assert_eq!(before.len() + 2, with_docs.len());
+}
+
+/// Issue 18 item 3: an AgentMemory naming a node no one has is applied with
+/// a warning; the id becomes a `missing` entry, the pitfall is kept tied to
+/// no node, and the other documents of the phase land.
+#[test]
+fn item_3_an_unknown_node_is_a_warning_and_missing_knowledge_never_a_block() {
+    let (_dir, layout) = fixture();
+    let good = write_session(&layout, "TASK-101.md", MEMORY);
+    let text = MEMORY
+        .replace("task_id: TASK-101", "task_id: TASK-103")
+        .replace("id: green-operator", "id: no-such-node")
+        .replace("node_ref: lippmann-schwinger", "node_ref: ghost-node")
+        .replace("strain-rate-formula", "other-formula");
+    let unknown = write_session(&layout, "TASK-103.md", &text);
+    let report = update(&layout, &options(), &[good, unknown]).unwrap();
+    assert_eq!(report.applied.len(), 2, "{report:?}");
+    let warnings: Vec<String> = report.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].contains("TASK-103.md: nodes_used[1].id: no node has the id `no-such-node`"), "{warnings:?}");
+    assert!(warnings[1].contains("pitfalls_discovered[0].node_ref: no node has the id `ghost-node`"), "{warnings:?}");
+    let missing: Vec<(String, String)> = read_log(&layout)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.change {
+            Change::Missing { suggested_id, .. } => Some((e.task, suggested_id)),
+            _ => None,
+        })
+        .collect();
+    for id in ["no-such-node", "ghost-node"] {
+        assert!(missing.contains(&("TASK-103".to_owned(), id.to_owned())), "{id}: {missing:?}");
     }
-    assert_eq!(before.len() + 3, with_docs.len());
+    let log = read_log(&layout).unwrap();
+    assert!(log.iter().any(|e| e.task == "TASK-103"
+        && matches!(&e.change, Change::Pitfall { node: None, description, .. } if description == "Division by zero at k = 0")));
+    let state = overlay(&layout);
+    assert!(state["session_nodes"].get("session-task-103").is_some());
+    assert!(state["nodes"].get("no-such-node").is_none());
+    let rebuilt = compile(&layout, &options()).unwrap();
+    assert_eq!(std::fs::read_to_string(layout.graph_json()).unwrap(), rebuilt.json);
 }
 
 /// `nodes_used` entries over the fixture's nodes.
@@ -319,4 +356,84 @@ proptest! {
         }
         prop_assert_eq!(snapshot(dir2.path()), once);
     }
+}
+
+/// Issue 18 item 2: a second document with the same task id (a second plan
+/// reusing `TASK-101`) is applied as its own session node; "already applied"
+/// is decided by content, and the first session node keeps its file.
+#[test]
+fn item_2_evidence_is_never_dropped_or_overwritten() {
+    let (_dir, layout) = fixture();
+    let first = write_session(&layout, "TASK-101.md", MEMORY);
+    update(&layout, &options(), std::slice::from_ref(&first)).unwrap();
+    let second_text = MEMORY.replace("Division by zero at k = 0", "Overflow in the second plan");
+    let second = write_session(&layout, "plan2-TASK-101.md", &second_text);
+    let report = update(&layout, &options(), std::slice::from_ref(&second)).unwrap();
+    assert_eq!(report.applied.len(), 1, "the second document is not skipped: {report:?}");
+    let session = report.applied[0].session.clone();
+    assert_ne!(session, "session-task-101");
+    assert!(session.starts_with("session-task-101-"), "{session}");
+    let state = overlay(&layout);
+    assert_eq!(state["session_nodes"]["session-task-101"]["content_ref"], "sessions/TASK-101.md");
+    assert_eq!(state["session_nodes"][&session]["content_ref"], "sessions/plan2-TASK-101.md");
+    // Its pitfall reaches the graph, on its own session node.
+    let edges = state["local_edges"].as_array().unwrap();
+    assert!(edges.iter().any(|e| e["to"] == session.as_str() && e["note"] == "Overflow in the second plan"));
+    assert!(edges.iter().any(|e| e["to"] == "session-task-101" && e["note"] == "Division by zero at k = 0"));
+
+    // Replaying either, or the same content under another name, changes nothing.
+    let copy = write_session(&layout, "copy.md", &second_text);
+    let again = update(&layout, &options(), &[first.clone(), second, copy]).unwrap();
+    assert!(again.applied.is_empty(), "{again:?}");
+    let skipped: Vec<&str> = again.skipped.iter().map(|d| d.session.as_str()).collect();
+    assert_eq!(skipped, ["session-task-101", session.as_str(), session.as_str()]);
+
+    // A file overwritten in place with new content is new evidence, under a
+    // new session node; the old node still names its own file.
+    let third_text = MEMORY.replace("Division by zero at k = 0", "Third time");
+    std::fs::write(&first, &third_text).unwrap();
+    let third = update(&layout, &options(), std::slice::from_ref(&first)).unwrap();
+    assert_eq!(third.applied.len(), 1);
+    let third_session = &third.applied[0].session;
+    assert!(third_session != "session-task-101" && *third_session != session, "{third_session}");
+    let state = overlay(&layout);
+    assert_eq!(state["session_nodes"]["session-task-101"]["content_ref"], "sessions/TASK-101.md");
+    assert_eq!(state["session_nodes"].as_object().unwrap().len(), 4, "three applied plus the fixture's");
+    let rebuilt = compile(&layout, &options()).unwrap();
+    assert_eq!(std::fs::read_to_string(layout.graph_json()).unwrap(), rebuilt.json);
+}
+
+/// A registry written before content hashes: its session node with the
+/// document's own id and file still counts as the document's application.
+#[test]
+fn item_2_a_registry_without_hashes_still_skips_its_documents() {
+    let (_dir, layout) = fixture();
+    let doc = write_session(&layout, "TASK-101.md", MEMORY);
+    update(&layout, &options(), std::slice::from_ref(&doc)).unwrap();
+    let text = std::fs::read_to_string(layout.local_state()).unwrap();
+    let legacy: String = text.lines().filter(|l| !l.contains("content_hash")).map(|l| format!("{l}\n")).collect();
+    assert_ne!(legacy, text);
+    std::fs::write(layout.local_state(), &legacy).unwrap();
+    let again = update(&layout, &options(), &[doc]).unwrap();
+    assert!(again.applied.is_empty());
+    assert_eq!(again.skipped[0].session, "session-task-101");
+}
+
+/// Issue 18 item 8 (UR-04): the pitfall weight by severity and a new node's
+/// confidence come from `propagation_config.yaml`.
+#[test]
+fn item_8_pitfall_weight_and_new_node_confidence_come_from_the_config() {
+    let (_dir, layout) = fixture();
+    std::fs::write(
+        layout.propagation_config(),
+        "akms_schema: v2\nconfidence:\n  new_node_confidence: 0.42\ngraph:\n  pitfall_weight: {high: 0.9}\n",
+    )
+    .unwrap();
+    let doc = write_session(&layout, "TASK-101.md", MEMORY);
+    update(&layout, &options(), &[doc]).unwrap();
+    let state = overlay(&layout);
+    let edge = state["local_edges"].as_array().unwrap().iter().find(|e| e["to"] == "session-task-101").unwrap();
+    assert_eq!(edge["weight"].as_f64(), Some(0.9));
+    let node = std::fs::read_to_string(layout.local_nodes().join("strain-rate-formula.md")).unwrap();
+    assert!(node.contains("confidence: 0.42"), "{node}");
 }

@@ -300,6 +300,12 @@ pub enum KnowledgeCommand {
         /// The node id.
         id: String,
     },
+    /// Undo a suppress: the node gets back the status it had (journaled and
+    /// locked like suppress).
+    Restore {
+        /// The node id.
+        id: String,
+    },
     /// Generate the code mirror (spec 4.7, 5.6): one knowledge/code-mirror/<file>.md
     /// per changed source file, with each function's and class's docstring and
     /// full source, and the structural docstring-drift check (drift sets the

@@ -36,10 +36,9 @@ fn build_writes_the_golden_graph() {
     assert_eq!(warnings.len(), 3, "{warnings:?}");
     assert!(warnings.iter().all(|w| w.starts_with("warning: ")));
     let built = std::fs::read_to_string(k.repo.join("knowledge/graph/graph.json")).unwrap();
-    // The fixture's graph names the vault as the default does.
-    let expected = std::fs::read_to_string(Path::new(FIXTURE).join("expected-graph.json"))
-        .unwrap()
-        .replace("\"~/.claude/akms/nodes\"", &serde_json::to_string(&k.vault.to_string_lossy()).unwrap());
+    // The graph names the vault as configured (here the default), not as
+    // $AKMS_GLOBAL_VAULT spells it: the fixture's bytes exactly.
+    let expected = std::fs::read_to_string(Path::new(FIXTURE).join("expected-graph.json")).unwrap();
     assert_eq!(built, expected);
 }
 
@@ -181,6 +180,30 @@ fn the_global_vault_comes_from_the_environment_then_the_configuration() {
         .output()
         .unwrap();
     assert_eq!(parse(&out.stdout)["global_vault"], other.to_str().unwrap());
+}
+
+/// Issue 18 item 8: graph.json names the vault as the repository configures
+/// it; another spelling of the same vault in the environment (a symbolic
+/// link) changes neither graph.json nor its graph_version.
+#[test]
+fn item_8_graph_json_records_the_vault_as_configured_not_as_the_environment_spells_it() {
+    let k = knowledge();
+    let build = |vault: &Path| {
+        let out = agents(&k.home)
+            .current_dir(&k.repo)
+            .env("AKMS_GLOBAL_VAULT", vault)
+            .args(["knowledge", "build"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        std::fs::read(k.repo.join("knowledge/graph/graph.json")).unwrap()
+    };
+    let direct = build(&k.vault);
+    let link = k.home.join("vault-link");
+    std::os::unix::fs::symlink(&k.vault, &link).unwrap();
+    assert_eq!(build(&link), direct);
+    let graph = parse(&direct);
+    assert_eq!(graph["graph"]["global_vault"], "~/.claude/akms/nodes");
 }
 
 #[test]

@@ -286,12 +286,35 @@ fn fr_m03_record_session_validates_and_files_an_agent_memory() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), MEMORY);
     // The graph is never written by the tool.
     assert!(!fx.repo.join("knowledge/graph").exists());
-    // The same text again is a no-op; other text for the task is refused.
+    // The same text again is a no-op.
     let again = server.call("record_session", json!({"task_id": "TASK-7", "memory": MEMORY}));
     assert_eq!(again["result"]["structuredContent"]["written"], false, "{again:#}");
-    let other = server.call("record_session", json!({"task_id": "TASK-7", "memory": MEMORY.replace("3\n", "2\n")}));
-    assert_eq!(other["result"]["isError"], true, "{other:#}");
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), MEMORY);
+    assert!(server.finish().status.success());
+}
+
+/// Issue 18 item 2: other content for a recorded task id (a second plan
+/// reusing it) never overwrites the recorded file; it is filed beside it.
+#[test]
+fn item_2_record_session_never_overwrites_a_recorded_session() {
+    let fx = Fixture::new();
+    std::fs::create_dir_all(fx.repo.join("knowledge/sessions")).unwrap();
+    let mut server = fx.server();
+    handshake(&mut server);
+    let file = fx.repo.join("knowledge/sessions/TASK-7.md");
+    server.call("record_session", json!({"task_id": "TASK-7", "memory": MEMORY}));
+    let second = MEMORY.replace("3\n", "2\n");
+    let other = server.call("record_session", json!({"task_id": "TASK-7", "memory": second}));
+    assert_ne!(other["result"]["isError"], json!(true), "{other:#}");
+    assert_eq!(other["result"]["structuredContent"]["written"], true, "{other:#}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), MEMORY, "the recorded file is kept");
+    let beside = std::path::PathBuf::from(other["result"]["structuredContent"]["file"].as_str().unwrap());
+    assert_ne!(beside, file);
+    assert!(beside.file_name().unwrap().to_str().unwrap().starts_with("TASK-7-"), "{beside:?}");
+    assert_eq!(std::fs::read_to_string(&beside).unwrap(), second);
+    // Recording the second text again finds it: nothing new.
+    let again = server.call("record_session", json!({"task_id": "TASK-7", "memory": second}));
+    assert_eq!(again["result"]["structuredContent"]["written"], false, "{again:#}");
+    assert_eq!(std::fs::read_dir(fx.repo.join("knowledge/sessions")).unwrap().count(), 2);
     assert!(server.finish().status.success());
 }
 

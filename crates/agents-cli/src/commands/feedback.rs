@@ -1,4 +1,4 @@
-//! `agents knowledge update|status|review|promote|suppress`: evidence in,
+//! `agents knowledge update|status|review|promote|suppress|restore`: evidence in,
 //! health and review out, and the human's one-command review actions. Thin:
 //! resolve the repository, call `agents_akms::{update, health}`, print.
 
@@ -23,6 +23,9 @@ pub fn update(settings: &Settings, repo: Option<&Path>, documents: &[PathBuf]) -
     }
     let _lock = lock_knowledge(settings, &layout)?;
     let report = agents_akms::update::update(&layout, &options, documents).map_err(into_anyhow)?;
+    for warning in &report.warnings {
+        settings.printer.note(format!("warning: {warning}"));
+    }
     if let Some(compiled) = &report.compiled {
         index_knowledge(settings, &layout, compiled)?;
         for warning in &compiled.warnings {
@@ -120,7 +123,10 @@ pub(crate) fn review_text(health: &Health) -> String {
     out.push_str(&section("new pitfalls", r.new_pitfalls.iter().map(pitfall_line).collect()));
     out.push_str(&section("blocked tasks", r.blocked.iter().map(blocked_line).collect()));
     out.push_str(&section("id collisions", r.collisions.iter().map(|c| c.node.clone()).collect()));
-    out.push_str("one command per node: agents knowledge promote ID | agents knowledge suppress ID\n");
+    out.push_str(&section("docstring drift", r.drift.clone()));
+    out.push_str(
+        "one command per node: agents knowledge promote ID | agents knowledge suppress ID | agents knowledge restore ID\n",
+    );
     out
 }
 
@@ -158,6 +164,7 @@ pub(crate) fn status_text(h: &Health) -> String {
     ));
     out.push_str(&section("blocked tasks", h.blocked.iter().map(blocked_line).collect()));
     out.push_str(&section("orphaned overlay entries", h.orphaned_overlay.clone()));
+    out.push_str(&section("skipped edges (a node they name is in no source)", h.skipped_edges.clone()));
     out
 }
 

@@ -1,5 +1,5 @@
 //! `agents knowledge init|validate|build|tags|query|search|migrate|mirror`
-//! (update, status, review, promote and suppress are in `feedback`, loadouts
+//! (update, status, review, promote, suppress and restore are in `feedback`, loadouts
 //! in `loadout.rs`): the repository's `knowledge/` folder over the global
 //! vault (AKMS). Thin: find the repository and the vault, call
 //! `agents_akms`, print. Every command that writes `knowledge/` holds the
@@ -90,6 +90,9 @@ pub fn run(settings: &Settings, args: KnowledgeArgs) -> anyhow::Result<()> {
         }
         KnowledgeCommand::Suppress { id } => {
             super::feedback::set_status(settings, args.repo.as_deref(), &id, agents_akms::update::Review::Suppress)
+        }
+        KnowledgeCommand::Restore { id } => {
+            super::feedback::set_status(settings, args.repo.as_deref(), &id, agents_akms::update::Review::Restore)
         }
         KnowledgeCommand::Mirror { base, files, phase } => {
             mirror(settings, args.repo.as_deref(), base.as_deref(), &files, phase)
@@ -199,6 +202,11 @@ pub(crate) fn resolve(settings: &Settings, repo: Option<&Path>) -> anyhow::Resul
         // Reported by validate and build with the other problems.
         Err(_) => None,
     };
+    // graph.json records the vault as the repository configures it (its
+    // propagation_config.yaml, else the default), never as this machine's
+    // environment spells it: the same sources give the same bytes (and
+    // graph_version) for everyone, whatever $AKMS_GLOBAL_VAULT says.
+    let recorded = from_repo.clone().unwrap_or_else(|| DEFAULT_GLOBAL_VAULT.to_owned());
     let display =
         settings.config.config().global_vault.clone().or(from_repo).unwrap_or_else(|| DEFAULT_GLOBAL_VAULT.to_owned());
     layout.global_vault = expand_home(&display, dirs::home_dir().as_deref());
@@ -212,7 +220,7 @@ pub(crate) fn resolve(settings: &Settings, repo: Option<&Path>) -> anyhow::Resul
         ))
         .into());
     }
-    Ok((layout, CompileOptions { global_vault_display: display }))
+    Ok((layout, CompileOptions { global_vault_display: recorded }))
 }
 
 /// Creates the folders of `knowledge/` and the default config, keeping

@@ -274,6 +274,7 @@ pub fn make(
             &ctx.docs,
             &ids,
             &query,
+            ctx.config.loadout.semantic_floor as f32,
         )?),
         _ => None,
     };

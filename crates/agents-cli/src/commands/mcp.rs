@@ -562,7 +562,7 @@ impl ContextServer {
 impl ContextServer {
     #[tool(
         name = "record_session",
-        description = "Record a task's AgentMemory (AKMS evidence): the document is validated (every problem is reported with its line and field) and written to knowledge/sessions/{task_id}.md. The knowledge graph itself changes only when a human runs `agents knowledge update`."
+        description = "Record a task's AgentMemory (AKMS evidence): the document is validated (every problem is reported with its line and field) and written to knowledge/sessions/{task_id}.md (never overwriting one recorded with other content: that goes to {task_id}-<hash>.md). The knowledge graph itself changes only when a human runs `agents knowledge update`."
     )]
     async fn record_session(
         &self,
@@ -581,7 +581,8 @@ impl ContextServer {
 
 /// Validates an AgentMemory and writes it to `knowledge/sessions/{task_id}.md`
 /// atomically; never touches the graph. Writing the same text again is a
-/// no-op; different text for a recorded task is refused.
+/// no-op; different text for a recorded task id goes to
+/// `{task_id}-<8 hex of its hash>.md`: a recorded file is never overwritten.
 fn record_session(
     path: &Path,
     repo: Option<PathBuf>,
@@ -613,21 +614,33 @@ fn record_session(
             path.display()
         ))
     })?;
-    let target = root.join(&file);
-    let written = match std::fs::read_to_string(&target) {
-        Ok(existing) if existing == memory => false,
-        Ok(_) => {
-            return Err(ToolFailure::Invalid(format!(
-                "{} already records task {task_id} with other content; a task has one AgentMemory",
-                file.display()
-            )));
+    // A recorded session file is never overwritten (it may be applied
+    // already, and its session node names it): other content for the same
+    // task id (a second plan reusing it) goes beside it, named with a
+    // suffix of its content hash. The same content again is a no-op.
+    let hash = agents_akms::update::content_hash(memory);
+    let mut written = false;
+    let mut target = PathBuf::new();
+    for name in [format!("{task_id}.md"), format!("{task_id}-{}.md", &hash[..8]), format!("{task_id}-{hash}.md")] {
+        target = root.join("knowledge/sessions").join(name);
+        match std::fs::read_to_string(&target) {
+            Ok(existing) if existing == memory => break,
+            Ok(_) => continue,
+            Err(_) if target.symlink_metadata().is_ok() => continue,
+            Err(_) => {
+                agents_store::atomic_write(&target, memory.as_bytes())
+                    .map_err(|e| ToolFailure::Failed(format!("{}: cannot write: {e}", target.display())))?;
+                written = true;
+                break;
+            }
         }
-        Err(_) => {
-            agents_store::atomic_write(&target, memory.as_bytes())
-                .map_err(|e| ToolFailure::Failed(format!("{}: cannot write: {e}", target.display())))?;
-            true
-        }
-    };
+    }
+    if !written && std::fs::read_to_string(&target).ok().as_deref() != Some(memory) {
+        return Err(ToolFailure::Invalid(format!(
+            "{}: every name for task {task_id} holds other content",
+            file.display()
+        )));
+    }
     Ok(serde_json::json!({
         "file": target,
         "session": evidence.session_id,
