@@ -420,8 +420,11 @@ def section_concurrency(r: Runner, rounds: int, searches: int) -> None:
                 notes.append(f"round {t}: {err.decode(errors='replace')[-150:]}")
         graph = json.loads((repo / "knowledge/graph/graph.json").read_text())
         ids = {n["id"] for n in graph["nodes"]}
-        if not {"strain-rate-formula-0", "strain-rate-formula-1"} <= ids:
+        # Each document's session node (their new-knowledge drafts are near
+        # duplicates, so the second may rightly be folded into the first).
+        if not {"session-task-101", "session-task-102"} <= ids:
             lost += 1
+            notes.append(f"round {t}: sessions in graph: {sorted(i for i in ids if i.startswith('session-'))}")
     r.record("concurrency", "two `knowledge update` at once: both succeed", rounds * 2, failures, "; ".join(notes[:2]))
     r.record("concurrency", "two `knowledge update` at once: no session lost", rounds, lost)
 
@@ -504,11 +507,15 @@ def hostile_case(r: Runner, name: str, run, judge) -> None:
 
 
 def clear_error(needle):
+    """Refused with a message naming `needle` (validate lists problems on stdout,
+    other commands on stderr)."""
+
     def judge(rc, out, err):
         if rc == 0:
             return False, "accepted"
-        first = err.strip().splitlines()[0] if err.strip() else ""
-        return needle in err, first[:140]
+        lines = [line for line in (out + err).splitlines() if needle in line]
+        shown = lines[0] if lines else (err.strip().splitlines() or [""])[0]
+        return bool(lines), shown[:140]
 
     return judge
 
@@ -605,7 +612,7 @@ def section_hostile(r: Runner) -> None:
         )
         (sessions / "TASK-103.md").write_text(text)
 
-    kcase("10 MB content_draft in evidence (update)", big_draft, ["knowledge", "update", "knowledge/sessions/TASK-103.md"], clear_error("content_draft"))
+    kcase("10 MB content_draft in evidence (update)", big_draft, ["knowledge", "update", "knowledge/sessions/TASK-103.md"], clear_error("TASK-103.md"))
 
     # 3. MCP: paths outside the roots and malformed lines.
     mcp_home = r.work / "mcp-home"
