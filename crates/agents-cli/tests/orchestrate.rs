@@ -380,3 +380,105 @@ fn resume_after_the_orchestrator_was_killed_stops_its_leftover_agents_first() {
     let checkpoint = std::fs::read_to_string(s.repo.join(state["checkpoint"].as_str().unwrap())).unwrap();
     assert!(checkpoint.contains("was still running from a run that was killed"), "{checkpoint}");
 }
+
+/// The stand-in agent of the hand-off tests: it notes the hand-off it got,
+/// writes its scope file and an AgentMemory that reports the file, an
+/// interface, an assumption, a failing test and a pitfall.
+const HANDOFF_AGENT: &str = r##"#!/bin/sh
+set -e
+id="$1"; memory="$2"; phase="$3"
+echo "$id phase=$phase handoff=$AGENTS_HANDOFF" >> handoffs.log
+mkdir -p src
+echo "def $id(): pass" >> "src/$id.py"
+cat > "$memory" <<EOF
+---
+task_id: $id
+task_description: "stand-in work"
+phase_id: $phase
+timestamp: 2026-11-30T00:00:00
+agent_model: stand-in
+loadout_used: knowledge/loadouts/$id-implementer-loadout.md
+status: complete
+tests_passed: 1
+tests_total: 2
+nodes_used: []
+pitfalls_discovered:
+  - node_ref: lippmann-schwinger
+    description: "pitfall seen by $id"
+    severity: high
+files_created:
+  - path: src/$id.py
+    description: "the $id entry point"
+interfaces_added:
+  - name: "$id()"
+    description: "runs $id"
+assumptions:
+  - claim: "grids are periodic"
+    rationale: "the FFT needs it"
+    risk_if_wrong: "aliasing"
+akms_schema: v2
+---
+EOF
+"##;
+
+#[test]
+fn phases_hand_off_a_pcd_that_knowledge_update_accepts_with_real_change_summaries() {
+    let s = setup();
+    std::fs::write(s.repo.join("agent.sh"), HANDOFF_AGENT).unwrap();
+    std::fs::write(s.repo.join(".gitignore"), "runs.log\nabort-once\nhandoffs.log\n").unwrap();
+    git(&s.repo, &["commit", "-q", "-am", "hand-off agent"]);
+    let task = |id: &str| {
+        serde_json::json!({"task_id": id, "title": format!("Task {id}"), "scope": [format!("src/{id}.py")],
+            "akms_tags": ["green-operator"], "akms_schema": "v2"})
+    };
+    let plan = serde_json::json!({"plan_name": "demo", "model_context_limit": 200000, "system_prompt_tokens": 8000,
+        "phases": [{"phase": 1, "tasks": [task("T1")]}, {"phase": 2, "tasks": [task("T3")]}]});
+    std::fs::write(&s.plan, plan.to_string()).unwrap();
+    step(&s, &["run", s.plan.to_str().unwrap()]);
+    step(&s, &["approve"]);
+    step(&s, &["approve"]);
+    let state = step(&s, &["approve"]);
+    assert_eq!(at(&state), ("execute".into(), 1, "awaiting_approval".into()), "{state:#}");
+    assert_eq!(state["tasks"]["T1"]["memory"], "knowledge/sessions/demo-phase1-T1.md");
+
+    // The PCD: a relative plan file and the hand-off from git and the agents.
+    let pcd = std::fs::read_to_string(s.repo.join("knowledge/sessions/handoff_phase_1.md")).unwrap();
+    assert!(pcd.contains("plan_file: ../plan.json\n"), "{pcd}");
+    assert!(!pcd.contains("modified in this phase") && !pcd.contains("created in this phase"), "{pcd}");
+    assert!(pcd.contains("description: 'T1: the T1 entry point; created by task T1 (Task T1), +1 -0 lines'"), "{pcd}");
+    assert!(pcd.contains("name: T1()") && pcd.contains("claim: grids are periodic") && pcd.contains("where: task T1"));
+    assert!(pcd.contains("reason: 1 of 2 test(s) fail"), "{pcd}");
+    assert!(pcd.contains("pitfall on `lippmann-schwinger` (high, from T1): pitfall seen by T1"), "{pcd}");
+    assert!(pcd.contains("recommended_start: T3"), "{pcd}");
+
+    // The loadout: the phase in its header, the mode chosen from the plan's budget.
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.repo.join("knowledge/orchestrator/tasks/T1.json")).unwrap())
+            .unwrap();
+    let loadout = std::fs::read_to_string(s.repo.join(record["loadout_path"].as_str().unwrap())).unwrap();
+    assert!(loadout.contains("\nphase: 1\n"), "{loadout}");
+    let available = loadout.lines().find(|l| l.starts_with("available_context: ")).unwrap();
+    assert!(available != "available_context: null" && available.len() > "available_context: ".len(), "{loadout}");
+
+    // Phase 2's agent gets phase 1's PCD.
+    step(&s, &["approve"]);
+    let state = step(&s, &["approve"]);
+    assert_eq!(at(&state), ("execute".into(), 2, "awaiting_approval".into()), "{state:#}");
+    let log = std::fs::read_to_string(s.repo.join("handoffs.log")).unwrap();
+    let handoff = s.repo.join("knowledge/sessions/handoff_phase_1.md");
+    assert!(log.contains("T1 phase=1 handoff=\n"), "{log}");
+    assert!(log.contains(&format!("T3 phase=2 handoff={}\n", handoff.display())), "{log}");
+
+    // `agents knowledge update` accepts the generated PCD.
+    for _ in 0..3 {
+        step(&s, &["approve"]);
+    }
+    let out = agents(&s.home)
+        .current_dir(&s.repo)
+        .env("AKMS_GLOBAL_VAULT", &s.vault)
+        .env("SOURCE_DATE_EPOCH", "1764460800")
+        .args(["knowledge", "update", "knowledge/sessions/handoff_phase_1.md"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}\n{}", stderr(&out), stdout(&out));
+}
