@@ -482,3 +482,148 @@ fn phases_hand_off_a_pcd_that_knowledge_update_accepts_with_real_change_summarie
         .unwrap();
     assert!(out.status.success(), "{}\n{}", stderr(&out), stdout(&out));
 }
+
+/// The scripted agent of the cold-start test, by role. Every agent notes its
+/// environment and keeps a copy of its loadout. In phase 1, T1 drafts new
+/// knowledge (`kernel-regularisation`) and, with `$UNKNOWN_NODE` set, names a
+/// node no graph has; the phase-1 reviewer reports a pitfall on the new node.
+const COLD_AGENT: &str = r##"#!/bin/sh
+set -e
+id="$1"; memory="$2"; phase="$3"
+echo "$id role=$AGENTS_ROLE phase=$phase handoff=$AGENTS_HANDOFF" >> e2e.log
+mkdir -p seen
+cp "$AGENTS_LOADOUT" "seen/$id-phase$phase.md"
+used="nodes_used: []"; pitfalls="pitfalls_discovered: []"; knowledge="new_knowledge: []"
+if [ "$AGENTS_ROLE" = implementer ]; then
+  mkdir -p src; echo "# $id, phase $phase" >> "src/$id.py"
+  if [ "$id" = T1 ]; then
+    if [ -n "$UNKNOWN_NODE" ]; then used="nodes_used: [{id: $UNKNOWN_NODE, useful: false, coverage: missing-detail}]"; fi
+    knowledge="new_knowledge: [{suggested_id: kernel-regularisation, title: Kernel regularisation, domain: solver, tags: [kernel], content_draft: Regularise the Green kernel at k = 0., status: tentative, source: agent}]"
+  fi
+elif [ "$phase" = 1 ]; then
+  pitfalls="pitfalls_discovered: [{node_ref: kernel-regularisation, description: regularise before the FFT not after, severity: high}]"
+fi
+cat > "$memory" <<EOF
+---
+task_id: $id
+task_description: "scripted work for $(basename "$memory")"
+phase_id: $phase
+timestamp: 2026-11-30T00:00:00
+agent_model: scripted
+loadout_used: knowledge/loadouts/$id.md
+status: complete
+tests_passed: 1
+tests_total: 1
+$used
+$pitfalls
+$knowledge
+akms_schema: v2
+---
+EOF
+"##;
+
+/// The "Done when" run of issue 18, whole: it needs the evidence side of
+/// items 2 and 3 (an unknown node is a warning; "already applied" is decided
+/// by content), which `agents knowledge update` provides separately.
+#[test]
+#[ignore = "needs the update side of issue 18 items 2 and 3 (unknown node a warning, applied by content)"]
+fn the_loop_works_from_a_cold_start_over_two_phases_and_two_plans_reusing_a_task_id() {
+    cold_start(true);
+}
+
+/// The orchestrator's side of the cold-start run: no tags, no global vault,
+/// two phases, the reviewer's pitfall in phase 2's loadout, the hand-off in
+/// its environment, and a second plan reusing `T1` with its own session file.
+#[test]
+fn the_orchestrator_runs_two_phases_from_a_cold_start_and_a_second_plan_reusing_a_task_id() {
+    cold_start(false);
+}
+
+fn cold_start(unknown_node: bool) {
+    let d = dirs();
+    let repo = d.repo.clone();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    let no_vault = d.root.join("no-global-vault");
+    let cli = |args: &[&str]| {
+        agents(&d.home)
+            .current_dir(&repo)
+            .env("AKMS_GLOBAL_VAULT", &no_vault)
+            .env("SOURCE_DATE_EPOCH", "1764460800")
+            .env("UNKNOWN_NODE", if unknown_node { "no-such-node" } else { "" })
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = cli(&["knowledge", "init"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let config_file = repo.join("knowledge/graph/propagation_config.yaml");
+    let config = std::fs::read_to_string(&config_file)
+        .unwrap()
+        .replace("  agent_command: \"\"", "  agent_command: \"sh agent.sh {task_id} {memory} {phase}\"")
+        .replace("  review_roles: [code_reviewer, physics_reviewer]", "  review_roles: [code_reviewer]");
+    std::fs::write(&config_file, config).unwrap();
+    std::fs::write(repo.join("agent.sh"), COLD_AGENT).unwrap();
+    std::fs::write(repo.join(".gitignore"), "e2e.log\nseen/\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "cold start"]);
+    let step = |args: &[&str]| {
+        let mut all = vec!["--json", "orchestrate"];
+        all.extend_from_slice(args);
+        let out = cli(&all);
+        assert!(out.status.success(), "{args:?}: {}\n{}", stderr(&out), stdout(&out));
+        parse(&out.stdout)
+    };
+    let task = |id: &str, title: &str| serde_json::json!({"task_id": id, "title": title, "scope": [format!("src/{id}.py")], "akms_tags": []});
+    let alpha = d.root.join("alpha.json");
+    let plan = serde_json::json!({"plan_name": "alpha", "phases": [
+        {"phase": 1, "tasks": [task("T1", "Set up the solver")]},
+        {"phase": 2, "tasks": [task("T2", "Apply the kernel regularisation")]}]});
+    std::fs::write(&alpha, plan.to_string()).unwrap();
+
+    // Phase 1: no tags, no nodes, an unknown node in the evidence.
+    step(&["run", alpha.to_str().unwrap()]);
+    step(&["approve"]);
+    step(&["approve"]);
+    let state = step(&["approve"]);
+    assert_eq!(at(&state), ("execute".into(), 1, "awaiting_approval".into()), "{state:#}");
+    assert_eq!(state["tasks"]["T1"]["status"], "complete", "{state:#}");
+    let loadout = std::fs::read_to_string(repo.join("seen/T1-phase1.md")).unwrap();
+    assert!(loadout.contains("node_count: 0"), "{loadout}");
+    let alpha_t1 = std::fs::read(repo.join("knowledge/sessions/alpha-phase1-T1.md")).unwrap();
+    // REVIEW: the reviewer's pitfall on the node phase 1 drafted.
+    let state = step(&["approve"]);
+    assert_eq!(at(&state), ("review".into(), 1, "awaiting_approval".into()), "{state:#}");
+
+    // Phase 2: the pitfall is in T2's loadout, the hand-off in its environment.
+    let state = step(&["approve"]);
+    assert_eq!(at(&state), ("execute".into(), 2, "awaiting_approval".into()), "{state:#}");
+    let loadout = std::fs::read_to_string(repo.join("seen/T2-phase2.md")).unwrap();
+    assert!(loadout.contains("kernel-regularisation"), "{loadout}");
+    let pitfalls = loadout.split("## Known Pitfalls").nth(1).unwrap_or_default();
+    assert!(pitfalls.contains("regularise before the FFT not after"), "{loadout}");
+    let log = std::fs::read_to_string(repo.join("e2e.log")).unwrap();
+    let handoff = repo.join("knowledge/sessions/handoff_phase_1.md");
+    assert!(log.contains(&format!("T2 role=implementer phase=2 handoff={}\n", handoff.display())), "{log}");
+    for _ in 0..3 {
+        step(&["approve"]);
+    }
+    assert_eq!(step(&["status"])["status"], "done");
+
+    // A second plan reuses T1: its own session file, applied, the first kept.
+    let beta = d.root.join("beta.json");
+    let plan =
+        serde_json::json!({"plan_name": "beta", "phases": [{"phase": 1, "tasks": [task("T1", "Tidy the solver")]}]});
+    std::fs::write(&beta, plan.to_string()).unwrap();
+    step(&["run", beta.to_str().unwrap()]);
+    step(&["approve"]);
+    step(&["approve"]);
+    let state = step(&["approve"]);
+    assert_eq!(at(&state), ("execute".into(), 1, "awaiting_approval".into()), "{state:#}");
+    assert_eq!(state["tasks"]["T1"]["memory"], "knowledge/sessions/beta-phase1-T1.md");
+    assert_eq!(std::fs::read(repo.join("knowledge/sessions/alpha-phase1-T1.md")).unwrap(), alpha_t1);
+    assert!(repo.join("knowledge/sessions/beta-phase1-T1.md").exists());
+    if unknown_node {
+        let checkpoint = std::fs::read_to_string(repo.join(state["checkpoint"].as_str().unwrap())).unwrap();
+        assert!(checkpoint.contains("- applied `knowledge/sessions/beta-phase1-T1.md`"), "{checkpoint}");
+    }
+}
