@@ -797,16 +797,9 @@ impl Orchestrator<'_> {
 
     /// The end of a wave: the partial edits of its failed tasks (their scope
     /// files) are set aside in a stash entry and recorded, then the wave's
-    /// work is committed on the phase branch. Returns what was set aside.
-    fn wave_end(
-        &self,
-        state: &mut State,
-        phase: &plan::Phase,
-        wave: usize,
-        tasks: &[&Task],
-    ) -> Result<Vec<String>, String> {
+    /// work is committed on the phase branch.
+    fn wave_end(&self, state: &mut State, phase: &plan::Phase, wave: usize, tasks: &[&Task]) -> Result<(), String> {
         let git = self.git();
-        let mut notes = Vec::new();
         for task in tasks {
             if state.tasks.get(&task.task_id).is_none_or(|t| t.status != TaskStatus::Failed) {
                 continue;
@@ -816,16 +809,10 @@ impl Orchestrator<'_> {
                 state.plan_name, task.task_id, phase.phase
             );
             let Some(stash) = git.set_aside(&task.scope, &message).map_err(|e| e.to_string())? else { continue };
-            let note = format!(
-                "the partial edits of failed task `{}` ({}) were kept off the phase branch in stash {stash}: `git stash apply {stash}` brings them back",
-                task.task_id,
-                task.scope.join(", ")
-            );
-            self.event(state, "set aside partial edits", Some(note.clone()));
+            self.event(state, "set aside partial edits", Some(set_aside_note(task, &stash)));
             if let Some(t) = state.tasks.get_mut(&task.task_id) {
                 t.set_aside = Some(stash);
             }
-            notes.push(note);
         }
         let complete: Vec<&str> = tasks
             .iter()
@@ -849,7 +836,7 @@ impl Orchestrator<'_> {
             }
         }
         self.save(state).map_err(|e| e.to_string())?;
-        Ok(notes)
+        Ok(())
     }
 
     fn breakdown_stage(&self, state: &mut State) -> StageResult {
@@ -980,7 +967,6 @@ impl Orchestrator<'_> {
         // The previous phase's Phase Completion Document: this phase's hand-off.
         let handoff = (phase.phase > 1).then(|| self.handoff_path(state, phase.phase - 1)).flatten();
         let mut warnings = Vec::new();
-        let mut set_aside = Vec::new();
         for (w, wave) in waves.iter().enumerate() {
             if self.aborted(state) {
                 return Ok(StageOutput { output: String::new(), warnings });
@@ -1020,7 +1006,10 @@ impl Orchestrator<'_> {
             if state.status == Status::Aborted {
                 return Ok(StageOutput { output: String::new(), warnings });
             }
-            set_aside.extend(self.wave_end(state, &phase, w + 1, wave)?);
+            // A wave that ran nothing this time (a resumed run) was ended before.
+            if !jobs.is_empty() {
+                self.wave_end(state, &phase, w + 1, wave)?;
+            }
             let failed: Vec<String> = wave
                 .iter()
                 .filter_map(|t| {
@@ -1056,6 +1045,11 @@ impl Orchestrator<'_> {
         if !outside.is_empty() {
             warnings.push(format!("changed outside every task's scope: {}", outside.join(", ")));
         }
+        let set_aside: Vec<String> = phase
+            .tasks
+            .iter()
+            .filter_map(|t| state.tasks[&t.task_id].set_aside.as_deref().map(|stash| set_aside_note(t, stash)))
+            .collect();
         warnings.extend(set_aside.iter().cloned());
         let memories: Vec<PathBuf> = complete.iter().map(|t| self.repo.join(&state.tasks[&t.task_id].memory)).collect();
         let counts = git.line_counts_since(&start).map_err(|e| e.to_string())?;
@@ -1413,6 +1407,15 @@ impl Orchestrator<'_> {
         }
         Ok(format!("merged {}", merged.join(", ")))
     }
+}
+
+/// What the record of a failed task's set-aside edits says.
+fn set_aside_note(task: &Task, stash: &str) -> String {
+    format!(
+        "the partial edits of failed task `{}` ({}) were kept off the phase branch in stash {stash}: `git stash apply {stash}` brings them back",
+        task.task_id,
+        task.scope.join(", ")
+    )
 }
 
 /// A one-screen summary of a state, for `agents orchestrate status`.
