@@ -196,9 +196,20 @@ fn two_phases_three_tasks_gates_by_command_a_failed_task_an_abort_mid_execute_an
     assert_eq!(state["tasks"]["T3"]["status"], "complete");
     assert_eq!(at(&step(&s, &["approve"])), ("review".into(), 2, "awaiting_approval".into()));
     assert_eq!(at(&step(&s, &["approve"])), ("finalize".into(), 2, "awaiting_approval".into()));
+    let main_before = git(&s.repo, &["rev-parse", "main"]);
+    let checkpoint =
+        std::fs::read_to_string(s.repo.join(step(&s, &["status"])["checkpoint"].as_str().unwrap())).unwrap();
+    assert!(checkpoint.contains("Approving this gate merges"), "{checkpoint}");
+    assert_eq!(git(&s.repo, &["rev-parse", "main"]), main_before, "FINALIZE's gate comes before the merge");
     let state = step(&s, &["approve"]);
     assert_eq!(state["status"], "done");
     assert_eq!(git(&s.repo, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "main");
+    // A finished run says how to start the next.
+    let status = run(&s, &["status"]);
+    assert!(stdout(&status).contains("start a new one with `agents orchestrate run PLAN.json`"), "{}", stdout(&status));
+    let again = run(&s, &["approve"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(stderr(&again).contains("agents orchestrate run PLAN.json"), "{}", stderr(&again));
     for file in ["src/T1.py", "src/T3.py", "knowledge/sessions/handoff_phase_2.md"] {
         assert!(s.repo.join(file).exists(), "{file} merged into main");
     }
