@@ -1149,11 +1149,21 @@ impl Orchestrator<'_> {
         }
         let loadout = self.knowledge.loadout(&task_file, spec).map_err(|e| format!("its loadout: {e}"))?;
         let memory_rel = match state.tasks.get(&task.task_id) {
+            // Never dispatched, yet a file has its name (another run's, on
+            // this branch): a name of its own instead, the file kept.
+            Some(t) if t.loadout.is_none() && self.taken(&t.memory) => {
+                let fresh = self.session_file(state, phase, &task.task_id);
+                tracing::info!("`{}` exists; task `{}` writes `{fresh}` instead", t.memory, task.task_id);
+                fresh
+            }
             Some(t) => t.memory.clone(),
             None => self.session_file(state, phase, &task.task_id),
         };
+        if let Some(t) = state.tasks.get_mut(&task.task_id) {
+            t.memory = memory_rel.clone();
+        }
         let memory = self.repo.join(&memory_rel);
-        // A stale memory from an earlier try must not pass for this one's.
+        // A stale memory from this task's earlier try must not pass for this one's.
         let _ = std::fs::remove_file(&memory);
         if let Some(parent) = memory.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
@@ -1861,6 +1871,28 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
         assert!(repo.join("knowledge/sessions/demo-phase1-T1-2.md").exists());
         assert_eq!(knowledge.updates.lock().unwrap().last().unwrap(), &["demo-phase1-T1-2.md".to_owned()]);
         assert!(o.dir().join("done/demo-1/state.json").exists(), "the finished run's records were kept");
+    }
+
+    #[test]
+    fn a_session_file_that_appears_at_a_tasks_name_before_its_dispatch_is_kept() {
+        let (dir, repo) = setup();
+        let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
+        let config = OrchestratorConfig { review_roles: Vec::new(), ..config() };
+        let clock = || "2026-11-30T00:00:00Z".to_owned();
+        let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
+        let plan = one_phase_plan(dir.path(), "plan.json", "demo", &["T1"]);
+        o.start(&plan).unwrap();
+        o.approve().unwrap();
+        o.approve().unwrap(); // SCAFFOLD, on the phase branch
+        // Another run's session file appears under T1's name on this branch.
+        std::fs::create_dir_all(repo.join("knowledge/sessions")).unwrap();
+        std::fs::write(repo.join("knowledge/sessions/demo-phase1-T1.md"), "earlier evidence\n").unwrap();
+        let s = o.approve().unwrap();
+        assert_eq!((s.stage, s.status), (Stage::Execute, Status::AwaitingApproval), "{:?}", s.message);
+        assert_eq!(s.tasks["T1"].memory, "knowledge/sessions/demo-phase1-T1-2.md");
+        let kept = std::fs::read_to_string(repo.join("knowledge/sessions/demo-phase1-T1.md")).unwrap();
+        assert_eq!(kept, "earlier evidence\n");
+        assert_eq!(s.tasks["T1"].status, TaskStatus::Complete);
     }
 
     #[test]
