@@ -110,6 +110,18 @@ pub struct LoadoutSpec {
     pub system_prompt_tokens: u64,
 }
 
+impl LoadoutSpec {
+    /// The loadout of `role` in `phase` of `plan`, with the plan's budget.
+    pub fn of(plan: &Plan, role: &str, phase: u32) -> LoadoutSpec {
+        LoadoutSpec {
+            role: role.to_owned(),
+            phase,
+            context_limit: plan.model_context_limit,
+            system_prompt_tokens: plan.system_prompt_tokens,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
@@ -958,12 +970,7 @@ impl Orchestrator<'_> {
             return Err("orchestrator.agent_command is not set in knowledge/graph/propagation_config.yaml".into());
         }
         let waves = phase.waves()?;
-        let spec = |role: &str| LoadoutSpec {
-            role: role.to_owned(),
-            phase: phase.phase,
-            context_limit: plan.model_context_limit,
-            system_prompt_tokens: plan.system_prompt_tokens,
-        };
+        let spec = |role: &str| LoadoutSpec::of(&plan, role, phase.phase);
         // The previous phase's Phase Completion Document: this phase's hand-off.
         let handoff = (phase.phase > 1).then(|| self.handoff_path(state, phase.phase - 1)).flatten();
         let mut warnings = Vec::new();
@@ -1329,12 +1336,7 @@ impl Orchestrator<'_> {
             let mut json = serde_json::to_string_pretty(&task.record_json()).map_err(|e| e.to_string())?;
             json.push('\n');
             self.write(&file, json.as_bytes()).map_err(|e| e.to_string())?;
-            let spec = LoadoutSpec {
-                role: role.clone(),
-                phase: phase.phase,
-                context_limit: plan.model_context_limit,
-                system_prompt_tokens: plan.system_prompt_tokens,
-            };
+            let spec = LoadoutSpec::of(&plan, role, phase.phase);
             match self.job(state, &task, &spec, handoff.clone()) {
                 Ok(job) => jobs.push(job),
                 Err(e) => self.finish(state, &id, TaskStatus::Failed, Some(e)),
