@@ -1467,6 +1467,9 @@ pub fn summary(state: &State) -> String {
             if let Some(reason) = &t.reason {
                 out.push_str(&format!(" ({reason})"));
             }
+            if let Some(stash) = &t.set_aside {
+                out.push_str(&format!(" [partial edits in stash {stash}: `git stash apply {stash}`]"));
+            }
             out.push('\n');
         }
     }
@@ -1844,6 +1847,7 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
             git(&repo, &["log", "--format=%H %s", "demo_phase-1"])
                 .contains(&format!("{commit} demo: phase 1 wave 1 (T1)"))
         );
+        assert!(summary(&s).contains(&format!("[partial edits in stash {stash}: `git stash apply {stash}`]")));
         git(&repo, &["stash", "apply", &stash]);
         assert_eq!(std::fs::read_to_string(repo.join("src/T6.py")).unwrap(), "partial\n");
     }
