@@ -23,6 +23,9 @@ pub struct Job {
     pub memory: PathBuf,
     pub role: String,
     pub phase: u32,
+    /// The hand-off the agent gets: the previous phase's Phase Completion
+    /// Document (for a reviewer, its own phase's); `None` in phase 1.
+    pub handoff: Option<PathBuf>,
     /// Where the agent's stdout and stderr go.
     pub log: PathBuf,
 }
@@ -50,6 +53,7 @@ pub fn command_line(template: &str, repo: &Path, job: &Job) -> Result<String, St
         ("role", job.role.clone()),
         ("phase", job.phase.to_string()),
         ("repo", repo.display().to_string()),
+        ("handoff", job.handoff.as_ref().map(|h| h.display().to_string()).unwrap_or_default()),
     ]
     .into_iter()
     .collect();
@@ -173,6 +177,7 @@ fn run_one(dispatch: &Dispatch<'_>, job: &Job, started: &(dyn Fn(&Job, u32) + Sy
         .env("AGENTS_MEMORY", &job.memory)
         .env("AGENTS_ROLE", &job.role)
         .env("AGENTS_PHASE", job.phase.to_string())
+        .env("AGENTS_HANDOFF", job.handoff.as_ref().map(|h| h.as_os_str()).unwrap_or_default())
         .env(process::RUN_MARKER_ENV, dispatch.marker)
         .stdin(Stdio::null())
         .stdout(log)
@@ -230,6 +235,7 @@ mod tests {
             memory: dir.join(format!("{id}.md")),
             role: "implementer".into(),
             phase: 2,
+            handoff: Some(dir.join("handoff_phase_1.md")),
             log: dir.join("logs").join(format!("{id}.log")),
         }
     }
@@ -242,6 +248,22 @@ mod tests {
         let e = command_line("agent {model}", Path::new("/r"), &j).unwrap_err();
         assert!(e.starts_with("unknown placeholder `{model}`"), "{e}");
         assert!(command_line("agent {task_id", Path::new("/r"), &j).is_err());
+    }
+
+    #[test]
+    fn phases_hand_off_through_a_placeholder_and_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut first = job(dir.path(), "a");
+        first.handoff = None;
+        let jobs = [first, job(dir.path(), "b")];
+        let template = "printf '%s|%s' {handoff} \"$AGENTS_HANDOFF\" > {memory}";
+        let dispatch =
+            Dispatch { template, repo: dir.path(), parallel: 1, timeout: Duration::from_secs(20), marker: "m" };
+        let outcomes = run_jobs(&dispatch, &jobs, &|_, _| {}, &|_, _| {});
+        assert_eq!(outcomes, [Outcome::Exited, Outcome::Exited]);
+        assert_eq!(std::fs::read_to_string(dir.path().join("a.md")).unwrap(), "|", "phase 1: no hand-off");
+        let handoff = dir.path().join("handoff_phase_1.md").display().to_string();
+        assert_eq!(std::fs::read_to_string(dir.path().join("b.md")).unwrap(), format!("{handoff}|{handoff}"));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! branches, committing a phase's work, what a phase changed, and merging
 //! that never leaves a repository half-merged.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -21,6 +22,9 @@ pub enum GitError {
 pub struct Git {
     pub repo: PathBuf,
 }
+
+/// The lines a path gained and lost; `None` for a binary file.
+pub type LineCounts = (Option<u64>, Option<u64>);
 
 /// One path a range of commits touched.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -127,6 +131,39 @@ impl Git {
             .collect();
         changes.sort_by(|a, b| a.path().cmp(b.path()));
         Ok(changes)
+    }
+
+    /// The lines each path gained and lost in `from..HEAD` (`None` for a
+    /// binary file).
+    pub fn line_counts_since(&self, from: &str) -> Result<BTreeMap<String, LineCounts>, GitError> {
+        let out = self.run(&["diff", "--numstat", "--no-renames", &format!("{from}..HEAD")])?;
+        Ok(out
+            .lines()
+            .filter_map(|line| {
+                let mut parts = line.splitn(3, '\t');
+                let (added, removed, path) = (parts.next()?, parts.next()?, parts.next()?);
+                Some((path.to_owned(), (added.parse().ok(), removed.parse().ok())))
+            })
+            .collect())
+    }
+
+    /// Sets the uncommitted changes of `paths` (untracked files included)
+    /// aside in a stash entry, leaving them as in HEAD; returns the stash
+    /// commit (`git stash apply <it>` brings them back), or `None` when none
+    /// of the paths had a change.
+    pub fn set_aside(&self, paths: &[String], message: &str) -> Result<Option<String>, GitError> {
+        if paths.is_empty() {
+            return Ok(None);
+        }
+        let mut args = vec!["status", "--porcelain", "--untracked-files=all", "--"];
+        args.extend(paths.iter().map(String::as_str));
+        if self.run(&args)?.trim().is_empty() {
+            return Ok(None);
+        }
+        let mut args = vec!["stash", "push", "--quiet", "--include-untracked", "-m", message, "--"];
+        args.extend(paths.iter().map(String::as_str));
+        self.committing(&args)?;
+        Ok(Some(self.run(&["rev-parse", "stash@{0}"])?.trim().to_owned()))
     }
 
     /// Merges `branch` into `into` (checked out first); on a conflict the

@@ -24,8 +24,19 @@
 //! The orchestrator composes AKMS through the [`Knowledge`] seam (build,
 //! tags, loadouts, evidence checks, update, mirror, status, review) and
 //! never mutates the graph while agents run: evidence is collected per task
-//! (`knowledge/sessions/<task_id>.md`, a unique path each) and applied after
-//! the phase's last wave, serially (the serialization point).
+//! (`knowledge/sessions/<plan>-phase<N>-<task_id>.md`, a unique path each,
+//! with `-2`, `-3`, ... when a file of that name exists: a session file is
+//! never overwritten) and applied after the phase's last wave, serially (the
+//! serialization point).
+//!
+//! Each wave's work is committed on the phase branch as the wave ends; the
+//! partial edits a failed task left in its scope are first set aside in a
+//! `git stash` entry (recorded in the task's state), so they never reach the
+//! branch. The phase ends with its Phase Completion Document, validated as
+//! `agents knowledge update` validates evidence; the next phase's agents get
+//! it as their hand-off (`{handoff}`, `$AGENTS_HANDOFF`). FINALIZE shows the
+//! merges at its gate and merges only when approved. A finished run's records
+//! move to `knowledge/orchestrator/done/` when the next `run` starts.
 
 pub mod dispatch;
 pub mod git;
@@ -46,6 +57,16 @@ use serde_json::Value;
 use crate::config::OrchestratorConfig;
 use dispatch::{Job, Outcome};
 
+/// The largest `state.json` read.
+const STATE_CAP: crate::bounded::Cap =
+    crate::bounded::Cap::new(64 * crate::bounded::MIB, "a fixed limit for state.json");
+/// The largest task record read back.
+const RECORD_CAP: crate::bounded::Cap = crate::bounded::Cap::new(crate::bounded::MIB, "a fixed limit for task records");
+
+/// What every message about a finished run says.
+const START_NEW: &str =
+    "start a new one with `agents orchestrate run PLAN.json` (this run's records move to knowledge/orchestrator/done/)";
+
 /// `knowledge/orchestrator/.gitignore`: the folder is out of git's view.
 const GITIGNORE: &[u8] = b"# agents orchestrate: run state, not project history\n*\n";
 use git::{Change, Git, GitError};
@@ -61,9 +82,9 @@ pub trait Knowledge: Sync {
     /// Fills a record's empty `akms_tags` by derivation (4.5), logging where
     /// each came from; returns the record's tags afterwards.
     fn derive_tags(&self, task_file: &Path) -> Result<Vec<String>, String>;
-    /// Writes the loadout of the task in `task_file` for `role`, sets the
+    /// Writes the loadout of the task in `task_file` as `spec` asks, sets the
     /// record's `loadout_path`, and returns the loadout's path.
-    fn loadout(&self, task_file: &Path, role: &str) -> Result<PathBuf, String>;
+    fn loadout(&self, task_file: &Path, spec: &LoadoutSpec) -> Result<PathBuf, String>;
     /// Validates an AgentMemory (4.3).
     fn check_memory(&self, memory: &Path) -> Result<(), String>;
     /// Applies evidence documents (AgentMemory or PCD) and recompiles;
@@ -75,6 +96,30 @@ pub trait Knowledge: Sync {
     fn status(&self) -> Result<String, String>;
     /// The review report (5.7, FR-R01) of a phase.
     fn review(&self, phase: u32) -> Result<String, String>;
+}
+
+/// How the orchestrator asks for a loadout: the role, the phase (recorded in
+/// the loadout's header) and the agents' context budget, from which the
+/// loadout's mode is chosen (spec 5.4; the plan's `model_context_limit` and
+/// `system_prompt_tokens`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadoutSpec {
+    pub role: String,
+    pub phase: u32,
+    pub context_limit: Option<u64>,
+    pub system_prompt_tokens: u64,
+}
+
+impl LoadoutSpec {
+    /// The loadout of `role` in `phase` of `plan`, with the plan's budget.
+    pub fn of(plan: &Plan, role: &str, phase: u32) -> LoadoutSpec {
+        LoadoutSpec {
+            role: role.to_owned(),
+            phase,
+            context_limit: plan.model_context_limit,
+            system_prompt_tokens: plan.system_prompt_tokens,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -141,6 +186,13 @@ pub struct TaskState {
     pub memory: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub loadout: Option<String>,
+    /// The commit of the wave that holds the task's work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Where a failed task's partial edits went (a stash entry), so they
+    /// stay off the phase branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set_aside: Option<String>,
 }
 
 /// An agent process while it runs: the `sh -c` of its command, which leads
@@ -184,6 +236,9 @@ pub struct State {
     /// The commit each phase started from.
     pub phase_start: BTreeMap<u32, String>,
     pub tasks: BTreeMap<String, TaskState>,
+    /// Each phase's Phase Completion Document, relative to the repository.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub handoffs: BTreeMap<u32, String>,
     /// The agents running now; entries left after the process that ran them
     /// is gone are stopped by the next run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -195,7 +250,7 @@ pub struct State {
 pub enum OrchestrateError {
     #[error("no orchestration in {}: start one with `agents orchestrate run PLAN.json`", .0.display())]
     NotStarted(PathBuf),
-    #[error("an orchestration is already under way in {} (stage {stage}, {status}); continue it with `agents orchestrate resume`, or remove the folder to start over", dir.display())]
+    #[error("an orchestration is already under way in {} (stage {stage}, {status}); continue it with `agents orchestrate resume`, or abort it and remove the folder to start over", dir.display())]
     AlreadyStarted { dir: PathBuf, stage: &'static str, status: &'static str },
     #[error("{0}")]
     Plan(#[from] PlanError),
@@ -283,10 +338,10 @@ impl Orchestrator<'_> {
     /// The saved state, if an orchestration was started here.
     pub fn load(&self) -> Result<Option<State>, OrchestrateError> {
         let path = self.state_file();
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(OrchestrateError::State { path, message: format!("cannot read: {e}") }),
+        let text = match crate::bounded::read_optional(&path, None, STATE_CAP) {
+            Ok(Some(text)) => text,
+            Ok(None) => return Ok(None),
+            Err(e) => return Err(OrchestrateError::State { path, message: e.to_string() }),
         };
         serde_json::from_str(&text).map(Some).map_err(|e| OrchestrateError::State {
             path,
@@ -326,6 +381,10 @@ impl Orchestrator<'_> {
     /// INIT: records the plan and starts PLAN, which stops at its gate.
     pub fn start(&self, plan_file: &Path) -> Result<State, OrchestrateError> {
         let _lock = self.lock()?;
+        if let Some(done) = self.load()?.filter(|s| s.status == Status::Done) {
+            let archive = self.archive(&done)?;
+            tracing::info!("the finished run of plan `{}` is kept in {}", done.plan_name, archive.display());
+        }
         if let Some(state) = self.load()? {
             return Err(OrchestrateError::AlreadyStarted {
                 dir: self.dir(),
@@ -356,6 +415,7 @@ impl Orchestrator<'_> {
             checkpoint: None,
             phase_start: BTreeMap::new(),
             tasks: BTreeMap::new(),
+            handoffs: BTreeMap::new(),
             agents: Vec::new(),
             history: Vec::new(),
         };
@@ -379,9 +439,23 @@ impl Orchestrator<'_> {
             Stage::Review if state.phase < last => (state.stage, state.phase) = (Stage::Execute, state.phase + 1),
             Stage::Review => state.stage = Stage::Finalize,
             Stage::Finalize | Stage::Done => {
-                state.stage = Stage::Done;
-                state.status = Status::Done;
-                state.checkpoint = None;
+                // The gate came first; now the merges it showed.
+                state.status = Status::Running;
+                self.save(&state)?;
+                match self.merge_all(&state, &plan) {
+                    Ok(merged) => {
+                        state.stage = Stage::Done;
+                        state.status = Status::Done;
+                        state.checkpoint = None;
+                        self.event(&mut state, "merged", Some(merged));
+                    }
+                    Err(message) => {
+                        state.status = Status::Failed;
+                        self.event(&mut state, "failed", Some(message.clone()));
+                        state.message =
+                            Some(format!("{message}; fix it, then `agents orchestrate resume` shows the merges again"));
+                    }
+                }
                 self.save(&state)?;
                 return Ok(state);
             }
@@ -405,6 +479,7 @@ impl Orchestrator<'_> {
             if task.phase == state.phase && task.status == TaskStatus::Failed {
                 task.status = TaskStatus::Pending;
                 task.reason = None;
+                task.set_aside = None;
             }
         }
         state.status = Status::Ready;
@@ -420,7 +495,7 @@ impl Orchestrator<'_> {
     pub fn abort(&self) -> Result<State, OrchestrateError> {
         let state = self.load_started()?;
         if state.status == Status::Done {
-            return Err(OrchestrateError::Gate("the orchestration is already done".into()));
+            return Err(OrchestrateError::Gate(format!("the orchestration is already done: {START_NEW}")));
         }
         let _lock = match self.lock() {
             Ok(lock) => lock,
@@ -433,7 +508,7 @@ impl Orchestrator<'_> {
         // Reread what the last holder of the lock saved.
         let mut state = self.load_started()?;
         if state.status == Status::Done {
-            return Err(OrchestrateError::Gate("the orchestration is already done".into()));
+            return Err(OrchestrateError::Gate(format!("the orchestration is already done: {START_NEW}")));
         }
         self.stop_leftovers(&mut state);
         self.event(&mut state, "aborted", None);
@@ -448,7 +523,9 @@ impl Orchestrator<'_> {
         let _lock = self.lock()?;
         let mut state = self.load_started()?;
         match state.status {
-            Status::Done => return Err(OrchestrateError::Gate("the orchestration is already done".into())),
+            Status::Done => {
+                return Err(OrchestrateError::Gate(format!("the orchestration is already done: {START_NEW}")));
+            }
             Status::AwaitingApproval => {
                 return Err(OrchestrateError::Gate(format!(
                     "{} waits at its gate: approve or reject it (see {})",
@@ -476,6 +553,12 @@ impl Orchestrator<'_> {
 
     fn awaiting(&self) -> Result<State, OrchestrateError> {
         let state = self.load_started()?;
+        if state.status == Status::Done {
+            return Err(OrchestrateError::Gate(format!(
+                "nothing waits for approval: the orchestration of plan `{}` is done; {START_NEW}",
+                state.plan_name
+            )));
+        }
         if state.status != Status::AwaitingApproval {
             return Err(OrchestrateError::Gate(format!(
                 "nothing waits for approval: {} is {}{}",
@@ -635,6 +718,139 @@ impl Orchestrator<'_> {
         path.strip_prefix(&self.repo).unwrap_or(path).to_string_lossy().replace('\\', "/")
     }
 
+    /// Whether a file (or a link, even a dangling one) is at `relative`.
+    fn taken(&self, relative: &str) -> bool {
+        std::fs::symlink_metadata(self.repo.join(relative)).is_ok()
+    }
+
+    /// A session file (an AgentMemory's path) no other task, run or plan
+    /// has: `knowledge/sessions/<plan>-phase<N>-<task>.md`, with `-2`, `-3`,
+    /// ... when that file exists or another task of this run has it.
+    fn session_file(&self, state: &State, phase: u32, task_id: &str) -> String {
+        let stem = format!("knowledge/sessions/{}-phase{phase}-{task_id}", state.plan_name.replace('/', "-"));
+        let free = |p: &String| {
+            !self.taken(p) && !self.taken(&format!("{p}.invalid")) && !state.tasks.values().any(|t| &t.memory == p)
+        };
+        let mut n = 1u32;
+        loop {
+            let candidate = if n == 1 { format!("{stem}.md") } else { format!("{stem}-{n}.md") };
+            if free(&candidate) {
+                return candidate;
+            }
+            n += 1;
+        }
+    }
+
+    /// The Phase Completion Document of `phase`, chosen once and recorded:
+    /// `knowledge/sessions/handoff_phase_<N>.md` (spec 4.4), or, when another
+    /// run's file has that name, `<plan>-handoff_phase_<N>.md` (then `-2`, ...).
+    fn handoff_file(&self, state: &mut State, phase: u32) -> String {
+        if let Some(file) = state.handoffs.get(&phase) {
+            return file.clone();
+        }
+        let plain = format!("knowledge/sessions/handoff_phase_{phase}.md");
+        let file = if self.taken(&plain) {
+            let stem = format!("knowledge/sessions/{}-handoff_phase_{phase}", state.plan_name.replace('/', "-"));
+            let mut n = 1u32;
+            loop {
+                let candidate = if n == 1 { format!("{stem}.md") } else { format!("{stem}-{n}.md") };
+                if !self.taken(&candidate) {
+                    break candidate;
+                }
+                n += 1;
+            }
+        } else {
+            plain
+        };
+        state.handoffs.insert(phase, file.clone());
+        file
+    }
+
+    /// The written Phase Completion Document of `phase`, absolute, if any.
+    fn handoff_path(&self, state: &State, phase: u32) -> Option<PathBuf> {
+        let file = state.handoffs.get(&phase)?;
+        let path = self.repo.join(file);
+        path.is_file().then_some(path)
+    }
+
+    /// The plan file as documents name it: relative to the repository (with
+    /// `..` when it lies outside), as the evidence validator requires.
+    fn plan_file_for_documents(&self, state: &State) -> String {
+        let plan = std::fs::canonicalize(&state.plan_file).unwrap_or_else(|_| state.plan_file.clone());
+        let repo = std::fs::canonicalize(&self.repo).unwrap_or_else(|_| self.repo.clone());
+        pcd::relative_to(&plan, &repo).unwrap_or_else(|| {
+            state.plan_file.file_name().map_or_else(|| "plan.json".to_owned(), |n| n.to_string_lossy().into_owned())
+        })
+    }
+
+    /// Moves a finished run's records (state, task records, checkpoints,
+    /// logs) to `knowledge/orchestrator/done/<plan>-<n>/`, so a new run
+    /// starts clean; returns that folder.
+    fn archive(&self, state: &State) -> Result<PathBuf, OrchestrateError> {
+        let done = self.dir().join("done");
+        let mut n = 1u32;
+        let target = loop {
+            let candidate = done.join(format!("{}-{n}", state.plan_name.replace('/', "-")));
+            if std::fs::symlink_metadata(&candidate).is_err() {
+                break candidate;
+            }
+            n += 1;
+        };
+        std::fs::create_dir_all(&target).map_err(|source| OrchestrateError::Io { path: target.clone(), source })?;
+        for name in ["tasks", "checkpoints", "logs", "state.json"] {
+            let from = self.dir().join(name);
+            if std::fs::symlink_metadata(&from).is_ok() {
+                std::fs::rename(&from, target.join(name))
+                    .map_err(|source| OrchestrateError::Io { path: from.clone(), source })?;
+            }
+        }
+        Ok(target)
+    }
+
+    /// The end of a wave: the partial edits of its failed tasks (their scope
+    /// files) are set aside in a stash entry and recorded, then the wave's
+    /// work is committed on the phase branch.
+    fn wave_end(&self, state: &mut State, phase: &plan::Phase, wave: usize, tasks: &[&Task]) -> Result<(), String> {
+        let git = self.git();
+        for task in tasks {
+            if state.tasks.get(&task.task_id).is_none_or(|t| t.status != TaskStatus::Failed) {
+                continue;
+            }
+            let message = format!(
+                "{}: partial edits of failed task {} (phase {}, wave {wave})",
+                state.plan_name, task.task_id, phase.phase
+            );
+            let Some(stash) = git.set_aside(&task.scope, &message).map_err(|e| e.to_string())? else { continue };
+            self.event(state, "set aside partial edits", Some(set_aside_note(task, &stash)));
+            if let Some(t) = state.tasks.get_mut(&task.task_id) {
+                t.set_aside = Some(stash);
+            }
+        }
+        let complete: Vec<&str> = tasks
+            .iter()
+            .filter(|t| state.tasks.get(&t.task_id).is_some_and(|s| s.status == TaskStatus::Complete))
+            .map(|t| t.task_id.as_str())
+            .collect();
+        let committed = git
+            .commit_all(&format!(
+                "{}: phase {} wave {wave} ({})",
+                state.plan_name,
+                phase.phase,
+                if complete.is_empty() { "no task complete".to_owned() } else { complete.join(", ") }
+            ))
+            .map_err(|e| e.to_string())?;
+        if committed {
+            let head = git.head().map_err(|e| e.to_string())?;
+            for id in complete {
+                if let Some(t) = state.tasks.get_mut(id) {
+                    t.commit = Some(head.clone());
+                }
+            }
+        }
+        self.save(state).map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
     fn breakdown_stage(&self, state: &mut State) -> StageResult {
         let plan = Plan::read(&state.plan_file).map_err(|e| e.to_string())?;
         self.knowledge.build().map_err(|e| format!("building the knowledge graph: {e}"))?;
@@ -667,13 +883,16 @@ impl Orchestrator<'_> {
                         task.scope.join(", "),
                         tags.join(", ")
                     ));
+                    let memory = self.session_file(state, phase.phase, &task.task_id);
                     let entry = state.tasks.entry(task.task_id.clone()).or_insert_with(|| TaskState {
                         phase: phase.phase,
                         wave: w as u32 + 1,
                         status: TaskStatus::Pending,
                         reason: None,
-                        memory: format!("knowledge/sessions/{}.md", task.task_id),
+                        memory,
                         loadout: None,
+                        commit: None,
+                        set_aside: None,
                     });
                     (entry.phase, entry.wave) = (phase.phase, w as u32 + 1);
                 }
@@ -751,12 +970,15 @@ impl Orchestrator<'_> {
             return Err("orchestrator.agent_command is not set in knowledge/graph/propagation_config.yaml".into());
         }
         let waves = phase.waves()?;
+        let spec = |role: &str| LoadoutSpec::of(&plan, role, phase.phase);
+        // The previous phase's Phase Completion Document: this phase's hand-off.
+        let handoff = (phase.phase > 1).then(|| self.handoff_path(state, phase.phase - 1)).flatten();
         let mut warnings = Vec::new();
-        for wave in &waves {
+        for (w, wave) in waves.iter().enumerate() {
             if self.aborted(state) {
                 return Ok(StageOutput { output: String::new(), warnings });
             }
-            let mut jobs = Vec::new();
+            let mut jobs: Vec<Job> = Vec::new();
             for task in wave {
                 let Some(task_state) = state.tasks.get(&task.task_id) else {
                     return Err(format!(
@@ -781,13 +1003,20 @@ impl Orchestrator<'_> {
                     );
                     continue;
                 }
-                match self.job(state, task, "implementer", phase.phase) {
+                match self.job(state, task, &spec("implementer"), handoff.clone()) {
                     Ok(job) => jobs.push(job),
                     Err(e) => self.finish(state, &task.task_id, TaskStatus::Failed, Some(e)),
                 }
             }
             self.save(state).map_err(|e| e.to_string())?;
             self.dispatch(state, &jobs);
+            if state.status == Status::Aborted {
+                return Ok(StageOutput { output: String::new(), warnings });
+            }
+            // A wave that ran nothing this time (a resumed run) was ended before.
+            if !jobs.is_empty() {
+                self.wave_end(state, &phase, w + 1, wave)?;
+            }
             let failed: Vec<String> = wave
                 .iter()
                 .filter_map(|t| {
@@ -823,10 +1052,19 @@ impl Orchestrator<'_> {
         if !outside.is_empty() {
             warnings.push(format!("changed outside every task's scope: {}", outside.join(", ")));
         }
+        let set_aside: Vec<String> = phase
+            .tasks
+            .iter()
+            .filter_map(|t| state.tasks[&t.task_id].set_aside.as_deref().map(|stash| set_aside_note(t, stash)))
+            .collect();
+        warnings.extend(set_aside.iter().cloned());
         let memories: Vec<PathBuf> = complete.iter().map(|t| self.repo.join(&state.tasks[&t.task_id].memory)).collect();
+        let counts = git.line_counts_since(&start).map_err(|e| e.to_string())?;
+        let mut pcd_warnings = set_aside.clone();
+        pcd_warnings.extend(warnings.iter().filter(|w| w.starts_with("changed outside")).cloned());
         let document = pcd::PhaseDocument {
             phase: phase.phase,
-            plan_file: state.plan_file.display().to_string(),
+            plan_file: self.plan_file_for_documents(state),
             branch: branch.clone(),
             date: (self.clock)(),
             tasks: phase
@@ -841,14 +1079,29 @@ impl Orchestrator<'_> {
                         memory: (s.status == TaskStatus::Complete).then(|| self.repo.join(&s.memory)),
                         loadout: s.loadout.clone(),
                         reason: s.reason.clone(),
+                        scope: t.scope.clone(),
+                        commit: s.commit.clone(),
                     }
                 })
                 .collect(),
-            changes: changes.clone(),
+            changes: changes
+                .iter()
+                .map(|c| {
+                    let (added, removed) = counts.get(c.path()).copied().unwrap_or((None, None));
+                    pcd::FileChange { change: c.clone(), added, removed }
+                })
+                .collect(),
+            warnings: pcd_warnings,
+            recommended_start: plan
+                .phase(phase.phase + 1)
+                .and_then(|next| next.waves().ok())
+                .and_then(|waves| waves.first().and_then(|w| w.first()).map(|t| t.task_id.clone())),
         };
-        let pcd_path = self.repo.join(format!("knowledge/sessions/handoff_phase_{}.md", phase.phase));
-        let text = pcd::render(&document)?;
+        let pcd_rel = self.handoff_file(state, phase.phase);
+        let pcd_path = self.repo.join(&pcd_rel);
+        let text = pcd::render(&document, Path::new(&pcd_rel))?;
         self.write(&pcd_path, text.as_bytes()).map_err(|e| e.to_string())?;
+        self.save(state).map_err(|e| e.to_string())?;
         let updated = if memories.is_empty() {
             "No AgentMemory to apply.".to_owned()
         } else {
@@ -891,22 +1144,33 @@ impl Orchestrator<'_> {
         Ok(StageOutput { output: out, warnings })
     }
 
-    /// A job for a task: its loadout written and its AgentMemory path cleared.
-    fn job(&self, state: &mut State, task: &Task, role: &str, phase: u32) -> Result<Job, String> {
+    /// A job for a task: its loadout written and its AgentMemory path cleared
+    /// (a path this run chose for this task: never another run's file).
+    fn job(&self, state: &mut State, task: &Task, spec: &LoadoutSpec, handoff: Option<PathBuf>) -> Result<Job, String> {
+        let (role, phase) = (spec.role.as_str(), spec.phase);
         let task_file = self.task_file(&task.task_id);
         if !task_file.exists() {
             let mut json = serde_json::to_string_pretty(&task.record_json()).map_err(|e| e.to_string())?;
             json.push('\n');
             self.write(&task_file, json.as_bytes()).map_err(|e| e.to_string())?;
         }
-        let loadout = self.knowledge.loadout(&task_file, role).map_err(|e| format!("its loadout: {e}"))?;
-        let memory_rel = state
-            .tasks
-            .get(&task.task_id)
-            .map(|t| t.memory.clone())
-            .unwrap_or_else(|| format!("knowledge/sessions/{}.md", task.task_id));
+        let loadout = self.knowledge.loadout(&task_file, spec).map_err(|e| format!("its loadout: {e}"))?;
+        let memory_rel = match state.tasks.get(&task.task_id) {
+            // Never dispatched, yet a file has its name (another run's, on
+            // this branch): a name of its own instead, the file kept.
+            Some(t) if t.loadout.is_none() && self.taken(&t.memory) => {
+                let fresh = self.session_file(state, phase, &task.task_id);
+                tracing::info!("`{}` exists; task `{}` writes `{fresh}` instead", t.memory, task.task_id);
+                fresh
+            }
+            Some(t) => t.memory.clone(),
+            None => self.session_file(state, phase, &task.task_id),
+        };
+        if let Some(t) = state.tasks.get_mut(&task.task_id) {
+            t.memory = memory_rel.clone();
+        }
         let memory = self.repo.join(&memory_rel);
-        // A stale memory from an earlier try must not pass for this one's.
+        // A stale memory from this task's earlier try must not pass for this one's.
         let _ = std::fs::remove_file(&memory);
         if let Some(parent) = memory.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
@@ -922,6 +1186,7 @@ impl Orchestrator<'_> {
             memory,
             role: role.to_owned(),
             phase,
+            handoff,
             log: self.dir().join("logs").join(format!("phase-{phase}")).join(format!("{}.log", task.task_id)),
         })
     }
@@ -1030,7 +1295,7 @@ impl Orchestrator<'_> {
             .collect();
         let mut tags = BTreeSet::new();
         for task in &phase.tasks {
-            if let Ok(text) = std::fs::read_to_string(self.task_file(&task.task_id))
+            if let Ok(text) = crate::bounded::read_text(&self.task_file(&task.task_id), None, RECORD_CAP)
                 && let Ok(record) = serde_json::from_str::<Value>(&text)
             {
                 tags.extend(
@@ -1040,6 +1305,8 @@ impl Orchestrator<'_> {
         }
         let mut jobs = Vec::new();
         let mut warnings = Vec::new();
+        // Reviewers get the phase's own Phase Completion Document.
+        let handoff = self.handoff_path(state, phase.phase);
         for role in &self.config.review_roles {
             let id = format!("phase{}-review-{}", phase.phase, role.replace('_', "-"));
             let record = serde_json::json!({
@@ -1051,13 +1318,16 @@ impl Orchestrator<'_> {
                 "akms_schema": crate::SCHEMA_VERSION,
             });
             let task = Task::from_record(&record).map_err(|(f, m)| format!("the review task: {f}: {m}"))?;
+            let memory = self.session_file(state, phase.phase, &id);
             let entry = state.tasks.entry(id.clone()).or_insert_with(|| TaskState {
                 phase: phase.phase,
                 wave: 0,
                 status: TaskStatus::Pending,
                 reason: None,
-                memory: format!("knowledge/sessions/{id}.md"),
+                memory,
                 loadout: None,
+                commit: None,
+                set_aside: None,
             });
             if entry.status != TaskStatus::Pending {
                 continue;
@@ -1066,7 +1336,8 @@ impl Orchestrator<'_> {
             let mut json = serde_json::to_string_pretty(&task.record_json()).map_err(|e| e.to_string())?;
             json.push('\n');
             self.write(&file, json.as_bytes()).map_err(|e| e.to_string())?;
-            match self.job(state, &task, role, phase.phase) {
+            let spec = LoadoutSpec::of(&plan, role, phase.phase);
+            match self.job(state, &task, &spec, handoff.clone()) {
                 Ok(job) => jobs.push(job),
                 Err(e) => self.finish(state, &id, TaskStatus::Failed, Some(e)),
             }
@@ -1108,20 +1379,55 @@ impl Orchestrator<'_> {
         Ok(StageOutput { output: out, warnings })
     }
 
+    /// The merges FINALIZE makes, in reverse phase order: (phase, branch, into).
+    fn merges(&self, state: &State, plan: &Plan) -> Vec<(u32, String, String)> {
+        (1..=plan.phases.len() as u32)
+            .rev()
+            .map(|phase| {
+                let into = if phase == 1 { state.base_branch.clone() } else { self.branch(state, phase - 1) };
+                (phase, self.branch(state, phase), into)
+            })
+            .collect()
+    }
+
+    /// FINALIZE's gate: what approving it merges. Nothing is merged yet.
     fn finalize_stage(&self, state: &State) -> StageResult {
         let plan = Plan::read(&state.plan_file).map_err(|e| e.to_string())?;
         let git = self.git();
-        let last = plan.phases.len() as u32;
-        let mut out = String::from("Merged, in reverse phase order:\n\n");
-        for phase in (1..=last).rev() {
-            let branch = self.branch(state, phase);
-            let into = if phase == 1 { state.base_branch.clone() } else { self.branch(state, phase - 1) };
-            git.merge(&branch, &into, &format!("{}: merge phase {phase} into {into}", state.plan_name))
-                .map_err(|e| e.to_string())?;
+        let mut out = String::from("Approving this gate merges, in reverse phase order:\n\n");
+        for (_, branch, into) in self.merges(state, &plan) {
+            if !git.branch_exists(&branch) {
+                return Err(format!("the phase branch `{branch}` does not exist"));
+            }
             out.push_str(&format!("- `{branch}` into `{into}`\n"));
         }
+        out.push_str(&format!(
+            "\nNothing is merged until then; `{}` is as it was. A conflict undoes its merge and stops here.\n",
+            state.base_branch
+        ));
         Ok(StageOutput { output: out, warnings: Vec::new() })
     }
+
+    /// The merges of an approved FINALIZE; a conflict is undone and named.
+    fn merge_all(&self, state: &State, plan: &Plan) -> Result<String, String> {
+        let git = self.git();
+        let mut merged = Vec::new();
+        for (phase, branch, into) in self.merges(state, plan) {
+            git.merge(&branch, &into, &format!("{}: merge phase {phase} into {into}", state.plan_name))
+                .map_err(|e| e.to_string())?;
+            merged.push(format!("`{branch}` into `{into}`"));
+        }
+        Ok(format!("merged {}", merged.join(", ")))
+    }
+}
+
+/// What the record of a failed task's set-aside edits says.
+fn set_aside_note(task: &Task, stash: &str) -> String {
+    format!(
+        "the partial edits of failed task `{}` ({}) were kept off the phase branch in stash {stash}: `git stash apply {stash}` brings them back",
+        task.task_id,
+        task.scope.join(", ")
+    )
 }
 
 /// A one-screen summary of a state, for `agents orchestrate status`.
@@ -1161,13 +1467,16 @@ pub fn summary(state: &State) -> String {
             if let Some(reason) = &t.reason {
                 out.push_str(&format!(" ({reason})"));
             }
+            if let Some(stash) = &t.set_aside {
+                out.push_str(&format!(" [partial edits in stash {stash}: `git stash apply {stash}`]"));
+            }
             out.push('\n');
         }
     }
     out.push_str(match state.status {
         Status::AwaitingApproval => "next: agents orchestrate approve | reject --reason \"...\" | abort\n",
         Status::Ready | Status::Aborted | Status::Failed | Status::Running => "next: agents orchestrate resume\n",
-        Status::Done => "",
+        Status::Done => "next: the run is finished; start a new one with `agents orchestrate run PLAN.json`\n",
     });
     out
 }
@@ -1185,6 +1494,7 @@ mod tests {
         repo: PathBuf,
         updates: Mutex<Vec<Vec<String>>>,
         mirrored: Mutex<Vec<Vec<String>>>,
+        loadouts: Mutex<Vec<LoadoutSpec>>,
     }
 
     impl Knowledge for Fake {
@@ -1195,17 +1505,26 @@ mod tests {
             let record: Value = serde_json::from_str(&std::fs::read_to_string(task_file).unwrap()).unwrap();
             Ok(record["akms_tags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_owned()).collect())
         }
-        fn loadout(&self, task_file: &Path, role: &str) -> Result<PathBuf, String> {
+        fn loadout(&self, task_file: &Path, spec: &LoadoutSpec) -> Result<PathBuf, String> {
             let id = task_file.file_stem().unwrap().to_string_lossy().into_owned();
-            let path = PathBuf::from(format!("knowledge/loadouts/{id}-{role}.md"));
+            let path = PathBuf::from(format!("knowledge/loadouts/{id}-{}.md", spec.role));
             std::fs::create_dir_all(self.repo.join("knowledge/loadouts")).unwrap();
             std::fs::write(self.repo.join(&path), format!("# Loadout: {id}\n")).unwrap();
+            self.loadouts.lock().unwrap().push(spec.clone());
             Ok(path)
         }
         fn check_memory(&self, memory: &Path) -> Result<(), String> {
             let text = std::fs::read_to_string(memory).unwrap();
-            let id = memory.file_stem().unwrap().to_string_lossy().into_owned();
-            if text.contains(&format!("task_id: {id}\n")) { Ok(()) } else { Err("task_id: missing".into()) }
+            let name = memory.file_stem().unwrap().to_string_lossy().into_owned();
+            // `<plan>-phase<N>-<task>[-<n>]`
+            let id =
+                name.split_once("-phase").map_or(name.as_str(), |(_, rest)| rest.split_once('-').map_or(rest, |r| r.1));
+            let unsuffixed = id.rsplit_once('-').filter(|(_, n)| n.parse::<u32>().is_ok()).map_or(id, |(id, _)| id);
+            if [id, unsuffixed].iter().any(|id| text.contains(&format!("task_id: {id}\n"))) {
+                Ok(())
+            } else {
+                Err("task_id: missing".into())
+            }
         }
         fn update(&self, documents: &[PathBuf]) -> Result<String, String> {
             let names = documents.iter().map(|d| d.file_name().unwrap().to_string_lossy().into_owned()).collect();
@@ -1261,7 +1580,7 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
         git(&repo, &["init", "-q", "-b", "main"]);
         std::fs::write(repo.join("README.md"), "demo\n").unwrap();
         std::fs::write(repo.join("agent.sh"), AGENT).unwrap();
-        std::fs::write(repo.join(".gitignore"), "runs.log\nabort-once\n").unwrap();
+        std::fs::write(repo.join(".gitignore"), "runs.log\nabort-once\nhandoffs.log\n").unwrap();
         git(&repo, &["add", "-A"]);
         git(&repo, &["commit", "-q", "-m", "init"]);
         let plan = serde_json::json!({
@@ -1323,7 +1642,10 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
         assert_eq!(s.tasks["T2"].status, TaskStatus::Complete);
         assert_eq!(s.tasks["T4"].status, TaskStatus::Failed);
         assert!(s.tasks["T4"].reason.as_deref().unwrap().contains("status 1"));
-        assert_eq!(*knowledge.updates.lock().unwrap(), [vec!["T1.md".to_owned(), "T2.md".to_owned()]]);
+        assert_eq!(
+            *knowledge.updates.lock().unwrap(),
+            [vec!["demo-phase1-T1.md".to_owned(), "demo-phase1-T2.md".to_owned()]]
+        );
         assert_eq!(*knowledge.mirrored.lock().unwrap(), [vec!["src/T1.py".to_owned(), "src/T2.py".to_owned()]]);
         let checkpoint = std::fs::read_to_string(repo.join(s.checkpoint.as_ref().unwrap())).unwrap();
         assert!(checkpoint.contains("## AKMS status\n\n3 nodes"), "{checkpoint}");
@@ -1346,7 +1668,7 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
         let s = o.approve().unwrap();
         assert_eq!((s.stage, s.phase, s.status), (Stage::Execute, 2, Status::AwaitingApproval), "{:?}", s.message);
         assert!(s.tasks["T3"].reason.as_deref().unwrap().starts_with("invalid AgentMemory"));
-        assert!(!knowledge.updates.lock().unwrap().iter().flatten().any(|d| d == "T3.md"));
+        assert!(!knowledge.updates.lock().unwrap().iter().flatten().any(|d| d.ends_with("T3.md")));
         assert_eq!(git(&repo, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "demo_phase-2");
         let s = o.approve().unwrap();
         assert_eq!(s.stage, Stage::Review);
@@ -1371,7 +1693,7 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
         std::fs::write(dir.path().join("plan.json"), plan.to_string()).unwrap();
         let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
         let config = config();
-        let clock = || "t".to_owned();
+        let clock = || "2026-11-30T00:00:00Z".to_owned();
         let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
         let e = o.start(&dir.path().join("plan.json")).unwrap_err().to_string();
         assert!(e.contains("tasks `A` and `B` both have `src/x.py` in their scope"), "{e}");
@@ -1386,7 +1708,7 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
         std::fs::write(dir.path().join("plan.json"), plan.to_string()).unwrap();
         let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
         let config = OrchestratorConfig { review_roles: Vec::new(), ..config() };
-        let clock = || "t".to_owned();
+        let clock = || "2026-11-30T00:00:00Z".to_owned();
         let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
         o.start(&dir.path().join("plan.json")).unwrap();
         for _ in 0..2 {
@@ -1403,11 +1725,251 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
         let main_before = git(&repo, &["rev-parse", "main"]);
         let s = o.approve().unwrap(); // REVIEW (no reviewers)
         assert_eq!(s.stage, Stage::Review);
-        let s = o.approve().unwrap(); // FINALIZE
+        let s = o.approve().unwrap(); // FINALIZE: its gate, nothing merged yet
+        assert_eq!((s.stage, s.status), (Stage::Finalize, Status::AwaitingApproval), "{:?}", s.message);
+        let s = o.approve().unwrap(); // the merge, which conflicts
         assert_eq!((s.stage, s.status), (Stage::Finalize, Status::Failed));
         assert!(s.message.as_deref().unwrap().contains("conflicts in src/T1.py"), "{:?}", s.message);
         assert_eq!(git(&repo, &["rev-parse", "main"]), main_before);
         assert!(git(&repo, &["status", "--porcelain"]).trim().is_empty(), "no half merge left");
+        // `resume` shows the merges again at the gate.
+        let s = o.resume().unwrap();
+        assert_eq!((s.stage, s.status), (Stage::Finalize, Status::AwaitingApproval), "{:?}", s.message);
+    }
+
+    /// A one-phase plan (no reviewers) in `dir`/`name`, its tasks writing
+    /// their scope files.
+    fn one_phase_plan(dir: &Path, name: &str, plan_name: &str, tasks: &[&str]) -> PathBuf {
+        let tasks: Vec<Value> = tasks
+            .iter()
+            .map(|id| serde_json::json!({"task_id": id, "title": format!("task {id}"), "scope": [format!("src/{id}.py")]}))
+            .collect();
+        let plan = serde_json::json!({"plan_name": plan_name, "phases": [{"phase": 1, "tasks": tasks}]});
+        let file = dir.join(name);
+        std::fs::write(&file, plan.to_string()).unwrap();
+        file
+    }
+
+    /// From `start` to EXECUTE's gate.
+    fn to_execute_gate(o: &Orchestrator<'_>, plan: &Path) -> State {
+        o.start(plan).unwrap();
+        o.approve().unwrap();
+        o.approve().unwrap();
+        let s = o.approve().unwrap();
+        assert_eq!((s.stage, s.status), (Stage::Execute, Status::AwaitingApproval), "{:?}", s.message);
+        s
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_state_file_that_is_a_fifo_or_too_big_is_refused_not_read() {
+        let (_dir, repo) = setup();
+        let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
+        let config = config();
+        let clock = || "2026-11-30T00:00:00Z".to_owned();
+        let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
+        std::fs::create_dir_all(o.dir()).unwrap();
+        let state = o.dir().join("state.json");
+        let made = Command::new("mkfifo").arg(&state).status().unwrap();
+        assert!(made.success());
+        // A hang guard: a blocking read of the FIFO would never return.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let repo2 = repo.clone();
+        std::thread::spawn(move || {
+            let knowledge = Fake { repo: repo2.clone(), ..Fake::default() };
+            let config = OrchestratorConfig::default();
+            let clock = || "t".to_owned();
+            let o = Orchestrator { repo: repo2, config: &config, knowledge: &knowledge, clock: &clock };
+            let _ = tx.send(o.load().map(|_| ()).map_err(|e| e.to_string()));
+        });
+        let e = rx.recv_timeout(Duration::from_secs(20)).expect("load returned").unwrap_err();
+        assert!(e.contains("state.json") && e.contains("FIFO"), "{e}");
+        std::fs::remove_file(&state).unwrap();
+        std::fs::File::create(&state).unwrap().set_len(STATE_CAP.bytes + 1).unwrap();
+        let e = o.load().unwrap_err().to_string();
+        assert!(e.contains("state.json") && e.contains("over the limit"), "{e}");
+    }
+
+    #[test]
+    fn the_finalize_gate_comes_before_the_merge() {
+        let (dir, repo) = setup();
+        let plan = one_phase_plan(dir.path(), "plan.json", "demo", &["T1"]);
+        let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
+        let config = OrchestratorConfig { review_roles: Vec::new(), ..config() };
+        let clock = || "2026-11-30T00:00:00Z".to_owned();
+        let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
+        to_execute_gate(&o, &plan);
+        let main_before = git(&repo, &["rev-parse", "main"]);
+        assert_eq!(o.approve().unwrap().stage, Stage::Review);
+        let s = o.approve().unwrap();
+        assert_eq!((s.stage, s.status), (Stage::Finalize, Status::AwaitingApproval), "{:?}", s.message);
+        assert_eq!(git(&repo, &["rev-parse", "main"]), main_before, "nothing merged before the gate");
+        let checkpoint = std::fs::read_to_string(repo.join(s.checkpoint.as_ref().unwrap())).unwrap();
+        assert!(checkpoint.contains("Approving this gate merges") && checkpoint.contains("`demo_phase-1` into `main`"));
+        let s = o.approve().unwrap();
+        assert_eq!(s.status, Status::Done);
+        assert_ne!(git(&repo, &["rev-parse", "main"]), main_before, "merged once approved");
+        assert!(repo.join("src/T1.py").exists());
+        assert!(s.history.iter().any(|e| e.action == "merged"));
+    }
+
+    #[test]
+    fn a_failed_tasks_partial_edits_are_not_committed_to_the_phase_branch() {
+        let (dir, repo) = setup();
+        let plan = one_phase_plan(dir.path(), "plan.json", "demo", &["T1", "T6"]);
+        let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
+        // T6 edits its file, then fails.
+        let config = OrchestratorConfig {
+            agent_command: "if [ {task_id} = T6 ]; then mkdir -p src; echo partial > src/T6.py; exit 1; fi; \
+                            sh agent.sh {task_id} {memory} {task_file}"
+                .into(),
+            review_roles: Vec::new(),
+            ..config()
+        };
+        let clock = || "2026-11-30T00:00:00Z".to_owned();
+        let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
+        let s = to_execute_gate(&o, &plan);
+        assert_eq!(s.tasks["T6"].status, TaskStatus::Failed);
+        let tree = git(&repo, &["ls-tree", "-r", "--name-only", "demo_phase-1"]);
+        assert!(tree.contains("src/T1.py") && !tree.contains("src/T6.py"), "{tree}");
+        assert!(!repo.join("src/T6.py").exists(), "the partial edit is out of the work tree");
+        assert!(git(&repo, &["status", "--porcelain"]).trim().is_empty());
+        // Recorded where it went, and it can be brought back.
+        let stash = s.tasks["T6"].set_aside.clone().expect("recorded");
+        assert!(s.history.iter().any(|e| e.action == "set aside partial edits"));
+        let checkpoint = std::fs::read_to_string(repo.join(s.checkpoint.as_ref().unwrap())).unwrap();
+        assert!(checkpoint.contains(&format!("git stash apply {stash}")), "{checkpoint}");
+        let pcd = std::fs::read_to_string(repo.join(&s.handoffs[&1])).unwrap();
+        assert!(pcd.contains(&format!("stash {stash}")), "{pcd}");
+        // T1's work is in a commit of its own wave, recorded.
+        let commit = s.tasks["T1"].commit.clone().expect("T1's commit");
+        assert!(
+            git(&repo, &["log", "--format=%H %s", "demo_phase-1"])
+                .contains(&format!("{commit} demo: phase 1 wave 1 (T1)"))
+        );
+        assert!(summary(&s).contains(&format!("[partial edits in stash {stash}: `git stash apply {stash}`]")));
+        git(&repo, &["stash", "apply", &stash]);
+        assert_eq!(std::fs::read_to_string(repo.join("src/T6.py")).unwrap(), "partial\n");
+    }
+
+    #[test]
+    fn session_files_are_never_overwritten_by_a_second_plan_reusing_a_task_id() {
+        let (dir, repo) = setup();
+        let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
+        let config = OrchestratorConfig { review_roles: Vec::new(), ..config() };
+        let clock = || "2026-11-30T00:00:00Z".to_owned();
+        let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
+        let first = one_phase_plan(dir.path(), "first.json", "demo", &["T1"]);
+        let s = to_execute_gate(&o, &first);
+        assert_eq!(s.tasks["T1"].memory, "knowledge/sessions/demo-phase1-T1.md");
+        for _ in 0..3 {
+            o.approve().unwrap();
+        }
+        let first_memory = std::fs::read(repo.join("knowledge/sessions/demo-phase1-T1.md")).unwrap();
+        let first_pcd = std::fs::read(repo.join("knowledge/sessions/handoff_phase_1.md")).unwrap();
+        // A second plan of the same name reuses T1 (and phase 1).
+        let second = one_phase_plan(dir.path(), "second.json", "demo", &["T1"]);
+        let s = to_execute_gate(&o, &second);
+        assert_eq!(s.tasks["T1"].memory, "knowledge/sessions/demo-phase1-T1-2.md");
+        assert_eq!(s.handoffs[&1], "knowledge/sessions/demo-handoff_phase_1.md");
+        assert_eq!(std::fs::read(repo.join("knowledge/sessions/demo-phase1-T1.md")).unwrap(), first_memory);
+        assert_eq!(std::fs::read(repo.join("knowledge/sessions/handoff_phase_1.md")).unwrap(), first_pcd);
+        assert!(repo.join("knowledge/sessions/demo-phase1-T1-2.md").exists());
+        assert_eq!(knowledge.updates.lock().unwrap().last().unwrap(), &["demo-phase1-T1-2.md".to_owned()]);
+        assert!(o.dir().join("done/demo-1/state.json").exists(), "the finished run's records were kept");
+    }
+
+    #[test]
+    fn a_session_file_that_appears_at_a_tasks_name_before_its_dispatch_is_kept() {
+        let (dir, repo) = setup();
+        let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
+        let config = OrchestratorConfig { review_roles: Vec::new(), ..config() };
+        let clock = || "2026-11-30T00:00:00Z".to_owned();
+        let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
+        let plan = one_phase_plan(dir.path(), "plan.json", "demo", &["T1"]);
+        o.start(&plan).unwrap();
+        o.approve().unwrap();
+        o.approve().unwrap(); // SCAFFOLD, on the phase branch
+        // Another run's session file appears under T1's name on this branch.
+        std::fs::create_dir_all(repo.join("knowledge/sessions")).unwrap();
+        std::fs::write(repo.join("knowledge/sessions/demo-phase1-T1.md"), "earlier evidence\n").unwrap();
+        let s = o.approve().unwrap();
+        assert_eq!((s.stage, s.status), (Stage::Execute, Status::AwaitingApproval), "{:?}", s.message);
+        assert_eq!(s.tasks["T1"].memory, "knowledge/sessions/demo-phase1-T1-2.md");
+        let kept = std::fs::read_to_string(repo.join("knowledge/sessions/demo-phase1-T1.md")).unwrap();
+        assert_eq!(kept, "earlier evidence\n");
+        assert_eq!(s.tasks["T1"].status, TaskStatus::Complete);
+    }
+
+    #[test]
+    fn a_finished_run_tells_how_to_start_a_new_one_and_the_next_starts_clean() {
+        let (dir, repo) = setup();
+        let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
+        let config = OrchestratorConfig { review_roles: Vec::new(), ..config() };
+        let clock = || "2026-11-30T00:00:00Z".to_owned();
+        let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
+        let first = one_phase_plan(dir.path(), "first.json", "one", &["T1"]);
+        to_execute_gate(&o, &first);
+        for _ in 0..3 {
+            o.approve().unwrap();
+        }
+        let done = o.load().unwrap().unwrap();
+        assert_eq!(done.status, Status::Done);
+        assert!(
+            summary(&done).contains("start a new one with `agents orchestrate run PLAN.json`"),
+            "{}",
+            summary(&done)
+        );
+        for e in [o.approve().unwrap_err(), o.resume().unwrap_err(), o.abort().unwrap_err(), o.reject("x").unwrap_err()]
+        {
+            assert!(e.to_string().contains("agents orchestrate run PLAN.json"), "{e}");
+        }
+        // The next run starts; the old task record does not leak into it.
+        let second = one_phase_plan(dir.path(), "second.json", "two", &["T1"]);
+        let s = o.start(&second).unwrap();
+        assert_eq!((s.plan_name.as_str(), s.stage), ("two", Stage::Plan));
+        assert!(o.dir().join("done/one-1/tasks/T1.json").exists());
+        assert!(!o.dir().join("tasks/T1.json").exists());
+    }
+
+    #[test]
+    fn phases_hand_off_the_previous_pcd_and_loadouts_get_the_phase_and_the_plans_context_budget() {
+        let (dir, repo) = setup();
+        let plan = serde_json::json!({"plan_name": "h", "model_context_limit": 200000, "system_prompt_tokens": 9000,
+        "phases": [
+            {"phase": 1, "tasks": [{"task_id": "T1", "title": "one", "scope": ["src/T1.py"]}]},
+            {"phase": 2, "tasks": [{"task_id": "T2", "title": "two", "scope": ["src/T2.py"]}]},
+        ]});
+        std::fs::write(dir.path().join("plan.json"), plan.to_string()).unwrap();
+        let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
+        let config = OrchestratorConfig {
+            agent_command: "echo {task_id} {handoff} \"$AGENTS_HANDOFF\" >> handoffs.log; sh agent.sh {task_id} {memory} {task_file}".into(),
+            review_roles: Vec::new(),
+            ..config()
+        };
+        let clock = || "2026-11-30T00:00:00Z".to_owned();
+        let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
+        let s = to_execute_gate(&o, &dir.path().join("plan.json"));
+        let pcd = std::fs::read_to_string(repo.join(&s.handoffs[&1])).unwrap();
+        // Valid for `agents knowledge update`: a relative plan file, real change summaries.
+        crate::evidence::parse_evidence(Path::new("handoff_phase_1.md"), &pcd).unwrap();
+        assert!(pcd.contains("plan_file: ../plan.json\n"), "{pcd}");
+        assert!(pcd.contains("created by task T1 (one), +1 -0 lines"), "{pcd}");
+        assert!(pcd.contains("recommended_start: T2"), "{pcd}");
+        o.approve().unwrap();
+        let s = o.approve().unwrap();
+        assert_eq!((s.stage, s.phase, s.status), (Stage::Execute, 2, Status::AwaitingApproval), "{:?}", s.message);
+        let log = std::fs::read_to_string(repo.join("handoffs.log")).unwrap();
+        let handoff = repo.join("knowledge/sessions/handoff_phase_1.md").display().to_string();
+        assert_eq!(log, format!("T1  \nT2 {handoff} {handoff}\n"));
+        let specs = knowledge.loadouts.lock().unwrap().clone();
+        let spec = |role: &str, phase| LoadoutSpec {
+            role: role.into(),
+            phase,
+            context_limit: Some(200000),
+            system_prompt_tokens: 9000,
+        };
+        assert_eq!(specs, [spec("implementer", 1), spec("implementer", 2)]);
     }
 
     /// Waits for `path` to exist, as a hang guard at most 20 s.
@@ -1441,7 +2003,7 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
                 .into(),
             ..config()
         };
-        let clock = || "t".to_owned();
+        let clock = || "2026-11-30T00:00:00Z".to_owned();
         let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
         o.start(&dir.path().join("plan.json")).unwrap();
         o.approve().unwrap();
@@ -1511,7 +2073,7 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
         let (dir, repo) = setup();
         let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
         let config = config();
-        let clock = || "t".to_owned();
+        let clock = || "2026-11-30T00:00:00Z".to_owned();
         let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
         o.start(&dir.path().join("plan.json")).unwrap();
         let (_, sleeper) = killed_mid_execute(&o);
@@ -1550,7 +2112,7 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
             ),
             ..config()
         };
-        let clock = || "t".to_owned();
+        let clock = || "2026-11-30T00:00:00Z".to_owned();
         let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
         o.start(&dir.path().join("plan.json")).unwrap();
         o.approve().unwrap();

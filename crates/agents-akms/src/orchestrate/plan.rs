@@ -18,7 +18,13 @@
 //! ```
 //!
 //! `plan_name` and `base_branch` fall back to `propagation_config.yaml`'s
-//! `orchestrator` section. Task records keep every field they came with; the
+//! `orchestrator` section. `model_context_limit` and `system_prompt_tokens`
+//! (optional, tokens) are the agents' context window and system prompt: every
+//! loadout's mode is chosen from them (spec 5.4); without a limit the mode is
+//! `loadout.mode_selection.default_mode`.
+//!
+//! The file is read with a size cap ([`MAX_PLAN_BYTES`]) and must be a
+//! regular file: a FIFO or device is refused without being read. Task records keep every field they came with; the
 //! orchestrator only fills `akms_tags` (when empty) and `loadout_path`.
 //!
 //! Waves are the dependency levels of a phase's tasks (Kahn's algorithm, ties
@@ -31,7 +37,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::bounded::{Cap, read_text};
 use crate::vault::confine_lexically;
+
+/// The largest plan file read.
+pub const MAX_PLAN_BYTES: u64 = 16 * crate::bounded::MIB;
+const PLAN_CAP: Cap = Cap::new(MAX_PLAN_BYTES, "a fixed limit for plan files");
 
 /// A problem with a plan file, naming the file and the field.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -46,6 +57,10 @@ pub struct PlanError {
 pub struct Plan {
     pub plan_name: String,
     pub base_branch: Option<String>,
+    /// The agents' context window, in tokens, when known.
+    pub model_context_limit: Option<u64>,
+    /// Tokens of the agents' system prompt.
+    pub system_prompt_tokens: u64,
     pub phases: Vec<Phase>,
 }
 
@@ -70,10 +85,10 @@ pub struct Task {
 impl Plan {
     /// Reads and validates a plan file.
     pub fn read(file: &Path) -> Result<Plan, PlanError> {
-        let text = std::fs::read_to_string(file).map_err(|e| PlanError {
+        let text = read_text(file, None, PLAN_CAP).map_err(|e| PlanError {
             file: file.to_owned(),
             field: "(file)".into(),
-            message: format!("cannot read: {e}"),
+            message: e.to_string(),
         })?;
         Plan::parse(file, &text)
     }
@@ -91,6 +106,10 @@ impl Plan {
             return Err(error("plan_name", format!("`{plan_name}` cannot be part of a branch name")));
         }
         let base_branch = optional_string(&root, "base_branch").map_err(|m| error("base_branch", m))?;
+        let model_context_limit =
+            optional_count(&root, "model_context_limit").map_err(|m| error("model_context_limit", m))?;
+        let system_prompt_tokens =
+            optional_count(&root, "system_prompt_tokens").map_err(|m| error("system_prompt_tokens", m))?.unwrap_or(0);
         let Some(Value::Array(phases_json)) = root.get("phases") else {
             return Err(error("phases", "required: a list of phases".into()));
         };
@@ -134,7 +153,7 @@ impl Plan {
             }
             phases.push(Phase { phase: expected, title, tasks });
         }
-        let plan = Plan { plan_name, base_branch, phases };
+        let plan = Plan { plan_name, base_branch, model_context_limit, system_prompt_tokens, phases };
         for (p, phase) in plan.phases.iter().enumerate() {
             phase.waves().map_err(|m| error(&format!("phases[{p}]"), m))?;
         }
@@ -291,6 +310,18 @@ fn optional_string(map: &Map<String, Value>, key: &str) -> Result<Option<String>
     }
 }
 
+/// A non-negative whole number of tokens; a number given as a string says so.
+fn optional_count(map: &Map<String, Value>, key: &str) -> Result<Option<u64>, String> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => {
+            n.as_u64().map(Some).ok_or_else(|| format!("expected a whole number of tokens (0 or more), found {n}"))
+        }
+        Some(Value::String(s)) => Err(format!("expected a number, found the string \"{s}\" (write it without quotes)")),
+        Some(other) => Err(format!("expected a whole number of tokens, found {other}")),
+    }
+}
+
 fn string_list(map: &Map<String, Value>, key: &str, required: bool) -> Result<Vec<String>, (String, String)> {
     match map.get(key) {
         None | Some(Value::Null) if !required => Ok(Vec::new()),
@@ -387,6 +418,39 @@ mod tests {
         assert!(e.to_string().starts_with("plan.json: line 2: not valid JSON"), "{e}");
         let e = Plan::parse(Path::new("plan.json"), "{\"plan_name\": \"a b\", \"phases\": []}").unwrap_err();
         assert_eq!(e.field, "plan_name");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn plan_files_are_read_bounded_a_fifo_or_an_oversized_file_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("plan.json");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(Plan::read(&path).map(|_| ()));
+        });
+        let e = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("no hang").unwrap_err();
+        assert!(e.to_string().contains("plan.json: (file): is a FIFO"), "{e}");
+        let big = dir.path().join("big.json");
+        std::fs::File::create(&big).unwrap().set_len(MAX_PLAN_BYTES + 1).unwrap();
+        let e = Plan::read(&big).unwrap_err();
+        assert!(e.to_string().contains("big.json") && e.message.contains("over the limit"), "{e}");
+    }
+
+    #[test]
+    fn the_loadout_budget_comes_from_the_plan_and_a_number_as_a_string_says_so() {
+        let text = json!({"model_context_limit": 128000, "system_prompt_tokens": 4000,
+            "phases": [{"phase": 1, "tasks": []}]});
+        let p = Plan::parse(Path::new("plan.json"), &text.to_string()).unwrap();
+        assert_eq!((p.model_context_limit, p.system_prompt_tokens), (Some(128000), 4000));
+        let p = Plan::parse(Path::new("plan.json"), "{\"phases\": [{\"phase\": 1, \"tasks\": []}]}").unwrap();
+        assert_eq!((p.model_context_limit, p.system_prompt_tokens), (None, 0));
+        let text = json!({"model_context_limit": "128000", "phases": [{"phase": 1, "tasks": []}]});
+        let e = Plan::parse(Path::new("plan.json"), &text.to_string()).unwrap_err();
+        assert_eq!(e.field, "model_context_limit");
+        assert!(e.message.contains("found the string \"128000\" (write it without quotes)"), "{e}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use agents_akms::CompileOptions;
-use agents_akms::orchestrate::{Knowledge, Orchestrator, State, Status, summary};
+use agents_akms::orchestrate::{Knowledge, LoadoutSpec, Orchestrator, State, Status, summary};
 use agents_akms::vault::Layout;
 
 use super::feedback::{describe, health_of, review_text};
@@ -43,15 +43,23 @@ impl Knowledge for RepoKnowledge<'_> {
         Ok(if report.kept.is_empty() { report.derived.into_iter().map(|d| d.tag).collect() } else { report.kept })
     }
 
-    fn loadout(&self, task_file: &Path, role: &str) -> Result<PathBuf, String> {
-        let options =
-            LoadoutOptions { role: role.to_owned(), context_limit: None, system_prompt_tokens: 0, no_search: false };
-        let report = for_task(self.settings, &self.layout.repo_root, task_file, None, &options).map_err(message)?;
+    fn loadout(&self, task_file: &Path, spec: &LoadoutSpec) -> Result<PathBuf, String> {
+        let options = LoadoutOptions {
+            role: spec.role.clone(),
+            context_limit: spec.context_limit,
+            system_prompt_tokens: spec.system_prompt_tokens,
+            no_search: false,
+        };
+        let phase = Some(spec.phase.to_string());
+        let report = for_task(self.settings, &self.layout.repo_root, task_file, phase, &options).map_err(message)?;
         Ok(PathBuf::from(report.path))
     }
 
     fn check_memory(&self, memory: &Path) -> Result<(), String> {
-        let text = std::fs::read_to_string(memory).map_err(|e| format!("cannot read {}: {e}", memory.display()))?;
+        let cap =
+            agents_akms::bounded::Cap::new(agents_akms::bounded::MAX_SESSION_BYTES, "a fixed limit for session files");
+        let text =
+            agents_akms::bounded::read_text(memory, None, cap).map_err(|e| format!("{}: {e}", memory.display()))?;
         agents_akms::evidence::parse_evidence(memory, &text)
             .map(|_| ())
             .map_err(|problems| problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))
