@@ -537,7 +537,6 @@ EOF
 /// items 2 and 3 (an unknown node is a warning; "already applied" is decided
 /// by content), which `agents knowledge update` provides separately.
 #[test]
-#[ignore = "needs the update side of issue 18 items 2 and 3 (unknown node a warning, applied by content)"]
 fn the_loop_works_from_a_cold_start_over_two_phases_and_two_plans_reusing_a_task_id() {
     cold_start(true);
 }
