@@ -175,6 +175,13 @@ pub struct OrchestratorConfig {
     pub task_timeout_seconds: u64,
     /// Reviewer roles run in the REVIEW stage of every phase.
     pub review_roles: Vec<String>,
+    /// The agents' context window, in tokens, from which each loadout's mode
+    /// is chosen (spec 5.4); unset: the loadout's default. A plan's own
+    /// `model_context_limit` wins.
+    pub model_context_limit: Option<u64>,
+    /// Tokens the agents' system prompt takes from that window; a plan's own
+    /// `system_prompt_tokens` wins.
+    pub system_prompt_tokens: u64,
 }
 
 /// Size caps of what this repository's knowledge may hold; a file over its
@@ -345,6 +352,8 @@ impl Default for OrchestratorConfig {
             max_parallel: 2,
             task_timeout_seconds: 1800,
             review_roles: vec!["code_reviewer".into(), "physics_reviewer".into()],
+            model_context_limit: None,
+            system_prompt_tokens: 0,
         }
     }
 }
@@ -436,6 +445,11 @@ orchestrator:
   max_parallel: 2               # tasks of one wave running at once
   task_timeout_seconds: 1800    # a task running longer is stopped and failed
   review_roles: [code_reviewer, physics_reviewer]
+  # The agents' context window and their system prompt's share of it, passed
+  # to every loadout to choose its mode (a plan's own values win); unset: the
+  # loadout's default.
+  model_context_limit: null
+  system_prompt_tokens: 0
 
 # Size caps, in bytes: a file over its cap is refused without being read
 # (at most 67108864, 64 MiB, each).

@@ -101,7 +101,7 @@ pub trait Knowledge: Sync {
 /// How the orchestrator asks for a loadout: the role, the phase (recorded in
 /// the loadout's header) and the agents' context budget, from which the
 /// loadout's mode is chosen (spec 5.4; the plan's `model_context_limit` and
-/// `system_prompt_tokens`).
+/// `system_prompt_tokens`, else the `orchestrator` settings').
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadoutSpec {
     pub role: String,
@@ -111,13 +111,17 @@ pub struct LoadoutSpec {
 }
 
 impl LoadoutSpec {
-    /// The loadout of `role` in `phase` of `plan`, with the plan's budget.
-    pub fn of(plan: &Plan, role: &str, phase: u32) -> LoadoutSpec {
+    /// The loadout of `role` in `phase` of `plan`, with the plan's budget,
+    /// else the one `config` sets for every plan.
+    pub fn of(plan: &Plan, config: &crate::config::OrchestratorConfig, role: &str, phase: u32) -> LoadoutSpec {
         LoadoutSpec {
             role: role.to_owned(),
             phase,
-            context_limit: plan.model_context_limit,
-            system_prompt_tokens: plan.system_prompt_tokens,
+            context_limit: plan.model_context_limit.or(config.model_context_limit),
+            system_prompt_tokens: match plan.system_prompt_tokens {
+                0 => config.system_prompt_tokens,
+                tokens => tokens,
+            },
         }
     }
 }
@@ -970,7 +974,7 @@ impl Orchestrator<'_> {
             return Err("orchestrator.agent_command is not set in knowledge/graph/propagation_config.yaml".into());
         }
         let waves = phase.waves()?;
-        let spec = |role: &str| LoadoutSpec::of(&plan, role, phase.phase);
+        let spec = |role: &str| LoadoutSpec::of(&plan, &self.config, role, phase.phase);
         // The previous phase's Phase Completion Document: this phase's hand-off.
         let handoff = (phase.phase > 1).then(|| self.handoff_path(state, phase.phase - 1)).flatten();
         let mut warnings = Vec::new();
@@ -1336,7 +1340,7 @@ impl Orchestrator<'_> {
             let mut json = serde_json::to_string_pretty(&task.record_json()).map_err(|e| e.to_string())?;
             json.push('\n');
             self.write(&file, json.as_bytes()).map_err(|e| e.to_string())?;
-            let spec = LoadoutSpec::of(&plan, role, phase.phase);
+            let spec = LoadoutSpec::of(&plan, &self.config, role, phase.phase);
             match self.job(state, &task, &spec, handoff.clone()) {
                 Ok(job) => jobs.push(job),
                 Err(e) => self.finish(state, &id, TaskStatus::Failed, Some(e)),
@@ -1970,6 +1974,22 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
             system_prompt_tokens: 9000,
         };
         assert_eq!(specs, [spec("implementer", 1), spec("implementer", 2)]);
+    }
+
+    #[test]
+    fn the_context_budget_comes_from_the_plan_else_from_the_orchestrator_settings() {
+        let plan = |text: serde_json::Value| Plan::parse(Path::new("plan.json"), &text.to_string()).unwrap();
+        let phases = serde_json::json!([{"phase": 1, "tasks": [{"task_id": "T1", "title": "one", "scope": ["a.py"]}]}]);
+        let settings = OrchestratorConfig { model_context_limit: Some(128000), system_prompt_tokens: 4000, ..config() };
+        let bare = plan(serde_json::json!({"phases": phases}));
+        let spec = LoadoutSpec::of(&bare, &settings, "implementer", 1);
+        assert_eq!((spec.context_limit, spec.system_prompt_tokens), (Some(128000), 4000));
+        let own =
+            plan(serde_json::json!({"model_context_limit": 200000, "system_prompt_tokens": 9000, "phases": phases}));
+        let spec = LoadoutSpec::of(&own, &settings, "implementer", 1);
+        assert_eq!((spec.context_limit, spec.system_prompt_tokens), (Some(200000), 9000));
+        let spec = LoadoutSpec::of(&bare, &config(), "implementer", 1);
+        assert_eq!((spec.context_limit, spec.system_prompt_tokens), (None, 0), "unset: the loadout's default");
     }
 
     /// Waits for `path` to exist, as a hang guard at most 20 s.
