@@ -974,7 +974,7 @@ impl Orchestrator<'_> {
             return Err("orchestrator.agent_command is not set in knowledge/graph/propagation_config.yaml".into());
         }
         let waves = phase.waves()?;
-        let spec = |role: &str| LoadoutSpec::of(&plan, &self.config, role, phase.phase);
+        let spec = |role: &str| LoadoutSpec::of(&plan, self.config, role, phase.phase);
         // The previous phase's Phase Completion Document: this phase's hand-off.
         let handoff = (phase.phase > 1).then(|| self.handoff_path(state, phase.phase - 1)).flatten();
         let mut warnings = Vec::new();
@@ -1340,7 +1340,7 @@ impl Orchestrator<'_> {
             let mut json = serde_json::to_string_pretty(&task.record_json()).map_err(|e| e.to_string())?;
             json.push('\n');
             self.write(&file, json.as_bytes()).map_err(|e| e.to_string())?;
-            let spec = LoadoutSpec::of(&plan, &self.config, role, phase.phase);
+            let spec = LoadoutSpec::of(&plan, self.config, role, phase.phase);
             match self.job(state, &task, &spec, handoff.clone()) {
                 Ok(job) => jobs.push(job),
                 Err(e) => self.finish(state, &id, TaskStatus::Failed, Some(e)),
