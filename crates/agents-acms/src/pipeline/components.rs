@@ -202,6 +202,11 @@ pub trait StrategyExecutor: Send + Sync {
 }
 
 /// Consecutive failures per strategy, shared by every assembly of one engine.
+///
+/// The state is per process, on purpose: it lives as long as the engine (a
+/// `agents serve` or MCP server keeps it across requests; each CLI command starts
+/// with every circuit closed). A stored breaker would keep a strategy off after
+/// the failure that opened it was fixed, with nothing to close it again.
 #[derive(Debug, Default)]
 pub struct CircuitBreaker {
     failures: Mutex<HashMap<String, u32>>,
@@ -227,11 +232,22 @@ impl CircuitBreaker {
     }
 }
 
-/// Runs the strategies in parallel on at most `max_workers` threads, each with the
-/// registry's fallback path. A strategy past its timeout is abandoned: its run is
-/// reported as timed out, it is asked to stop, and its late result is dropped. A
-/// strategy whose circuit is open (`circuit_breaker_threshold` consecutive
-/// failures) is not called.
+/// Runs the strategies on at most `max_workers` threads, each with the
+/// registry's fallback path, all within one time limit (`timeout_secs` from the
+/// start of the executor, however many strategies there are). At the limit the
+/// executor stops waiting: every strategy still running or not yet started is
+/// reported as timed out (a failure for the circuit breaker), the running ones
+/// are asked to stop (the query's cancel flag, which the registry checks before
+/// each fallback step and the strategies between their steps), and a late
+/// result is dropped. A strategy that panics is reported as failed. A strategy
+/// whose circuit is open (`circuit_breaker_threshold` consecutive failures) is
+/// not called.
+///
+/// The threads borrow the resource's backends, held under its lock, so the
+/// executor cannot leave one behind: a strategy that never checks its cancel
+/// flag is still waited for before the assembly goes on, though its result is
+/// dropped. ARCE checks it between its rounds; the other built-ins make one
+/// pass over their backends.
 #[derive(Debug, Default)]
 pub struct ParallelExecutor {
     breaker: Arc<CircuitBreaker>,
@@ -243,6 +259,9 @@ impl ParallelExecutor {
     }
 }
 
+/// What a worker sends back: the selection's index, its result, its time.
+type Finished = (usize, Result<crate::retrieval::registry::Retrieval, String>, Duration);
+
 impl StrategyExecutor for ParallelExecutor {
     fn execute(&self, input: &StageInput<'_>, selections: &[Selection]) -> Vec<StrategyRun> {
         let (Some(backends), Some(registry), Some(query)) = (input.backends, input.registry, input.query.as_ref())
@@ -251,6 +270,7 @@ impl StrategyExecutor for ParallelExecutor {
         };
         let settings = input.settings;
         let timeout = Duration::from_secs(settings.timeout_secs.max(1));
+        let deadline = Instant::now() + timeout;
         let mut runs: Vec<Option<StrategyRun>> = vec![None; selections.len()];
         let mut todo: Vec<usize> = Vec::new();
         for (i, s) in selections.iter().enumerate() {
@@ -267,73 +287,85 @@ impl StrategyExecutor for ParallelExecutor {
                 todo.push(i);
             }
         }
-        let workers = settings.max_workers.max(1);
-        for batch in todo.chunks(workers) {
-            let cancel = AtomicBool::new(false);
-            let deadline = Instant::now() + timeout;
-            std::thread::scope(|scope| {
-                let (tx, rx) = std::sync::mpsc::channel();
-                for &i in batch {
-                    let tx = tx.clone();
-                    let name = selections[i].strategy.clone();
-                    let query = query.clone().with_cancel(&cancel, deadline);
-                    let plan = input.plan;
-                    scope.spawn(move || {
-                        let started = Instant::now();
-                        let result = registry.run(Some(&name), &query, backends, plan);
-                        let _ = tx.send((i, result, started.elapsed()));
-                    });
-                }
-                drop(tx);
-                let mut pending: BTreeSet<usize> = batch.iter().copied().collect();
-                while !pending.is_empty() {
-                    let wait = deadline.saturating_duration_since(Instant::now());
-                    match rx.recv_timeout(wait) {
-                        Ok((i, result, elapsed)) => {
-                            pending.remove(&i);
-                            let selected = selections[i].strategy.clone();
-                            let elapsed_ms = elapsed.as_millis() as u64;
-                            runs[i] = Some(match result {
-                                Ok(r) => {
-                                    self.breaker.record(&selected, true);
-                                    StrategyRun {
-                                        selected,
-                                        strategy: Some(r.strategy),
-                                        fallbacks: r.fallbacks,
-                                        candidates: r.candidates,
-                                        elapsed_ms,
-                                        error: None,
-                                    }
-                                }
-                                Err(e) => {
-                                    self.breaker.record(&selected, false);
-                                    StrategyRun {
-                                        selected,
-                                        elapsed_ms,
-                                        error: Some(e.to_string()),
-                                        ..Default::default()
-                                    }
-                                }
-                            });
+        let cancel = AtomicBool::new(false);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let workers = settings.max_workers.max(1).min(todo.len());
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::channel::<Finished>();
+            for _ in 0..workers {
+                let tx = tx.clone();
+                let (todo, next, cancel) = (&todo, &next, &cancel);
+                let plan = input.plan;
+                scope.spawn(move || {
+                    while let Some(&i) = todo.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        // Past the limit nothing more starts; the waiter reports it.
+                        if cancel.load(Ordering::Relaxed) || Instant::now() >= deadline {
+                            break;
                         }
-                        Err(_) => {
-                            // Past the deadline: ask the rest to stop and report them.
-                            cancel.store(true, Ordering::Relaxed);
-                            for i in std::mem::take(&mut pending) {
-                                let selected = selections[i].strategy.clone();
-                                self.breaker.record(&selected, false);
-                                runs[i] = Some(StrategyRun {
-                                    selected,
-                                    elapsed_ms: timeout.as_millis() as u64,
-                                    error: Some(format!("timed out after {} s", timeout.as_secs())),
-                                    ..Default::default()
-                                });
+                        let name = selections[i].strategy.as_str();
+                        let query = query.clone().with_cancel(cancel, deadline);
+                        let started = Instant::now();
+                        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            registry.run(Some(name), &query, backends, plan)
+                        }));
+                        let result = match result {
+                            Ok(Ok(retrieval)) => Ok(retrieval),
+                            Ok(Err(error)) => Err(error.to_string()),
+                            Err(_) => Err("the strategy panicked".to_owned()),
+                        };
+                        if tx.send((i, result, started.elapsed())).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            let mut pending: BTreeSet<usize> = todo.iter().copied().collect();
+            while !pending.is_empty() {
+                let wait = deadline.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(wait) {
+                    Ok((i, result, elapsed)) => {
+                        if !pending.remove(&i) {
+                            continue;
+                        }
+                        let selected = selections[i].strategy.clone();
+                        let elapsed_ms = elapsed.as_millis() as u64;
+                        self.breaker.record(&selected, result.is_ok());
+                        runs[i] = Some(match result {
+                            Ok(r) => StrategyRun {
+                                selected,
+                                strategy: Some(r.strategy),
+                                fallbacks: r.fallbacks,
+                                candidates: r.candidates,
+                                elapsed_ms,
+                                error: None,
+                            },
+                            Err(error) => {
+                                StrategyRun { selected, elapsed_ms, error: Some(error), ..Default::default() }
                             }
+                        });
+                    }
+                    // Past the limit (or every worker gone): ask the rest to
+                    // stop, report them, and wait no more for their results.
+                    Err(_) => {
+                        cancel.store(true, Ordering::Relaxed);
+                        for i in std::mem::take(&mut pending) {
+                            let selected = selections[i].strategy.clone();
+                            self.breaker.record(&selected, false);
+                            runs[i] = Some(StrategyRun {
+                                selected,
+                                elapsed_ms: timeout.as_millis() as u64,
+                                error: Some(format!(
+                                    "timed out after {} s (context.executor.timeout-secs)",
+                                    timeout.as_secs()
+                                )),
+                                ..Default::default()
+                            });
                         }
                     }
                 }
-            });
-        }
+            }
+        });
         runs.into_iter().flatten().collect()
     }
 }
@@ -1198,6 +1230,10 @@ impl SkeletonCompressor for SignatureSkeleton {
         out
     }
 }
+
+#[cfg(test)]
+#[path = "executor_tests.rs"]
+mod executor_tests;
 
 #[cfg(test)]
 pub(crate) mod tests {
