@@ -150,6 +150,7 @@ impl Env {
             vector: None,
             history: None,
             missing,
+            owned: None,
         }
     }
 }
@@ -300,6 +301,75 @@ fn parallel_strategies_share_one_time_limit_and_a_quick_one_is_kept() {
         runs.into_iter().map(|r| (r.selected, r.strategy, r.error.is_some(), r.candidates.len())).collect::<Vec<_>>()
     });
     assert_eq!(runs, [("slow".to_owned(), None, true, 0), ("quick".to_owned(), Some("quick".to_owned()), false, 1)]);
+}
+
+/// Ignores its cancel flag: blocks until the test releases it.
+struct Stuck {
+    release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+    finished: std::sync::atomic::AtomicBool,
+}
+
+impl ContextStrategy for Stuck {
+    fn name(&self) -> &'static str {
+        "stuck"
+    }
+
+    fn capabilities(&self) -> StrategyCapabilities {
+        StrategyCapabilities::default()
+    }
+
+    fn can_handle(&self, _: &RetrievalQuery<'_>, _: &Backends<'_>) -> f64 {
+        1.0
+    }
+
+    fn retrieve(
+        &self,
+        _: &RetrievalQuery<'_>,
+        _: &Backends<'_>,
+        _: Option<&PlanContext>,
+    ) -> Result<Vec<Candidate>, StrategyError> {
+        // A hang guard: the test releases it long before.
+        let _ = self.release.lock().unwrap().recv_timeout(Duration::from_secs(20));
+        self.finished.store(true, Ordering::SeqCst);
+        Ok(Vec::new())
+    }
+}
+
+#[test]
+fn a_strategy_that_ignores_its_cancel_flag_does_not_hold_the_executor() {
+    let (release, rx) = std::sync::mpsc::channel();
+    let stuck = Arc::new(Stuck { release: std::sync::Mutex::new(rx), finished: Default::default() });
+    let quick = Arc::new(Fake::new("quick", Behaviour::Answer));
+    let (s, q) = (stuck.clone(), quick.clone());
+    let runs = within_guard(move || {
+        let env = Env::new();
+        // Owned backends, as the engine gives them: the strategies' threads keep them.
+        let owned = Arc::new(crate::retrieval::OwnedBackends {
+            root: env.dir.path().to_path_buf(),
+            index_id: "index".to_owned(),
+            store: env.store.clone(),
+            search: ContextSearch::new(env.store.clone()),
+            tokenizer: Arc::new(env.tokenizer),
+            text: None,
+            vector: None,
+            history: None,
+            missing: env.backends().missing,
+        });
+        let backends = owned.view();
+        let custom: Vec<Arc<dyn ContextStrategy>> = vec![s, q];
+        let registry =
+            ContextStrategyRegistry::with_custom(&custom, &["stuck".to_owned(), "quick".to_owned()]).unwrap();
+        let settings = PipelineSettings { timeout_secs: 1, ..PipelineSettings::default() };
+        let request = ContextRequest::builder().query("ledger").build().unwrap();
+        let runs = ParallelExecutor::default()
+            .execute(&stage(&request, &backends, &registry, &settings), &[selection("stuck"), selection("quick")]);
+        runs.into_iter().map(|r| (r.selected, r.error, r.candidates.len())).collect::<Vec<_>>()
+    });
+    // The executor returned while the strategy is still blocked.
+    assert!(!stuck.finished.load(Ordering::SeqCst));
+    let timed_out = Some("timed out after 1 s (context.executor.timeout-secs)".to_owned());
+    assert_eq!(runs, [("stuck".to_owned(), timed_out, 0), ("quick".to_owned(), None, 1)]);
+    release.send(()).unwrap();
 }
 
 #[test]

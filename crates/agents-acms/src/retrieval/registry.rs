@@ -69,6 +69,7 @@ pub struct StrategyStatus {
     pub unavailable: Option<String>,
 }
 
+#[derive(Clone)]
 pub struct ContextStrategyRegistry {
     strategies: BTreeMap<String, Arc<dyn ContextStrategy>>,
     enabled: Vec<String>,
