@@ -73,6 +73,20 @@ pub struct Candidate {
     /// Graph hops from the request's focus, when a strategy walked to it.
     #[serde(skip)]
     pub hops: Option<u32>,
+    /// Set for a context entry ([`crate::tiers::entry_candidates`]): the tier it
+    /// is stored in and the UKO node its content was taken from.
+    #[serde(skip)]
+    pub entry: Option<EntryOrigin>,
+}
+
+/// Where a context entry's content comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EntryOrigin {
+    /// The entry's storage tier, which its fragment carries.
+    pub tier: agents_core::fragment::ContextTier,
+    /// The UKO node a file or symbol entry was taken from (`uko://...`): when the
+    /// content does not fit, the node is re-rendered at a shallower depth.
+    pub node: Option<String>,
 }
 
 /// What a backend update did.

@@ -131,6 +131,52 @@ fn query_includes_the_entries_the_role_sees() {
 }
 
 #[test]
+fn list_shows_a_title_or_a_one_line_preview_of_each_entry() {
+    let d = linked();
+    let home = &d.home;
+    add(home, &["--project", "web"], "\n\n  Refunds are issued within 14 days of the request.\nSecond line.\n");
+    add(home, &["--project", "web", "--title", "vat rules"], "Invoices use the EU VAT rules.\n");
+    let long = format!("{}\n", "word ".repeat(40));
+    add(home, &["--project", "web"], &long);
+    let listed = json(home, &["context", "list", "--project", "web"]);
+    let mut previews: Vec<&str> = listed.as_array().unwrap().iter().map(|e| e["preview"].as_str().unwrap()).collect();
+    previews.sort();
+    let cut = format!("{}…", "word ".repeat(12));
+    assert_eq!(previews, ["Refunds are issued within 14 days of the request.", "vat rules", cut.as_str()]);
+    let text = ok(home, &["context", "list", "--project", "web"]);
+    assert!(text.contains("Refunds are issued within 14 days of the request. (stdin)"), "{text}");
+    assert!(text.contains("vat rules (stdin)"), "{text}");
+}
+
+#[test]
+fn an_entry_that_does_not_fit_is_rendered_again_from_its_node_and_keeps_its_tier() {
+    let d = linked();
+    let home = &d.home;
+    let repo = d.repo.to_str().unwrap();
+    // Imports first, the definitions far below: cutting it to its opening lines
+    // would keep only the imports.
+    let mut text: String = (0..30).map(|i| format!("import ledger_module_{i}\n")).collect();
+    for i in 0..3 {
+        text.push_str(&format!("\n\ndef post_ledger_entry_{i}(entry):\n"));
+        text.extend((0..60).map(|j| format!("    total_{j} = entry.amount * {j} + entry.fee - entry.discount\n")));
+    }
+    std::fs::write(d.repo.join("src/ledger.py"), &text).unwrap();
+    let file =
+        add(home, &["--project", "web", "--tier", "hot", "--file", d.repo.join("src/ledger.py").to_str().unwrap()], "");
+    let out = json(home, &["query", "send invoice reminder", repo, "--max-tokens", "3000"]);
+    let uri = format!("context://web/{}", id(&file));
+    let fragments = out["fragments"].as_array().unwrap();
+    let entry = fragments.iter().find(|f| f["uko_node"] == uri.as_str()).unwrap_or_else(|| panic!("{out:#}"));
+    assert_eq!(entry["tier"], "hot", "{entry:#}");
+    let content = entry["content"].as_str().unwrap();
+    assert!(entry["detail_depth"].as_u64().unwrap() < 9, "{entry:#}");
+    assert!(!content.contains("more lines"), "{content}");
+    assert!(content.contains("post_ledger_entry_2"), "the definitions, not the imports: {content}");
+    // Retrieved code is warm, entries keep their own tier.
+    assert!(fragments.iter().filter(|f| f["uko_node"] != uri.as_str()).all(|f| f["tier"] == "warm"), "{out:#}");
+}
+
+#[test]
 fn inspect_reports_metrics_distribution_and_visibility() {
     let d = linked();
     let home = &d.home;

@@ -190,6 +190,7 @@ impl ContextStrategy for KnowledgeGraphStrategy {
                 evidence_only: false,
                 whole_file: false,
                 hops: Some(node.hops),
+                entry: None,
             });
         }
         Ok(candidates)

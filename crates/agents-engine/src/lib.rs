@@ -36,7 +36,7 @@ use agents_acms::pipeline::{Assembly, Pipeline, PipelineBuilder, PipelineError, 
 use agents_acms::projects::{ProjectError, ProjectService, canonical_dir, project_name_for};
 use agents_acms::query::{ContextSearch, QueryError, SyncReport, VectorSink};
 use agents_acms::retrieval::registry::{ContextStrategyRegistry, RegistryError, StrategyStatus};
-use agents_acms::retrieval::{BackendKind, Backends, PlanContext, PlanDecisions, RetrievalQuery, VectorAccess};
+use agents_acms::retrieval::{BackendKind, Backends, PlanContext, PlanDecisions, RetrievalQuery};
 use agents_acms::tiers::{ContextTierService, TierError, TierSettings};
 use agents_core::config::ResolvedConfig;
 use agents_core::fragment::ContextBudget;
@@ -500,23 +500,29 @@ impl Engine {
         } else {
             served.insert("temporal".to_owned(), "git history".to_owned());
         }
-        let backends = Backends {
-            root: &root,
-            index_id,
-            store: self.store.as_ref(),
-            search: &self.search,
-            tokenizer: &self.tokenizer,
-            text: Some(text.as_ref()),
+        // Owned, so that a strategy past its time limit can be left running
+        // with its copy while the assembly goes on (see `ParallelExecutor`).
+        let vector = vector.map(Arc::new);
+        let owned = Arc::new(agents_acms::retrieval::OwnedBackends {
+            root: root.clone(),
+            index_id: index_id.clone(),
+            store: self.store.clone(),
+            search: ContextSearch::new(self.store.clone()),
+            tokenizer: Arc::new(self.tokenizer),
+            text: Some(Arc::from(text)),
             vector: match (&vector, &embedder) {
-                (Some(backend), Ok(embedder)) => Some(VectorAccess { backend, embedder: embedder.as_ref() }),
+                (Some(backend), Ok(embedder)) => Some((backend.clone() as _, embedder.clone() as _)),
                 _ => None,
             },
-            history: history.as_ref(),
+            history: history.map(Arc::new),
             missing,
-        };
-        let result = f(&backends, sync, served);
-        drop(backends);
-        if let (Ok(_), Some(index)) = (&result, vector) {
+        });
+        let result = f(&owned.view(), sync, served);
+        drop(owned);
+        // A strategy left running still holds the vector index: it is not kept.
+        if let (Ok(_), Some(index)) = (&result, vector)
+            && let Ok(index) = Arc::try_unwrap(index)
+        {
             self.keep_vector_index(resource_id, index);
         }
         tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "backends used and released");

@@ -52,6 +52,7 @@ impl ContextStrategy for ReadmeFirst {
                 evidence_only: false,
                 whole_file: false,
                 hops: None,
+                entry: None,
             })
             .collect())
     }

@@ -202,6 +202,11 @@ pub trait StrategyExecutor: Send + Sync {
 }
 
 /// Consecutive failures per strategy, shared by every assembly of one engine.
+///
+/// The state is per process, on purpose: it lives as long as the engine (a
+/// `agents serve` or MCP server keeps it across requests; each CLI command starts
+/// with every circuit closed). A stored breaker would keep a strategy off after
+/// the failure that opened it was fixed, with nothing to close it again.
 #[derive(Debug, Default)]
 pub struct CircuitBreaker {
     failures: Mutex<HashMap<String, u32>>,
@@ -227,11 +232,22 @@ impl CircuitBreaker {
     }
 }
 
-/// Runs the strategies in parallel on at most `max_workers` threads, each with the
-/// registry's fallback path. A strategy past its timeout is abandoned: its run is
-/// reported as timed out, it is asked to stop, and its late result is dropped. A
-/// strategy whose circuit is open (`circuit_breaker_threshold` consecutive
-/// failures) is not called.
+/// Runs the strategies on at most `max_workers` threads, each with the
+/// registry's fallback path, all within one time limit (`timeout_secs` from the
+/// start of the executor, however many strategies there are). At the limit the
+/// executor returns: every strategy still running or not yet started is
+/// reported as timed out (a failure for the circuit breaker), the running ones
+/// are asked to stop (the query's cancel flag, which the registry checks before
+/// each fallback step and ARCE between its rounds), and a late result is
+/// dropped. A strategy that panics is reported as failed. A strategy whose
+/// circuit is open (`circuit_breaker_threshold` consecutive failures) is not
+/// called.
+///
+/// When the backends come owned ([`Backends::owned`], as the engine gives
+/// them), the threads are the strategies' own: one that ignores its cancel flag
+/// runs on after the executor has returned, holding its copy of the backends,
+/// and its result is dropped. Over borrowed backends (tests, embedders) the
+/// threads are scoped, and such a strategy is waited for.
 #[derive(Debug, Default)]
 pub struct ParallelExecutor {
     breaker: Arc<CircuitBreaker>,
@@ -243,6 +259,105 @@ impl ParallelExecutor {
     }
 }
 
+/// What a worker sends back: the selection's index, its result, its time.
+type Finished = (usize, Result<crate::retrieval::registry::Retrieval, String>, Duration);
+
+/// One worker: takes the next selection to run until none is left or the time
+/// limit passed, and sends each result back.
+#[allow(clippy::too_many_arguments)]
+fn work(
+    todo: &[usize],
+    names: &[String],
+    next: &std::sync::atomic::AtomicUsize,
+    cancel: &AtomicBool,
+    deadline: Instant,
+    query: &crate::retrieval::RetrievalQuery<'_>,
+    registry: &crate::retrieval::registry::ContextStrategyRegistry,
+    backends: &crate::retrieval::Backends<'_>,
+    plan: Option<&crate::retrieval::PlanContext>,
+    tx: &std::sync::mpsc::Sender<Finished>,
+) {
+    while let Some(&i) = todo.get(next.fetch_add(1, Ordering::Relaxed)) {
+        // Past the limit nothing more starts; the waiter reports it.
+        if cancel.load(Ordering::Relaxed) || Instant::now() >= deadline {
+            break;
+        }
+        let query = query.clone().with_cancel(cancel, deadline);
+        let started = Instant::now();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            registry.run(Some(&names[i]), &query, backends, plan)
+        }));
+        let result = match result {
+            Ok(Ok(retrieval)) => Ok(retrieval),
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(_) => Err("the strategy panicked".to_owned()),
+        };
+        if tx.send((i, result, started.elapsed())).is_err() {
+            break;
+        }
+    }
+}
+
+impl ParallelExecutor {
+    /// Waits for the workers' results until all came or the time limit passed,
+    /// filling `runs`; at the limit sets `cancel` and reports the rest.
+    #[allow(clippy::too_many_arguments)]
+    fn collect(
+        &self,
+        rx: &std::sync::mpsc::Receiver<Finished>,
+        todo: &[usize],
+        names: &[String],
+        cancel: &AtomicBool,
+        deadline: Instant,
+        timeout: Duration,
+        runs: &mut [Option<StrategyRun>],
+    ) {
+        let mut pending: BTreeSet<usize> = todo.iter().copied().collect();
+        while !pending.is_empty() {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(wait) {
+                Ok((i, result, elapsed)) => {
+                    if !pending.remove(&i) {
+                        continue;
+                    }
+                    let selected = names[i].clone();
+                    let elapsed_ms = elapsed.as_millis() as u64;
+                    self.breaker.record(&selected, result.is_ok());
+                    runs[i] = Some(match result {
+                        Ok(r) => StrategyRun {
+                            selected,
+                            strategy: Some(r.strategy),
+                            fallbacks: r.fallbacks,
+                            candidates: r.candidates,
+                            elapsed_ms,
+                            error: None,
+                        },
+                        Err(error) => StrategyRun { selected, elapsed_ms, error: Some(error), ..Default::default() },
+                    });
+                }
+                // Past the limit (or every worker gone): ask the rest to stop,
+                // report them, and wait no more for their results.
+                Err(_) => {
+                    cancel.store(true, Ordering::Relaxed);
+                    for i in std::mem::take(&mut pending) {
+                        let selected = names[i].clone();
+                        self.breaker.record(&selected, false);
+                        runs[i] = Some(StrategyRun {
+                            selected,
+                            elapsed_ms: timeout.as_millis() as u64,
+                            error: Some(format!(
+                                "timed out after {} s (context.executor.timeout-secs)",
+                                timeout.as_secs()
+                            )),
+                            ..Default::default()
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl StrategyExecutor for ParallelExecutor {
     fn execute(&self, input: &StageInput<'_>, selections: &[Selection]) -> Vec<StrategyRun> {
         let (Some(backends), Some(registry), Some(query)) = (input.backends, input.registry, input.query.as_ref())
@@ -251,6 +366,7 @@ impl StrategyExecutor for ParallelExecutor {
         };
         let settings = input.settings;
         let timeout = Duration::from_secs(settings.timeout_secs.max(1));
+        let deadline = Instant::now() + timeout;
         let mut runs: Vec<Option<StrategyRun>> = vec![None; selections.len()];
         let mut todo: Vec<usize> = Vec::new();
         for (i, s) in selections.iter().enumerate() {
@@ -267,72 +383,55 @@ impl StrategyExecutor for ParallelExecutor {
                 todo.push(i);
             }
         }
-        let workers = settings.max_workers.max(1);
-        for batch in todo.chunks(workers) {
-            let cancel = AtomicBool::new(false);
-            let deadline = Instant::now() + timeout;
-            std::thread::scope(|scope| {
-                let (tx, rx) = std::sync::mpsc::channel();
-                for &i in batch {
-                    let tx = tx.clone();
-                    let name = selections[i].strategy.clone();
-                    let query = query.clone().with_cancel(&cancel, deadline);
-                    let plan = input.plan;
-                    scope.spawn(move || {
-                        let started = Instant::now();
-                        let result = registry.run(Some(&name), &query, backends, plan);
-                        let _ = tx.send((i, result, started.elapsed()));
+        let names: Vec<String> = selections.iter().map(|s| s.strategy.clone()).collect();
+        let workers = settings.max_workers.max(1).min(todo.len());
+        let (tx, rx) = std::sync::mpsc::channel::<Finished>();
+        match &backends.owned {
+            // Threads of their own, holding what they use: the executor returns
+            // at the limit whatever they do.
+            Some(owned) => {
+                let cancel = Arc::new(AtomicBool::new(false));
+                let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+                let shared = Arc::new((
+                    todo.clone(),
+                    names.clone(),
+                    registry.clone(),
+                    query.to_owned_query(),
+                    input.plan.cloned(),
+                ));
+                for _ in 0..workers {
+                    let (tx, cancel, next, shared, owned) =
+                        (tx.clone(), cancel.clone(), next.clone(), shared.clone(), owned.clone());
+                    let spawned = std::thread::Builder::new().name("strategy".to_owned()).spawn(move || {
+                        let (todo, names, registry, query, plan) = &*shared;
+                        let backends = owned.view();
+                        let query = query.query();
+                        work(todo, names, &next, &cancel, deadline, &query, registry, &backends, plan.as_ref(), &tx);
                     });
-                }
-                drop(tx);
-                let mut pending: BTreeSet<usize> = batch.iter().copied().collect();
-                while !pending.is_empty() {
-                    let wait = deadline.saturating_duration_since(Instant::now());
-                    match rx.recv_timeout(wait) {
-                        Ok((i, result, elapsed)) => {
-                            pending.remove(&i);
-                            let selected = selections[i].strategy.clone();
-                            let elapsed_ms = elapsed.as_millis() as u64;
-                            runs[i] = Some(match result {
-                                Ok(r) => {
-                                    self.breaker.record(&selected, true);
-                                    StrategyRun {
-                                        selected,
-                                        strategy: Some(r.strategy),
-                                        fallbacks: r.fallbacks,
-                                        candidates: r.candidates,
-                                        elapsed_ms,
-                                        error: None,
-                                    }
-                                }
-                                Err(e) => {
-                                    self.breaker.record(&selected, false);
-                                    StrategyRun {
-                                        selected,
-                                        elapsed_ms,
-                                        error: Some(e.to_string()),
-                                        ..Default::default()
-                                    }
-                                }
-                            });
-                        }
-                        Err(_) => {
-                            // Past the deadline: ask the rest to stop and report them.
-                            cancel.store(true, Ordering::Relaxed);
-                            for i in std::mem::take(&mut pending) {
-                                let selected = selections[i].strategy.clone();
-                                self.breaker.record(&selected, false);
-                                runs[i] = Some(StrategyRun {
-                                    selected,
-                                    elapsed_ms: timeout.as_millis() as u64,
-                                    error: Some(format!("timed out after {} s", timeout.as_secs())),
-                                    ..Default::default()
-                                });
-                            }
-                        }
+                    if let Err(error) = spawned {
+                        tracing::warn!(%error, "cannot start a strategy thread");
                     }
                 }
-            });
+                drop(tx);
+                self.collect(&rx, &todo, &names, &cancel, deadline, timeout, &mut runs);
+            }
+            // Borrowed backends: scoped threads, joined before returning.
+            None => {
+                let cancel = AtomicBool::new(false);
+                let next = std::sync::atomic::AtomicUsize::new(0);
+                std::thread::scope(|scope| {
+                    for _ in 0..workers {
+                        let tx = tx.clone();
+                        let (todo, names, next, cancel) = (&todo, &names, &next, &cancel);
+                        let plan = input.plan;
+                        scope.spawn(move || {
+                            work(todo, names, next, cancel, deadline, query, registry, backends, plan, &tx);
+                        });
+                    }
+                    drop(tx);
+                    self.collect(&rx, &todo, &names, &cancel, deadline, timeout, &mut runs);
+                });
+            }
         }
         runs.into_iter().flatten().collect()
     }
@@ -1198,6 +1297,10 @@ impl SkeletonCompressor for SignatureSkeleton {
         out
     }
 }
+
+#[cfg(test)]
+#[path = "executor_tests.rs"]
+mod executor_tests;
 
 #[cfg(test)]
 pub(crate) mod tests {

@@ -767,6 +767,9 @@ impl Pipeline {
                 let piece = match &c.content {
                     Some(content) => Some(Piece {
                         inline: true,
+                        // A context entry keeps its tier and the node it was taken from.
+                        tier: c.entry.as_ref().map_or(ContextTier::Warm, |e| e.tier),
+                        source_node: c.entry.as_ref().and_then(|e| e.node.clone()),
                         ..Piece::new(c.uri.clone(), "note", c.path.clone(), content.clone(), c.depth)
                     }),
                     None => input.renderer.piece(

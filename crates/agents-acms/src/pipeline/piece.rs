@@ -60,6 +60,10 @@ pub struct Piece {
     /// Content given as it is (inline notes, fragments handed to `assemble`): a
     /// shallower depth is derived from the text instead of re-rendered.
     pub inline: bool,
+    /// For inline content taken from a stored UKO node (a file or symbol context
+    /// entry): the node, rendered from the index when a shallower depth is needed.
+    #[serde(default)]
+    pub source_node: Option<String>,
     pub role: PieceRole,
     /// Seconds since the epoch of the last change, when known (recency).
     pub modified: Option<i64>,
@@ -106,6 +110,7 @@ impl Piece {
             note: None,
             tier: ContextTier::Warm,
             inline: false,
+            source_node: None,
             role: PieceRole::Context,
             modified: None,
             file_standing: 0.0,
@@ -194,12 +199,16 @@ pub trait DepthRenderer: Sync {
     }
 }
 
-/// Renders inline content at a shallower depth by cutting it: depth 0 keeps the
-/// first line, 2 the first 5 lines, 4 the first 20, deeper the whole text.
+/// Renders inline content at a shallower depth by summarising it
+/// ([`crate::tiers::summary_lines`]): the lines that carry structure first,
+/// then the first line of each paragraph, then the rest, in source order, at
+/// most 1 line at depth 0 or 1, 5 at depth 2 or 3, 20 at depth 4; deeper, the
+/// whole text. Never just the opening lines of a long text.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct InlineRenderer;
 
 impl InlineRenderer {
+    /// `content` at `depth`: whole from depth 5, summarised below.
     pub fn cut(content: &str, depth: u8) -> String {
         let keep = match depth {
             0 | 1 => 1,
@@ -207,13 +216,7 @@ impl InlineRenderer {
             4 => 20,
             _ => return content.to_owned(),
         };
-        let lines: Vec<&str> = content.lines().filter(|l| !l.trim().is_empty()).collect();
-        if lines.len() <= keep {
-            return lines.join("\n") + "\n";
-        }
-        let mut out = lines[..keep].join("\n");
-        out.push_str(&format!("\n… ({} more lines)\n", lines.len() - keep));
-        out
+        crate::tiers::summary_lines(content, keep)
     }
 }
 
@@ -296,6 +299,14 @@ impl<'a> StoreRenderer<'a> {
 impl DepthRenderer for StoreRenderer<'_> {
     fn render(&self, piece: &Piece, depth: u8) -> Option<String> {
         if piece.inline {
+            // A file or symbol entry: its node, from the index, at the shallower
+            // depth; summarised when the node is no longer indexed.
+            if depth < piece.depth
+                && let Some(node) = piece.source_node.as_deref().and_then(|uri| self.node(uri))
+                && let Some(content) = self.render_node(&node, depth)
+            {
+                return Some(content);
+            }
             return InlineRenderer.render(piece, depth);
         }
         if depth == piece.depth {
@@ -365,10 +376,23 @@ mod tests {
     }
 
     #[test]
-    fn inline_cut_keeps_the_opening() {
-        let text = (1..=30).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n");
-        assert_eq!(InlineRenderer::cut(&text, 0), "line 1\n… (29 more lines)\n");
-        assert!(InlineRenderer::cut(&text, 4).starts_with("line 1\nline 2"));
-        assert_eq!(InlineRenderer::cut(&text, 9), text);
+    fn inline_content_that_does_not_fit_is_summarised_not_cut_to_its_opening() {
+        // A file entry as it came back: imports first, the definitions far below.
+        let mut text: String = (1..=30).map(|i| format!("import module_{i}\n")).collect();
+        text.push_str(
+            "\nclass Ledger:\n    rows = []\n\n    def post(self, entry):\n        self.rows.append(entry)\n",
+        );
+        let four = InlineRenderer::cut(&text, 4);
+        assert!(four.contains("class Ledger:\n    def post(self, entry):\n"), "{four}");
+        assert!(!four.contains("more lines"), "{four}");
+        assert!(four.ends_with("[summary: 20 of 36 lines]\n"), "{four}");
+        assert_eq!(InlineRenderer::cut(&text, 0), "class Ledger:\n[summary: 1 of 36 lines]\n");
+        // Plain text without structure keeps its opening lines.
+        let plain = (1..=30).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n");
+        assert_eq!(InlineRenderer::cut(&plain, 0), "line 1\n[summary: 1 of 30 lines]\n");
+        assert!(InlineRenderer::cut(&plain, 4).starts_with("line 1\nline 2"));
+        assert_eq!(InlineRenderer::cut(&plain, 9), plain);
+        assert_eq!(InlineRenderer::cut("one\n\ntwo\n", 0), "one\n[summary: 1 of 3 lines]\n");
+        assert_eq!(InlineRenderer::cut("one\n", 0), "one\n");
     }
 }

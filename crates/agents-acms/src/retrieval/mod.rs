@@ -130,6 +130,45 @@ pub struct Backends<'a> {
     pub history: Option<&'a GitHistory>,
     /// Why each missing backend is missing.
     pub missing: BTreeMap<BackendKind, String>,
+    /// The same backends owned, when the caller has them so: the executor then
+    /// runs each strategy on a thread that keeps them, and can stop waiting for
+    /// it at its time limit (see [`crate::pipeline::components::ParallelExecutor`]).
+    pub owned: Option<std::sync::Arc<OwnedBackends>>,
+}
+
+/// The backends of [`Backends`], owned and shared: what a strategy's thread
+/// keeps alive when the executor stops waiting for it.
+pub struct OwnedBackends {
+    pub root: std::path::PathBuf,
+    pub index_id: String,
+    pub store: std::sync::Arc<dyn Store>,
+    pub search: ContextSearch,
+    pub tokenizer: std::sync::Arc<dyn TokenCounter>,
+    pub text: Option<std::sync::Arc<dyn TextBackend>>,
+    pub vector: Option<(std::sync::Arc<dyn VectorBackend>, std::sync::Arc<dyn Embedder>)>,
+    pub history: Option<std::sync::Arc<GitHistory>>,
+    pub missing: BTreeMap<BackendKind, String>,
+}
+
+impl OwnedBackends {
+    /// The borrowed view strategies work with, which carries `self` along.
+    pub fn view(self: &std::sync::Arc<Self>) -> Backends<'_> {
+        Backends {
+            root: &self.root,
+            index_id: &self.index_id,
+            store: self.store.as_ref(),
+            search: &self.search,
+            tokenizer: self.tokenizer.as_ref(),
+            text: self.text.as_deref(),
+            vector: self
+                .vector
+                .as_ref()
+                .map(|(backend, embedder)| VectorAccess { backend: backend.as_ref(), embedder: embedder.as_ref() }),
+            history: self.history.as_deref(),
+            missing: self.missing.clone(),
+            owned: Some(self.clone()),
+        }
+    }
 }
 
 impl Backends<'_> {
@@ -187,6 +226,19 @@ impl<'a> RetrievalQuery<'a> {
         RetrievalQuery { cancel: Some(cancel), deadline: Some(deadline), ..query }
     }
 
+    /// The query with its request copied, without a cancel flag or deadline:
+    /// what a strategy's own thread keeps.
+    pub fn to_owned_query(&self) -> OwnedQuery {
+        OwnedQuery {
+            request: self.request.clone(),
+            depth: self.depth,
+            limit: self.limit,
+            filter: self.filter.clone(),
+            arce_max_rounds: self.arce_max_rounds,
+            max_hops: self.max_hops,
+        }
+    }
+
     /// Whether the strategy should stop now: cancelled, or past its deadline.
     pub fn should_stop(&self) -> bool {
         self.cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
@@ -231,6 +283,33 @@ impl<'a> RetrievalQuery<'a> {
         } else {
             2
         })
+    }
+}
+
+/// A [`RetrievalQuery`] owning its request (see [`RetrievalQuery::to_owned_query`]).
+#[derive(Clone, Debug)]
+pub struct OwnedQuery {
+    pub request: ContextRequest,
+    pub depth: u8,
+    pub limit: usize,
+    pub filter: SearchFilter,
+    pub arce_max_rounds: u32,
+    pub max_hops: u32,
+}
+
+impl OwnedQuery {
+    /// The query, borrowing the request from `self`.
+    pub fn query(&self) -> RetrievalQuery<'_> {
+        RetrievalQuery {
+            request: &self.request,
+            depth: self.depth,
+            limit: self.limit,
+            filter: self.filter.clone(),
+            arce_max_rounds: self.arce_max_rounds,
+            max_hops: self.max_hops,
+            cancel: None,
+            deadline: None,
+        }
     }
 }
 

@@ -10,7 +10,8 @@
 //!   backend missing, `can_handle` 0) or fails, it walks
 //!   arce -> breadth-depth-navigator -> semantic-embedding -> simple-keyword from the
 //!   step after it (from the top for strategies off the path), skipping disabled ones.
-//!   Every step taken is reported in [`Retrieval::fallbacks`].
+//!   Every step taken is reported in [`Retrieval::fallbacks`]. Once the query's
+//!   cancel flag is set or its deadline passed, no further step starts.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -68,6 +69,7 @@ pub struct StrategyStatus {
     pub unavailable: Option<String>,
 }
 
+#[derive(Clone)]
 pub struct ContextStrategyRegistry {
     strategies: BTreeMap<String, Arc<dyn ContextStrategy>>,
     enabled: Vec<String>,
@@ -211,6 +213,12 @@ impl ContextStrategyRegistry {
             // The first is enabled (checked above, or chosen among enabled ones).
             if i > 0 && !self.is_enabled(name) {
                 continue;
+            }
+            // The executor gave up on this run: start nothing more.
+            if query.should_stop() {
+                fallbacks
+                    .push(Fallback { strategy: name.clone(), reason: "not tried: the time limit passed".to_owned() });
+                break;
             }
             let Some(strategy) = self.strategies.get(name) else { continue };
             if let Err(reason) = self.validate(strategy.as_ref(), backends) {

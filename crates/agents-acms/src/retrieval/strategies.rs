@@ -121,6 +121,7 @@ fn candidates_from(strategy: &str, scored: Vec<(String, String, f32)>, query: &R
             evidence_only: false,
             whole_file: false,
             hops: None,
+            entry: None,
         })
         .collect();
     sort_candidates(&mut out);
@@ -309,6 +310,7 @@ impl ContextStrategy for BreadthDepthNavigator {
                 evidence_only: false,
                 whole_file: false,
                 hops: Some(hit.hops),
+                entry: None,
             })
             .collect();
         keep_useful(backends, &query.filter, candidates, query.pool())
@@ -483,6 +485,7 @@ impl ContextStrategy for Arce {
                     evidence_only: false,
                     whole_file: false,
                     hops: hop,
+                    entry: None,
                 }
             })
             .collect();
@@ -602,6 +605,7 @@ impl ContextStrategy for TemporalArchaeology {
                 evidence_only: false,
                 whole_file: false,
                 hops: None,
+                entry: None,
             });
         }
         // Phase two: neighbours of the best files, at a discount.
@@ -626,6 +630,7 @@ impl ContextStrategy for TemporalArchaeology {
                     evidence_only: false,
                     whole_file: false,
                     hops: Some(hit.hops),
+                    entry: None,
                 })
                 .collect();
             candidates.extend(keep_useful(backends, &query.filter, extra, query.pool())?);
@@ -718,6 +723,7 @@ impl ContextStrategy for PlanDecisionContext {
                     evidence_only: false,
                     whole_file: false,
                     hops: None,
+                    entry: None,
                 });
             }
         }

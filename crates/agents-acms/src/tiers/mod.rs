@@ -44,7 +44,7 @@ use serde::Serialize;
 
 pub use cold::ColdArchive;
 pub use hot::HotTier;
-pub use summary::extractive_summary;
+pub use summary::{extractive_summary, summary_lines};
 pub use warm::WarmTier;
 
 /// Errors of the tier service, each naming the fragment or file concerned.
@@ -679,7 +679,10 @@ pub const CONTEXT_ENTRIES: &str = "context-entries";
 
 /// Stored fragments as inline candidates for the assembly pipeline, best
 /// first: relevance by tier (hot 0.9, warm 0.75, cold 0.6) plus up to 0.1 for
-/// the share of the query's words the fragment contains; ties by id.
+/// the share of the query's words the fragment contains; ties by id. Each
+/// carries its tier (the delivered fragment's `tier`) and, for a file or symbol
+/// entry, its UKO node: an entry that does not fit is re-rendered from the node
+/// at a shallower depth, or else summarised ([`crate::pipeline::piece::StoreRenderer`]).
 pub fn entry_candidates(fragments: &[TieredFragment], query: &str) -> Vec<crate::retrieval::Candidate> {
     let words: BTreeSet<String> = agents_search::code_tokens(query).into_iter().collect();
     let mut candidates: Vec<crate::retrieval::Candidate> = fragments
@@ -705,6 +708,11 @@ pub fn entry_candidates(fragments: &[TieredFragment], query: &str) -> Vec<crate:
                 evidence_only: false,
                 whole_file: false,
                 hops: None,
+                entry: Some(crate::query::EntryOrigin {
+                    tier: tiered.tier(),
+                    // File and symbol entries name the UKO node they were taken from.
+                    node: fragment.uko_node().starts_with("uko://").then(|| fragment.uko_node().to_owned()),
+                }),
             }
         })
         .collect();

@@ -262,6 +262,9 @@ struct EntryView {
     kind: String,
     source: String,
     title: Option<String>,
+    /// The title, or else the first non-blank line of the content (at most
+    /// [`PREVIEW_CHARS`] characters): what the entry is about, at a glance.
+    preview: String,
     tokens: u64,
     depth: u8,
     access_count: u64,
@@ -286,6 +289,7 @@ impl EntryView {
             kind: meta("kind").unwrap_or_else(|| "fragment".to_owned()),
             source: meta("source").unwrap_or_default(),
             title: meta("title"),
+            preview: meta("title").unwrap_or_else(|| preview(fragment.content())),
             tokens: fragment.token_count(),
             depth: fragment.detail_depth(),
             access_count: entry.access_count(),
@@ -307,16 +311,29 @@ impl EntryView {
     }
 }
 
+/// Most characters of an entry's preview in `agents context list`.
+const PREVIEW_CHARS: usize = 60;
+
+/// The first non-blank line of `content`, trimmed, cut to [`PREVIEW_CHARS`]
+/// characters (with `…` when cut).
+fn preview(content: &str) -> String {
+    let line = content.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+    let mut chars = line.chars();
+    let mut out: String = chars.by_ref().take(PREVIEW_CHARS).collect();
+    if chars.next().is_some() {
+        out.push('…');
+    }
+    out
+}
+
 fn render_list(project: &str, entries: &[EntryView]) -> String {
     if entries.is_empty() {
         return format!("No context entries in project {project} (add one with `agents context add`)\n");
     }
-    let mut t = table(&["id", "tier", "kind", "tokens", "depth", "reads", "roles", "source"]);
+    let mut t = table(&["id", "tier", "kind", "tokens", "depth", "reads", "roles", "entry"]);
     for e in entries {
-        let source = match &e.title {
-            Some(title) => format!("{title} ({})", e.source),
-            None => e.source.clone(),
-        };
+        // The title or the first line, then where the entry came from.
+        let source = if e.preview.is_empty() { e.source.clone() } else { format!("{} ({})", e.preview, e.source) };
         t.add_row([
             e.id.clone(),
             e.tier.to_string(),
