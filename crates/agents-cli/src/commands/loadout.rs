@@ -283,23 +283,7 @@ pub fn make(
     // FR-L08: what is on disk is exactly what would be written (its
     // timestamp aside): keep it.
     let existing = if force { None } else { std::fs::read_to_string(&path).ok() };
-    if let Some(existing) = existing.filter(|old| loadout::same_loadout(old, &made.text)) {
-        let report = LoadoutReport {
-            task_id,
-            path: shown,
-            graph_version: ctx.graph_version.clone(),
-            mode: loadout::mode_name(made.mode),
-            qmd_available: made.qmd_available,
-            available_context: available,
-            node_count: made.node_count,
-            content_tokens: made.content_tokens,
-            trimmed: made.trimmed,
-            reused: true,
-        };
-        return Ok((report, existing));
-    }
-    agents_store::atomic_write(&path, made.text.as_bytes())
-        .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
+    let existing = existing.filter(|old| loadout::same_loadout(old, &made.text));
     let report = LoadoutReport {
         task_id,
         path: shown,
@@ -310,8 +294,13 @@ pub fn make(
         node_count: made.node_count,
         content_tokens: made.content_tokens,
         trimmed: made.trimmed,
-        reused: false,
+        reused: existing.is_some(),
     };
+    if let Some(existing) = existing {
+        return Ok((report, existing));
+    }
+    agents_store::atomic_write(&path, made.text.as_bytes())
+        .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", path.display()))?;
     Ok((report, made.text))
 }
 
