@@ -63,6 +63,76 @@ pub struct ContextConfig {
     pub executor: ExecutorConfig,
     pub scorer: ScorerWeights,
     pub backends: BackendsConfig,
+    pub phases: PhasesConfig,
+}
+
+/// `[context.phases]`: the defaults of each plan phase's assembly (the spec's
+/// phase-specific assembly). A request's own flags, then the project's settings
+/// (`agents project context set`), win over them; the `default` phase has none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PhasesConfig {
+    pub strategize: PhaseConfig,
+    pub execute: PhaseConfig,
+    pub apply: PhaseConfig,
+}
+
+impl Default for PhasesConfig {
+    fn default() -> Self {
+        let tiers = |names: &[&str]| names.iter().map(|t| (*t).to_owned()).collect();
+        PhasesConfig {
+            // Full context: walk the graph and search by meaning.
+            strategize: PhaseConfig {
+                strategies: vec!["breadth-depth-navigator".to_owned(), "semantic-embedding".to_owned()],
+                depth: None,
+                tiers: tiers(&["hot", "warm", "cold"]),
+            },
+            // Focused on the task: the registry chooses; no archived entries.
+            execute: PhaseConfig { strategies: Vec::new(), depth: None, tiers: tiers(&["hot", "warm"]) },
+            // Minimal: signatures, and only the hot tier's entries.
+            apply: PhaseConfig {
+                strategies: Vec::new(),
+                depth: Some(crate::request::Depth::named("SIGNATURES").expect("a valid level name")),
+                tiers: tiers(&["hot"]),
+            },
+        }
+    }
+}
+
+impl PhasesConfig {
+    /// The defaults of `phase`; `None` for `default` (no phase defaults).
+    pub fn of(&self, phase: crate::policy::Phase) -> Option<&PhaseConfig> {
+        match phase {
+            crate::policy::Phase::Default => None,
+            crate::policy::Phase::Strategize => Some(&self.strategize),
+            crate::policy::Phase::Execute => Some(&self.execute),
+            crate::policy::Phase::Apply => Some(&self.apply),
+        }
+    }
+}
+
+/// `[context.phases.<phase>]`: one phase's assembly defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PhaseConfig {
+    /// Preferred strategies, best first (those not in `context.strategies.enabled`
+    /// are skipped); empty lets the registry choose.
+    pub strategies: Vec<String>,
+    /// The depth a query starts from (0-9 or a level name); unset keeps the command's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth: Option<crate::request::Depth>,
+    /// Tiers whose context entries join the assembly: `hot`, `warm`, `cold`.
+    pub tiers: Vec<String>,
+}
+
+impl Default for PhaseConfig {
+    fn default() -> Self {
+        PhaseConfig {
+            strategies: Vec::new(),
+            depth: None,
+            tiers: vec!["hot".to_owned(), "warm".to_owned(), "cold".to_owned()],
+        }
+    }
 }
 
 /// `[context.backends]`: which engine serves each kind of retrieval.
@@ -564,7 +634,10 @@ const KEY_DOCS: &[(&str, &str)] = &[
     ("context.pipeline.skeleton-compressor", "compresses parent plan context into a skeleton"),
     ("context.pipeline.strategy-executor", "runs the selected strategies"),
     ("context.pipeline.strategy-selector", "decides which strategies to invoke"),
-    ("context.query.min-relevance", "fragments scoring below this relevance are dropped, 0 to 1"),
+    ("context.query.min-relevance", "candidates whose relevance (0 to 1) is below this are not packed"),
+    ("context.phases.*.strategies", "preferred strategies of this plan phase (empty: the registry chooses)"),
+    ("context.phases.*.depth", "depth a query of this phase starts from, 0-9 or a level name (unset: the command's)"),
+    ("context.phases.*.tiers", "tiers whose context entries join this phase's assembly: hot, warm, cold"),
     ("context.scorer.hierarchy", "weight of the hierarchy position in the fragment score"),
     ("context.scorer.quality", "weight of the strategy quality in the fragment score"),
     ("context.scorer.recency", "weight of recency in the fragment score"),
@@ -1033,6 +1106,16 @@ fn validate(config: &Config) -> Result<(), Violation> {
     }
     if weights.relevance + weights.hierarchy + weights.quality + weights.recency <= 0.0 {
         return Err(violation("context.scorer", "weights must not all be 0"));
+    }
+
+    for phase in [crate::policy::Phase::Strategize, crate::policy::Phase::Execute, crate::policy::Phase::Apply] {
+        let Some(defaults) = context.phases.of(phase) else { continue };
+        names(&format!("context.phases.{phase}.strategies"), &defaults.strategies, "strategy")?;
+        let key = format!("context.phases.{phase}.tiers");
+        names(&key, &defaults.tiers, "tier")?;
+        if let Some(bad) = defaults.tiers.iter().find(|t| !["hot", "warm", "cold"].contains(&t.as_str())) {
+            return Err(violation(key, format!("unknown tier `{bad}`, expected hot, warm or cold")));
+        }
     }
 
     let enabled = &context.strategies.enabled;
