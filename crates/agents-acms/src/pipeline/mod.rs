@@ -1003,6 +1003,13 @@ impl Pipeline {
         };
         let mut enforcement = enforcement;
         enforcement.splice(0..0, extra.excluded.iter().cloned());
+        // A piece the policy summarised is not deepened again by the packer.
+        let mut scored = scored;
+        for s in scored.iter_mut() {
+            if enforcement.iter().any(|e| e.action == "summarised" && e.uko_node == s.piece.uko_node) {
+                s.piece.requested_depth = s.piece.requested_depth.min(s.piece.depth);
+            }
+        }
         let n = scored.len();
         let outcome = tracer.run(
             "budget-packer",
@@ -1014,6 +1021,20 @@ impl Pipeline {
         tracer.detail(format!("{} omitted, {} downgraded", outcome.omitted, outcome.downgraded));
         let omitted = outcome.omitted;
         let mut packed = outcome.packed;
+        // The view's size limits hold for what is delivered: what the packer
+        // deepened is checked again, best first.
+        if let Some(view) = input.view
+            && (view.max_total_size().is_some() || view.max_file_size().is_some())
+        {
+            packed.sort_by(|a, b| b.score.total_cmp(&a.score));
+            let (kept, again) = ContextBudgetEnforcer.enforce(packed, view, input.facts, renderer, tokenizer);
+            for action in again {
+                if !enforcement.iter().any(|e| e.uko_node == action.uko_node && e.action == action.action) {
+                    enforcement.push(action);
+                }
+            }
+            packed = kept;
+        }
         // A node the packer kept is not repeated by the skeleton.
         let packed_nodes: std::collections::HashSet<String> = packed.iter().map(|s| s.piece.uko_node.clone()).collect();
         packed.extend(
