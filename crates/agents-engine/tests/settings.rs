@@ -14,8 +14,9 @@ use agents_core::config::ResolvedConfig;
 use agents_core::request::ContextRequest;
 use agents_engine::{AssembleOptions, Engine, Home, IndexMode, IndexOutcome};
 
-/// Proposes every file's node, `billing/*` at relevance 1.0 and the rest at
-/// 0.2, and records the text and candidate limit it was asked with.
+/// Proposes every file's node, `billing/*` at relevance 1.0, `misc/notes.py`
+/// at 0.2 and `graph/walked.py` at 0.1 as reached by a graph walk (3 hops),
+/// and records the text and candidate limit it was asked with.
 struct Recorder {
     seen: Arc<Mutex<Vec<(String, usize)>>>,
 }
@@ -41,7 +42,7 @@ impl ContextStrategy for Recorder {
     ) -> Result<Vec<Candidate>, StrategyError> {
         self.seen.lock().unwrap().push((query.text(), query.limit));
         let mut out = Vec::new();
-        for path in ["billing/invoice.py", "billing/refund.py", "misc/notes.py"] {
+        for path in ["billing/invoice.py", "billing/refund.py", "misc/notes.py", "graph/walked.py"] {
             for n in backends.store.uko_file_nodes(backends.index_id, path)? {
                 if n.node.parent_uri.is_some() {
                     continue;
@@ -49,14 +50,18 @@ impl ContextStrategy for Recorder {
                 out.push(Candidate {
                     uri: n.node.uri.clone(),
                     path: n.node.path.clone(),
-                    score: if path.starts_with("billing/") { 1.0 } else { 0.2 },
+                    score: match path {
+                        "misc/notes.py" => 0.2,
+                        "graph/walked.py" => 0.1,
+                        _ => 1.0,
+                    },
                     depth: 9,
                     strategy: self.name().to_owned(),
                     note: None,
                     content: None,
                     evidence_only: false,
                     whole_file: false,
-                    hops: None,
+                    hops: path.starts_with("graph/").then_some(3),
                 });
             }
         }
@@ -93,6 +98,7 @@ fn setup(toml: &str) -> Setup {
         "def refund(invoice):\n    \"\"\"Refund the invoice.\"\"\"\n    return invoice\n",
     );
     write(&repo, "misc/notes.py", "def unrelated_helper(x):\n    return x\n");
+    write(&repo, "graph/walked.py", "def far_away(x):\n    return x\n");
     let mut config = ResolvedConfig::default();
     let toml =
         format!("[context.strategies]\nenabled = [\"recorder\"]\n\n[context.backends]\nvector = \"none\"\n\n{toml}");
@@ -124,11 +130,13 @@ fn a_candidate_below_context_query_min_relevance_is_not_packed() {
     let request = ContextRequest::builder().query("invoice").build().unwrap();
     let default = setup("");
     let out = assemble(&default, &request);
-    assert_eq!(paths(&out), ["billing/invoice.py", "billing/refund.py"], "0.2 is below the default 0.3");
+    // 0.2 is below the default 0.3; a node a graph walk reached is the
+    // breadth's to decide.
+    assert_eq!(paths(&out), ["billing/invoice.py", "billing/refund.py", "graph/walked.py"]);
     assert_eq!(out.below_min_relevance, 1);
     let lower = setup("[context.query]\nmin-relevance = 0.1\n");
     let out = assemble(&lower, &request);
-    assert_eq!(paths(&out), ["billing/invoice.py", "billing/refund.py", "misc/notes.py"]);
+    assert_eq!(paths(&out), ["billing/invoice.py", "billing/refund.py", "graph/walked.py", "misc/notes.py"]);
     assert_eq!(out.below_min_relevance, 0);
 }
 

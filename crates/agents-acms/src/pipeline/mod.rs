@@ -691,9 +691,10 @@ impl Pipeline {
     }
 
     /// Renders the strategies' candidates into pieces: each run's best `limit`,
-    /// in selection order, with facts for recency. Candidates whose relevance is
-    /// below `context.query.min-relevance` are not rendered (their count is the
-    /// third value).
+    /// in selection order, with facts for recency. Ranked candidates whose
+    /// relevance is below `context.query.min-relevance` are not rendered (their
+    /// count is the third value); nodes a graph walk reached, and a file standing
+    /// in for the imports or fields that rank it among the best, are kept.
     /// Candidates on paths the policy view excludes are dropped here, before they
     /// take a place, and reported once per path.
     fn materialize(
@@ -708,10 +709,11 @@ impl Pipeline {
         let allowed = |c: &&crate::retrieval::Candidate| {
             c.content.is_some() || c.path.is_empty() || input.view.is_none_or(|v| v.allows_path(&c.path))
         };
-        // `context.query.min-relevance`: below it a candidate is evidence for its
-        // file's rank at most, never a fragment.
+        // `context.query.min-relevance`: below it a ranked candidate is evidence
+        // for its file's rank at most, never a fragment. A node a graph walk
+        // reached (its distance is the request's breadth to decide) is kept.
         let min_relevance = self.settings.min_relevance;
-        let relevant = |c: &&crate::retrieval::Candidate| f64::from(c.score) >= min_relevance;
+        let relevant = |c: &&crate::retrieval::Candidate| c.hops.is_some() || f64::from(c.score) >= min_relevance;
         let mut below: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
         // Each file's standing over every candidate of every run (evidence-only
         // ones included): the order `ranked_files` gives them, as a share of the best.
@@ -754,7 +756,8 @@ impl Pipeline {
             for run in runs {
                 let Some(strategy) = &run.strategy else { continue };
                 let quality = input.registry.get(strategy).map_or(0.5, |s| s.capabilities().quality_score);
-                if let Some(c) = run.candidates.iter().find(|c| c.path == *path && allowed(c) && relevant(c))
+                if let Some(c) =
+                    run.candidates.iter().find(|c| c.path == *path && allowed(c) && (c.evidence_only || relevant(c)))
                     && best.is_none_or(|(b, _)| c.score > b.score)
                 {
                     best = Some((c, quality));
