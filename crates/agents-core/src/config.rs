@@ -1481,8 +1481,26 @@ mod tests {
         assert_eq!(&models[2..6], ["\"gpt-3.5-turbo\"", "gpt-4", "gpt-4-turbo", "\"gpt-4.1\""]);
         // 14 spec keys + 10 pipeline + response-reserve + 3 executor + 4 scorer
         // + 2 tokenizer + default-model + 2 per model + 5 index + global-vault
-        // + 3 vector backend keys + tool-definitions.
-        assert_eq!(entries.len(), 14 + 10 + 1 + 3 + 4 + 1 + 2 + 1 + 2 * BUILTIN_MODELS.len() + 5 + 1 + 3 + 1);
+        // + 3 vector backend keys + tool-definitions + 7 phase keys (strategies
+        // and tiers of three phases, apply's depth).
+        assert_eq!(entries.len(), 14 + 10 + 1 + 3 + 4 + 1 + 2 + 1 + 2 * BUILTIN_MODELS.len() + 5 + 1 + 3 + 1 + 7);
+    }
+
+    #[test]
+    fn each_phase_has_configurable_defaults_and_bad_ones_name_their_key() {
+        let defaults = ResolvedConfig::default();
+        let phases = &defaults.config.context.phases;
+        assert_eq!(phases.of(crate::policy::Phase::Default), None, "the default phase has no defaults");
+        assert_eq!(phases.strategize.strategies, ["breadth-depth-navigator", "semantic-embedding"]);
+        assert_eq!(phases.execute.tiers, ["hot", "warm"]);
+        assert_eq!(phases.apply.tiers, ["hot"]);
+        assert_eq!(value_of(&defaults, "context.phases.apply.depth"), "SIGNATURES");
+        let resolved = resolve("[context.phases.execute]\ndepth = 2\nstrategies = [\"arce\"]\n");
+        assert_eq!(resolved.config.context.phases.execute.depth, Some(crate::request::Depth::level(2).unwrap()));
+        assert_eq!(resolved.config.context.phases.execute.strategies, ["arce"]);
+        let error = rejection("[context.phases.apply]\ntiers = [\"lukewarm\"]\n");
+        assert!(error.contains("context.phases.apply.tiers") && error.contains("lukewarm"), "{error}");
+        assert!(rejection("[context.phases.apply]\ndepth = 12\n").contains("depth"));
     }
 
     #[test]
