@@ -507,6 +507,42 @@ fn the_python_mcp_client_talks_to_the_server() {
 }
 
 /// The text of a tool result.
+#[test]
+fn get_context_budget_returns_what_the_session_has_left_and_when_to_refresh() {
+    let fx = Fixture::new();
+    let mut server = fx.server();
+    handshake(&mut server);
+    let fresh = server.call("get_context_budget", json!({"max_tokens": 4000}));
+    let fresh = &fresh["result"]["structuredContent"];
+    assert_eq!((fresh["available_tokens"].as_u64(), fresh["remaining_tokens"].as_u64()), (Some(4000), Some(4000)));
+    assert_eq!((fresh["used_tokens"].as_u64(), fresh["needs_refresh"].as_bool()), (Some(0), Some(false)));
+
+    let reply = server.call("request_context", json!({"query": "pause between retry attempts", "max_tokens": 3000}));
+    let delivered = reply["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+    assert!(!delivered.is_empty(), "{reply:#}");
+    let after = server.call("get_context_budget", json!({}));
+    let after = &after["result"]["structuredContent"];
+    let used = after["used_tokens"].as_u64().unwrap();
+    assert!(used > 0 && used <= 3000, "{after:#}");
+    assert_eq!(after["available_tokens"], 4000, "the session's budget, not a fresh one: {after:#}");
+    assert_eq!(after["remaining_tokens"].as_u64(), Some(4000 - used), "{after:#}");
+    assert_eq!(after["requests"], 1);
+    // The payload was assembled for 3,000 tokens; the session has 4,000 - used
+    // left: it needs a refresh once that moved more than 30% away.
+    let left = (4000 - used) as f64;
+    assert_eq!(after["needs_refresh"].as_bool(), Some((left - 3000.0).abs() / 3000.0 > 0.30), "{after:#}");
+
+    server.call("request_context", json!({"query": "title case words", "max_tokens": 3000}));
+    let spent = server.call("get_context_budget", json!({}));
+    let spent = &spent["result"]["structuredContent"];
+    assert!(spent["used_tokens"].as_u64().unwrap() > used, "{spent:#}");
+    assert_eq!(spent["requests"], 2);
+    let left = spent["remaining_tokens"].as_u64().unwrap();
+    assert_eq!(left, 4000u64.saturating_sub(spent["used_tokens"].as_u64().unwrap()));
+    assert_eq!(spent["needs_refresh"].as_bool(), Some((left as f64 - 3000.0).abs() / 3000.0 > 0.30), "{spent:#}");
+    assert!(server.finish().status.success());
+}
+
 fn text(reply: &Value) -> &str {
     reply["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text: {reply:#}"))
 }

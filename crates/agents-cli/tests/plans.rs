@@ -141,3 +141,59 @@ fn plans_carry_their_phase_and_project() {
     }
     assert_eq!(json(&d.home, &["plan", "list"]).as_array().unwrap().len(), 2);
 }
+
+/// Fragments of a payload that came from the parent's skeleton, and their tokens.
+fn skeleton_tokens(v: &serde_json::Value) -> (usize, u64) {
+    let skeleton: Vec<&serde_json::Value> =
+        v["fragments"].as_array().unwrap().iter().filter(|f| f["metadata"]["role"] == "skeleton").collect();
+    (skeleton.len(), skeleton.iter().map(|f| f["token_count"].as_u64().unwrap()).sum())
+}
+
+#[test]
+fn a_child_payload_holds_each_node_once_and_the_configs_skeleton_ratio_applies_unless_the_project_sets_one() {
+    let d = dirs();
+    // A parent context of many signatures, and a child task about other code.
+    let mut pay = String::new();
+    for i in 0..24 {
+        pay.push_str(&format!(
+            "def settle_invoice_batch_{i}(ledger_account, invoice_batch, currency_code, settlement_date):\n    \"\"\"Settle invoice batch {i}.\"\"\"\n    return ledger_account\n\n"
+        ));
+    }
+    std::fs::write(d.repo.join("pay.py"), pay).unwrap();
+    std::fs::write(
+        d.repo.join("audit.py"),
+        "def write_audit_record(event):\n    \"\"\"Append an audit record.\"\"\"\n    return event\n",
+    )
+    .unwrap();
+    std::fs::write(d.home.join("config.toml"), "[context.budget]\nskeleton-ratio = 0.05\n").unwrap();
+    let repo = d.repo.to_str().unwrap();
+    json(&d.home, &["project", "create", "web"]);
+    json(&d.home, &["project", "link-resource", "web", repo]);
+    // Stored settings without a skeleton ratio of their own.
+    json(&d.home, &["project", "context", "set", "web", "--hot-max-tokens", "100"]);
+    let root = json(&d.home, &["plan", "create", "Settle invoices"]);
+    let root_id = root["plan_id"].as_str().unwrap().to_owned();
+    json(&d.home, &["query", "settle invoice batch", repo, "--plan", &root_id, "--max-tokens", "4000"]);
+    let child = json(&d.home, &["plan", "create", "Audit", "--parent", &root_id]);
+    let child_id = child["plan_id"].as_str().unwrap().to_owned();
+
+    let query = |id: &str, text: &str| json(&d.home, &["query", text, repo, "--plan", id, "--max-tokens", "4000"]);
+    let out = query(&child_id, "write audit record");
+    let (count, tokens) = skeleton_tokens(&out);
+    assert!(count > 0, "the child inherits a skeleton: {out:#}");
+    assert!(tokens <= 200, "context.budget.skeleton-ratio 0.05 of 4000 holds, not a stored 0.2: {tokens}");
+
+    // The project's own ratio wins over the configuration's.
+    json(&d.home, &["project", "context", "set", "web", "--skeleton-ratio", "0.2"]);
+    let (_, wider) = skeleton_tokens(&query(&child_id, "write audit record"));
+    assert!(wider > 200 && wider <= 800, "the project's 0.2: {wider}");
+
+    // A child asking about the parent's own code gets each node once.
+    let overlapping = query(&child_id, "settle invoice batch audit");
+    let mut nodes: Vec<&str> =
+        overlapping["fragments"].as_array().unwrap().iter().map(|f| f["uko_node"].as_str().unwrap()).collect();
+    let total = nodes.len();
+    nodes.sort_unstable();
+    nodes.dedup();
+    assert_eq!(nodes.len(), total, "a node twice in {overlapping:#}");
+}

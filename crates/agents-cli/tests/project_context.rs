@@ -35,7 +35,7 @@ fn set_then_show_round_trips() {
         before["settings"],
         serde_json::json!({
             "hot_max_tokens": 8000, "warm_max_decisions": 500, "cold_max_decisions": 5000, "strategies": [],
-            "default_breadth": 2, "default_depth": 3, "skeleton_ratio": 0.2, "temporal_scope": "current",
+            "default_breadth": 2, "default_depth": null, "skeleton_ratio": null, "temporal_scope": "current",
             "auto_refresh": true
         })
     );
@@ -169,6 +169,38 @@ fn bad_values_exit_2_name_the_flag_and_change_nothing() {
 }
 
 #[test]
+fn an_unknown_default_depth_level_exits_2_and_a_language_level_is_stored() {
+    let d = home_with_project();
+    let before = show(&d.home);
+    let out =
+        agents(&d.home).args(["project", "context", "set", "web", "--default-depth", "NOPE_LEVEL"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let line = assert_one_error_line(&out);
+    assert!(line.starts_with("error: --default-depth: unknown detail level `NOPE_LEVEL`"), "{line}");
+    assert!(line.contains("SIGNATURES") && line.contains("DOCSTRINGS"), "the known levels are named: {line}");
+    assert_eq!(show(&d.home), before, "nothing was stored");
+    // A level of a language's map (Python's DOCSTRINGS) is a known level.
+    assert_eq!(set(&d.home, &["--default-depth", "docstrings"])["settings"]["default_depth"], "DOCSTRINGS");
+}
+
+#[test]
+fn the_projects_default_depth_is_the_depth_a_query_starts_from() {
+    let d = linked_repo();
+    let repo = d.repo.to_str().unwrap();
+    let depths = |v: &serde_json::Value| -> Vec<u64> {
+        v["fragments"].as_array().unwrap().iter().map(|f| f["detail_depth"].as_u64().unwrap()).collect()
+    };
+    let query = |extra: &[&str]| json(&d.home, &[&["query", "send invoice reminder", repo], extra].concat());
+    let unset = query(&[]);
+    assert!(depths(&unset).contains(&9), "without a project depth, the query's own 9: {unset:#}");
+    set(&d.home, &["--default-depth", "MODULE_LISTING"]);
+    let listed = query(&[]);
+    assert!(!depths(&listed).is_empty() && depths(&listed).iter().all(|&d| d == 0), "{listed:#}");
+    let flagged = query(&["--depth", "9"]);
+    assert!(depths(&flagged).contains(&9), "--depth wins over the project's: {flagged:#}");
+}
+
+#[test]
 fn show_text() {
     let d = home_with_project();
     #[rustfmt::skip]
@@ -243,4 +275,72 @@ fn simulate_prints_the_assembled_summary_with_the_stored_policy() {
     let unknown = agents(&d.home).args(["project", "context", "simulate", "nope", "x"]).output().unwrap();
     assert_eq!(unknown.status.code(), Some(2));
     assert_one_error_line(&unknown);
+}
+
+#[test]
+fn the_phase_sets_default_strategies_depth_and_tiers_and_the_config_changes_them() {
+    let d = linked_repo();
+    let repo = d.repo.to_str().unwrap();
+    for (tier, text) in
+        [("hot", "Hot note: invoice reminders go out daily."), ("warm", "Warm note: invoice reminder wording.")]
+    {
+        let out = agents(&d.home)
+            .args(["context", "add", "--project", "web", "--tier", tier])
+            .write_stdin(text)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let query = |phase: &str| json(&d.home, &["query", "send invoice reminder", repo, "--phase", phase]);
+    let entries = |v: &serde_json::Value| -> Vec<String> {
+        v["fragments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["uko_node"].as_str().unwrap().starts_with("context://"))
+            .map(|f| f["content"].as_str().unwrap().split(':').next().unwrap().to_owned())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    };
+    // The depth code is rendered at (an entry keeps its own).
+    let max_depth = |v: &serde_json::Value| {
+        v["fragments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["uko_node"].as_str().unwrap().starts_with("uko://"))
+            .map(|f| f["detail_depth"].as_u64().unwrap())
+            .max()
+    };
+    let selected = |v: &serde_json::Value| -> Vec<String> {
+        v["selections"].as_array().unwrap().iter().map(|s| s["strategy"].as_str().unwrap().to_owned()).collect()
+    };
+
+    let default = query("default");
+    assert_eq!(entries(&default), ["Hot note", "Warm note"], "{default:#}");
+    assert_eq!(max_depth(&default), Some(9));
+    // apply: minimal, signatures and the hot tier only.
+    let apply = query("apply");
+    assert_eq!(entries(&apply), ["Hot note"], "{apply:#}");
+    assert!(max_depth(&apply).unwrap() <= 4, "{apply:#}");
+    // strategize: the graph walk and the semantic search.
+    let strategize = query("strategize");
+    assert_eq!(selected(&strategize), ["breadth-depth-navigator", "semantic-embedding"], "{strategize:#}");
+    assert_ne!(selected(&default), selected(&strategize));
+
+    // [context.phases.*] changes them.
+    std::fs::write(
+        d.home.join("config.toml"),
+        "[context.phases.apply]\ndepth = 9\ntiers = [\"warm\"]\nstrategies = [\"simple-keyword\"]\n",
+    )
+    .unwrap();
+    let configured = query("apply");
+    assert_eq!(entries(&configured), ["Warm note"], "{configured:#}");
+    assert_eq!(max_depth(&configured), Some(9));
+    assert_eq!(selected(&configured), ["simple-keyword"]);
+    std::fs::write(d.home.join("config.toml"), "[context.phases.apply]\ntiers = [\"lukewarm\"]\n").unwrap();
+    let out = agents(&d.home).args(["query", "send invoice reminder", repo, "--phase", "apply"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(assert_one_error_line(&out).contains("context.phases.apply.tiers"));
 }

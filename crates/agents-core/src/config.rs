@@ -63,6 +63,76 @@ pub struct ContextConfig {
     pub executor: ExecutorConfig,
     pub scorer: ScorerWeights,
     pub backends: BackendsConfig,
+    pub phases: PhasesConfig,
+}
+
+/// `[context.phases]`: the defaults of each plan phase's assembly (the spec's
+/// phase-specific assembly). A request's own flags, then the project's settings
+/// (`agents project context set`), win over them; the `default` phase has none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PhasesConfig {
+    pub strategize: PhaseConfig,
+    pub execute: PhaseConfig,
+    pub apply: PhaseConfig,
+}
+
+impl Default for PhasesConfig {
+    fn default() -> Self {
+        let tiers = |names: &[&str]| names.iter().map(|t| (*t).to_owned()).collect();
+        PhasesConfig {
+            // Full context: walk the graph and search by meaning.
+            strategize: PhaseConfig {
+                strategies: vec!["breadth-depth-navigator".to_owned(), "semantic-embedding".to_owned()],
+                depth: None,
+                tiers: tiers(&["hot", "warm", "cold"]),
+            },
+            // Focused on the task: the registry chooses; no archived entries.
+            execute: PhaseConfig { strategies: Vec::new(), depth: None, tiers: tiers(&["hot", "warm"]) },
+            // Minimal: signatures, and only the hot tier's entries.
+            apply: PhaseConfig {
+                strategies: Vec::new(),
+                depth: Some(crate::request::Depth::named("SIGNATURES").expect("a valid level name")),
+                tiers: tiers(&["hot"]),
+            },
+        }
+    }
+}
+
+impl PhasesConfig {
+    /// The defaults of `phase`; `None` for `default` (no phase defaults).
+    pub fn of(&self, phase: crate::policy::Phase) -> Option<&PhaseConfig> {
+        match phase {
+            crate::policy::Phase::Default => None,
+            crate::policy::Phase::Strategize => Some(&self.strategize),
+            crate::policy::Phase::Execute => Some(&self.execute),
+            crate::policy::Phase::Apply => Some(&self.apply),
+        }
+    }
+}
+
+/// `[context.phases.<phase>]`: one phase's assembly defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PhaseConfig {
+    /// Preferred strategies, best first (those not in `context.strategies.enabled`
+    /// are skipped); empty lets the registry choose.
+    pub strategies: Vec<String>,
+    /// The depth a query starts from (0-9 or a level name); unset keeps the command's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth: Option<crate::request::Depth>,
+    /// Tiers whose context entries join the assembly: `hot`, `warm`, `cold`.
+    pub tiers: Vec<String>,
+}
+
+impl Default for PhaseConfig {
+    fn default() -> Self {
+        PhaseConfig {
+            strategies: Vec::new(),
+            depth: None,
+            tiers: vec!["hot".to_owned(), "warm".to_owned(), "cold".to_owned()],
+        }
+    }
 }
 
 /// `[context.backends]`: which engine serves each kind of retrieval.
@@ -564,7 +634,10 @@ const KEY_DOCS: &[(&str, &str)] = &[
     ("context.pipeline.skeleton-compressor", "compresses parent plan context into a skeleton"),
     ("context.pipeline.strategy-executor", "runs the selected strategies"),
     ("context.pipeline.strategy-selector", "decides which strategies to invoke"),
-    ("context.query.min-relevance", "fragments scoring below this relevance are dropped, 0 to 1"),
+    ("context.query.min-relevance", "candidates whose relevance (0 to 1) is below this are not packed"),
+    ("context.phases.*.strategies", "preferred strategies of this plan phase (empty: the registry chooses)"),
+    ("context.phases.*.depth", "depth a query of this phase starts from, 0-9 or a level name (unset: the command's)"),
+    ("context.phases.*.tiers", "tiers whose context entries join this phase's assembly: hot, warm, cold"),
     ("context.scorer.hierarchy", "weight of the hierarchy position in the fragment score"),
     ("context.scorer.quality", "weight of the strategy quality in the fragment score"),
     ("context.scorer.recency", "weight of recency in the fragment score"),
@@ -1035,6 +1108,16 @@ fn validate(config: &Config) -> Result<(), Violation> {
         return Err(violation("context.scorer", "weights must not all be 0"));
     }
 
+    for phase in [crate::policy::Phase::Strategize, crate::policy::Phase::Execute, crate::policy::Phase::Apply] {
+        let Some(defaults) = context.phases.of(phase) else { continue };
+        names(&format!("context.phases.{phase}.strategies"), &defaults.strategies, "strategy")?;
+        let key = format!("context.phases.{phase}.tiers");
+        names(&key, &defaults.tiers, "tier")?;
+        if let Some(bad) = defaults.tiers.iter().find(|t| !["hot", "warm", "cold"].contains(&t.as_str())) {
+            return Err(violation(key, format!("unknown tier `{bad}`, expected hot, warm or cold")));
+        }
+    }
+
     let enabled = &context.strategies.enabled;
     if enabled.is_empty() {
         return Err(violation("context.strategies.enabled", "must name at least one strategy"));
@@ -1398,8 +1481,26 @@ mod tests {
         assert_eq!(&models[2..6], ["\"gpt-3.5-turbo\"", "gpt-4", "gpt-4-turbo", "\"gpt-4.1\""]);
         // 14 spec keys + 10 pipeline + response-reserve + 3 executor + 4 scorer
         // + 2 tokenizer + default-model + 2 per model + 5 index + global-vault
-        // + 3 vector backend keys + tool-definitions.
-        assert_eq!(entries.len(), 14 + 10 + 1 + 3 + 4 + 1 + 2 + 1 + 2 * BUILTIN_MODELS.len() + 5 + 1 + 3 + 1);
+        // + 3 vector backend keys + tool-definitions + 7 phase keys (strategies
+        // and tiers of three phases, apply's depth).
+        assert_eq!(entries.len(), 14 + 10 + 1 + 3 + 4 + 1 + 2 + 1 + 2 * BUILTIN_MODELS.len() + 5 + 1 + 3 + 1 + 7);
+    }
+
+    #[test]
+    fn each_phase_has_configurable_defaults_and_bad_ones_name_their_key() {
+        let defaults = ResolvedConfig::default();
+        let phases = &defaults.config.context.phases;
+        assert_eq!(phases.of(crate::policy::Phase::Default), None, "the default phase has no defaults");
+        assert_eq!(phases.strategize.strategies, ["breadth-depth-navigator", "semantic-embedding"]);
+        assert_eq!(phases.execute.tiers, ["hot", "warm"]);
+        assert_eq!(phases.apply.tiers, ["hot"]);
+        assert_eq!(value_of(&defaults, "context.phases.apply.depth"), "SIGNATURES");
+        let resolved = resolve("[context.phases.execute]\ndepth = 2\nstrategies = [\"arce\"]\n");
+        assert_eq!(resolved.config.context.phases.execute.depth, Some(crate::request::Depth::level(2).unwrap()));
+        assert_eq!(resolved.config.context.phases.execute.strategies, ["arce"]);
+        let error = rejection("[context.phases.apply]\ntiers = [\"lukewarm\"]\n");
+        assert!(error.contains("context.phases.apply.tiers") && error.contains("lukewarm"), "{error}");
+        assert!(rejection("[context.phases.apply]\ndepth = 12\n").contains("depth"));
     }
 
     #[test]

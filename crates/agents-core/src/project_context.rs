@@ -5,7 +5,9 @@
 //! cold decisions), the preferred retrieval strategies, the default breadth,
 //! depth and temporal scope of the project's context requests, the skeleton
 //! ratio a child plan inherits, and whether context refreshes itself when a
-//! resource changes. [`Default`] is the spec's defaults; every other value is
+//! resource changes. The default depth and the skeleton ratio are optional:
+//! unset, the command's default depth and `context.budget.skeleton-ratio` of
+//! the configuration apply; set, the project's value wins over both. [`Default`] is the spec's defaults; every other value is
 //! built through [`ProjectContextSettingsBuilder`], which is also the serde
 //! mirror, so stored JSON and code pass the same checks.
 
@@ -40,8 +42,8 @@ pub struct ProjectContextSettings {
     cold_max_decisions: u64,
     strategies: Vec<String>,
     default_breadth: u32,
-    default_depth: Depth,
-    skeleton_ratio: f64,
+    default_depth: Option<Depth>,
+    skeleton_ratio: Option<f64>,
     temporal_scope: TemporalScope,
     auto_refresh: bool,
 }
@@ -58,8 +60,8 @@ pub struct ProjectContextSettingsBuilder {
     cold_max_decisions: i64,
     strategies: Vec<String>,
     default_breadth: i64,
-    default_depth: Depth,
-    skeleton_ratio: f64,
+    default_depth: Option<Depth>,
+    skeleton_ratio: Option<f64>,
     temporal_scope: TemporalScope,
     auto_refresh: bool,
 }
@@ -72,8 +74,8 @@ impl Default for ProjectContextSettingsBuilder {
             cold_max_decisions: ProjectContextSettings::DEFAULT_COLD_MAX_DECISIONS as i64,
             strategies: Vec::new(),
             default_breadth: ProjectContextSettings::DEFAULT_BREADTH.into(),
-            default_depth: Depth::default(),
-            skeleton_ratio: ProjectContextSettings::DEFAULT_SKELETON_RATIO,
+            default_depth: None,
+            skeleton_ratio: None,
             temporal_scope: TemporalScope::default(),
             auto_refresh: true,
         }
@@ -135,15 +137,17 @@ impl ProjectContextSettingsBuilder {
         self
     }
 
-    /// Default detail depth (default 3).
+    /// The depth the project's queries start from (default unset: the
+    /// command's own default).
     pub fn default_depth(mut self, depth: Depth) -> Self {
-        self.default_depth = depth;
+        self.default_depth = Some(depth);
         self
     }
 
-    /// Share of a child plan's budget given to its parent's skeleton (default 0.2, in `[0, 1]`).
+    /// Share of a child plan's budget given to its parent's skeleton, in
+    /// `[0, 1]` (default unset: `context.budget.skeleton-ratio`).
     pub fn skeleton_ratio(mut self, ratio: f64) -> Self {
-        self.skeleton_ratio = ratio;
+        self.skeleton_ratio = Some(ratio);
         self
     }
 
@@ -172,7 +176,9 @@ impl ProjectContextSettingsBuilder {
                 format!("must be between 0 and {}, got {}", u32::MAX, self.default_breadth),
             )
         })?;
-        check_unit_interval(MODEL, "skeleton_ratio", self.skeleton_ratio)?;
+        if let Some(ratio) = self.skeleton_ratio {
+            check_unit_interval(MODEL, "skeleton_ratio", ratio)?;
+        }
         Ok(ProjectContextSettings {
             hot_max_tokens,
             warm_max_decisions,
@@ -206,7 +212,6 @@ impl ProjectContextSettings {
     pub const DEFAULT_WARM_MAX_DECISIONS: u64 = 500;
     pub const DEFAULT_COLD_MAX_DECISIONS: u64 = 5000;
     pub const DEFAULT_BREADTH: u32 = 2;
-    pub const DEFAULT_SKELETON_RATIO: f64 = 0.2;
 
     /// A builder starting at the spec's defaults.
     pub fn builder() -> ProjectContextSettingsBuilder {
@@ -250,11 +255,14 @@ impl ProjectContextSettings {
         self.default_breadth
     }
 
-    pub fn default_depth(&self) -> &Depth {
-        &self.default_depth
+    /// The depth the project's queries start from, when set.
+    pub fn default_depth(&self) -> Option<&Depth> {
+        self.default_depth.as_ref()
     }
 
-    pub fn skeleton_ratio(&self) -> f64 {
+    /// The project's skeleton ratio, when set; it wins over
+    /// `context.budget.skeleton-ratio`.
+    pub fn skeleton_ratio(&self) -> Option<f64> {
         self.skeleton_ratio
     }
 
@@ -285,8 +293,8 @@ mod tests {
         assert_eq!((s.hot_max_tokens(), s.warm_max_decisions(), s.cold_max_decisions()), (8000, 500, 5000));
         assert!(s.strategies().is_empty());
         assert_eq!(s.default_breadth(), 2);
-        assert_eq!(s.default_depth(), &Depth::level(3).unwrap());
-        assert_eq!(s.skeleton_ratio(), 0.2);
+        assert_eq!(s.default_depth(), None, "unset: the command's default depth");
+        assert_eq!(s.skeleton_ratio(), None, "unset: context.budget.skeleton-ratio");
         assert_eq!(s.temporal_scope(), TemporalScope::Current);
         assert!(s.auto_refresh());
     }
@@ -325,10 +333,21 @@ mod tests {
             .build()
             .unwrap();
         let changed = s.clone().into_builder().skeleton_ratio(0.5).build().unwrap();
-        assert_eq!(changed.skeleton_ratio(), 0.5);
-        assert_eq!(changed.clone().into_builder().skeleton_ratio(0.2).build().unwrap(), s);
+        assert_eq!(changed.skeleton_ratio(), Some(0.5));
+        assert_ne!(changed, s);
         assert_eq!(changed.strategies(), ["arce", "simple-keyword"]);
-        assert_eq!(changed.default_depth().as_name(), Some("SIGNATURES"));
+        assert_eq!(changed.default_depth().and_then(|d| d.as_name()), Some("SIGNATURES"));
+    }
+
+    #[test]
+    fn unset_depth_and_skeleton_ratio_stay_unset_and_a_stored_value_is_explicit() {
+        let json = serde_json::to_string(&ProjectContextSettings::default()).unwrap();
+        assert!(json.contains(r#""default_depth":null"#) && json.contains(r#""skeleton_ratio":null"#), "{json}");
+        assert_eq!(serde_json::from_str::<ProjectContextSettings>(&json).unwrap(), ProjectContextSettings::default());
+        let stored: ProjectContextSettings =
+            serde_json::from_str(r#"{"skeleton_ratio":0.2,"default_depth":"SIGNATURES"}"#).unwrap();
+        assert_eq!(stored.skeleton_ratio(), Some(0.2));
+        assert_eq!(stored.default_depth().map(ToString::to_string).as_deref(), Some("SIGNATURES"));
     }
 
     #[test]

@@ -159,9 +159,13 @@ pub struct AssembleOptions {
     /// The plan the context is for: its ancestors' decisions become retrievable
     /// and its parent's context becomes the skeleton.
     pub plan_id: Option<String>,
-    /// The policy view in force.
+    /// The policy view in force. Without one, or without a total size limit of
+    /// its own, `context.file.max-total-size` limits the total (see
+    /// [`effective_view`]).
     pub view: Option<ContextView>,
-    /// The project's skeleton ratio, over `context.budget.skeleton-ratio`.
+    /// The project's skeleton ratio when the project set one (`agents project
+    /// context set --skeleton-ratio`): it wins over `context.budget.skeleton-ratio`,
+    /// which applies when this is `None`.
     pub skeleton_ratio: Option<f64>,
     /// The project's context entries the requesting role sees, as inline
     /// candidates ([`agents_acms::tiers::entry_candidates`]).
@@ -199,6 +203,34 @@ impl FileDependencies for StoreDependencies<'_> {
         edges.dedup();
         edges
     }
+}
+
+/// The view an assembly enforces: the policy's view for the phase, or the
+/// unrestricted default view, with `context.file.max-total-size` as its total
+/// size limit when it sets none of its own.
+pub fn effective_view(view: Option<&ContextView>, config: &agents_core::config::Config) -> ContextView {
+    let view = view.cloned().unwrap_or_default();
+    if view.max_total_size().is_some() {
+        return view;
+    }
+    let limit = i64::try_from(config.context.file.max_total_size).unwrap_or(i64::MAX);
+    // The configuration is validated (the limit is at least context.file.max-size >= 1).
+    view.clone().into_builder().max_total_size(limit).build().unwrap_or(view)
+}
+
+/// The request the strategies retrieve with: the request's `purpose` joins its
+/// query text (so the purpose's words are searched for too); its other fields
+/// are kept.
+pub fn retrieval_request(request: &ContextRequest) -> ContextRequest {
+    let purpose = request.purpose().trim();
+    if purpose.is_empty() {
+        return request.clone();
+    }
+    let text = match request.query() {
+        Some(query) if !query.trim().is_empty() => format!("{query} {purpose}"),
+        _ => purpose.to_owned(),
+    };
+    request.clone().into_builder().query(text).build().unwrap_or_else(|_| request.clone())
 }
 
 /// Candidates kept from each strategy when the caller names no number: 50 up to
@@ -599,11 +631,19 @@ impl Engine {
         let registry = self.strategies()?;
         let plan = options.plan_id.as_deref().map(|id| self.plan_context(id)).transpose()?;
         let config = self.config.config();
+        let retrieval = retrieval_request(request);
+        let request = &retrieval;
+        let view = effective_view(options.view.as_ref(), config);
         let query = RetrievalQuery {
             request,
             depth: options.depth,
+            // The request's priority scales the candidates the budget allows.
             limit: if options.limit == 0 {
-                candidates_for_budget(options.budget.available_tokens())
+                (agents_acms::pipeline::scaled_by_priority(
+                    candidates_for_budget(options.budget.available_tokens()) as u64,
+                    request.priority(),
+                ) as usize)
+                    .max(1)
             } else {
                 options.limit
             },
@@ -642,7 +682,7 @@ impl Engine {
                 budget: options.budget,
                 parent: &parent,
                 skeleton_ratio: options.skeleton_ratio,
-                view: options.view.as_ref(),
+                view: Some(&view),
                 renderer: &renderer,
                 facts: &facts,
                 deps: &deps,

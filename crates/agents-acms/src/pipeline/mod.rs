@@ -85,6 +85,9 @@ pub struct PipelineSettings {
     pub skeleton_ratio: f64,
     pub min_useful_budget: u64,
     pub refresh_threshold: f64,
+    /// `context.query.min-relevance`: a candidate whose relevance is below it is
+    /// not packed (see [`Pipeline::assemble_request`]).
+    pub min_relevance: f64,
 }
 
 impl Default for PipelineSettings {
@@ -103,6 +106,7 @@ impl PipelineSettings {
             skeleton_ratio: context.budget.skeleton_ratio,
             min_useful_budget: context.budget.min_useful_budget as u64,
             refresh_threshold: context.budget.refresh_threshold,
+            min_relevance: context.query.min_relevance,
         }
     }
 }
@@ -339,6 +343,9 @@ pub struct Assembly {
     /// Candidates the strategies proposed, and how many the packer left out.
     pub candidates: usize,
     pub omitted: usize,
+    /// Candidates not packed because their relevance is below
+    /// `context.query.min-relevance`.
+    pub below_min_relevance: usize,
     /// Tokens of the whole rendered output (preamble included).
     pub rendered_tokens: usize,
     /// Wall time of the whole assembly in microseconds: the ten components
@@ -472,6 +479,15 @@ fn scored_tokens(scored: &[ScoredFragment]) -> usize {
     scored.iter().map(|s| s.piece.tokens).sum()
 }
 
+/// A request's `priority` (0 to 1, default 0.5) as a factor on effort: `0.5 +
+/// priority`, so the default leaves `value` as it is, 1.0 gives half as much
+/// again and 0.0 half. It scales the strategies' time limit
+/// (`context.executor.timeout-secs`) and, when the budget decides it, the
+/// number of candidates kept from each strategy.
+pub fn scaled_by_priority(value: u64, priority: f64) -> u64 {
+    (value as f64 * (0.5 + priority.clamp(0.0, 1.0))).round() as u64
+}
+
 /// Tokens the preamble is guaranteed: 200, or a tenth of a small budget.
 fn preamble_reserve(available: usize) -> usize {
     PREAMBLE_MAX_TOKENS.min(available / 10)
@@ -526,13 +542,18 @@ impl Pipeline {
         self.check_budget(&input.budget)?;
         let available = input.budget.available_tokens() as usize;
         let mut tracer = Tracer { steps: Vec::new() };
+        // The request's priority scales the strategies' time limit.
+        let settings = PipelineSettings {
+            timeout_secs: scaled_by_priority(self.settings.timeout_secs, input.request.priority()).max(1),
+            ..self.settings.clone()
+        };
         let stage = StageInput {
             request: input.request,
             query: Some(input.query.clone()),
             backends: Some(input.backends),
             registry: Some(input.registry),
             plan: input.plan,
-            settings: &self.settings,
+            settings: &settings,
         };
         // The skeleton comes off the top of the budget when there is a parent.
         let skeleton_budget = if input.parent.is_empty() {
@@ -582,7 +603,7 @@ impl Pipeline {
             });
         }
         let candidates: usize = runs.iter().map(|r| r.candidates.len()).sum();
-        let (pieces, excluded) = self.materialize(&input, &runs, fragment_budget);
+        let (pieces, excluded, below_min_relevance) = self.materialize(&input, &runs, fragment_budget);
         let skeleton = tracer.run(
             "skeleton-compressor",
             &self.skeleton.0,
@@ -618,6 +639,7 @@ impl Pipeline {
                 allocations: allocations.clone(),
                 runs,
                 candidates,
+                below_min_relevance,
                 excluded,
                 started,
             },
@@ -669,7 +691,10 @@ impl Pipeline {
     }
 
     /// Renders the strategies' candidates into pieces: each run's best `limit`,
-    /// in selection order, with facts for recency.
+    /// in selection order, with facts for recency. Ranked candidates whose
+    /// relevance is below `context.query.min-relevance` are not rendered (their
+    /// count is the third value); nodes a graph walk reached, and a file standing
+    /// in for the imports or fields that rank it among the best, are kept.
     /// Candidates on paths the policy view excludes are dropped here, before they
     /// take a place, and reported once per path.
     fn materialize(
@@ -677,13 +702,19 @@ impl Pipeline {
         input: &RequestInput<'_>,
         runs: &[StrategyRun],
         fragment_budget: usize,
-    ) -> (Vec<Piece>, Vec<Enforcement>) {
+    ) -> (Vec<Piece>, Vec<Enforcement>, usize) {
         let mut pieces = Vec::new();
         let names = crate::retrieval::QueryNames::new(&input.query.text());
         let mut excluded: BTreeMap<&str, usize> = BTreeMap::new();
         let allowed = |c: &&crate::retrieval::Candidate| {
             c.content.is_some() || c.path.is_empty() || input.view.is_none_or(|v| v.allows_path(&c.path))
         };
+        // `context.query.min-relevance`: below it a ranked candidate is evidence
+        // for its file's rank at most, never a fragment. A node a graph walk
+        // reached (its distance is the request's breadth to decide) is kept.
+        let min_relevance = self.settings.min_relevance;
+        let relevant = |c: &&crate::retrieval::Candidate| c.hops.is_some() || f64::from(c.score) >= min_relevance;
+        let mut below: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
         // Each file's standing over every candidate of every run (evidence-only
         // ones included): the order `ranked_files` gives them, as a share of the best.
         let ranked = crate::retrieval::rank_paths_named(
@@ -711,14 +742,10 @@ impl Pipeline {
             }
             let Some(strategy) = &run.strategy else { continue };
             let quality = input.registry.get(strategy).map_or(0.5, |s| s.capabilities().quality_score);
-            chosen.extend(
-                run.candidates
-                    .iter()
-                    .filter(|c| !c.evidence_only)
-                    .filter(allowed)
-                    .take(input.query.limit)
-                    .map(|c| (c, quality)),
-            );
+            let usable: Vec<&crate::retrieval::Candidate> =
+                run.candidates.iter().filter(|c| !c.evidence_only).filter(allowed).take(input.query.limit).collect();
+            below.extend(usable.iter().filter(|c| !relevant(c)).map(|c| c.uri.as_str()));
+            chosen.extend(usable.into_iter().filter(relevant).map(|c| (c, quality)));
         }
         let mut file_nodes: Vec<crate::retrieval::Candidate> = Vec::new();
         for path in ranked.iter().take(REPRESENTED_FILES) {
@@ -729,7 +756,8 @@ impl Pipeline {
             for run in runs {
                 let Some(strategy) = &run.strategy else { continue };
                 let quality = input.registry.get(strategy).map_or(0.5, |s| s.capabilities().quality_score);
-                if let Some(c) = run.candidates.iter().find(|c| c.path == *path && allowed(c))
+                if let Some(c) =
+                    run.candidates.iter().find(|c| c.path == *path && allowed(c) && (c.evidence_only || relevant(c)))
                     && best.is_none_or(|(b, _)| c.score > b.score)
                 {
                     best = Some((c, quality));
@@ -821,13 +849,14 @@ impl Pipeline {
                 reason: format!("path excluded by the policy view ({n} candidate(s))"),
             })
             .collect();
-        (pieces, excluded)
+        (pieces, excluded, below.len())
     }
 
     /// Fragment-driven assembly (the spec's `ACMSPipeline.assemble`): the given
     /// fragments ranked by `ranking` (`relevance`, `recency`, `tiered` or a
     /// registered one), then fused and packed. Phase-1 components run with no
-    /// strategies to select and produce empty output.
+    /// strategies to select and produce empty output. A fragment whose
+    /// `relevance_score` is below `context.query.min-relevance` is not packed.
     pub fn assemble(
         &self,
         plan_id: &str,
@@ -854,8 +883,11 @@ impl Pipeline {
         let PhaseOne { selections, allocations, runs } = self.orchestrate(&mut tracer, &stage, 0, fragment_budget)?;
         let resource_id = fragments.first().map(|f| f.provenance().resource_id().to_owned()).unwrap_or_default();
         let mut strategies_used: Vec<String> = Vec::new();
+        let min_relevance = self.settings.min_relevance;
+        let below_min_relevance = fragments.iter().filter(|f| f.relevance_score() < min_relevance).count();
         let pieces: Vec<Piece> = fragments
             .iter()
+            .filter(|f| f.relevance_score() >= min_relevance)
             .map(|f| {
                 let strategy = f.provenance().strategy().unwrap_or("given").to_owned();
                 if !strategies_used.contains(&strategy) {
@@ -911,21 +943,35 @@ impl Pipeline {
                 budget,
                 resource_id: &resource_id,
             },
-            Extra { selections, allocations, runs, candidates, excluded: Vec::new(), started },
+            Extra { selections, allocations, runs, candidates, below_min_relevance, excluded: Vec::new(), started },
         )
     }
 
     /// Phase 2 and 3: dedup, depth, score, rank, policy, pack, order, preamble.
     fn fuse(&self, mut tracer: Tracer, input: FuseInput<'_>, extra: Extra) -> Result<Assembly, PipelineError> {
-        let FuseInput { pieces, skeleton, tokenizer, renderer, .. } = input;
+        let FuseInput { mut pieces, skeleton, tokenizer, renderer, .. } = input;
+        // The parent's skeleton is deduplicated with the retrieved pieces, after
+        // them: a node both hold stays once, as the retrieved piece (at the
+        // deeper of the two renderings), so a child payload never holds the
+        // same node twice.
+        let skeleton_in = skeleton.len();
+        pieces.extend(skeleton);
         let n = pieces.len();
-        let pieces = tracer.run(
+        let deduped = tracer.run(
             "fragment-deduplicator",
             &self.deduplicator.0,
             n,
             || self.deduplicator.1.dedup(pieces),
             |p| (p.len(), piece_tokens(p)),
         );
+        let (skeleton, pieces): (Vec<Piece>, Vec<Piece>) =
+            deduped.into_iter().partition(|p| p.role == PieceRole::Skeleton);
+        if skeleton_in > skeleton.len() {
+            tracer.detail(format!(
+                "{} of {skeleton_in} skeleton piece(s) already retrieved",
+                skeleton_in - skeleton.len()
+            ));
+        }
         let n = pieces.len();
         let pieces = tracer.run(
             "detail-depth-resolver",
@@ -963,6 +1009,13 @@ impl Pipeline {
         };
         let mut enforcement = enforcement;
         enforcement.splice(0..0, extra.excluded.iter().cloned());
+        // A piece the policy summarised is not deepened again by the packer.
+        let mut scored = scored;
+        for s in scored.iter_mut() {
+            if enforcement.iter().any(|e| e.action == "summarised" && e.uko_node == s.piece.uko_node) {
+                s.piece.requested_depth = s.piece.requested_depth.min(s.piece.depth);
+            }
+        }
         let n = scored.len();
         let outcome = tracer.run(
             "budget-packer",
@@ -974,11 +1027,29 @@ impl Pipeline {
         tracer.detail(format!("{} omitted, {} downgraded", outcome.omitted, outcome.downgraded));
         let omitted = outcome.omitted;
         let mut packed = outcome.packed;
-        packed.extend(skeleton.into_iter().map(|piece| ScoredFragment {
-            score: piece.relevance,
-            parts: ScoreParts::default(),
-            piece,
-        }));
+        // The view's size limits hold for what is delivered: what the packer
+        // deepened is checked again, best first.
+        if let Some(view) = input.view
+            && (view.max_total_size().is_some() || view.max_file_size().is_some())
+        {
+            packed.sort_by(|a, b| b.score.total_cmp(&a.score));
+            let (kept, again) = ContextBudgetEnforcer.enforce(packed, view, input.facts, renderer, tokenizer);
+            for action in again {
+                if !enforcement.iter().any(|e| e.uko_node == action.uko_node && e.action == action.action) {
+                    enforcement.push(action);
+                }
+            }
+            packed = kept;
+        }
+        // A node the packer kept is not repeated by the skeleton.
+        let packed_nodes: std::collections::HashSet<String> = packed.iter().map(|s| s.piece.uko_node.clone()).collect();
+        packed.extend(
+            skeleton.into_iter().filter(|p| !packed_nodes.contains(&p.uko_node)).map(|piece| ScoredFragment {
+                score: piece.relevance,
+                parts: ScoreParts::default(),
+                piece,
+            }),
+        );
         let n = packed.len();
         let ordered = tracer.run(
             "fragment-orderer",
@@ -1048,6 +1119,7 @@ impl Pipeline {
             enforcement,
             candidates: extra.candidates,
             omitted,
+            below_min_relevance: extra.below_min_relevance,
             rendered_tokens,
             assembly_micros: extra.started.elapsed().as_micros() as u64,
             refresh_threshold: self.settings.refresh_threshold,
@@ -1088,6 +1160,8 @@ struct Extra {
     allocations: Vec<Allocation>,
     runs: Vec<StrategyRun>,
     candidates: usize,
+    /// Candidates below `context.query.min-relevance`.
+    below_min_relevance: usize,
     /// What the policy excluded before fusion.
     excluded: Vec<Enforcement>,
     /// When the assembly began.
@@ -1202,8 +1276,111 @@ mod tests {
             .unwrap()
     }
 
+    /// The default pipeline with no relevance floor (the fixtures' relevances
+    /// are arbitrary); [`fragments_below_min_relevance_are_not_packed`] tests the floor.
     fn pipeline() -> Pipeline {
-        PipelineBuilder::new().build(&PipelineConfig::default(), PipelineSettings::default()).unwrap()
+        let settings = PipelineSettings { min_relevance: 0.0, ..PipelineSettings::default() };
+        PipelineBuilder::new().build(&PipelineConfig::default(), settings).unwrap()
+    }
+
+    #[test]
+    fn fragments_below_min_relevance_are_not_packed() {
+        let resource = new_ulid();
+        let fragments: Vec<_> = [0.1, 0.29, 0.3, 0.8]
+            .iter()
+            .enumerate()
+            .map(|(i, r)| fragment(&resource, i, &format!("body {i}"), *r, ContextTier::Warm, 0))
+            .collect();
+        let budget = ContextBudget::new(4000, 0).unwrap();
+        let kept = |min_relevance: f64| {
+            let settings = PipelineSettings { min_relevance, ..PipelineSettings::default() };
+            let out = PipelineBuilder::new()
+                .build(&PipelineConfig::default(), settings)
+                .unwrap()
+                .assemble("p", &fragments, budget, "relevance", &tok())
+                .unwrap();
+            let mut kept: Vec<String> =
+                out.context.fragments().iter().map(|f| f.uko_node().rsplit('#').next().unwrap().to_owned()).collect();
+            kept.sort();
+            (kept, out.below_min_relevance)
+        };
+        assert_eq!(PipelineSettings::default().min_relevance, 0.3, "context.query.min-relevance's default");
+        assert_eq!(kept(0.3), (vec!["s2".to_owned(), "s3".to_owned()], 2));
+        assert_eq!(kept(0.5), (vec!["s3".to_owned()], 3));
+        assert_eq!(kept(0.0).0.len(), 4);
+    }
+
+    #[test]
+    fn a_child_payload_never_holds_a_skeleton_node_twice() {
+        let tokenizer = tok();
+        // Retrieval found `a` (full source) and `b`; the parent's skeleton holds
+        // `a` again (its signature) and `c`.
+        let retrieved = |uri: &str, content: &str| {
+            let mut p = Piece { relevance: 0.9, quality: 0.5, ..Piece::new(uri, "function", "src/x.py", content, 9) };
+            p.measure(&tokenizer);
+            p
+        };
+        let skeleton = |uri: &str, content: &str| {
+            let mut p = Piece {
+                role: PieceRole::Skeleton,
+                relevance: 0.5,
+                ..Piece::new(uri, "function", "src/x.py", content, 4)
+            };
+            p.measure(&tokenizer);
+            p
+        };
+        let pieces = vec![
+            retrieved("uko://r/src/x.py#a", "def a(x):\n    return x + 1\n"),
+            retrieved("uko://r/src/x.py#b", "def b(y):\n    return y * 2\n"),
+        ];
+        let parent = vec![skeleton("uko://r/src/x.py#a", "def a(x)"), skeleton("uko://r/src/x.py#c", "def c(z)")];
+        let budget = ContextBudget::new(4000, 0).unwrap();
+        let out = pipeline()
+            .fuse(
+                Tracer { steps: Vec::new() },
+                FuseInput {
+                    pieces,
+                    skeleton: parent,
+                    plan: None,
+                    view: None,
+                    facts: &enforcer::NoFacts,
+                    deps: &NoDependencies,
+                    renderer: &InlineRenderer,
+                    tokenizer: &tokenizer,
+                    available: 4000,
+                    fragment_budget: 3000,
+                    allocations: &[],
+                    ranking: &ByRelevance,
+                    query: "a".to_owned(),
+                    strategies_used: vec!["s".to_owned()],
+                    plan_id: "child".to_owned(),
+                    budget,
+                    resource_id: &new_ulid(),
+                },
+                Extra {
+                    selections: Vec::new(),
+                    allocations: Vec::new(),
+                    runs: Vec::new(),
+                    candidates: 2,
+                    below_min_relevance: 0,
+                    excluded: Vec::new(),
+                    started: Instant::now(),
+                },
+            )
+            .unwrap();
+        let mut nodes: Vec<(&str, u8, bool)> = out
+            .pieces
+            .iter()
+            .map(|s| (s.piece.uko_node.as_str(), s.piece.depth, s.piece.role == PieceRole::Skeleton))
+            .collect();
+        nodes.sort();
+        assert_eq!(
+            nodes,
+            [("uko://r/src/x.py#a", 9, false), ("uko://r/src/x.py#b", 9, false), ("uko://r/src/x.py#c", 4, true)],
+            "a is delivered once, as retrieved (at depth 9), and the skeleton keeps c"
+        );
+        let dedup = out.trace.iter().find(|s| s.component == "fragment-deduplicator").unwrap();
+        assert_eq!((dedup.input, dedup.output), (4, 3), "the skeleton went through deduplication");
     }
 
     const TEN: [&str; 10] = [
@@ -1319,7 +1496,10 @@ mod tests {
         let one = roomy.context.fragments().iter().map(|f| f.token_count() as usize).max().unwrap();
         let available = ((one * 25) as f64 / 9.0).ceil() as u64;
         let small = PipelineBuilder::new()
-            .build(&PipelineConfig::default(), PipelineSettings { min_useful_budget: 1, ..PipelineSettings::default() })
+            .build(
+                &PipelineConfig::default(),
+                PipelineSettings { min_useful_budget: 1, min_relevance: 0.0, ..PipelineSettings::default() },
+            )
             .unwrap();
         let kept = |ranking| {
             let out = small.assemble("p", &short, ContextBudget::new(available, 0).unwrap(), ranking, &tok()).unwrap();

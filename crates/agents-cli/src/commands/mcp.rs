@@ -26,6 +26,7 @@
 //! `--allow-root` or a linked resource, and never be the file-system root or
 //! the home folder unless that is linked itself.
 
+mod session;
 mod stdio;
 
 use std::path::{Path, PathBuf};
@@ -122,14 +123,15 @@ pub struct QueryHistoryParams {
     pub limit: Option<usize>,
 }
 
-/// `get_context_budget`: the budget a request would get.
+/// `get_context_budget`: the session's budget, what it spent and has left.
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetParams {
-    /// A model from `[models]` in the configuration: its window less the reserves.
+    /// Sizes (or resizes) the session's budget: a model from `[models]` in the
+    /// configuration, its window less the reserves.
     #[serde(default)]
     pub model: Option<String>,
-    /// A cap on the budget (default 8000 without a model).
+    /// Sizes (or resizes) the session's budget: a cap (default 8000 without a model).
     #[serde(default)]
     pub max_tokens: Option<u64>,
 }
@@ -194,6 +196,8 @@ struct State {
     root: PathBuf,
     /// The directories a request may name.
     roots: Roots,
+    /// The session's context budget and what it spent ([`session`]).
+    budget: session::SessionBudget,
 }
 
 /// Where requests may read: paths under the server's working directory, an
@@ -319,6 +323,18 @@ fn resolve_missing(path: &Path) -> PathBuf {
 }
 
 impl State {
+    /// Spends a delivered payload's tokens from the session's budget, sizing
+    /// the budget first (from `model`) when nothing sized it yet.
+    fn spend(&self, model: Option<&str>, text: &str, payload: &agents_core::fragment::AssembledContext) {
+        if !self.budget.is_sized()
+            && let Ok((budget, derivation)) = self.engine.budget(model, None)
+        {
+            self.budget.resize(budget.available_tokens(), derivation);
+        }
+        use agents_core::tokens::TokenCounter as _;
+        self.budget.spend(self.engine.tokenizer().count(text) as u64, payload);
+    }
+
     /// The directory a request's `path` names (default: the server's working
     /// directory), canonical, when it lies under the roots; else a tool error.
     fn allowed(&self, path: Option<&str>) -> Result<PathBuf, ToolFailure> {
@@ -444,9 +460,11 @@ impl ContextServer {
             self.blocking(move |state| {
                 let path = state.allowed(params.path.as_deref())?;
                 let format = params.format.unwrap_or(Format::Md);
+                let model = params.model.clone();
                 let args = query_args(params, path);
                 let run = query::assemble(&state.settings, &state.engine, args, None, &|_, path| state.outcome(path))?;
                 let text = run.render(format.as_str())?;
+                state.spend(model.as_deref(), &text, &run.assembly.context);
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
                 result.structured_content = Some(summary(&run));
                 Ok(result)
@@ -474,7 +492,7 @@ impl ContextServer {
 
     #[tool(
         name = "get_context_budget",
-        description = "The token budget a request would get: the model's context window less the response reserve and tool definitions (or max_tokens, default 8000), with the minimum useful budget and the refresh threshold."
+        description = "The session's context budget: available_tokens (sized by this call's model or max_tokens, else by the first request_context: the model's context window less the response reserve and tool definitions, default 8000), used_tokens delivered by request_context so far, remaining_tokens, and needs_refresh (the remaining budget moved from the last payload's by more than the refresh threshold: request it again), with the minimum useful budget and the refresh threshold."
     )]
     async fn get_context_budget(
         &self,
@@ -482,14 +500,23 @@ impl ContextServer {
     ) -> Result<CallToolResult, McpError> {
         answer(
             self.blocking(move |state| {
-                let (budget, derivation) = state
-                    .engine
-                    .budget(params.model.as_deref(), params.max_tokens)
-                    .map_err(|e| ToolFailure::Invalid(e.to_string()))?;
+                if params.model.is_some() || params.max_tokens.is_some() || !state.budget.is_sized() {
+                    let (budget, derivation) = state
+                        .engine
+                        .budget(params.model.as_deref(), params.max_tokens)
+                        .map_err(|e| ToolFailure::Invalid(e.to_string()))?;
+                    state.budget.resize(budget.available_tokens(), derivation);
+                }
                 let config = state.settings.config.config();
+                let threshold = config.context.budget.refresh_threshold;
+                let report = state.budget.report(threshold).ok_or_else(|| ToolFailure::Failed("no budget".into()))?;
                 json_result(&serde_json::json!({
-                    "available_tokens": budget.available_tokens(),
-                    "derivation": derivation,
+                    "available_tokens": report.available_tokens,
+                    "used_tokens": report.used_tokens,
+                    "remaining_tokens": report.remaining_tokens,
+                    "requests": report.requests,
+                    "needs_refresh": report.needs_refresh,
+                    "derivation": report.derivation,
                     "min_useful_budget": config.context.budget.min_useful_budget,
                     "refresh_threshold": config.context.budget.refresh_threshold,
                     "skeleton_ratio": config.context.budget.skeleton_ratio,
@@ -810,7 +837,8 @@ pub fn serve(settings: Settings, watch: bool, allow_roots: &[PathBuf]) -> anyhow
             }
         }
     }
-    let server = ContextServer::new(State { settings, engine, live, watch, root, roots });
+    let budget = session::SessionBudget::default();
+    let server = ContextServer::new(State { settings, engine, live, watch, root, roots, budget });
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
         let (transport, writer) = stdio::checked(tokio::io::stdin(), tokio::io::stdout());

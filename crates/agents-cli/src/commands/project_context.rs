@@ -148,7 +148,9 @@ fn apply_settings(stored: ProjectContextSettings, args: &ContextSetArgs) -> anyh
         builder = builder.default_breadth(breadth);
     }
     if let Some(depth) = &args.default_depth {
-        builder = builder.default_depth(depth.parse().map_err(|e| usage("--default-depth", &e))?);
+        let depth: agents_core::request::Depth = depth.parse().map_err(|e| usage("--default-depth", &e))?;
+        check_level_known(&depth)?;
+        builder = builder.default_depth(depth);
     }
     if let Some(ratio) = args.skeleton_ratio {
         builder = builder.skeleton_ratio(ratio);
@@ -160,6 +162,24 @@ fn apply_settings(stored: ProjectContextSettings, args: &ContextSetArgs) -> anyh
         builder = builder.auto_refresh(args.auto_refresh);
     }
     builder.build().map_err(|e| usage(&flag_of(e.field), &e))
+}
+
+/// A named depth must be a level of the universal map or of a language's map
+/// (`SIGNATURES`, `DOCSTRINGS`, ...): a name no map knows would be stored and
+/// then fail every query.
+fn check_level_known(depth: &agents_core::request::Depth) -> anyhow::Result<()> {
+    let Some(name) = depth.as_name() else { return Ok(()) };
+    let ontology = agents_uko::ontology::Ontology::builtin();
+    let maps = ontology.detail_level_maps();
+    if maps.maps().keys().any(|domain| maps.resolve(domain, name).is_ok()) {
+        return Ok(());
+    }
+    let mut known: Vec<String> =
+        maps.maps().keys().filter_map(|d| maps.effective_levels(d).ok()).flat_map(|l| l.into_keys()).collect();
+    known.sort();
+    known.dedup();
+    Err(UsageError(format!("--default-depth: unknown detail level `{name}`; give 0-9 or one of {}", known.join(", ")))
+        .into())
 }
 
 /// What `show` (and `set`) print: `--json` gives this object as is.
@@ -419,8 +439,16 @@ fn settings_rows(settings: &ProjectContextSettings) -> [(&'static str, String); 
         ("cold-max-decisions", settings.cold_max_decisions().to_string()),
         ("strategy", strategies),
         ("default-breadth", settings.default_breadth().to_string()),
-        ("default-depth", settings.default_depth().to_string()),
-        ("skeleton-ratio", settings.skeleton_ratio().to_string()),
+        (
+            "default-depth",
+            settings.default_depth().map_or_else(|| "unset (the query's own)".to_owned(), ToString::to_string),
+        ),
+        (
+            "skeleton-ratio",
+            settings
+                .skeleton_ratio()
+                .map_or_else(|| "unset (context.budget.skeleton-ratio)".to_owned(), |r| r.to_string()),
+        ),
         ("temporal-scope", settings.temporal_scope().to_string()),
         ("auto-refresh", settings.auto_refresh().to_string()),
     ]

@@ -45,11 +45,14 @@ pub struct QueryOutput<'a> {
 
 /// The request from `--request FILE.json` (if any) with the flags applied over it.
 /// Project settings (`agents project context set`) fill what neither the request
-/// file nor the flags say: preferred strategies, breadth and temporal scope.
+/// file nor the flags say: preferred strategies, breadth, depth and temporal
+/// scope; the phase's defaults (`[context.phases.<phase>]`) fill what the
+/// project's settings leave unset: preferred strategies and depth.
 fn build_request(
     args: &QueryArgs,
     text: Option<String>,
     project: Option<&agents_core::project_context::ProjectContextSettings>,
+    phase: Option<&PhaseDefaults>,
 ) -> anyhow::Result<ContextRequest> {
     let mut builder: ContextRequestBuilder = match (&args.request_value, &args.request) {
         (Some(value), _) => value.clone().build().map_err(|e| UsageError(e.to_string()))?.into_builder(),
@@ -65,9 +68,23 @@ fn build_request(
     if let Some(text) = text {
         builder = builder.query(text);
     }
+    let no_request = args.request.is_none() && args.request_value.is_none();
+    if let Some(phase) = phase
+        && no_request
+    {
+        if let Some(depth) = &phase.depth {
+            builder = builder.depth(depth.clone());
+        }
+        if args.strategy.is_empty() && !phase.strategies.is_empty() {
+            builder = builder.preferred_strategies(phase.strategies.clone());
+        }
+    }
     if let Some(project) = project {
-        if args.request.is_none() && args.request_value.is_none() {
+        if no_request {
             builder = builder.breadth(project.default_breadth()).temporal(project.temporal_scope());
+            if let Some(depth) = project.default_depth() {
+                builder = builder.depth(depth.clone());
+            }
         }
         if args.strategy.is_empty() && !project.strategies().is_empty() {
             builder = builder.preferred_strategies(project.strategies().to_vec());
@@ -186,6 +203,31 @@ impl QueryRun {
     }
 }
 
+/// A plan phase's assembly defaults (`[context.phases.<phase>]`), with the
+/// strategies `context.strategies.enabled` leaves out dropped.
+pub struct PhaseDefaults {
+    pub strategies: Vec<String>,
+    pub depth: Option<Depth>,
+    /// Tiers whose context entries join the assembly.
+    pub tiers: Vec<agents_core::fragment::ContextTier>,
+}
+
+impl PhaseDefaults {
+    /// The defaults of `phase` in `config`; `None` for the `default` phase.
+    pub fn of(config: &agents_core::config::Config, phase: agents_core::policy::Phase) -> Option<PhaseDefaults> {
+        let defaults = config.context.phases.of(phase)?;
+        let enabled = &config.context.strategies.enabled;
+        Some(PhaseDefaults {
+            strategies: defaults.strategies.iter().filter(|s| enabled.contains(s)).cloned().collect(),
+            depth: defaults.depth.clone(),
+            tiers: agents_core::fragment::ContextTier::ALL
+                .into_iter()
+                .filter(|t| defaults.tiers.iter().any(|name| name == t.as_str()))
+                .collect(),
+        })
+    }
+}
+
 /// How the resource at a path is brought up to date before an assembly.
 pub type Refresher<'a> = &'a dyn Fn(&Engine, &std::path::Path) -> anyhow::Result<std::sync::Arc<IndexOutcome>>;
 
@@ -209,12 +251,13 @@ pub fn assemble(
     } else {
         args.text.clone()
     };
-    let request = build_request(&args, text.clone(), None)?;
+    let phase: agents_core::policy::Phase = args.phase.parse().map_err(|e| UsageError(format!("--phase: {e}")))?;
+    let phase_defaults = PhaseDefaults::of(settings.config.config(), phase);
+    let request = build_request(&args, text.clone(), None, phase_defaults.as_ref())?;
     let words = agents_search::code_tokens(request.query().unwrap_or_default());
     if words.is_empty() && request.focus().is_empty() && request.entities().is_empty() && args.plan.is_none() {
         return Err(UsageError(agents_acms::query::QueryError::EmptyQuery.to_string()).into());
     }
-    let phase: agents_core::policy::Phase = args.phase.parse().map_err(|e| UsageError(format!("--phase: {e}")))?;
     let role = crate::commands::context::parse_role("--role", &args.role)?;
     let (budget, derivation) = engine.budget(args.model.as_deref(), request.max_tokens()).map_err(|e| match e {
         agents_engine::EngineError::UnknownModel { .. } | agents_engine::EngineError::WindowTooSmall { .. } => {
@@ -256,13 +299,21 @@ pub fn assemble(
         }
         None => (None, None),
     };
-    let request = if project_settings.is_some() { build_request(&args, text, project_settings)? } else { request };
+    let request = if project_settings.is_some() {
+        build_request(&args, text, project_settings, phase_defaults.as_ref())?
+    } else {
+        request
+    };
     let depth = resolve_depth(&request.depth().to_string(), "")?;
     // The project's context entries the role sees compete for the budget too.
     let entries = {
         let tiers = crate::commands::context::open_tiers(engine)?;
         crate::commands::context::prepare(engine, &tiers, &outcome.project)?;
-        let visible = tiers.get_for_actor(role, std::slice::from_ref(&outcome.project.name))?;
+        let mut visible = tiers.get_for_actor(role, std::slice::from_ref(&outcome.project.name))?;
+        // A phase takes the entries of its tiers only (apply: the hot tier).
+        if let Some(phase) = &phase_defaults {
+            visible.retain(|entry| phase.tiers.contains(&entry.tier()));
+        }
         agents_acms::tiers::entry_candidates(&visible, request.query().unwrap_or_default())
     };
     let options = AssembleOptions {
@@ -276,7 +327,7 @@ pub fn assemble(
         budget,
         plan_id: args.plan.clone(),
         view,
-        skeleton_ratio: project_settings.map(|s| s.skeleton_ratio()),
+        skeleton_ratio: project_settings.and_then(|s| s.skeleton_ratio()),
         entries,
     };
     let (assembly, sync, backends) = engine.assemble(&outcome, &request, &options)?;
