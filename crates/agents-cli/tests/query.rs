@@ -127,6 +127,35 @@ fn the_printed_context_never_exceeds_the_budget() {
 }
 
 #[test]
+fn every_format_keeps_the_hard_budget_and_reports_what_it_printed() {
+    let fx = Fixture::new();
+    for budget in ["500", "1000", "3000"] {
+        for format in ["md", "xml", "json"] {
+            let args = ["helper value invoice parcel ledger", "--max-tokens", budget, "--format", format];
+            let out = fx.query(&args);
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let printed = count(&out.stdout);
+            let budget: usize = budget.parse().unwrap();
+            assert!(printed <= budget, "{format} at {budget}: printed {printed} tokens");
+            // The run's report counts the text in the format it went out in.
+            let v = fx.json(&args);
+            assert_eq!(v["rendered_tokens"].as_u64().unwrap() as usize, printed, "{format} at {budget}");
+            assert!(v["is_within_budget"].as_bool().unwrap(), "{v:#}");
+            assert_eq!(v["remaining_tokens"].as_u64().unwrap() as usize, budget - printed, "{format} at {budget}");
+            for f in v["fragments"].as_array().unwrap() {
+                let content = f["content"].as_str().unwrap();
+                assert_eq!(f["token_count"].as_u64().unwrap() as usize, count(content.as_bytes()), "{f:#}");
+            }
+            if format == "json" {
+                let delivered: Value = serde_json::from_slice(&out.stdout).unwrap();
+                assert_eq!(delivered["rendered_tokens"].as_u64().unwrap() as usize, printed);
+                assert!(delivered["fragments"].as_array().is_some_and(|f| !f.is_empty()), "{delivered:#}");
+            }
+        }
+    }
+}
+
+#[test]
 fn tight_budgets_fall_back_to_shallower_depths() {
     let fx = Fixture::new();
     let depths = |v: &Value| -> Vec<u64> {

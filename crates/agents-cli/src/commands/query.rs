@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use agents_acms::pipeline::Assembly;
+use agents_acms::pipeline::format::OutputFormat;
 use agents_acms::query::SyncReport;
 use agents_core::request::{ContextRequest, ContextRequestBuilder, Depth, TemporalScope};
 use agents_engine::{AssembleOptions, BudgetDerivation, Engine, IndexOutcome};
@@ -155,6 +156,9 @@ pub struct QueryRun {
     pub sync: SyncReport,
     pub outcome: std::sync::Arc<IndexOutcome>,
     pub phase: agents_core::policy::Phase,
+    /// The context as delivered in the requested format, within the budget
+    /// (its token count is `assembly.rendered_tokens`).
+    pub text: String,
 }
 
 impl QueryRun {
@@ -167,22 +171,13 @@ impl QueryRun {
             strategy: assembly.runs.iter().find_map(|r| r.strategy.clone()).unwrap_or_default(),
             fallbacks: assembly.runs.iter().flat_map(|r| r.fallbacks.iter().cloned()).collect(),
             assembly,
-            is_within_budget: assembly.context.is_within_budget(),
-            remaining_tokens: assembly.context.remaining_tokens(),
+            is_within_budget: assembly.is_within_budget(),
+            remaining_tokens: assembly.remaining_tokens(),
             budget_derivation: &self.derivation,
             ranked_files: assembly.ranked_files(),
             backends: &self.backends,
             sync: &self.sync,
         }
-    }
-
-    /// The context as `format` (md, json or xml) renders it.
-    pub fn render(&self, format: &str) -> anyhow::Result<String> {
-        Ok(match format {
-            "json" => serde_json::to_string_pretty(&self.output())?,
-            "xml" => to_xml(&self.assembly),
-            _ => self.assembly.to_markdown(),
-        })
     }
 }
 
@@ -215,6 +210,7 @@ pub fn assemble(
         return Err(UsageError(agents_acms::query::QueryError::EmptyQuery.to_string()).into());
     }
     let phase: agents_core::policy::Phase = args.phase.parse().map_err(|e| UsageError(format!("--phase: {e}")))?;
+    let format: OutputFormat = args.format.parse().map_err(|e| UsageError(format!("--format: {e}")))?;
     let role = crate::commands::context::parse_role("--role", &args.role)?;
     let (budget, derivation) = engine.budget(args.model.as_deref(), request.max_tokens()).map_err(|e| match e {
         agents_engine::EngineError::UnknownModel { .. } | agents_engine::EngineError::WindowTooSmall { .. } => {
@@ -279,14 +275,28 @@ pub fn assemble(
         skeleton_ratio: project_settings.map(|s| s.skeleton_ratio()),
         entries,
     };
-    let (assembly, sync, backends) = engine.assemble(&outcome, &request, &options)?;
-    Ok(QueryRun { request, assembly, derivation, backends, sync, outcome, phase })
+    let (mut assembly, sync, backends) = engine.assemble(&outcome, &request, &options)?;
+    // The budget holds for the text in the format delivered, not only Markdown.
+    let query_text = [request.query().unwrap_or_default()]
+        .into_iter()
+        .chain(request.entities().iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let root = std::path::PathBuf::from(&outcome.resource.path);
+    let renderer = agents_acms::pipeline::piece::StoreRenderer::new(
+        &root,
+        &outcome.index.metadata.index_id,
+        engine.store(),
+        engine.graph(),
+    );
+    let tokenizer = engine.tokenizer();
+    let text = engine.pipeline().fit(&mut assembly, format, query_text.trim(), &renderer, &tokenizer)?;
+    Ok(QueryRun { request, assembly, derivation, backends, sync, outcome, phase, text })
 }
 
 fn run(settings: &Settings, args: QueryArgs, simulate: Option<&str>) -> anyhow::Result<()> {
     let engine = settings.engine()?;
     engine.preload_tokenizer();
-    let format = args.format.clone();
     let explain_trace = args.explain;
     let run =
         assemble(settings, &engine, args, simulate, &|engine, path| refresh(settings, engine, path).map(Into::into))?;
@@ -326,8 +336,8 @@ fn run(settings: &Settings, args: QueryArgs, simulate: Option<&str>) -> anyhow::
             rendered_tokens: assembly.rendered_tokens,
             available_tokens: context.budget().available_tokens(),
             budget_used: context.budget_used(),
-            is_within_budget: context.is_within_budget(),
-            remaining_tokens: context.remaining_tokens(),
+            is_within_budget: assembly.is_within_budget(),
+            remaining_tokens: assembly.remaining_tokens(),
             strategies_used: context.strategies_used(),
             context_hash: context.context_hash(),
             files: assembly.ranked_files(),
@@ -336,8 +346,9 @@ fn run(settings: &Settings, args: QueryArgs, simulate: Option<&str>) -> anyhow::
         };
         return settings.printer.emit(&report, || render_simulation(&report, assembly));
     }
-    let printer = crate::output::Printer { json: settings.printer.json || format == "json", ..settings.printer };
-    printer.emit(&run.output(), || if format == "xml" { to_xml(assembly) } else { assembly.to_markdown() })
+    // --json is the run's report (the context and how it was made); without
+    // it the context goes out as --format says, within the budget.
+    settings.printer.emit(&run.output(), || run.text.clone())
 }
 
 fn render_simulation(report: &Simulation<'_>, assembly: &Assembly) -> String {
@@ -390,39 +401,6 @@ fn explain(assembly: &Assembly) -> String {
     )
 }
 
-/// The context as XML: one `<fragment>` per fragment, content as text.
-fn to_xml(assembly: &Assembly) -> String {
-    use quick_xml::escape::escape;
-    let context = &assembly.context;
-    let mut out = format!(
-        "<context plan_id=\"{}\" total_tokens=\"{}\" available_tokens=\"{}\" context_hash=\"{}\" strategies=\"{}\">\n",
-        escape(context.plan_id()),
-        context.total_tokens(),
-        context.budget().available_tokens(),
-        context.context_hash(),
-        escape(context.strategies_used().join(","))
-    );
-    if let Some(preamble) = context.preamble() {
-        out.push_str(&format!("<preamble>{}</preamble>\n", escape(preamble.trim_end())));
-    }
-    for s in &assembly.pieces {
-        let p = &s.piece;
-        out.push_str(&format!(
-            "<fragment uko_node=\"{}\" path=\"{}\" source_range=\"{}\" type=\"{}\" depth=\"{}\" tokens=\"{}\" relevance=\"{:.4}\" strategy=\"{}\">{}</fragment>\n",
-            escape(&p.uko_node),
-            escape(&p.path),
-            escape(&p.source_range),
-            escape(&p.kind),
-            p.depth,
-            p.tokens,
-            p.relevance,
-            escape(p.strategy()),
-            escape(&p.content)
-        ));
-    }
-    out.push_str("</context>\n");
-    out
-}
 /// `agents strategies`: the registry's view of PATH.
 pub fn strategies(settings: &Settings, path: &std::path::Path) -> anyhow::Result<()> {
     let engine = settings.engine()?;
