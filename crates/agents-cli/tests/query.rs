@@ -156,6 +156,27 @@ fn every_format_keeps_the_hard_budget_and_reports_what_it_printed() {
 }
 
 #[test]
+fn language_levels_work_in_query_depth_as_in_uko_show() {
+    let fx = Fixture::new();
+    let requested = |depth: &str| -> Vec<String> {
+        let v = fx.json(&["late payment reminder", "--depth", depth, "--no-depth-gradient", "--max-tokens", "2000"]);
+        let fragments = v["fragments"].as_array().unwrap();
+        assert!(!fragments.is_empty(), "{v:#}");
+        fragments.iter().map(|f| f["metadata"]["requested_depth"].as_str().unwrap().to_owned()).collect()
+    };
+    // The Python map's own level, in a Python repository.
+    assert!(requested("DOCSTRINGS").iter().all(|d| d == "3"));
+    assert!(requested("docstrings").iter().all(|d| d == "3"), "any case");
+    // A level only another language's map names, as `uko show` resolves it.
+    assert!(requested("IMPL_LISTING").iter().all(|d| d == "1"));
+    assert!(requested("SIGNATURES").iter().all(|d| d == "4"));
+    let out = fx.query(&["late payment reminder", "--depth", "NOPE_LEVEL"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("NOPE_LEVEL") && stderr.contains("DOCSTRINGS"), "{stderr}");
+}
+
+#[test]
 fn tight_budgets_fall_back_to_shallower_depths() {
     let fx = Fixture::new();
     let depths = |v: &Value| -> Vec<u64> {

@@ -18,6 +18,7 @@ use crate::commands::uko::{refresh, resolve_depth};
 use crate::exit::UsageError;
 use crate::output::thousands;
 use crate::settings::Settings;
+use agents_uko::ontology::Ontology;
 
 /// The CLI's default depth: full source for the best matches.
 const DEFAULT_DEPTH: u8 = 9;
@@ -253,7 +254,7 @@ pub fn assemble(
         None => (None, None),
     };
     let request = if project_settings.is_some() { build_request(&args, text, project_settings)? } else { request };
-    let depth = resolve_depth(&request.depth().to_string(), "")?;
+    let depth = query_depth(request.depth(), &outcome.index.metadata.primary_language)?;
     // The project's context entries the role sees compete for the budget too.
     let entries = {
         let tiers = crate::commands::context::open_tiers(engine)?;
@@ -292,6 +293,45 @@ pub fn assemble(
     let tokenizer = engine.tokenizer();
     let text = engine.pipeline().fit(&mut assembly, format, query_text.trim(), &renderer, &tokenizer)?;
     Ok(QueryRun { request, assembly, derivation, backends, sync, outcome, phase, text })
+}
+
+/// The depth a query's `--depth` (or request `depth`) stands for: a number,
+/// a universal level, a level of the map of the resource's main language
+/// (`DOCSTRINGS` in a Python repository), else a level of any language's map
+/// (as `agents uko show` resolves it per node) when every map that names it
+/// gives it the same depth. An unknown name is a usage error listing the
+/// levels there are.
+fn query_depth(depth: &Depth, primary_language: &str) -> anyhow::Result<u8> {
+    let Some(name) = depth.as_name() else {
+        return resolve_depth(&depth.to_string(), primary_language);
+    };
+    let ontology = Ontology::builtin();
+    let maps = ontology.detail_level_maps();
+    if let Ok(level) = maps.resolve_depth(ontology.domain_for_language(primary_language), depth) {
+        return Ok(level);
+    }
+    let mut depths: BTreeMap<u8, Vec<String>> = BTreeMap::new();
+    let mut known = std::collections::BTreeSet::new();
+    for domain in maps.maps().keys() {
+        let Ok(levels) = maps.effective_levels(domain) else { continue };
+        known.extend(levels.keys().cloned());
+        if let Some(level) = levels.get(name) {
+            depths.entry(*level).or_default().push(domain.clone());
+        }
+    }
+    match depths.len() {
+        1 => Ok(*depths.keys().next().unwrap_or(&DEFAULT_DEPTH)),
+        0 => Err(UsageError(format!(
+            "--depth {name}: unknown detail level; give 0-9 or one of {}",
+            known.into_iter().collect::<Vec<_>>().join(", ")
+        ))
+        .into()),
+        _ => Err(UsageError(format!(
+            "--depth {name}: the level means different depths in {}; give a number 0-9",
+            depths.iter().map(|(d, domains)| format!("{} ({d})", domains.join(", "))).collect::<Vec<_>>().join(" and ")
+        ))
+        .into()),
+    }
 }
 
 fn run(settings: &Settings, args: QueryArgs, simulate: Option<&str>) -> anyhow::Result<()> {
