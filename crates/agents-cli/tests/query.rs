@@ -177,6 +177,21 @@ fn language_levels_work_in_query_depth_as_in_uko_show() {
 }
 
 #[test]
+fn a_module_at_signatures_shows_its_classes_method_signatures() {
+    let fx = Fixture::new();
+    let args = ["invoice reminder", "--type", "module", "--under", "billing/invoice.py", "--no-depth-gradient"];
+    let v = fx.json(&[&args[..], &["--depth", "SIGNATURES", "--max-tokens", "2000"]].concat());
+    let module = &v["fragments"][0];
+    assert_eq!(module["detail_depth"], 4, "{v:#}");
+    let content = module["content"].as_str().unwrap();
+    assert!(content.contains("  class Invoice"), "{content}");
+    assert!(
+        content.contains("    def total_amount(self)") && content.contains("    def send_reminder(self, days_late)"),
+        "the class's methods, under it: {content}"
+    );
+}
+
+#[test]
 fn tight_budgets_fall_back_to_shallower_depths() {
     let fx = Fixture::new();
     let depths = |v: &Value| -> Vec<u64> {
