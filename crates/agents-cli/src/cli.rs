@@ -571,6 +571,11 @@ pub struct QueryArgs {
     /// History to consider: current, recent or all.
     #[arg(long)]
     pub temporal: Option<String>,
+    /// Ranking strategy: relevance (default), recency (newest change first) or
+    /// tiered (hot, warm, cold). It decides what survives a tight budget and
+    /// the order files come in.
+    #[arg(long, value_name = "STRATEGY")]
+    pub ranking: Option<String>,
     /// 0.0 = background, 1.0 = critical.
     #[arg(long)]
     pub priority: Option<f64>,

@@ -192,6 +192,47 @@ fn a_module_at_signatures_shows_its_classes_method_signatures() {
 }
 
 #[test]
+fn the_ranking_strategy_is_a_request_field_and_a_flag() {
+    let fx = Fixture::new();
+    // Every file last changed long ago but the parcel module, changed now.
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    for entry in walk(&fx.repo) {
+        std::fs::File::options().write(true).open(&entry).unwrap().set_modified(old).unwrap();
+    }
+    let parcel = fx.repo.join("shipping/parcel.py");
+    std::fs::File::options().write(true).open(&parcel).unwrap().set_modified(std::time::SystemTime::now()).unwrap();
+    let first = |v: &Value| v["fragments"][0]["provenance"]["source_path"].as_str().unwrap().to_owned();
+    let args = ["late payment reminder weight", "--max-tokens", "3000"];
+    let relevance = fx.json(&args);
+    assert_eq!(first(&relevance), "billing/invoice.py", "{relevance:#}");
+    // Newest change first: the parcel module leads.
+    let recency = fx.json(&[&args[..], &["--ranking", "recency"]].concat());
+    assert_eq!(first(&recency), "shipping/parcel.py", "{recency:#}");
+    // The same from a request file.
+    let file = fx._dir.path().join("request.json");
+    std::fs::write(&file, r#"{"query": "late payment reminder weight", "ranking": "recency", "max_tokens": 3000}"#)
+        .unwrap();
+    let from_file = fx.json(&["--request", file.to_str().unwrap()]);
+    assert_eq!(first(&from_file), "shipping/parcel.py", "{from_file:#}");
+    // Tiered: code is warm, so the relevance order.
+    let tiered = fx.json(&[&args[..], &["--ranking", "tiered"]].concat());
+    assert_eq!(first(&tiered), "billing/invoice.py", "{tiered:#}");
+    let out = fx.query(&["late payment", "--ranking", "alphabetical"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("alphabetical") && stderr.contains("relevance, recency or tiered"), "{stderr}");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() { files.extend(walk(&path)) } else { files.push(path) }
+    }
+    files
+}
+
+#[test]
 fn tight_budgets_fall_back_to_shallower_depths() {
     let fx = Fixture::new();
     let depths = |v: &Value| -> Vec<u64> {

@@ -592,7 +592,7 @@ impl Pipeline {
             |s| (s.len(), piece_tokens(s)),
         );
         let strategies_used = strategies_used(&runs);
-        let ranking = self.ranking("relevance")?.clone();
+        let ranking = self.ranking(input.request.ranking().as_str())?.clone();
         self.fuse(
             tracer,
             FuseInput {
@@ -977,6 +977,8 @@ impl Pipeline {
             parts: ScoreParts::default(),
             piece,
         }));
+        // The orderer reads the ranking's order (files by their best-ranked piece).
+        input.ranking.rank(&mut packed);
         let n = packed.len();
         let ordered = tracer.run(
             "fragment-orderer",

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use agents_acms::pipeline::Assembly;
 use agents_acms::pipeline::format::OutputFormat;
 use agents_acms::query::SyncReport;
-use agents_core::request::{ContextRequest, ContextRequestBuilder, Depth, TemporalScope};
+use agents_core::request::{ContextRequest, ContextRequestBuilder, Depth, RankingStrategy, TemporalScope};
 use agents_engine::{AssembleOptions, BudgetDerivation, Engine, IndexOutcome};
 use agents_search::SearchFilter;
 use anyhow::Context as _;
@@ -102,6 +102,10 @@ fn build_request(
     if let Some(temporal) = &args.temporal {
         let scope: TemporalScope = temporal.parse().map_err(|e| UsageError(format!("--temporal: {e}")))?;
         builder = builder.temporal(scope);
+    }
+    if let Some(ranking) = &args.ranking {
+        let ranking: RankingStrategy = ranking.parse().map_err(|e| UsageError(format!("--ranking: {e}")))?;
+        builder = builder.ranking(ranking);
     }
     if let Some(max_tokens) = args.max_tokens {
         builder = builder.max_tokens(max_tokens);
