@@ -418,6 +418,25 @@ mod tests {
     }
 
     #[test]
+    fn a_fragments_token_count_is_the_count_of_its_content_and_headings_are_in_rendered_tokens() {
+        let bodies: Vec<(String, usize, f64, u8)> =
+            (0..12).map(|i| (format!("fn step_{i}() {{ work({i}); }}"), 3, i as f64 / 12.0, 9)).collect();
+        let out = pipeline()
+            .assemble("p", &fragments(&bodies), ContextBudget::new(4000, 0).unwrap(), "relevance", &tok())
+            .unwrap();
+        assert!(!out.context.fragments().is_empty());
+        for f in out.context.fragments() {
+            assert_eq!(f.token_count() as usize, tok().count(f.content()), "{}", f.uko_node());
+        }
+        // The Markdown is the preamble and, per fragment, heading, content
+        // and a blank line: more than the contents alone.
+        let contents: usize = out.context.fragments().iter().map(|f| f.token_count() as usize).sum();
+        assert_eq!(out.context.total_tokens() as usize, contents);
+        assert!(out.rendered_tokens > contents);
+        assert_eq!(out.rendered_tokens, tok().count(&out.to_markdown()));
+    }
+
+    #[test]
     fn xml_escapes_markup_and_replaces_what_xml_cannot_hold() {
         assert_eq!(escape("a<b>&\"c'\u{1}\td\n"), "a&lt;b&gt;&amp;&quot;c&apos;\u{FFFD}\td\n");
     }
