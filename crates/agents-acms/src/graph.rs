@@ -89,10 +89,29 @@ impl CodeGraph {
         tokenizer: &dyn TokenCounter,
     ) -> Result<Vec<(u8, String, usize)>, GraphError> {
         let children = self.store.uko_children(index_id, &node.node.uri)?;
+        let members = self.members(index_id, &children)?;
         let edges: Vec<EdgeView> =
             self.store.uko_refs_within(index_id, &node.node.uri)?.iter().filter_map(edge_view).collect();
-        let input = RenderInput { node: view(node), children: children.iter().map(view).collect(), edges, file_text };
+        let input = RenderInput {
+            node: view(node),
+            children: children.iter().map(view).collect(),
+            members: members.iter().map(|m| m.iter().map(view).collect()).collect(),
+            edges,
+            file_text,
+        };
         Ok(render_all(&input, tokenizer))
+    }
+
+    /// The members of each container child (a class's methods), for the
+    /// header view at depth 4; an empty list for every other child.
+    fn members(&self, index_id: &str, children: &[UkoNodeRecord]) -> Result<Vec<Vec<UkoNodeRecord>>, GraphError> {
+        children
+            .iter()
+            .map(|c| {
+                let container = NodeKind::parse(&c.node.kind).is_some_and(agents_uko::render::is_container);
+                if container { Ok(self.store.uko_children(index_id, &c.node.uri)?) } else { Ok(Vec::new()) }
+            })
+            .collect()
     }
 
     /// Renders `node` at one depth from its file's text (no token counting).
@@ -166,6 +185,7 @@ pub fn source_range(n: &UkoNodeRecord) -> String {
 #[derive(Clone, Debug, Default)]
 pub struct NodeContext {
     children: Option<Vec<UkoNodeRecord>>,
+    members: Option<Vec<Vec<UkoNodeRecord>>>,
     edges: Option<Vec<EdgeView>>,
 }
 
@@ -181,6 +201,9 @@ impl NodeContext {
         if depth >= 1 && self.children.is_none() {
             self.children = Some(graph.store.uko_children(index_id, &node.node.uri)?);
         }
+        if depth >= 4 && self.members.is_none() {
+            self.members = Some(graph.members(index_id, self.children.as_deref().unwrap_or_default())?);
+        }
         if depth >= 2 && self.edges.is_none() {
             let refs = graph.store.uko_refs_within(index_id, &node.node.uri)?;
             self.edges = Some(refs.iter().filter_map(edge_view).collect());
@@ -192,7 +215,14 @@ impl NodeContext {
     pub fn render(&self, node: &UkoNodeRecord, file_text: &str, depth: u8) -> String {
         let children = if depth >= 1 { self.children.as_deref().unwrap_or_default() } else { &[] };
         let edges = if depth >= 2 { self.edges.clone().unwrap_or_default() } else { Vec::new() };
-        let input = RenderInput { node: view(node), children: children.iter().map(view).collect(), edges, file_text };
+        let members = if depth >= 4 { self.members.as_deref().unwrap_or_default() } else { &[] };
+        let input = RenderInput {
+            node: view(node),
+            children: children.iter().map(view).collect(),
+            members: members.iter().map(|m| m.iter().map(view).collect()).collect(),
+            edges,
+            file_text,
+        };
         agents_uko::render::render(&input, depth)
     }
 }

@@ -49,7 +49,8 @@ pub enum Command {
     /// fit, a shallower one (4, 2, 0), then ordered by file and dependency.
     /// Prints Markdown (a preamble, then each fragment headed by path, line
     /// range, UKO type and depth), --format xml, or --format json (the spec's
-    /// AssembledContext); --explain shows what each component did.
+    /// AssembledContext), each within the budget; --json prints the run's
+    /// report; --explain shows what each component did.
     Query(Box<QueryArgs>),
     /// Index a directory (default: the current one), or refresh its index.
     ///
@@ -570,6 +571,11 @@ pub struct QueryArgs {
     /// History to consider: current, recent or all.
     #[arg(long)]
     pub temporal: Option<String>,
+    /// Ranking strategy: relevance (default), recency (newest change first) or
+    /// tiered (hot, warm, cold). It decides what survives a tight budget and
+    /// the order files come in.
+    #[arg(long, value_name = "STRATEGY")]
+    pub ranking: Option<String>,
     /// 0.0 = background, 1.0 = critical.
     #[arg(long)]
     pub priority: Option<f64>,
@@ -587,7 +593,9 @@ pub struct QueryArgs {
     /// and its parent's context is inherited as a skeleton.
     #[arg(long, value_name = "PLAN_ID")]
     pub plan: Option<String>,
-    /// Output: md (Markdown), json or xml. --json is --format json.
+    /// Output: md (Markdown), json (the AssembledContext on one line) or xml;
+    /// the budget holds for the text in that format. --json prints the run's
+    /// report instead (the context and how it was made).
     #[arg(long, default_value = "md", value_parser = ["md", "json", "xml"])]
     pub format: String,
     /// Also print (on stderr) what each of the ten pipeline components did.

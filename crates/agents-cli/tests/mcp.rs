@@ -292,6 +292,48 @@ fn fr_m03_record_session_validates_and_files_an_agent_memory() {
     assert!(server.finish().status.success());
 }
 
+/// Issue 19 item 1: `request_context` keeps the budget in the format it
+/// returns, and its structured result counts that text.
+#[test]
+fn request_context_keeps_the_budget_in_every_format() {
+    use agents_core::tokens::{TokenCounter, Tokenizer};
+    let fx = Fixture::new();
+    // Many small functions: the Markdown fills the budget, and the markup of
+    // XML and JSON around each one would overflow it.
+    for i in 0..40 {
+        let text = format!(
+            "def retry_helper_{i}(value):\n    \"\"\"Retry helper {i} for <value> & co.\"\"\"\n    return value * {i}\n"
+        );
+        std::fs::write(fx.repo.join(format!("net/helper_{i:02}.py")), text).unwrap();
+    }
+    let mut server = fx.server();
+    handshake(&mut server);
+    for format in ["md", "xml", "json"] {
+        let reply = server.call(
+            "request_context",
+            json!({"query": "retry helper value", "max_tokens": 800, "depth": 9, "format": format}),
+        );
+        let result = &reply["result"];
+        assert_ne!(result["isError"], json!(true), "{reply:#}");
+        let text = result["content"][0]["text"].as_str().unwrap();
+        let tokens = Tokenizer::default().count(text) as u64;
+        let summary = &result["structuredContent"];
+        assert!(tokens <= 800, "{format}: {tokens} tokens for a budget of 800");
+        assert_eq!(summary["rendered_tokens"].as_u64(), Some(tokens), "{format}: {summary:#}");
+        assert_eq!(summary["is_within_budget"], true, "{format}: {summary:#}");
+        assert!(summary["fragments"].as_u64().unwrap() > 0, "{format}: {summary:#}");
+        match format {
+            "xml" => assert!(text.starts_with("<context ") && text.trim_end().ends_with("</context>"), "{text}"),
+            "json" => {
+                let v: Value = serde_json::from_str(text).unwrap();
+                assert_eq!(v["rendered_tokens"].as_u64(), Some(tokens), "{v:#}");
+            }
+            _ => assert!(text.contains("## net/"), "{text}"),
+        }
+    }
+    assert!(server.finish().status.success());
+}
+
 /// Issue 18 item 2: other content for a recorded task id (a second plan
 /// reusing it) never overwrites the recorded file; it is filed beside it.
 #[test]

@@ -127,6 +127,112 @@ fn the_printed_context_never_exceeds_the_budget() {
 }
 
 #[test]
+fn every_format_keeps_the_hard_budget_and_reports_what_it_printed() {
+    let fx = Fixture::new();
+    for budget in ["500", "1000", "3000"] {
+        for format in ["md", "xml", "json"] {
+            let args = ["helper value invoice parcel ledger", "--max-tokens", budget, "--format", format];
+            let out = fx.query(&args);
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let printed = count(&out.stdout);
+            let budget: usize = budget.parse().unwrap();
+            assert!(printed <= budget, "{format} at {budget}: printed {printed} tokens");
+            // The run's report counts the text in the format it went out in.
+            let v = fx.json(&args);
+            assert_eq!(v["rendered_tokens"].as_u64().unwrap() as usize, printed, "{format} at {budget}");
+            assert!(v["is_within_budget"].as_bool().unwrap(), "{v:#}");
+            assert_eq!(v["remaining_tokens"].as_u64().unwrap() as usize, budget - printed, "{format} at {budget}");
+            for f in v["fragments"].as_array().unwrap() {
+                let content = f["content"].as_str().unwrap();
+                assert_eq!(f["token_count"].as_u64().unwrap() as usize, count(content.as_bytes()), "{f:#}");
+            }
+            if format == "json" {
+                let delivered: Value = serde_json::from_slice(&out.stdout).unwrap();
+                assert_eq!(delivered["rendered_tokens"].as_u64().unwrap() as usize, printed);
+                assert!(delivered["fragments"].as_array().is_some_and(|f| !f.is_empty()), "{delivered:#}");
+            }
+        }
+    }
+}
+
+#[test]
+fn language_levels_work_in_query_depth_as_in_uko_show() {
+    let fx = Fixture::new();
+    let requested = |depth: &str| -> Vec<String> {
+        let v = fx.json(&["late payment reminder", "--depth", depth, "--no-depth-gradient", "--max-tokens", "2000"]);
+        let fragments = v["fragments"].as_array().unwrap();
+        assert!(!fragments.is_empty(), "{v:#}");
+        fragments.iter().map(|f| f["metadata"]["requested_depth"].as_str().unwrap().to_owned()).collect()
+    };
+    // The Python map's own level, in a Python repository.
+    assert!(requested("DOCSTRINGS").iter().all(|d| d == "3"));
+    assert!(requested("docstrings").iter().all(|d| d == "3"), "any case");
+    // A level only another language's map names, as `uko show` resolves it.
+    assert!(requested("IMPL_LISTING").iter().all(|d| d == "1"));
+    assert!(requested("SIGNATURES").iter().all(|d| d == "4"));
+    let out = fx.query(&["late payment reminder", "--depth", "NOPE_LEVEL"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("NOPE_LEVEL") && stderr.contains("DOCSTRINGS"), "{stderr}");
+}
+
+#[test]
+fn a_module_at_signatures_shows_its_classes_method_signatures() {
+    let fx = Fixture::new();
+    let args = ["invoice reminder", "--type", "module", "--under", "billing/invoice.py", "--no-depth-gradient"];
+    let v = fx.json(&[&args[..], &["--depth", "SIGNATURES", "--max-tokens", "2000"]].concat());
+    let module = &v["fragments"][0];
+    assert_eq!(module["detail_depth"], 4, "{v:#}");
+    let content = module["content"].as_str().unwrap();
+    assert!(content.contains("  class Invoice"), "{content}");
+    assert!(
+        content.contains("    def total_amount(self)") && content.contains("    def send_reminder(self, days_late)"),
+        "the class's methods, under it: {content}"
+    );
+}
+
+#[test]
+fn the_ranking_strategy_is_a_request_field_and_a_flag() {
+    let fx = Fixture::new();
+    // Every file last changed long ago but the parcel module, changed now.
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    for entry in walk(&fx.repo) {
+        std::fs::File::options().write(true).open(&entry).unwrap().set_modified(old).unwrap();
+    }
+    let parcel = fx.repo.join("shipping/parcel.py");
+    std::fs::File::options().write(true).open(&parcel).unwrap().set_modified(std::time::SystemTime::now()).unwrap();
+    let first = |v: &Value| v["fragments"][0]["provenance"]["source_path"].as_str().unwrap().to_owned();
+    let args = ["late payment reminder weight", "--max-tokens", "3000"];
+    let relevance = fx.json(&args);
+    assert_eq!(first(&relevance), "billing/invoice.py", "{relevance:#}");
+    // Newest change first: the parcel module leads.
+    let recency = fx.json(&[&args[..], &["--ranking", "recency"]].concat());
+    assert_eq!(first(&recency), "shipping/parcel.py", "{recency:#}");
+    // The same from a request file.
+    let file = fx._dir.path().join("request.json");
+    std::fs::write(&file, r#"{"query": "late payment reminder weight", "ranking": "recency", "max_tokens": 3000}"#)
+        .unwrap();
+    let from_file = fx.json(&["--request", file.to_str().unwrap()]);
+    assert_eq!(first(&from_file), "shipping/parcel.py", "{from_file:#}");
+    // Tiered: code is warm, so the relevance order.
+    let tiered = fx.json(&[&args[..], &["--ranking", "tiered"]].concat());
+    assert_eq!(first(&tiered), "billing/invoice.py", "{tiered:#}");
+    let out = fx.query(&["late payment", "--ranking", "alphabetical"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("alphabetical") && stderr.contains("relevance, recency or tiered"), "{stderr}");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() { files.extend(walk(&path)) } else { files.push(path) }
+    }
+    files
+}
+
+#[test]
 fn tight_budgets_fall_back_to_shallower_depths() {
     let fx = Fixture::new();
     let depths = |v: &Value| -> Vec<u64> {

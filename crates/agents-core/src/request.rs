@@ -63,6 +63,55 @@ impl FromStr for TemporalScope {
     }
 }
 
+/// How the assembly ranks fragments (the spec's ranking strategies): what
+/// survives a tight budget and the order files are delivered in.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum RankingStrategy {
+    /// By composite score, best first (the default).
+    #[default]
+    Relevance,
+    /// Newest change first, then by score.
+    Recency,
+    /// Hot, then warm, then cold, each by score.
+    Tiered,
+}
+
+impl RankingStrategy {
+    pub const ALL: [RankingStrategy; 3] =
+        [RankingStrategy::Relevance, RankingStrategy::Recency, RankingStrategy::Tiered];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RankingStrategy::Relevance => "relevance",
+            RankingStrategy::Recency => "recency",
+            RankingStrategy::Tiered => "tiered",
+        }
+    }
+}
+
+impl fmt::Display for RankingStrategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for RankingStrategy {
+    type Err = ValidationError;
+
+    fn from_str(text: &str) -> Validated<RankingStrategy> {
+        RankingStrategy::ALL.into_iter().find(|r| r.as_str() == text).ok_or_else(|| {
+            ValidationError::new(
+                "ContextRequest",
+                "ranking",
+                format!("unknown ranking strategy `{text}`, expected relevance, recency or tiered"),
+            )
+        })
+    }
+}
+
 /// Brings a level name to its canonical form: trimmed, uppercase, `-` as `_`
 /// (`full-source` is `FULL_SOURCE`). Names start with a letter and hold only
 /// letters, digits and `_`.
@@ -416,6 +465,7 @@ pub struct ContextRequest {
     depth: Depth,
     depth_gradient: bool,
     temporal: TemporalScope,
+    ranking: RankingStrategy,
     max_tokens: Option<u64>,
     preferred_strategies: Vec<String>,
     required_backends: Vec<String>,
@@ -448,6 +498,10 @@ pub struct ContextRequestBuilder {
     depth_gradient: bool,
     /// History to consider: current (default), recent or all.
     temporal: TemporalScope,
+    /// Ranking strategy: relevance (default), recency (newest change first)
+    /// or tiered (hot, warm, cold); decides what survives a tight budget and
+    /// the order files come in.
+    ranking: RankingStrategy,
     /// Token budget for the whole context (default 8000).
     max_tokens: Option<u64>,
     /// Strategies to run first: simple-keyword, semantic-embedding,
@@ -472,6 +526,7 @@ impl Default for ContextRequestBuilder {
             depth: Depth::default(),
             depth_gradient: true,
             temporal: TemporalScope::default(),
+            ranking: RankingStrategy::default(),
             max_tokens: None,
             preferred_strategies: Vec::new(),
             required_backends: Vec::new(),
@@ -534,6 +589,12 @@ impl ContextRequestBuilder {
         self
     }
 
+    /// Ranking strategy (default relevance).
+    pub fn ranking(mut self, ranking: RankingStrategy) -> Self {
+        self.ranking = ranking;
+        self
+    }
+
     /// Token budget ceiling for this request (default none).
     pub fn max_tokens(mut self, max_tokens: u64) -> Self {
         self.max_tokens = Some(max_tokens);
@@ -585,6 +646,7 @@ impl ContextRequestBuilder {
             depth: self.depth,
             depth_gradient: self.depth_gradient,
             temporal: self.temporal,
+            ranking: self.ranking,
             max_tokens: self.max_tokens,
             preferred_strategies: self.preferred_strategies,
             required_backends: self.required_backends,
@@ -628,6 +690,7 @@ impl ContextRequest {
             depth: self.depth,
             depth_gradient: self.depth_gradient,
             temporal: self.temporal,
+            ranking: self.ranking,
             max_tokens: self.max_tokens,
             preferred_strategies: self.preferred_strategies,
             required_backends: self.required_backends,
@@ -666,6 +729,10 @@ impl ContextRequest {
 
     pub fn temporal(&self) -> TemporalScope {
         self.temporal
+    }
+
+    pub fn ranking(&self) -> RankingStrategy {
+        self.ranking
     }
 
     pub fn max_tokens(&self) -> Option<u64> {
@@ -722,6 +789,24 @@ mod tests {
         assert_eq!(request.priority(), 0.5);
         assert_eq!(request.purpose(), "");
         assert_eq!(serde_json::from_str::<ContextRequest>("{}").unwrap(), request);
+    }
+
+    #[test]
+    fn the_ranking_strategy_is_a_request_field() {
+        assert_eq!(ContextRequest::default().ranking(), RankingStrategy::Relevance);
+        let request: ContextRequest = serde_json::from_str(r#"{"query": "q", "ranking": "recency"}"#).unwrap();
+        assert_eq!(request.ranking(), RankingStrategy::Recency);
+        let again: ContextRequest = serde_json::from_str(&serde_json::to_string(&request).unwrap()).unwrap();
+        assert_eq!(again, request);
+        assert_eq!(
+            request.into_builder().ranking(RankingStrategy::Tiered).build().unwrap().ranking(),
+            RankingStrategy::Tiered
+        );
+        let error = serde_json::from_str::<ContextRequest>(r#"{"ranking": "alphabetical"}"#).unwrap_err();
+        assert!(error.to_string().contains("alphabetical"), "{error}");
+        assert_eq!("tiered".parse::<RankingStrategy>().unwrap(), RankingStrategy::Tiered);
+        let error = "newest".parse::<RankingStrategy>().unwrap_err();
+        assert_eq!((error.model, error.field), ("ContextRequest", "ranking"));
     }
 
     #[test]

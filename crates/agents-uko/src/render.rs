@@ -6,7 +6,7 @@
 //! | 1 | how is it organised? | names of immediate children |
 //! | 2 | key relationships? | `dependsOn` / `references` edges |
 //! | 3 | purpose? | one-line summaries (doc first lines) of the node and children |
-//! | 4 | structural shape? | signatures with types, size metadata |
+//! | 4 | structural shape? | signatures with types (a container child's members' too), size metadata |
 //! | 5-8 | how does it work? | the source, 25 / 50 / 75 / 90 % of its lines |
 //! | 9 | everything | the complete source |
 //!
@@ -64,6 +64,10 @@ pub struct RenderInput<'a> {
     pub node: NodeView<'a>,
     /// Immediate children in source order.
     pub children: Vec<NodeView<'a>>,
+    /// For each child (same order), its own children: a class's methods, for
+    /// the signatures at depth 4. Shorter than `children` (or empty) when not
+    /// known; only [`is_container`] children are listed.
+    pub members: Vec<Vec<NodeView<'a>>>,
     pub edges: Vec<EdgeView>,
     /// The whole text of the node's file.
     pub file_text: &'a str,
@@ -124,9 +128,20 @@ pub fn render(input: &RenderInput<'_>, depth: u8) -> String {
             plural(lines as usize, "line"),
             plural(input.children.len(), "member")
         ));
-        for child in &input.children {
+        // A header view: each child's signature, and under a class (or
+        // struct, trait, ...) its members' signatures, so a module at
+        // SIGNATURES shows its classes' methods too.
+        for (i, child) in input.children.iter().enumerate() {
             if let Some(sig) = child.signature {
                 out.push_str(&format!("  {sig}\n"));
+            }
+            if !is_container(child.kind) {
+                continue;
+            }
+            for member in input.members.get(i).map(Vec::as_slice).unwrap_or_default() {
+                if let Some(sig) = member.signature {
+                    out.push_str(&format!("    {sig}\n"));
+                }
             }
         }
     }
@@ -153,6 +168,20 @@ pub fn render(input: &RenderInput<'_>, depth: u8) -> String {
         out.push_str("```\n");
     }
     out
+}
+
+/// Whether a node's members belong in its parent's header view (depth 4):
+/// classes, interfaces, traits, structs, namespaces and test classes.
+pub fn is_container(kind: NodeKind) -> bool {
+    matches!(
+        kind,
+        NodeKind::Class
+            | NodeKind::Interface
+            | NodeKind::Trait
+            | NodeKind::Struct
+            | NodeKind::Namespace
+            | NodeKind::Test
+    )
 }
 
 /// The node's source lines, starting at the beginning of its first line so
@@ -249,6 +278,7 @@ mod tests {
                 EdgeView { kind: RefKind::Inherits, target: "src/base.py#Base".into(), external: false },
                 EdgeView { kind: RefKind::Calls, target: "os.exit".into(), external: true },
             ],
+            members: vec![],
             file_text: FILE,
         }
     }
@@ -269,6 +299,34 @@ mod tests {
         let d9 = render(&i, 9);
         assert!(d9.contains(FILE[FILE.find("class App").unwrap()..].trim_end()));
         assert!(!d9.contains("more lines"));
+    }
+
+    #[test]
+    fn a_module_at_signatures_shows_its_classes_method_signatures() {
+        let class = input();
+        let module = RenderInput {
+            node: NodeView {
+                kind: NodeKind::Module,
+                name: "app.py",
+                symbol_path: "",
+                path: "src/app.py",
+                span: Span::of_text(FILE),
+                signature: None,
+                doc: None,
+            },
+            children: vec![class.node.clone()],
+            members: vec![class.children.clone()],
+            edges: vec![],
+            file_text: FILE,
+        };
+        let d4 = render(&module, 4);
+        assert!(
+            d4.contains("  class App(Base)\n    def run(self, n: int) -> str\n    def stop(self)\n"),
+            "the methods under their class: {d4}"
+        );
+        assert!(!render(&module, 3).contains("def run"), "signatures start at depth 4");
+        let all = render_all(&module, &Tokenizer::default());
+        assert!(all.windows(2).all(|w| w[0].2 <= w[1].2));
     }
 
     #[test]
@@ -300,6 +358,7 @@ mod tests {
             },
             children: vec![],
             edges: vec![],
+            members: vec![],
             file_text: text,
         };
         let all = render_all(&i, &Tokenizer::default());
@@ -324,6 +383,7 @@ mod tests {
             },
             children: vec![],
             edges: vec![],
+            members: vec![],
             file_text: text,
         };
         assert_eq!(render(&i, 0), "file docs/notes.txt\n");

@@ -1135,24 +1135,34 @@ impl FragmentOrderer for CoherentOrderer {
     }
 }
 
-/// Skeleton first, then inline notes (decisions), then files by the best score
-/// of their pieces (so the first file is the one the best piece comes from, and
-/// files follow `ranked_files`); within a file its best piece first, the rest
-/// in source order. An agent that reads only the top gets the best evidence.
+/// The `default` orderer, in the order of the ranking strategy (the pipeline
+/// hands it the packed pieces ranked): skeleton first, then inline notes
+/// (decisions) in ranked order, then files in the order of their best-ranked
+/// piece; within a file that piece first, the rest in source order. With the
+/// `relevance` ranking the first file is the one the best piece comes from and
+/// files follow `ranked_files`; with `recency` the newest file comes first, with
+/// `tiered` the hot ones. An agent that reads only the top gets the best evidence.
 /// (The spec's dependency order is the `dependency` orderer, [`CoherentOrderer`].)
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RelevanceOrderer;
 
 impl FragmentOrderer for RelevanceOrderer {
     fn order(&self, packed: Vec<ScoredFragment>, _deps: &dyn FileDependencies) -> Vec<ScoredFragment> {
-        let (skeleton, mut inline, groups) = split_for_order(packed);
-        let mut groups: Vec<(String, Vec<ScoredFragment>)> = groups.into_iter().collect();
+        let (mut skeleton, rest): (Vec<_>, Vec<_>) =
+            packed.into_iter().partition(|s| s.piece.role == PieceRole::Skeleton);
+        skeleton.sort_by(|a, b| (&a.piece.path, a.piece.start_line).cmp(&(&b.piece.path, b.piece.start_line)));
+        let (mut inline, files): (Vec<_>, Vec<_>) = rest.into_iter().partition(|s| s.piece.path.is_empty());
+        let mut groups: Vec<(String, Vec<ScoredFragment>)> = Vec::new();
+        for s in files {
+            match groups.iter_mut().find(|(path, _)| *path == s.piece.path) {
+                Some((_, group)) => group.push(s),
+                None => groups.push((s.piece.path.clone(), vec![s])),
+            }
+        }
         for (_, group) in &mut groups {
-            sort_scored(group);
             group[1..]
                 .sort_by(|a, b| (a.piece.start_line, &a.piece.uko_node).cmp(&(b.piece.start_line, &b.piece.uko_node)));
         }
-        groups.sort_by(|a, b| b.1[0].score.total_cmp(&a.1[0].score).then_with(|| a.0.cmp(&b.0)));
         let mut out = skeleton;
         out.append(&mut inline);
         out.extend(groups.into_iter().flat_map(|(_, group)| group));
@@ -1645,6 +1655,26 @@ pub(crate) mod tests {
         let out = GreedyPacker.pack(scored(vec![a, b]), 1000, &shares, &crate::pipeline::piece::InlineRenderer, &tok());
         let uris: Vec<&str> = out.packed.iter().map(|s| s.piece.uko_node.as_str()).collect();
         assert_eq!(uris, ["u:b", "u:a"], "over its share, `big` waits for what is left");
+    }
+
+    #[test]
+    fn the_default_orderer_follows_the_ranking() {
+        // Ranked input (by recency, say): lib.py's piece first although
+        // app.py holds the best score.
+        let mut late = piece("u:app#b", "app.py", 1.0, "b");
+        late.start_line = 20;
+        let mut early = piece("u:app#a", "app.py", 0.5, "a");
+        early.start_line = 3;
+        let lib = piece("u:lib#c", "lib.py", 0.2, "c");
+        let note = piece("plan://p/d", "", 0.1, "decision");
+        let ranked = [lib, note, late, early]
+            .into_iter()
+            .map(|piece| ScoredFragment { score: piece.relevance, parts: ScoreParts::default(), piece })
+            .collect();
+        let out = RelevanceOrderer.order(ranked, &NoDependencies);
+        let uris: Vec<&str> = out.iter().map(|s| s.piece.uko_node.as_str()).collect();
+        // Notes first; files in ranked order; a file's best-ranked piece first.
+        assert_eq!(uris, ["plan://p/d", "u:lib#c", "u:app#b", "u:app#a"]);
     }
 
     #[test]

@@ -19,6 +19,7 @@
 
 pub mod components;
 pub mod enforcer;
+pub mod format;
 pub mod piece;
 
 use std::collections::BTreeMap;
@@ -612,7 +613,7 @@ impl Pipeline {
             |s| (s.len(), piece_tokens(s)),
         );
         let strategies_used = strategies_used(&runs);
-        let ranking = self.ranking("relevance")?.clone();
+        let ranking = self.ranking(input.request.ranking().as_str())?.clone();
         self.fuse(
             tracer,
             FuseInput {
@@ -1050,6 +1051,8 @@ impl Pipeline {
                 piece,
             }),
         );
+        // The orderer reads the ranking's order (files by their best-ranked piece).
+        input.ranking.rank(&mut packed);
         let n = packed.len();
         let ordered = tracer.run(
             "fragment-orderer",
@@ -1097,8 +1100,10 @@ impl Pipeline {
             drop_worst(&mut ordered);
             tracer.steps.pop();
         };
-        let fragments =
-            ordered.iter().map(|s| to_fragment(&s.piece, s.score, input.resource_id)).collect::<Result<Vec<_>, _>>()?;
+        let fragments = ordered
+            .iter()
+            .map(|s| to_fragment(&s.piece, s.score, input.resource_id, tokenizer))
+            .collect::<Result<Vec<_>, _>>()?;
         // Content-addressed: the same context for the same plan has the same id.
         let payload_id = stable_ulid(&[&input.plan_id, &agents_core::fragment::context_hash(&fragments)]);
         let mut builder = AssembledContext::builder(input.plan_id.clone(), input.budget)
@@ -1215,8 +1220,15 @@ fn stable_ulid(parts: &[&str]) -> String {
     ulid::Ulid::from_bytes(bytes).to_string()
 }
 
-/// The delivered form of a packed piece.
-fn to_fragment(piece: &Piece, score: f64, resource_id: &str) -> Result<ContextFragment, ValidationError> {
+/// The delivered form of a packed piece. Its `token_count` is the count of
+/// its `content`, the text every format delivers (the Markdown heading and the
+/// XML or JSON around it are counted in the assembly's `rendered_tokens`).
+fn to_fragment(
+    piece: &Piece,
+    score: f64,
+    resource_id: &str,
+    tokenizer: &dyn TokenCounter,
+) -> Result<ContextFragment, ValidationError> {
     let source_path = if piece.path.is_empty() { piece.uko_node.clone() } else { piece.path.clone() };
     let mut provenance = FragmentProvenance::new(resource_id, source_path)?;
     if let Ok(range) = piece.source_range.parse::<SourceRange>() {
@@ -1238,7 +1250,8 @@ fn to_fragment(piece: &Piece, score: f64, resource_id: &str) -> Result<ContextFr
         metadata.insert("note".to_owned(), note.clone());
     }
     let id = stable_ulid(&[&piece.uko_node, &piece.depth.to_string(), &piece.content]);
-    ContextFragment::builder(piece.uko_node.clone(), piece.content.clone(), piece.tokens as u64, provenance)
+    let tokens = tokenizer.count(&piece.content) as u64;
+    ContextFragment::builder(piece.uko_node.clone(), piece.content.clone(), tokens, provenance)
         .fragment_id(id)
         .detail_depth(piece.depth)
         .relevance_score(score.clamp(0.0, 1.0))
@@ -1493,7 +1506,8 @@ mod tests {
             .collect();
         let roomy =
             pipeline().assemble("p", &short, ContextBudget::new(4000, 0).unwrap(), "relevance", &tok()).unwrap();
-        let one = roomy.context.fragments().iter().map(|f| f.token_count() as usize).max().unwrap();
+        // What one fragment costs in the Markdown (heading included).
+        let one = roomy.pieces.iter().map(|s| s.piece.tokens).max().unwrap();
         let available = ((one * 25) as f64 / 9.0).ceil() as u64;
         let small = PipelineBuilder::new()
             .build(

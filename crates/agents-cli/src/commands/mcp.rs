@@ -78,7 +78,8 @@ pub struct RequestContextParams {
     /// Only code under these path prefixes.
     #[serde(default)]
     pub under: Vec<String>,
-    /// How the context is returned: md (default), json (the AssembledContext) or xml.
+    /// How the context is returned: md (default), json (the AssembledContext
+    /// on one line) or xml; the budget holds for the text in that format.
     #[serde(default)]
     pub format: Option<Format>,
 }
@@ -459,13 +460,14 @@ impl ContextServer {
         answer(
             self.blocking(move |state| {
                 let path = state.allowed(params.path.as_deref())?;
-                let format = params.format.unwrap_or(Format::Md);
                 let model = params.model.clone();
                 let args = query_args(params, path);
                 let run = query::assemble(&state.settings, &state.engine, args, None, &|_, path| state.outcome(path))?;
-                let text = run.render(format.as_str())?;
-                state.spend(model.as_deref(), &text, &run.assembly.context);
-                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                // The text is in the requested format, fitted to the budget in
+                // that format; `rendered_tokens` is its count. The session
+                // spends what was delivered.
+                state.spend(model.as_deref(), &run.text, &run.assembly.context);
+                let mut result = CallToolResult::success(vec![ContentBlock::text(run.text.clone())]);
                 result.structured_content = Some(summary(&run));
                 Ok(result)
             })
@@ -694,6 +696,7 @@ impl ServerHandler for ContextServer {
 
 /// `agents query` arguments for a `request_context` call.
 fn query_args(params: RequestContextParams, path: PathBuf) -> QueryArgs {
+    let format = params.format.unwrap_or(Format::Md).as_str().to_owned();
     QueryArgs {
         text: None,
         path,
@@ -711,11 +714,12 @@ fn query_args(params: RequestContextParams, path: PathBuf) -> QueryArgs {
         breadth: None,
         no_depth_gradient: false,
         temporal: None,
+        ranking: None,
         priority: None,
         purpose: None,
         phase: params.phase.unwrap_or_else(|| "default".to_owned()),
         plan: params.plan,
-        format: "md".to_owned(),
+        format,
         explain: false,
         role: params.role.unwrap_or_else(|| "executor".to_owned()),
         request_value: Some(params.request),
@@ -731,7 +735,7 @@ fn summary(run: &QueryRun) -> serde_json::Value {
         "fragments": context.fragments().len(),
         "rendered_tokens": run.assembly.rendered_tokens,
         "available_tokens": context.budget().available_tokens(),
-        "is_within_budget": context.is_within_budget() && run.assembly.rendered_tokens as u64 <= context.budget().available_tokens(),
+        "is_within_budget": run.assembly.is_within_budget(),
         "strategies_used": context.strategies_used(),
         "ranked_files": run.assembly.ranked_files(),
         "candidates": run.assembly.candidates,
@@ -911,6 +915,7 @@ mod tests {
             "depth",
             "depth_gradient",
             "temporal",
+            "ranking",
             "max_tokens",
             "preferred_strategies",
             "required_backends",

@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 
 use agents_acms::pipeline::Assembly;
+use agents_acms::pipeline::format::OutputFormat;
 use agents_acms::query::SyncReport;
-use agents_core::request::{ContextRequest, ContextRequestBuilder, Depth, TemporalScope};
+use agents_core::request::{ContextRequest, ContextRequestBuilder, Depth, RankingStrategy, TemporalScope};
 use agents_engine::{AssembleOptions, BudgetDerivation, Engine, IndexOutcome};
 use agents_search::SearchFilter;
 use anyhow::Context as _;
@@ -17,6 +18,7 @@ use crate::commands::uko::{refresh, resolve_depth};
 use crate::exit::UsageError;
 use crate::output::thousands;
 use crate::settings::Settings;
+use agents_uko::ontology::Ontology;
 
 /// The CLI's default depth: full source for the best matches.
 const DEFAULT_DEPTH: u8 = 9;
@@ -118,6 +120,10 @@ fn build_request(
         let scope: TemporalScope = temporal.parse().map_err(|e| UsageError(format!("--temporal: {e}")))?;
         builder = builder.temporal(scope);
     }
+    if let Some(ranking) = &args.ranking {
+        let ranking: RankingStrategy = ranking.parse().map_err(|e| UsageError(format!("--ranking: {e}")))?;
+        builder = builder.ranking(ranking);
+    }
     if let Some(max_tokens) = args.max_tokens {
         builder = builder.max_tokens(max_tokens);
     }
@@ -172,6 +178,9 @@ pub struct QueryRun {
     pub sync: SyncReport,
     pub outcome: std::sync::Arc<IndexOutcome>,
     pub phase: agents_core::policy::Phase,
+    /// The context as delivered in the requested format, within the budget
+    /// (its token count is `assembly.rendered_tokens`).
+    pub text: String,
 }
 
 impl QueryRun {
@@ -184,22 +193,13 @@ impl QueryRun {
             strategy: assembly.runs.iter().find_map(|r| r.strategy.clone()).unwrap_or_default(),
             fallbacks: assembly.runs.iter().flat_map(|r| r.fallbacks.iter().cloned()).collect(),
             assembly,
-            is_within_budget: assembly.context.is_within_budget(),
-            remaining_tokens: assembly.context.remaining_tokens(),
+            is_within_budget: assembly.is_within_budget(),
+            remaining_tokens: assembly.remaining_tokens(),
             budget_derivation: &self.derivation,
             ranked_files: assembly.ranked_files(),
             backends: &self.backends,
             sync: &self.sync,
         }
-    }
-
-    /// The context as `format` (md, json or xml) renders it.
-    pub fn render(&self, format: &str) -> anyhow::Result<String> {
-        Ok(match format {
-            "json" => serde_json::to_string_pretty(&self.output())?,
-            "xml" => to_xml(&self.assembly),
-            _ => self.assembly.to_markdown(),
-        })
     }
 }
 
@@ -258,6 +258,7 @@ pub fn assemble(
     if words.is_empty() && request.focus().is_empty() && request.entities().is_empty() && args.plan.is_none() {
         return Err(UsageError(agents_acms::query::QueryError::EmptyQuery.to_string()).into());
     }
+    let format: OutputFormat = args.format.parse().map_err(|e| UsageError(format!("--format: {e}")))?;
     let role = crate::commands::context::parse_role("--role", &args.role)?;
     let (budget, derivation) = engine.budget(args.model.as_deref(), request.max_tokens()).map_err(|e| match e {
         agents_engine::EngineError::UnknownModel { .. } | agents_engine::EngineError::WindowTooSmall { .. } => {
@@ -304,7 +305,7 @@ pub fn assemble(
     } else {
         request
     };
-    let depth = resolve_depth(&request.depth().to_string(), "")?;
+    let depth = query_depth(request.depth(), &outcome.index.metadata.primary_language)?;
     // The project's context entries the role sees compete for the budget too.
     let entries = {
         let tiers = crate::commands::context::open_tiers(engine)?;
@@ -330,14 +331,67 @@ pub fn assemble(
         skeleton_ratio: project_settings.and_then(|s| s.skeleton_ratio()),
         entries,
     };
-    let (assembly, sync, backends) = engine.assemble(&outcome, &request, &options)?;
-    Ok(QueryRun { request, assembly, derivation, backends, sync, outcome, phase })
+    let (mut assembly, sync, backends) = engine.assemble(&outcome, &request, &options)?;
+    // The budget holds for the text in the format delivered, not only Markdown.
+    let query_text = [request.query().unwrap_or_default()]
+        .into_iter()
+        .chain(request.entities().iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let root = std::path::PathBuf::from(&outcome.resource.path);
+    let renderer = agents_acms::pipeline::piece::StoreRenderer::new(
+        &root,
+        &outcome.index.metadata.index_id,
+        engine.store(),
+        engine.graph(),
+    );
+    let tokenizer = engine.tokenizer();
+    let text = engine.pipeline().fit(&mut assembly, format, query_text.trim(), &renderer, &tokenizer)?;
+    Ok(QueryRun { request, assembly, derivation, backends, sync, outcome, phase, text })
+}
+
+/// The depth a query's `--depth` (or request `depth`) stands for: a number,
+/// a universal level, a level of the map of the resource's main language
+/// (`DOCSTRINGS` in a Python repository), else a level of any language's map
+/// (as `agents uko show` resolves it per node) when every map that names it
+/// gives it the same depth. An unknown name is a usage error listing the
+/// levels there are.
+fn query_depth(depth: &Depth, primary_language: &str) -> anyhow::Result<u8> {
+    let Some(name) = depth.as_name() else {
+        return resolve_depth(&depth.to_string(), primary_language);
+    };
+    let ontology = Ontology::builtin();
+    let maps = ontology.detail_level_maps();
+    if let Ok(level) = maps.resolve_depth(ontology.domain_for_language(primary_language), depth) {
+        return Ok(level);
+    }
+    let mut depths: BTreeMap<u8, Vec<String>> = BTreeMap::new();
+    let mut known = std::collections::BTreeSet::new();
+    for domain in maps.maps().keys() {
+        let Ok(levels) = maps.effective_levels(domain) else { continue };
+        known.extend(levels.keys().cloned());
+        if let Some(level) = levels.get(name) {
+            depths.entry(*level).or_default().push(domain.clone());
+        }
+    }
+    match depths.len() {
+        1 => Ok(*depths.keys().next().unwrap_or(&DEFAULT_DEPTH)),
+        0 => Err(UsageError(format!(
+            "--depth {name}: unknown detail level; give 0-9 or one of {}",
+            known.into_iter().collect::<Vec<_>>().join(", ")
+        ))
+        .into()),
+        _ => Err(UsageError(format!(
+            "--depth {name}: the level means different depths in {}; give a number 0-9",
+            depths.iter().map(|(d, domains)| format!("{} ({d})", domains.join(", "))).collect::<Vec<_>>().join(" and ")
+        ))
+        .into()),
+    }
 }
 
 fn run(settings: &Settings, args: QueryArgs, simulate: Option<&str>) -> anyhow::Result<()> {
     let engine = settings.engine()?;
     engine.preload_tokenizer();
-    let format = args.format.clone();
     let explain_trace = args.explain;
     let run =
         assemble(settings, &engine, args, simulate, &|engine, path| refresh(settings, engine, path).map(Into::into))?;
@@ -377,8 +431,8 @@ fn run(settings: &Settings, args: QueryArgs, simulate: Option<&str>) -> anyhow::
             rendered_tokens: assembly.rendered_tokens,
             available_tokens: context.budget().available_tokens(),
             budget_used: context.budget_used(),
-            is_within_budget: context.is_within_budget(),
-            remaining_tokens: context.remaining_tokens(),
+            is_within_budget: assembly.is_within_budget(),
+            remaining_tokens: assembly.remaining_tokens(),
             strategies_used: context.strategies_used(),
             context_hash: context.context_hash(),
             files: assembly.ranked_files(),
@@ -387,8 +441,9 @@ fn run(settings: &Settings, args: QueryArgs, simulate: Option<&str>) -> anyhow::
         };
         return settings.printer.emit(&report, || render_simulation(&report, assembly));
     }
-    let printer = crate::output::Printer { json: settings.printer.json || format == "json", ..settings.printer };
-    printer.emit(&run.output(), || if format == "xml" { to_xml(assembly) } else { assembly.to_markdown() })
+    // --json is the run's report (the context and how it was made); without
+    // it the context goes out as --format says, within the budget.
+    settings.printer.emit(&run.output(), || run.text.clone())
 }
 
 fn render_simulation(report: &Simulation<'_>, assembly: &Assembly) -> String {
@@ -441,39 +496,6 @@ fn explain(assembly: &Assembly) -> String {
     )
 }
 
-/// The context as XML: one `<fragment>` per fragment, content as text.
-fn to_xml(assembly: &Assembly) -> String {
-    use quick_xml::escape::escape;
-    let context = &assembly.context;
-    let mut out = format!(
-        "<context plan_id=\"{}\" total_tokens=\"{}\" available_tokens=\"{}\" context_hash=\"{}\" strategies=\"{}\">\n",
-        escape(context.plan_id()),
-        context.total_tokens(),
-        context.budget().available_tokens(),
-        context.context_hash(),
-        escape(context.strategies_used().join(","))
-    );
-    if let Some(preamble) = context.preamble() {
-        out.push_str(&format!("<preamble>{}</preamble>\n", escape(preamble.trim_end())));
-    }
-    for s in &assembly.pieces {
-        let p = &s.piece;
-        out.push_str(&format!(
-            "<fragment uko_node=\"{}\" path=\"{}\" source_range=\"{}\" type=\"{}\" depth=\"{}\" tokens=\"{}\" relevance=\"{:.4}\" strategy=\"{}\">{}</fragment>\n",
-            escape(&p.uko_node),
-            escape(&p.path),
-            escape(&p.source_range),
-            escape(&p.kind),
-            p.depth,
-            p.tokens,
-            p.relevance,
-            escape(p.strategy()),
-            escape(&p.content)
-        ));
-    }
-    out.push_str("</context>\n");
-    out
-}
 /// `agents strategies`: the registry's view of PATH.
 pub fn strategies(settings: &Settings, path: &std::path::Path) -> anyhow::Result<()> {
     let engine = settings.engine()?;

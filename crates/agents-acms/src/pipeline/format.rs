@@ -1,0 +1,485 @@
+//! The formats an assembled context is delivered in (Markdown, JSON, XML) and
+//! the hard budget over the text actually delivered.
+//!
+//! The pipeline packs to the Markdown rendering; XML and JSON wrap the same
+//! fragments in more markup. [`Pipeline::fit`] measures the text in the format
+//! that goes out and, while it is over the available tokens, drops the
+//! worst-scored fragment and renders again (the preamble is regenerated for
+//! what is left). `rendered_tokens` is then the count of that text.
+
+use std::fmt;
+use std::str::FromStr;
+
+use agents_core::fragment::{AssembledContext, ContextFragment};
+use agents_core::tokens::TokenCounter;
+use serde::Serialize;
+
+use super::components::{PreambleInput, ScoredFragment, at_depth, depth_ladder};
+use super::piece::{DepthRenderer, Piece};
+use super::{
+    Assembly, PREAMBLE_MAX_TOKENS, Pipeline, PipelineError, TraceStep, drop_worst, scored_tokens, stable_ulid,
+    to_fragment,
+};
+
+/// How a context is delivered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputFormat {
+    /// The preamble, then each fragment under a `## path Lx-y (type, depth d)` heading.
+    #[default]
+    Md,
+    /// The AssembledContext as one line of JSON, with `rendered_tokens`,
+    /// `is_within_budget` and `remaining_tokens`.
+    Json,
+    /// `<context>` with a `<preamble>` and one `<fragment>` per fragment.
+    Xml,
+}
+
+impl OutputFormat {
+    pub const ALL: [OutputFormat; 3] = [OutputFormat::Md, OutputFormat::Json, OutputFormat::Xml];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutputFormat::Md => "md",
+            OutputFormat::Json => "json",
+            OutputFormat::Xml => "xml",
+        }
+    }
+}
+
+impl fmt::Display for OutputFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for OutputFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<OutputFormat, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "md" | "markdown" => Ok(OutputFormat::Md),
+            "json" => Ok(OutputFormat::Json),
+            "xml" => Ok(OutputFormat::Xml),
+            _ => Err(format!("unknown format `{s}`; known: md, json, xml")),
+        }
+    }
+}
+
+/// What `--format json` delivers: the spec's AssembledContext and the count of
+/// the delivered text itself.
+#[derive(Serialize)]
+struct JsonPayload<'a> {
+    #[serde(flatten)]
+    context: &'a AssembledContext,
+    rendered_tokens: usize,
+    is_within_budget: bool,
+    remaining_tokens: u64,
+}
+
+impl Assembly {
+    /// The context as `format` delivers it.
+    pub fn render(&self, format: OutputFormat) -> String {
+        match format {
+            OutputFormat::Md => self.to_markdown(),
+            OutputFormat::Json => self.to_json(),
+            OutputFormat::Xml => self.to_xml(),
+        }
+    }
+
+    /// Whether the delivered text and the fragments fit the available tokens.
+    pub fn is_within_budget(&self) -> bool {
+        self.context.is_within_budget() && self.rendered_tokens as u64 <= self.context.budget().available_tokens()
+    }
+
+    /// Tokens of the budget the delivered text leaves.
+    pub fn remaining_tokens(&self) -> u64 {
+        self.context.budget().available_tokens().saturating_sub(self.rendered_tokens as u64)
+    }
+
+    /// The context as one line of JSON (see [`OutputFormat::Json`]).
+    pub fn to_json(&self) -> String {
+        let payload = JsonPayload {
+            context: &self.context,
+            rendered_tokens: self.rendered_tokens,
+            is_within_budget: self.is_within_budget(),
+            remaining_tokens: self.remaining_tokens(),
+        };
+        let mut text = serde_json::to_string(&payload).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// The context as XML: a `<preamble>`, then one `<fragment>` per fragment
+    /// with its content as text.
+    pub fn to_xml(&self) -> String {
+        let context = &self.context;
+        let mut out = format!(
+            "<context plan_id=\"{}\" total_tokens=\"{}\" available_tokens=\"{}\" context_hash=\"{}\" strategies=\"{}\">\n",
+            escape(context.plan_id()),
+            context.total_tokens(),
+            context.budget().available_tokens(),
+            context.context_hash(),
+            escape(&context.strategies_used().join(","))
+        );
+        if let Some(preamble) = context.preamble() {
+            out.push_str(&format!("<preamble>{}</preamble>\n", escape(preamble.trim_end())));
+        }
+        for (s, f) in self.pieces.iter().zip(context.fragments()) {
+            out.push_str(&xml_fragment(&s.piece, f));
+        }
+        out.push_str("</context>\n");
+        out
+    }
+}
+
+/// One `<fragment>` element.
+fn xml_fragment(p: &Piece, f: &ContextFragment) -> String {
+    format!(
+        "<fragment uko_node=\"{}\" path=\"{}\" source_range=\"{}\" type=\"{}\" depth=\"{}\" tokens=\"{}\" relevance=\"{:.4}\" tier=\"{}\" strategy=\"{}\">{}</fragment>\n",
+        escape(&p.uko_node),
+        escape(&p.path),
+        escape(&p.source_range),
+        escape(&p.kind),
+        p.depth,
+        f.token_count(),
+        f.relevance_score(),
+        f.tier(),
+        escape(p.strategy()),
+        escape(&p.content)
+    )
+}
+
+/// Tokens one fragment adds to the text in `format` (its element, and for
+/// JSON its `provenance_map` entry too).
+fn element_tokens(
+    format: OutputFormat,
+    s: &ScoredFragment,
+    resource_id: &str,
+    tokenizer: &dyn TokenCounter,
+) -> Result<usize, PipelineError> {
+    Ok(match format {
+        OutputFormat::Md => tokenizer.count(&s.piece.rendered()),
+        OutputFormat::Xml => {
+            tokenizer.count(&xml_fragment(&s.piece, &to_fragment(&s.piece, s.score, resource_id, tokenizer)?))
+        }
+        OutputFormat::Json => {
+            let f = to_fragment(&s.piece, s.score, resource_id, tokenizer)?;
+            let element = serde_json::to_string(&f).unwrap_or_default();
+            let provenance = serde_json::to_string(f.provenance()).unwrap_or_default();
+            // The element, its map entry `"id":{...}` and two commas.
+            tokenizer.count(&element) + tokenizer.count(&format!("\"{}\":{provenance}", f.fragment_id())) + 2
+        }
+    })
+}
+
+/// XML text or attribute value: the five markup characters escaped, and the
+/// characters XML 1.0 cannot hold at all (control characters other than tab
+/// and line breaks) replaced by U+FFFD.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+impl Pipeline {
+    /// Keeps the hard budget in `format`: renders the context as it will be
+    /// delivered, counts that text, and while it is over the available tokens
+    /// drops the worst-scored fragment (the preamble is regenerated for what is
+    /// left). Sets `rendered_tokens` to the count of the returned text, which is
+    /// that text.
+    pub fn fit(
+        &self,
+        assembly: &mut Assembly,
+        format: OutputFormat,
+        query: &str,
+        renderer: &dyn DepthRenderer,
+        tokenizer: &dyn TokenCounter,
+    ) -> Result<String, PipelineError> {
+        let started = std::time::Instant::now();
+        let available = assembly.context.budget().available_tokens() as usize;
+        let before = assembly.pieces.len();
+        let resource_id =
+            assembly.context.fragments().first().map(|f| f.provenance().resource_id().to_owned()).unwrap_or_default();
+        // Over the budget: pack again for this format, best first, each
+        // fragment at the deepest depth whose markup still fits.
+        let mut downgraded = 0;
+        if !assembly.pieces.is_empty() && tokenizer.count(&assembly.render(format)) > available {
+            downgraded = self.repack(assembly, format, query, &resource_id, renderer, tokenizer)?;
+        }
+        // Then measure the text itself, dropping the worst fragment while it
+        // is over. JSON carries its own count: render until the count it
+        // states is the count of the text (a few rounds at most).
+        let mut rounds = 0;
+        let text = loop {
+            let text = assembly.render(format);
+            let tokens = tokenizer.count(&text);
+            if tokens <= available || assembly.pieces.is_empty() {
+                if tokens == assembly.rendered_tokens || rounds >= 4 {
+                    assembly.rendered_tokens = tokens;
+                    break text;
+                }
+                assembly.rendered_tokens = tokens;
+                rounds += 1;
+                continue;
+            }
+            drop_worst(&mut assembly.pieces);
+            self.rebuild(assembly, query, &resource_id, tokenizer)?;
+        };
+        let dropped = before - assembly.pieces.len();
+        if dropped > 0 || downgraded > 0 {
+            assembly.omitted += dropped;
+            assembly.trace.push(TraceStep {
+                component: "format",
+                implementation: format.as_str().to_owned(),
+                input: before,
+                output: assembly.pieces.len(),
+                tokens: assembly.rendered_tokens,
+                micros: started.elapsed().as_micros() as u64,
+                detail: Some(format!("{dropped} dropped, {downgraded} downgraded to fit the budget as {format}")),
+            });
+        }
+        Ok(text)
+    }
+
+    /// Packs the assembly's pieces again into what the format leaves of the
+    /// budget: best score first, each at the deepest depth of its ladder (its
+    /// depth, then 4, 2, 0) whose element fits, the rest left out; the order
+    /// stays the orderer's. Returns how many pieces went shallower.
+    fn repack(
+        &self,
+        assembly: &mut Assembly,
+        format: OutputFormat,
+        query: &str,
+        resource_id: &str,
+        renderer: &dyn DepthRenderer,
+        tokenizer: &dyn TokenCounter,
+    ) -> Result<usize, PipelineError> {
+        let available = assembly.context.budget().available_tokens() as usize;
+        let pieces = std::mem::take(&mut assembly.pieces);
+        // The frame: the format's text without a fragment, with the preamble
+        // written for all of them (a preamble for fewer is no longer).
+        let preamble = assembly.context.preamble().map(str::to_owned);
+        let mut frame = AssembledContext::builder(assembly.context.plan_id().to_owned(), *assembly.context.budget())
+            .payload_id(assembly.context.payload_id().to_owned())
+            .strategies_used(assembly.context.strategies_used().to_vec());
+        if let Some(p) = &preamble {
+            frame = frame.preamble(p.clone());
+        }
+        let full = std::mem::replace(&mut assembly.context, frame.build()?);
+        // Room for the stated counts of JSON to grow by a digit or two.
+        let frame_tokens = tokenizer.count(&assembly.render(format)) + 4;
+        assembly.context = full;
+        let mut left = available.saturating_sub(frame_tokens);
+        let mut best: Vec<usize> = (0..pieces.len()).collect();
+        best.sort_by(|&a, &b| pieces[b].score.total_cmp(&pieces[a].score).then(a.cmp(&b)));
+        let mut kept: Vec<Option<ScoredFragment>> = vec![None; pieces.len()];
+        let mut downgraded = 0;
+        for i in best {
+            let s = &pieces[i];
+            for depth in depth_ladder(s.piece.depth) {
+                let Some(piece) = at_depth(&s.piece, depth, renderer, tokenizer) else { continue };
+                let candidate = ScoredFragment { piece, ..s.clone() };
+                let cost = element_tokens(format, &candidate, resource_id, tokenizer)?;
+                if cost <= left {
+                    left -= cost;
+                    downgraded += usize::from(depth < s.piece.depth);
+                    kept[i] = Some(candidate);
+                    break;
+                }
+            }
+        }
+        assembly.pieces = kept.into_iter().flatten().collect();
+        self.rebuild(assembly, query, resource_id, tokenizer)?;
+        Ok(downgraded)
+    }
+
+    /// The context again for the pieces left: preamble, fragments, ids.
+    fn rebuild(
+        &self,
+        assembly: &mut Assembly,
+        query: &str,
+        resource_id: &str,
+        tokenizer: &dyn TokenCounter,
+    ) -> Result<(), PipelineError> {
+        let old = &assembly.context;
+        let available = old.budget().available_tokens() as usize;
+        let used = scored_tokens(&assembly.pieces);
+        let max_tokens = PREAMBLE_MAX_TOKENS.min(available.saturating_sub(used));
+        let preamble = if old.preamble().is_some() {
+            self.preamble
+                .1
+                .generate(
+                    &PreambleInput {
+                        query,
+                        fragments: &assembly.pieces,
+                        strategies_used: old.strategies_used(),
+                        budget_used: used,
+                        budget: available,
+                        max_tokens,
+                    },
+                    tokenizer,
+                )
+                .filter(|p| tokenizer.count(p) <= max_tokens)
+        } else {
+            None
+        };
+        let fragments = assembly
+            .pieces
+            .iter()
+            .map(|s| to_fragment(&s.piece, s.score, resource_id, tokenizer))
+            .collect::<Result<Vec<_>, _>>()?;
+        let payload_id = stable_ulid(&[old.plan_id(), &agents_core::fragment::context_hash(&fragments)]);
+        let mut builder = AssembledContext::builder(old.plan_id().to_owned(), *old.budget())
+            .payload_id(payload_id)
+            .fragments(fragments)
+            .strategies_used(old.strategies_used().to_vec());
+        if let Some(p) = preamble {
+            builder = builder.preamble(p);
+        }
+        assembly.context = builder.build()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::PipelineBuilder;
+    use crate::pipeline::piece::InlineRenderer;
+    use agents_core::config::PipelineConfig;
+    use agents_core::fragment::{ContextBudget, ContextFragment, FragmentProvenance};
+    use agents_core::ids::new_ulid;
+    use agents_core::tokens::{Encoding, Tokenizer};
+    use proptest::prelude::*;
+
+    fn tok() -> Tokenizer {
+        Tokenizer::new(Encoding::O200kBase)
+    }
+
+    fn pipeline() -> Pipeline {
+        PipelineBuilder::new().build(&PipelineConfig::default(), super::super::PipelineSettings::default()).unwrap()
+    }
+
+    fn fragments(bodies: &[(String, usize, f64, u8)]) -> Vec<ContextFragment> {
+        let resource = new_ulid();
+        bodies
+            .iter()
+            .enumerate()
+            .map(|(i, (line, lines, relevance, depth))| {
+                let content = format!("{line}\n").repeat(*lines);
+                let provenance = FragmentProvenance::new(&resource, format!("src/f{}.rs", i % 5)).unwrap();
+                ContextFragment::builder(format!("uko://r/src/f{}.rs#s{i}", i % 5), content, 0, provenance)
+                    .detail_depth(*depth)
+                    .relevance_score(*relevance)
+                    .build()
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn xml_and_json_that_overflow_the_budget_lose_their_worst_fragments() {
+        // Many short fragments: the Markdown fits, the XML and JSON markup
+        // around each fragment does not.
+        let bodies: Vec<(String, usize, f64, u8)> =
+            (0..40).map(|i| (format!("let value_{i} = compute(<{i}> & \"x\");"), 1, i as f64 / 40.0, 9)).collect();
+        let fragments = fragments(&bodies);
+        let budget = ContextBudget::new(1000, 0).unwrap();
+        let markdown = pipeline().assemble("p", &fragments, budget, "relevance", &tok()).unwrap();
+        for format in [OutputFormat::Xml, OutputFormat::Json] {
+            let mut out = pipeline().assemble("p", &fragments, budget, "relevance", &tok()).unwrap();
+            let unfitted = tok().count(&out.render(format));
+            assert!(unfitted > 1000, "{format}: the test needs markup that overflows ({unfitted})");
+            let text = pipeline().fit(&mut out, format, "", &InlineRenderer, &tok()).unwrap();
+            assert!(tok().count(&text) <= 1000, "{format}");
+            assert_eq!(out.rendered_tokens, tok().count(&text), "{format}");
+            assert!(out.pieces.len() < markdown.pieces.len() && !out.pieces.is_empty(), "{format}");
+            // The best fragments stay: what is left is the top of the ranking.
+            let worst_kept = out.pieces.iter().map(|s| s.score).fold(f64::MAX, f64::min);
+            let dropped =
+                markdown.pieces.iter().filter(|s| !out.pieces.iter().any(|k| k.piece.uko_node == s.piece.uko_node));
+            assert!(dropped.into_iter().all(|s| s.score <= worst_kept), "{format}");
+            assert_eq!(out.context.fragments().len(), out.pieces.len());
+            assert!(out.is_within_budget());
+            assert!(out.trace.iter().any(|s| s.component == "format"));
+        }
+    }
+
+    #[test]
+    fn a_fragments_token_count_is_the_count_of_its_content_and_headings_are_in_rendered_tokens() {
+        let bodies: Vec<(String, usize, f64, u8)> =
+            (0..12).map(|i| (format!("fn step_{i}() {{ work({i}); }}"), 3, i as f64 / 12.0, 9)).collect();
+        let out = pipeline()
+            .assemble("p", &fragments(&bodies), ContextBudget::new(4000, 0).unwrap(), "relevance", &tok())
+            .unwrap();
+        assert!(!out.context.fragments().is_empty());
+        for f in out.context.fragments() {
+            assert_eq!(f.token_count() as usize, tok().count(f.content()), "{}", f.uko_node());
+        }
+        // The Markdown is the preamble and, per fragment, heading, content
+        // and a blank line: more than the contents alone.
+        let contents: usize = out.context.fragments().iter().map(|f| f.token_count() as usize).sum();
+        assert_eq!(out.context.total_tokens() as usize, contents);
+        assert!(out.rendered_tokens > contents);
+        assert_eq!(out.rendered_tokens, tok().count(&out.to_markdown()));
+    }
+
+    #[test]
+    fn xml_escapes_markup_and_replaces_what_xml_cannot_hold() {
+        assert_eq!(escape("a<b>&\"c'\u{1}\td\n"), "a&lt;b&gt;&amp;&quot;c&apos;\u{FFFD}\td\n");
+    }
+
+    #[test]
+    fn formats_parse_by_name() {
+        assert_eq!("md".parse::<OutputFormat>(), Ok(OutputFormat::Md));
+        assert_eq!("XML".parse::<OutputFormat>(), Ok(OutputFormat::Xml));
+        assert_eq!("json".parse::<OutputFormat>(), Ok(OutputFormat::Json));
+        assert!("yaml".parse::<OutputFormat>().unwrap_err().contains("md, json, xml"));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        /// In every format the delivered text, counted with the real
+        /// tokenizer, stays within the budget; `rendered_tokens` is its count
+        /// (the JSON states it too), and every fragment's `token_count` is the
+        /// count of its content.
+        #[test]
+        fn every_format_keeps_the_budget(
+            bodies in prop::collection::vec(("[a-z<>&\" ]{0,40}", 0usize..40, 0.0f64..1.0, 0u8..=9), 0..30),
+            available in 500u64..3000,
+        ) {
+            let fragments = fragments(&bodies);
+            let budget = ContextBudget::new(available, 0).unwrap();
+            for format in OutputFormat::ALL {
+                let mut out = pipeline().assemble("p", &fragments, budget, "relevance", &tok()).unwrap();
+                let text = pipeline().fit(&mut out, format, "query", &InlineRenderer, &tok()).unwrap();
+                let tokens = tok().count(&text);
+                prop_assert!(tokens as u64 <= available, "{}: {} > {}", format, tokens, available);
+                prop_assert_eq!(out.rendered_tokens, tokens);
+                prop_assert_eq!(&text, &out.render(format));
+                prop_assert!(out.is_within_budget());
+                for f in out.context.fragments() {
+                    prop_assert_eq!(f.token_count() as usize, tok().count(f.content()));
+                }
+                if format == OutputFormat::Json {
+                    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+                    prop_assert_eq!(v["rendered_tokens"].as_u64(), Some(tokens as u64));
+                    prop_assert_eq!(v["is_within_budget"].as_bool(), Some(true));
+                }
+            }
+        }
+    }
+}
