@@ -249,7 +249,7 @@ impl<'t> Walker<'t> {
         type_param_names(node, self.text, &mut generics);
         self.signature_mentions(idx, node, &generics);
         if let Some(body) = body {
-            self.body(body, idx);
+            self.body(body, idx, None);
         }
     }
 
@@ -279,8 +279,14 @@ impl<'t> Walker<'t> {
             }
         };
         self.signature_mentions(idx, node, &generics);
+        let receiver_name = node
+            .child_by_field_name("receiver")
+            .and_then(|r| child_of_kind(r, "parameter_declaration"))
+            .and_then(|p| p.child_by_field_name("name"))
+            .map(|n| self.t(&n).to_string());
         if let Some(body) = body {
-            self.body(body, idx);
+            let receiver = receiver_name.as_deref().filter(|_| !receiver.is_empty()).map(|n| (n, receiver.as_str()));
+            self.body(body, idx, receiver);
         }
     }
 
@@ -438,19 +444,28 @@ impl<'t> Walker<'t> {
                 first.get_or_insert(idx);
             }
             if let (Some(first), Some(value)) = (first, spec.child_by_field_name("value")) {
-                self.body(value, first);
+                self.body(value, first, None);
             }
         }
     }
 
-    /// Calls in a body or initializer; iterative.
-    fn body(&mut self, node: Node<'_>, from: usize) {
+    /// Calls in a body or initializer; iterative. In a method, a call of a
+    /// method of the receiver (`c.Next()` in `func (c *Context)`) is written
+    /// against the receiver's type (`Context.Next`), which resolution binds;
+    /// any other qualifier stays as written.
+    fn body(&mut self, node: Node<'_>, from: usize, receiver: Option<(&str, &str)>) {
         let mut stack = vec![node];
         while let Some(n) = stack.pop() {
             if n.kind() == "call_expression"
                 && let Some(function) = n.child_by_field_name("function")
             {
-                let target = callee(function, self.text, 0);
+                let mut target = callee(function, self.text, 0);
+                if let Some((name, ty)) = receiver
+                    && let Some(member) = target.strip_prefix(name).and_then(|t| t.strip_prefix('.'))
+                    && !member.contains(['.', '('])
+                {
+                    target = format!("{ty}.{member}");
+                }
                 let skip = target == "_"
                     || BUILTINS.contains(&target.as_str())
                     || PREDECLARED_TYPES.contains(&target.as_str());
@@ -872,6 +887,15 @@ func Testify() {}
                 || node.kind == NodeKind::Field;
             assert!(ok, "{} span starts with {:?}", node.symbol_path, &slice[..slice.len().min(20)]);
         }
+    }
+
+    #[test]
+    fn calls_on_the_receiver_are_written_against_its_type() {
+        let text = "package gin\n\nfunc (c *Context) Next() {\n\tc.Abort()\n\tc.engine.Handle()\n\tother.Abort()\n}\n\nfunc free(c *Context) {\n\tc.Abort()\n}\n";
+        let analysis = analyze("context.go", text);
+        let calls: Vec<&str> =
+            analysis.references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.as_str()).collect();
+        assert_eq!(calls, ["Context.Abort", "c.engine.Handle", "other.Abort", "c.Abort"]);
     }
 
     #[test]
