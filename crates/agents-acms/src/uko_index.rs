@@ -15,7 +15,7 @@ use std::sync::Arc;
 use agents_store::{IndexWrite, Rebinding, StoreError, UkoNode, UkoRef};
 use agents_uko::lang::analyzer_for;
 use agents_uko::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
-use agents_uko::resolve::{FileScope, ResolveContext, SymbolEntry, SymbolTable, reference_name};
+use agents_uko::resolve::{FileScope, ResolveContext, SymbolEntry, SymbolTable, imported_name, reference_name};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
@@ -218,9 +218,12 @@ impl Linker<'_> {
         // are few and are read by name instead of reading every symbol.
         let mut wanted: BTreeSet<&str> = BTreeSet::new();
         for file in &pending {
-            for r in &file.refs {
+            for (i, r) in file.refs.iter().enumerate() {
                 if r.kind != RefKind::Import {
                     wanted.insert(reference_name(file.str(r.target)));
+                } else {
+                    // The defined name of a renamed import.
+                    wanted.extend(file.names(i).iter().filter(|n| n.contains(" as ")).map(|n| imported_name(n).0));
                 }
             }
         }
@@ -317,6 +320,14 @@ impl Linker<'_> {
                 target
             })
             .collect();
+        // Bases next: `self.m()` finds an inherited `m` through them.
+        for r in file.refs.iter().filter(|r| r.kind == RefKind::Inherits) {
+            let class = file.symbol_path(r.from);
+            if let Some(e) = table.resolve(&scope, class, r.kind, file.str(r.target)) {
+                let base = (e.path.to_string(), e.symbol_path.to_string());
+                scope.bases.entry(class.to_string()).or_default().push(base);
+            }
+        }
         file.refs
             .iter()
             .zip(import_targets)
@@ -366,6 +377,12 @@ impl Linker<'_> {
             {
                 add_import(&mut scope, &target, &r.names);
             }
+            if r.kind == RefKind::Inherits.as_str()
+                && let (Some(uri), Some(base_path)) = (&r.resolved_uri, &r.resolved_path)
+            {
+                let base = (base_path.clone(), symbol_path_of(uri).to_string());
+                scope.bases.entry(symbol_path_of(&r.from_uri).to_string()).or_default().push(base);
+            }
         }
         Ok(scope)
     }
@@ -395,7 +412,12 @@ fn add_import(scope: &mut FileScope, path: &str, names: &[String]) {
         scope.imported_paths.push(path.to_string());
     }
     for n in names.iter().filter(|n| n.as_str() != "*") {
-        scope.aliases.entry(n.clone()).or_insert_with(|| path.to_string());
+        // `b as c` (a renamed Python import) binds `c`, defined as `b`.
+        let (original, local) = imported_name(n);
+        scope.aliases.entry(local.to_string()).or_insert_with(|| path.to_string());
+        if original != local {
+            scope.renamed.entry(local.to_string()).or_insert_with(|| original.to_string());
+        }
     }
 }
 
@@ -448,5 +470,26 @@ mod tests {
         assert_eq!(target_name("./util"), "util");
         assert_eq!(truncate("héllo", 2), "hé…");
         assert_eq!(truncate("hi", 2), "hi");
+    }
+
+    #[test]
+    fn renamed_python_imports_bind_their_local_names() {
+        // requests: `from . import _types as _t` and
+        // `from ._types import is_prepared as _is_prepared`.
+        let mut table = SymbolTable::default();
+        for (path, symbol) in
+            [("src/_types.py", "is_prepared"), ("src/_types.py", "has_read"), ("src/x.py", "has_read")]
+        {
+            let name: Box<str> = symbol.into();
+            table.insert(SymbolEntry { path: path.into(), symbol_path: symbol.into(), name, kind: NodeKind::Function });
+        }
+        table.finish();
+        let mut scope = FileScope { path: "src/adapters.py".into(), ..FileScope::default() };
+        add_import(&mut scope, "src/_types.py", &["_types as _t".to_string()]);
+        add_import(&mut scope, "src/_types.py", &["is_prepared as _is_prepared".to_string()]);
+        let bound = |target: &str| table.resolve(&scope, "send", RefKind::Calls, target).map(|e| e.path.to_string());
+        assert_eq!(bound("_t.has_read").as_deref(), Some("src/_types.py"));
+        assert_eq!(bound("_is_prepared").as_deref(), Some("src/_types.py"));
+        assert_eq!(bound("obj.has_read"), None, "not a module qualifier");
     }
 }

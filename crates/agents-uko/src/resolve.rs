@@ -144,6 +144,12 @@ pub struct FileScope {
     pub imported_paths: Vec<String>,
     /// Local name (alias or imported name) -> the path it came from.
     pub aliases: HashMap<String, String>,
+    /// Local name -> the name it has where it is defined, for an import
+    /// that renames (`from m import b as c`: `c` -> `b`).
+    pub renamed: HashMap<String, String>,
+    /// A class of this file (symbol path) -> its resolved bases (path,
+    /// symbol path), in order: where `self.m()` finds an inherited `m`.
+    pub bases: HashMap<String, Vec<(String, String)>>,
 }
 
 impl SymbolTable {
@@ -200,8 +206,10 @@ impl SymbolTable {
     ///
     /// A call is never bound to the node it is written in (no self-loop),
     /// and a qualified call (`obj.m()`, `self.app.m()`) binds only when its
-    /// qualifier proves the owner: a bare `self`/`this`/`cls`/`Self` (Go:
-    /// the receiver, which the analyzer writes as its type), an imported
+    /// qualifier proves the owner: a bare `self`/`this`/`cls`/`Self` (the
+    /// enclosing type's member, else an inherited one through
+    /// [`FileScope::bases`]; Go: the receiver or a typed parameter, which the
+    /// analyzer writes as its type), `super` (a base's member), an imported
     /// module or type, or a type of this file (or Go package). An unknown
     /// qualifier leaves the call unresolved rather than bound to whatever
     /// same-named symbol is near.
@@ -231,6 +239,13 @@ impl SymbolTable {
         let name = reference_name(target);
         if name.is_empty() {
             return None;
+        }
+        if segments.len() == 1
+            && let (Some(original), Some(path)) = (scope.renamed.get(name), scope.aliases.get(name))
+        {
+            // `c()` after `from m import b as c`: `b` of `m`.
+            let found = self.in_file(path, original).iter().map(|&i| &self.entries[i as usize]);
+            return unique(found.filter(|e| kind_fits(kind, e.kind) && !e.symbol_path.contains('.')));
         }
         let is_call = kind == crate::model::RefKind::Calls;
         let family = family_of(&scope.path);
@@ -265,12 +280,16 @@ impl SymbolTable {
                 if segments.len() != 2 {
                     return None;
                 }
-                let members: Vec<&SymbolEntry> = same_file.iter().copied().filter(not_self).collect();
-                return innermost(&members, from_symbol_path, true);
+                // The type's own member shadows its bases' (the caller
+                // itself included: `resolve` drops that self-loop).
+                if let Some(found) = innermost(&same_file, from_symbol_path, true) {
+                    return Some(found);
+                }
+                return self.inherited(scope, from_symbol_path, name, kind);
             }
             if q == "super" {
                 // A base class's member: never the enclosing type's own.
-                return None;
+                return if segments.len() == 2 { self.inherited(scope, from_symbol_path, name, kind) } else { None };
             }
             let member = segments.join(".");
             if let Some(path) = scope.aliases.get(q) {
@@ -332,13 +351,56 @@ impl SymbolTable {
             return in_package(dir_of(&scope.path), name);
         }
         if qualifier.is_none() || !is_call {
+            // Top-level symbols only: a nested function is not visible
+            // outside the function that holds it.
             return unique(
                 ids.iter()
                     .map(|&i| &self.entries[i as usize])
                     .filter(fits)
                     .filter(in_scope)
-                    .filter(|e| family_of(&e.path) == family),
+                    .filter(|e| family_of(&e.path) == family)
+                    .filter(|e| kind != crate::model::RefKind::Calls || !e.symbol_path.contains('.')),
             );
+        }
+        None
+    }
+}
+
+impl SymbolTable {
+    /// `name` as a member of a base of the class enclosing `from` (bases of
+    /// bases too, while they are classes of this file), first base first.
+    fn inherited(
+        &self,
+        scope: &FileScope,
+        from: &str,
+        name: &str,
+        kind: crate::model::RefKind,
+    ) -> Option<&SymbolEntry> {
+        let mut owner = from;
+        let bases = loop {
+            if let Some(bases) = scope.bases.get(owner) {
+                break bases;
+            }
+            owner = owner.rsplit_once('.')?.0;
+        };
+        let mut queue: std::collections::VecDeque<&(String, String)> = bases.iter().collect();
+        let mut seen: Vec<&(String, String)> = Vec::new();
+        while let Some(base) = queue.pop_front() {
+            if seen.contains(&base) || seen.len() > 32 {
+                continue;
+            }
+            seen.push(base);
+            let (path, class) = base;
+            let member = format!("{class}.{name}");
+            let found = self.in_file(path, name).iter().map(|&i| &self.entries[i as usize]);
+            if let Some(e) = found.filter(|e| kind_fits(kind, e.kind)).find(|e| *e.symbol_path == *member) {
+                return Some(e);
+            }
+            if *path == scope.path
+                && let Some(more) = scope.bases.get(class)
+            {
+                queue.extend(more);
+            }
         }
         None
     }
@@ -374,6 +436,12 @@ fn family_of(path: &str) -> Family {
         "c" | "h" | "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" => Family::C,
         _ => Family::Other,
     }
+}
+
+/// An import name as recorded: `(original, local)`; a renamed import is
+/// recorded as `"b as c"` -> `("b", "c")`.
+pub fn imported_name(name: &str) -> (&str, &str) {
+    name.split_once(" as ").unwrap_or((name, name))
 }
 
 /// The segments of a qualified reference (`a.b`, `A::b`, `p->b`).
@@ -459,6 +527,8 @@ mod table_tests {
             path: path.into(),
             imported_paths: imports.iter().map(|s| s.to_string()).collect(),
             aliases: HashMap::new(),
+            renamed: HashMap::new(),
+            bases: HashMap::new(),
         }
     }
 
@@ -488,6 +558,42 @@ mod table_tests {
         assert!(t.resolve(&s, from, RefKind::Calls, "self.app.add_url_rule").is_none());
         assert!(t.resolve(&s, from, RefKind::Calls, "self.add_url_rule").is_none(), "no self-loop");
         assert!(t.resolve(&s, from, RefKind::Calls, "add_url_rule").is_none(), "no self-loop");
+    }
+
+    #[test]
+    fn self_and_super_calls_find_inherited_members_through_resolved_bases() {
+        // requests: `PreparedRequest(RequestEncodingMixin, RequestHooksMixin)`
+        // calls `self.register_hook`, defined on `RequestHooksMixin`.
+        let mut t = SymbolTable::default();
+        for (path, symbol, kind) in [
+            ("models.py", "Mixin", NodeKind::Class),
+            ("models.py", "Hooks", NodeKind::Class),
+            ("models.py", "Hooks.register_hook", NodeKind::Method),
+            ("models.py", "Prepared", NodeKind::Class),
+            ("models.py", "Prepared.prepare_hooks", NodeKind::Method),
+            ("base.py", "Root", NodeKind::Class),
+            ("base.py", "Root.__init__", NodeKind::Method),
+            ("base.py", "Root.fail", NodeKind::Method),
+        ] {
+            t.insert(entry(path, symbol, kind));
+        }
+        t.finish();
+        let mut s = scope("models.py", &[]);
+        let base = |p: &str, c: &str| (p.to_string(), c.to_string());
+        s.bases.insert("Prepared".into(), vec![base("models.py", "Mixin"), base("models.py", "Hooks")]);
+        s.bases.insert("Hooks".into(), vec![base("base.py", "Root")]);
+        let bound = |from: &str, target: &str| {
+            t.resolve(&s, from, RefKind::Calls, target).map(|e| format!("{}#{}", e.path, e.symbol_path))
+        };
+        assert_eq!(
+            bound("Prepared.prepare_hooks", "self.register_hook").as_deref(),
+            Some("models.py#Hooks.register_hook")
+        );
+        assert_eq!(bound("Prepared.prepare_hooks", "self.fail").as_deref(), Some("base.py#Root.fail"), "a base's base");
+        assert_eq!(bound("Hooks.register_hook", "super.__init__").as_deref(), Some("base.py#Root.__init__"));
+        assert_eq!(bound("Prepared.prepare_hooks", "self.missing"), None);
+        assert_eq!(bound("Prepared.prepare_hooks", "self.prepare_hooks"), None, "its own, not a base's");
+        assert_eq!(bound("Prepared.prepare_hooks", "other.register_hook"), None);
     }
 
     #[test]
@@ -526,6 +632,18 @@ mod table_tests {
     }
 
     #[test]
+    fn a_nested_function_is_not_bound_from_another_file() {
+        let mut t = SymbolTable::default();
+        t.insert(entry("fetch.ts", "FetchState", NodeKind::Class));
+        t.insert(entry("fetch.ts", "FetchState.create", NodeKind::Method));
+        t.insert(entry("fetch.ts", "FetchState.create.resolve", NodeKind::Function));
+        t.finish();
+        assert!(t.resolve(&scope("env.ts", &[]), "make", RefKind::Calls, "resolve").is_none());
+        let found = t.resolve(&scope("fetch.ts", &[]), "FetchState.create", RefKind::Calls, "resolve").unwrap();
+        assert_eq!(found.symbol_path.as_ref(), "FetchState.create.resolve", "inside its function it is");
+    }
+
+    #[test]
     fn a_bare_name_binds_only_within_its_language() {
         let t = table();
         assert!(t.resolve(&scope("web/x.ts", &[]), "", RefKind::Calls, "only_here").is_none());
@@ -540,6 +658,7 @@ mod table_tests {
         t.insert(entry("utils.go", "isASCII", NodeKind::Function));
         t.insert(entry("render/render.go", "isASCII", NodeKind::Function));
         t.insert(entry("render/render.go", "Context.Abort", NodeKind::Method));
+        t.insert(entry("render/json.go", "JSON.Render", NodeKind::Method));
         t.finish();
         let s = scope("response.go", &[]);
         let found = t.resolve(&s, "Context.Header", RefKind::Calls, "Context.Abort").unwrap();
@@ -549,6 +668,8 @@ mod table_tests {
         let mut s = scope("gin.go", &["render/render.go"]);
         s.aliases.insert("render".into(), "render/render.go".into());
         assert_eq!(t.resolve(&s, "New", RefKind::Calls, "render.isASCII").unwrap().path.as_ref(), "render/render.go");
+        let found = t.resolve(&s, "New", RefKind::Calls, "render.JSON.Render").unwrap();
+        assert_eq!((found.path.as_ref(), found.symbol_path.as_ref()), ("render/json.go", "JSON.Render"), "pkg.Type.M");
     }
 
     #[test]

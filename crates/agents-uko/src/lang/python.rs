@@ -8,8 +8,9 @@
 //! starts with `@`, `def`, `async`, `class`, `import`, `from`, `type` or the
 //! assigned name; signatures leave decorators out.
 //!
-//! Import `names`: for `from m import a, b as c` the original names
-//! (`["a", "b"]`, so the resolver can look them up in `m` or as submodules),
+//! Import `names`: for `from m import a, b as c` the original names, a
+//! renamed one with its local name (`["a", "b as c"]`: the resolver looks
+//! `b` up in `m` or as a submodule, and binds `c` in the importing file),
 //! `["*"]` for a wildcard; for `import a.b.c` the name it binds (`["a"]`);
 //! for `import a.b as c` the alias (`["c"]`).
 
@@ -294,8 +295,14 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             } else if node.field_name_for_child(i as u32) == Some("name") {
                 let original =
                     if child.kind() == "aliased_import" { child.child_by_field_name("name") } else { Some(child) };
+                let alias =
+                    if child.kind() == "aliased_import" { field_text(&child, "alias", self.text) } else { None };
                 if let Some(original) = original {
-                    names.push(compact(node_text(&original, self.text)));
+                    let original = compact(node_text(&original, self.text));
+                    names.push(match alias {
+                        Some(alias) if alias != original => format!("{original} as {alias}"),
+                        _ => original,
+                    });
                 }
             }
         }
@@ -652,6 +659,9 @@ fn is_builtin_type(name: &str) -> bool {
 /// file's own directory, then by a unique path suffix of two or more segments,
 /// then by ever shorter prefixes of the dotted name.
 fn resolve_python_import(ctx: &ResolveContext<'_>, from_path: &str, target: &str, names: &[String]) -> Option<String> {
+    // `b as c` is looked up as `b`.
+    let names: Vec<String> = names.iter().map(|n| crate::resolve::imported_name(n).0.to_string()).collect();
+    let names = names.as_slice();
     if target.starts_with('.') {
         let dots = target.len() - target.trim_start_matches('.').len();
         let rest = &target[dots..];
