@@ -214,9 +214,23 @@ impl Linker<'_> {
         if pending.is_empty() && changed_paths.is_empty() {
             return Ok((stats, Vec::new()));
         }
+        let affected =
+            if rebind_others { writer.refs_affected_by(changed_paths, introduced_names)? } else { Vec::new() };
+        // The defined names of renamed imports (`b as c`) in the files of
+        // affected references: their `c` binds to `b`.
+        let mut renamed_originals: Vec<String> = Vec::new();
+        let affected_paths: BTreeSet<&str> = affected.iter().map(|(_, r)| r.path.as_str()).collect();
+        for path in affected_paths {
+            for (_, r) in writer.file_refs(path)? {
+                if r.kind == RefKind::Import.as_str() {
+                    let renamed = r.names.iter().filter(|n| n.contains(" as "));
+                    renamed_originals.extend(renamed.map(|n| imported_name(n).0.to_string()));
+                }
+            }
+        }
         // Only the names references mention matter; for a small change they
         // are few and are read by name instead of reading every symbol.
-        let mut wanted: BTreeSet<&str> = BTreeSet::new();
+        let mut wanted: BTreeSet<&str> = renamed_originals.iter().map(String::as_str).collect();
         for file in &pending {
             for (i, r) in file.refs.iter().enumerate() {
                 if r.kind != RefKind::Import {
@@ -227,8 +241,6 @@ impl Linker<'_> {
                 }
             }
         }
-        let affected =
-            if rebind_others { writer.refs_affected_by(changed_paths, introduced_names)? } else { Vec::new() };
         for (_, r) in &affected {
             wanted.insert(reference_name(&r.target));
         }
