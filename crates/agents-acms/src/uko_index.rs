@@ -15,7 +15,7 @@ use std::sync::Arc;
 use agents_store::{IndexWrite, Rebinding, StoreError, UkoNode, UkoRef};
 use agents_uko::lang::analyzer_for;
 use agents_uko::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
-use agents_uko::resolve::{FileScope, ResolveContext, SymbolEntry, SymbolTable, reference_name};
+use agents_uko::resolve::{FileScope, ResolveContext, SymbolEntry, SymbolTable, imported_name, reference_name};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
@@ -214,18 +214,33 @@ impl Linker<'_> {
         if pending.is_empty() && changed_paths.is_empty() {
             return Ok((stats, Vec::new()));
         }
-        // Only the names references mention matter; for a small change they
-        // are few and are read by name instead of reading every symbol.
-        let mut wanted: BTreeSet<&str> = BTreeSet::new();
-        for file in &pending {
-            for r in &file.refs {
-                if r.kind != RefKind::Import {
-                    wanted.insert(reference_name(file.str(r.target)));
+        let affected =
+            if rebind_others { writer.refs_affected_by(changed_paths, introduced_names)? } else { Vec::new() };
+        // The defined names of renamed imports (`b as c`) in the files of
+        // affected references: their `c` binds to `b`.
+        let mut renamed_originals: Vec<String> = Vec::new();
+        let affected_paths: BTreeSet<&str> = affected.iter().map(|(_, r)| r.path.as_str()).collect();
+        for path in affected_paths {
+            for (_, r) in writer.file_refs(path)? {
+                if r.kind == RefKind::Import.as_str() {
+                    let renamed = r.names.iter().filter(|n| n.contains(" as "));
+                    renamed_originals.extend(renamed.map(|n| imported_name(n).0.to_string()));
                 }
             }
         }
-        let affected =
-            if rebind_others { writer.refs_affected_by(changed_paths, introduced_names)? } else { Vec::new() };
+        // Only the names references mention matter; for a small change they
+        // are few and are read by name instead of reading every symbol.
+        let mut wanted: BTreeSet<&str> = renamed_originals.iter().map(String::as_str).collect();
+        for file in &pending {
+            for (i, r) in file.refs.iter().enumerate() {
+                if r.kind != RefKind::Import {
+                    wanted.insert(reference_name(file.str(r.target)));
+                } else {
+                    // The defined name of a renamed import.
+                    wanted.extend(file.names(i).iter().filter(|n| n.contains(" as ")).map(|n| imported_name(n).0));
+                }
+            }
+        }
         for (_, r) in &affected {
             wanted.insert(reference_name(&r.target));
         }
@@ -317,6 +332,14 @@ impl Linker<'_> {
                 target
             })
             .collect();
+        // Bases next: `self.m()` finds an inherited `m` through them.
+        for r in file.refs.iter().filter(|r| r.kind == RefKind::Inherits) {
+            let class = file.symbol_path(r.from);
+            if let Some(e) = table.resolve(&scope, class, r.kind, file.str(r.target)) {
+                let base = (e.path.to_string(), e.symbol_path.to_string());
+                scope.bases.entry(class.to_string()).or_default().push(base);
+            }
+        }
         file.refs
             .iter()
             .zip(import_targets)
@@ -366,6 +389,12 @@ impl Linker<'_> {
             {
                 add_import(&mut scope, &target, &r.names);
             }
+            if r.kind == RefKind::Inherits.as_str()
+                && let (Some(uri), Some(base_path)) = (&r.resolved_uri, &r.resolved_path)
+            {
+                let base = (base_path.clone(), symbol_path_of(uri).to_string());
+                scope.bases.entry(symbol_path_of(&r.from_uri).to_string()).or_default().push(base);
+            }
         }
         Ok(scope)
     }
@@ -395,7 +424,12 @@ fn add_import(scope: &mut FileScope, path: &str, names: &[String]) {
         scope.imported_paths.push(path.to_string());
     }
     for n in names.iter().filter(|n| n.as_str() != "*") {
-        scope.aliases.entry(n.clone()).or_insert_with(|| path.to_string());
+        // `b as c` (a renamed Python import) binds `c`, defined as `b`.
+        let (original, local) = imported_name(n);
+        scope.aliases.entry(local.to_string()).or_insert_with(|| path.to_string());
+        if original != local {
+            scope.renamed.entry(local.to_string()).or_insert_with(|| original.to_string());
+        }
     }
 }
 
@@ -448,5 +482,26 @@ mod tests {
         assert_eq!(target_name("./util"), "util");
         assert_eq!(truncate("héllo", 2), "hé…");
         assert_eq!(truncate("hi", 2), "hi");
+    }
+
+    #[test]
+    fn renamed_python_imports_bind_their_local_names() {
+        // requests: `from . import _types as _t` and
+        // `from ._types import is_prepared as _is_prepared`.
+        let mut table = SymbolTable::default();
+        for (path, symbol) in
+            [("src/_types.py", "is_prepared"), ("src/_types.py", "has_read"), ("src/x.py", "has_read")]
+        {
+            let name: Box<str> = symbol.into();
+            table.insert(SymbolEntry { path: path.into(), symbol_path: symbol.into(), name, kind: NodeKind::Function });
+        }
+        table.finish();
+        let mut scope = FileScope { path: "src/adapters.py".into(), ..FileScope::default() };
+        add_import(&mut scope, "src/_types.py", &["_types as _t".to_string()]);
+        add_import(&mut scope, "src/_types.py", &["is_prepared as _is_prepared".to_string()]);
+        let bound = |target: &str| table.resolve(&scope, "send", RefKind::Calls, target).map(|e| e.path.to_string());
+        assert_eq!(bound("_t.has_read").as_deref(), Some("src/_types.py"));
+        assert_eq!(bound("_is_prepared").as_deref(), Some("src/_types.py"));
+        assert_eq!(bound("obj.has_read"), None, "not a module qualifier");
     }
 }

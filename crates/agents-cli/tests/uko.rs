@@ -723,3 +723,20 @@ fn help_works_for_every_uko_command() {
     }
     assert!(!fx.home.join("agents.db").exists(), "help does not create the store");
 }
+
+#[test]
+fn renamed_imports_bind_and_stay_bound_after_their_module_changes() {
+    let fx = Fixture::new();
+    fx.write("pkg/kinds.py", "def is_prepared(x):\n    return True\n");
+    fx.write(
+        "pkg/check.py",
+        "from .kinds import is_prepared as _is_prepared\n\n\ndef check(x):\n    return _is_prepared(x)\n",
+    );
+    let edge = "pkg/kinds.py#is_prepared (calls)";
+    let content = fx.show("pkg/check.py#check", "2")["content"].as_str().unwrap().to_string();
+    assert!(content.contains(edge), "{content}");
+    // A refresh re-resolves the references into the changed module.
+    fx.write("pkg/kinds.py", "def is_prepared(x):\n    return x is not None\n");
+    let content = fx.show("pkg/check.py#check", "2")["content"].as_str().unwrap().to_string();
+    assert!(content.contains(edge), "after the refresh: {content}");
+}

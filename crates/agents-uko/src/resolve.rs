@@ -144,6 +144,12 @@ pub struct FileScope {
     pub imported_paths: Vec<String>,
     /// Local name (alias or imported name) -> the path it came from.
     pub aliases: HashMap<String, String>,
+    /// Local name -> the name it has where it is defined, for an import
+    /// that renames (`from m import b as c`: `c` -> `b`).
+    pub renamed: HashMap<String, String>,
+    /// A class of this file (symbol path) -> its resolved bases (path,
+    /// symbol path), in order: where `self.m()` finds an inherited `m`.
+    pub bases: HashMap<String, Vec<(String, String)>>,
 }
 
 impl SymbolTable {
@@ -197,7 +203,32 @@ impl SymbolTable {
     /// ambiguous. Order: `self`/`this` members of the enclosing type; a
     /// qualifier naming an import; the same file (innermost scope first);
     /// top-level symbols of imported files; a symbol unique in the resource.
+    ///
+    /// A call is never bound to the node it is written in (no self-loop),
+    /// and a qualified call (`obj.m()`, `self.app.m()`) binds only when its
+    /// qualifier proves the owner: a bare `self`/`this`/`cls`/`Self` (the
+    /// enclosing type's member, else an inherited one through
+    /// [`FileScope::bases`]; Go: the receiver or a typed parameter, which the
+    /// analyzer writes as its type), `super` (a base's member), an imported
+    /// module or type, or a type of this file (or Go package). An unknown
+    /// qualifier leaves the call unresolved rather than bound to whatever
+    /// same-named symbol is near.
     pub fn resolve(
+        &self,
+        scope: &FileScope,
+        from_symbol_path: &str,
+        kind: crate::model::RefKind,
+        target: &str,
+    ) -> Option<&SymbolEntry> {
+        let found = self.bind(scope, from_symbol_path, kind, target)?;
+        let self_loop = *found.path == *scope.path && *found.symbol_path == *from_symbol_path;
+        if self_loop && kind == crate::model::RefKind::Calls {
+            return None;
+        }
+        Some(found)
+    }
+
+    fn bind(
         &self,
         scope: &FileScope,
         from_symbol_path: &str,
@@ -209,9 +240,19 @@ impl SymbolTable {
         if name.is_empty() {
             return None;
         }
+        if segments.len() == 1
+            && let (Some(original), Some(path)) = (scope.renamed.get(name), scope.aliases.get(name))
+        {
+            // `c()` after `from m import b as c`: `b` of `m`.
+            let found = self.in_file(path, original).iter().map(|&i| &self.entries[i as usize]);
+            return unique(found.filter(|e| kind_fits(kind, e.kind) && !e.symbol_path.contains('.')));
+        }
+        let is_call = kind == crate::model::RefKind::Calls;
+        let family = family_of(&scope.path);
         let qualifier = (segments.len() > 1).then(|| segments[0]);
         let ids = self.by_name.get(name)?;
         let fits = |e: &&SymbolEntry| kind_fits(kind, e.kind);
+        let not_self = |e: &&SymbolEntry| !(*e.path == *scope.path && *e.symbol_path == *from_symbol_path);
         // Symbols of one file with this name (files hold few; names can be
         // shared by thousands across a resource).
         let in_file = |path: &str| -> Vec<&SymbolEntry> {
@@ -220,30 +261,80 @@ impl SymbolTable {
         let top_level = |path: &str| -> Option<&SymbolEntry> {
             unique(in_file(path).into_iter().filter(|e| !e.symbol_path.contains('.')))
         };
+        // A Go package is its directory: the symbol of that package with
+        // this exact symbol path.
+        let in_package = |dir: &str, symbol_path: &str| -> Option<&SymbolEntry> {
+            unique(
+                ids.iter()
+                    .map(|&i| &self.entries[i as usize])
+                    .filter(fits)
+                    .filter(|e| family_of(&e.path) == Family::Go && dir_of(&e.path) == dir)
+                    .filter(|e| *e.symbol_path == *symbol_path),
+            )
+        };
         let same_file = in_file(&scope.path);
         if let Some(q) = qualifier {
             if matches!(q, "self" | "this" | "Self" | "cls") {
-                return innermost(&same_file, from_symbol_path, true);
+                // `self.app.add_url_rule`: a member of a field, whose type
+                // is unknown; never the enclosing type's own member.
+                if segments.len() != 2 {
+                    return None;
+                }
+                // The type's own member shadows its bases' (the caller
+                // itself included: `resolve` drops that self-loop).
+                if let Some(found) = innermost(&same_file, from_symbol_path, true) {
+                    return Some(found);
+                }
+                return self.inherited(scope, from_symbol_path, name, kind);
             }
             if q == "super" {
                 // A base class's member: never the enclosing type's own.
-                return None;
+                return if segments.len() == 2 { self.inherited(scope, from_symbol_path, name, kind) } else { None };
             }
+            let member = segments.join(".");
             if let Some(path) = scope.aliases.get(q) {
-                // `module.func`, or `Class.method` of an imported class.
-                let member = format!("{q}.{name}");
+                // `module.func`, `Class.method` of an imported class, or
+                // `module.Class.method`.
                 if let Some(e) = in_file(path).into_iter().find(|e| *e.symbol_path == *member) {
                     return Some(e);
                 }
-                return top_level(path);
+                let rest = segments[1..].join(".");
+                if let Some(e) = in_file(path).into_iter().find(|e| *e.symbol_path == *rest) {
+                    return Some(e);
+                }
+                if family == Family::Go && family_of(path) == Family::Go {
+                    return in_package(dir_of(path), &rest);
+                }
+                if segments.len() == 2 {
+                    return top_level(path);
+                }
+                return None;
             }
-            // `Type.method` / `Type::new` written against a type of this file.
-            if let Some(e) = same_file.iter().copied().find(|e| *e.symbol_path == *format!("{q}.{name}")) {
+            // `Type.method` / `Type::new` written against a type of this
+            // file (or, in Go, of this package).
+            if let Some(e) = same_file.iter().copied().find(|e| *e.symbol_path == *member) {
                 return Some(e);
             }
+            if family == Family::Go
+                && let Some(e) = in_package(dir_of(&scope.path), &member)
+            {
+                return Some(e);
+            }
+            if is_call {
+                // `obj.m()`: the owner is unknown.
+                return None;
+            }
         }
-        if let Some(found) = innermost(&same_file, from_symbol_path, false) {
+        // A bare name never means a method, except where members are in
+        // scope unqualified (Java, C++).
+        let in_scope = |e: &&SymbolEntry| family.implicit_members() || e.kind != crate::model::NodeKind::Method;
+        let visible: Vec<&SymbolEntry> = same_file.iter().copied().filter(in_scope).filter(not_self).collect();
+        if let Some(found) = innermost(&visible, from_symbol_path, false) {
             return Some(found);
+        }
+        if is_call && qualifier.is_none() && same_file.iter().any(|e| !not_self(e) && in_scope(e)) {
+            // A recursive call: the name is the caller itself.
+            return None;
         }
         if let Some(path) = scope.aliases.get(name)
             && let Some(found) = unique(in_file(path).into_iter())
@@ -255,11 +346,102 @@ impl SymbolTable {
                 return Some(found);
             }
         }
-        if qualifier.is_none() || kind != crate::model::RefKind::Calls {
-            return unique(ids.iter().map(|&i| &self.entries[i as usize]).filter(fits));
+        if family == Family::Go && qualifier.is_none() {
+            // Another file of the same package.
+            return in_package(dir_of(&scope.path), name);
+        }
+        if qualifier.is_none() || !is_call {
+            // Top-level symbols only: a nested function is not visible
+            // outside the function that holds it.
+            return unique(
+                ids.iter()
+                    .map(|&i| &self.entries[i as usize])
+                    .filter(fits)
+                    .filter(in_scope)
+                    .filter(|e| family_of(&e.path) == family)
+                    .filter(|e| kind != crate::model::RefKind::Calls || !e.symbol_path.contains('.')),
+            );
         }
         None
     }
+}
+
+impl SymbolTable {
+    /// `name` as a member of a base of the class enclosing `from` (bases of
+    /// bases too, while they are classes of this file), first base first.
+    fn inherited(
+        &self,
+        scope: &FileScope,
+        from: &str,
+        name: &str,
+        kind: crate::model::RefKind,
+    ) -> Option<&SymbolEntry> {
+        let mut owner = from;
+        let bases = loop {
+            if let Some(bases) = scope.bases.get(owner) {
+                break bases;
+            }
+            owner = owner.rsplit_once('.')?.0;
+        };
+        let mut queue: std::collections::VecDeque<&(String, String)> = bases.iter().collect();
+        let mut seen: Vec<&(String, String)> = Vec::new();
+        while let Some(base) = queue.pop_front() {
+            if seen.contains(&base) || seen.len() > 32 {
+                continue;
+            }
+            seen.push(base);
+            let (path, class) = base;
+            let member = format!("{class}.{name}");
+            let found = self.in_file(path, name).iter().map(|&i| &self.entries[i as usize]);
+            if let Some(e) = found.filter(|e| kind_fits(kind, e.kind)).find(|e| *e.symbol_path == *member) {
+                return Some(e);
+            }
+            if *path == scope.path
+                && let Some(more) = scope.bases.get(class)
+            {
+                queue.extend(more);
+            }
+        }
+        None
+    }
+}
+
+/// Source languages that share a namespace for resolution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Family {
+    Python,
+    Js,
+    Rust,
+    Go,
+    Java,
+    C,
+    Other,
+}
+
+impl Family {
+    /// Whether a type's members are in scope by bare name inside its methods.
+    fn implicit_members(self) -> bool {
+        matches!(self, Family::Java | Family::C | Family::Other)
+    }
+}
+
+fn family_of(path: &str) -> Family {
+    let ext = file_name(path).rsplit_once('.').map_or("", |(_, e)| e);
+    match ext {
+        "py" | "pyi" => Family::Python,
+        "js" | "jsx" | "mjs" | "cjs" | "ts" | "tsx" | "mts" | "cts" => Family::Js,
+        "rs" => Family::Rust,
+        "go" => Family::Go,
+        "java" | "kt" | "scala" => Family::Java,
+        "c" | "h" | "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" => Family::C,
+        _ => Family::Other,
+    }
+}
+
+/// An import name as recorded: `(original, local)`; a renamed import is
+/// recorded as `"b as c"` -> `("b", "c")`.
+pub fn imported_name(name: &str) -> (&str, &str) {
+    name.split_once(" as ").unwrap_or((name, name))
 }
 
 /// The segments of a qualified reference (`a.b`, `A::b`, `p->b`).
@@ -280,7 +462,7 @@ fn innermost<'e>(same_file: &[&'e SymbolEntry], from: &str, members_only: bool) 
     let mut best: Option<(usize, &SymbolEntry)> = None;
     for e in same_file {
         let parent = scope_of(e);
-        if members_only && parent.is_empty() {
+        if members_only && (parent.is_empty() || e.kind == crate::model::NodeKind::Function) {
             continue;
         }
         let encloses = parent.is_empty() || from == parent || from.starts_with(&format!("{parent}."));
@@ -345,6 +527,8 @@ mod table_tests {
             path: path.into(),
             imported_paths: imports.iter().map(|s| s.to_string()).collect(),
             aliases: HashMap::new(),
+            renamed: HashMap::new(),
+            bases: HashMap::new(),
         }
     }
 
@@ -354,8 +538,138 @@ mod table_tests {
         let s = scope("a.py", &[]);
         assert_eq!(t.resolve(&s, "App.run", RefKind::Calls, "self.save").unwrap().symbol_path.as_ref(), "App.save");
         assert_eq!(t.resolve(&s, "main", RefKind::Calls, "save").unwrap().symbol_path.as_ref(), "save");
-        assert_eq!(t.resolve(&s, "App.run", RefKind::Calls, "save").unwrap().symbol_path.as_ref(), "App.save");
+        assert_eq!(
+            t.resolve(&s, "App.run", RefKind::Calls, "save").unwrap().symbol_path.as_ref(),
+            "save",
+            "a bare name in a Python method is not a method"
+        );
         assert!(t.resolve(&s, "App.save", RefKind::Calls, "super.save").is_none(), "super is not self");
+    }
+
+    #[test]
+    fn a_call_on_a_field_of_self_is_not_the_enclosing_method() {
+        // flask: `self.app.add_url_rule(...)` inside `add_url_rule`.
+        let mut t = SymbolTable::default();
+        t.insert(entry("flask/blueprints.py", "BlueprintSetupState", NodeKind::Class));
+        t.insert(entry("flask/blueprints.py", "BlueprintSetupState.add_url_rule", NodeKind::Method));
+        t.finish();
+        let s = scope("flask/blueprints.py", &[]);
+        let from = "BlueprintSetupState.add_url_rule";
+        assert!(t.resolve(&s, from, RefKind::Calls, "self.app.add_url_rule").is_none());
+        assert!(t.resolve(&s, from, RefKind::Calls, "self.add_url_rule").is_none(), "no self-loop");
+        assert!(t.resolve(&s, from, RefKind::Calls, "add_url_rule").is_none(), "no self-loop");
+    }
+
+    #[test]
+    fn self_and_super_calls_find_inherited_members_through_resolved_bases() {
+        // requests: `PreparedRequest(RequestEncodingMixin, RequestHooksMixin)`
+        // calls `self.register_hook`, defined on `RequestHooksMixin`.
+        let mut t = SymbolTable::default();
+        for (path, symbol, kind) in [
+            ("models.py", "Mixin", NodeKind::Class),
+            ("models.py", "Hooks", NodeKind::Class),
+            ("models.py", "Hooks.register_hook", NodeKind::Method),
+            ("models.py", "Prepared", NodeKind::Class),
+            ("models.py", "Prepared.prepare_hooks", NodeKind::Method),
+            ("base.py", "Root", NodeKind::Class),
+            ("base.py", "Root.__init__", NodeKind::Method),
+            ("base.py", "Root.fail", NodeKind::Method),
+        ] {
+            t.insert(entry(path, symbol, kind));
+        }
+        t.finish();
+        let mut s = scope("models.py", &[]);
+        let base = |p: &str, c: &str| (p.to_string(), c.to_string());
+        s.bases.insert("Prepared".into(), vec![base("models.py", "Mixin"), base("models.py", "Hooks")]);
+        s.bases.insert("Hooks".into(), vec![base("base.py", "Root")]);
+        let bound = |from: &str, target: &str| {
+            t.resolve(&s, from, RefKind::Calls, target).map(|e| format!("{}#{}", e.path, e.symbol_path))
+        };
+        assert_eq!(
+            bound("Prepared.prepare_hooks", "self.register_hook").as_deref(),
+            Some("models.py#Hooks.register_hook")
+        );
+        assert_eq!(bound("Prepared.prepare_hooks", "self.fail").as_deref(), Some("base.py#Root.fail"), "a base's base");
+        assert_eq!(bound("Hooks.register_hook", "super.__init__").as_deref(), Some("base.py#Root.__init__"));
+        assert_eq!(bound("Prepared.prepare_hooks", "self.missing"), None);
+        assert_eq!(bound("Prepared.prepare_hooks", "self.prepare_hooks"), None, "its own, not a base's");
+        assert_eq!(bound("Prepared.prepare_hooks", "other.register_hook"), None);
+    }
+
+    #[test]
+    fn a_call_is_never_bound_to_its_caller() {
+        let t = table();
+        assert!(t.resolve(&scope("a.py", &[]), "helper", RefKind::Calls, "helper").is_none(), "recursion");
+        assert!(
+            t.resolve(&scope("a.py", &["b.py"]), "helper", RefKind::Calls, "helper").is_none(),
+            "the name is the caller, not b.py's helper"
+        );
+    }
+
+    #[test]
+    fn an_unknown_qualifier_leaves_a_call_unresolved() {
+        let t = table();
+        let s = scope("a.py", &["b.py"]);
+        assert!(t.resolve(&s, "main", RefKind::Calls, "obj.save").is_none(), "not a.py's save");
+        assert!(t.resolve(&s, "main", RefKind::Calls, "obj.helper").is_none(), "not an imported helper");
+        assert!(t.resolve(&s, "main", RefKind::Calls, "obj.only_here").is_none(), "not the unique one");
+        assert_eq!(t.resolve(&s, "main", RefKind::Calls, "helper").unwrap().path.as_ref(), "a.py");
+    }
+
+    #[test]
+    fn members_are_in_bare_scope_only_where_the_language_says_so() {
+        let mut t = SymbolTable::default();
+        t.insert(entry("App.java", "App", NodeKind::Class));
+        t.insert(entry("App.java", "App.save", NodeKind::Method));
+        t.insert(entry("app.ts", "App", NodeKind::Class));
+        t.insert(entry("app.ts", "App.save", NodeKind::Method));
+        t.finish();
+        let found = t.resolve(&scope("App.java", &[]), "App.run", RefKind::Calls, "save").unwrap();
+        assert_eq!(found.symbol_path.as_ref(), "App.save", "Java: implicit this");
+        assert!(t.resolve(&scope("app.ts", &[]), "App.run", RefKind::Calls, "save").is_none(), "TS needs this.");
+        let found = t.resolve(&scope("app.ts", &[]), "App.run", RefKind::Calls, "this.save").unwrap();
+        assert_eq!(found.symbol_path.as_ref(), "App.save");
+    }
+
+    #[test]
+    fn a_nested_function_is_not_bound_from_another_file() {
+        let mut t = SymbolTable::default();
+        t.insert(entry("fetch.ts", "FetchState", NodeKind::Class));
+        t.insert(entry("fetch.ts", "FetchState.create", NodeKind::Method));
+        t.insert(entry("fetch.ts", "FetchState.create.resolve", NodeKind::Function));
+        t.finish();
+        assert!(t.resolve(&scope("env.ts", &[]), "make", RefKind::Calls, "resolve").is_none());
+        let found = t.resolve(&scope("fetch.ts", &[]), "FetchState.create", RefKind::Calls, "resolve").unwrap();
+        assert_eq!(found.symbol_path.as_ref(), "FetchState.create.resolve", "inside its function it is");
+    }
+
+    #[test]
+    fn a_bare_name_binds_only_within_its_language() {
+        let t = table();
+        assert!(t.resolve(&scope("web/x.ts", &[]), "", RefKind::Calls, "only_here").is_none());
+        assert_eq!(t.resolve(&scope("d.py", &[]), "", RefKind::Calls, "only_here").unwrap().path.as_ref(), "c.py");
+    }
+
+    #[test]
+    fn go_receiver_calls_and_bare_calls_bind_within_the_package() {
+        let mut t = SymbolTable::default();
+        t.insert(entry("context.go", "Context", NodeKind::Struct));
+        t.insert(entry("context.go", "Context.Abort", NodeKind::Method));
+        t.insert(entry("utils.go", "isASCII", NodeKind::Function));
+        t.insert(entry("render/render.go", "isASCII", NodeKind::Function));
+        t.insert(entry("render/render.go", "Context.Abort", NodeKind::Method));
+        t.insert(entry("render/json.go", "JSON.Render", NodeKind::Method));
+        t.finish();
+        let s = scope("response.go", &[]);
+        let found = t.resolve(&s, "Context.Header", RefKind::Calls, "Context.Abort").unwrap();
+        assert_eq!((found.path.as_ref(), found.symbol_path.as_ref()), ("context.go", "Context.Abort"));
+        assert_eq!(t.resolve(&s, "Context.Header", RefKind::Calls, "isASCII").unwrap().path.as_ref(), "utils.go");
+        assert!(t.resolve(&s, "Context.Header", RefKind::Calls, "w.Abort").is_none(), "not the receiver");
+        let mut s = scope("gin.go", &["render/render.go"]);
+        s.aliases.insert("render".into(), "render/render.go".into());
+        assert_eq!(t.resolve(&s, "New", RefKind::Calls, "render.isASCII").unwrap().path.as_ref(), "render/render.go");
+        let found = t.resolve(&s, "New", RefKind::Calls, "render.JSON.Render").unwrap();
+        assert_eq!((found.path.as_ref(), found.symbol_path.as_ref()), ("render/json.go", "JSON.Render"), "pkg.Type.M");
     }
 
     #[test]

@@ -31,7 +31,7 @@
 //!   directories at that length leave it unresolved. Standard-library paths
 //!   (first segment without a dot and a known std root) stay unresolved.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Bound;
 use std::sync::LazyLock;
 
@@ -249,7 +249,8 @@ impl<'t> Walker<'t> {
         type_param_names(node, self.text, &mut generics);
         self.signature_mentions(idx, node, &generics);
         if let Some(body) = body {
-            self.body(body, idx);
+            let typed = typed_names(node, self.text, &generics);
+            self.body(body, idx, &typed);
         }
     }
 
@@ -280,7 +281,8 @@ impl<'t> Walker<'t> {
         };
         self.signature_mentions(idx, node, &generics);
         if let Some(body) = body {
-            self.body(body, idx);
+            let typed = typed_names(node, self.text, &generics);
+            self.body(body, idx, &typed);
         }
     }
 
@@ -438,19 +440,31 @@ impl<'t> Walker<'t> {
                 first.get_or_insert(idx);
             }
             if let (Some(first), Some(value)) = (first, spec.child_by_field_name("value")) {
-                self.body(value, first);
+                // `var f = func(p Params) { p.M() }`: its literals' parameters.
+                let typed = typed_names(value, self.text, &[]);
+                self.body(value, first, &typed);
             }
         }
     }
 
-    /// Calls in a body or initializer; iterative.
-    fn body(&mut self, node: Node<'_>, from: usize) {
+    /// Calls in a body or initializer; iterative. A call of a method of the
+    /// receiver or of a parameter whose declared type is a named type
+    /// (`c.Next()` in `func (c *Context)`, `p.Color()` in `func f(p *Params)`)
+    /// is written against that type (`Context.Next`, `Params.Color`), which
+    /// resolution binds; any other qualifier stays as written.
+    fn body(&mut self, node: Node<'_>, from: usize, typed: &HashMap<String, String>) {
         let mut stack = vec![node];
         while let Some(n) = stack.pop() {
             if n.kind() == "call_expression"
                 && let Some(function) = n.child_by_field_name("function")
             {
-                let target = callee(function, self.text, 0);
+                let mut target = callee(function, self.text, 0);
+                if let Some((name, member)) = target.split_once('.')
+                    && !member.contains(['.', '('])
+                    && let Some(ty) = typed.get(name)
+                {
+                    target = format!("{ty}.{member}");
+                }
                 let skip = target == "_"
                     || BUILTINS.contains(&target.as_str())
                     || PREDECLARED_TYPES.contains(&target.as_str());
@@ -598,6 +612,63 @@ fn type_param_names(node: Node<'_>, text: &str, out: &mut Vec<String>) {
         let mut inner = decl.walk();
         out.extend(decl.children_by_field_name("name", &mut inner).map(|n| node_text(&n, text).to_string()));
     }
+}
+
+/// The receiver and parameters of a function or method (its function
+/// literals' too) whose declared type is a named type (`*Context` ->
+/// `Context`, `*gin.Context` -> `gin.Context`): name -> type. A name declared
+/// twice with different types, or (re)assigned by `:=`, `var` or `range`
+/// anywhere in the function, is left out: its type is not certain.
+fn typed_names(function: Node<'_>, text: &str, generics: &[String]) -> HashMap<String, String> {
+    let mut typed: HashMap<String, String> = HashMap::new();
+    let mut unsure: HashSet<String> = HashSet::new();
+    let mut stack = vec![function];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "parameter_declaration" | "variadic_parameter_declaration" => {
+                let ty = n.child_by_field_name("type");
+                let ty = match ty {
+                    Some(ty) if n.kind() == "parameter_declaration" => type_name(ty, text),
+                    _ => String::new(),
+                };
+                let base = ty.rsplit('.').next().unwrap_or("");
+                let certain =
+                    !ty.is_empty() && !generics.iter().any(|g| g == base) && !PREDECLARED_TYPES.contains(&base);
+                let mut cursor = n.walk();
+                for name in n.children_by_field_name("name", &mut cursor) {
+                    let name = node_text(&name, text).to_string();
+                    match typed.get(&name) {
+                        _ if !certain => {
+                            unsure.insert(name);
+                        }
+                        Some(other) if *other != ty => {
+                            unsure.insert(name);
+                        }
+                        _ => {
+                            typed.insert(name, ty.clone());
+                        }
+                    }
+                }
+            }
+            "short_var_declaration" | "range_clause" | "var_spec" | "const_spec" => {
+                let left = n.child_by_field_name("left").or_else(|| n.child_by_field_name("name"));
+                let mut ids = Vec::new();
+                if let Some(left) = left {
+                    collect_kind_deep(left, "identifier", &mut ids);
+                }
+                let mut cursor = n.walk();
+                for name in n.children_by_field_name("name", &mut cursor) {
+                    ids.push(name);
+                }
+                unsure.extend(ids.iter().map(|id| node_text(id, text).to_string()));
+            }
+            _ => {}
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    typed.retain(|name, _| name != "_" && !unsure.contains(name));
+    typed
 }
 
 /// The receiver's type name (`Store` for `(s *Store)` or `(l List[T])`),
@@ -872,6 +943,29 @@ func Testify() {}
                 || node.kind == NodeKind::Field;
             assert!(ok, "{} span starts with {:?}", node.symbol_path, &slice[..slice.len().min(20)]);
         }
+    }
+
+    #[test]
+    fn calls_on_the_receiver_and_typed_parameters_are_written_against_their_type() {
+        let text = "package gin\n\nfunc (c *Context) Next() {\n\tc.Abort()\n\tc.engine.Handle()\n\tother.Abort()\n}\n\nfunc free(c *Context, p *render.JSON, n int) {\n\tc.Abort()\n\tp.Render()\n\tn.Bad()\n}\n\nfunc shadow(c *Context) {\n\tc.Abort()\n\tgo func(c *Engine) { c.Run() }(nil)\n}\n\nvar formatter = func(p Params) string {\n\treturn p.Color()\n}\n\nfunc reassigned(c *Context) {\n\tfor _, c := range list {\n\t\tc.Abort()\n\t}\n}\n";
+        let analysis = analyze("context.go", text);
+        let calls: Vec<&str> =
+            analysis.references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.as_str()).collect();
+        assert_eq!(
+            calls,
+            [
+                "Context.Abort",
+                "c.engine.Handle",
+                "other.Abort",
+                "Context.Abort",
+                "render.JSON.Render",
+                "n.Bad",
+                "c.Abort",
+                "c.Run",
+                "Params.Color",
+                "c.Abort"
+            ]
+        );
     }
 
     #[test]

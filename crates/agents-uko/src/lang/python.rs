@@ -8,8 +8,9 @@
 //! starts with `@`, `def`, `async`, `class`, `import`, `from`, `type` or the
 //! assigned name; signatures leave decorators out.
 //!
-//! Import `names`: for `from m import a, b as c` the original names
-//! (`["a", "b"]`, so the resolver can look them up in `m` or as submodules),
+//! Import `names`: for `from m import a, b as c` the original names, a
+//! renamed one with its local name (`["a", "b as c"]`: the resolver looks
+//! `b` up in `m` or as a submodule, and binds `c` in the importing file),
 //! `["*"]` for a wildcard; for `import a.b.c` the name it binds (`["a"]`);
 //! for `import a.b as c` the alias (`["c"]`).
 
@@ -39,7 +40,14 @@ impl Analyzer for PythonAnalyzer {
         };
         builder.syntax_warnings(&tree);
         let root = tree.root_node();
-        let mut walker = Walker { text, b: builder, stack: Vec::new(), cursor: root.walk(), members: HashMap::new() };
+        let mut walker = Walker {
+            text,
+            b: builder,
+            stack: Vec::new(),
+            cursor: root.walk(),
+            members: HashMap::new(),
+            typed: HashMap::new(),
+        };
         walker.run(root);
         walker.b.finish()
     }
@@ -78,6 +86,9 @@ struct Walker<'t, 'tree> {
     cursor: TreeCursor<'tree>,
     /// Names already defined as fields (per class) or variables (key 0).
     members: HashMap<usize, HashSet<String>>,
+    /// Per function node: parameters annotated with a class (`ctx: Context`)
+    /// and never rebound in it: name -> type.
+    typed: HashMap<usize, HashMap<String, String>>,
 }
 
 impl<'t, 'tree> Walker<'t, 'tree> {
@@ -166,7 +177,12 @@ impl<'t, 'tree> Walker<'t, 'tree> {
                     && let Some(name) = dotted(callee, self.text)
                     && !is_builtin_call(&name)
                 {
-                    self.reference(ctx.parent, RefKind::Calls, name, node);
+                    // `ctx.fail()` with `ctx: Context` is `Context.fail`.
+                    let typed = name.split_once('.').and_then(|(object, member)| {
+                        let ty = self.typed.get(&ctx.parent)?.get(object)?;
+                        (!member.contains('.')).then(|| format!("{ty}.{member}"))
+                    });
+                    self.reference(ctx.parent, RefKind::Calls, typed.unwrap_or(name), node);
                 }
                 self.push_children(node, Ctx { in_type: false, ..ctx });
             }
@@ -188,6 +204,10 @@ impl<'t, 'tree> Walker<'t, 'tree> {
         let signature = signature_until(&def, body, self.text);
         let doc = body.and_then(|b| docstring(b, self.text));
         let index = self.b.add(ctx.parent, kind, name, Span::of_node(&outer), Some(signature), doc);
+        let typed = typed_parameters(def, self.text);
+        if !typed.is_empty() {
+            self.typed.insert(index, typed);
+        }
         self.decorators(index, decorators);
         let init_of = match ctx.scope {
             Scope::Class { .. } if name == "__init__" => Some(ctx.parent),
@@ -294,8 +314,14 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             } else if node.field_name_for_child(i as u32) == Some("name") {
                 let original =
                     if child.kind() == "aliased_import" { child.child_by_field_name("name") } else { Some(child) };
+                let alias =
+                    if child.kind() == "aliased_import" { field_text(&child, "alias", self.text) } else { None };
                 if let Some(original) = original {
-                    names.push(compact(node_text(&original, self.text)));
+                    let original = compact(node_text(&original, self.text));
+                    names.push(match alias {
+                        Some(alias) if alias != original => format!("{original} as {alias}"),
+                        _ => original,
+                    });
                 }
             }
         }
@@ -468,6 +494,138 @@ fn dotted(node: Node<'_>, text: &str) -> Option<String> {
     }
     parts.reverse();
     Some(parts.join("."))
+}
+
+/// Parameters of `def` annotated with a class (`ctx: Context`,
+/// `ctx: "Context"`, `ctx: Context | None`, `t.Optional[Context]`), except
+/// names the function rebinds anywhere (assignment, loop, `with ... as`,
+/// walrus, `global`/`nonlocal`): name -> type. A nested function has its
+/// own scope (and no typed parameters of the outer one).
+fn typed_parameters(def: Node<'_>, text: &str) -> HashMap<String, String> {
+    let mut typed = HashMap::new();
+    let Some(params) = def.child_by_field_name("parameters") else { return typed };
+    for param in named_children(params) {
+        let name = match param.kind() {
+            "typed_parameter" => param.named_child(0).filter(|n| n.kind() == "identifier"),
+            "typed_default_parameter" => param.child_by_field_name("name"),
+            _ => None,
+        };
+        let ty = param.child_by_field_name("type").and_then(|t| t.named_child(0));
+        if let (Some(name), Some(ty)) = (name, ty)
+            && let Some(ty) = annotation_class(ty, text, 0)
+        {
+            typed.insert(node_text(&name, text).to_string(), ty);
+        }
+    }
+    if typed.is_empty() {
+        return typed;
+    }
+    let mut rebound = HashSet::new();
+    if let Some(body) = def.child_by_field_name("body") {
+        let mut stack = vec![body];
+        while let Some(n) = stack.pop() {
+            let bound = match n.kind() {
+                "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => {
+                    n.child_by_field_name("left")
+                }
+                "as_pattern" => n.child_by_field_name("alias"),
+                "named_expression" => n.child_by_field_name("name"),
+                "global_statement" | "nonlocal_statement" => Some(n),
+                _ => None,
+            };
+            if let Some(bound) = bound {
+                bound_names(bound, text, &mut rebound, 0);
+            }
+            // A nested function or class binds its names in its own scope.
+            if !matches!(n.kind(), "function_definition" | "lambda" | "class_definition") {
+                stack.extend(named_children(n));
+            }
+        }
+    }
+    typed.retain(|name, _| !rebound.contains(name.as_str()));
+    typed
+}
+
+/// Identifiers a binding target binds (not those inside `a.b` or `a[i]`).
+fn bound_names<'t>(node: Node<'_>, text: &'t str, out: &mut HashSet<&'t str>, depth: usize) {
+    match node.kind() {
+        "identifier" => {
+            out.insert(node_text(&node, text));
+        }
+        "attribute" | "subscript" => {}
+        _ if depth < 32 => {
+            for child in named_children(node) {
+                bound_names(child, text, out, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The class an annotation names, if it names one plainly.
+fn annotation_class(node: Node<'_>, text: &str, depth: usize) -> Option<String> {
+    const TYPING: &[&str] = &[
+        "Any",
+        "Callable",
+        "Optional",
+        "Union",
+        "Iterable",
+        "Iterator",
+        "Sequence",
+        "Mapping",
+        "MutableMapping",
+        "Type",
+        "Dict",
+        "List",
+        "Tuple",
+        "Set",
+        "FrozenSet",
+        "Awaitable",
+        "Coroutine",
+        "Generator",
+        "Self",
+        "IO",
+    ];
+    if depth > 8 {
+        return None;
+    }
+    let class = |name: &str| {
+        let last = name.rsplit('.').next().unwrap_or(name);
+        (last.starts_with(|c: char| c.is_ascii_uppercase()) && !TYPING.contains(&last)).then(|| name.to_string())
+    };
+    match node.kind() {
+        "identifier" | "attribute" => class(&dotted(node, text)?),
+        "string" => {
+            let inner = strip_quotes(node_text(&node, text));
+            if is_dotted_name(inner) { class(inner) } else { None }
+        }
+        // `Context | None`
+        "binary_operator" | "union_type" => {
+            let parts: Vec<Node<'_>> =
+                named_children(node).filter(|c| !matches!(c.kind(), "none") && node_text(c, text) != "None").collect();
+            match parts.as_slice() {
+                [one] => annotation_class(
+                    one.named_child(0).filter(|_| one.kind() == "type").unwrap_or(*one),
+                    text,
+                    depth + 1,
+                ),
+                _ => None,
+            }
+        }
+        // `Optional[Context]`
+        "subscript" | "generic_type" => {
+            let base = dotted(node.named_child(0)?, text)?;
+            if base != "Optional" && !base.ends_with(".Optional") {
+                return None;
+            }
+            let mut inner = node.named_child(1)?;
+            while matches!(inner.kind(), "type_parameter" | "type") {
+                inner = inner.named_child(0)?;
+            }
+            annotation_class(inner, text, depth + 1)
+        }
+        _ => None,
+    }
 }
 
 /// `a . b` -> `a.b`; `..pkg` stays.
@@ -652,6 +810,9 @@ fn is_builtin_type(name: &str) -> bool {
 /// file's own directory, then by a unique path suffix of two or more segments,
 /// then by ever shorter prefixes of the dotted name.
 fn resolve_python_import(ctx: &ResolveContext<'_>, from_path: &str, target: &str, names: &[String]) -> Option<String> {
+    // `b as c` is looked up as `b`.
+    let names: Vec<String> = names.iter().map(|n| crate::resolve::imported_name(n).0.to_string()).collect();
+    let names = names.as_slice();
     if target.starts_with('.') {
         let dots = target.len() - target.trim_start_matches('.').len();
         let rest = &target[dots..];
@@ -857,6 +1018,43 @@ class TestItem(unittest.TestCase):
 if __name__ == "__main__":
     main()
 "#;
+
+    #[test]
+    fn calls_on_a_parameter_annotated_with_a_class_are_written_against_it() {
+        let text = r#"
+def handle(self, ctx: Context, cmd: "core.Command", opt: Context | None, o2: t.Optional[Group], n: int, a: Any, c2: Context):
+    ctx.fail("x")
+    cmd.make_context()
+    opt.find_object()
+    o2.command()
+    n.bit_length()
+    a.anything()
+    ctx.obj.method()
+    ctx.obj = 1
+    c2.fail()
+    for c2 in items:
+        pass
+
+    def inner(ctx):
+        ctx.fail()
+"#;
+        let calls: Vec<String> =
+            analyze(text).references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.clone()).collect();
+        assert_eq!(
+            calls,
+            [
+                "Context.fail",
+                "core.Command.make_context",
+                "Context.find_object",
+                "Group.command",
+                "n.bit_length",
+                "a.anything",
+                "ctx.obj.method",
+                "c2.fail",
+                "ctx.fail"
+            ]
+        );
+    }
 
     #[test]
     fn module_outline() {

@@ -1103,7 +1103,33 @@ fn resolve_rust_path(ctx: &ResolveContext<'_>, from_path: &str, target: &str) ->
         };
         return found.filter(|f| f != from_path);
     }
+    if !matches!(first, "self" | "super") {
+        return workspace_crate_path(ctx, from_path, first, &segs[1..]);
+    }
     None
+}
+
+/// `axum_core::response::X` in a workspace: the crate whose directory is
+/// `axum-core` or `axum_core` (one of them, anywhere in the resource) with a
+/// `src/lib.rs`, then the deepest module of the path that exists there.
+fn workspace_crate_path(ctx: &ResolveContext<'_>, from_path: &str, krate: &str, rest: &[&str]) -> Option<String> {
+    let mut libs: Vec<&str> = Vec::new();
+    for dir in [krate.replace('_', "-"), krate.to_string()] {
+        for lib in ctx.ending_with(&format!("{dir}/src/lib.rs")) {
+            if !libs.contains(&lib) {
+                libs.push(lib);
+            }
+        }
+    }
+    let [lib] = libs.as_slice() else { return None };
+    let src = dir_of(lib);
+    for k in (1..=rest.len()).rev() {
+        let dir = join_path(src, &rest[..k].join("/"));
+        if let Some(found) = ctx.first_existing([format!("{dir}.rs"), format!("{dir}/mod.rs")]) {
+            return (found != from_path).then_some(found);
+        }
+    }
+    (*lib != from_path).then(|| lib.to_string())
 }
 
 #[cfg(test)]
@@ -1384,6 +1410,32 @@ mod tests {
             system: false,
             span: Span::default(),
         }
+    }
+
+    #[test]
+    fn paths_into_a_workspace_crate_resolve_to_its_modules() {
+        let set = files(&[
+            "axum/src/lib.rs",
+            "axum/src/extract/mod.rs",
+            "axum/src/extract/ws.rs",
+            "axum-core/src/lib.rs",
+            "axum-core/src/response/mod.rs",
+            "examples/chat/src/main.rs",
+            "a/dup/src/lib.rs",
+            "b/dup/src/lib.rs",
+        ]);
+        let ctx = ResolveContext::new(&set);
+        let r = |from: &str, target: &str| RustAnalyzer.resolve_import(&ctx, from, &import(target));
+        let main = "examples/chat/src/main.rs";
+        assert_eq!(r(main, "axum::extract").as_deref(), Some("axum/src/extract/mod.rs"));
+        assert_eq!(r(main, "axum::extract::ws::Message").as_deref(), Some("axum/src/extract/ws.rs"));
+        assert_eq!(r(main, "axum::Router").as_deref(), Some("axum/src/lib.rs"), "the crate root");
+        assert_eq!(
+            r("axum/src/lib.rs", "axum_core::response::IntoResponse").as_deref(),
+            Some("axum-core/src/response/mod.rs")
+        );
+        assert_eq!(r(main, "dup::Thing"), None, "two crates named dup");
+        assert_eq!(r(main, "tokio::net::TcpListener"), None, "not in the workspace");
     }
 
     #[test]
