@@ -62,6 +62,7 @@ impl ContextStrategy for Recorder {
                     evidence_only: false,
                     whole_file: false,
                     hops: path.starts_with("graph/").then_some(3),
+                    entry: None,
                 });
             }
         }
