@@ -177,7 +177,11 @@ fn a_child_payload_holds_each_node_once_and_the_configs_skeleton_ratio_applies_u
     let child = json(&d.home, &["plan", "create", "Audit", "--parent", &root_id]);
     let child_id = child["plan_id"].as_str().unwrap().to_owned();
 
-    let query = |id: &str, text: &str| json(&d.home, &["query", text, repo, "--plan", id, "--max-tokens", "4000"]);
+    // Retrieval kept to the audit code, so what the parent saw comes only
+    // through the skeleton.
+    let query = |id: &str, text: &str| {
+        json(&d.home, &["query", text, repo, "--plan", id, "--max-tokens", "4000", "--under", "audit.py"])
+    };
     let out = query(&child_id, "write audit record");
     let (count, tokens) = skeleton_tokens(&out);
     assert!(count > 0, "the child inherits a skeleton: {out:#}");

@@ -15,7 +15,7 @@ use agents_core::tokens::TokenCounter;
 use serde::Serialize;
 
 use super::components::{PreambleInput, ScoredFragment, at_depth, depth_ladder};
-use super::piece::{DepthRenderer, Piece};
+use super::piece::{DepthRenderer, Piece, PieceRole};
 use super::{
     Assembly, PREAMBLE_MAX_TOKENS, Pipeline, PipelineError, TraceStep, drop_worst, scored_tokens, stable_ulid,
     to_fragment,
@@ -283,7 +283,12 @@ impl Pipeline {
         assembly.context = full;
         let mut left = available.saturating_sub(frame_tokens);
         let mut best: Vec<usize> = (0..pieces.len()).collect();
-        best.sort_by(|&a, &b| pieces[b].score.total_cmp(&pieces[a].score).then(a.cmp(&b)));
+        // A parent's skeleton first (it has its own share of the budget), then
+        // the retrieved pieces, best first.
+        let skeleton = |i: usize| pieces[i].piece.role == PieceRole::Skeleton;
+        best.sort_by(|&a, &b| {
+            skeleton(b).cmp(&skeleton(a)).then(pieces[b].score.total_cmp(&pieces[a].score)).then(a.cmp(&b))
+        });
         let mut kept: Vec<Option<ScoredFragment>> = vec![None; pieces.len()];
         let mut downgraded = 0;
         for i in best {

@@ -1174,8 +1174,14 @@ struct Extra {
 }
 
 fn drop_worst(ordered: &mut Vec<ScoredFragment>) {
+    // A parent's skeleton has its own share of the budget: retrieved pieces
+    // go first, the worst of them first.
     let worst = (0..ordered.len())
-        .min_by(|&a, &b| ordered[a].score.total_cmp(&ordered[b].score).then_with(|| b.cmp(&a)))
+        .min_by(|&a, &b| {
+            let (x, y) = (&ordered[a], &ordered[b]);
+            let skeleton = |s: &ScoredFragment| s.piece.role == PieceRole::Skeleton;
+            skeleton(x).cmp(&skeleton(y)).then(x.score.total_cmp(&y.score)).then_with(|| b.cmp(&a))
+        })
         .unwrap_or(0);
     if !ordered.is_empty() {
         ordered.remove(worst);
