@@ -202,4 +202,16 @@ CREATE TABLE warm_fragments (
 CREATE INDEX ix_warm_fragments_lru ON warm_fragments(last_accessed, fragment_id);
 CREATE INDEX ix_warm_fragments_project ON warm_fragments(project_name, fragment_id);
 "#,
+    // 10: project settings written before `default_depth` and `skeleton_ratio`
+    // could be unset held the old defaults (3 and 0.2) whether or not anyone
+    // chose them, and neither acted then. They are removed, so such a project
+    // follows the query's own depth and `context.budget.skeleton-ratio`.
+    r#"
+UPDATE project_context SET settings_json = json_remove(settings_json, '$.default_depth')
+ WHERE json_type(settings_json, '$.default_depth') = 'integer'
+   AND json_extract(settings_json, '$.default_depth') = 3;
+UPDATE project_context SET settings_json = json_remove(settings_json, '$.skeleton_ratio')
+ WHERE json_type(settings_json, '$.skeleton_ratio') = 'real'
+   AND json_extract(settings_json, '$.skeleton_ratio') = 0.2;
+"#,
 ];

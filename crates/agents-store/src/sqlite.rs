@@ -1469,6 +1469,57 @@ mod tests {
     }
 
     #[test]
+    fn settings_written_with_the_old_defaults_read_as_unset() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agents.db");
+        let old = |depth: &str, ratio: &str| {
+            format!(
+                r#"{{"hot_max_tokens":100,"warm_max_fragments":500,"cold_max_decisions":1000,"default_depth":{depth},"skeleton_ratio":{ratio}}}"#
+            )
+        };
+        {
+            let conn = Connection::open(&path).unwrap();
+            for sql in &MIGRATIONS[..9] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.execute_batch("PRAGMA user_version = 9;").unwrap();
+            for (id, name, settings) in [
+                ("01ARZ3NDEKTSV4RRFFQ69G5FAV", "a", old("3", "0.2")),
+                ("01ARZ3NDEKTSV4RRFFQ69G5FAW", "b", old("7", "0.3")),
+            ] {
+                conn.execute(
+                    "INSERT INTO projects (project_id, name, created_at) VALUES (?1, ?2, '2026-01-01T00:00:00Z')",
+                    [id, name],
+                )
+                .unwrap();
+                conn.execute(
+                    "INSERT INTO project_context (project_id, policy_json, settings_json, updated_at) \
+                     VALUES (?1, '{}', ?2, '2026-01-01T00:00:00Z')",
+                    [id, settings.as_str()],
+                )
+                .unwrap();
+            }
+        }
+        let _store = SqliteStore::open(&path).unwrap();
+        let conn = Connection::open(&path).unwrap();
+        let settings = |id: &str| -> serde_json::Value {
+            let text: String = conn
+                .query_row("SELECT settings_json FROM project_context WHERE project_id = ?1", [id], |r| r.get(0))
+                .unwrap();
+            serde_json::from_str(&text).unwrap()
+        };
+        let a = settings("01ARZ3NDEKTSV4RRFFQ69G5FAV");
+        assert!(a.get("default_depth").is_none() && a.get("skeleton_ratio").is_none(), "{a}");
+        assert_eq!(a["hot_max_tokens"], 100);
+        let b = settings("01ARZ3NDEKTSV4RRFFQ69G5FAW");
+        assert_eq!(
+            (b["default_depth"].as_u64(), b["skeleton_ratio"].as_f64()),
+            (Some(7), Some(0.3)),
+            "chosen values stay"
+        );
+    }
+
+    #[test]
     fn plans_written_before_phases_read_as_default() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("agents.db");
