@@ -10,7 +10,7 @@ exist), then, for each corpus, measures side by side:
   * agents index, refresh after modifying 10 files
 
 reporting wall time, files/s, MB/s and peak RSS (from wait4's rusage), and the
-ratio agents/ctags. Prints a Markdown table (pasted into the README) and
+ratio agents/ctags. Prints a Markdown table (pasted into docs/benchmarks.md) and
 writes the raw numbers as JSON.
 
     scripts/bench-index.py [--corpus-dir DIR] [--sizes 10000,0] [--runs 3] [--json OUT]

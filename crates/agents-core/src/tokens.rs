@@ -5,7 +5,7 @@
 //! compiled into the binary (no download, works offline). Two well-kept BPE
 //! implementations are wired behind [`Tokenizer`]; `bpe-openai` is the default
 //! because it measured several times faster than `tiktoken-rs` on real code
-//! (see the README's tokenizer table and `cargo bench -p agents-core`), while
+//! (see the tokenizer table in docs/benchmarks.md and `cargo bench -p agents-core`), while
 //! giving identical counts. `tiktoken-rs` stays selectable as the reference.
 
 use std::fmt;
