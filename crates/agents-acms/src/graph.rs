@@ -92,14 +92,7 @@ impl CodeGraph {
         let members = self.members(index_id, &children)?;
         let edges: Vec<EdgeView> =
             self.store.uko_refs_within(index_id, &node.node.uri)?.iter().filter_map(edge_view).collect();
-        let input = RenderInput {
-            node: view(node),
-            children: children.iter().map(view).collect(),
-            members: members.iter().map(|m| m.iter().map(view).collect()).collect(),
-            edges,
-            file_text,
-        };
-        Ok(render_all(&input, tokenizer))
+        Ok(render_all(&render_input(node, &children, &members, edges, file_text), tokenizer))
     }
 
     /// The members of each container child (a class's methods), for the
@@ -216,14 +209,25 @@ impl NodeContext {
         let children = if depth >= 1 { self.children.as_deref().unwrap_or_default() } else { &[] };
         let edges = if depth >= 2 { self.edges.clone().unwrap_or_default() } else { Vec::new() };
         let members = if depth >= 4 { self.members.as_deref().unwrap_or_default() } else { &[] };
-        let input = RenderInput {
-            node: view(node),
-            children: children.iter().map(view).collect(),
-            members: members.iter().map(|m| m.iter().map(view).collect()).collect(),
-            edges,
-            file_text,
-        };
-        agents_uko::render::render(&input, depth)
+        agents_uko::render::render(&render_input(node, children, members, edges, file_text), depth)
+    }
+}
+
+/// What the depth renderer reads of `node`: its children, the members of
+/// each container child, and its edges.
+fn render_input<'a>(
+    node: &'a UkoNodeRecord,
+    children: &'a [UkoNodeRecord],
+    members: &'a [Vec<UkoNodeRecord>],
+    edges: Vec<EdgeView>,
+    file_text: &'a str,
+) -> RenderInput<'a> {
+    RenderInput {
+        node: view(node),
+        children: children.iter().map(view).collect(),
+        members: members.iter().map(|m| m.iter().map(view).collect()).collect(),
+        edges,
+        file_text,
     }
 }
 

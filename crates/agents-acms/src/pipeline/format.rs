@@ -215,28 +215,32 @@ impl Pipeline {
         // Over the budget: pack again for this format, best first, each
         // fragment at the deepest depth whose markup still fits.
         let mut downgraded = 0;
-        if !assembly.pieces.is_empty() && tokenizer.count(&assembly.render(format)) > available {
+        let mut text = assembly.render(format);
+        let mut tokens = tokenizer.count(&text);
+        if !assembly.pieces.is_empty() && tokens > available {
             downgraded = self.repack(assembly, format, query, &resource_id, renderer, tokenizer)?;
+            text = assembly.render(format);
+            tokens = tokenizer.count(&text);
         }
         // Then measure the text itself, dropping the worst fragment while it
         // is over. JSON carries its own count: render until the count it
         // states is the count of the text (a few rounds at most).
         let mut rounds = 0;
-        let text = loop {
-            let text = assembly.render(format);
-            let tokens = tokenizer.count(&text);
+        loop {
             if tokens <= available || assembly.pieces.is_empty() {
                 if tokens == assembly.rendered_tokens || rounds >= 4 {
                     assembly.rendered_tokens = tokens;
-                    break text;
+                    break;
                 }
                 assembly.rendered_tokens = tokens;
                 rounds += 1;
-                continue;
+            } else {
+                drop_worst(&mut assembly.pieces);
+                self.rebuild(assembly, query, &resource_id, tokenizer)?;
             }
-            drop_worst(&mut assembly.pieces);
-            self.rebuild(assembly, query, &resource_id, tokenizer)?;
-        };
+            text = assembly.render(format);
+            tokens = tokenizer.count(&text);
+        }
         let dropped = before - assembly.pieces.len();
         if dropped > 0 || downgraded > 0 {
             assembly.omitted += dropped;
