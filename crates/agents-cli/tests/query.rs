@@ -177,6 +177,21 @@ fn language_levels_work_in_query_depth_as_in_uko_show() {
 }
 
 #[test]
+fn an_unknown_depth_level_is_refused_before_anything_is_indexed() {
+    let fx = Fixture::new();
+    let out = fx.query(&["late payment reminder", "--depth", "NOPE_LEVEL"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("NOPE_LEVEL"));
+    let db = fx.home.join("agents.db");
+    let resources: i64 = if db.exists() {
+        rusqlite::Connection::open(&db).unwrap().query_row("SELECT COUNT(*) FROM resources", [], |r| r.get(0)).unwrap()
+    } else {
+        0
+    };
+    assert_eq!(resources, 0, "nothing was indexed");
+}
+
+#[test]
 fn a_module_at_signatures_shows_its_classes_method_signatures() {
     let fx = Fixture::new();
     let args = ["invoice reminder", "--type", "module", "--under", "billing/invoice.py", "--no-depth-gradient"];

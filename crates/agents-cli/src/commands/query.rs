@@ -285,6 +285,12 @@ pub fn assemble(
         }
         None => args.path.clone(),
     };
+    // A level name no language knows is refused before anything is indexed.
+    if let Some(name) = request.depth().as_name()
+        && resolve_depth(name, "").is_err()
+    {
+        levels_named(name)?;
+    }
     let outcome = refresh(engine, &path)?;
     let project_context = engine.store().project_context(&outcome.project.project_id)?;
     let (view, project_settings) = match &project_context {
@@ -365,6 +371,22 @@ fn query_depth(depth: &Depth, primary_language: &str) -> anyhow::Result<u8> {
     if let Ok(level) = maps.resolve_depth(ontology.domain_for_language(primary_language), depth) {
         return Ok(level);
     }
+    let depths = levels_named(name)?;
+    match depths.len() {
+        1 => Ok(*depths.keys().next().unwrap_or(&DEFAULT_DEPTH)),
+        _ => Err(UsageError(format!(
+            "--depth {name}: the level means different depths in {}; give a number 0-9",
+            depths.iter().map(|(d, domains)| format!("{} ({d})", domains.join(", "))).collect::<Vec<_>>().join(" and ")
+        ))
+        .into()),
+    }
+}
+
+/// The depths each language map gives the level `name`, with the domains that
+/// give it; a name no map knows is a usage error listing the levels there are.
+fn levels_named(name: &str) -> anyhow::Result<BTreeMap<u8, Vec<String>>> {
+    let ontology = Ontology::builtin();
+    let maps = ontology.detail_level_maps();
     let mut depths: BTreeMap<u8, Vec<String>> = BTreeMap::new();
     let mut known = std::collections::BTreeSet::new();
     for domain in maps.maps().keys() {
@@ -374,19 +396,14 @@ fn query_depth(depth: &Depth, primary_language: &str) -> anyhow::Result<u8> {
             depths.entry(*level).or_default().push(domain.clone());
         }
     }
-    match depths.len() {
-        1 => Ok(*depths.keys().next().unwrap_or(&DEFAULT_DEPTH)),
-        0 => Err(UsageError(format!(
+    if depths.is_empty() {
+        return Err(UsageError(format!(
             "--depth {name}: unknown detail level; give 0-9 or one of {}",
             known.into_iter().collect::<Vec<_>>().join(", ")
         ))
-        .into()),
-        _ => Err(UsageError(format!(
-            "--depth {name}: the level means different depths in {}; give a number 0-9",
-            depths.iter().map(|(d, domains)| format!("{} ({d})", domains.join(", "))).collect::<Vec<_>>().join(" and ")
-        ))
-        .into()),
+        .into());
     }
+    Ok(depths)
 }
 
 fn run(settings: &Settings, args: QueryArgs, simulate: Option<&str>) -> anyhow::Result<()> {
