@@ -15,6 +15,25 @@ pub fn new_ulid() -> String {
     Ulid::generate().to_string()
 }
 
+/// A content-addressed ULID: the same parts always give the same id, so an id
+/// derived from what it names (a fragment's content, a resource's path) is
+/// equal from run to run and from store to store. Its first character is a
+/// digit (0-3), like a generated ULID's.
+pub fn stable_ulid(parts: &[&str]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part.as_bytes());
+    }
+    let digest = hasher.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    // Keep the timestamp part within ULID's 48 bits and well-formed.
+    bytes[0] &= 0x7f;
+    Ulid::from_bytes(bytes).to_string()
+}
+
 /// Checks that `value` is a well-formed ULID string.
 pub fn check_ulid(model: &'static str, field: &'static str, value: &str) -> Validated<()> {
     Ulid::from_string(value)
@@ -46,6 +65,17 @@ pub fn from_iso(text: &str) -> Option<DateTime<Utc>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stable_ulid_is_a_ulid_that_depends_on_its_parts_only() {
+        let a = stable_ulid(&["resource", "/repo"]);
+        assert_eq!(a, stable_ulid(&["resource", "/repo"]));
+        assert_ne!(a, stable_ulid(&["resource", "/repo2"]));
+        // Parts are length-prefixed: moving a boundary changes the id.
+        assert_ne!(stable_ulid(&["ab", "c"]), stable_ulid(&["a", "bc"]));
+        assert!(check_ulid("m", "f", &a).is_ok());
+        assert!(a.starts_with(['0', '1', '2', '3']));
+    }
 
     #[test]
     fn ulids_are_valid_and_distinct() {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use agents_core::ids::{from_iso, new_ulid, now_utc, to_iso};
+use agents_core::ids::{from_iso, new_ulid, now_utc, stable_ulid, to_iso};
 use agents_core::indexing::{FileRecord, IndexMetadata, IndexReport, IndexStatus};
 use agents_core::policy::{Phase, ProjectContextPolicy};
 use agents_core::project_context::ProjectContextSettings;
@@ -414,8 +414,11 @@ impl Store for SqliteStore {
             let resource = match existing {
                 Some(r) => r,
                 None => {
+                    // Derived from the path (unique among resources): the same
+                    // repository has the same id in every store, so what is
+                    // delivered for it does not depend on which store answered.
                     let r = Resource {
-                        resource_id: new_ulid(),
+                        resource_id: stable_ulid(&["resource", path]),
                         path: path.to_string(),
                         name: name.to_string(),
                         created_at: now.clone(),

@@ -17,9 +17,9 @@ use serde::Serialize;
 use super::components::{PreambleInput, ScoredFragment, at_depth, depth_ladder};
 use super::piece::{DepthRenderer, Piece, PieceRole};
 use super::{
-    Assembly, PREAMBLE_MAX_TOKENS, Pipeline, PipelineError, TraceStep, drop_worst, scored_tokens, stable_ulid,
-    to_fragment,
+    Assembly, PREAMBLE_MAX_TOKENS, Pipeline, PipelineError, TraceStep, drop_worst, scored_tokens, to_fragment,
 };
+use agents_core::ids::stable_ulid;
 
 /// How a context is delivered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -66,6 +66,14 @@ impl FromStr for OutputFormat {
     }
 }
 
+/// A ULID every character of which is its own token (digits and capitals
+/// alternate), so no ULID takes more; it starts with a digit, as every ULID
+/// does, so the text around it splits as around a real one.
+const WIDEST_ULID: &str = "0A0A0A0A0A0A0A0A0A0A0A0A0A";
+
+/// A stated count as wide in tokens as any count below a million.
+const WIDEST_COUNT: usize = 999_999;
+
 /// What `--format json` delivers: the spec's AssembledContext and the count of
 /// the delivered text itself.
 #[derive(Serialize)]
@@ -99,15 +107,37 @@ impl Assembly {
 
     /// The context as one line of JSON (see [`OutputFormat::Json`]).
     pub fn to_json(&self) -> String {
-        let payload = JsonPayload {
-            context: &self.context,
-            rendered_tokens: self.rendered_tokens,
-            is_within_budget: self.is_within_budget(),
-            remaining_tokens: self.remaining_tokens(),
-        };
+        self.json_stating(self.rendered_tokens, self.is_within_budget(), self.remaining_tokens())
+    }
+
+    fn json_stating(&self, rendered_tokens: usize, is_within_budget: bool, remaining_tokens: u64) -> String {
+        let payload = JsonPayload { context: &self.context, rendered_tokens, is_within_budget, remaining_tokens };
         let mut text = serde_json::to_string(&payload).unwrap_or_default();
         text.push('\n');
         text
+    }
+
+    /// At least the tokens of the text `format` delivers, and the same on every
+    /// run: JSON's stated counts are counted as the widest, and the ids of a
+    /// plan made for the run (a new ULID each time) and of its payload as the
+    /// ULID that takes the most tokens. Which fragments fit therefore never depends on how a random id
+    /// happens to split into tokens.
+    pub(super) fn bound_tokens(&self, format: OutputFormat, tokenizer: &dyn TokenCounter) -> usize {
+        let text = match format {
+            OutputFormat::Json => self.json_stating(WIDEST_COUNT, false, WIDEST_COUNT as u64),
+            _ => self.render(format),
+        };
+        // A named plan (`adhoc` for a one-off query) is part of the input, and
+        // the payload id is then derived from it and the content alone.
+        let plan = self.context.plan_id();
+        if agents_core::ids::check_ulid("plan", "plan_id", plan).is_err() {
+            return tokenizer.count(&text);
+        }
+        let mut text = text.replace(plan, WIDEST_ULID);
+        if !self.context.payload_id().is_empty() {
+            text = text.replace(self.context.payload_id(), WIDEST_ULID);
+        }
+        tokenizer.count(&text)
     }
 
     /// The context as XML: a `<preamble>`, then one `<fragment>` per fragment
@@ -215,32 +245,27 @@ impl Pipeline {
         // Over the budget: pack again for this format, best first, each
         // fragment at the deepest depth whose markup still fits.
         let mut downgraded = 0;
+        if !assembly.pieces.is_empty() && assembly.bound_tokens(format, tokenizer) > available {
+            downgraded = self.repack(assembly, format, query, &resource_id, renderer, tokenizer)?;
+        }
+        // Then drop the worst fragment while the text can be over.
+        while !assembly.pieces.is_empty() && assembly.bound_tokens(format, tokenizer) > available {
+            drop_worst(&mut assembly.pieces);
+            self.rebuild(assembly, query, &resource_id, tokenizer)?;
+        }
+        // JSON states its own count: render until the count it states is the
+        // count of the text (a few rounds at most).
         let mut text = assembly.render(format);
         let mut tokens = tokenizer.count(&text);
-        if !assembly.pieces.is_empty() && tokens > available {
-            downgraded = self.repack(assembly, format, query, &resource_id, renderer, tokenizer)?;
-            text = assembly.render(format);
-            tokens = tokenizer.count(&text);
-        }
-        // Then measure the text itself, dropping the worst fragment while it
-        // is over. JSON carries its own count: render until the count it
-        // states is the count of the text (a few rounds at most).
-        let mut rounds = 0;
-        loop {
-            if tokens <= available || assembly.pieces.is_empty() {
-                if tokens == assembly.rendered_tokens || rounds >= 4 {
-                    assembly.rendered_tokens = tokens;
-                    break;
-                }
-                assembly.rendered_tokens = tokens;
-                rounds += 1;
-            } else {
-                drop_worst(&mut assembly.pieces);
-                self.rebuild(assembly, query, &resource_id, tokenizer)?;
+        for _ in 0..4 {
+            if tokens == assembly.rendered_tokens {
+                break;
             }
+            assembly.rendered_tokens = tokens;
             text = assembly.render(format);
             tokens = tokenizer.count(&text);
         }
+        assembly.rendered_tokens = tokens;
         let dropped = before - assembly.pieces.len();
         if dropped > 0 || downgraded > 0 {
             assembly.omitted += dropped;
@@ -282,8 +307,7 @@ impl Pipeline {
             frame = frame.preamble(p.clone());
         }
         let full = std::mem::replace(&mut assembly.context, frame.build()?);
-        // Room for the stated counts of JSON to grow by a digit or two.
-        let frame_tokens = tokenizer.count(&assembly.render(format)) + 4;
+        let frame_tokens = assembly.bound_tokens(format, tokenizer);
         assembly.context = full;
         let mut left = available.saturating_sub(frame_tokens);
         let mut best: Vec<usize> = (0..pieces.len()).collect();
@@ -443,6 +467,30 @@ mod tests {
         assert_eq!(out.context.total_tokens() as usize, contents);
         assert!(out.rendered_tokens > contents);
         assert_eq!(out.rendered_tokens, tok().count(&out.to_markdown()));
+    }
+
+    #[test]
+    fn which_fragments_fit_does_not_depend_on_the_random_plan_id() {
+        // A new plan id each run, and with it a new payload id: how they split
+        // into tokens must not decide which fragment is the last to fit.
+        let bodies: Vec<(String, usize, f64, u8)> =
+            (0..30).map(|i| (format!("fn step_{i}(x: u32) -> u32 {{ x + {i} }}"), 2, i as f64 / 30.0, 9)).collect();
+        let fragments = fragments(&bodies);
+        for available in (700..1300).step_by(37) {
+            let budget = ContextBudget::new(available, 0).unwrap();
+            for format in [OutputFormat::Json, OutputFormat::Xml] {
+                let hashes: std::collections::BTreeSet<String> = (0..12)
+                    .map(|_| {
+                        let mut out =
+                            pipeline().assemble(&new_ulid(), &fragments, budget, "relevance", &tok()).unwrap();
+                        let text = pipeline().fit(&mut out, format, "q", &InlineRenderer, &tok()).unwrap();
+                        assert!(tok().count(&text) as u64 <= available);
+                        out.context.context_hash().to_owned()
+                    })
+                    .collect();
+                assert_eq!(hashes.len(), 1, "{format} at {available}: {hashes:?}");
+            }
+        }
     }
 
     #[test]

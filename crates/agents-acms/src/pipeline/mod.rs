@@ -31,11 +31,11 @@ use agents_core::error::ValidationError;
 use agents_core::fragment::{
     AssembledContext, ContextBudget, ContextFragment, ContextTier, FragmentProvenance, SourceRange,
 };
+use agents_core::ids::stable_ulid;
 use agents_core::policy::ContextView;
 use agents_core::request::ContextRequest;
 use agents_core::tokens::TokenCounter;
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::retrieval::registry::ContextStrategyRegistry;
 use crate::retrieval::{Backends, PlanContext, RetrievalQuery};
@@ -1209,21 +1209,6 @@ fn strategies_used(runs: &[StrategyRun]) -> Vec<String> {
         }
     }
     used
-}
-
-/// A content-addressed ULID: the same fragment gets the same id on every run.
-fn stable_ulid(parts: &[&str]) -> String {
-    let mut hasher = Sha256::new();
-    for part in parts {
-        hasher.update((part.len() as u64).to_be_bytes());
-        hasher.update(part.as_bytes());
-    }
-    let digest = hasher.finalize();
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
-    // Keep the timestamp part within ULID's 48 bits and well-formed.
-    bytes[0] &= 0x7f;
-    ulid::Ulid::from_bytes(bytes).to_string()
 }
 
 /// The delivered form of a packed piece. Its `token_count` is the count of
