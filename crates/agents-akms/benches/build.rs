@@ -41,8 +41,7 @@ fn main() {
         });
         let (networkx, ego) = networkx_ms(&layout.graph_json())
             .map_or(("-".to_owned(), "-".to_owned()), |(load, ego)| (format!("{load:.1}"), format!("{ego:.2}")));
-        let graph: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(layout.graph_json()).expect("graph.json")).expect("json");
+        let graph = agents_akms::CompiledGraph::load(&layout.graph_json()).expect("graph.json");
         let config = PropagationConfig::default();
         let tags = ["tag-5".to_owned()];
         let queried = median(runs * 4, || {

@@ -34,8 +34,7 @@ fn main() {
         // The knowledge search index, as `agents knowledge build` writes it.
         let index = dir.path().join("index");
         {
-            let graph: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(layout.graph_json()).expect("graph.json")).expect("json");
+            let graph = agents_akms::CompiledGraph::load(&layout.graph_json()).expect("graph.json");
             let docs = agents_akms::search::documents(&layout, &graph);
             let mut backend = agents_search::open_text_backend("tantivy", &index).expect("a text index");
             backend.upsert(&docs).expect("indexed");
@@ -64,7 +63,8 @@ fn main() {
 /// parsing its arguments.
 fn phase(layout: &Layout, index: Option<&Path>, tokenizer: &Tokenizer) {
     let bytes = std::fs::read(layout.graph_json()).expect("graph.json");
-    let graph: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
+    let text = std::str::from_utf8(&bytes).expect("UTF-8");
+    let graph = agents_akms::CompiledGraph::parse(text, &layout.graph_json()).expect("graph.json");
     let version = loadout::graph_version(&bytes);
     let config = agents_akms::read_config(layout).expect("config");
     let docs: BTreeMap<String, agents_search::TextDoc> =

@@ -19,6 +19,7 @@
 //! `generated_at` would break byte-identical rebuilds, NFR-D06), nodes in step
 //! order and by id, links by (source, target), keys sorted.
 
+use crate::graph::CompiledGraph;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -46,6 +47,9 @@ pub struct CompileOptions {
 pub struct Compiled {
     #[serde(skip)]
     pub json: String,
+    /// The same graph, typed.
+    #[serde(skip)]
+    pub graph: CompiledGraph,
     pub node_count: usize,
     pub edge_count: usize,
     /// Nodes by origin: `global`, `local`, `code-mirror`, `session`.
@@ -702,12 +706,18 @@ fn merge(
         "nodes": nodes,
         "links": links,
     });
-    let mut text = serde_json::to_string_pretty(&sorted(graph)).expect("json values serialise");
+    let graph = sorted(graph);
+    let mut text = serde_json::to_string_pretty(&graph).expect("json values serialise");
     text.push('\n');
+    // Every node above has a string id and every link string ends: the
+    // shape `from_value` checks.
+    let graph =
+        CompiledGraph::from_value(graph).expect("the compiler writes a well-formed graph").with_version_of(&text);
     let warnings = diagnostics.clone();
     let files = order.iter().filter(|m| !m.session).map(|m| (m.node.id.clone(), m.file.clone())).collect();
     let compiled = Compiled {
         json: text,
+        graph,
         node_count: order.len(),
         edge_count: kept.len(),
         nodes_by_origin,

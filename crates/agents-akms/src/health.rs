@@ -19,11 +19,11 @@
 //! mention (status, origin, default and local confidence, flags: UR-06,
 //! UR-08). Everything is sorted; "today" is handed in, never read here.
 
+use crate::graph::{CompiledGraph, GraphNode};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use serde::Serialize;
-use serde_json::Value as Json;
 
 use crate::config::PropagationConfig;
 use crate::diag::{Diagnostic, ProblemKind};
@@ -150,8 +150,8 @@ pub struct Review {
 
 /// What the reports read.
 pub struct Inputs<'a> {
-    /// The compiled node-link graph.
-    pub graph: &'a Json,
+    /// The compiled graph.
+    pub graph: &'a CompiledGraph,
     /// The compiler's warnings (collisions, orphaned overlay entries).
     pub warnings: &'a [Diagnostic],
     /// Where each node was read from.
@@ -166,33 +166,31 @@ pub struct Inputs<'a> {
 
 /// Computes the health report.
 pub fn health(inputs: &Inputs) -> Health {
-    let nodes: BTreeMap<&str, &Json> =
-        inputs.graph["nodes"].as_array().into_iter().flatten().filter_map(|n| Some((n["id"].as_str()?, n))).collect();
-    let text = |n: &Json, key: &str| n[key].as_str().unwrap_or_default().to_owned();
-    let concept = |n: &Json| n["domain"] != "session" && n["node_origin"] != "code-mirror";
+    let nodes: BTreeMap<&str, &GraphNode> = inputs.graph.nodes().iter().map(|n| (n.id(), n)).collect();
+    let concept = |n: &GraphNode| n.domain() != "session" && n.origin() != Some("code-mirror");
     let mut h =
         Health { phase: inputs.phase.or_else(|| inputs.log.iter().map(|e| e.phase).max()), ..Health::default() };
     let events: Vec<&LogEntry> = inputs.log.iter().filter(|e| Some(e.phase) == h.phase).collect();
 
     let max = inputs.config.confidence.max_confidence;
     for (id, n) in &nodes {
-        let (c, d) = (n["confidence"].as_f64().unwrap_or(0.0), n["confidence_default"].as_f64().unwrap_or(0.0));
+        let (c, d) = (n.number("confidence").unwrap_or(0.0), n.number("confidence_default").unwrap_or(0.0));
         // A seed above max_confidence comes down to it on its first update:
         // the clamp, not a degradation.
         if concept(n) && c < d.min(max) - 1e-9 {
             h.degraded.push((*id).to_owned());
         }
-        if concept(n) && n["status"] == "tentative" {
+        if concept(n) && n.status() == "tentative" {
             h.tentative.push(Tentative {
                 node: (*id).to_owned(),
-                origin: text(n, "node_origin"),
+                origin: n.origin().unwrap_or_default().to_owned(),
                 file: inputs.files.get(*id).cloned().unwrap_or_default(),
             });
         }
-        if n["node_origin"] == "code-mirror" && n["status"] == "draft" {
+        if n.origin() == Some("code-mirror") && n.status() == "draft" {
             h.drift.push((*id).to_owned());
         }
-        if let Some(last) = n["last_activated"].as_str()
+        if let Some(last) = n.text("last_activated")
             && let (Some(then), Some(now)) = (day_number(last), day_number(inputs.today))
             && now - then > i64::from(inputs.config.graph.stale_node_days)
         {
@@ -201,9 +199,8 @@ pub fn health(inputs: &Inputs) -> Health {
     }
     if inputs.config.graph.orphan_warning {
         let mut linked: BTreeSet<&str> = BTreeSet::new();
-        for link in inputs.graph["links"].as_array().into_iter().flatten() {
-            linked.extend(link["source"].as_str());
-            linked.extend(link["target"].as_str());
+        for link in inputs.graph.links() {
+            linked.extend([link.source(), link.target()]);
         }
         h.orphans = nodes
             .iter()
@@ -263,7 +260,7 @@ pub fn health(inputs: &Inputs) -> Health {
                 description: description.clone(),
             }),
             Change::Missing { suggested_id, description, .. }
-                if nodes.get(suggested_id.as_str()).is_some_and(|n| n["status"] == "tentative") =>
+                if nodes.get(suggested_id.as_str()).is_some_and(|n| n.status() == "tentative") =>
             {
                 h.blocked.push(Blocked {
                     task: e.task.clone(),
@@ -311,10 +308,10 @@ pub fn health(inputs: &Inputs) -> Health {
         .filter_map(|(id, flags)| {
             let n = nodes.get(id.as_str())?;
             Some(NodeRow {
-                status: text(n, "status"),
-                origin: text(n, "node_origin"),
-                confidence_default: n["confidence_default"].as_f64().unwrap_or(0.0),
-                confidence: n["confidence"].as_f64().unwrap_or(0.0),
+                status: n.status().to_owned(),
+                origin: n.origin().unwrap_or_default().to_owned(),
+                confidence_default: n.number("confidence_default").unwrap_or(0.0),
+                confidence: n.number("confidence").unwrap_or(0.0),
                 flags: flags.into_iter().collect(),
                 id,
             })
@@ -374,7 +371,7 @@ mod tests {
         assert_eq!(day_number("nope"), None);
     }
 
-    fn inputs<'a>(graph: &'a Json, log: &'a [LogEntry], config: &'a PropagationConfig) -> Inputs<'a> {
+    fn inputs<'a>(graph: &'a CompiledGraph, log: &'a [LogEntry], config: &'a PropagationConfig) -> Inputs<'a> {
         static FILES: std::sync::OnceLock<BTreeMap<String, PathBuf>> = std::sync::OnceLock::new();
         Inputs {
             graph,
@@ -410,6 +407,7 @@ mod tests {
             node("hit", 0.68, 0.8),
             node("earlier", 0.7, 0.8),
         ], "links": []});
+        let graph = CompiledGraph::from_value(graph).unwrap();
         let log = vec![
             LogEntry {
                 phase: 2,
@@ -433,6 +431,7 @@ mod tests {
         let graph = serde_json::json!({"nodes": [
             {"id": "mirror-src-a", "status": "draft", "node_origin": "code-mirror", "domain": "code-mirror", "confidence": 1.0, "confidence_default": 1.0},
         ], "links": []});
+        let graph = CompiledGraph::from_value(graph).unwrap();
         let config = PropagationConfig::default();
         let r = health(&inputs(&graph, &[], &config)).review();
         assert_eq!(r.drift, ["mirror-src-a"]);
@@ -446,6 +445,7 @@ mod tests {
             {"id": "b", "status": "tentative", "node_origin": "local", "domain": "d", "confidence": 0.5, "confidence_default": 0.5},
             {"id": "s", "status": "established", "node_origin": "local", "domain": "session", "confidence": 1.0, "confidence_default": 1.0},
         ], "links": [{"source": "a", "target": "s", "type": "pitfall", "weight": 1.0}]});
+        let graph = CompiledGraph::from_value(graph).unwrap();
         let entry = |phase: i64, change: Change| LogEntry {
             session: "session-t".into(),
             task: "T".into(),

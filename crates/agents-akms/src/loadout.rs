@@ -50,6 +50,8 @@ use agents_search::TextDoc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::graph::CompiledGraph;
+
 use crate::config::{LoadoutMode, PropagationConfig};
 use crate::query::Subgraph;
 use crate::search::Passage;
@@ -315,7 +317,7 @@ fn content_block(id: &str, title: &str, content: &str) -> String {
 
 /// Spec 5.4's full cost: every node's `context_size` allocation, at most
 /// `max_loadout_tokens` (what a full loadout can cost at most).
-pub fn full_cost(graph: &Value, subgraph: &Subgraph, config: &PropagationConfig) -> u64 {
+pub fn full_cost(graph: &CompiledGraph, subgraph: &Subgraph, config: &PropagationConfig) -> u64 {
     let nodes = node_index(graph);
     let sum: u64 = subgraph
         .nodes
@@ -335,13 +337,8 @@ fn context_tokens(hint: Option<&str>, config: &PropagationConfig) -> u32 {
     }
 }
 
-fn node_index(graph: &Value) -> BTreeMap<&str, &Map<String, Value>> {
-    graph["nodes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|n| Some((n.get("id")?.as_str()?, n.as_object()?)))
-        .collect()
+fn node_index(graph: &CompiledGraph) -> BTreeMap<&str, &Map<String, Value>> {
+    graph.nodes().iter().map(|n| (n.id(), n.attributes())).collect()
 }
 
 /// Packs the full-mode nodes (best ranked first) under `max_loadout_tokens`
@@ -441,7 +438,7 @@ pub fn reading_order(ids: &[&str], requires: &[(&str, &str)]) -> Vec<String> {
 /// (path, line), and `None` when it is unavailable: the degraded mode.
 pub fn generate(
     request: &LoadoutRequest,
-    graph: &Value,
+    graph: &CompiledGraph,
     subgraph: &Subgraph,
     docs: &BTreeMap<String, TextDoc>,
     passages: Option<&[Passage]>,
@@ -596,7 +593,6 @@ pub fn generate(
 
     // Pitfalls: every warning the query collected (from the seeds and every
     // reached node, cut by the cap or not), always.
-    let links: Vec<&Value> = graph["links"].as_array().into_iter().flatten().collect();
     let pitfalls = &subgraph.pitfalls;
     out.push_str("## Known Pitfalls\n\n");
     for warning in pitfalls {
@@ -657,11 +653,8 @@ pub fn generate(
     out.push('\n');
 
     // Reading order along `requires`.
-    let requires: Vec<(&str, &str)> = links
-        .iter()
-        .filter(|l| l["type"] == "requires")
-        .filter_map(|l| Some((l["source"].as_str()?, l["target"].as_str()?)))
-        .collect();
+    let requires: Vec<(&str, &str)> =
+        graph.links().iter().filter(|l| l.kind() == "requires").map(|l| (l.source(), l.target())).collect();
     let table: Vec<&str> = rows.iter().filter(|r| r.read != ReadMode::PitfallsOnly).map(|r| r.id).collect();
     out.push_str("## Suggested Reading Order\n\n");
     let order = reading_order(&table, &requires);
@@ -868,7 +861,7 @@ mod tests {
 
     /// A graph of `n` nodes tagged `t`, each with a body of `lines[i]` lines
     /// and the context size `sizes[i]`.
-    fn synthetic(bodies: &[(String, &str)]) -> (Value, BTreeMap<String, TextDoc>) {
+    fn synthetic(bodies: &[(String, &str)]) -> (CompiledGraph, BTreeMap<String, TextDoc>) {
         let nodes: Vec<Value> = bodies
             .iter()
             .enumerate()
@@ -894,7 +887,7 @@ mod tests {
                 (id, doc)
             })
             .collect();
-        (json!({"nodes": nodes, "links": []}), docs)
+        (CompiledGraph::from_value(json!({"nodes": nodes, "links": []})).unwrap(), docs)
     }
 
     fn request(available: i64) -> LoadoutRequest {
@@ -1010,7 +1003,7 @@ mod tests {
     /// The seed `zz` (tentative, agent-written, tag `t`) requires the
     /// established `a1`; `zz` has a pitfall edge to the session `s1`; the
     /// global node `g1` is reached from `zz` too.
-    fn cut_graph() -> (Value, BTreeMap<String, TextDoc>) {
+    fn cut_graph() -> (CompiledGraph, BTreeMap<String, TextDoc>) {
         let graph = json!({
             "nodes": [
                 {"id": "a1", "title": "A1", "tags": [], "status": "established", "source": "human",
@@ -1046,7 +1039,7 @@ mod tests {
         .into_iter()
         .map(|d| (d.id.clone(), d))
         .collect();
-        (graph, docs)
+        (CompiledGraph::from_value(graph).unwrap(), docs)
     }
 
     #[test]

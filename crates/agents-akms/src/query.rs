@@ -37,6 +37,7 @@ use serde_json::{Map, Value};
 
 use crate::config::PropagationConfig;
 use crate::formula::{Formula, FormulaError};
+use crate::graph::CompiledGraph;
 use crate::schema::CODE_MIRROR_DOMAIN;
 
 /// Statuses a loadout may include.
@@ -124,11 +125,6 @@ pub fn empty(config: &PropagationConfig, role: &str) -> Result<Subgraph, QueryEr
     })
 }
 
-fn attributes(node: &Value) -> &Map<String, Value> {
-    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-    node.as_object().unwrap_or_else(|| EMPTY.get_or_init(Map::new))
-}
-
 fn text<'a>(node: &'a Map<String, Value>, key: &str) -> &'a str {
     node.get(key).and_then(Value::as_str).unwrap_or_default()
 }
@@ -138,7 +134,12 @@ fn number(node: &Map<String, Value>, key: &str) -> Option<f64> {
 }
 
 /// Runs the query for `role` seeded by `tags` over the compiled `graph`.
-pub fn query(graph: &Value, config: &PropagationConfig, role: &str, tags: &[String]) -> Result<Subgraph, QueryError> {
+pub fn query(
+    graph: &CompiledGraph,
+    config: &PropagationConfig,
+    role: &str,
+    tags: &[String],
+) -> Result<Subgraph, QueryError> {
     // 1. The profile.
     let profile = config.query_roles.get(role).ok_or_else(|| QueryError::UnknownRole {
         role: role.to_owned(),
@@ -156,18 +157,11 @@ pub fn query(graph: &Value, config: &PropagationConfig, role: &str, tags: &[Stri
     if tags.is_empty() {
         return Err(QueryError::NoTags);
     }
-    let nodes: BTreeMap<&str, &Map<String, Value>> = graph["nodes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|n| Some((n.get("id")?.as_str()?, attributes(n))))
-        .collect();
+    let nodes: BTreeMap<&str, &Map<String, Value>> = graph.nodes().iter().map(|n| (n.id(), n.attributes())).collect();
     let edge_types: BTreeSet<&str> = profile.edge_types.iter().map(|e| e.as_str()).collect();
     let mut out_edges: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
-    for link in graph["links"].as_array().into_iter().flatten() {
-        let (Some(source), Some(target)) = (link["source"].as_str(), link["target"].as_str()) else { continue };
-        let kind = link["type"].as_str().unwrap_or_default();
-        out_edges.entry(source).or_default().push((target, kind));
+    for link in graph.links() {
+        out_edges.entry(link.source()).or_default().push((link.target(), link.kind()));
     }
     for edges in out_edges.values_mut() {
         edges.sort_unstable();
@@ -277,11 +271,11 @@ pub fn query(graph: &Value, config: &PropagationConfig, role: &str, tags: &[Stri
         })
         .collect();
     let mut warnings: Vec<PitfallWarning> = Vec::new();
-    for link in graph["links"].as_array().into_iter().flatten() {
-        if link["type"].as_str() != Some("pitfall") {
+    for link in graph.links() {
+        if link.kind() != "pitfall" {
             continue;
         }
-        let (Some(source), Some(target)) = (link["source"].as_str(), link["target"].as_str()) else { continue };
+        let (source, target) = (link.source(), link.target());
         let Some(node) = nodes.get(target) else { continue };
         if !sources.contains(source) {
             continue;
@@ -300,8 +294,8 @@ pub fn query(graph: &Value, config: &PropagationConfig, role: &str, tags: &[Stri
         warnings.push(PitfallWarning {
             source: source.to_owned(),
             target: target.to_owned(),
-            note: link["note"].as_str().unwrap_or_default().to_owned(),
-            weight: link["weight"].as_f64().unwrap_or(0.0),
+            note: link.text("note").unwrap_or_default().to_owned(),
+            weight: link.weight().unwrap_or(0.0),
         });
     }
     // The pitfall nodes, best first: the heaviest edge, then confidence, then id.
@@ -402,6 +396,10 @@ mod tests {
         })
     }
 
+    fn typed(graph: &Value) -> CompiledGraph {
+        CompiledGraph::from_value(graph.clone()).unwrap()
+    }
+
     fn ids(s: &Subgraph) -> Vec<&str> {
         s.nodes.iter().map(|n| n.id.as_str()).collect()
     }
@@ -417,7 +415,7 @@ mod tests {
     #[test]
     fn implementer_follows_its_edge_types_within_the_radius_and_ranks_by_its_formula() {
         let config = PropagationConfig::default();
-        let s = query(&graph(), &config, "implementer", &["fft".into()]).unwrap();
+        let s = query(&typed(&graph()), &config, "implementer", &["fft".into()]).unwrap();
         assert_eq!(s.seeds, ["a", "old", "weak"]);
         // Radius 2 along requires/feeds-into/pitfall: b, c, m, s; not d (3 hops),
         // not x (contradicts), not m (code mirror). Ranked by confidence *
@@ -438,7 +436,7 @@ mod tests {
             .push(json!({"id": "draft", "tags": ["fft"], "status": "draft", "confidence": 0.9}));
         g["links"].as_array_mut().unwrap().push(json!({"source": "a", "target": "draft", "type": "requires"}));
         for role in ["implementer", "code_reviewer", "physics_reviewer"] {
-            let s = query(&g, &PropagationConfig::default(), role, &["fft".into()]).unwrap();
+            let s = query(&typed(&g), &PropagationConfig::default(), role, &["fft".into()]).unwrap();
             // Seeded and reached, yet left out at the status step, as deprecated ones are.
             assert!(s.seeds.contains(&"draft".to_owned()));
             assert!(!ids(&s).contains(&"draft") && !ids(&s).contains(&"old"), "{role}: {:?}", ids(&s));
@@ -449,9 +447,9 @@ mod tests {
     #[test]
     fn fr_q04_only_the_physics_reviewer_follows_contradicts_and_excludes_code_mirror() {
         let config = PropagationConfig::default();
-        let s = query(&graph(), &config, "physics_reviewer", &["fft".into()]).unwrap();
+        let s = query(&typed(&graph()), &config, "physics_reviewer", &["fft".into()]).unwrap();
         assert!(ids(&s).contains(&"x") && !ids(&s).contains(&"m"), "{:?}", ids(&s));
-        let s = query(&graph(), &config, "implementer", &["fft".into()]).unwrap();
+        let s = query(&typed(&graph()), &config, "implementer", &["fft".into()]).unwrap();
         assert!(!ids(&s).contains(&"x"));
     }
 
@@ -463,7 +461,7 @@ mod tests {
             role.edge_types.push(crate::schema::EdgeType::FeedsInto);
         }
         for role in ["implementer", "code_reviewer", "physics_reviewer"] {
-            let s = query(&graph(), &config, role, &["fft".into()]).unwrap();
+            let s = query(&typed(&graph()), &config, role, &["fft".into()]).unwrap();
             assert!(!ids(&s).contains(&"m"), "{role}: {:?}", ids(&s));
             assert_eq!(s.excluded["code-mirror"], ["m"], "{role}");
         }
@@ -476,7 +474,7 @@ mod tests {
         role.prefer_domains = vec!["numerics".into()];
         role.exclude_domains = vec!["code-mirror".into()];
         config.loadout.max_nodes_per_loadout = 2;
-        let s = query(&graph(), &config, "implementer", &["fft".into()]).unwrap();
+        let s = query(&typed(&graph()), &config, "implementer", &["fft".into()]).unwrap();
         // c: 0.7 * 1 * 1.5 = 1.05 passes a (1.8)? No: b 4.0, a 1.8 fill the cap;
         // s joins through b's pitfall edge regardless of the cap.
         assert_eq!(ids(&s), ["b", "a", "s"]);
@@ -488,11 +486,14 @@ mod tests {
     #[test]
     fn nfr_d01_the_same_query_gives_the_same_answer_and_bad_requests_are_errors() {
         let config = PropagationConfig::default();
-        let a = query(&graph(), &config, "implementer", &["fft".into(), "fft".into()]).unwrap();
-        let b = query(&graph(), &config, "implementer", &["fft".into()]).unwrap();
+        let a = query(&typed(&graph()), &config, "implementer", &["fft".into(), "fft".into()]).unwrap();
+        let b = query(&typed(&graph()), &config, "implementer", &["fft".into()]).unwrap();
         assert_eq!(a, b);
-        assert!(matches!(query(&graph(), &config, "poet", &["fft".into()]), Err(QueryError::UnknownRole { .. })));
-        assert!(matches!(query(&graph(), &config, "implementer", &[]), Err(QueryError::NoTags)));
+        assert!(matches!(
+            query(&typed(&graph()), &config, "poet", &["fft".into()]),
+            Err(QueryError::UnknownRole { .. })
+        ));
+        assert!(matches!(query(&typed(&graph()), &config, "implementer", &[]), Err(QueryError::NoTags)));
     }
 
     /// A fresh graph (no activations: every rank 0 under the default
@@ -530,7 +531,7 @@ mod tests {
     fn pitfalls_always_reach_the_agent_seeds_survive_the_cap_and_ties_rank_seeds_first() {
         let mut config = PropagationConfig::default();
         config.loadout.max_nodes_per_loadout = 2;
-        let s = query(&fresh(), &config, "implementer", &["t".into()]).unwrap();
+        let s = query(&typed(&fresh()), &config, "implementer", &["t".into()]).unwrap();
         // Every rank is 0: the seed first, then by confidence (s1 reached
         // along its pitfall edge at 1.0, a1 and a2 at 0.9), then id: the cap
         // keeps the seed (today's order put it last: alphabetical) and s1.
@@ -548,7 +549,7 @@ mod tests {
         // A cap of 1 keeps the seed; max_pitfall_nodes 1 keeps the heaviest warning.
         config.loadout.max_nodes_per_loadout = 1;
         config.loadout.max_pitfall_nodes = 1;
-        let s = query(&fresh(), &config, "implementer", &["t".into()]).unwrap();
+        let s = query(&typed(&fresh()), &config, "implementer", &["t".into()]).unwrap();
         assert_eq!(ids(&s), ["zz", "s1"]);
         assert_eq!(s.pitfalls.len(), 1);
         assert_eq!(s.excluded["max_pitfall_nodes"], ["s2"]);

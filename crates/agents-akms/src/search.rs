@@ -11,9 +11,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::graph::CompiledGraph;
 use agents_search::vector::Embedder;
 use agents_search::{SearchError, SearchFilter, TextBackend, TextDoc};
-use serde_json::Value;
 
 use crate::bounded;
 use crate::config::LimitsConfig;
@@ -28,19 +28,17 @@ pub const KNOWLEDGE_KIND: &str = "knowledge";
 /// JSON), read from the sources of `layout`. Session nodes are materialised
 /// by the overlay and have no source file: they are indexed with their title
 /// and tags only.
-pub fn documents(layout: &Layout, graph: &Value) -> Vec<TextDoc> {
+pub fn documents(layout: &Layout, graph: &CompiledGraph) -> Vec<TextDoc> {
     let bodies = bodies(layout);
-    let mut docs: Vec<TextDoc> = graph["nodes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|node| {
-            let id = node.get("id")?.as_str()?;
-            let text = |key: &str| node.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
-            let tags: Vec<&str> =
-                node.get("tags").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let mut docs: Vec<TextDoc> = graph
+        .nodes()
+        .iter()
+        .map(|node| {
+            let id = node.id();
+            let text = |key: &str| node.text(key).unwrap_or_default().to_owned();
+            let tags: Vec<&str> = node.tags().collect();
             let (path, body) = bodies.get(id).cloned().unwrap_or_default();
-            Some(TextDoc {
+            TextDoc {
                 id: id.to_owned(),
                 path,
                 name: text("title"),
@@ -48,7 +46,7 @@ pub fn documents(layout: &Layout, graph: &Value) -> Vec<TextDoc> {
                 signature: tags.join(" "),
                 doc: text("domain"),
                 body,
-            })
+            }
         })
         .collect();
     docs.sort_by(|a, b| a.id.cmp(&b.id));
@@ -455,6 +453,7 @@ mod tests {
             {"id": "eps", "title": "Epsilon", "tags": ["numerics"]},
             {"id": "session-1", "title": "Session: 1", "tags": ["fft"]}
         ]});
+        let graph = CompiledGraph::from_value(graph).unwrap();
         let docs = documents(&layout, &graph);
         let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
         assert_eq!(ids, ["eps", "green", "session-1"]);
@@ -489,7 +488,9 @@ mod tests {
         crate::bounded::tests::mkfifo(&layout.local_nodes().join("fifo.md"));
         std::fs::File::create(layout.knowledge().join("huge.md")).unwrap().set_len(1 << 30).unwrap();
         write(&layout.knowledge().join("ok.md"), "Content of ok.\n");
-        let graph = serde_json::json!({"nodes": [{"id": "huge"}, {"id": "ok"}, {"id": "pipe"}]});
+        let graph =
+            CompiledGraph::from_value(serde_json::json!({"nodes": [{"id": "huge"}, {"id": "ok"}, {"id": "pipe"}]}))
+                .unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || tx.send(documents(&layout, &graph)).unwrap());
         let docs = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("no hang");

@@ -20,6 +20,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::{TagDerivationConfig, TitleMatch};
+use crate::graph::CompiledGraph;
 
 /// Why a tag was derived.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -70,7 +71,7 @@ impl TaskText {
     }
 }
 
-struct GraphNode<'a> {
+struct TagNode<'a> {
     id: &'a str,
     title: Option<&'a str>,
     tags: Vec<&'a str>,
@@ -79,29 +80,19 @@ struct GraphNode<'a> {
     mirror: bool,
 }
 
-fn nodes(graph: &Value) -> Vec<GraphNode<'_>> {
-    let mut out: Vec<GraphNode<'_>> = graph["nodes"]
-        .as_array()
-        .map(|nodes| {
-            nodes
-                .iter()
-                .filter_map(|n| {
-                    Some(GraphNode {
-                        id: n.get("id")?.as_str()?,
-                        title: n.get("title").and_then(Value::as_str),
-                        tags: n
-                            .get("tags")
-                            .and_then(Value::as_array)
-                            .map(|t| t.iter().filter_map(Value::as_str).collect())
-                            .unwrap_or_default(),
-                        content_ref: n.get("content_ref").and_then(Value::as_str),
-                        source_file: n.get("source_file").and_then(Value::as_str),
-                        mirror: n.get("node_origin").and_then(Value::as_str) == Some("code-mirror"),
-                    })
-                })
-                .collect()
+fn nodes(graph: &CompiledGraph) -> Vec<TagNode<'_>> {
+    let mut out: Vec<TagNode<'_>> = graph
+        .nodes()
+        .iter()
+        .map(|n| TagNode {
+            id: n.id(),
+            title: n.title(),
+            tags: n.tags().collect(),
+            content_ref: n.content_ref(),
+            source_file: n.text("source_file"),
+            mirror: n.origin() == Some("code-mirror"),
         })
-        .unwrap_or_default();
+        .collect();
     out.sort_by(|a, b| a.id.cmp(b.id));
     out
 }
@@ -128,16 +119,15 @@ fn whole_words(haystack: &str, needle: &str) -> bool {
 
 /// The tags derived for `task` from the compiled `graph`, sorted, each with
 /// its reasons (sorted). Mirror nodes never contribute tags of their own.
-pub fn derive_tags(graph: &Value, task: &TaskText, config: &TagDerivationConfig) -> Vec<DerivedTag> {
+pub fn derive_tags(graph: &CompiledGraph, task: &TaskText, config: &TagDerivationConfig) -> Vec<DerivedTag> {
     let nodes = nodes(graph);
     let mut found: BTreeMap<String, BTreeSet<TagSource>> = BTreeMap::new();
-    let collect = |found: &mut BTreeMap<String, BTreeSet<TagSource>>,
-                   node: &GraphNode<'_>,
-                   source: &dyn Fn(&str) -> TagSource| {
-        for tag in &node.tags {
-            found.entry((*tag).to_owned()).or_default().insert(source(node.id));
-        }
-    };
+    let collect =
+        |found: &mut BTreeMap<String, BTreeSet<TagSource>>, node: &TagNode<'_>, source: &dyn Fn(&str) -> TagSource| {
+            for tag in &node.tags {
+                found.entry((*tag).to_owned()).or_default().insert(source(node.id));
+            }
+        };
     // 1. Scope.
     for scope in &task.scope {
         for node in nodes.iter().filter(|n| !n.mirror) {
@@ -188,8 +178,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn graph() -> Value {
-        json!({"nodes": [
+    fn graph() -> CompiledGraph {
+        CompiledGraph::from_value(json!({"nodes": [
             {"id": "green", "node_origin": "global", "title": "Lippmann-Schwinger Equation",
              "tags": ["green-operator", "spectral"], "content_ref": "docs/ls.md"},
             {"id": "eps", "node_origin": "local", "title": "Epsilon Regularisation",
@@ -197,7 +187,8 @@ mod tests {
             {"id": "mirror-src-green", "node_origin": "code-mirror", "title": "Code Mirror: src/green.py",
              "content_ref": "code-mirror/src/green.md", "source_file": "src/green.py"},
             {"id": "fft", "node_origin": "local", "title": "FFT", "tags": ["fft", "x"]}
-        ], "links": []})
+        ], "links": []}))
+        .unwrap()
     }
 
     fn config() -> TagDerivationConfig {

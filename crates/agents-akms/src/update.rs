@@ -49,6 +49,7 @@
 //! changed is appended to `knowledge/logs/update.jsonl`, one JSON object per
 //! line, for `agents knowledge review`.
 
+use crate::graph::CompiledGraph;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -160,41 +161,35 @@ pub struct GraphView {
 }
 
 impl GraphView {
-    /// From the node-link JSON of `graph.json`.
-    pub fn from_graph(graph: &Json) -> GraphView {
-        let strings = |v: Option<&Json>| -> Vec<String> {
-            v.and_then(Json::as_array).into_iter().flatten().filter_map(|s| s.as_str().map(str::to_owned)).collect()
-        };
+    /// From the compiled graph.
+    pub fn from_graph(graph: &CompiledGraph) -> GraphView {
         let mut view = GraphView::default();
-        for node in graph["nodes"].as_array().into_iter().flatten() {
-            let Some(id) = node["id"].as_str() else { continue };
-            let text = |key: &str| node[key].as_str().unwrap_or_default().to_owned();
+        for node in graph.nodes() {
+            let text = |key: &str| node.text(key).unwrap_or_default().to_owned();
+            let strings = |key: &str| node.strings(key).map(str::to_owned).collect::<Vec<_>>();
             view.nodes.insert(
-                id.to_owned(),
+                node.id().to_owned(),
                 ViewNode {
-                    confidence: node["confidence"].as_f64().unwrap_or(0.0),
-                    floor: node["confidence_floor"].as_f64(),
-                    auto_update: node["auto_update"].as_bool() == Some(true),
+                    confidence: node.number("confidence").unwrap_or(0.0),
+                    floor: node.number("confidence_floor"),
+                    auto_update: node.value("auto_update").and_then(Json::as_bool) == Some(true),
                     domain: text("domain"),
                     status: text("status"),
                     title: text("title"),
                     origin: text("node_origin"),
-                    activations: node["activations"].as_u64().unwrap_or(0),
-                    last_activated: node["last_activated"].as_str().map(str::to_owned),
-                    activated_by_tasks: strings(node.get("activated_by_tasks")),
-                    session_refs: strings(node.get("session_refs")),
+                    activations: node.value("activations").and_then(Json::as_u64).unwrap_or(0),
+                    last_activated: node.text("last_activated").map(str::to_owned),
+                    activated_by_tasks: strings("activated_by_tasks"),
+                    session_refs: strings("session_refs"),
                 },
             );
         }
-        for link in graph["links"].as_array().into_iter().flatten() {
-            let (Some(source), Some(target)) = (link["source"].as_str(), link["target"].as_str()) else { continue };
-            let Some(kind) = EdgeType::ALL.into_iter().find(|t| Some(t.as_str()) == link["type"].as_str()) else {
-                continue;
-            };
-            view.predecessors.entry(target.to_owned()).or_default().push(Predecessor {
-                source: source.to_owned(),
+        for link in graph.links() {
+            let Some(kind) = EdgeType::ALL.into_iter().find(|t| t.as_str() == link.kind()) else { continue };
+            view.predecessors.entry(link.target().to_owned()).or_default().push(Predecessor {
+                source: link.source().to_owned(),
                 kind,
-                weight: link["weight"].as_f64().unwrap_or(0.0),
+                weight: link.weight().unwrap_or(0.0),
             });
         }
         for preds in view.predecessors.values_mut() {
@@ -539,8 +534,7 @@ pub fn update_until(
     // pending document names resolves.
     let mut sources = Sources::load(layout);
     let compiled = sources.compile(layout, options, &state)?;
-    let graph: Json = serde_json::from_str(&compiled.json).unwrap_or_default();
-    let view = GraphView::from_graph(&graph);
+    let view = GraphView::from_graph(&compiled.graph);
     let state_path = layout.local_state();
     let mut warnings = Vec::new();
     for (e, _, _) in evidence.iter().filter(|(e, relative, hash)| applied_as(&state, e, relative, hash).is_none()) {
@@ -1080,8 +1074,7 @@ pub fn set_status(
     review: Review,
 ) -> Result<StatusChange, AkmsError> {
     let compiled = compile(layout, options)?;
-    let graph: Json = serde_json::from_str(&compiled.json).unwrap_or_default();
-    let view = GraphView::from_graph(&graph);
+    let view = GraphView::from_graph(&compiled.graph);
     let Some(node) = view.nodes.get(id) else {
         return Err(refuse(layout, format!("no node has the id `{id}`")));
     };
@@ -1182,8 +1175,7 @@ pub fn set_status(
     // The edited files and graph.json, compiled in memory first and written
     // as one unit through the journal.
     let rebuilt = sources.compile(layout, options, &state)?;
-    let graph: Json = serde_json::from_str(&rebuilt.json).unwrap_or_default();
-    let to = GraphView::from_graph(&graph).nodes.get(id).map(|n| n.status.clone()).unwrap_or(to);
+    let to = GraphView::from_graph(&rebuilt.graph).nodes.get(id).map(|n| n.status.clone()).unwrap_or(to);
     let file = if global { state_path } else { node_path };
     let mut ordered: Vec<(PathBuf, &str)> = writes.iter().map(|(p, t)| (p.clone(), t.as_str())).collect();
     ordered.push((layout.graph_json(), rebuilt.json.as_str()));
@@ -1252,7 +1244,7 @@ mod tests {
             {"source": "d", "target": "c", "type": "contradicts", "weight": 1.0},
             {"source": "e", "target": "c", "type": "requires", "weight": 1.0},
         ]});
-        let mut view = GraphView::from_graph(&graph);
+        let mut view = GraphView::from_graph(&CompiledGraph::from_value(graph).unwrap());
         view.nodes.insert("a".into(), node(0.8, None, false));
         view.nodes.insert("b".into(), node(0.9, None, false));
         view.nodes.insert("c".into(), node(0.9, None, false));

@@ -18,14 +18,13 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::sync::Arc;
 
 use agents_acms::retrieval::{
     Backends, Candidate, ContextStrategy, PlanContext, RetrievalQuery, StrategyCapabilities, StrategyError,
 };
+use agents_akms::CompiledGraph;
 use agents_akms::vault::Layout;
-use serde_json::Value;
 
 /// The strategy's registered name.
 pub const KNOWLEDGE_GRAPH: &str = "knowledge-graph";
@@ -36,35 +35,18 @@ const ROLE: &str = "implementer";
 pub struct KnowledgeGraphStrategy {
     /// The global vault (for node bodies); `None`: the repository's config says.
     global_vault: Option<PathBuf>,
-    /// The last graph read, with the file it came from and that file's size
-    /// and modification time: `can_handle` and `retrieve` (and, in a server,
-    /// every request until the graph is rebuilt) parse it once.
-    cached: Mutex<Option<CachedGraph>>,
 }
-
-/// A parsed `graph.json`: its path, its (size, modification time), the graph.
-type CachedGraph = (PathBuf, (u64, Option<SystemTime>), Arc<Value>);
 
 impl KnowledgeGraphStrategy {
     pub fn new(global_vault: Option<PathBuf>) -> KnowledgeGraphStrategy {
-        KnowledgeGraphStrategy { global_vault, cached: Mutex::new(None) }
+        KnowledgeGraphStrategy { global_vault }
     }
 
-    /// The compiled graph under the layout's repository, if any.
-    fn graph(&self, layout: &Layout) -> Option<Arc<Value>> {
-        let path = layout.graph_json();
-        let meta = std::fs::metadata(&path).ok()?;
-        let stamp = (meta.len(), meta.modified().ok());
-        let mut cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((p, s, graph)) = cached.as_ref()
-            && *p == path
-            && *s == stamp
-        {
-            return Some(graph.clone());
-        }
-        let graph: Arc<Value> = Arc::new(serde_json::from_str(&std::fs::read_to_string(&path).ok()?).ok()?);
-        *cached = Some((path, stamp, graph.clone()));
-        Some(graph)
+    /// The compiled graph under the layout's repository, if any (parsed once
+    /// per version of the file: `can_handle` and `retrieve`, and a server's
+    /// requests until the graph is rebuilt, share it).
+    fn graph(&self, layout: &Layout) -> Option<Arc<CompiledGraph>> {
+        CompiledGraph::load(&layout.graph_json()).ok()
     }
 
     fn layout(&self, root: &Path) -> Layout {
@@ -82,13 +64,11 @@ impl KnowledgeGraphStrategy {
 }
 
 /// Node tags the request names (sorted).
-fn seed_tags(graph: &Value, query: &RetrievalQuery<'_>) -> Vec<String> {
+fn seed_tags(graph: &CompiledGraph, query: &RetrievalQuery<'_>) -> Vec<String> {
     let entities: BTreeSet<String> = query.request.entities().iter().map(|e| e.to_lowercase()).collect();
     let words: BTreeSet<String> = agents_search::code_tokens(&query.text()).into_iter().collect();
     let mut tags = BTreeSet::new();
-    for tag in graph["nodes"].as_array().into_iter().flatten().flat_map(|n| n["tags"].as_array().into_iter().flatten())
-    {
-        let Some(tag) = tag.as_str() else { continue };
+    for tag in graph.nodes().iter().flat_map(|n| n.tags()) {
         let parts = agents_search::code_tokens(tag);
         if entities.contains(&tag.to_lowercase()) || (!parts.is_empty() && parts.iter().all(|p| words.contains(p))) {
             tags.insert(tag.to_owned());
@@ -134,18 +114,14 @@ impl ContextStrategy for KnowledgeGraphStrategy {
         let subgraph = agents_akms::query::query(&graph, &config, ROLE, &tags).map_err(|e| nothing(&e.to_string()))?;
         let docs: std::collections::BTreeMap<String, agents_search::TextDoc> =
             agents_akms::search::documents(&layout, &graph).into_iter().map(|d| (d.id.clone(), d)).collect();
-        let nodes: std::collections::BTreeMap<&str, &Value> =
-            graph["nodes"].as_array().into_iter().flatten().filter_map(|n| Some((n["id"].as_str()?, n))).collect();
-        let links: Vec<&Value> = graph["links"].as_array().into_iter().flatten().collect();
         let count = subgraph.nodes.len().max(1) as f32;
         let mut candidates = Vec::new();
         for (i, node) in subgraph.nodes.iter().enumerate() {
-            let attrs = nodes.get(node.id.as_str()).copied().unwrap_or(&Value::Null);
+            let attrs = graph.node(&node.id);
             let doc = docs.get(&node.id);
-            let path = doc
-                .map(|d| d.path.clone())
-                .filter(|p| !p.is_empty())
-                .unwrap_or_else(|| attrs["content_ref"].as_str().map(|r| format!("knowledge/{r}")).unwrap_or_default());
+            let path = doc.map(|d| d.path.clone()).filter(|p| !p.is_empty()).unwrap_or_else(|| {
+                attrs.and_then(|n| n.content_ref()).map(|r| format!("knowledge/{r}")).unwrap_or_default()
+            });
             let mut text = format!(
                 "Knowledge node `{}`: {} ({}, {}, confidence {:.2}, {})\n",
                 node.id,
@@ -153,7 +129,7 @@ impl ContextStrategy for KnowledgeGraphStrategy {
                 node.domain,
                 node.status,
                 node.confidence,
-                attrs["node_origin"].as_str().unwrap_or("global")
+                attrs.and_then(|n| n.origin()).unwrap_or("global")
             );
             if !path.is_empty() {
                 text.push_str(&format!("Path: {path}\n"));
@@ -163,13 +139,14 @@ impl ContextStrategy for KnowledgeGraphStrategy {
                 text.push_str(&summary);
                 text.push('\n');
             }
-            let mut warnings: Vec<String> = links
+            let mut warnings: Vec<String> = graph
+                .links()
                 .iter()
-                .filter(|l| l["type"] == "pitfall" && l["source"] == node.id.as_str())
+                .filter(|l| l.kind() == "pitfall" && l.source() == node.id)
                 .map(|l| {
-                    let target = l["target"].as_str().unwrap_or_default();
-                    let title = nodes.get(target).and_then(|n| n["title"].as_str()).unwrap_or(target);
-                    let note = l["note"].as_str().unwrap_or_default().trim();
+                    let target = l.target();
+                    let title = graph.node(target).and_then(|n| n.title()).unwrap_or(target);
+                    let note = l.text("note").unwrap_or_default().trim();
                     if note.is_empty() { format!("Pitfall: see {title}") } else { format!("Pitfall: {note} ({title})") }
                 })
                 .collect();

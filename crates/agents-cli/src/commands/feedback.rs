@@ -96,12 +96,11 @@ pub fn report(settings: &Settings, repo: Option<&Path>, phase: Option<i64>, revi
 pub(crate) fn health_of(layout: &Layout, options: &CompileOptions, phase: Option<i64>) -> anyhow::Result<Health> {
     let config = read_config(layout)?;
     let compiled = agents_akms::compile(layout, options).map_err(into_anyhow)?;
-    let graph: serde_json::Value = serde_json::from_str(&compiled.json)?;
     let log = agents_akms::update::read_log(layout).map_err(into_anyhow)?;
     let now = agents_core::ids::to_iso(agents_core::ids::now_utc());
     let today = now.get(..10).unwrap_or_default();
     Ok(agents_akms::health::health(&agents_akms::health::Inputs {
-        graph: &graph,
+        graph: &compiled.graph,
         warnings: &compiled.warnings,
         files: &compiled.files,
         log: &log,

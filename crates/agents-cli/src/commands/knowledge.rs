@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agents_akms::vault::{Layout, expand_home, find_repo_root};
-use agents_akms::{AkmsError, CompileOptions, DEFAULT_CONFIG_YAML, Diagnostic};
+use agents_akms::{AkmsError, CompileOptions, CompiledGraph, DEFAULT_CONFIG_YAML, Diagnostic};
 use serde::Serialize;
 
 use crate::cli::{KnowledgeArgs, KnowledgeCommand};
@@ -291,9 +291,8 @@ pub(crate) fn derive_task_tags(
         }
     };
     let compiled = agents_akms::compile(layout, options).map_err(into_anyhow)?;
-    let graph: serde_json::Value = serde_json::from_str(&compiled.json)?;
     let derived = agents_akms::tags::derive_tags(
-        &graph,
+        &compiled.graph,
         &agents_akms::tags::TaskText::from_record(&record),
         &config.tag_derivation,
     );
@@ -401,11 +400,10 @@ pub(crate) fn index_knowledge(
     layout: &Layout,
     compiled: &agents_akms::Compiled,
 ) -> anyhow::Result<usize> {
-    let graph: serde_json::Value = serde_json::from_str(&compiled.json)?;
-    index_graph(settings, layout, &graph)
+    index_graph(settings, layout, &compiled.graph)
 }
 
-fn index_graph(settings: &Settings, layout: &Layout, graph: &serde_json::Value) -> anyhow::Result<usize> {
+fn index_graph(settings: &Settings, layout: &Layout, graph: &CompiledGraph) -> anyhow::Result<usize> {
     let docs = agents_akms::search::documents(layout, graph);
     let dir = knowledge_index(settings, layout);
     let kind = &settings.config.config().context.backends.text;
@@ -454,16 +452,7 @@ fn search(settings: &Settings, repo: Option<&Path>, text: &str, nodes: &[String]
                 // Another process rebuilt it meanwhile.
                 Ok(Some(hits)) => hits,
                 _ => {
-                    let shown = layout.display(&graph_path);
-                    let json = std::fs::read_to_string(&graph_path)
-                        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", shown.display()))?;
-                    let graph: serde_json::Value = serde_json::from_str(&json).map_err(|e| {
-                        UsageError(format!(
-                            "{}:{}: not a compiled graph ({e}); run `agents knowledge build`",
-                            shown.display(),
-                            e.line()
-                        ))
-                    })?;
+                    let graph = CompiledGraph::of(&layout).map_err(|e| UsageError(e.to_string()))?;
                     index_graph(settings, &layout, &graph)?;
                     agents_akms::search::with_index(&dir, kind, run)?.ok_or_else(|| {
                         anyhow::anyhow!("{}: the knowledge search index is missing after a rebuild", dir.display())
@@ -472,10 +461,7 @@ fn search(settings: &Settings, repo: Option<&Path>, text: &str, nodes: &[String]
             }
         }
     };
-    let graph = std::fs::read_to_string(layout.graph_json())
-        .ok()
-        .and_then(|json| serde_json::from_str::<serde_json::Value>(&json).ok())
-        .unwrap_or_default();
+    let graph = CompiledGraph::of(&layout).unwrap_or_default();
     let docs: std::collections::BTreeMap<String, agents_search::TextDoc> =
         agents_akms::search::documents(&layout, &graph).into_iter().map(|d| (d.id.clone(), d)).collect();
     let words = agents_search::code_tokens(text);
@@ -588,15 +574,7 @@ fn query(
 ) -> anyhow::Result<()> {
     let (layout, _) = resolve(settings, repo)?;
     let config = read_config(&layout)?;
-    let path = layout.graph_json();
-    let json = std::fs::read_to_string(&path).map_err(|_| {
-        UsageError(format!(
-            "{}: no compiled graph; run `agents knowledge build` first",
-            layout.display(&path).display()
-        ))
-    })?;
-    let graph: serde_json::Value = serde_json::from_str(&json)
-        .map_err(|e| UsageError(format!("{}:{}: not a compiled graph: {e}", path.display(), e.line())))?;
+    let graph = CompiledGraph::of(&layout).map_err(|e| UsageError(e.to_string()))?;
     if let Some(task) = task {
         let record = read_task(task)?;
         let given: Vec<String> = record

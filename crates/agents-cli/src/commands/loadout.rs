@@ -13,10 +13,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use agents_akms::PropagationConfig;
 use agents_akms::loadout::{self, LoadoutRequest};
 use agents_akms::vault::Layout;
+use agents_akms::{CompiledGraph, PropagationConfig};
 use agents_core::tokens::{TokenCounter, Tokenizer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -67,7 +68,7 @@ pub struct LoadoutReport {
 pub struct Context {
     pub layout: Layout,
     config: PropagationConfig,
-    graph: Value,
+    graph: Arc<CompiledGraph>,
     graph_version: String,
     tokenizer: Tokenizer,
     index_dir: PathBuf,
@@ -89,15 +90,8 @@ impl Context {
         let (layout, _) = resolve(settings, repo)?;
         let lock = lock_knowledge(settings, &layout)?;
         let config = read_config(&layout)?;
-        let path = layout.graph_json();
-        let bytes = std::fs::read(&path).map_err(|_| {
-            UsageError(format!(
-                "{}: no compiled graph; run `agents knowledge build` first",
-                layout.display(&path).display()
-            ))
-        })?;
-        let graph: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| UsageError(format!("{}:{}: not a compiled graph: {e}", path.display(), e.line())))?;
+        let graph = CompiledGraph::of(&layout).map_err(|e| UsageError(e.to_string()))?;
+        let graph_version = graph.version().to_owned();
         let tokenizer = {
             let t = &settings.config.config().tokenizer;
             Tokenizer::with_impl(t.encoding, t.implementation)
@@ -118,7 +112,7 @@ impl Context {
             _lock: lock,
             embedder,
             global_vault,
-            graph_version: loadout::graph_version(&bytes),
+            graph_version,
             index_dir: knowledge_index(settings, &layout),
             text_kind: settings.config.config().context.backends.text.clone(),
             docs,
