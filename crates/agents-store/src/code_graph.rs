@@ -106,7 +106,7 @@ pub struct UkoStatsRows {
 /// Reads of the code graph of an index. Every method is one transaction and
 /// sees the last committed run only.
 ///
-/// Guarantees (checked by [`crate::conformance::code_graph`]):
+/// Guarantees (checked by `conformance::code_graph`):
 /// - only current revisions are answered, except by
 ///   [`CodeGraphStore::uko_revisions`]: a node whose content changed keeps
 ///   its old revision (not current, `valid_until` set) and gets a new one

@@ -66,7 +66,7 @@ pub struct IndexCommit {
 /// records and skipped files of the last run, and the run's report.
 /// Every method is one transaction.
 ///
-/// Guarantees (checked by [`crate::conformance::file_index`]):
+/// Guarantees (checked by `conformance::file_index`):
 /// - [`FileIndexStore::ensure_index`] creates one `pending` index per
 ///   resource and returns the same one afterwards;
 /// - a run's changes ([`FileIndexStore::commit_index`], or an

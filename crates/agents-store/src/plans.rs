@@ -36,7 +36,7 @@ pub struct PlanDecision {
 /// Plans, their decisions and their assembled payloads. Every method is one
 /// transaction.
 ///
-/// Guarantees (checked by [`crate::conformance::plans`]):
+/// Guarantees (checked by `conformance::plans`):
 /// - a plan reads back as created, with its phase and project; a parent or
 ///   project that does not exist is [`StoreError::NotFound`] naming it, and
 ///   nothing is created;

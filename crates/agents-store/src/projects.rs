@@ -29,7 +29,7 @@ pub struct Resource {
 /// Projects, resources and the links between them (many to many), plus each
 /// project's context policy. Every method is one transaction.
 ///
-/// Guarantees (checked by [`crate::conformance::projects`]):
+/// Guarantees (checked by `conformance::projects`):
 /// - project names are unique: creating a second `name` is
 ///   [`StoreError::AlreadyExists`]; listings are sorted as each method says;
 /// - a resource's id is derived from its path alone

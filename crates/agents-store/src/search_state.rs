@@ -7,7 +7,7 @@ use crate::StoreError;
 /// hash of every file the search index holds, and the digest of the file
 /// list it was last synced with. Every method is one transaction.
 ///
-/// Guarantees (checked by [`crate::conformance::search_state`]):
+/// Guarantees (checked by `conformance::search_state`):
 /// - [`SearchStateStore::set_search_state`] applies `indexed` (insert or
 ///   replace by path), then `removed`, then records `digest`, all at once;
 /// - [`SearchStateStore::search_state`] is sorted by path;

@@ -20,7 +20,7 @@ pub struct TierEntry {
 /// tier service depends on nothing else of the database; every method is one
 /// transaction.
 ///
-/// Guarantees (checked by [`crate::conformance::tiers`]):
+/// Guarantees (checked by `conformance::tiers`):
 /// - a fragment reads back equal to what was put, and a put with the same
 ///   id replaces it;
 /// - [`WarmTierStore::warm_get`] records no access,
