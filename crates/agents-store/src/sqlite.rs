@@ -229,26 +229,6 @@ mod tests {
     use crate::conformance::file;
     use crate::{FileIndexStore, IndexCommit, PlanStore, ProjectStore};
 
-    // The conformance suite against the in-memory store and against
-    // file-backed stores (each case's stores in a temporary directory, one
-    // database file per store).
-    mod conformance_in_memory {
-        use super::*;
-        crate::store_conformance!(|| SqliteStore::open_in_memory().unwrap());
-    }
-
-    mod conformance_file {
-        use super::*;
-        crate::store_conformance!({
-            let dir = tempfile::tempdir().unwrap();
-            let count = std::cell::Cell::new(0);
-            move || {
-                count.set(count.get() + 1);
-                SqliteStore::open(&dir.path().join(format!("{}.db", count.get()))).unwrap()
-            }
-        });
-    }
-
     #[test]
     fn migrations_set_version_and_reopen_is_idempotent() {
         let dir = tempfile::tempdir().unwrap();

@@ -8,11 +8,11 @@
 //! index); its bounds say which. [`crate::store_conformance!`] expands to one
 //! `#[test]` per case:
 //!
-//! ```ignore
-//! mod conformance {
-//!     use super::*;
-//!     agents_store::store_conformance!(|| MyStore::open_fresh().unwrap());
-//! }
+//! ```
+//! use agents_store::SqliteStore;
+//!
+//! agents_store::store_conformance!(|| SqliteStore::open_in_memory().unwrap());
+//! # fn main() {}
 //! ```
 //!
 //! `store_conformance!(store: make)` runs the five roles of
