@@ -103,8 +103,8 @@ pub struct UkoStatsRows {
     pub refs: Vec<(String, String, i64, i64)>,
 }
 
-/// Reads of the code graph of an index. Every method is one transaction and
-/// sees the last committed run only.
+/// Reads of the code graph of an index. They see committed runs only, never
+/// part of a run still being written.
 ///
 /// Guarantees (checked by `conformance::code_graph`):
 /// - only current revisions are answered, except by
