@@ -704,7 +704,7 @@ fn build_globs(globs: &[String]) -> Result<Option<GlobSet>, IndexError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agents_store::SqliteStore;
+    use agents_store::{FileIndexStore, ProjectStore, SqliteStore};
     use std::time::{Duration, SystemTime};
 
     pub(super) struct Fixture {
@@ -974,6 +974,7 @@ mod graph_tests {
     use super::*;
 
     use super::tests::{Fixture as Repo, fixture as repo};
+    use agents_store::CodeGraphStore;
 
     impl Repo {
         fn put(&self, rel: &str, text: &str) {

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
 use agents_core::indexing::{FileRecord, IndexStatus};
-use agents_store::{SqliteStore, Store};
+use agents_store::{FileIndexStore, ProjectStore, SqliteStore};
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;

@@ -47,7 +47,7 @@ use agents_core::tokens::Tokenizer;
 use agents_search::SearchFilter;
 use agents_search::history::GitHistory;
 use agents_search::vector::{Embedder, LocalVectorIndex, StaticEmbedder, VectorOptions};
-use agents_store::{Project, Resource, SqliteStore, Store, StoreError, WarmTierStore};
+use agents_store::{PlanStore, Project, ProjectStore, Resource, SqliteStore, Store, StoreError, WarmTierStore};
 
 /// The embedding model: the directory `context.backends.embedding-model` names,
 /// else a model the user put in the home's default folder

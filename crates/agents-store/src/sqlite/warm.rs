@@ -153,42 +153,12 @@ impl WarmTierStore for SqliteStore {
 mod tests {
     use super::*;
     use agents_core::fragment::{ContextFragment, ContextTier, FragmentProvenance};
-    use chrono::TimeZone;
 
     fn fragment(project: &str, tokens: u64) -> TieredFragment {
         let provenance = FragmentProvenance::new("01HZY3N6A8Q4W0R2T5V7X9B1CD", "src/lib.rs").unwrap();
         let f =
             ContextFragment::builder("uko://a", "body", tokens, provenance).tier(ContextTier::Warm).build().unwrap();
         TieredFragment::new(f, project).unwrap()
-    }
-
-    fn at(second: u32) -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, second).unwrap()
-    }
-
-    #[test]
-    fn warm_rows_round_trip_and_track_access() {
-        let store = SqliteStore::open_in_memory().unwrap();
-        let a = fragment("web", 10).with_access(0, at(5));
-        let b = fragment("api", 20).with_access(0, at(1));
-        store.warm_put(&a).unwrap();
-        store.warm_put(&b).unwrap();
-        assert_eq!(store.warm_get(a.fragment_id()).unwrap().as_ref(), Some(&a));
-        assert_eq!(store.warm_get("01HZY3N6A8Q4W0R2T5V7X9B1CD").unwrap(), None);
-
-        let ids = |entries: Vec<TierEntry>| entries.into_iter().map(|e| e.fragment_id).collect::<Vec<_>>();
-        assert_eq!(ids(store.warm_entries().unwrap()), [b.fragment_id(), a.fragment_id()], "least recent first");
-        let touched = store.warm_touch(b.fragment_id(), at(9)).unwrap().unwrap();
-        assert_eq!((touched.access_count(), touched.last_accessed()), (1, at(9)));
-        assert_eq!(ids(store.warm_entries().unwrap()), [a.fragment_id(), b.fragment_id()]);
-        assert_eq!(store.warm_touch("01HZY3N6A8Q4W0R2T5V7X9B1CD", at(9)).unwrap(), None);
-
-        let web = store.warm_fragments(Some(&["web".to_owned()])).unwrap();
-        assert_eq!(web, std::slice::from_ref(&a));
-        assert_eq!(store.warm_fragments(None).unwrap().len(), 2);
-        assert_eq!(store.warm_remove(a.fragment_id()).unwrap(), Some(a.clone()));
-        assert_eq!(store.warm_remove(a.fragment_id()).unwrap(), None);
-        assert_eq!(store.warm_entries().unwrap().len(), 1);
     }
 
     #[test]
