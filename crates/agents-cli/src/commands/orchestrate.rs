@@ -1,6 +1,6 @@
 //! `agents orchestrate run|status|approve|reject|abort|resume`: the reference
 //! orchestrator of AKMS spec 5.8. Thin: the state machine is
-//! `agents_akms::orchestrate`; this module gives it the real knowledge
+//! `agents_orchestrator`; this module gives it the real knowledge
 //! operations (build, tags, loadouts, evidence, update, mirror, health), a
 //! clock, and a terminal to ask at the gates.
 
@@ -8,7 +8,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use agents_akms::CompileOptions;
-use agents_akms::orchestrate::{Knowledge, LoadoutSpec, Orchestrator, State, Status, summary};
+use agents_orchestrator::{Knowledge, LoadoutSpec, Orchestrator, State, Status, summary};
 use agents_akms::vault::Layout;
 
 use super::feedback::{describe, health_of, review_text};
@@ -151,10 +151,10 @@ pub fn run(settings: &Settings, args: OrchestrateArgs) -> anyhow::Result<()> {
         && !settings.printer.json
         && std::io::stdin().is_terminal()
         && std::io::stdout().is_terminal();
-    let gate_error = |e: agents_akms::orchestrate::OrchestrateError| -> anyhow::Error {
+    let gate_error = |e: agents_orchestrator::OrchestrateError| -> anyhow::Error {
         match e {
-            agents_akms::orchestrate::OrchestrateError::Io { .. }
-            | agents_akms::orchestrate::OrchestrateError::Git(_) => e.into(),
+            agents_orchestrator::OrchestrateError::Io { .. }
+            | agents_orchestrator::OrchestrateError::Git(_) => e.into(),
             other => UsageError(other.to_string()).into(),
         }
     };
@@ -197,7 +197,7 @@ pub fn run(settings: &Settings, args: OrchestrateArgs) -> anyhow::Result<()> {
 
 /// The gate on a terminal: show the checkpoint, take the human's action,
 /// until the run stops somewhere that is not a gate or they quit.
-fn ask(orchestrator: &Orchestrator<'_>, mut state: State) -> Result<State, agents_akms::orchestrate::OrchestrateError> {
+fn ask(orchestrator: &Orchestrator<'_>, mut state: State) -> Result<State, agents_orchestrator::OrchestrateError> {
     let stdin = std::io::stdin();
     while state.status == Status::AwaitingApproval {
         if let Some(checkpoint) = &state.checkpoint

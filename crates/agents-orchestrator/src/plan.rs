@@ -37,11 +37,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::bounded::{Cap, read_text};
-use crate::vault::confine_lexically;
+use agents_akms::bounded::{Cap, read_text};
+use agents_akms::vault::confine_lexically;
 
 /// The largest plan file read.
-pub const MAX_PLAN_BYTES: u64 = 16 * crate::bounded::MIB;
+pub const MAX_PLAN_BYTES: u64 = 16 * agents_akms::bounded::MIB;
 const PLAN_CAP: Cap = Cap::new(MAX_PLAN_BYTES, "a fixed limit for plan files");
 
 /// A problem with a plan file, naming the file and the field.
@@ -196,9 +196,9 @@ impl Task {
         string_list(record, "akms_tags", false)?;
         match record.get("akms_schema") {
             None => {}
-            Some(Value::String(v)) if v == crate::SCHEMA_VERSION => {}
+            Some(Value::String(v)) if v == agents_akms::SCHEMA_VERSION => {}
             Some(other) => {
-                return Err(("akms_schema".into(), format!("expected `{}`, found {other}", crate::SCHEMA_VERSION)));
+                return Err(("akms_schema".into(), format!("expected `{}`, found {other}", agents_akms::SCHEMA_VERSION)));
             }
         }
         let mut scope: Vec<String> = scope.into_iter().map(|p| normalize(&p)).collect();
@@ -210,7 +210,7 @@ impl Task {
     /// The record as written to the task file: `akms_schema` set.
     pub fn record_json(&self) -> Value {
         let mut record = self.record.clone();
-        record.entry("akms_schema").or_insert_with(|| crate::SCHEMA_VERSION.into());
+        record.entry("akms_schema").or_insert_with(|| agents_akms::SCHEMA_VERSION.into());
         record.entry("akms_tags").or_insert_with(|| Value::Array(Vec::new()));
         Value::Object(record)
     }

@@ -1,7 +1,7 @@
 //! Running agents: the configured command template (`orchestrator.
 //! agent_command`) with a job's values put in, shell-quoted, through
 //! `sh -c`; the jobs of a wave in parallel up to a limit, each under a
-//! timeout. Each agent runs in a process group of its own ([`super::process`]):
+//! timeout. Each agent runs in a process group of its own ([`crate::process`]):
 //! a timeout stops the whole group, and what an agent leaves running when it
 //! exits is stopped too. The agent's output goes to a log file per job;
 //! nothing here reads or writes the knowledge graph.
@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::process;
+use crate::process;
 
 /// One agent run: the values of the template's placeholders.
 #[derive(Debug, Clone, PartialEq)]

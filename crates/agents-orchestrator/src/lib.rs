@@ -54,14 +54,14 @@ use agents_acms::lock::{LockAttempt, ResourceLock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::config::OrchestratorConfig;
+use agents_akms::config::OrchestratorConfig;
 use dispatch::{Job, Outcome};
 
 /// The largest `state.json` read.
-const STATE_CAP: crate::bounded::Cap =
-    crate::bounded::Cap::new(64 * crate::bounded::MIB, "a fixed limit for state.json");
+const STATE_CAP: agents_akms::bounded::Cap =
+    agents_akms::bounded::Cap::new(64 * agents_akms::bounded::MIB, "a fixed limit for state.json");
 /// The largest task record read back.
-const RECORD_CAP: crate::bounded::Cap = crate::bounded::Cap::new(crate::bounded::MIB, "a fixed limit for task records");
+const RECORD_CAP: agents_akms::bounded::Cap = agents_akms::bounded::Cap::new(agents_akms::bounded::MIB, "a fixed limit for task records");
 
 /// What every message about a finished run says.
 const START_NEW: &str =
@@ -113,7 +113,7 @@ pub struct LoadoutSpec {
 impl LoadoutSpec {
     /// The loadout of `role` in `phase` of `plan`, with the plan's budget,
     /// else the one `config` sets for every plan.
-    pub fn of(plan: &Plan, config: &crate::config::OrchestratorConfig, role: &str, phase: u32) -> LoadoutSpec {
+    pub fn of(plan: &Plan, config: &agents_akms::config::OrchestratorConfig, role: &str, phase: u32) -> LoadoutSpec {
         LoadoutSpec {
             role: role.to_owned(),
             phase,
@@ -342,7 +342,7 @@ impl Orchestrator<'_> {
     /// The saved state, if an orchestration was started here.
     pub fn load(&self) -> Result<Option<State>, OrchestrateError> {
         let path = self.state_file();
-        let text = match crate::bounded::read_optional(&path, None, STATE_CAP) {
+        let text = match agents_akms::bounded::read_optional(&path, None, STATE_CAP) {
             Ok(Some(text)) => text,
             Ok(None) => return Ok(None),
             Err(e) => return Err(OrchestrateError::State { path, message: e.to_string() }),
@@ -1299,7 +1299,7 @@ impl Orchestrator<'_> {
             .collect();
         let mut tags = BTreeSet::new();
         for task in &phase.tasks {
-            if let Ok(text) = crate::bounded::read_text(&self.task_file(&task.task_id), None, RECORD_CAP)
+            if let Ok(text) = agents_akms::bounded::read_text(&self.task_file(&task.task_id), None, RECORD_CAP)
                 && let Ok(record) = serde_json::from_str::<Value>(&text)
             {
                 tags.extend(
@@ -1319,7 +1319,7 @@ impl Orchestrator<'_> {
                 "objective": format!("Review the changes of phase {}: {}", phase.phase, phase.title),
                 "scope": scope,
                 "akms_tags": tags,
-                "akms_schema": crate::SCHEMA_VERSION,
+                "akms_schema": agents_akms::SCHEMA_VERSION,
             });
             let task = Task::from_record(&record).map_err(|(f, m)| format!("the review task: {f}: {m}"))?;
             let memory = self.session_file(state, phase.phase, &id);
@@ -1956,7 +1956,7 @@ printf -- '---\ntask_id: %s\nstatus: complete\ntests_passed: 2\ntests_total: 2\n
         let s = to_execute_gate(&o, &dir.path().join("plan.json"));
         let pcd = std::fs::read_to_string(repo.join(&s.handoffs[&1])).unwrap();
         // Valid for `agents knowledge update`: a relative plan file, real change summaries.
-        crate::evidence::parse_evidence(Path::new("handoff_phase_1.md"), &pcd).unwrap();
+        agents_akms::evidence::parse_evidence(Path::new("handoff_phase_1.md"), &pcd).unwrap();
         assert!(pcd.contains("plan_file: ../plan.json\n"), "{pcd}");
         assert!(pcd.contains("created by task T1 (one), +1 -0 lines"), "{pcd}");
         assert!(pcd.contains("recommended_start: T2"), "{pcd}");

@@ -15,7 +15,7 @@
 //!   counts; failed tasks and new pitfalls as warnings.
 //!
 //! The document is checked with the validator `agents knowledge update`
-//! uses ([`crate::evidence::parse_evidence`]) before it is written: a PCD
+//! uses ([`agents_akms::evidence::parse_evidence`]) before it is written: a PCD
 //! the project's own tools would reject is never handed off.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::git::Change;
-use crate::bounded::{Cap, MAX_SESSION_BYTES, read_text};
-use crate::yaml::{parse_mapping, split_frontmatter, to_json};
+use crate::git::Change;
+use agents_akms::bounded::{Cap, MAX_SESSION_BYTES, read_text};
+use agents_akms::{parse_yaml_mapping as parse_mapping, split_frontmatter, yaml_to_json as to_json};
 
 const SESSION_CAP: Cap = Cap::new(MAX_SESSION_BYTES, "a fixed limit for session files");
 
@@ -305,7 +305,7 @@ pub fn render(doc: &PhaseDocument, file: &Path) -> Result<String, String> {
         front.insert(key, value);
     }
     front.insert("lessons".into(), json!({"worked": worked, "failed": failed}));
-    front.insert("akms_schema".into(), crate::SCHEMA_VERSION.into());
+    front.insert("akms_schema".into(), agents_akms::SCHEMA_VERSION.into());
     let yaml = yaml_serde::to_string(&Value::Object(front)).map_err(|e| format!("cannot write the PCD: {e}"))?;
     let mut body = format!(
         "---\n{yaml}---\n\n## Phase {} summary\n\nAggregated by `agents orchestrate` from the AgentMemories of phase {} on `{}` and its git history.\n\n",
@@ -323,7 +323,7 @@ pub fn render(doc: &PhaseDocument, file: &Path) -> Result<String, String> {
             }
         ));
     }
-    if let Err(problems) = crate::evidence::parse_evidence(file, &body) {
+    if let Err(problems) = agents_akms::evidence::parse_evidence(file, &body) {
         let errors: Vec<String> = problems.iter().filter(|d| d.is_error()).map(ToString::to_string).collect();
         return Err(format!(
             "the Phase Completion Document would not pass `agents knowledge update`'s validator, so it was not written: {}",
