@@ -198,7 +198,10 @@ impl Task {
             None => {}
             Some(Value::String(v)) if v == agents_akms::SCHEMA_VERSION => {}
             Some(other) => {
-                return Err(("akms_schema".into(), format!("expected `{}`, found {other}", agents_akms::SCHEMA_VERSION)));
+                return Err((
+                    "akms_schema".into(),
+                    format!("expected `{}`, found {other}", agents_akms::SCHEMA_VERSION),
+                ));
             }
         }
         let mut scope: Vec<String> = scope.into_iter().map(|p| normalize(&p)).collect();
