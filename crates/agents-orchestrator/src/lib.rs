@@ -52,6 +52,6 @@ mod state;
 mod tests;
 
 pub use error::OrchestrateError;
-pub use knowledge::{Knowledge, LoadoutSpec};
-pub use orchestrator::Orchestrator;
+pub use knowledge::{Knowledge, KnowledgeError, LoadoutSpec, check_memory};
+pub use orchestrator::{Orchestrator, utc_clock};
 pub use state::{AgentProcess, Event, Stage, State, Status, TaskState, TaskStatus, summary};

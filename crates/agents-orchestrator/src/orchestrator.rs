@@ -9,7 +9,7 @@ use std::time::Duration;
 use agents_acms::lock::{LockAttempt, ResourceLock};
 use agents_akms::config::OrchestratorConfig;
 
-use crate::error::OrchestrateError;
+use crate::error::{OrchestrateError, StageError};
 use crate::git::Git;
 use crate::knowledge::Knowledge;
 use crate::plan::{self, Plan, PlanError};
@@ -23,12 +23,13 @@ pub(crate) const STATE_CAP: agents_akms::bounded::Cap =
 pub(crate) const RECORD_CAP: agents_akms::bounded::Cap =
     agents_akms::bounded::Cap::new(agents_akms::bounded::MIB, "a fixed limit for task records");
 
-/// What every message about a finished run says.
-pub(crate) const START_NEW: &str =
-    "start a new one with `agents orchestrate run PLAN.json` (this run's records move to knowledge/orchestrator/done/)";
-
 /// `knowledge/orchestrator/.gitignore`: the folder is out of git's view.
 pub(crate) const GITIGNORE: &[u8] = b"# agents orchestrate: run state, not project history\n*\n";
+
+/// The clock of a real run: the current UTC time, ISO 8601.
+pub fn utc_clock() -> String {
+    agents_core::ids::to_iso(agents_core::ids::now_utc())
+}
 
 /// A run over one repository.
 pub struct Orchestrator<'a> {
@@ -45,7 +46,8 @@ pub(crate) struct StageOutput {
     pub(crate) warnings: Vec<String>,
 }
 
-pub(crate) type StageResult = Result<StageOutput, String>;
+/// What running a stage gives: its checkpoint's content, or why it stopped.
+pub(crate) type StageResult = Result<StageOutput, StageError>;
 
 impl Orchestrator<'_> {
     pub fn dir(&self) -> PathBuf {
@@ -94,12 +96,9 @@ impl Orchestrator<'_> {
         let text = match agents_akms::bounded::read_optional(&path, None, STATE_CAP) {
             Ok(Some(text)) => text,
             Ok(None) => return Ok(None),
-            Err(e) => return Err(OrchestrateError::State { path, message: e.to_string() }),
+            Err(source) => return Err(OrchestrateError::StateUnreadable { path, source }),
         };
-        serde_json::from_str(&text).map(Some).map_err(|e| OrchestrateError::State {
-            path,
-            message: format!("line {}: not a valid orchestration state: {e}", e.line()),
-        })
+        serde_json::from_str(&text).map(Some).map_err(|source| OrchestrateError::StateInvalid { path, source })
     }
 
     pub(crate) fn load_started(&self) -> Result<State, OrchestrateError> {
@@ -107,10 +106,15 @@ impl Orchestrator<'_> {
     }
 
     pub(crate) fn save(&self, state: &State) -> Result<(), OrchestrateError> {
-        let mut json = serde_json::to_string_pretty(state)
-            .map_err(|e| OrchestrateError::State { path: self.state_file(), message: e.to_string() })?;
+        self.write_json(&self.state_file(), state)
+    }
+
+    /// Writes `value` as pretty JSON (a state, a task record), atomically.
+    pub(crate) fn write_json(&self, path: &Path, value: &impl serde::Serialize) -> Result<(), OrchestrateError> {
+        let mut json = serde_json::to_string_pretty(value)
+            .map_err(|source| OrchestrateError::Serialize { path: path.to_owned(), source })?;
         json.push('\n');
-        self.write(&self.state_file(), json.as_bytes())
+        self.write(path, json.as_bytes())
     }
 
     pub(crate) fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), OrchestrateError> {
@@ -202,7 +206,8 @@ impl Orchestrator<'_> {
                         state.checkpoint = None;
                         self.event(&mut state, "merged", Some(merged));
                     }
-                    Err(message) => {
+                    Err(e) => {
+                        let message = e.to_string();
                         state.status = Status::Failed;
                         self.event(&mut state, "failed", Some(message.clone()));
                         state.message =
@@ -223,7 +228,7 @@ impl Orchestrator<'_> {
     /// dispatched again.
     pub fn reject(&self, reason: &str) -> Result<State, OrchestrateError> {
         if reason.trim().is_empty() {
-            return Err(OrchestrateError::Gate("a rejection needs a reason (--reason)".into()));
+            return Err(OrchestrateError::NoReason);
         }
         let _lock = self.lock()?;
         let mut state = self.awaiting()?;
@@ -248,7 +253,7 @@ impl Orchestrator<'_> {
     pub fn abort(&self) -> Result<State, OrchestrateError> {
         let state = self.load_started()?;
         if state.status == Status::Done {
-            return Err(OrchestrateError::Gate(format!("the orchestration is already done: {START_NEW}")));
+            return Err(OrchestrateError::Done);
         }
         let _lock = match self.lock() {
             Ok(lock) => lock,
@@ -261,7 +266,7 @@ impl Orchestrator<'_> {
         // Reread what the last holder of the lock saved.
         let mut state = self.load_started()?;
         if state.status == Status::Done {
-            return Err(OrchestrateError::Gate(format!("the orchestration is already done: {START_NEW}")));
+            return Err(OrchestrateError::Done);
         }
         self.stop_leftovers(&mut state);
         self.event(&mut state, "aborted", None);
@@ -277,14 +282,10 @@ impl Orchestrator<'_> {
         let mut state = self.load_started()?;
         match state.status {
             Status::Done => {
-                return Err(OrchestrateError::Gate(format!("the orchestration is already done: {START_NEW}")));
+                return Err(OrchestrateError::Done);
             }
             Status::AwaitingApproval => {
-                return Err(OrchestrateError::Gate(format!(
-                    "{} waits at its gate: approve or reject it (see {})",
-                    state.stage.label(),
-                    state.checkpoint.as_deref().unwrap_or("the checkpoint")
-                )));
+                return Err(OrchestrateError::AtGate { stage: state.stage, checkpoint: state.checkpoint });
             }
             Status::Aborted => {
                 // Aborted at a gate: back to the gate.
@@ -307,22 +308,10 @@ impl Orchestrator<'_> {
     pub(crate) fn awaiting(&self) -> Result<State, OrchestrateError> {
         let state = self.load_started()?;
         if state.status == Status::Done {
-            return Err(OrchestrateError::Gate(format!(
-                "nothing waits for approval: the orchestration of plan `{}` is done; {START_NEW}",
-                state.plan_name
-            )));
+            return Err(OrchestrateError::NothingAwaitsDone { plan: state.plan_name });
         }
         if state.status != Status::AwaitingApproval {
-            return Err(OrchestrateError::Gate(format!(
-                "nothing waits for approval: {} is {}{}",
-                state.stage.label(),
-                status_label(state.status),
-                match state.status {
-                    Status::Aborted | Status::Ready | Status::Failed | Status::Running =>
-                        " (continue with `agents orchestrate resume`)",
-                    _ => "",
-                }
-            )));
+            return Err(OrchestrateError::NothingAwaits { stage: state.stage, status: state.status });
         }
         Ok(state)
     }
@@ -386,7 +375,8 @@ impl Orchestrator<'_> {
                 state.status = Status::AwaitingApproval;
                 self.event(&mut state, "awaiting approval", None);
             }
-            Err(message) => {
+            Err(e) => {
+                let message = e.to_string();
                 state.status = Status::Failed;
                 self.event(&mut state, "failed", Some(message.clone()));
                 state.message = Some(message);

@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::dispatch::{self, Job, Outcome};
-use crate::git::Change;
+use crate::error::{JobError, StageError};
+use crate::git::{Change, GitError};
 use crate::knowledge::LoadoutSpec;
 use crate::orchestrator::{Orchestrator, RECORD_CAP, StageOutput, StageResult};
 use crate::plan::{self, Plan, Task};
@@ -19,7 +20,7 @@ use crate::{pcd, process};
 
 impl Orchestrator<'_> {
     pub(crate) fn plan_stage(&self, state: &State) -> StageResult {
-        let plan = Plan::read(&state.plan_file).map_err(|e| e.to_string())?;
+        let plan = Plan::read(&state.plan_file)?;
         let mut out = format!(
             "{} phase(s), {} task(s); phase branches `{}_phase-1` .. `{}_phase-{}` from `{}`.\n\n| phase | title | tasks |\n|---|---|---|\n",
             plan.phases.len(),
@@ -55,7 +56,7 @@ impl Orchestrator<'_> {
         phase: &plan::Phase,
         wave: usize,
         tasks: &[&Task],
-    ) -> Result<(), String> {
+    ) -> Result<(), StageError> {
         let git = self.git();
         for task in tasks {
             if state.tasks.get(&task.task_id).is_none_or(|t| t.status != TaskStatus::Failed) {
@@ -65,7 +66,7 @@ impl Orchestrator<'_> {
                 "{}: partial edits of failed task {} (phase {}, wave {wave})",
                 state.plan_name, task.task_id, phase.phase
             );
-            let Some(stash) = git.set_aside(&task.scope, &message).map_err(|e| e.to_string())? else { continue };
+            let Some(stash) = git.set_aside(&task.scope, &message)? else { continue };
             self.event(state, "set aside partial edits", Some(set_aside_note(task, &stash)));
             if let Some(t) = state.tasks.get_mut(&task.task_id) {
                 t.set_aside = Some(stash);
@@ -76,33 +77,31 @@ impl Orchestrator<'_> {
             .filter(|t| state.tasks.get(&t.task_id).is_some_and(|s| s.status == TaskStatus::Complete))
             .map(|t| t.task_id.as_str())
             .collect();
-        let committed = git
-            .commit_all(&format!(
-                "{}: phase {} wave {wave} ({})",
-                state.plan_name,
-                phase.phase,
-                if complete.is_empty() { "no task complete".to_owned() } else { complete.join(", ") }
-            ))
-            .map_err(|e| e.to_string())?;
+        let committed = git.commit_all(&format!(
+            "{}: phase {} wave {wave} ({})",
+            state.plan_name,
+            phase.phase,
+            if complete.is_empty() { "no task complete".to_owned() } else { complete.join(", ") }
+        ))?;
         if committed {
-            let head = git.head().map_err(|e| e.to_string())?;
+            let head = git.head()?;
             for id in complete {
                 if let Some(t) = state.tasks.get_mut(id) {
                     t.commit = Some(head.clone());
                 }
             }
         }
-        self.save(state).map_err(|e| e.to_string())?;
+        self.save(state)?;
         Ok(())
     }
 
     pub(crate) fn breakdown_stage(&self, state: &mut State) -> StageResult {
-        let plan = Plan::read(&state.plan_file).map_err(|e| e.to_string())?;
-        self.knowledge.build().map_err(|e| format!("building the knowledge graph: {e}"))?;
+        let plan = Plan::read(&state.plan_file)?;
+        self.knowledge.build().map_err(StageError::Build)?;
         let mut out = String::new();
         let mut warnings = Vec::new();
         for phase in &plan.phases {
-            let waves = phase.waves().map_err(|e| format!("phase {}: {e}", phase.phase))?;
+            let waves = phase.waves().map_err(|source| StageError::Waves { phase: phase.phase, source })?;
             out.push_str(&format!(
                 "### Phase {}: {}\n\n| wave | task | scope | tags |\n|---|---|---|---|\n",
                 phase.phase, phase.title
@@ -112,11 +111,12 @@ impl Orchestrator<'_> {
                     let file = self.task_file(&task.task_id);
                     // Keep a record a human already edited; write it otherwise.
                     if !file.exists() {
-                        let mut json = serde_json::to_string_pretty(&task.record_json()).map_err(|e| e.to_string())?;
-                        json.push('\n');
-                        self.write(&file, json.as_bytes()).map_err(|e| e.to_string())?;
+                        self.write_json(&file, &task.record_json())?;
                     }
-                    let tags = self.knowledge.derive_tags(&file)?;
+                    let tags = self
+                        .knowledge
+                        .derive_tags(&file)
+                        .map_err(|source| StageError::Tags { task: task.task_id.clone(), source })?;
                     if tags.is_empty() {
                         warnings
                             .push(format!("task `{}` has no tags: its loadout will hold no knowledge", task.task_id));
@@ -158,26 +158,21 @@ impl Orchestrator<'_> {
     pub(crate) fn scaffold_stage(&self, state: &mut State) -> StageResult {
         let git = self.git();
         if !git.is_repository() {
-            return Err(format!("{} is not a git work tree: phases run on branches", self.repo.display()));
+            return Err(StageError::NotARepository(self.repo.clone()));
         }
         if !git.branch_exists(&state.base_branch) {
-            return Err(format!("the base branch `{}` does not exist", state.base_branch));
+            return Err(StageError::NoBaseBranch(state.base_branch.clone()));
         }
         // Changes under knowledge/ (the graph the breakdown built, the tag
         // log) are the orchestration's own and go into the scaffold commit.
-        let dirty: Vec<String> =
-            git.dirty().map_err(|e| e.to_string())?.into_iter().filter(|p| !p.starts_with("knowledge/")).collect();
+        let dirty: Vec<String> = git.dirty()?.into_iter().filter(|p| !p.starts_with("knowledge/")).collect();
         if !dirty.is_empty() {
-            return Err(format!(
-                "the work tree has uncommitted changes ({}): commit or stash them so phase commits hold only the phase's work",
-                dirty.join(", ")
-            ));
+            return Err(StageError::Uncommitted(dirty));
         }
         let branch = self.branch(state, 1);
-        git.switch_to(&branch, &state.base_branch).map_err(|e| e.to_string())?;
-        self.knowledge.build().map_err(|e| format!("building the knowledge graph: {e}"))?;
-        let committed =
-            git.commit_all(&format!("{}: scaffold (knowledge graph)", state.plan_name)).map_err(|e| e.to_string())?;
+        git.switch_to(&branch, &state.base_branch)?;
+        self.knowledge.build().map_err(StageError::Build)?;
+        let committed = git.commit_all(&format!("{}: scaffold (knowledge graph)", state.plan_name))?;
         Ok(StageOutput {
             output: format!(
                 "Phase 1 runs on `{branch}`, branched from `{}`{}.\n",
@@ -201,20 +196,20 @@ impl Orchestrator<'_> {
     }
 
     pub(crate) fn execute_stage(&self, state: &mut State) -> StageResult {
-        let plan = Plan::read(&state.plan_file).map_err(|e| e.to_string())?;
-        let phase = plan.phase(state.phase).ok_or_else(|| format!("the plan has no phase {}", state.phase))?.clone();
+        let plan = Plan::read(&state.plan_file)?;
+        let phase = plan.phase(state.phase).ok_or(StageError::NoPhase(state.phase))?.clone();
         let git = self.git();
         let branch = self.branch(state, phase.phase);
         let from = if phase.phase == 1 { state.base_branch.clone() } else { self.branch(state, phase.phase - 1) };
-        git.switch_to(&branch, &from).map_err(|e| e.to_string())?;
+        git.switch_to(&branch, &from)?;
         if let std::collections::btree_map::Entry::Vacant(entry) = state.phase_start.entry(phase.phase) {
-            entry.insert(git.head().map_err(|e| e.to_string())?);
-            self.save(state).map_err(|e| e.to_string())?;
+            entry.insert(git.head()?);
+            self.save(state)?;
         }
         if self.config.agent_command.trim().is_empty() {
-            return Err("orchestrator.agent_command is not set in knowledge/graph/propagation_config.yaml".into());
+            return Err(StageError::NoAgentCommand);
         }
-        let waves = phase.waves()?;
+        let waves = phase.waves().map_err(|source| StageError::Waves { phase: phase.phase, source })?;
         let spec = |role: &str| LoadoutSpec::of(&plan, self.config, role, phase.phase);
         // The previous phase's Phase Completion Document: this phase's hand-off.
         let handoff = (phase.phase > 1).then(|| self.handoff_path(state, phase.phase - 1)).flatten();
@@ -226,10 +221,7 @@ impl Orchestrator<'_> {
             let mut jobs: Vec<Job> = Vec::new();
             for task in wave {
                 let Some(task_state) = state.tasks.get(&task.task_id) else {
-                    return Err(format!(
-                        "task `{}` is not in the breakdown: reject PLAN or TASK BREAKDOWN and run it again",
-                        task.task_id
-                    ));
+                    return Err(StageError::NotInBreakdown(task.task_id.clone()));
                 };
                 if task_state.status != TaskStatus::Pending {
                     continue;
@@ -250,10 +242,10 @@ impl Orchestrator<'_> {
                 }
                 match self.job(state, task, &spec("implementer"), handoff.clone()) {
                     Ok(job) => jobs.push(job),
-                    Err(e) => self.finish(state, &task.task_id, TaskStatus::Failed, Some(e)),
+                    Err(e) => self.finish(state, &task.task_id, TaskStatus::Failed, Some(e.to_string())),
                 }
             }
-            self.save(state).map_err(|e| e.to_string())?;
+            self.save(state)?;
             self.dispatch(state, &jobs);
             if state.status == Status::Aborted {
                 return Ok(StageOutput { output: String::new(), warnings });
@@ -283,15 +275,10 @@ impl Orchestrator<'_> {
             state.plan_name,
             phase.phase,
             complete.len()
-        ))
-        .map_err(|e| e.to_string())?;
+        ))?;
         let start = state.phase_start[&phase.phase].clone();
-        let changes: Vec<Change> = git
-            .changes_since(&start)
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .filter(|c| !c.path().starts_with("knowledge/"))
-            .collect();
+        let changes: Vec<Change> =
+            git.changes_since(&start)?.into_iter().filter(|c| !c.path().starts_with("knowledge/")).collect();
         let scoped: BTreeSet<&str> = phase.tasks.iter().flat_map(|t| t.scope.iter().map(String::as_str)).collect();
         let outside: Vec<&str> = changes.iter().map(Change::path).filter(|p| !scoped.contains(p)).collect();
         if !outside.is_empty() {
@@ -304,7 +291,7 @@ impl Orchestrator<'_> {
             .collect();
         warnings.extend(set_aside.iter().cloned());
         let memories: Vec<PathBuf> = complete.iter().map(|t| self.repo.join(&state.tasks[&t.task_id].memory)).collect();
-        let counts = git.line_counts_since(&start).map_err(|e| e.to_string())?;
+        let counts = git.line_counts_since(&start)?;
         let mut pcd_warnings = set_aside.clone();
         pcd_warnings.extend(warnings.iter().filter(|w| w.starts_with("changed outside")).cloned());
         let document = pcd::PhaseDocument {
@@ -345,12 +332,12 @@ impl Orchestrator<'_> {
         let pcd_rel = self.handoff_file(state, phase.phase);
         let pcd_path = self.repo.join(&pcd_rel);
         let text = pcd::render(&document, Path::new(&pcd_rel))?;
-        self.write(&pcd_path, text.as_bytes()).map_err(|e| e.to_string())?;
-        self.save(state).map_err(|e| e.to_string())?;
+        self.write(&pcd_path, text.as_bytes())?;
+        self.save(state)?;
         let updated = if memories.is_empty() {
             "No AgentMemory to apply.".to_owned()
         } else {
-            self.knowledge.update(&memories).map_err(|e| format!("updating the graph: {e}"))?
+            self.knowledge.update(&memories).map_err(StageError::Update)?
         };
         let mirrored: Vec<String> = changes
             .iter()
@@ -363,11 +350,13 @@ impl Orchestrator<'_> {
         let mirror = if mirrored.is_empty() {
             "No source file changed.".to_owned()
         } else {
-            self.knowledge.mirror(&mirrored).map_err(|e| format!("regenerating the code mirror: {e}"))?
+            self.knowledge.mirror(&mirrored).map_err(StageError::Mirror)?
         };
-        git.commit_all(&format!("{}: phase {} knowledge (evidence, code mirror, graph)", state.plan_name, phase.phase))
-            .map_err(|e| e.to_string())?;
-        let health = self.knowledge.review(phase.phase).map_err(|e| format!("the health report: {e}"))?;
+        git.commit_all(&format!(
+            "{}: phase {} knowledge (evidence, code mirror, graph)",
+            state.plan_name, phase.phase
+        ))?;
+        let health = self.knowledge.review(phase.phase).map_err(StageError::Health)?;
         let mut out = format!("On `{branch}`.\n\n| task | wave | status | note |\n|---|---|---|---|\n");
         for task in &phase.tasks {
             let s = &state.tasks[&task.task_id];
@@ -397,15 +386,13 @@ impl Orchestrator<'_> {
         task: &Task,
         spec: &LoadoutSpec,
         handoff: Option<PathBuf>,
-    ) -> Result<Job, String> {
+    ) -> Result<Job, JobError> {
         let (role, phase) = (spec.role.as_str(), spec.phase);
         let task_file = self.task_file(&task.task_id);
         if !task_file.exists() {
-            let mut json = serde_json::to_string_pretty(&task.record_json()).map_err(|e| e.to_string())?;
-            json.push('\n');
-            self.write(&task_file, json.as_bytes()).map_err(|e| e.to_string())?;
+            self.write_json(&task_file, &task.record_json())?;
         }
-        let loadout = self.knowledge.loadout(&task_file, spec).map_err(|e| format!("its loadout: {e}"))?;
+        let loadout = self.knowledge.loadout(&task_file, spec).map_err(JobError::Loadout)?;
         let memory_rel = match state.tasks.get(&task.task_id) {
             // Never dispatched, yet a file has its name (another run's, on
             // this branch): a name of its own instead, the file kept.
@@ -424,7 +411,7 @@ impl Orchestrator<'_> {
         // A stale memory from this task's earlier try must not pass for this one's.
         let _ = std::fs::remove_file(&memory);
         if let Some(parent) = memory.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(|source| JobError::Folder { path: parent.to_owned(), source })?;
         }
         let loadout_rel = self.relative(&self.repo.join(&loadout));
         if let Some(t) = state.tasks.get_mut(&task.task_id) {
@@ -522,10 +509,10 @@ impl Orchestrator<'_> {
     }
 
     pub(crate) fn review_stage(&self, state: &mut State) -> StageResult {
-        let plan = Plan::read(&state.plan_file).map_err(|e| e.to_string())?;
-        let phase = plan.phase(state.phase).ok_or_else(|| format!("the plan has no phase {}", state.phase))?.clone();
+        let plan = Plan::read(&state.plan_file)?;
+        let phase = plan.phase(state.phase).ok_or(StageError::NoPhase(state.phase))?.clone();
         let branch = self.branch(state, phase.phase);
-        self.git().switch_to(&branch, &branch).map_err(|e| e.to_string())?;
+        self.git().switch_to(&branch, &branch)?;
         if self.config.review_roles.is_empty() {
             return Ok(StageOutput {
                 output: "No reviewer roles are configured (orchestrator.review_roles).\n".into(),
@@ -533,13 +520,12 @@ impl Orchestrator<'_> {
             });
         }
         if self.config.agent_command.trim().is_empty() {
-            return Err("orchestrator.agent_command is not set in knowledge/graph/propagation_config.yaml".into());
+            return Err(StageError::NoAgentCommand);
         }
         let start = state.phase_start.get(&phase.phase).cloned().unwrap_or_else(|| "HEAD".into());
         let scope: Vec<String> = self
             .git()
-            .changes_since(&start)
-            .map_err(|e| e.to_string())?
+            .changes_since(&start)?
             .into_iter()
             .map(|c| c.path().to_owned())
             .filter(|p| !p.starts_with("knowledge/"))
@@ -568,7 +554,7 @@ impl Orchestrator<'_> {
                 "akms_tags": tags,
                 "akms_schema": agents_akms::SCHEMA_VERSION,
             });
-            let task = Task::from_record(&record).map_err(|(f, m)| format!("the review task: {f}: {m}"))?;
+            let task = Task::from_record(&record).map_err(StageError::ReviewTask)?;
             let memory = self.session_file(state, phase.phase, &id);
             let entry = state.tasks.entry(id.clone()).or_insert_with(|| TaskState {
                 phase: phase.phase,
@@ -584,16 +570,14 @@ impl Orchestrator<'_> {
                 continue;
             }
             let file = self.task_file(&id);
-            let mut json = serde_json::to_string_pretty(&task.record_json()).map_err(|e| e.to_string())?;
-            json.push('\n');
-            self.write(&file, json.as_bytes()).map_err(|e| e.to_string())?;
+            self.write_json(&file, &task.record_json())?;
             let spec = LoadoutSpec::of(&plan, self.config, role, phase.phase);
             match self.job(state, &task, &spec, handoff.clone()) {
                 Ok(job) => jobs.push(job),
-                Err(e) => self.finish(state, &id, TaskStatus::Failed, Some(e)),
+                Err(e) => self.finish(state, &id, TaskStatus::Failed, Some(e.to_string())),
             }
         }
-        self.save(state).map_err(|e| e.to_string())?;
+        self.save(state)?;
         self.dispatch(state, &jobs);
         if state.status == Status::Aborted {
             return Ok(StageOutput { output: String::new(), warnings });
@@ -616,12 +600,10 @@ impl Orchestrator<'_> {
         let updated = if memories.is_empty() {
             "No reviewer evidence to apply.".to_owned()
         } else {
-            self.knowledge.update(&memories).map_err(|e| format!("updating the graph: {e}"))?
+            self.knowledge.update(&memories).map_err(StageError::Update)?
         };
-        self.git()
-            .commit_all(&format!("{}: phase {} review evidence", state.plan_name, phase.phase))
-            .map_err(|e| e.to_string())?;
-        let review = self.knowledge.review(phase.phase).map_err(|e| format!("the review report: {e}"))?;
+        self.git().commit_all(&format!("{}: phase {} review evidence", state.plan_name, phase.phase))?;
+        let review = self.knowledge.review(phase.phase).map_err(StageError::Review)?;
         out.push_str(&format!(
             "\n### Update\n\n{}\n\n### Review report\n\n{}\n",
             updated.trim_end(),
@@ -643,12 +625,12 @@ impl Orchestrator<'_> {
 
     /// FINALIZE's gate: what approving it merges. Nothing is merged yet.
     pub(crate) fn finalize_stage(&self, state: &State) -> StageResult {
-        let plan = Plan::read(&state.plan_file).map_err(|e| e.to_string())?;
+        let plan = Plan::read(&state.plan_file)?;
         let git = self.git();
         let mut out = String::from("Approving this gate merges, in reverse phase order:\n\n");
         for (_, branch, into) in self.merges(state, &plan) {
             if !git.branch_exists(&branch) {
-                return Err(format!("the phase branch `{branch}` does not exist"));
+                return Err(StageError::NoPhaseBranch(branch));
             }
             out.push_str(&format!("- `{branch}` into `{into}`\n"));
         }
@@ -660,12 +642,11 @@ impl Orchestrator<'_> {
     }
 
     /// The merges of an approved FINALIZE; a conflict is undone and named.
-    pub(crate) fn merge_all(&self, state: &State, plan: &Plan) -> Result<String, String> {
+    pub(crate) fn merge_all(&self, state: &State, plan: &Plan) -> Result<String, GitError> {
         let git = self.git();
         let mut merged = Vec::new();
         for (phase, branch, into) in self.merges(state, plan) {
-            git.merge(&branch, &into, &format!("{}: merge phase {phase} into {into}", state.plan_name))
-                .map_err(|e| e.to_string())?;
+            git.merge(&branch, &into, &format!("{}: merge phase {phase} into {into}", state.plan_name))?;
             merged.push(format!("`{branch}` into `{into}`"));
         }
         Ok(format!("merged {}", merged.join(", ")))

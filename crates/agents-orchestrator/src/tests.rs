@@ -24,14 +24,14 @@ struct Fake {
 }
 
 impl Knowledge for Fake {
-    fn build(&self) -> Result<(), String> {
+    fn build(&self) -> Result<(), KnowledgeError> {
         Ok(())
     }
-    fn derive_tags(&self, task_file: &Path) -> Result<Vec<String>, String> {
+    fn derive_tags(&self, task_file: &Path) -> Result<Vec<String>, KnowledgeError> {
         let record: Value = serde_json::from_str(&std::fs::read_to_string(task_file).unwrap()).unwrap();
         Ok(record["akms_tags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_owned()).collect())
     }
-    fn loadout(&self, task_file: &Path, spec: &LoadoutSpec) -> Result<PathBuf, String> {
+    fn loadout(&self, task_file: &Path, spec: &LoadoutSpec) -> Result<PathBuf, KnowledgeError> {
         let id = task_file.file_stem().unwrap().to_string_lossy().into_owned();
         let path = PathBuf::from(format!("knowledge/loadouts/{id}-{}.md", spec.role));
         std::fs::create_dir_all(self.repo.join("knowledge/loadouts")).unwrap();
@@ -39,7 +39,7 @@ impl Knowledge for Fake {
         self.loadouts.lock().unwrap().push(spec.clone());
         Ok(path)
     }
-    fn check_memory(&self, memory: &Path) -> Result<(), String> {
+    fn check_memory(&self, memory: &Path) -> Result<(), KnowledgeError> {
         let text = std::fs::read_to_string(memory).unwrap();
         let name = memory.file_stem().unwrap().to_string_lossy().into_owned();
         // `<plan>-phase<N>-<task>[-<n>]`
@@ -49,22 +49,22 @@ impl Knowledge for Fake {
         if [id, unsuffixed].iter().any(|id| text.contains(&format!("task_id: {id}\n"))) {
             Ok(())
         } else {
-            Err("task_id: missing".into())
+            Err(KnowledgeError::Adapter("task_id: missing".into()))
         }
     }
-    fn update(&self, documents: &[PathBuf]) -> Result<String, String> {
+    fn update(&self, documents: &[PathBuf]) -> Result<String, KnowledgeError> {
         let names = documents.iter().map(|d| d.file_name().unwrap().to_string_lossy().into_owned()).collect();
         self.updates.lock().unwrap().push(names);
         Ok(format!("applied {} document(s)", documents.len()))
     }
-    fn mirror(&self, files: &[String]) -> Result<String, String> {
+    fn mirror(&self, files: &[String]) -> Result<String, KnowledgeError> {
         self.mirrored.lock().unwrap().push(files.to_vec());
         Ok(format!("mirrored {} file(s)", files.len()))
     }
-    fn status(&self) -> Result<String, String> {
+    fn status(&self) -> Result<String, KnowledgeError> {
         Ok("3 nodes".into())
     }
-    fn review(&self, _phase: u32) -> Result<String, String> {
+    fn review(&self, _phase: u32) -> Result<String, KnowledgeError> {
         Ok("no degraded nodes".into())
     }
 }
