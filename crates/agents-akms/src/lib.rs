@@ -45,4 +45,6 @@ pub use config::{DEFAULT_CONFIG_YAML, PropagationConfig};
 pub use diag::{AkmsError, Diagnostic, ProblemKind, Severity};
 pub use mirror::{MirrorOptions, MirrorReport, changed_files, mirror_files};
 pub use vault::Layout;
-pub use yaml::{Frontmatter, SCHEMA_VERSION, parse_mapping as parse_yaml_mapping, split_frontmatter, to_json as yaml_to_json};
+pub use yaml::{
+    Frontmatter, SCHEMA_VERSION, parse_mapping as parse_yaml_mapping, split_frontmatter, to_json as yaml_to_json,
+};

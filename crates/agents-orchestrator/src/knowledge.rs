@@ -97,16 +97,20 @@ pub fn check_memory(memory: &Path) -> Result<(), KnowledgeError> {
 /// `system_prompt_tokens`, else the `orchestrator` settings').
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadoutSpec {
+    /// The role the loadout is for (`implementer`, a reviewer role).
     pub role: String,
+    /// The phase, recorded in the loadout's header.
     pub phase: u32,
+    /// The agents' context window, in tokens, when known.
     pub context_limit: Option<u64>,
+    /// Tokens the agents' system prompt takes from that window.
     pub system_prompt_tokens: u64,
 }
 
 impl LoadoutSpec {
     /// The loadout of `role` in `phase` of `plan`, with the plan's budget,
     /// else the one `config` sets for every plan.
-    pub fn of(plan: &Plan, config: &OrchestratorConfig, role: &str, phase: u32) -> LoadoutSpec {
+    pub(crate) fn of(plan: &Plan, config: &OrchestratorConfig, role: &str, phase: u32) -> LoadoutSpec {
         LoadoutSpec {
             role: role.to_owned(),
             phase,

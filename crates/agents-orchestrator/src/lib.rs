@@ -38,20 +38,22 @@
 //! merges at its gate and merges only when approved. A finished run's records
 //! move to `knowledge/orchestrator/done/` when the next `run` starts.
 
-pub mod dispatch;
+mod dispatch;
 mod error;
-pub mod git;
+mod git;
 mod knowledge;
 mod orchestrator;
-pub mod pcd;
-pub mod plan;
-pub mod process;
+mod pcd;
+mod plan;
+mod process;
 mod stages;
 mod state;
 #[cfg(test)]
 mod tests;
 
 pub use error::OrchestrateError;
+pub use git::GitError;
 pub use knowledge::{Knowledge, KnowledgeError, LoadoutSpec, check_memory};
 pub use orchestrator::{Orchestrator, utc_clock};
+pub use plan::PlanError;
 pub use state::{AgentProcess, Event, Stage, State, Status, TaskState, TaskStatus, summary};

@@ -33,8 +33,11 @@ pub fn utc_clock() -> String {
 
 /// A run over one repository.
 pub struct Orchestrator<'a> {
+    /// The repository's root (its work tree).
     pub repo: PathBuf,
+    /// The `orchestrator` section of its propagation config.
     pub config: &'a OrchestratorConfig,
+    /// Its knowledge operations.
     pub knowledge: &'a dyn Knowledge,
     /// The time stamps of events and documents (injected for reproducible tests).
     pub clock: &'a (dyn Fn() -> String + Sync),
@@ -50,6 +53,7 @@ pub(crate) struct StageOutput {
 pub(crate) type StageResult = Result<StageOutput, StageError>;
 
 impl Orchestrator<'_> {
+    /// The run's folder: `knowledge/orchestrator/`.
     pub fn dir(&self) -> PathBuf {
         self.repo.join("knowledge").join("orchestrator")
     }

@@ -7,20 +7,30 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+/// The stages of a run, in order; EXECUTE and REVIEW repeat per phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
+    /// The plan is recorded.
     Init,
+    /// The plan's phases and tasks are shown, with what would stop a run.
     Plan,
+    /// The graph is built, the task records written and their tags derived.
     TaskBreakdown,
+    /// The first phase branch is made, the compiled graph committed there.
     Scaffold,
+    /// The agents of a phase run, wave by wave; then the PCD and the update.
     Execute,
+    /// The reviewer roles run over the phase's changes.
     Review,
+    /// The merges of the phase branches, shown at the gate, made on approval.
     Finalize,
+    /// The run is finished.
     Done,
 }
 
 impl Stage {
+    /// The stage's name as checkpoints and messages show it (`TASK BREAKDOWN`).
     pub fn label(self) -> &'static str {
         match self {
             Stage::Init => "INIT",
@@ -49,22 +59,32 @@ pub enum Status {
     Aborted,
     /// The stage could not finish; `message` says why; fix it and `resume`.
     Failed,
+    /// The run is finished: its branches are merged.
     Done,
 }
 
+/// Where a task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
+    /// Not run yet, or to run again (after a rejection, an interruption).
     Pending,
+    /// Its agent exited cleanly and wrote a valid AgentMemory.
     Complete,
+    /// It did not complete; its `reason` says why.
     Failed,
 }
 
+/// A task of the run: where it runs, how it ended, where its files are.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskState {
+    /// Its phase.
     pub phase: u32,
+    /// Its wave in the phase (1-based; 0 for a reviewer).
     pub wave: u32,
+    /// Where it stands.
     pub status: TaskStatus,
+    /// Why it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The AgentMemory the agent writes, relative to the repository.
@@ -95,10 +115,15 @@ pub struct AgentProcess {
 /// One decision or event, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
+    /// When, ISO 8601.
     pub at: String,
+    /// The stage it happened in.
     pub stage: Stage,
+    /// The phase it happened in (0 outside EXECUTE and REVIEW).
     pub phase: u32,
+    /// What happened: `approved`, `rejected`, `failed`, `aborted`, ...
     pub action: String,
+    /// A rejection's reason, a failure's message, what was merged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
@@ -106,13 +131,19 @@ pub struct Event {
 /// `knowledge/orchestrator/state.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct State {
+    /// The plan file, absolute.
     pub plan_file: PathBuf,
+    /// The plan's name: the prefix of its phase branches.
     pub plan_name: String,
+    /// The branch phase 1 starts from and the last merge goes into.
     pub base_branch: String,
+    /// The current stage.
     pub stage: Stage,
     /// The phase of EXECUTE and REVIEW; 0 before the first.
     pub phase: u32,
+    /// Where the current stage stands.
     pub status: Status,
+    /// Why the stage failed, or what a rejection said.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The current checkpoint, relative to the repository.
@@ -120,6 +151,7 @@ pub struct State {
     pub checkpoint: Option<String>,
     /// The commit each phase started from.
     pub phase_start: BTreeMap<u32, String>,
+    /// Every task of the breakdown (and every reviewer), by id.
     pub tasks: BTreeMap<String, TaskState>,
     /// Each phase's Phase Completion Document, relative to the repository.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -128,6 +160,7 @@ pub struct State {
     /// is gone are stopped by the next run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentProcess>,
+    /// Every decision and event, in order.
     pub history: Vec<Event>,
 }
 
