@@ -32,7 +32,6 @@ pub mod loadout;
 pub mod lock;
 pub mod migrate;
 pub mod mirror;
-pub mod orchestrate;
 pub mod overlay;
 pub mod query;
 pub mod schema;
@@ -48,4 +47,6 @@ pub use diag::{AkmsError, Diagnostic, ProblemKind, Severity};
 pub use graph::{CompiledGraph, GraphError, GraphLink, GraphNode};
 pub use mirror::{MirrorOptions, MirrorReport, changed_files, mirror_files};
 pub use vault::Layout;
-pub use yaml::SCHEMA_VERSION;
+pub use yaml::{
+    Frontmatter, SCHEMA_VERSION, parse_mapping as parse_yaml_mapping, split_frontmatter, to_json as yaml_to_json,
+};

@@ -18,7 +18,7 @@ use crate::diag::{Diagnostic, ProblemKind};
 pub const SCHEMA_VERSION: &str = "v2";
 
 /// A Markdown file split into its YAML frontmatter and its body.
-pub(crate) struct Frontmatter<'a> {
+pub struct Frontmatter<'a> {
     pub yaml: &'a str,
     /// Line of the file on which the YAML starts (the line after `---`).
     pub first_line: usize,
@@ -26,7 +26,7 @@ pub(crate) struct Frontmatter<'a> {
 }
 
 /// Splits `---\n<yaml>\n---\n<body>`; `None` when the file has no frontmatter.
-pub(crate) fn split_frontmatter(text: &str) -> Option<Frontmatter<'_>> {
+pub fn split_frontmatter(text: &str) -> Option<Frontmatter<'_>> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let first_end = text.find('\n')?;
     if text[..first_end].trim_end() != "---" {
@@ -176,7 +176,7 @@ pub(crate) fn check_nesting(file: &Path, yaml: &str, first_line: usize) -> Resul
 }
 
 /// Parses `yaml` into a mapping, or a diagnostic naming the line.
-pub(crate) fn parse_mapping(file: &Path, yaml: &str, first_line: usize) -> Result<yaml_serde::Mapping, Diagnostic> {
+pub fn parse_mapping(file: &Path, yaml: &str, first_line: usize) -> Result<yaml_serde::Mapping, Diagnostic> {
     check_nesting(file, yaml, first_line)?;
     match yaml_serde::from_str::<Yaml>(yaml) {
         Ok(Yaml::Mapping(map)) => Ok(map),
@@ -271,7 +271,7 @@ fn quoted_scalar(text: &str) -> Option<&'static str> {
 
 /// Converts a YAML value to JSON: maps get string keys (sorted on output),
 /// tags are dropped.
-pub(crate) fn to_json(value: &Yaml) -> Json {
+pub fn to_json(value: &Yaml) -> Json {
     match value {
         Yaml::Null => Json::Null,
         Yaml::Bool(b) => Json::Bool(*b),

@@ -7,12 +7,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// A git command that failed: where, which command, what git said.
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
+    /// git could not be started.
     #[error("cannot run git in {}: {source}", repo.display())]
     Spawn { repo: PathBuf, source: std::io::Error },
+    /// The command (`args`) exited with an error; `stderr` is git's message.
     #[error("git {args} failed in {}: {stderr}", repo.display())]
     Failed { repo: PathBuf, args: String, stderr: String },
+    /// A merge conflicted in `files`; it was aborted, `into` left as it was.
     #[error("merging {branch} into {into} conflicts in {}; the merge was undone and {into} is as it was", files.join(", "))]
     Conflict { branch: String, into: String, files: Vec<String> },
 }
@@ -60,10 +64,6 @@ impl Git {
 
     pub fn is_repository(&self) -> bool {
         self.run(&["rev-parse", "--is-inside-work-tree"]).is_ok_and(|s| s.trim() == "true")
-    }
-
-    pub fn current_branch(&self) -> Result<String, GitError> {
-        Ok(self.run(&["rev-parse", "--abbrev-ref", "HEAD"])?.trim().to_owned())
     }
 
     pub fn head(&self) -> Result<String, GitError> {

@@ -15,7 +15,7 @@
 //!   counts; failed tasks and new pitfalls as warnings.
 //!
 //! The document is checked with the validator `agents knowledge update`
-//! uses ([`crate::evidence::parse_evidence`]) before it is written: a PCD
+//! uses ([`agents_akms::evidence::parse_evidence`]) before it is written: a PCD
 //! the project's own tools would reject is never handed off.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,11 +23,41 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::git::Change;
-use crate::bounded::{Cap, MAX_SESSION_BYTES, read_text};
-use crate::yaml::{parse_mapping, split_frontmatter, to_json};
+use agents_akms::Diagnostic;
+use agents_akms::bounded::{Cap, MAX_SESSION_BYTES, ReadError, read_text};
+use agents_akms::{parse_yaml_mapping as parse_mapping, split_frontmatter, yaml_to_json as to_json};
+
+use crate::git::Change;
 
 const SESSION_CAP: Cap = Cap::new(MAX_SESSION_BYTES, "a fixed limit for session files");
+
+/// Why a Phase Completion Document could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum PcdError {
+    /// An AgentMemory that cannot be read (not a regular file, over its cap).
+    #[error("{}: {source}", path.display())]
+    Unreadable { path: PathBuf, source: ReadError },
+    /// An AgentMemory without YAML frontmatter.
+    #[error("{}: no YAML frontmatter", path.display())]
+    NoFrontmatter { path: PathBuf },
+    /// Frontmatter that is not YAML, or nested too deep; the diagnostic names
+    /// the file and the line.
+    #[error("{0}")]
+    Yaml(Diagnostic),
+    /// Frontmatter that is YAML but not a mapping of fields.
+    #[error("{}: the frontmatter is not a mapping", path.display())]
+    NotAMapping { path: PathBuf },
+    /// The document's frontmatter could not be written as YAML.
+    #[error("cannot write the PCD: {0}")]
+    Serialize(yaml_serde::Error),
+    /// The document the validator of `agents knowledge update` would refuse:
+    /// its errors, one per problem.
+    #[error(
+        "the Phase Completion Document would not pass `agents knowledge update`'s validator, so it was not written: {}",
+        problems.iter().filter(|d| d.is_error()).map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    )]
+    Invalid { file: PathBuf, problems: Vec<Diagnostic> },
+}
 
 pub struct PhaseDocument {
     pub phase: u32,
@@ -72,13 +102,14 @@ const PERSISTENT_LISTS: [&str; 4] = ["nodes_used", "nodes_missing", "pitfalls_di
 const NOT_REPORTED: &str = "(not reported)";
 
 /// The frontmatter of an AgentMemory as JSON, read bounded and depth-checked.
-fn memory_fields(path: &Path) -> Result<Map<String, Value>, String> {
-    let text = read_text(path, None, SESSION_CAP).map_err(|e| format!("{}: {e}", path.display()))?;
-    let front = split_frontmatter(&text).ok_or_else(|| format!("{}: no YAML frontmatter", path.display()))?;
-    let map = parse_mapping(path, front.yaml, front.first_line).map_err(|d| d.to_string())?;
+fn memory_fields(path: &Path) -> Result<Map<String, Value>, PcdError> {
+    let text =
+        read_text(path, None, SESSION_CAP).map_err(|source| PcdError::Unreadable { path: path.to_owned(), source })?;
+    let front = split_frontmatter(&text).ok_or_else(|| PcdError::NoFrontmatter { path: path.to_owned() })?;
+    let map = parse_mapping(path, front.yaml, front.first_line).map_err(PcdError::Yaml)?;
     match to_json(&yaml_serde::Value::Mapping(map)) {
         Value::Object(map) => Ok(map),
-        _ => Err(format!("{}: the frontmatter is not a mapping", path.display())),
+        _ => Err(PcdError::NotAMapping { path: path.to_owned() }),
     }
 }
 
@@ -120,7 +151,7 @@ fn lines(change: &FileChange) -> String {
 
 /// The PCD file's text, validated as `agents knowledge update` validates it;
 /// `file` names the document in the validator's messages.
-pub fn render(doc: &PhaseDocument, file: &Path) -> Result<String, String> {
+pub fn render(doc: &PhaseDocument, file: &Path) -> Result<String, PcdError> {
     let mut tasks: Vec<&TaskSummary> = doc.tasks.iter().collect();
     tasks.sort_by(|a, b| a.task_id.cmp(&b.task_id));
     let mut memories: BTreeMap<&str, Map<String, Value>> = BTreeMap::new();
@@ -305,8 +336,8 @@ pub fn render(doc: &PhaseDocument, file: &Path) -> Result<String, String> {
         front.insert(key, value);
     }
     front.insert("lessons".into(), json!({"worked": worked, "failed": failed}));
-    front.insert("akms_schema".into(), crate::SCHEMA_VERSION.into());
-    let yaml = yaml_serde::to_string(&Value::Object(front)).map_err(|e| format!("cannot write the PCD: {e}"))?;
+    front.insert("akms_schema".into(), agents_akms::SCHEMA_VERSION.into());
+    let yaml = yaml_serde::to_string(&Value::Object(front)).map_err(PcdError::Serialize)?;
     let mut body = format!(
         "---\n{yaml}---\n\n## Phase {} summary\n\nAggregated by `agents orchestrate` from the AgentMemories of phase {} on `{}` and its git history.\n\n",
         doc.phase, doc.phase, doc.branch
@@ -323,12 +354,8 @@ pub fn render(doc: &PhaseDocument, file: &Path) -> Result<String, String> {
             }
         ));
     }
-    if let Err(problems) = crate::evidence::parse_evidence(file, &body) {
-        let errors: Vec<String> = problems.iter().filter(|d| d.is_error()).map(ToString::to_string).collect();
-        return Err(format!(
-            "the Phase Completion Document would not pass `agents knowledge update`'s validator, so it was not written: {}",
-            errors.join("; ")
-        ));
+    if let Err(problems) = agents_akms::evidence::parse_evidence(file, &body) {
+        return Err(PcdError::Invalid { file: file.to_owned(), problems });
     }
     Ok(body)
 }
@@ -386,11 +413,11 @@ mod tests {
             warnings: Vec::new(),
             recommended_start: None,
         };
-        let e = render(&doc, Path::new("handoff_phase_1.md")).unwrap_err();
+        let e = render(&doc, Path::new("handoff_phase_1.md")).unwrap_err().to_string();
         assert!(e.contains("T1.md") && e.contains("nested more than"), "{e}");
         let big = dir.path().join("T1.md");
         std::fs::File::create(&big).unwrap().set_len(MAX_SESSION_BYTES + 1).unwrap();
-        let e = render(&doc, Path::new("handoff_phase_1.md")).unwrap_err();
+        let e = render(&doc, Path::new("handoff_phase_1.md")).unwrap_err().to_string();
         assert!(e.contains("T1.md") && e.contains("over the limit"), "{e}");
     }
 }

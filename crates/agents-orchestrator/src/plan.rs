@@ -37,11 +37,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::bounded::{Cap, read_text};
-use crate::vault::confine_lexically;
+use agents_akms::bounded::{Cap, read_text};
+use agents_akms::vault::confine_lexically;
 
 /// The largest plan file read.
-pub const MAX_PLAN_BYTES: u64 = 16 * crate::bounded::MIB;
+pub const MAX_PLAN_BYTES: u64 = 16 * agents_akms::bounded::MIB;
 const PLAN_CAP: Cap = Cap::new(MAX_PLAN_BYTES, "a fixed limit for plan files");
 
 /// A problem with a plan file, naming the file and the field.
@@ -69,6 +69,40 @@ pub struct Phase {
     pub phase: u32,
     pub title: String,
     pub tasks: Vec<Task>,
+}
+
+/// A problem with one field of a task record: the field (`scope[2]`) and
+/// what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldError {
+    fn new(field: impl Into<String>, message: impl Into<String>) -> FieldError {
+        FieldError { field: field.into(), message: message.into() }
+    }
+}
+
+/// Why the tasks of a phase cannot be put in waves.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WaveError {
+    /// A dependency that is no task of the phase.
+    #[error("task `{task}` depends on `{dependency}`, which is not a task of phase {phase}")]
+    UnknownDependency { task: String, dependency: String, phase: u32 },
+    /// Tasks whose dependencies form a cycle (every task left unordered).
+    #[error("the dependencies of {} form a cycle", quoted(tasks))]
+    Cycle { tasks: Vec<String> },
+    /// Two tasks with a scope file in common and no dependency between them;
+    /// `wave` is the wave (1-based) both would run in, when it is the same.
+    #[error(
+        "tasks `{first}` and `{second}` both have `{path}` in their scope{} and neither depends on the other: \
+         give one a `depends_on` the other so they run in different waves",
+        match wave { Some(wave) => format!(" and would run in the same wave ({wave})"), None => String::new() }
+    )]
+    SharedScope { first: String, second: String, path: String, wave: Option<usize> },
 }
 
 /// A task record (4.5) with the fields the orchestrator reads pulled out;
@@ -101,15 +135,17 @@ impl Plan {
         let Value::Object(root) = root else {
             return Err(error("(root)", "expected an object with `phases`".into()));
         };
-        let plan_name = optional_string(&root, "plan_name").map_err(|m| error("plan_name", m))?.unwrap_or_default();
+        let plan_name =
+            optional_string(&root, "plan_name").map_err(|e| error("plan_name", e.message))?.unwrap_or_default();
         if !plan_name.is_empty() && !is_branch_safe(&plan_name) {
             return Err(error("plan_name", format!("`{plan_name}` cannot be part of a branch name")));
         }
-        let base_branch = optional_string(&root, "base_branch").map_err(|m| error("base_branch", m))?;
+        let base_branch = optional_string(&root, "base_branch").map_err(|e| error("base_branch", e.message))?;
         let model_context_limit =
-            optional_count(&root, "model_context_limit").map_err(|m| error("model_context_limit", m))?;
-        let system_prompt_tokens =
-            optional_count(&root, "system_prompt_tokens").map_err(|m| error("system_prompt_tokens", m))?.unwrap_or(0);
+            optional_count(&root, "model_context_limit").map_err(|e| error("model_context_limit", e.message))?;
+        let system_prompt_tokens = optional_count(&root, "system_prompt_tokens")
+            .map_err(|e| error("system_prompt_tokens", e.message))?
+            .unwrap_or(0);
         let Some(Value::Array(phases_json)) = root.get("phases") else {
             return Err(error("phases", "required: a list of phases".into()));
         };
@@ -134,15 +170,16 @@ impl Plan {
                     format!("expected {expected} (phases are numbered 1, 2, ...)"),
                 ));
             }
-            let title =
-                optional_string(phase, "title").map_err(|m| error(&format!("{at}.title"), m))?.unwrap_or_default();
+            let title = optional_string(phase, "title")
+                .map_err(|e| error(&format!("{at}.title"), e.message))?
+                .unwrap_or_default();
             let Some(Value::Array(tasks_json)) = phase.get("tasks") else {
                 return Err(error(&format!("{at}.tasks"), "required: a list of task records".into()));
             };
             let mut tasks = Vec::new();
             for (t, task) in tasks_json.iter().enumerate() {
                 let at = format!("{at}.tasks[{t}]");
-                let task = Task::from_record(task).map_err(|(field, m)| error(&format!("{at}.{field}"), m))?;
+                let task = Task::from_record(task).map_err(|e| error(&format!("{at}.{}", e.field), e.message))?;
                 if let Some(other) = seen.insert(task.task_id.clone(), at.clone()) {
                     return Err(error(
                         &format!("{at}.task_id"),
@@ -155,7 +192,7 @@ impl Plan {
         }
         let plan = Plan { plan_name, base_branch, model_context_limit, system_prompt_tokens, phases };
         for (p, phase) in plan.phases.iter().enumerate() {
-            phase.waves().map_err(|m| error(&format!("phases[{p}]"), m))?;
+            phase.waves().map_err(|e| error(&format!("phases[{p}]"), e.to_string()))?;
         }
         Ok(plan)
     }
@@ -170,35 +207,44 @@ impl Plan {
 }
 
 impl Task {
-    /// A task from its JSON record; errors are `(field, message)`.
-    pub fn from_record(value: &Value) -> Result<Task, (String, String)> {
+    /// A task from its JSON record; an error names the field.
+    pub fn from_record(value: &Value) -> Result<Task, FieldError> {
         let Value::Object(record) = value else {
-            return Err(("(task)".into(), "expected a task record object".into()));
+            return Err(FieldError::new("(task)", "expected a task record object"));
         };
         let task_id = match record.get("task_id") {
             Some(Value::String(s)) if is_task_id(s) => s.clone(),
             Some(Value::String(s)) => {
-                return Err(("task_id".into(), format!("`{s}` may hold only letters, digits, `-`, `_` and `.`")));
+                return Err(FieldError::new(
+                    "task_id",
+                    format!("`{s}` may hold only letters, digits, `-`, `_` and `.`"),
+                ));
             }
-            _ => return Err(("task_id".into(), "required: a string".into())),
+            _ => return Err(FieldError::new("task_id", "required: a string")),
         };
-        let title = optional_string(record, "title").map_err(|m| ("title".to_owned(), m))?.unwrap_or_default();
+        let title = optional_string(record, "title")?.unwrap_or_default();
         let scope = string_list(record, "scope", true)?;
         for (i, path) in scope.iter().enumerate() {
             if path.is_empty() || Path::new(path).is_absolute() || confine_lexically(path).is_err() {
-                return Err((format!("scope[{i}]"), format!("`{path}` must be a relative path inside the repository")));
+                return Err(FieldError::new(
+                    format!("scope[{i}]"),
+                    format!("`{path}` must be a relative path inside the repository"),
+                ));
             }
         }
         let depends_on = string_list(record, "depends_on", false)?;
         if depends_on.contains(&task_id) {
-            return Err(("depends_on".into(), format!("`{task_id}` depends on itself")));
+            return Err(FieldError::new("depends_on", format!("`{task_id}` depends on itself")));
         }
         string_list(record, "akms_tags", false)?;
         match record.get("akms_schema") {
             None => {}
-            Some(Value::String(v)) if v == crate::SCHEMA_VERSION => {}
+            Some(Value::String(v)) if v == agents_akms::SCHEMA_VERSION => {}
             Some(other) => {
-                return Err(("akms_schema".into(), format!("expected `{}`, found {other}", crate::SCHEMA_VERSION)));
+                return Err(FieldError::new(
+                    "akms_schema",
+                    format!("expected `{}`, found {other}", agents_akms::SCHEMA_VERSION),
+                ));
             }
         }
         let mut scope: Vec<String> = scope.into_iter().map(|p| normalize(&p)).collect();
@@ -210,7 +256,7 @@ impl Task {
     /// The record as written to the task file: `akms_schema` set.
     pub fn record_json(&self) -> Value {
         let mut record = self.record.clone();
-        record.entry("akms_schema").or_insert_with(|| crate::SCHEMA_VERSION.into());
+        record.entry("akms_schema").or_insert_with(|| agents_akms::SCHEMA_VERSION.into());
         record.entry("akms_tags").or_insert_with(|| Value::Array(Vec::new()));
         Value::Object(record)
     }
@@ -220,15 +266,16 @@ impl Phase {
     /// The tasks in dependency-ordered waves, each wave sorted by id; an
     /// error names the tasks of a cycle, an unknown dependency, or two tasks
     /// sharing a scope file with no dependency between them.
-    pub fn waves(&self) -> Result<Vec<Vec<&Task>>, String> {
+    pub fn waves(&self) -> Result<Vec<Vec<&Task>>, WaveError> {
         let by_id: BTreeMap<&str, &Task> = self.tasks.iter().map(|t| (t.task_id.as_str(), t)).collect();
         for task in &self.tasks {
             for dep in &task.depends_on {
                 if !by_id.contains_key(dep.as_str()) {
-                    return Err(format!(
-                        "task `{}` depends on `{dep}`, which is not a task of phase {}",
-                        task.task_id, self.phase
-                    ));
+                    return Err(WaveError::UnknownDependency {
+                        task: task.task_id.clone(),
+                        dependency: dep.clone(),
+                        phase: self.phase,
+                    });
                 }
             }
         }
@@ -242,8 +289,7 @@ impl Phase {
                 .filter(|id| by_id[id].depends_on.iter().all(|d| level.contains_key(d.as_str())))
                 .collect();
             if ready.is_empty() {
-                let cycle: Vec<&str> = left.iter().copied().collect();
-                return Err(format!("the dependencies of {} form a cycle", quoted(&cycle)));
+                return Err(WaveError::Cycle { tasks: left.iter().map(|id| (*id).to_owned()).collect() });
             }
             for id in &ready {
                 left.remove(id);
@@ -263,16 +309,12 @@ impl Phase {
                 for b in &tasks[i + 1..] {
                     let (a, b) = if a < b { (*a, *b) } else { (*b, *a) };
                     if !depends(&by_id, a, b) && !depends(&by_id, b, a) {
-                        let same = level[a] == level[b];
-                        return Err(format!(
-                            "tasks `{a}` and `{b}` both have `{path}` in their scope{} and neither depends on the other: \
-                             give one a `depends_on` the other so they run in different waves",
-                            if same {
-                                format!(" and would run in the same wave ({})", level[a] + 1)
-                            } else {
-                                String::new()
-                            }
-                        ));
+                        return Err(WaveError::SharedScope {
+                            first: a.to_owned(),
+                            second: b.to_owned(),
+                            path: (*path).to_owned(),
+                            wave: (level[a] == level[b]).then_some(level[a] + 1),
+                        });
                     }
                 }
             }
@@ -298,39 +340,45 @@ fn depends(by_id: &BTreeMap<&str, &Task>, from: &str, to: &str) -> bool {
     false
 }
 
-fn quoted(ids: &[&str]) -> String {
+fn quoted(ids: &[String]) -> String {
     ids.iter().map(|id| format!("`{id}`")).collect::<Vec<_>>().join(", ")
 }
 
-fn optional_string(map: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+fn optional_string(map: &Map<String, Value>, key: &str) -> Result<Option<String>, FieldError> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(format!("expected a string, found {other}")),
+        Some(other) => Err(FieldError::new(key, format!("expected a string, found {other}"))),
     }
 }
 
 /// A non-negative whole number of tokens; a number given as a string says so.
-fn optional_count(map: &Map<String, Value>, key: &str) -> Result<Option<u64>, String> {
-    match map.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => {
-            n.as_u64().map(Some).ok_or_else(|| format!("expected a whole number of tokens (0 or more), found {n}"))
-        }
-        Some(Value::String(s)) => Err(format!("expected a number, found the string \"{s}\" (write it without quotes)")),
-        Some(other) => Err(format!("expected a whole number of tokens, found {other}")),
-    }
+fn optional_count(map: &Map<String, Value>, key: &str) -> Result<Option<u64>, FieldError> {
+    let message = match map.get(key) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(count) => return Ok(Some(count)),
+            None => format!("expected a whole number of tokens (0 or more), found {n}"),
+        },
+        Some(Value::String(s)) => format!("expected a number, found the string \"{s}\" (write it without quotes)"),
+        Some(other) => format!("expected a whole number of tokens, found {other}"),
+    };
+    Err(FieldError::new(key, message))
 }
 
-fn string_list(map: &Map<String, Value>, key: &str, required: bool) -> Result<Vec<String>, (String, String)> {
+fn string_list(map: &Map<String, Value>, key: &str, required: bool) -> Result<Vec<String>, FieldError> {
     match map.get(key) {
         None | Some(Value::Null) if !required => Ok(Vec::new()),
         Some(Value::Array(items)) => items
             .iter()
             .enumerate()
-            .map(|(i, v)| v.as_str().map(str::to_owned).ok_or((format!("{key}[{i}]"), "expected a string".into())))
+            .map(|(i, v)| {
+                v.as_str().map(str::to_owned).ok_or_else(|| FieldError::new(format!("{key}[{i}]"), "expected a string"))
+            })
             .collect(),
-        _ => Err((key.into(), format!("{}a list of strings", if required { "required: " } else { "expected " }))),
+        _ => {
+            Err(FieldError::new(key, format!("{}a list of strings", if required { "required: " } else { "expected " })))
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Running agents: the configured command template (`orchestrator.
 //! agent_command`) with a job's values put in, shell-quoted, through
 //! `sh -c`; the jobs of a wave in parallel up to a limit, each under a
-//! timeout. Each agent runs in a process group of its own ([`super::process`]):
+//! timeout. Each agent runs in a process group of its own ([`crate::process`]):
 //! a timeout stops the whole group, and what an agent leaves running when it
 //! exits is stopped too. The agent's output goes to a log file per job;
 //! nothing here reads or writes the knowledge graph.
@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::process;
+use crate::process;
 
 /// One agent run: the values of the template's placeholders.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,9 +42,20 @@ pub enum Outcome {
     Interrupted(i32),
 }
 
+/// What is wrong with the command template (`orchestrator.agent_command`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    /// A `{` with no `}` after it.
+    #[error("an unclosed `{{` in `{template}`")]
+    Unclosed { template: String },
+    /// A `{name}` that is no placeholder; `known` lists those that are.
+    #[error("unknown placeholder `{{{name}}}` (known: {})", known.join(", "))]
+    UnknownPlaceholder { name: String, known: Vec<String> },
+}
+
 /// The command line of `job`: every `{name}` of the template replaced by the
 /// shell-quoted value; an unknown placeholder is an error naming it.
-pub fn command_line(template: &str, repo: &Path, job: &Job) -> Result<String, String> {
+pub fn command_line(template: &str, repo: &Path, job: &Job) -> Result<String, TemplateError> {
     let values: BTreeMap<&str, String> = [
         ("task_id", job.task_id.clone()),
         ("task_file", job.task_file.display().to_string()),
@@ -63,14 +74,12 @@ pub fn command_line(template: &str, repo: &Path, job: &Job) -> Result<String, St
         out.push_str(&rest[..open]);
         let after = &rest[open + 1..];
         let Some(close) = after.find('}') else {
-            return Err(format!("an unclosed `{{` in `{template}`"));
+            return Err(TemplateError::Unclosed { template: template.to_owned() });
         };
         let name = &after[..close];
-        let value = values.get(name).ok_or_else(|| {
-            format!(
-                "unknown placeholder `{{{name}}}` (known: {})",
-                values.keys().copied().collect::<Vec<_>>().join(", ")
-            )
+        let value = values.get(name).ok_or_else(|| TemplateError::UnknownPlaceholder {
+            name: name.to_owned(),
+            known: values.keys().map(|k| (*k).to_owned()).collect(),
         })?;
         out.push_str(&shell_quote(value));
         rest = &after[close + 1..];
@@ -245,7 +254,7 @@ mod tests {
         let j = job(Path::new("/r"), "T1");
         let line = command_line("agent --loadout {loadout} --task {task_id} -p {phase}", Path::new("/r"), &j).unwrap();
         assert_eq!(line, r"agent --loadout '/r/it'\''s a loadout.md' --task T1 -p 2");
-        let e = command_line("agent {model}", Path::new("/r"), &j).unwrap_err();
+        let e = command_line("agent {model}", Path::new("/r"), &j).unwrap_err().to_string();
         assert!(e.starts_with("unknown placeholder `{model}`"), "{e}");
         assert!(command_line("agent {task_id", Path::new("/r"), &j).is_err());
     }
