@@ -510,6 +510,9 @@ impl Engine {
             _ => None,
         };
         let sync = self.search.sync(&root, index_id, &outcome.index.files, text.as_mut(), sink)?;
+        // The strategies only search: a strategy left running past its time
+        // limit must not hold the writer lock into the next query's turn.
+        text.finish_writing();
         tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "search indexes opened and synced");
 
         let history = GitHistory::discover(&root).map_err(QueryError::from)?;

@@ -104,6 +104,11 @@ pub trait TextBackend: Send + Sync {
     fn search(&self, query: &str, limit: usize, filter: &SearchFilter) -> Result<Vec<TextHit>, SearchError>;
     /// Number of committed documents.
     fn doc_count(&self) -> Result<u64, SearchError>;
+    /// Gives up the right to write (Tantivy's writer lock, held from opening),
+    /// keeping the backend searchable: a backend handed to searches that may
+    /// outlive the caller's turn must not keep the next turn from opening
+    /// the index. Writing afterwards is an error.
+    fn finish_writing(&mut self) {}
 }
 
 /// The names [`open_text_backend`] accepts.

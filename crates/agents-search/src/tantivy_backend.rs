@@ -324,6 +324,11 @@ impl TextBackend for TantivyBackend {
     fn doc_count(&self) -> Result<u64, SearchError> {
         Ok(self.reader.searcher().num_docs())
     }
+
+    fn finish_writing(&mut self) {
+        // Dropping the writer waits for its threads and releases the lock.
+        self.writer = None;
+    }
 }
 
 /// [`crate::search_tokens`] as a Tantivy tokenizer, so indexing and querying split alike.
@@ -401,6 +406,20 @@ mod tests {
 
     /// A writer killed after writing a commit's segments but before removing the
     /// ones they replace leaves files that no commit refers to: opening removes them.
+    #[test]
+    fn a_backend_done_writing_still_searches_and_lets_the_index_open_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut first = TantivyBackend::open(dir.path()).unwrap();
+        first.upsert(&[doc("a", "a.rs")]).unwrap();
+        first.commit().unwrap();
+        assert!(TantivyBackend::open(dir.path()).is_err(), "the writer lock is held while writing");
+        first.finish_writing();
+        let second = TantivyBackend::open(dir.path()).unwrap();
+        assert_eq!(first.doc_count().unwrap(), 1);
+        assert_eq!(second.doc_count().unwrap(), 1);
+        assert!(first.upsert(&[doc("b", "b.rs")]).is_err());
+    }
+
     #[test]
     fn opening_removes_the_files_of_segments_no_commit_refers_to() {
         let dir = tempfile::tempdir().unwrap();
