@@ -14,13 +14,13 @@
 //!   the index row's transition to `ready`; a process killed before that
 //!   leaves the previous file list intact.
 
-mod atomic;
 mod error;
 mod migrations;
 mod sqlite;
 mod uko_sql;
 
-pub use atomic::atomic_write;
+/// Atomic writes are agents-fs's; re-exported for the store's callers.
+pub use agents_fs::atomic_write;
 pub use error::StoreError;
 pub use sqlite::SqliteStore;
 

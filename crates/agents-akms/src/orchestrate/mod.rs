@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use agents_acms::lock::{LockAttempt, ResourceLock};
+use agents_fs::lock::{LockAttempt, ResourceLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -324,7 +324,7 @@ impl Orchestrator<'_> {
         // lock's descriptor until it execs: a busy lock gets a moment more.
         let start = std::time::Instant::now();
         loop {
-            match agents_acms::lock::try_lock(&lock) {
+            match agents_fs::lock::try_lock(&lock) {
                 Ok(LockAttempt::Acquired(held)) => return Ok(held),
                 Ok(LockAttempt::Busy { .. }) if start.elapsed() < Duration::from_millis(300) => {
                     std::thread::sleep(Duration::from_millis(10));
@@ -369,7 +369,7 @@ impl Orchestrator<'_> {
             std::fs::create_dir_all(parent)
                 .map_err(|source| OrchestrateError::Io { path: parent.to_owned(), source })?;
         }
-        agents_store::atomic_write(path, bytes).map_err(|source| OrchestrateError::Io { path: path.to_owned(), source })
+        agents_fs::atomic_write(path, bytes).map_err(|source| OrchestrateError::Io { path: path.to_owned(), source })
     }
 
     fn event(&self, state: &mut State, action: &str, reason: Option<String>) {
