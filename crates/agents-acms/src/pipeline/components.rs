@@ -1240,7 +1240,7 @@ pub(crate) mod tests {
 
     impl DepthRenderer for FullText {
         fn render(&self, piece: &Piece, depth: u8) -> Option<String> {
-            Some(crate::pipeline::piece::InlineRenderer::cut(self.0.get(&piece.uko_node)?, depth))
+            Some(agents_pack::InlineRenderer::cut(self.0.get(&piece.uko_node)?, depth))
         }
     }
 
@@ -1249,7 +1249,7 @@ pub(crate) mod tests {
         let full = long_text("body", 60);
         let renderer = FullText(HashMap::from([("uko://r/a.py#f".to_owned(), full.clone())]));
         let mut p = code_piece("uko://r/a.py#f", "a.py", 0.9, 1);
-        p.content = crate::pipeline::piece::InlineRenderer::cut(&full, 4);
+        p.content = agents_pack::InlineRenderer::cut(&full, 4);
         p.depth = 4;
         p.requested_depth = 9;
         p.measure(&tok());
@@ -1337,13 +1337,10 @@ pub(crate) mod tests {
 
     #[test]
     fn resolver_keeps_one_depth_the_budget_affords() {
-        assert!(
-            BudgetDepthResolver.resolve(Vec::new(), 100, &crate::pipeline::piece::InlineRenderer, &tok()).is_empty()
-        );
+        assert!(BudgetDepthResolver.resolve(Vec::new(), 100, &agents_pack::InlineRenderer, &tok()).is_empty());
         let big = piece("u:a", "a.py", 1.0, &long_text("a", 200));
         let small = piece("u:b", "b.py", 1.0, "fits");
-        let out =
-            BudgetDepthResolver.resolve(vec![big, small.clone()], 400, &crate::pipeline::piece::InlineRenderer, &tok());
+        let out = BudgetDepthResolver.resolve(vec![big, small.clone()], 400, &agents_pack::InlineRenderer, &tok());
         assert!(out[0].depth < 9 && out[0].tokens <= 200, "{} at {}", out[0].tokens, out[0].depth);
         assert_eq!(out[1], small);
     }
@@ -1428,9 +1425,9 @@ pub(crate) mod tests {
 
     #[test]
     fn skeleton_compresses_to_signatures_within_its_budget() {
-        assert!(SignatureSkeleton.compress(&[], 100, &crate::pipeline::piece::InlineRenderer, &tok()).is_empty());
+        assert!(SignatureSkeleton.compress(&[], 100, &agents_pack::InlineRenderer, &tok()).is_empty());
         let parent: Vec<Piece> = (0..10).map(|i| piece(&format!("u:{i}"), "a.py", 0.5, &long_text("p", 30))).collect();
-        let out = SignatureSkeleton.compress(&parent, 300, &crate::pipeline::piece::InlineRenderer, &tok());
+        let out = SignatureSkeleton.compress(&parent, 300, &agents_pack::InlineRenderer, &tok());
         assert!(!out.is_empty());
         assert!(out.iter().map(|p| p.tokens).sum::<usize>() <= 300);
         assert!(out.iter().all(|p| p.depth <= 4 && p.role == PieceRole::Skeleton));

@@ -12,10 +12,10 @@ use std::str::FromStr;
 
 use agents_core::fragment::{AssembledContext, ContextFragment};
 use agents_core::tokens::TokenCounter;
+use agents_pack::{DepthRenderer, Piece, PieceRole, ScoredFragment, at_depth, depth_ladder};
 use serde::Serialize;
 
-use super::components::{PreambleInput, ScoredFragment, at_depth, depth_ladder};
-use super::piece::{DepthRenderer, Piece, PieceRole};
+use super::components::PreambleInput;
 use super::{
     Assembly, PREAMBLE_MAX_TOKENS, Pipeline, PipelineError, TraceStep, drop_worst, scored_tokens, to_fragment,
 };
@@ -395,11 +395,11 @@ impl Pipeline {
 mod tests {
     use super::*;
     use crate::pipeline::PipelineBuilder;
-    use crate::pipeline::piece::InlineRenderer;
     use agents_core::config::PipelineConfig;
     use agents_core::fragment::{ContextBudget, ContextFragment, FragmentProvenance};
     use agents_core::ids::new_ulid;
     use agents_core::tokens::{Encoding, Tokenizer};
+    use agents_pack::InlineRenderer;
     use proptest::prelude::*;
 
     fn tok() -> Tokenizer {

@@ -35,14 +35,14 @@ use agents_core::ids::stable_ulid;
 use agents_core::policy::ContextView;
 use agents_core::request::ContextRequest;
 use agents_core::tokens::TokenCounter;
+use agents_pack::{DepthRenderer, InlineRenderer, Piece, PieceRole, REPRESENTED_FILES};
 use serde::Serialize;
 
 use crate::retrieval::registry::ContextStrategyRegistry;
 use crate::retrieval::{Backends, ContextStrategy, PlanContext, RetrievalQuery, StrategyError};
-use agents_pack::REPRESENTED_FILES;
 use components::*;
 use enforcer::{ContextBudgetEnforcer, Enforcement, FileFacts};
-use piece::{DepthRenderer, InlineRenderer, Piece, PieceRole, StoreRenderer};
+use piece::StoreRenderer;
 
 /// Most tokens the preamble may take (the spec's 200).
 pub const PREAMBLE_MAX_TOKENS: usize = 200;
