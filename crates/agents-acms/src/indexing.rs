@@ -23,15 +23,16 @@ use std::time::Instant;
 
 use agents_core::indexing::{FileRecord, GraphReport, IndexMetadata, IndexReport, IndexStatus, RepoIndex, SkipReason};
 use agents_core::tokens::{TokenCounter, Tokenizer};
+use agents_fs::read::{ReadError, RegularFile};
 use agents_store::{IndexCommit, SkippedFile, Store, StoreError};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use crate::language::{detect_language, needs_first_line};
-use crate::lock::{self, LockAttempt, ResourceLock};
 use crate::uko_index::{self, Analyzed, Linker};
 use crate::walk::{WalkEntry, WalkOptions, walk};
+use agents_fs::lock::{self, LockAttempt, ResourceLock};
 
 /// How many example paths a report keeps per skip reason.
 const SKIP_EXAMPLES: usize = 5;
@@ -617,21 +618,18 @@ enum Content {
 /// Reads a file, stopping after the first block when it is binary, and one
 /// byte past `limit` when it has one: a file that grew since it was walked
 /// (or reports a size it does not have) cannot make a run read without end.
-fn read_text(path: &Path, size_hint: u64, limit: Option<u64>) -> std::io::Result<Content> {
-    // The walk listed only regular files; one replaced by a FIFO or a device
-    // since then is refused here, before an open that could block.
-    if !std::fs::metadata(path)?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let file = std::fs::File::open(path)?;
-    let mut file = file.take(limit.map_or(u64::MAX, |max| max.saturating_add(1)));
+/// The walk listed only regular files; one replaced by a FIFO or a device
+/// since then is refused by [`RegularFile::open`], which never blocks.
+fn read_text(path: &Path, size_hint: u64, limit: Option<u64>) -> Result<Content, ReadError> {
+    let io = |source| ReadError::Io { path: path.to_path_buf(), source };
+    let mut file = RegularFile::open(path)?.capped(limit);
     let capacity = size_hint.min(limit.unwrap_or(u64::MAX)).min(64 << 20) as usize;
     let mut bytes = Vec::with_capacity(capacity + 1);
-    (&mut file).take(BINARY_PROBE as u64).read_to_end(&mut bytes)?;
+    (&mut file).take(BINARY_PROBE as u64).read_to_end(&mut bytes).map_err(io)?;
     if bytes.contains(&0) {
         return Ok(Content::Binary { probed: bytes.len() as u64 });
     }
-    file.read_to_end(&mut bytes)?;
+    file.read_to_end(&mut bytes).map_err(io)?;
     Ok(Content::Text(bytes))
 }
 
@@ -769,7 +767,10 @@ mod tests {
         }
         let fifo = dir.path().join("pipe");
         assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
-        assert!(read_text(&fifo, 0, None).is_err(), "a FIFO is refused, not opened");
+        assert!(
+            matches!(read_text(&fifo, 0, None), Err(ReadError::NotRegular { .. })),
+            "a FIFO is refused, not opened"
+        );
     }
 
     #[test]

@@ -11,7 +11,6 @@ pub mod indexing;
 /// Language detection lives with the analyzers (`agents_uko::language`) so the
 /// code mirror of `agents-akms` detects languages the way indexing does.
 pub use agents_uko::language;
-pub mod lock;
 pub mod pipeline;
 pub mod projects;
 pub mod query;
@@ -20,5 +19,6 @@ pub mod tiers;
 pub mod uko_index;
 mod walk;
 
+/// The indexers' advisory locks are agents-fs's.
+pub use agents_fs::ResourceLock;
 pub use indexing::{IndexError, IndexOptions, Progress, RepoIndexingService};
-pub use lock::ResourceLock;

@@ -79,6 +79,22 @@ pub struct Candidate {
     pub entry: Option<EntryOrigin>,
 }
 
+impl Candidate {
+    /// `piece` as proposed by this candidate of a strategy of `quality`: its
+    /// relevance (f32, kept to six places so it prints as computed), hops,
+    /// strategy and note.
+    pub fn propose(&self, piece: agents_pack::Piece, quality: f64) -> agents_pack::Piece {
+        agents_pack::Piece {
+            relevance: (f64::from(self.score).clamp(0.0, 1.0) * 1e6).round() / 1e6,
+            quality,
+            hops: self.hops,
+            strategies: vec![self.strategy.clone()],
+            note: self.note.clone(),
+            ..piece
+        }
+    }
+}
+
 /// Where a context entry's content comes from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EntryOrigin {

@@ -19,6 +19,7 @@ use std::time::SystemTime;
 
 use agents_core::ids::to_iso;
 use agents_core::indexing::SkipReason;
+use agents_fs::confine::is_within;
 use chrono::{DateTime, Utc};
 use ignore::{WalkBuilder, WalkState};
 
@@ -67,7 +68,7 @@ pub fn walk(root: &Path, options: &WalkOptions) -> WalkResult {
                     return false;
                 }
                 let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-                if is_dir && e.path_is_symlink() && !inside(&canonical_root, e.path()) {
+                if is_dir && e.path_is_symlink() && !is_within(e.path(), &canonical_root) {
                     escaped_dirs.lock().unwrap_or_else(|p| p.into_inner()).push(e.path().to_path_buf());
                     return false;
                 }
@@ -131,12 +132,6 @@ impl Drop for Buffer<'_> {
     }
 }
 
-/// Whether `path` resolves (all symlinks followed) to a place inside
-/// `canonical_root`. A path that cannot be resolved is not inside.
-fn inside(canonical_root: &Path, path: &Path) -> bool {
-    path.canonicalize().is_ok_and(|real| real.starts_with(canonical_root))
-}
-
 fn visit(root: &Path, canonical_root: &Path, entry: &ignore::DirEntry, local: &mut WalkResult) {
     let Some(file_type) = entry.file_type() else { return }; // stdin, never here
     if file_type.is_dir() {
@@ -145,7 +140,7 @@ fn visit(root: &Path, canonical_root: &Path, entry: &ignore::DirEntry, local: &m
     let rel_path = relative(root, entry.path());
     // Only a symlink can lead out: a plain entry under a directory the walk
     // entered is inside, because directory links leading out are cut above.
-    if entry.path_is_symlink() && entry.path().exists() && !inside(canonical_root, entry.path()) {
+    if entry.path_is_symlink() && entry.path().exists() && !is_within(entry.path(), canonical_root) {
         local.skipped.push((SkipReason::OutsideRoot, rel_path));
         return;
     }

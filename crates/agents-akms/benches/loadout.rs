@@ -100,6 +100,6 @@ fn phase(layout: &Layout, index: Option<&Path>, tokenizer: &Tokenizer) {
         };
         let made = loadout::generate(&request, &graph, &subgraph, &docs, passages.as_deref(), &config, tokenizer);
         let path = layout.knowledge().join("loadouts").join(format!("phase1-task{i}-loadout.md"));
-        agents_store::atomic_write(&path, made.text.as_bytes()).expect("written");
+        agents_fs::atomic_write(&path, made.text.as_bytes()).expect("written");
     }
 }

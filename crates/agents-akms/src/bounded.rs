@@ -13,11 +13,10 @@
 //!   cannot exceed it.
 //!
 //! Each refusal is a [`ReadError`] whose message says why, for the caller to
-//! turn into a diagnostic naming the file. A more general home for this is a
-//! shared crate (agents-core or agents-store); it lives here until another
-//! crate needs it.
+//! turn into a diagnostic naming the file. The checks and the reads are
+//! agents-fs's ([`agents_fs::read`], [`agents_fs::confine`]); this module
+//! adds the caps' settings and the diagnostics.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::diag::{Diagnostic, ProblemKind};
@@ -104,50 +103,38 @@ fn human(bytes: u64) -> String {
     }
 }
 
-/// What a file that is not regular is, for messages.
-fn kind_of(file_type: std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if file_type.is_fifo() {
-            return "a FIFO (named pipe)";
-        }
-        if file_type.is_socket() {
-            return "a socket";
-        }
-        if file_type.is_block_device() || file_type.is_char_device() {
-            return "a device";
-        }
+/// A refusal of agents-fs as this crate's, the cap's setting added.
+fn from_fs(error: agents_fs::ReadError, cap: Cap) -> ReadError {
+    match error {
+        agents_fs::ReadError::NotFound { .. } => ReadError::NotFound,
+        agents_fs::ReadError::NotRegular { kind, .. } => ReadError::NotRegular(kind),
+        agents_fs::ReadError::TooLarge { size, .. } => ReadError::TooLarge { size, cap },
+        agents_fs::ReadError::Io { source, .. } => ReadError::Io(source),
     }
-    if file_type.is_dir() { "a directory" } else { "not a regular file" }
 }
 
-fn check(metadata: &std::fs::Metadata, cap: Cap) -> Result<(), ReadError> {
-    if !metadata.is_file() {
-        return Err(ReadError::NotRegular(kind_of(metadata.file_type())));
-    }
-    if metadata.len() > cap.bytes {
-        return Err(ReadError::TooLarge { size: metadata.len(), cap });
-    }
-    Ok(())
+fn unresolved(error: agents_fs::confine::ConfineError) -> ReadError {
+    if error.source.kind() == std::io::ErrorKind::NotFound { ReadError::NotFound } else { ReadError::Io(error.source) }
 }
 
-fn io(e: std::io::Error) -> ReadError {
-    if e.kind() == std::io::ErrorKind::NotFound { ReadError::NotFound } else { ReadError::Io(e) }
+/// Refuses `path` when its canonical form leaves `root` (when one is given).
+fn confine(path: &Path, root: Option<&Path>) -> Result<(), ReadError> {
+    match root {
+        Some(root) if !inside(path, root)? => Err(ReadError::Outside(root.to_path_buf())),
+        _ => Ok(()),
+    }
 }
 
 /// Whether `path` (its target, for a symbolic link) is a regular file within
 /// `cap`, from its metadata alone: nothing is opened.
 pub fn check_metadata(path: &Path, cap: Cap) -> Result<(), ReadError> {
-    check(&std::fs::metadata(path).map_err(io)?, cap)
+    agents_fs::read::check_metadata(path, Some(cap.bytes)).map(drop).map_err(|e| from_fs(e, cap))
 }
 
 /// Whether `path`'s canonical form lies inside `root`'s; `Ok(false)` when it
 /// leads out.
 pub fn inside(path: &Path, root: &Path) -> Result<bool, ReadError> {
-    let real = path.canonicalize().map_err(io)?;
-    let real_root = root.canonicalize().map_err(io)?;
-    Ok(real.starts_with(real_root))
+    agents_fs::within(path, root).map_err(unresolved)
 }
 
 /// The UTF-8 text of the regular file `path`, at most `cap` bytes, refused
@@ -161,52 +148,15 @@ pub fn read_text(path: &Path, root: Option<&Path>, cap: Cap) -> Result<String, R
 
 /// The bytes of the regular file `path`, as [`read_text`].
 pub fn read_bytes(path: &Path, root: Option<&Path>, cap: Cap) -> Result<Vec<u8>, ReadError> {
-    if let Some(root) = root
-        && !inside(path, root)?
-    {
-        return Err(ReadError::Outside(root.to_path_buf()));
-    }
-    check(&std::fs::metadata(path).map_err(io)?, cap)?;
-    let file = open(path)?;
-    // The handle's own metadata: what was opened, not what was looked at.
-    let metadata = file.metadata().map_err(io)?;
-    check(&metadata, cap)?;
-    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
-    file.take(cap.bytes + 1).read_to_end(&mut bytes).map_err(io)?;
-    let size = bytes.len() as u64;
-    if size > cap.bytes {
-        return Err(ReadError::TooLarge { size, cap });
-    }
-    Ok(bytes)
+    confine(path, root)?;
+    agents_fs::read_capped(path, cap.bytes).map_err(|e| from_fs(e, cap))
 }
 
 /// The first `n` bytes (or fewer) of the regular file `path`, without the
 /// rest: enough to tell a node (frontmatter) from content.
 pub fn read_prefix(path: &Path, root: Option<&Path>, n: u64) -> Result<Vec<u8>, ReadError> {
-    let cap = Cap::new(u64::MAX - 1, "none");
-    if let Some(root) = root
-        && !inside(path, root)?
-    {
-        return Err(ReadError::Outside(root.to_path_buf()));
-    }
-    check(&std::fs::metadata(path).map_err(io)?, cap)?;
-    let file = open(path)?;
-    check(&file.metadata().map_err(io)?, cap)?;
-    let mut bytes = Vec::new();
-    file.take(n).read_to_end(&mut bytes).map_err(io)?;
-    Ok(bytes)
-}
-
-/// Opens `path` for reading without blocking on a FIFO.
-fn open(path: &Path) -> Result<std::fs::File, ReadError> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    options.open(path).map_err(io)
+    confine(path, root)?;
+    agents_fs::read_prefix(path, n).map_err(|e| from_fs(e, Cap::new(u64::MAX - 1, "none")))
 }
 
 /// [`read_text`] for a file that may be missing: `Ok(None)` then.

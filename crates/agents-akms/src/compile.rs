@@ -93,7 +93,7 @@ pub fn compile(layout: &Layout, options: &CompileOptions) -> Result<Compiled, Ak
 pub fn build(layout: &Layout, options: &CompileOptions) -> Result<Compiled, AkmsError> {
     let compiled = compile(layout, options)?;
     let path = layout.graph_json();
-    agents_store::atomic_write(&path, compiled.json.as_bytes()).map_err(|source| AkmsError::Io { path, source })?;
+    agents_fs::atomic_write(&path, compiled.json.as_bytes()).map_err(|source| AkmsError::Io { path, source })?;
     Ok(compiled)
 }
 

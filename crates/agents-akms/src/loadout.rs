@@ -18,7 +18,7 @@
 //! - **Per node** ([`read_mode`]): `reading_priority` overrides the mode both
 //!   ways; `summary` without a `## Summary` section falls back to full.
 //! - **Full content** is packed by the context pipeline's packer
-//!   ([`agents_acms::pipeline::components::GreedyPacker`]) with one
+//!   ([`agents_pack::GreedyPacker`]) with one
 //!   allocation per node proportional to its `context_size` hint, best
 //!   ranked first, cut line-wise when a node does not fit; the delivered
 //!   content section is then measured with the shared tokenizer and the
@@ -43,9 +43,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use agents_acms::pipeline::components::{Allocation, BudgetPacker, GreedyPacker, ScoreParts, ScoredFragment};
-use agents_acms::pipeline::piece::{InlineRenderer, Piece};
 use agents_core::tokens::TokenCounter;
+use agents_pack::{Allocation, BudgetPacker, GreedyPacker, InlineRenderer, Piece, ScoreParts, ScoredFragment};
 use agents_search::TextDoc;
 use serde::Serialize;
 use serde_json::{Map, Value};

@@ -4,7 +4,7 @@
 //! Lock: every command that writes a repository's `knowledge/` (build,
 //! update, migrate, mirror, promote, suppress, tags, loadouts) holds the
 //! repository's lock while it reads what it changes and writes it: the OS
-//! advisory lock of the indexers ([`agents_acms::lock`]) on
+//! advisory lock of the indexers ([`agents_fs::lock`]) on
 //! `<locks>/knowledge-<hash of the repository's path>.lock`, outside the
 //! repository so it never shows in `git status`. The kernel drops it when its
 //! process dies, however it dies. A second writer waits for it, up to a
@@ -22,7 +22,8 @@
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agents_acms::lock::{self, LockAttempt, ResourceLock};
+use agents_fs::atomic::{process_alive, temporary_pid};
+use agents_fs::lock::{self, LockAttempt, ResourceLock};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -141,17 +142,17 @@ pub(crate) fn commit_until(
     let journal_file = journal_path(layout);
     let bytes = serde_json::to_vec(&journal)
         .map_err(|e| AkmsError::Io { path: journal_file.clone(), source: std::io::Error::other(e.to_string()) })?;
-    agents_store::atomic_write(&journal_file, &bytes)
+    agents_fs::atomic_write(&journal_file, &bytes)
         .map_err(|source| AkmsError::Io { path: journal_file.clone(), source })?;
     failpoint("journal-written");
 
     let mut previous: Vec<(&Path, Option<Vec<u8>>)> = Vec::new();
     for (i, (path, text)) in writes.iter().enumerate() {
         previous.push((path, std::fs::read(path).ok()));
-        if let Err(source) = agents_store::atomic_write(path, text.as_bytes()) {
+        if let Err(source) = agents_fs::atomic_write(path, text.as_bytes()) {
             for (path, bytes) in previous.iter().rev() {
                 let _ = match bytes {
-                    Some(bytes) => agents_store::atomic_write(path, bytes),
+                    Some(bytes) => agents_fs::atomic_write(path, bytes),
                     None => std::fs::remove_file(path),
                 };
             }
@@ -219,7 +220,7 @@ pub fn recover(layout: &Layout) -> Result<(), AkmsError> {
             }
             tracing::info!(files = targets.len(), "replaying the knowledge journal of an interrupted write");
             for (target, text) in &targets {
-                agents_store::atomic_write(target, text.as_bytes())
+                agents_fs::atomic_write(target, text.as_bytes())
                     .map_err(|source| AkmsError::Io { path: target.clone(), source })?;
             }
             std::fs::remove_file(&journal_file)
@@ -240,7 +241,7 @@ fn written_dirs(layout: &Layout) -> (Vec<PathBuf>, Vec<PathBuf>) {
     (flat, vec![layout.local_nodes(), layout.code_mirror()])
 }
 
-/// Removes `.<name>.tmp-<pid>` files (what [`agents_store::atomic_write`]
+/// Removes `.<name>.tmp-<pid>` files (what [`agents_fs::atomic_write`]
 /// leaves when killed) whose process is gone, or is this one (which holds
 /// the lock and is not writing).
 fn remove_stale_temporaries(layout: &Layout) {
@@ -267,22 +268,6 @@ fn remove_stale_temporaries(layout: &Layout) {
             }
         }
     }
-}
-
-/// The pid of an atomic write's temporary file name `.<name>.tmp-<pid>`.
-fn temporary_pid(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix('.')?;
-    let (_, pid) = rest.rsplit_once(".tmp-")?;
-    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    pid.parse().ok()
-}
-
-/// Whether a process with this pid runs (Linux: `/proc/<pid>`; elsewhere
-/// unknown, taken as gone: the files are only ever removed under the lock).
-fn process_alive(pid: u32) -> bool {
-    cfg!(target_os = "linux") && Path::new("/proc").join(pid.to_string()).exists()
 }
 
 #[cfg(test)]

@@ -347,7 +347,7 @@ pub fn mirror_files(repo: &Path, files: &[String], options: &MirrorOptions) -> R
         if old.is_ok_and(|old| old == rendered.text.as_bytes()) {
             report.unchanged.push(mirror_rel);
         } else {
-            agents_store::atomic_write(&mirror, rendered.text.as_bytes()).map_err(io(&mirror))?;
+            agents_fs::atomic_write(&mirror, rendered.text.as_bytes()).map_err(io(&mirror))?;
             report.written.push(mirror_rel);
         }
     }

@@ -145,7 +145,7 @@ pub fn rebuild_index(dir: &Path, kind: &str, docs: &[TextDoc]) -> Result<(), Sea
         backend.commit()?;
     }
     let current = dir.join(CURRENT);
-    agents_store::atomic_write(&current, generation.as_bytes()).map_err(io("write", &current))?;
+    agents_fs::atomic_write(&current, generation.as_bytes()).map_err(io("write", &current))?;
     for entry in std::fs::read_dir(dir).map_err(io("read", dir))?.flatten() {
         let name = entry.file_name();
         if name == CURRENT || name == generation.as_str() {
@@ -400,7 +400,7 @@ pub fn cached_passages(
     nodes: &[String],
     query: &str,
     semantic_floor: f32,
-) -> Result<Vec<Passage>, crate::loadout::LoadoutError> {
+) -> Result<Vec<Passage>, SearchError> {
     use sha2::{Digest, Sha256};
     let mut sorted: Vec<&str> = nodes.iter().map(String::as_str).collect();
     sorted.sort_unstable();
@@ -421,8 +421,11 @@ pub fn cached_passages(
     let passages = scoped_passages(backend, embedder, docs, nodes, query, semantic_floor)?;
     let mut json = serde_json::to_string_pretty(&passages).unwrap_or_default();
     json.push('\n');
-    agents_store::atomic_write(&path, json.as_bytes())
-        .map_err(|source| crate::loadout::LoadoutError::Io { path: path.clone(), source })?;
+    agents_fs::atomic_write(&path, json.as_bytes()).map_err(|source| SearchError::Io {
+        path: path.clone(),
+        action: "write the passage cache",
+        source,
+    })?;
     Ok(passages)
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agents_acms::lock::{LockAttempt, ResourceLock};
+use agents_fs::lock::{LockAttempt, ResourceLock};
 use agents_akms::config::OrchestratorConfig;
 
 use crate::error::{OrchestrateError, StageError};
@@ -79,7 +79,7 @@ impl Orchestrator<'_> {
         // lock's descriptor until it execs: a busy lock gets a moment more.
         let start = std::time::Instant::now();
         loop {
-            match agents_acms::lock::try_lock(&lock) {
+            match agents_fs::lock::try_lock(&lock) {
                 Ok(LockAttempt::Acquired(held)) => return Ok(held),
                 Ok(LockAttempt::Busy { .. }) if start.elapsed() < Duration::from_millis(300) => {
                     std::thread::sleep(Duration::from_millis(10));
@@ -126,7 +126,7 @@ impl Orchestrator<'_> {
             std::fs::create_dir_all(parent)
                 .map_err(|source| OrchestrateError::Io { path: parent.to_owned(), source })?;
         }
-        agents_store::atomic_write(path, bytes).map_err(|source| OrchestrateError::Io { path: path.to_owned(), source })
+        agents_fs::atomic_write(path, bytes).map_err(|source| OrchestrateError::Io { path: path.to_owned(), source })
     }
 
     pub(crate) fn event(&self, state: &mut State, action: &str, reason: Option<String>) {

@@ -185,8 +185,8 @@ pub enum SearchError {
     ModelFile { path: PathBuf, source: std::io::Error },
     #[error("embedding model in {}: {message}", dir.display())]
     Model { dir: PathBuf, message: String },
-    #[error("vector index {}: {message}", path.display())]
-    Corrupt { path: PathBuf, message: String },
+    #[error("vector index {}: {source}", path.display())]
+    Corrupt { path: PathBuf, source: vector::DecodeError },
     #[error("{}: cannot {action}: {source}", path.display())]
     Io { path: PathBuf, action: &'static str, source: std::io::Error },
     #[error("hnsw graph {}: cannot {action}: {message}", path.display())]

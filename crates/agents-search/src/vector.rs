@@ -27,7 +27,6 @@
 //! outputs.
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -187,7 +186,9 @@ const GRAPH_FILE: &str = "hnsw.usearch";
 const GRAPH_GENERATION_FILE: &str = "hnsw.generation";
 /// The files of an index directory; a commit replaces each one it changes.
 pub const FILES: [&str; 3] = [ROWS_FILE, GRAPH_FILE, GRAPH_GENERATION_FILE];
-/// What a commit writes before renaming it over one of [`FILES`].
+/// What a commit writes before renaming it over one of [`FILES`] (the graph;
+/// `vectors.tmp` and `hnsw.tmp` are what earlier versions wrote for the rows
+/// and the generation, now written by [`agents_fs::atomic_write`]).
 const TEMPORARY_FILES: [&str; 3] = ["vectors.tmp", "hnsw.usearch.tmp", "hnsw.tmp"];
 
 #[derive(Clone, Copy, Debug)]
@@ -273,7 +274,7 @@ impl LocalVectorIndex {
         let path = dir.join(ROWS_FILE);
         match map_file(&path) {
             Ok(map) => {
-                let stored = decode(&map).map_err(|message| SearchError::Corrupt { path: path.clone(), message })?;
+                let stored = decode(&map).map_err(|source| SearchError::Corrupt { path: path.clone(), source })?;
                 index.next_key = stored.next_key;
                 index.generation = stored.generation;
                 if stored.model_id == model_id && stored.dim == dim {
@@ -321,6 +322,8 @@ impl LocalVectorIndex {
         };
         // Half-written replacements a killed commit left behind.
         remove(&TEMPORARY_FILES)?;
+        agents_fs::atomic::remove_stale_temporaries(dir, &[ROWS_FILE, GRAPH_GENERATION_FILE])
+            .map_err(|source| SearchError::Io { path: dir.to_owned(), action: "remove damaged file", source })?;
         let (mut index, damage) = match LocalVectorIndex::open(dir, model_id, dim, options) {
             Ok(index) => (index, None),
             Err(damage @ SearchError::Graph { .. }) => {
@@ -630,40 +633,63 @@ fn encode(index: &LocalVectorIndex) -> Vec<u8> {
     out
 }
 
-fn decode(bytes: &[u8]) -> Result<Stored, String> {
+/// What is wrong with a `vectors.bin` that cannot be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// Fewer bytes than the header or the rows need.
+    #[error("the file ends early")]
+    EndsEarly,
+    /// A stored id, path or kind is not UTF-8.
+    #[error("a name is not UTF-8")]
+    NameNotUtf8,
+    /// The file does not start with the index's magic bytes.
+    #[error("not a vector index (bad magic)")]
+    BadMagic,
+    /// The row count does not fit this machine's address space.
+    #[error("bad row count")]
+    BadRowCount,
+    /// More bytes than the rows take.
+    #[error("trailing bytes after the rows")]
+    TrailingBytes,
+}
+
+fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
     struct Reader<'a>(&'a [u8]);
     impl<'a> Reader<'a> {
-        fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
             if self.0.len() < n {
-                return Err("the file ends early".to_owned());
+                return Err(DecodeError::EndsEarly);
             }
             let (head, tail) = self.0.split_at(n);
             self.0 = tail;
             Ok(head)
         }
-        fn u32(&mut self) -> Result<u32, String> {
-            Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+        fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+            self.take(N)?.try_into().map_err(|_| DecodeError::EndsEarly)
         }
-        fn u64(&mut self) -> Result<u64, String> {
-            Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+        fn u32(&mut self) -> Result<u32, DecodeError> {
+            Ok(u32::from_le_bytes(self.array()?))
         }
-        fn string(&mut self) -> Result<String, String> {
+        fn u64(&mut self) -> Result<u64, DecodeError> {
+            Ok(u64::from_le_bytes(self.array()?))
+        }
+        fn string(&mut self) -> Result<String, DecodeError> {
             Ok(self.str()?.to_owned())
         }
-        fn str(&mut self) -> Result<&'a str, String> {
+        fn str(&mut self) -> Result<&'a str, DecodeError> {
             let len = self.u32()? as usize;
-            std::str::from_utf8(self.take(len)?).map_err(|_| "a name is not UTF-8".to_owned())
+            std::str::from_utf8(self.take(len)?).map_err(|_| DecodeError::NameNotUtf8)
         }
     }
     let mut r = Reader(bytes);
     if r.take(MAGIC.len())? != MAGIC {
-        return Err("not a vector index (bad magic)".to_owned());
+        return Err(DecodeError::BadMagic);
     }
     let model_id = r.string()?;
     let dim = r.u32()? as usize;
     let next_key = r.u64()?;
     let generation = r.u64()?;
-    let count = usize::try_from(r.u64()?).map_err(|_| "bad row count".to_owned())?;
+    let count = usize::try_from(r.u64()?).map_err(|_| DecodeError::BadRowCount)?;
     let mut entries = Vec::with_capacity(count.min(bytes.len()));
     let mut scales = Vec::with_capacity(count.min(bytes.len()));
     let mut names = Names(String::with_capacity(bytes.len().saturating_sub(count.saturating_mul(dim))));
@@ -673,11 +699,11 @@ fn decode(bytes: &[u8]) -> Result<Stored, String> {
         let (id, path, kind) = (r.str()?, r.str()?, r.str()?);
         entries.push(Entry { key, id: names.push(id), path: names.push(path), kind: names.push(kind) });
     }
-    let rows_len = count.checked_mul(dim).ok_or_else(|| "bad row count".to_owned())?;
+    let rows_len = count.checked_mul(dim).ok_or(DecodeError::BadRowCount)?;
     let rows_offset = bytes.len() - r.0.len();
     r.take(rows_len)?;
     if !r.0.is_empty() {
-        return Err("trailing bytes after the rows".to_owned());
+        return Err(DecodeError::TrailingBytes);
     }
     Ok(Stored { model_id, dim, next_key, generation, entries, names, rows_offset, rows_len, scales })
 }
@@ -721,14 +747,14 @@ fn map_file(path: &Path) -> std::io::Result<memmap2::Mmap> {
     unsafe { memmap2::Mmap::map(&file) }
 }
 
-/// Writes `bytes` to `path` through a temporary file, synced, then renamed.
+/// Writes `bytes` to `path` atomically ([`agents_fs::atomic_write`]: a
+/// temporary file, synced, renamed, then the directory synced).
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), SearchError> {
-    let tmp = path.with_extension("tmp");
-    let io = |action: &'static str, source| SearchError::Io { path: path.to_owned(), action, source };
-    let mut file = std::fs::File::create(&tmp).map_err(|e| io("create", e))?;
-    file.write_all(bytes).map_err(|e| io("write", e))?;
-    file.sync_all().map_err(|e| io("sync", e))?;
-    std::fs::rename(&tmp, path).map_err(|e| io("rename", e))
+    agents_fs::atomic_write(path, bytes).map_err(|source| SearchError::Io {
+        path: path.to_owned(),
+        action: "write atomically",
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -905,12 +931,17 @@ mod tests {
             (index.search(&query, 10, &SearchFilter::default()).unwrap(), std::fs::read(dir.path().join(GRAPH_FILE)))
         };
         let graph_bytes = graph_bytes.unwrap();
-        for name in TEMPORARY_FILES {
+        // What a killed commit leaves: a process of a pid no system reaches.
+        let killed = [".vectors.bin.tmp-4000000000", ".hnsw.generation.tmp-4000000000"];
+        for name in TEMPORARY_FILES.iter().chain(&killed) {
             std::fs::write(dir.path().join(name), b"half-written").unwrap();
         }
         let (_, reported) = reopen();
         assert!(reported.is_none());
-        assert!(TEMPORARY_FILES.iter().all(|name| !dir.path().join(name).exists()), "leftovers are removed");
+        assert!(
+            TEMPORARY_FILES.iter().chain(&killed).all(|name| !dir.path().join(name).exists()),
+            "leftovers are removed"
+        );
         // A damaged or missing graph is rebuilt from the rows, the same graph as before.
         for damage in [&b""[..], &graph_bytes[..graph_bytes.len() / 2], b"garbage"] {
             std::fs::write(dir.path().join(GRAPH_FILE), damage).unwrap();

@@ -30,7 +30,6 @@
 //!   `ready`; a process killed before that leaves the previous file list
 //!   intact.
 
-mod atomic;
 mod code_graph;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
@@ -43,7 +42,8 @@ mod search_state;
 mod sqlite;
 mod tiers;
 
-pub use atomic::atomic_write;
+/// Atomic writes are agents-fs's; re-exported for the store's callers.
+pub use agents_fs::atomic_write;
 pub use code_graph::{
     CodeGraphStore, Rebinding, UkoCommit, UkoFile, UkoNode, UkoNodeRecord, UkoRef, UkoStatsRows, UkoSymbol,
     neighbors_from_parts,

@@ -17,10 +17,14 @@ use agents_core::tokens::TokenCounter;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::piece::{DEPTH_STEPS, DepthRenderer, MIN_FRAGMENT_TOKENS, Piece, PieceRole, line_span, source_inside};
 use super::{PipelineError, StageInput};
 use crate::retrieval::registry::Fallback;
 use crate::retrieval::{BackendKind, Candidate};
+pub use agents_pack::packer::{
+    Allocation, BudgetPacker, GreedyPacker, MAX_BYTES_PER_TOKEN, PackOutcome, ScoreParts, ScoredFragment, at_depth,
+    depth_ladder, sort_scored,
+};
+use agents_pack::piece::{DEPTH_STEPS, DepthRenderer, MIN_FRAGMENT_TOKENS, Piece, PieceRole, line_span};
 
 // ---------------------------------------------------------------- phase 1
 
@@ -144,13 +148,6 @@ impl StrategySelector for DefaultSelector {
     }
 }
 
-/// A strategy's share of the budget.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Allocation {
-    pub strategy: String,
-    pub tokens: usize,
-}
-
 /// 2. Splits the budget across the selected strategies.
 pub trait BudgetAllocator: Send + Sync {
     fn allocate(&self, selections: &[Selection], budget: usize) -> Vec<Allocation>;
@@ -259,8 +256,19 @@ impl ParallelExecutor {
     }
 }
 
+/// Why a strategy run by the executor produced nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum RunFailure {
+    /// The strategy and every fallback after it failed or could not run.
+    #[error(transparent)]
+    Failed(#[from] crate::retrieval::registry::RegistryError),
+    /// The strategy panicked; the executor caught it.
+    #[error("the strategy panicked")]
+    Panicked,
+}
+
 /// What a worker sends back: the selection's index, its result, its time.
-type Finished = (usize, Result<crate::retrieval::registry::Retrieval, String>, Duration);
+type Finished = (usize, Result<crate::retrieval::registry::Retrieval, RunFailure>, Duration);
 
 /// One worker: takes the next selection to run until none is left or the time
 /// limit passed, and sends each result back.
@@ -289,8 +297,8 @@ fn work(
         }));
         let result = match result {
             Ok(Ok(retrieval)) => Ok(retrieval),
-            Ok(Err(error)) => Err(error.to_string()),
-            Err(_) => Err("the strategy panicked".to_owned()),
+            Ok(Err(error)) => Err(RunFailure::Failed(error)),
+            Err(_) => Err(RunFailure::Panicked),
         };
         if tx.send((i, result, started.elapsed())).is_err() {
             break;
@@ -332,7 +340,9 @@ impl ParallelExecutor {
                             elapsed_ms,
                             error: None,
                         },
-                        Err(error) => StrategyRun { selected, elapsed_ms, error: Some(error), ..Default::default() },
+                        Err(error) => {
+                            StrategyRun { selected, elapsed_ms, error: Some(error.to_string()), ..Default::default() }
+                        }
                     });
                 }
                 // Past the limit (or every worker gone): ask the rest to stop,
@@ -560,11 +570,6 @@ pub const RESOLVER_LEADERS: usize = 3;
 const RESOLVER_LEADER_SHARE: usize = 4;
 const RESOLVER_SHARE: usize = 12;
 
-/// Depths to try for a piece wanted at `top`: `top`, then the fallback steps below it.
-/// More bytes of source per token than any real code averages over a whole
-/// node (code runs 3-5; long whitespace runs and repeated words stay far below 16).
-pub const MAX_BYTES_PER_TOKEN: usize = 16;
-
 /// The depth to render a node proposed at `depth` first: its full text (depth
 /// 9) only when `source_bytes` of it could fit the share the resolver may give
 /// it (`budget` / 4 for one of the few most relevant, `budget` / 12 for the
@@ -580,21 +585,6 @@ pub fn first_depth(depth: u8, source_bytes: Option<usize>, budget: usize, may_le
         }
         _ => depth,
     }
-}
-
-pub fn depth_ladder(top: u8) -> impl Iterator<Item = u8> {
-    std::iter::once(top).chain(DEPTH_STEPS.into_iter().filter(move |d| *d < top))
-}
-
-/// `piece` re-rendered at `depth` and re-measured, or `None` when it cannot be.
-pub fn at_depth(piece: &Piece, depth: u8, renderer: &dyn DepthRenderer, tokenizer: &dyn TokenCounter) -> Option<Piece> {
-    if depth == piece.depth {
-        return Some(piece.clone());
-    }
-    let content = renderer.render(piece, depth)?;
-    let mut out = Piece { depth, content, ..piece.clone() };
-    out.measure(tokenizer);
-    Some(out)
 }
 
 impl DetailDepthResolver for BudgetDepthResolver {
@@ -637,23 +627,6 @@ impl DetailDepthResolver for BudgetDepthResolver {
             })
             .collect()
     }
-}
-
-/// How a score was made.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct ScoreParts {
-    pub relevance: f64,
-    pub hierarchy: f64,
-    pub quality: f64,
-    pub recency: f64,
-}
-
-/// A piece with its composite score.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ScoredFragment {
-    pub piece: Piece,
-    pub score: f64,
-    pub parts: ScoreParts,
 }
 
 /// 6. Scores pieces; the result is sorted best first (ties by URI).
@@ -857,204 +830,6 @@ pub fn diversify(mut rest: Vec<ScoredFragment>) -> Vec<ScoredFragment> {
         previous = s.score;
     }
     out
-}
-
-/// Best score first, ties by URI.
-pub fn sort_scored(scored: &mut [ScoredFragment]) {
-    scored.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.piece.uko_node.cmp(&b.piece.uko_node)));
-}
-
-/// What the packer did.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct PackOutcome {
-    #[serde(skip)]
-    pub packed: Vec<ScoredFragment>,
-    pub tokens: usize,
-    /// Pieces left out: no depth fitted, or an ancestor already carried their source.
-    pub omitted: usize,
-    /// Pieces packed shallower than they were resolved to.
-    pub downgraded: usize,
-}
-
-/// 7. Fits scored pieces into the budget.
-pub trait BudgetPacker: Send + Sync {
-    fn pack(
-        &self,
-        scored: Vec<ScoredFragment>,
-        budget: usize,
-        allocations: &[Allocation],
-        renderer: &dyn DepthRenderer,
-        tokenizer: &dyn TokenCounter,
-    ) -> PackOutcome;
-}
-
-/// Greedy knapsack, best score first, with depth fallback through `[9, 4, 2, 0]`
-/// and a 10-token minimum. A strategy past its allocation waits for a second pass
-/// that spends what the others left. A node inside one already packed with its
-/// source (depth >= 5) is skipped; one with parts already packed gets at most
-/// depth 4. The files of the best standing (the first ten, see
-/// [`Piece::file_standing`]) are each kept room for one piece: until one of a
-/// file's pieces is packed, the others leave free what its best piece costs at
-/// its shallowest depth; what is still held after the first pass is released to
-/// the second. The sum of packed tokens never exceeds the budget.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct GreedyPacker;
-
-impl BudgetPacker for GreedyPacker {
-    fn pack(
-        &self,
-        scored: Vec<ScoredFragment>,
-        budget: usize,
-        allocations: &[Allocation],
-        renderer: &dyn DepthRenderer,
-        tokenizer: &dyn TokenCounter,
-    ) -> PackOutcome {
-        let mut out = PackOutcome::default();
-        let mut share: HashMap<&str, usize> = allocations.iter().map(|a| (a.strategy.as_str(), a.tokens)).collect();
-        // (URI, source range) of what is packed, and of what is packed with its source.
-        let mut packed_nodes: Vec<(String, String)> = Vec::new();
-        let mut with_source: Vec<(String, String)> = Vec::new();
-        let mut deferred = Vec::new();
-        let total = scored.len();
-        let mut reserved = leading_file_reserve(&scored, renderer, tokenizer);
-        let mut place = |item: ScoredFragment,
-                         out: &mut PackOutcome,
-                         enforce_share: bool,
-                         reserved: &mut HashMap<String, usize>|
-         -> Option<ScoredFragment> {
-            let own = reserved.get(&item.piece.path).copied().unwrap_or(0);
-            let held = reserved.values().sum::<usize>() - own;
-            let remaining = budget.saturating_sub(out.tokens).saturating_sub(held);
-            let piece = &item.piece;
-            if packed_nodes.iter().any(|(uri, _)| *uri == piece.uko_node)
-                || with_source
-                    .iter()
-                    .any(|(uri, range)| source_inside(&piece.uko_node, &piece.source_range, uri, range))
-            {
-                return None;
-            }
-            if remaining < MIN_FRAGMENT_TOKENS {
-                // With room held for other files, it may still fit once that is released.
-                return (held > 0).then_some(item);
-            }
-            let top = if packed_nodes
-                .iter()
-                .any(|(uri, range)| source_inside(uri, range, &piece.uko_node, &piece.source_range))
-            {
-                piece.depth.min(4)
-            } else {
-                piece.depth
-            };
-            let strategy = piece.strategy().to_owned();
-            let room = if enforce_share {
-                match share.get(strategy.as_str()) {
-                    Some(left) => remaining.min(*left),
-                    None => remaining,
-                }
-            } else {
-                remaining
-            };
-            for depth in depth_ladder(top) {
-                let Some(candidate) = at_depth(piece, depth, renderer, tokenizer) else { continue };
-                if candidate.tokens >= MIN_FRAGMENT_TOKENS && candidate.tokens <= room {
-                    if depth < piece.depth {
-                        out.downgraded += 1;
-                    }
-                    if let Some(left) = share.get_mut(strategy.as_str()) {
-                        *left = left.saturating_sub(candidate.tokens);
-                    }
-                    if depth >= 5 {
-                        with_source.push((candidate.uko_node.clone(), candidate.source_range.clone()));
-                    }
-                    packed_nodes.push((candidate.uko_node.clone(), candidate.source_range.clone()));
-                    reserved.remove(&candidate.path);
-                    out.tokens += candidate.tokens;
-                    out.packed.push(ScoredFragment { piece: candidate, ..item });
-                    return None;
-                }
-            }
-            Some(item)
-        };
-        for item in scored {
-            if let Some(left) = place(item, &mut out, !allocations.is_empty(), &mut reserved) {
-                deferred.push(left);
-            }
-        }
-        if !allocations.is_empty() || !reserved.is_empty() {
-            reserved.clear();
-            for item in deferred {
-                let _ = place(item, &mut out, false, &mut reserved);
-            }
-        }
-        deepen(&mut out, budget, renderer, tokenizer);
-        out.omitted = total - out.packed.len();
-        out
-    }
-}
-
-/// The deepen pass: what the packing left of the budget goes to the packed
-/// pieces, best first, each re-rendered at the deepest depth that fits what is
-/// left, up to the depth it was asked for (the request's depth, less the depth
-/// gradient's cut for pieces further out). A piece with packed members inside
-/// it goes no deeper than 4, so no source is delivered twice.
-fn deepen(out: &mut PackOutcome, budget: usize, renderer: &dyn DepthRenderer, tokenizer: &dyn TokenCounter) {
-    for i in 0..out.packed.len() {
-        let left = budget.saturating_sub(out.tokens);
-        if left < MIN_FRAGMENT_TOKENS {
-            break;
-        }
-        let piece = &out.packed[i].piece;
-        if piece.inline || piece.role != PieceRole::Context {
-            continue;
-        }
-        let has_members = out
-            .packed
-            .iter()
-            .any(|s| source_inside(&s.piece.uko_node, &s.piece.source_range, &piece.uko_node, &piece.source_range));
-        let cap = piece.requested_depth;
-        let top = if has_members { cap.min(4) } else { cap };
-        if top <= piece.depth {
-            continue;
-        }
-        let room = piece.tokens + left;
-        // A source text that needs more tokens than the room even at the densest
-        // code cannot fit: skip rendering the source depths.
-        let source_fits = renderer.source_bytes(&piece.uko_node).is_none_or(|b| b <= room * MAX_BYTES_PER_TOKEN);
-        let deeper = depth_ladder(top)
-            .take_while(|d| *d > piece.depth)
-            .filter(|d| *d <= DEPTH_STEPS[1] || source_fits)
-            .find_map(|depth| at_depth(piece, depth, renderer, tokenizer).filter(|p| p.tokens <= room));
-        if let Some(deeper) = deeper {
-            out.tokens = out.tokens - piece.tokens + deeper.tokens;
-            out.packed[i].piece = deeper;
-        }
-    }
-}
-
-/// For each of the [`super::REPRESENTED_FILES`] files of the best standing (above
-/// 0; ties by path), the tokens of its best-scored piece at its shallowest depth.
-fn leading_file_reserve(
-    scored: &[ScoredFragment],
-    renderer: &dyn DepthRenderer,
-    tokenizer: &dyn TokenCounter,
-) -> HashMap<String, usize> {
-    let mut best: BTreeMap<&str, &ScoredFragment> = BTreeMap::new();
-    for s in scored.iter().filter(|s| s.piece.file_standing > 0.0 && !s.piece.path.is_empty() && !s.piece.inline) {
-        // `scored` is best first, so the first piece seen of a file is its best.
-        best.entry(s.piece.path.as_str()).or_insert(s);
-    }
-    let mut files: Vec<(&str, &ScoredFragment)> = best.into_iter().collect();
-    files.sort_by(|a, b| b.1.piece.file_standing.total_cmp(&a.1.piece.file_standing).then_with(|| a.0.cmp(b.0)));
-    files
-        .into_iter()
-        .take(super::REPRESENTED_FILES)
-        .filter_map(|(path, s)| {
-            let shallowest = depth_ladder(s.piece.depth).collect::<Vec<_>>().into_iter().rev().find_map(|depth| {
-                at_depth(&s.piece, depth, renderer, tokenizer).filter(|p| p.tokens >= MIN_FRAGMENT_TOKENS)
-            })?;
-            Some((path.to_owned(), shallowest.tokens))
-        })
-        .collect()
 }
 
 /// Reports which files depend on which, for reading order.
@@ -1465,7 +1240,7 @@ pub(crate) mod tests {
 
     impl DepthRenderer for FullText {
         fn render(&self, piece: &Piece, depth: u8) -> Option<String> {
-            Some(crate::pipeline::piece::InlineRenderer::cut(self.0.get(&piece.uko_node)?, depth))
+            Some(agents_pack::InlineRenderer::cut(self.0.get(&piece.uko_node)?, depth))
         }
     }
 
@@ -1474,7 +1249,7 @@ pub(crate) mod tests {
         let full = long_text("body", 60);
         let renderer = FullText(HashMap::from([("uko://r/a.py#f".to_owned(), full.clone())]));
         let mut p = code_piece("uko://r/a.py#f", "a.py", 0.9, 1);
-        p.content = crate::pipeline::piece::InlineRenderer::cut(&full, 4);
+        p.content = agents_pack::InlineRenderer::cut(&full, 4);
         p.depth = 4;
         p.requested_depth = 9;
         p.measure(&tok());
@@ -1562,13 +1337,10 @@ pub(crate) mod tests {
 
     #[test]
     fn resolver_keeps_one_depth_the_budget_affords() {
-        assert!(
-            BudgetDepthResolver.resolve(Vec::new(), 100, &crate::pipeline::piece::InlineRenderer, &tok()).is_empty()
-        );
+        assert!(BudgetDepthResolver.resolve(Vec::new(), 100, &agents_pack::InlineRenderer, &tok()).is_empty());
         let big = piece("u:a", "a.py", 1.0, &long_text("a", 200));
         let small = piece("u:b", "b.py", 1.0, "fits");
-        let out =
-            BudgetDepthResolver.resolve(vec![big, small.clone()], 400, &crate::pipeline::piece::InlineRenderer, &tok());
+        let out = BudgetDepthResolver.resolve(vec![big, small.clone()], 400, &agents_pack::InlineRenderer, &tok());
         assert!(out[0].depth < 9 && out[0].tokens <= 200, "{} at {}", out[0].tokens, out[0].depth);
         assert_eq!(out[1], small);
     }
@@ -1584,77 +1356,6 @@ pub(crate) mod tests {
         assert_eq!(out[0].piece.uko_node, "u:a#f");
         assert_eq!(out[0].parts.hierarchy, 1.0);
         assert!(out[1].parts.hierarchy < 0.5);
-    }
-
-    #[test]
-    fn packer_never_exceeds_and_falls_back_instead_of_dropping() {
-        let none = GreedyPacker.pack(Vec::new(), 100, &[], &crate::pipeline::piece::InlineRenderer, &tok());
-        assert_eq!((none.packed.len(), none.tokens), (0, 0));
-        let items = scored(vec![
-            piece("u:a", "a.py", 1.0, &long_text("a", 40)),
-            piece("u:b", "b.py", 0.9, &long_text("b", 40)),
-        ]);
-        let full = items[0].piece.tokens;
-        let out = GreedyPacker.pack(items, full + 60, &[], &crate::pipeline::piece::InlineRenderer, &tok());
-        assert!(out.tokens <= full + 60);
-        assert_eq!(out.packed.len(), 2, "the second is downgraded, not dropped");
-        assert!(out.packed[1].piece.depth < 9);
-        assert_eq!(out.downgraded, 1);
-        // Exhausted: below the minimum fragment nothing more is packed.
-        let tiny = GreedyPacker.pack(
-            scored(vec![piece("u:a", "a.py", 1.0, "x")]),
-            5,
-            &[],
-            &crate::pipeline::piece::InlineRenderer,
-            &tok(),
-        );
-        assert!(tiny.packed.is_empty() && tiny.omitted == 1);
-    }
-
-    #[test]
-    fn packer_keeps_room_for_each_leading_file() {
-        let file_piece = |uri: &str, path: &str, relevance: f64, text: &str, standing: f64| {
-            let mut p = piece(uri, path, relevance, text);
-            p.inline = false;
-            p.file_standing = standing;
-            // Each piece on lines of its own (pieces that overlap weigh half).
-            let n: u32 = uri.rsplit('#').next().unwrap().parse().unwrap();
-            p.source_range = format!("{}:0-{}:0", n * 100, n * 100 + 50);
-            p
-        };
-        let a1 = file_piece("u:a#1", "a.py", 1.0, &long_text("a", 40), 1.0);
-        let a2 = file_piece("u:a#2", "a.py", 0.9, &long_text("b", 40), 1.0);
-        let b = file_piece("u:b#1", "b.py", 0.1, "def short(): pass", 0.5);
-        let budget = a1.tokens + a2.tokens;
-        let items = scored(vec![a1, a2, b]);
-        assert_eq!(items.last().unwrap().piece.path, "b.py", "b.py scores last");
-        let out = GreedyPacker.pack(items, budget, &[], &crate::pipeline::piece::InlineRenderer, &tok());
-        assert!(out.tokens <= budget);
-        let uris: Vec<&str> = out.packed.iter().map(|s| s.piece.uko_node.as_str()).collect();
-        assert_eq!(uris, ["u:a#1", "u:a#2", "u:b#1"], "a.py's second piece leaves b.py its room");
-        assert_eq!(out.downgraded, 1);
-        // Files of no standing keep no room: the same pieces fill the budget in score order.
-        let plain = scored(vec![
-            piece("u:a#1", "a.py", 1.0, &long_text("a", 40)),
-            piece("u:a#2", "a.py", 0.9, &long_text("b", 40)),
-            piece("u:b#1", "b.py", 0.1, "def short(): pass"),
-        ]);
-        let out = GreedyPacker.pack(plain, budget, &[], &crate::pipeline::piece::InlineRenderer, &tok());
-        assert_eq!(out.packed.len(), 2);
-        assert_eq!(out.tokens, budget);
-    }
-
-    #[test]
-    fn packer_holds_a_strategy_to_its_share_until_the_second_pass() {
-        let mut a = piece("u:a", "a.py", 1.0, &long_text("a", 10));
-        a.strategies = vec!["big".into()];
-        let mut b = piece("u:b", "b.py", 0.1, &long_text("b", 10));
-        b.strategies = vec!["small".into()];
-        let shares =
-            [Allocation { strategy: "big".into(), tokens: 1 }, Allocation { strategy: "small".into(), tokens: 1000 }];
-        let out = GreedyPacker.pack(scored(vec![a, b]), 1000, &shares, &crate::pipeline::piece::InlineRenderer, &tok());
-        let uris: Vec<&str> = out.packed.iter().map(|s| s.piece.uko_node.as_str()).collect();
-        assert_eq!(uris, ["u:b", "u:a"], "over its share, `big` waits for what is left");
     }
 
     #[test]
@@ -1724,9 +1425,9 @@ pub(crate) mod tests {
 
     #[test]
     fn skeleton_compresses_to_signatures_within_its_budget() {
-        assert!(SignatureSkeleton.compress(&[], 100, &crate::pipeline::piece::InlineRenderer, &tok()).is_empty());
+        assert!(SignatureSkeleton.compress(&[], 100, &agents_pack::InlineRenderer, &tok()).is_empty());
         let parent: Vec<Piece> = (0..10).map(|i| piece(&format!("u:{i}"), "a.py", 0.5, &long_text("p", 30))).collect();
-        let out = SignatureSkeleton.compress(&parent, 300, &crate::pipeline::piece::InlineRenderer, &tok());
+        let out = SignatureSkeleton.compress(&parent, 300, &agents_pack::InlineRenderer, &tok());
         assert!(!out.is_empty());
         assert!(out.iter().map(|p| p.tokens).sum::<usize>() <= 300);
         assert!(out.iter().all(|p| p.depth <= 4 && p.role == PieceRole::Skeleton));

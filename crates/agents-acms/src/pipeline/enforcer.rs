@@ -7,10 +7,8 @@ use std::sync::Mutex;
 
 use agents_core::policy::ContextView;
 use agents_core::tokens::TokenCounter;
+use agents_pack::{DepthRenderer, ScoredFragment, at_depth};
 use serde::Serialize;
-
-use super::components::{ScoredFragment, at_depth};
-use super::piece::DepthRenderer;
 
 /// What the pipeline may ask about a file.
 pub trait FileFacts: Sync {

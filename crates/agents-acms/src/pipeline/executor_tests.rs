@@ -13,7 +13,6 @@ use agents_core::tokens::{Encoding, Tokenizer};
 use agents_store::SqliteStore;
 
 use super::super::enforcer::{ContextBudgetEnforcer, FileFacts};
-use super::super::piece::{DepthRenderer, Piece};
 use super::super::{PipelineSettings, StageInput};
 use super::*;
 use crate::query::ContextSearch;
@@ -21,6 +20,7 @@ use crate::retrieval::registry::ContextStrategyRegistry;
 use crate::retrieval::{
     BackendKind, Backends, ContextStrategy, PlanContext, RetrievalQuery, StrategyCapabilities, StrategyError,
 };
+use agents_pack::{DepthRenderer, Piece};
 
 /// What a fake strategy does when asked to retrieve.
 #[derive(Clone, Copy)]

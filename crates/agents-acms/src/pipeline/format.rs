@@ -12,10 +12,10 @@ use std::str::FromStr;
 
 use agents_core::fragment::{AssembledContext, ContextFragment};
 use agents_core::tokens::TokenCounter;
+use agents_pack::{DepthRenderer, Piece, PieceRole, ScoredFragment, at_depth, depth_ladder};
 use serde::Serialize;
 
-use super::components::{PreambleInput, ScoredFragment, at_depth, depth_ladder};
-use super::piece::{DepthRenderer, Piece, PieceRole};
+use super::components::PreambleInput;
 use super::{
     Assembly, PREAMBLE_MAX_TOKENS, Pipeline, PipelineError, TraceStep, drop_worst, scored_tokens, to_fragment,
 };
@@ -53,15 +53,20 @@ impl fmt::Display for OutputFormat {
     }
 }
 
-impl FromStr for OutputFormat {
-    type Err = String;
+/// A format name no [`OutputFormat`] has.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown format `{0}`; known: md, json, xml")]
+pub struct UnknownFormat(pub String);
 
-    fn from_str(s: &str) -> Result<OutputFormat, String> {
+impl FromStr for OutputFormat {
+    type Err = UnknownFormat;
+
+    fn from_str(s: &str) -> Result<OutputFormat, UnknownFormat> {
         match s.to_ascii_lowercase().as_str() {
             "md" | "markdown" => Ok(OutputFormat::Md),
             "json" => Ok(OutputFormat::Json),
             "xml" => Ok(OutputFormat::Xml),
-            _ => Err(format!("unknown format `{s}`; known: md, json, xml")),
+            _ => Err(UnknownFormat(s.to_owned())),
         }
     }
 }
@@ -390,11 +395,11 @@ impl Pipeline {
 mod tests {
     use super::*;
     use crate::pipeline::PipelineBuilder;
-    use crate::pipeline::piece::InlineRenderer;
     use agents_core::config::PipelineConfig;
     use agents_core::fragment::{ContextBudget, ContextFragment, FragmentProvenance};
     use agents_core::ids::new_ulid;
     use agents_core::tokens::{Encoding, Tokenizer};
+    use agents_pack::InlineRenderer;
     use proptest::prelude::*;
 
     fn tok() -> Tokenizer {
@@ -503,7 +508,7 @@ mod tests {
         assert_eq!("md".parse::<OutputFormat>(), Ok(OutputFormat::Md));
         assert_eq!("XML".parse::<OutputFormat>(), Ok(OutputFormat::Xml));
         assert_eq!("json".parse::<OutputFormat>(), Ok(OutputFormat::Json));
-        assert!("yaml".parse::<OutputFormat>().unwrap_err().contains("md, json, xml"));
+        assert!("yaml".parse::<OutputFormat>().unwrap_err().to_string().contains("md, json, xml"));
     }
 
     proptest! {

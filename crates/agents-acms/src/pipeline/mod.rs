@@ -35,17 +35,14 @@ use agents_core::ids::stable_ulid;
 use agents_core::policy::ContextView;
 use agents_core::request::ContextRequest;
 use agents_core::tokens::TokenCounter;
+use agents_pack::{DepthRenderer, InlineRenderer, Piece, PieceRole, REPRESENTED_FILES};
 use serde::Serialize;
 
 use crate::retrieval::registry::ContextStrategyRegistry;
-use crate::retrieval::{Backends, PlanContext, RetrievalQuery};
+use crate::retrieval::{Backends, ContextStrategy, PlanContext, RetrievalQuery, StrategyError};
 use components::*;
 use enforcer::{ContextBudgetEnforcer, Enforcement, FileFacts};
-use piece::{DepthRenderer, InlineRenderer, Piece, PieceRole};
-
-/// Files of the best standing that always get a piece in the candidates (and
-/// room kept for it by the [`GreedyPacker`]).
-pub(crate) const REPRESENTED_FILES: usize = 10;
+use piece::StoreRenderer;
 
 /// Most tokens the preamble may take (the spec's 200).
 pub const PREAMBLE_MAX_TOKENS: usize = 200;
@@ -575,7 +572,7 @@ impl Pipeline {
                 .map(|name| {
                     let why = match input.registry.get(name) {
                         Some(s) => match input.registry.validate(s.as_ref(), input.backends) {
-                            Err(reason) => reason,
+                            Err(unavailable) => unavailable.to_string(),
                             Ok(()) => "cannot handle this request".to_owned(),
                         },
                         None => "not registered".to_owned(),
@@ -812,7 +809,7 @@ impl Pipeline {
                     ),
                 };
                 let Some(piece) = piece else { continue };
-                let mut piece = piece.proposed_by(c, quality);
+                let mut piece = c.propose(piece, quality);
                 // What the request asks for this node, which the deepen pass may
                 // give it when room is left: the request's depth, less the depth
                 // gradient's cut by hops when the request names a focus (the cuts
@@ -1249,6 +1246,35 @@ fn to_fragment(
         .tier(piece.tier)
         .metadata(metadata)
         .build()
+}
+
+impl dyn ContextStrategy + '_ {
+    /// The spec's `assemble` of one strategy: its candidates rendered,
+    /// scored and packed under `budget` tokens. It is the pipeline's (its
+    /// scorer, [`StoreRenderer`] and the packer), not a trait method, so the
+    /// retrieval layer does not depend on the pipeline.
+    pub fn assemble(
+        &self,
+        query: &RetrievalQuery<'_>,
+        backends: &Backends<'_>,
+        budget: usize,
+        plan: Option<&PlanContext>,
+    ) -> Result<PackOutcome, StrategyError> {
+        let candidates = self.retrieve(query, backends, plan)?;
+        let renderer = StoreRenderer::new(backends.root, backends.index_id, backends.store, backends.search.graph());
+        let quality = self.capabilities().quality_score;
+        let pieces = candidates
+            .iter()
+            .filter(|c| !c.evidence_only && c.content.is_none())
+            .filter_map(|c| {
+                let mut piece = c.propose(renderer.piece(&c.uri, c.depth)?, quality);
+                piece.measure(backends.tokenizer);
+                Some(piece)
+            })
+            .collect();
+        let scored = WeightedScorer.score(pieces, plan, &agents_core::config::ScorerWeights::default());
+        Ok(GreedyPacker.pack(scored, budget, &[], &renderer, backends.tokenizer))
+    }
 }
 
 #[cfg(test)]

@@ -3,9 +3,9 @@
 //!
 //! A strategy ([`ContextStrategy`]) declares what it needs ([`StrategyCapabilities`]),
 //! says how well it can serve a request (`can_handle`, a confidence in [0, 1]) and ranks
-//! [`Candidate`]s (`retrieve`); `assemble` renders and packs them under a budget with
-//! the shared packer ([`crate::query::ContextSearch::pack`]). Strategies never render or
-//! count tokens themselves, so every path keeps the packer's budget invariant.
+//! [`Candidate`]s (`retrieve`); the pipeline's `assemble` on a `dyn ContextStrategy`
+//! renders and packs them under a budget with the shared packer. Strategies never render
+//! or count tokens themselves, so every path keeps the packer's budget invariant.
 //!
 //! The six built-ins live in [`strategies`]; the registry ([`registry`]) validates them
 //! against the [`Backends`] at hand and walks the spec's degradation path
@@ -351,31 +351,6 @@ pub trait ContextStrategy: Send + Sync {
         backends: &Backends<'_>,
         plan: Option<&PlanContext>,
     ) -> Result<Vec<Candidate>, StrategyError>;
-    /// The spec's `assemble`: candidates rendered and packed under `budget` tokens.
-    fn assemble(
-        &self,
-        query: &RetrievalQuery<'_>,
-        backends: &Backends<'_>,
-        budget: usize,
-        plan: Option<&PlanContext>,
-    ) -> Result<crate::pipeline::components::PackOutcome, StrategyError> {
-        use crate::pipeline::components::{BudgetPacker, FragmentScorer, GreedyPacker, WeightedScorer};
-        use crate::pipeline::piece::{DepthRenderer, StoreRenderer};
-        let candidates = self.retrieve(query, backends, plan)?;
-        let renderer = StoreRenderer::new(backends.root, backends.index_id, backends.store, backends.search.graph());
-        let quality = self.capabilities().quality_score;
-        let pieces = candidates
-            .iter()
-            .filter(|c| !c.evidence_only && c.content.is_none())
-            .filter_map(|c| {
-                let mut piece = renderer.piece(&c.uri, c.depth)?.proposed_by(c, quality);
-                piece.measure(backends.tokenizer);
-                Some(piece)
-            })
-            .collect();
-        let scored = WeightedScorer.score(pieces, plan, &agents_core::config::ScorerWeights::default());
-        Ok(GreedyPacker.pack(scored, budget, &[], &renderer, backends.tokenizer))
-    }
 }
 
 /// What a file is there for, judged from its path alone.

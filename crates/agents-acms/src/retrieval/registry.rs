@@ -35,6 +35,16 @@ pub enum RegistryError {
     Exhausted { steps: Vec<Fallback> },
 }
 
+/// Why a strategy cannot run here: a backend it requires is absent.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("requires the {} backend, which is unavailable: {reason}", backend.as_str())]
+pub struct BackendUnavailable {
+    /// The backend the strategy requires.
+    pub backend: BackendKind,
+    /// Why the backend is absent, as it said.
+    pub reason: String,
+}
+
 fn render_steps(steps: &[Fallback]) -> String {
     steps.iter().map(|s| format!("{}: {}", s.strategy, s.reason)).collect::<Vec<_>>().join("; ")
 }
@@ -131,11 +141,11 @@ impl ContextStrategyRegistry {
         self.enabled.iter().any(|n| n == name)
     }
 
-    /// `Err(reason)` when a backend the strategy requires is absent.
-    pub fn validate(&self, strategy: &dyn ContextStrategy, backends: &Backends<'_>) -> Result<(), String> {
-        for kind in strategy.capabilities().required() {
-            if let Some(reason) = backends.why_missing(kind) {
-                return Err(format!("requires the {} backend, which is unavailable: {reason}", kind.as_str()));
+    /// An error naming the first backend the strategy requires that is absent.
+    pub fn validate(&self, strategy: &dyn ContextStrategy, backends: &Backends<'_>) -> Result<(), BackendUnavailable> {
+        for backend in strategy.capabilities().required() {
+            if let Some(reason) = backends.why_missing(backend) {
+                return Err(BackendUnavailable { backend, reason });
             }
         }
         Ok(())
@@ -150,7 +160,7 @@ impl ContextStrategyRegistry {
                 enabled: self.is_enabled(s.name()),
                 capabilities: s.capabilities(),
                 required_backends: s.capabilities().required(),
-                unavailable: self.validate(s.as_ref(), backends).err(),
+                unavailable: self.validate(s.as_ref(), backends).err().map(|e| e.to_string()),
             })
             .collect()
     }
@@ -221,8 +231,8 @@ impl ContextStrategyRegistry {
                 break;
             }
             let Some(strategy) = self.strategies.get(name) else { continue };
-            if let Err(reason) = self.validate(strategy.as_ref(), backends) {
-                fallbacks.push(Fallback { strategy: name.clone(), reason });
+            if let Err(unavailable) = self.validate(strategy.as_ref(), backends) {
+                fallbacks.push(Fallback { strategy: name.clone(), reason: unavailable.to_string() });
                 continue;
             }
             let can = if plan.is_some() && strategy.capabilities().supports_plan_hierarchy {

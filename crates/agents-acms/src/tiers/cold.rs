@@ -2,7 +2,7 @@
 //!
 //! One file per fragment, `<fragment id>.zst`: the stored fragment (with its
 //! access statistics) as JSON, compressed with zstd. Every write goes through
-//! [`agents_store::atomic_write`] (temp file, fsync, rename), so a fragment is
+//! [`agents_fs::atomic_write`] (temp file, fsync, rename), so a fragment is
 //! either archived whole or not at all; one file per fragment keeps a read or
 //! an access update to one small file, where a single archive would be
 //! rewritten whole. Ids are checked to be ULIDs before they become file names.
@@ -68,7 +68,7 @@ impl ColdArchive {
         let json = serde_json::to_vec(fragment).expect("fragment serialises");
         let compressed =
             zstd::encode_all(json.as_slice(), LEVEL).map_err(|source| TierError::Io { path: path.clone(), source })?;
-        agents_store::atomic_write(&path, &compressed).map_err(|source| TierError::Io { path, source })
+        agents_fs::atomic_write(&path, &compressed).map_err(|source| TierError::Io { path, source })
     }
 
     /// Every archived fragment, sorted by id.

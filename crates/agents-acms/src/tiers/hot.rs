@@ -171,7 +171,7 @@ impl TierBackend for HotTier {
         }
         let snapshot = Snapshot { version: SNAPSHOT_VERSION, fragments: state.fragments.values().cloned().collect() };
         let json = serde_json::to_vec(&snapshot).expect("snapshot serialises");
-        agents_store::atomic_write(path, &json).map_err(|source| TierError::Io { path: path.clone(), source })?;
+        agents_fs::atomic_write(path, &json).map_err(|source| TierError::Io { path: path.clone(), source })?;
         state.dirty = false;
         state.seen = self.stamp();
         Ok(())

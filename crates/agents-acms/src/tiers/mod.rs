@@ -26,7 +26,6 @@
 
 mod cold;
 mod hot;
-mod summary;
 mod warm;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -42,9 +41,9 @@ use agents_store::{StoreError, TierEntry, WarmTierStore};
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
+pub use agents_pack::summary::{extractive_summary, summary_lines};
 pub use cold::ColdArchive;
 pub use hot::HotTier;
-pub use summary::{extractive_summary, summary_lines};
 pub use warm::WarmTier;
 
 /// Errors of the tier service, each naming the fragment or file concerned.
@@ -523,8 +522,7 @@ impl ContextTierService {
             let mut saved = lock(&self.metrics_saved);
             if *saved != metrics {
                 let json = serde_json::to_vec_pretty(&metrics).expect("metrics serialise");
-                agents_store::atomic_write(path, &json)
-                    .map_err(|source| TierError::Io { path: path.clone(), source })?;
+                agents_fs::atomic_write(path, &json).map_err(|source| TierError::Io { path: path.clone(), source })?;
                 *saved = metrics;
             }
         }
@@ -683,9 +681,9 @@ pub const CONTEXT_ENTRIES: &str = "context-entries";
 /// carries its tier (the delivered fragment's `tier`) and, for a file or symbol
 /// entry, its UKO node: an entry that does not fit is re-rendered from the node
 /// at a shallower depth, or else summarised ([`crate::pipeline::piece::StoreRenderer`]).
-pub fn entry_candidates(fragments: &[TieredFragment], query: &str) -> Vec<crate::retrieval::Candidate> {
+pub fn entry_candidates(fragments: &[TieredFragment], query: &str) -> Vec<crate::query::Candidate> {
     let words: BTreeSet<String> = agents_search::code_tokens(query).into_iter().collect();
-    let mut candidates: Vec<crate::retrieval::Candidate> = fragments
+    let mut candidates: Vec<crate::query::Candidate> = fragments
         .iter()
         .map(|tiered| {
             let fragment = tiered.fragment();
@@ -697,7 +695,7 @@ pub fn entry_candidates(fragments: &[TieredFragment], query: &str) -> Vec<crate:
             let own: BTreeSet<String> = agents_search::code_tokens(fragment.content()).into_iter().collect();
             let overlap = words.iter().filter(|w| own.contains(*w)).count() as f32 / words.len().max(1) as f32;
             let label = ["title", "source"].iter().find_map(|k| fragment.metadata().get(*k)).map_or("", String::as_str);
-            crate::retrieval::Candidate {
+            crate::query::Candidate {
                 uri: format!("context://{}/{}", tiered.project_name(), tiered.fragment_id()),
                 path: String::new(),
                 score: (base + 0.1 * overlap).clamp(0.0, 1.0),

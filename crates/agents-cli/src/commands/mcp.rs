@@ -251,14 +251,14 @@ impl Roots {
             // it would be allowed, so the answer says nothing about the
             // world outside the roots.
             Err(e) => {
-                let resolved = resolve_missing(path);
-                if self.dirs.iter().chain(linked).any(|root| resolved.starts_with(root)) {
+                let resolved = agents_fs::confine::resolve_missing(path);
+                if agents_fs::confine::under_any(&resolved, self.dirs.iter().chain(linked)) {
                     return Err(ToolFailure::Invalid(format!("path `{shown}` ({}): {e}", resolved.display())));
                 }
                 return Err(self.outside(shown, &resolved));
             }
         };
-        if linked.iter().any(|root| canonical.starts_with(root)) {
+        if agents_fs::confine::under_any(&canonical, linked) {
             return Ok(canonical);
         }
         let whole_disk = canonical.parent().is_none();
@@ -271,7 +271,7 @@ impl Roots {
                 canonical.display()
             )));
         }
-        if self.dirs.iter().any(|root| canonical.starts_with(root)) {
+        if agents_fs::confine::under_any(&canonical, &self.dirs) {
             return Ok(canonical);
         }
         Err(self.outside(shown, &canonical))
@@ -288,38 +288,6 @@ impl Roots {
             resolved.display(),
             resolved.display()
         ))
-    }
-}
-
-/// Where a path that does not exist (so cannot be canonicalized) would be:
-/// `.` and `..` resolved by its text, then its longest existing ancestor
-/// canonicalized (so a symbolic link on the way is followed).
-fn resolve_missing(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut lexical = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                lexical.pop();
-            }
-            other => lexical.push(other.as_os_str()),
-        }
-    }
-    let mut rest = Vec::new();
-    let mut base = lexical.as_path();
-    loop {
-        if let Ok(mut resolved) = base.canonicalize() {
-            resolved.extend(rest.iter().rev());
-            return resolved;
-        }
-        match (base.parent(), base.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name);
-                base = parent;
-            }
-            _ => return lexical,
-        }
     }
 }
 

@@ -17,13 +17,13 @@ pub struct ResourceLock {
 
 /// Outcome of trying to take a lock.
 pub enum LockAttempt {
+    /// Taken; held until the lock is dropped.
     Acquired(ResourceLock),
     /// Held by another process, whose pid is given when it wrote one.
-    Busy {
-        pid: Option<u32>,
-    },
+    Busy { pid: Option<u32> },
 }
 
+/// The lock file of `resource_id` under `locks_dir`.
 pub fn lock_path(locks_dir: &Path, resource_id: &str) -> PathBuf {
     locks_dir.join(format!("{resource_id}.lock"))
 }

@@ -1,0 +1,23 @@
+//! What both halves of the engine assemble context from: the [`Piece`] a
+//! fragment travels as, the [`DepthRenderer`] that renders it at another
+//! detail depth, the extractive [`summary`] a shallow rendering of plain text
+//! is, and the [`GreedyPacker`] that fits scored pieces into a token budget.
+//!
+//! The context pipeline (agents-acms) and the knowledge loadout (agents-akms)
+//! both pack with it; neither depends on the other. This crate knows nothing
+//! of stores, indexes or strategies: a renderer that reads an index is the
+//! caller's (agents-acms' `StoreRenderer`).
+
+pub mod packer;
+pub mod piece;
+pub mod summary;
+
+pub use packer::{
+    Allocation, BudgetPacker, GreedyPacker, MAX_BYTES_PER_TOKEN, PackOutcome, REPRESENTED_FILES, ScoreParts,
+    ScoredFragment, at_depth, depth_ladder, sort_scored,
+};
+pub use piece::{
+    DEPTH_STEPS, DepthRenderer, InlineRenderer, MIN_FRAGMENT_TOKENS, Piece, PieceRole, cost, heading, is_inside,
+    line_span, source_inside,
+};
+pub use summary::{extractive_summary, summary_lines};

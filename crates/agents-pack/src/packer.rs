@@ -1,0 +1,361 @@
+//! The budget packer: scored pieces in, the pieces that fit the budget out,
+//! each at the deepest depth that fits ([`GreedyPacker`]).
+
+use std::collections::{BTreeMap, HashMap};
+
+use agents_core::tokens::TokenCounter;
+use serde::Serialize;
+
+use crate::piece::{DEPTH_STEPS, DepthRenderer, MIN_FRAGMENT_TOKENS, Piece, PieceRole, source_inside};
+
+/// Files of the best standing that always get a piece in the candidates (and
+/// room kept for it by the [`GreedyPacker`]).
+pub const REPRESENTED_FILES: usize = 10;
+
+/// More bytes of source per token than any real code averages over a whole
+/// node (code runs 3-5; long whitespace runs and repeated words stay far below 16).
+pub const MAX_BYTES_PER_TOKEN: usize = 16;
+
+/// A strategy's share of the budget.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Allocation {
+    /// The strategy's name.
+    pub strategy: String,
+    /// Tokens it may fill in the packer's first pass.
+    pub tokens: usize,
+}
+
+/// Depths to try for a piece wanted at `top`: `top`, then the fallback steps below it.
+pub fn depth_ladder(top: u8) -> impl Iterator<Item = u8> {
+    std::iter::once(top).chain(DEPTH_STEPS.into_iter().filter(move |d| *d < top))
+}
+
+/// `piece` re-rendered at `depth` and re-measured, or `None` when it cannot be.
+pub fn at_depth(piece: &Piece, depth: u8, renderer: &dyn DepthRenderer, tokenizer: &dyn TokenCounter) -> Option<Piece> {
+    if depth == piece.depth {
+        return Some(piece.clone());
+    }
+    let content = renderer.render(piece, depth)?;
+    let mut out = Piece { depth, content, ..piece.clone() };
+    out.measure(tokenizer);
+    Some(out)
+}
+
+/// How a score was made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ScoreParts {
+    pub relevance: f64,
+    pub hierarchy: f64,
+    pub quality: f64,
+    pub recency: f64,
+}
+
+/// A piece with its composite score.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ScoredFragment {
+    pub piece: Piece,
+    pub score: f64,
+    pub parts: ScoreParts,
+}
+
+/// Best score first, ties by URI.
+pub fn sort_scored(scored: &mut [ScoredFragment]) {
+    scored.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.piece.uko_node.cmp(&b.piece.uko_node)));
+}
+
+/// What the packer did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PackOutcome {
+    #[serde(skip)]
+    pub packed: Vec<ScoredFragment>,
+    pub tokens: usize,
+    /// Pieces left out: no depth fitted, or an ancestor already carried their source.
+    pub omitted: usize,
+    /// Pieces packed shallower than they were resolved to.
+    pub downgraded: usize,
+}
+
+/// 7. Fits scored pieces into the budget.
+pub trait BudgetPacker: Send + Sync {
+    fn pack(
+        &self,
+        scored: Vec<ScoredFragment>,
+        budget: usize,
+        allocations: &[Allocation],
+        renderer: &dyn DepthRenderer,
+        tokenizer: &dyn TokenCounter,
+    ) -> PackOutcome;
+}
+
+/// Greedy knapsack, best score first, with depth fallback through `[9, 4, 2, 0]`
+/// and a 10-token minimum. A strategy past its allocation waits for a second pass
+/// that spends what the others left. A node inside one already packed with its
+/// source (depth >= 5) is skipped; one with parts already packed gets at most
+/// depth 4. The files of the best standing (the first ten, see
+/// [`Piece::file_standing`]) are each kept room for one piece: until one of a
+/// file's pieces is packed, the others leave free what its best piece costs at
+/// its shallowest depth; what is still held after the first pass is released to
+/// the second. The sum of packed tokens never exceeds the budget.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GreedyPacker;
+
+impl BudgetPacker for GreedyPacker {
+    fn pack(
+        &self,
+        scored: Vec<ScoredFragment>,
+        budget: usize,
+        allocations: &[Allocation],
+        renderer: &dyn DepthRenderer,
+        tokenizer: &dyn TokenCounter,
+    ) -> PackOutcome {
+        let mut out = PackOutcome::default();
+        let mut share: HashMap<&str, usize> = allocations.iter().map(|a| (a.strategy.as_str(), a.tokens)).collect();
+        // (URI, source range) of what is packed, and of what is packed with its source.
+        let mut packed_nodes: Vec<(String, String)> = Vec::new();
+        let mut with_source: Vec<(String, String)> = Vec::new();
+        let mut deferred = Vec::new();
+        let total = scored.len();
+        let mut reserved = leading_file_reserve(&scored, renderer, tokenizer);
+        let mut place = |item: ScoredFragment,
+                         out: &mut PackOutcome,
+                         enforce_share: bool,
+                         reserved: &mut HashMap<String, usize>|
+         -> Option<ScoredFragment> {
+            let own = reserved.get(&item.piece.path).copied().unwrap_or(0);
+            let held = reserved.values().sum::<usize>() - own;
+            let remaining = budget.saturating_sub(out.tokens).saturating_sub(held);
+            let piece = &item.piece;
+            if packed_nodes.iter().any(|(uri, _)| *uri == piece.uko_node)
+                || with_source
+                    .iter()
+                    .any(|(uri, range)| source_inside(&piece.uko_node, &piece.source_range, uri, range))
+            {
+                return None;
+            }
+            if remaining < MIN_FRAGMENT_TOKENS {
+                // With room held for other files, it may still fit once that is released.
+                return (held > 0).then_some(item);
+            }
+            let top = if packed_nodes
+                .iter()
+                .any(|(uri, range)| source_inside(uri, range, &piece.uko_node, &piece.source_range))
+            {
+                piece.depth.min(4)
+            } else {
+                piece.depth
+            };
+            let strategy = piece.strategy().to_owned();
+            let room = if enforce_share {
+                match share.get(strategy.as_str()) {
+                    Some(left) => remaining.min(*left),
+                    None => remaining,
+                }
+            } else {
+                remaining
+            };
+            for depth in depth_ladder(top) {
+                let Some(candidate) = at_depth(piece, depth, renderer, tokenizer) else { continue };
+                if candidate.tokens >= MIN_FRAGMENT_TOKENS && candidate.tokens <= room {
+                    if depth < piece.depth {
+                        out.downgraded += 1;
+                    }
+                    if let Some(left) = share.get_mut(strategy.as_str()) {
+                        *left = left.saturating_sub(candidate.tokens);
+                    }
+                    if depth >= 5 {
+                        with_source.push((candidate.uko_node.clone(), candidate.source_range.clone()));
+                    }
+                    packed_nodes.push((candidate.uko_node.clone(), candidate.source_range.clone()));
+                    reserved.remove(&candidate.path);
+                    out.tokens += candidate.tokens;
+                    out.packed.push(ScoredFragment { piece: candidate, ..item });
+                    return None;
+                }
+            }
+            Some(item)
+        };
+        for item in scored {
+            if let Some(left) = place(item, &mut out, !allocations.is_empty(), &mut reserved) {
+                deferred.push(left);
+            }
+        }
+        if !allocations.is_empty() || !reserved.is_empty() {
+            reserved.clear();
+            for item in deferred {
+                let _ = place(item, &mut out, false, &mut reserved);
+            }
+        }
+        deepen(&mut out, budget, renderer, tokenizer);
+        out.omitted = total - out.packed.len();
+        out
+    }
+}
+
+/// The deepen pass: what the packing left of the budget goes to the packed
+/// pieces, best first, each re-rendered at the deepest depth that fits what is
+/// left, up to the depth it was asked for (the request's depth, less the depth
+/// gradient's cut for pieces further out). A piece with packed members inside
+/// it goes no deeper than 4, so no source is delivered twice.
+fn deepen(out: &mut PackOutcome, budget: usize, renderer: &dyn DepthRenderer, tokenizer: &dyn TokenCounter) {
+    for i in 0..out.packed.len() {
+        let left = budget.saturating_sub(out.tokens);
+        if left < MIN_FRAGMENT_TOKENS {
+            break;
+        }
+        let piece = &out.packed[i].piece;
+        if piece.inline || piece.role != PieceRole::Context {
+            continue;
+        }
+        let has_members = out
+            .packed
+            .iter()
+            .any(|s| source_inside(&s.piece.uko_node, &s.piece.source_range, &piece.uko_node, &piece.source_range));
+        let cap = piece.requested_depth;
+        let top = if has_members { cap.min(4) } else { cap };
+        if top <= piece.depth {
+            continue;
+        }
+        let room = piece.tokens + left;
+        // A source text that needs more tokens than the room even at the densest
+        // code cannot fit: skip rendering the source depths.
+        let source_fits = renderer.source_bytes(&piece.uko_node).is_none_or(|b| b <= room * MAX_BYTES_PER_TOKEN);
+        let deeper = depth_ladder(top)
+            .take_while(|d| *d > piece.depth)
+            .filter(|d| *d <= DEPTH_STEPS[1] || source_fits)
+            .find_map(|depth| at_depth(piece, depth, renderer, tokenizer).filter(|p| p.tokens <= room));
+        if let Some(deeper) = deeper {
+            out.tokens = out.tokens - piece.tokens + deeper.tokens;
+            out.packed[i].piece = deeper;
+        }
+    }
+}
+
+/// For each of the [`REPRESENTED_FILES`] files of the best standing (above
+/// 0; ties by path), the tokens of its best-scored piece at its shallowest depth.
+fn leading_file_reserve(
+    scored: &[ScoredFragment],
+    renderer: &dyn DepthRenderer,
+    tokenizer: &dyn TokenCounter,
+) -> HashMap<String, usize> {
+    let mut best: BTreeMap<&str, &ScoredFragment> = BTreeMap::new();
+    for s in scored.iter().filter(|s| s.piece.file_standing > 0.0 && !s.piece.path.is_empty() && !s.piece.inline) {
+        // `scored` is best first, so the first piece seen of a file is its best.
+        best.entry(s.piece.path.as_str()).or_insert(s);
+    }
+    let mut files: Vec<(&str, &ScoredFragment)> = best.into_iter().collect();
+    files.sort_by(|a, b| b.1.piece.file_standing.total_cmp(&a.1.piece.file_standing).then_with(|| a.0.cmp(b.0)));
+    files
+        .into_iter()
+        .take(REPRESENTED_FILES)
+        .filter_map(|(path, s)| {
+            let shallowest = depth_ladder(s.piece.depth).collect::<Vec<_>>().into_iter().rev().find_map(|depth| {
+                at_depth(&s.piece, depth, renderer, tokenizer).filter(|p| p.tokens >= MIN_FRAGMENT_TOKENS)
+            })?;
+            Some((path.to_owned(), shallowest.tokens))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::piece::InlineRenderer;
+    use agents_core::tokens::{Encoding, Tokenizer};
+
+    fn tok() -> Tokenizer {
+        Tokenizer::new(Encoding::O200kBase)
+    }
+
+    /// An inline piece of `path` with `relevance`, measured.
+    fn piece(uri: &str, path: &str, relevance: f64, content: &str) -> Piece {
+        let mut p = Piece {
+            source_range: "1:0-2:0".to_owned(),
+            start_line: 1,
+            relevance,
+            quality: 0.5,
+            strategies: vec!["s".to_owned()],
+            inline: true,
+            ..Piece::new(uri, "function", path, content, 9)
+        };
+        p.measure(&tok());
+        p
+    }
+
+    /// The pieces as a scorer hands them over: scored by relevance, best first.
+    fn scored(pieces: Vec<Piece>) -> Vec<ScoredFragment> {
+        let mut out: Vec<ScoredFragment> = pieces
+            .into_iter()
+            .map(|piece| ScoredFragment { score: piece.relevance, parts: ScoreParts::default(), piece })
+            .collect();
+        sort_scored(&mut out);
+        out
+    }
+
+    fn long_text(seed: &str, lines: usize) -> String {
+        (0..lines).map(|i| format!("{seed} line {i} with some words to count\n")).collect()
+    }
+
+    #[test]
+    fn packer_never_exceeds_and_falls_back_instead_of_dropping() {
+        let none = GreedyPacker.pack(Vec::new(), 100, &[], &InlineRenderer, &tok());
+        assert_eq!((none.packed.len(), none.tokens), (0, 0));
+        let items = scored(vec![
+            piece("u:a", "a.py", 1.0, &long_text("a", 40)),
+            piece("u:b", "b.py", 0.9, &long_text("b", 40)),
+        ]);
+        let full = items[0].piece.tokens;
+        let out = GreedyPacker.pack(items, full + 60, &[], &InlineRenderer, &tok());
+        assert!(out.tokens <= full + 60);
+        assert_eq!(out.packed.len(), 2, "the second is downgraded, not dropped");
+        assert!(out.packed[1].piece.depth < 9);
+        assert_eq!(out.downgraded, 1);
+        // Exhausted: below the minimum fragment nothing more is packed.
+        let tiny = GreedyPacker.pack(scored(vec![piece("u:a", "a.py", 1.0, "x")]), 5, &[], &InlineRenderer, &tok());
+        assert!(tiny.packed.is_empty() && tiny.omitted == 1);
+    }
+
+    #[test]
+    fn packer_keeps_room_for_each_leading_file() {
+        let file_piece = |uri: &str, path: &str, relevance: f64, text: &str, standing: f64| {
+            let mut p = piece(uri, path, relevance, text);
+            p.inline = false;
+            p.file_standing = standing;
+            // Each piece on lines of its own (pieces that overlap weigh half).
+            let n: u32 = uri.rsplit('#').next().unwrap().parse().unwrap();
+            p.source_range = format!("{}:0-{}:0", n * 100, n * 100 + 50);
+            p
+        };
+        let a1 = file_piece("u:a#1", "a.py", 1.0, &long_text("a", 40), 1.0);
+        let a2 = file_piece("u:a#2", "a.py", 0.9, &long_text("b", 40), 1.0);
+        let b = file_piece("u:b#1", "b.py", 0.1, "def short(): pass", 0.5);
+        let budget = a1.tokens + a2.tokens;
+        let items = scored(vec![a1, a2, b]);
+        let out = GreedyPacker.pack(items, budget, &[], &InlineRenderer, &tok());
+        assert!(out.tokens <= budget);
+        let uris: Vec<&str> = out.packed.iter().map(|s| s.piece.uko_node.as_str()).collect();
+        assert_eq!(uris, ["u:a#1", "u:a#2", "u:b#1"], "a.py's second piece leaves b.py its room");
+        assert_eq!(out.downgraded, 1);
+        // Files of no standing keep no room: the same pieces fill the budget in score order.
+        let plain = scored(vec![
+            piece("u:a#1", "a.py", 1.0, &long_text("a", 40)),
+            piece("u:a#2", "a.py", 0.9, &long_text("b", 40)),
+            piece("u:b#1", "b.py", 0.1, "def short(): pass"),
+        ]);
+        let out = GreedyPacker.pack(plain, budget, &[], &InlineRenderer, &tok());
+        assert_eq!(out.packed.len(), 2);
+        assert_eq!(out.tokens, budget);
+    }
+
+    #[test]
+    fn packer_holds_a_strategy_to_its_share_until_the_second_pass() {
+        let mut a = piece("u:a", "a.py", 1.0, &long_text("a", 10));
+        a.strategies = vec!["big".into()];
+        let mut b = piece("u:b", "b.py", 0.1, &long_text("b", 10));
+        b.strategies = vec!["small".into()];
+        let shares =
+            [Allocation { strategy: "big".into(), tokens: 1 }, Allocation { strategy: "small".into(), tokens: 1000 }];
+        let out = GreedyPacker.pack(scored(vec![a, b]), 1000, &shares, &InlineRenderer, &tok());
+        let uris: Vec<&str> = out.packed.iter().map(|s| s.piece.uko_node.as_str()).collect();
+        assert_eq!(uris, ["u:b", "u:a"], "over its share, `big` waits for what is left");
+    }
+}

@@ -1,0 +1,280 @@
+//! The unit that travels through an assembly, [`Piece`], and how it is
+//! rendered at another depth ([`DepthRenderer`]).
+
+use agents_core::fragment::ContextTier;
+use agents_core::tokens::TokenCounter;
+use serde::{Deserialize, Serialize};
+
+/// Depth fallback steps (the spec's `[9, 4, 2, 0]`).
+pub const DEPTH_STEPS: [u8; 4] = [9, 4, 2, 0];
+/// Smallest fragment worth including, in tokens.
+pub const MIN_FRAGMENT_TOKENS: usize = 10;
+
+/// Why a piece is in the context.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PieceRole {
+    /// Retrieved for this request.
+    #[default]
+    Context,
+    /// Inherited from the parent plan's context, compressed.
+    Skeleton,
+}
+
+/// A fragment on its way through the pipeline: a UKO node rendered at one
+/// depth, with what the scorer and packer need to know about it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Piece {
+    pub uko_node: String,
+    /// The UKO kind (`function`, `class`, `file`, ...) or `note` for inline content.
+    pub kind: String,
+    /// Path in the resource; empty for inline content (a decision record).
+    pub path: String,
+    /// `line:col-line:col`; empty for inline content.
+    pub source_range: String,
+    /// First line, for source order (0 for inline content).
+    pub start_line: u32,
+    /// The depth `content` is rendered at.
+    pub depth: u8,
+    /// The deepest depth asked for it.
+    pub requested_depth: u8,
+    pub content: String,
+    /// Tokens of the rendered fragment: heading, content and separator.
+    pub tokens: usize,
+    /// The strategy's relevance, in [0, 1].
+    pub relevance: f64,
+    /// Quality of the best strategy that proposed it, in [0, 1].
+    pub quality: f64,
+    /// Hops from the request's focus, when a strategy walked to it.
+    pub hops: Option<u32>,
+    /// The strategies that proposed it, first the one whose relevance it carries.
+    pub strategies: Vec<String>,
+    pub note: Option<String>,
+    pub tier: ContextTier,
+    /// Content given as it is (inline notes, fragments handed to `assemble`): a
+    /// shallower depth is derived from the text instead of re-rendered.
+    pub inline: bool,
+    /// For inline content taken from a stored UKO node (a file or symbol context
+    /// entry): the node, rendered from the index when a shallower depth is needed.
+    #[serde(default)]
+    pub source_node: Option<String>,
+    pub role: PieceRole,
+    /// Seconds since the epoch of the last change, when known (recency).
+    pub modified: Option<i64>,
+    /// Standing of the piece's file among everything the strategies found (all
+    /// their candidates, evidence-only ones too), in [0, 1]; 0 when unknown.
+    #[serde(default)]
+    pub file_standing: f64,
+    /// What the scorer multiplies the piece's score by for its file's role and
+    /// how the query names it, and for its size (the context pipeline's
+    /// `chunk_boost` and `size_prior`); 1 when nothing is known.
+    #[serde(default = "one")]
+    pub boost: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl Piece {
+    /// A piece of `content` for node `uko_node` at `depth`, as delivered: context
+    /// role, warm tier, no scores yet, not measured.
+    pub fn new(
+        uko_node: impl Into<String>,
+        kind: impl Into<String>,
+        path: impl Into<String>,
+        content: impl Into<String>,
+        depth: u8,
+    ) -> Piece {
+        Piece {
+            uko_node: uko_node.into(),
+            kind: kind.into(),
+            path: path.into(),
+            source_range: String::new(),
+            start_line: 0,
+            depth,
+            requested_depth: depth,
+            content: content.into(),
+            tokens: 0,
+            relevance: 0.0,
+            quality: 0.0,
+            hops: None,
+            strategies: Vec::new(),
+            note: None,
+            tier: ContextTier::Warm,
+            inline: false,
+            source_node: None,
+            role: PieceRole::Context,
+            modified: None,
+            file_standing: 0.0,
+            boost: 1.0,
+        }
+    }
+
+    /// The strategy whose relevance the piece carries.
+    pub fn strategy(&self) -> &str {
+        self.strategies.first().map(String::as_str).unwrap_or("")
+    }
+
+    /// The Markdown heading the piece is delivered under.
+    pub fn heading(&self) -> String {
+        let kind = match self.role {
+            PieceRole::Skeleton => format!("{}, from the parent plan", self.kind),
+            PieceRole::Context => self.kind.clone(),
+        };
+        heading(&self.path, &self.source_range, &kind, self.depth, &self.uko_node, self.note.as_deref())
+    }
+
+    /// The piece as delivered: heading, content, blank line.
+    pub fn rendered(&self) -> String {
+        let mut out = self.heading();
+        out.push_str(&self.content);
+        out.push('\n');
+        out
+    }
+
+    /// Recomputes `tokens` for the current content and depth.
+    pub fn measure(&mut self, tokenizer: &dyn TokenCounter) {
+        self.tokens = cost(tokenizer, &self.heading(), &self.content);
+    }
+}
+
+/// Heading of a fragment: path, line range, UKO type and depth.
+pub fn heading(path: &str, range: &str, kind: &str, depth: u8, uri: &str, note: Option<&str>) -> String {
+    if path.is_empty() {
+        // Inline content (a decision record): named by its id and why it is here.
+        return format!("## {uri} ({})\n", note.unwrap_or(kind));
+    }
+    let lines = match range.split_once('-') {
+        Some((start, end)) => {
+            let line = |s: &str| s.split(':').next().unwrap_or(s).to_owned();
+            format!("L{}-{}", line(start), line(end))
+        }
+        None => range.to_owned(),
+    };
+    format!("## {path} {lines} ({kind}, depth {depth})\n")
+}
+
+/// Tokens a fragment costs in the rendered output.
+pub fn cost(tokenizer: &dyn TokenCounter, heading: &str, content: &str) -> usize {
+    tokenizer.count(heading) + tokenizer.count(content) + 1
+}
+
+/// Renders a piece's node at another depth.
+pub trait DepthRenderer: Sync {
+    /// The node of `piece` at `depth`, or `None` when it cannot be rendered.
+    fn render(&self, piece: &Piece, depth: u8) -> Option<String>;
+
+    /// A new piece for the stored node `uri` at `depth`; `None` when this renderer
+    /// has no store or the node is gone.
+    fn piece(&self, _uri: &str, _depth: u8) -> Option<Piece> {
+        None
+    }
+
+    /// The length in bytes of the stored node `uri`'s source text, when known:
+    /// lets a caller see that a node's full text cannot fit before rendering it.
+    fn source_bytes(&self, _uri: &str) -> Option<usize> {
+        None
+    }
+}
+
+/// Renders inline content at a shallower depth by summarising it
+/// ([`crate::summary::summary_lines`]): the lines that carry structure first,
+/// then the first line of each paragraph, then the rest, in source order, at
+/// most 1 line at depth 0 or 1, 5 at depth 2 or 3, 20 at depth 4; deeper, the
+/// whole text. Never just the opening lines of a long text.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InlineRenderer;
+
+impl InlineRenderer {
+    /// `content` at `depth`: whole from depth 5, summarised below.
+    pub fn cut(content: &str, depth: u8) -> String {
+        let keep = match depth {
+            0 | 1 => 1,
+            2 | 3 => 5,
+            4 => 20,
+            _ => return content.to_owned(),
+        };
+        crate::summary::summary_lines(content, keep)
+    }
+}
+
+impl DepthRenderer for InlineRenderer {
+    fn render(&self, piece: &Piece, depth: u8) -> Option<String> {
+        if depth >= piece.depth {
+            return (depth == piece.depth).then(|| piece.content.clone());
+        }
+        Some(InlineRenderer::cut(&piece.content, depth))
+    }
+}
+
+/// A piece's first and last line, from its `source_range`, when it has one.
+pub fn line_span(range: &str) -> Option<(u32, u32)> {
+    let (start, end) = range.split_once('-')?;
+    let line = |s: &str| s.split(':').next()?.parse::<u32>().ok();
+    Some((line(start)?, line(end)?))
+}
+
+/// Whether `inner`'s source text is part of `outer`'s: `inner` is a member of
+/// `outer` (by URI) whose lines lie within `outer`'s. A Rust method is a member
+/// of its struct but its source sits in an `impl` block elsewhere, so the
+/// struct's source does not carry it.
+pub fn source_inside(inner_uri: &str, inner_range: &str, outer_uri: &str, outer_range: &str) -> bool {
+    is_inside(inner_uri, outer_uri)
+        && match (line_span(inner_range), line_span(outer_range)) {
+            (Some((a, b)), Some((c, d))) => c <= a && b <= d,
+            _ => true,
+        }
+}
+
+/// Whether `uri` names a node inside the node `ancestor` (`file#A` is inside
+/// `file`, `file#A.b` inside `file#A`).
+pub fn is_inside(uri: &str, ancestor: &str) -> bool {
+    let sep = if ancestor.contains('#') { '.' } else { '#' };
+    uri.len() > ancestor.len() && uri.starts_with(ancestor) && uri[ancestor.len()..].starts_with(sep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn containment_by_uri() {
+        assert!(is_inside("uko://r/a.py#A", "uko://r/a.py"));
+        assert!(is_inside("uko://r/a.py#A.b", "uko://r/a.py#A"));
+        assert!(!is_inside("uko://r/a.py#AB", "uko://r/a.py#A"));
+        assert!(!is_inside("uko://r/a.pyc", "uko://r/a.py"));
+        assert!(!is_inside("uko://r/a.py", "uko://r/a.py"));
+        // A Rust method lies in an impl block outside its struct's lines.
+        assert!(source_inside("uko://r/a.rs#S.f", "12:4-14:5", "uko://r/a.rs#S", "10:0-20:1"));
+        assert!(!source_inside("uko://r/a.rs#S.f", "40:4-44:5", "uko://r/a.rs#S", "10:0-12:1"));
+        assert_eq!(line_span("40:4-44:5"), Some((40, 44)));
+    }
+
+    #[test]
+    fn headings_name_path_lines_type_and_depth() {
+        assert_eq!(heading("src/a.py", "3:0-9:4", "function", 9, "u", None), "## src/a.py L3-9 (function, depth 9)\n");
+        assert_eq!(heading("", "", "note", 9, "plan://1/d", Some("decision")), "## plan://1/d (decision)\n");
+    }
+
+    #[test]
+    fn inline_content_that_does_not_fit_is_summarised_not_cut_to_its_opening() {
+        // A file entry as it came back: imports first, the definitions far below.
+        let mut text: String = (1..=30).map(|i| format!("import module_{i}\n")).collect();
+        text.push_str(
+            "\nclass Ledger:\n    rows = []\n\n    def post(self, entry):\n        self.rows.append(entry)\n",
+        );
+        let four = InlineRenderer::cut(&text, 4);
+        assert!(four.contains("class Ledger:\n    def post(self, entry):\n"), "{four}");
+        assert!(!four.contains("more lines"), "{four}");
+        assert!(four.ends_with("[summary: 20 of 36 lines]\n"), "{four}");
+        assert_eq!(InlineRenderer::cut(&text, 0), "class Ledger:\n[summary: 1 of 36 lines]\n");
+        // Plain text without structure keeps its opening lines.
+        let plain = (1..=30).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n");
+        assert_eq!(InlineRenderer::cut(&plain, 0), "line 1\n[summary: 1 of 30 lines]\n");
+        assert!(InlineRenderer::cut(&plain, 4).starts_with("line 1\nline 2"));
+        assert_eq!(InlineRenderer::cut(&plain, 9), plain);
+        assert_eq!(InlineRenderer::cut("one\n\ntwo\n", 0), "one\n[summary: 1 of 3 lines]\n");
+        assert_eq!(InlineRenderer::cut("one\n", 0), "one\n");
+    }
+}
