@@ -56,7 +56,12 @@ pub fn code_for(err: &anyhow::Error) -> u8 {
                 EngineError::Store(_) | EngineError::Query(_) => FAILURE,
                 EngineError::UnknownModel { .. }
                 | EngineError::WindowTooSmall { .. }
-                | EngineError::ZeroMaxTokens { .. } => USAGE,
+                | EngineError::ZeroMaxTokens { .. }
+                | EngineError::Invalid(_)
+                | EngineError::NoResource(_)
+                | EngineError::UnknownDepth { .. }
+                | EngineError::AmbiguousDepth { .. } => USAGE,
+                EngineError::Tier(_) => FAILURE,
                 EngineError::Pipeline(e) => {
                     use agents_acms::pipeline::PipelineError as P;
                     match e {

@@ -22,6 +22,9 @@
 
 pub mod knowledge;
 pub mod live;
+pub mod query;
+
+pub use query::{QueryOptions, QueryReport, QueryRun, RequestOverrides};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -143,6 +146,18 @@ pub enum EngineError {
     WindowTooSmall { model: String, window: usize, reserve: usize, tools: usize },
     #[error("max_tokens: 0 leaves no budget; give at least {min} (context.budget.min-useful-budget)")]
     ZeroMaxTokens { min: usize },
+    /// A request the CRP rules reject.
+    #[error(transparent)]
+    Invalid(#[from] agents_core::error::ValidationError),
+    /// A dry run over a project with no linked resource.
+    #[error("project {0} has no linked resource: `agents project link-resource {0} PATH`")]
+    NoResource(String),
+    #[error("--depth {name}: unknown detail level; give 0-9 or one of {known}")]
+    UnknownDepth { name: String, known: String },
+    #[error("--depth {name}: the level means different depths in {meanings}; give a number 0-9")]
+    AmbiguousDepth { name: String, meanings: String },
+    #[error(transparent)]
+    Tier(#[from] TierError),
 }
 
 /// What `agents query` asks the pipeline for, beyond the request itself.

@@ -39,14 +39,11 @@ use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabiliti
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
 use serde::{Deserialize, Serialize};
 
-use crate::cli::QueryArgs;
 use crate::commands::index::{IndexSummary, status_of};
-use crate::commands::query::{self, QueryRun};
-use crate::commands::uko::refresh;
 use crate::exit::UsageError;
 use crate::settings::Settings;
 use agents_engine::live::{DEFAULT_DEBOUNCE, LiveIndex, LiveRefresh};
-use agents_engine::{Engine, IndexOutcome};
+use agents_engine::{Engine, EngineError, IndexMode, IndexOutcome, QueryOptions, QueryRun};
 
 /// `request_context`: a CRP request and where to run it.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -93,12 +90,13 @@ pub enum Format {
     Xml,
 }
 
-impl Format {
-    fn as_str(self) -> &'static str {
-        match self {
-            Format::Md => "md",
-            Format::Json => "json",
-            Format::Xml => "xml",
+impl From<Format> for agents_acms::pipeline::format::OutputFormat {
+    fn from(format: Format) -> Self {
+        use agents_acms::pipeline::format::OutputFormat;
+        match format {
+            Format::Md => OutputFormat::Md,
+            Format::Json => OutputFormat::Json,
+            Format::Xml => OutputFormat::Xml,
         }
     }
 }
@@ -370,8 +368,12 @@ impl State {
     /// The index of the resource holding `path`: from the live index while
     /// nothing changed, else refreshed. A resource seen for the first time is
     /// watched from then on when its project refreshes live.
-    fn outcome(&self, path: &Path) -> anyhow::Result<Arc<IndexOutcome>> {
-        let outcome = self.live.outcome(path, || refresh(&self.settings, &self.engine, path))?;
+    fn outcome(&self, path: &Path) -> Result<Arc<IndexOutcome>, EngineError> {
+        let outcome = self.live.outcome(path, || {
+            let bar = crate::progress::Bar::new(self.settings.progress);
+            let options = agents_acms::IndexOptions { wait_for_lock: true, ..self.engine.index_options() };
+            self.engine.index_path(path, IndexMode::Refresh, &options, &bar)
+        })?;
         if self.watch
             && self.engine.auto_refresh(&outcome.project.project_id)?
             && let Err(error) = self.live.watch(Path::new(&outcome.resource.path))
@@ -394,6 +396,12 @@ pub struct ContextServer {
 enum ToolFailure {
     Invalid(String),
     Failed(String),
+}
+
+impl From<EngineError> for ToolFailure {
+    fn from(err: EngineError) -> Self {
+        anyhow::Error::from(err).into()
+    }
 }
 
 impl From<anyhow::Error> for ToolFailure {
@@ -460,9 +468,9 @@ impl ContextServer {
         answer(
             self.blocking(move |state| {
                 let path = state.allowed(params.path.as_deref())?;
-                let model = params.model.clone();
-                let args = query_args(params, path);
-                let run = query::assemble(&state.settings, &state.engine, args, None, &|_, path| state.outcome(path))?;
+                let options = query_options(params, path)?;
+                let model = options.model.clone();
+                let run = state.engine.query_with(&options, &|path| state.outcome(path))?;
                 // The text is in the requested format, fitted to the budget in
                 // that format; `rendered_tokens` is its count. The session
                 // spends what was delivered.
@@ -694,36 +702,24 @@ impl ServerHandler for ContextServer {
     }
 }
 
-/// `agents query` arguments for a `request_context` call.
-fn query_args(params: RequestContextParams, path: PathBuf) -> QueryArgs {
-    let format = params.format.unwrap_or(Format::Md).as_str().to_owned();
-    QueryArgs {
-        text: None,
-        path,
-        request: None,
-        max_tokens: None,
-        model: params.model,
-        depth: None,
-        candidates: None,
-        under: params.under,
-        kinds: Vec::new(),
-        strategy: Vec::new(),
-        require_backend: Vec::new(),
-        focus: Vec::new(),
-        entities: Vec::new(),
-        breadth: None,
-        no_depth_gradient: false,
-        temporal: None,
-        ranking: None,
-        priority: None,
-        purpose: None,
-        phase: params.phase.unwrap_or_else(|| "default".to_owned()),
-        plan: params.plan,
-        format,
-        explain: false,
-        role: params.role.unwrap_or_else(|| "executor".to_owned()),
-        request_value: Some(params.request),
+/// The query options of a `request_context` call: the request as given,
+/// the tool's own fields over the engine's defaults.
+fn query_options(params: RequestContextParams, path: PathBuf) -> Result<QueryOptions, ToolFailure> {
+    let mut options = QueryOptions::new(path);
+    options.request = Some(params.request);
+    options.model = params.model;
+    options.under = params.under;
+    options.plan = params.plan;
+    if let Some(phase) = params.phase {
+        options.phase = phase.parse().map_err(|e| ToolFailure::Invalid(format!("--phase: {e}")))?;
     }
+    if let Some(role) = params.role {
+        options.role = crate::commands::context::parse_role("--role", &role)?;
+    }
+    if let Some(format) = params.format {
+        options.format = format.into();
+    }
+    Ok(options)
 }
 
 /// The structured part of a `request_context` result.
