@@ -45,6 +45,9 @@ pub fn code_for(err: &anyhow::Error) -> u8 {
         if let Some(agents_acms::graph::GraphError::NotFound(_)) = cause.downcast_ref() {
             return USAGE;
         }
+        if let Some(e) = cause.downcast_ref::<agents_engine::knowledge::KnowledgeError>() {
+            return if e.is_bad_input() { USAGE } else { FAILURE };
+        }
         if let Some(e) = cause.downcast_ref::<EngineError>() {
             return match e {
                 EngineError::Project(e) => project_code(e),
@@ -60,7 +63,15 @@ pub fn code_for(err: &anyhow::Error) -> u8 {
                 | EngineError::Invalid(_)
                 | EngineError::NoResource(_)
                 | EngineError::UnknownDepth { .. }
-                | EngineError::AmbiguousDepth { .. } => USAGE,
+                | EngineError::AmbiguousDepth { .. }
+                | EngineError::NotIndexed { .. } => USAGE,
+                EngineError::Knowledge(e) => {
+                    if e.is_bad_input() {
+                        USAGE
+                    } else {
+                        FAILURE
+                    }
+                }
                 EngineError::Tier(_) => FAILURE,
                 EngineError::Pipeline(e) => {
                     use agents_acms::pipeline::PipelineError as P;

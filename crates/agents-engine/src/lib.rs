@@ -20,6 +20,7 @@
 //!   tiers/metrics.json             tier hit and miss counters
 //! ```
 
+pub mod history;
 pub mod knowledge;
 pub mod live;
 pub mod query;
@@ -158,6 +159,11 @@ pub enum EngineError {
     AmbiguousDepth { name: String, meanings: String },
     #[error(transparent)]
     Tier(#[from] TierError),
+    /// A path in no indexed resource, or in one not indexed yet.
+    #[error("{}: {reason}", path.display())]
+    NotIndexed { path: PathBuf, reason: &'static str },
+    #[error(transparent)]
+    Knowledge(#[from] knowledge::KnowledgeError),
 }
 
 /// What `agents query` asks the pipeline for, beyond the request itself.
@@ -330,8 +336,9 @@ impl Engine {
         let components = if components.has_strategy(knowledge::KNOWLEDGE_GRAPH) {
             components
         } else {
-            let vault = config.config().global_vault.as_deref().map(std::path::PathBuf::from);
-            components.register_strategy(Arc::new(knowledge::KnowledgeGraphStrategy::new(vault)))
+            let vault = config.config().global_vault.clone();
+            components
+                .register_strategy(Arc::new(knowledge::KnowledgeGraphStrategy::new(vault, knowledge::user_home())))
         };
         let pipeline = components
             .build(&config.config().context.pipeline, PipelineSettings::from_config(&config.config().context))?;

@@ -494,7 +494,13 @@ impl ContextServer {
         answer(
             self.blocking(move |state| {
                 let path = state.allowed(params.path.as_deref())?;
-                json_result(&history(state, &path, &params)?)
+                let query = agents_engine::history::HistoryQuery {
+                    plan: params.plan,
+                    file: params.file,
+                    node: params.node,
+                    limit: params.limit,
+                };
+                json_result(&state.engine.history(&path, &query)?)
             })
             .await,
         )
@@ -576,7 +582,7 @@ impl ContextServer {
             self.blocking(move |state| {
                 let path = state.allowed(params.path.as_deref())?;
                 let repo = state.repo_root(&path)?.unwrap_or(path);
-                let mut ctx = crate::commands::loadout::Context::open(&state.settings, Some(&repo))?;
+                let mut ctx = crate::commands::loadout::open(&state.settings, Some(&repo))?;
                 let options = crate::commands::loadout::LoadoutOptions {
                     role: params.role.unwrap_or_else(|| "implementer".to_owned()),
                     context_limit: params.context_limit,
@@ -584,7 +590,8 @@ impl ContextServer {
                     no_search: false,
                 };
                 let (report, text) =
-                    crate::commands::loadout::make(&mut ctx, &params.task, "task", None, &options, false)?;
+                    agents_engine::knowledge::loadout::make(&mut ctx, &params.task, "task", None, &options, false)
+                        .map_err(EngineError::from)?;
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
                 result.structured_content =
                     Some(serde_json::to_value(&report).map_err(|e| ToolFailure::Failed(e.to_string()))?);
@@ -609,84 +616,16 @@ impl ContextServer {
             self.blocking(move |state| {
                 let path = state.allowed(params.path.as_deref())?;
                 let repo = state.repo_root(&path)?;
-                json_result(&record_session(&path, repo, &params.task_id, &params.memory)?)
+                let knowledge = state.engine.knowledge();
+                json_result(
+                    &knowledge
+                        .record_session(&path, repo, &params.task_id, &params.memory)
+                        .map_err(EngineError::from)?,
+                )
             })
             .await,
         )
     }
-}
-
-/// Validates an AgentMemory and writes it to `knowledge/sessions/{task_id}.md`
-/// atomically; never touches the graph. Writing the same text again is a
-/// no-op; different text for a recorded task id goes to
-/// `{task_id}-<8 hex of its hash>.md`: a recorded file is never overwritten.
-fn record_session(
-    path: &Path,
-    repo: Option<PathBuf>,
-    task_id: &str,
-    memory: &str,
-) -> Result<serde_json::Value, ToolFailure> {
-    let safe = !task_id.is_empty()
-        && !task_id.starts_with('.')
-        && task_id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if !safe {
-        return Err(ToolFailure::Invalid(format!(
-            "task_id `{task_id}`: use letters, digits, `-`, `_` and `.` only (it names the file)"
-        )));
-    }
-    let file = PathBuf::from(format!("knowledge/sessions/{task_id}.md"));
-    let evidence = agents_akms::evidence::parse_evidence(&file, memory).map_err(|problems| {
-        ToolFailure::Invalid(problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
-    })?;
-    if evidence.kind != agents_akms::evidence::DocumentKind::AgentMemory || evidence.label != task_id {
-        return Err(ToolFailure::Invalid(format!(
-            "{}: task_id: the document's task_id `{}` is not `{task_id}`",
-            file.display(),
-            evidence.label
-        )));
-    }
-    let root = repo.filter(|root| root.join("knowledge").is_dir()).ok_or_else(|| {
-        ToolFailure::Invalid(format!(
-            "no knowledge/ folder in {} or above: run `agents knowledge init`",
-            path.display()
-        ))
-    })?;
-    // A recorded session file is never overwritten (it may be applied
-    // already, and its session node names it): other content for the same
-    // task id (a second plan reusing it) goes beside it, named with a
-    // suffix of its content hash. The same content again is a no-op.
-    let hash = agents_akms::update::content_hash(memory);
-    let mut written = false;
-    let mut target = PathBuf::new();
-    for name in [format!("{task_id}.md"), format!("{task_id}-{}.md", &hash[..8]), format!("{task_id}-{hash}.md")] {
-        target = root.join("knowledge/sessions").join(name);
-        match std::fs::read_to_string(&target) {
-            Ok(existing) if existing == memory => break,
-            Ok(_) => continue,
-            Err(_) if target.symlink_metadata().is_ok() => continue,
-            Err(_) => {
-                agents_store::atomic_write(&target, memory.as_bytes())
-                    .map_err(|e| ToolFailure::Failed(format!("{}: cannot write: {e}", target.display())))?;
-                written = true;
-                break;
-            }
-        }
-    }
-    if !written && std::fs::read_to_string(&target).ok().as_deref() != Some(memory) {
-        return Err(ToolFailure::Invalid(format!(
-            "{}: every name for task {task_id} holds other content",
-            file.display()
-        )));
-    }
-    Ok(serde_json::json!({
-        "file": target,
-        "session": evidence.session_id,
-        "written": written,
-        "nodes_used": evidence.nodes_used.len(),
-        "pitfalls": evidence.pitfalls.len(),
-        "new_knowledge": evidence.new_knowledge.len(),
-        "next": "a human applies it with `agents knowledge update`",
-    }))
 }
 
 #[tool_handler(router = self.tool_router)]
@@ -737,89 +676,6 @@ fn summary(run: &QueryRun) -> serde_json::Value {
         "candidates": run.assembly.candidates,
         "omitted": run.assembly.omitted,
     })
-}
-
-/// One commit, as `query_history` lists it.
-#[derive(Serialize)]
-struct CommitView {
-    id: String,
-    time: i64,
-    author: String,
-    subject: String,
-    paths: Vec<String>,
-}
-
-#[derive(Serialize)]
-struct History {
-    decisions: Option<agents_acms::retrieval::PlanContext>,
-    commits: Vec<CommitView>,
-    revisions: Vec<agents_store::UkoNodeRecord>,
-}
-
-fn history(state: &State, path: &Path, params: &QueryHistoryParams) -> Result<History, ToolFailure> {
-    let decisions = match &params.plan {
-        Some(plan) => Some(state.engine.plan_context(plan).map_err(|e| ToolFailure::Invalid(e.to_string()))?),
-        None => None,
-    };
-    let dir = agents_acms::projects::canonical_dir(path).map_err(|e| ToolFailure::Invalid(e.to_string()))?;
-    let limit = params.limit.unwrap_or(20).max(1);
-    let mut commits = Vec::new();
-    if let Some(git) =
-        agents_search::history::GitHistory::discover(&dir).map_err(|e| ToolFailure::Failed(e.to_string()))?
-    {
-        // Enough of the history to find `limit` commits touching the file.
-        let scan = if params.file.is_some() { limit * 50 } else { limit };
-        for c in git.commits(scan).map_err(|e| ToolFailure::Failed(e.to_string()))? {
-            let touches = |p: &String| match &params.file {
-                Some(file) => p == file || p.starts_with(&format!("{}/", file.trim_end_matches('/'))),
-                None => true,
-            };
-            if !c.paths.iter().any(touches) {
-                continue;
-            }
-            commits.push(CommitView {
-                subject: c.message.lines().next().unwrap_or_default().to_owned(),
-                id: c.id,
-                time: c.time,
-                author: c.author,
-                paths: c.paths,
-            });
-            if commits.len() >= limit {
-                break;
-            }
-        }
-    }
-    let mut revisions = Vec::new();
-    if let Some(node) = &params.node {
-        let resource = state
-            .engine
-            .projects()
-            .resource_containing(&dir)
-            .map_err(|e| ToolFailure::Failed(e.to_string()))?
-            .ok_or_else(|| ToolFailure::Invalid(format!("{}: not inside an indexed resource", dir.display())))?;
-        let index = state
-            .engine
-            .indexing()
-            .get_index_status(&resource.resource_id)
-            .map_err(|e| ToolFailure::Failed(e.to_string()))?
-            .ok_or_else(|| ToolFailure::Invalid(format!("{}: not indexed yet", dir.display())))?;
-        let store = state.engine.store();
-        let uris: Vec<String> = if node.starts_with("uko://") {
-            vec![node.clone()]
-        } else {
-            store
-                .uko_find(&index.index_id, node)
-                .map_err(|e| ToolFailure::Failed(e.to_string()))?
-                .into_iter()
-                .map(|n| n.node.uri)
-                .collect()
-        };
-        for uri in uris {
-            revisions
-                .extend(store.uko_revisions(&index.index_id, &uri).map_err(|e| ToolFailure::Failed(e.to_string()))?);
-        }
-    }
-    Ok(History { decisions, commits, revisions })
 }
 
 /// `agents mcp`: serves until the client closes stdin. With `watch`, every
