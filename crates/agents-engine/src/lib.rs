@@ -24,6 +24,7 @@ pub mod history;
 pub mod knowledge;
 pub mod live;
 pub mod query;
+pub mod session;
 
 pub use query::{QueryOptions, QueryReport, QueryRun, RequestOverrides};
 

@@ -26,7 +26,6 @@
 //! `--allow-root` or a linked resource, and never be the file-system root or
 //! the home folder unless that is linked itself.
 
-mod session;
 mod stdio;
 
 use std::path::{Path, PathBuf};
@@ -195,8 +194,8 @@ struct State {
     root: PathBuf,
     /// The directories a request may name.
     roots: Roots,
-    /// The session's context budget and what it spent ([`session`]).
-    budget: session::SessionBudget,
+    /// The session's context budget and what it spent.
+    budget: agents_engine::session::SessionBudget,
 }
 
 /// Where requests may read: paths under the server's working directory, an
@@ -322,18 +321,6 @@ fn resolve_missing(path: &Path) -> PathBuf {
 }
 
 impl State {
-    /// Spends a delivered payload's tokens from the session's budget, sizing
-    /// the budget first (from `model`) when nothing sized it yet.
-    fn spend(&self, model: Option<&str>, text: &str, payload: &agents_core::fragment::AssembledContext) {
-        if !self.budget.is_sized()
-            && let Ok((budget, derivation)) = self.engine.budget(model, None)
-        {
-            self.budget.resize(budget.available_tokens(), derivation);
-        }
-        use agents_core::tokens::TokenCounter as _;
-        self.budget.spend(self.engine.tokenizer().count(text) as u64, payload);
-    }
-
     /// The directory a request's `path` names (default: the server's working
     /// directory), canonical, when it lies under the roots; else a tool error.
     fn allowed(&self, path: Option<&str>) -> Result<PathBuf, ToolFailure> {
@@ -474,7 +461,7 @@ impl ContextServer {
                 // The text is in the requested format, fitted to the budget in
                 // that format; `rendered_tokens` is its count. The session
                 // spends what was delivered.
-                state.spend(model.as_deref(), &run.text, &run.assembly.context);
+                state.engine.record_run(&state.budget, model.as_deref(), &run);
                 let mut result = CallToolResult::success(vec![ContentBlock::text(run.text.clone())]);
                 result.structured_content = Some(summary(&run));
                 Ok(result)
@@ -516,27 +503,11 @@ impl ContextServer {
     ) -> Result<CallToolResult, McpError> {
         answer(
             self.blocking(move |state| {
-                if params.model.is_some() || params.max_tokens.is_some() || !state.budget.is_sized() {
-                    let (budget, derivation) = state
-                        .engine
-                        .budget(params.model.as_deref(), params.max_tokens)
-                        .map_err(|e| ToolFailure::Invalid(e.to_string()))?;
-                    state.budget.resize(budget.available_tokens(), derivation);
-                }
-                let config = state.settings.config.config();
-                let threshold = config.context.budget.refresh_threshold;
-                let report = state.budget.report(threshold).ok_or_else(|| ToolFailure::Failed("no budget".into()))?;
-                json_result(&serde_json::json!({
-                    "available_tokens": report.available_tokens,
-                    "used_tokens": report.used_tokens,
-                    "remaining_tokens": report.remaining_tokens,
-                    "requests": report.requests,
-                    "needs_refresh": report.needs_refresh,
-                    "derivation": report.derivation,
-                    "min_useful_budget": config.context.budget.min_useful_budget,
-                    "refresh_threshold": config.context.budget.refresh_threshold,
-                    "skeleton_ratio": config.context.budget.skeleton_ratio,
-                }))
+                let status = state
+                    .engine
+                    .session_budget(&state.budget, params.model.as_deref(), params.max_tokens)
+                    .map_err(|e| ToolFailure::Invalid(e.to_string()))?;
+                json_result(&status)
             })
             .await,
         )
@@ -693,7 +664,7 @@ pub fn serve(settings: Settings, watch: bool, allow_roots: &[PathBuf]) -> anyhow
             }
         }
     }
-    let budget = session::SessionBudget::default();
+    let budget = agents_engine::session::SessionBudget::default();
     let server = ContextServer::new(State { settings, engine, live, watch, root, roots, budget });
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
