@@ -64,7 +64,9 @@ pub fn code_for(err: &anyhow::Error) -> u8 {
                 | EngineError::NoResource(_)
                 | EngineError::UnknownDepth { .. }
                 | EngineError::AmbiguousDepth { .. }
-                | EngineError::NotIndexed { .. } => USAGE,
+                | EngineError::NotIndexed { .. }
+                | EngineError::PlanRefused(_) => USAGE,
+                EngineError::Rdf(_) => FAILURE,
                 EngineError::Knowledge(e) => {
                     if e.is_bad_input() {
                         USAGE

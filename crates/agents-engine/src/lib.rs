@@ -24,8 +24,11 @@ pub mod history;
 pub mod knowledge;
 pub mod live;
 pub mod query;
+pub mod services;
 pub mod session;
 
+/// The store's records the adapters render.
+pub use agents_store::{Plan, PlanDecision, Project, Resource, UkoNodeRecord};
 pub use query::{QueryOptions, QueryReport, QueryRun, RequestOverrides};
 
 use std::collections::BTreeMap;
@@ -52,7 +55,7 @@ use agents_core::tokens::Tokenizer;
 use agents_search::SearchFilter;
 use agents_search::history::GitHistory;
 use agents_search::vector::{Embedder, LocalVectorIndex, StaticEmbedder, VectorOptions};
-use agents_store::{Project, Resource, SqliteStore, Store, StoreError, WarmTierStore};
+use agents_store::{SqliteStore, Store, StoreError, WarmTierStore};
 
 /// The embedding model: the directory `context.backends.embedding-model` names,
 /// else a model the user put in the home's default folder
@@ -165,6 +168,11 @@ pub enum EngineError {
     NotIndexed { path: PathBuf, reason: &'static str },
     #[error(transparent)]
     Knowledge(#[from] knowledge::KnowledgeError),
+    /// A plan or decision the store refuses: an unknown plan, parent or project.
+    #[error("{0}")]
+    PlanRefused(String),
+    #[error(transparent)]
+    Rdf(#[from] agents_uko::rdf::RdfError),
 }
 
 /// What `agents query` asks the pipeline for, beyond the request itself.

@@ -17,7 +17,7 @@ use agents_core::ids::new_ulid;
 use agents_core::tier::{ActorRole, TieredFragment};
 use agents_core::tokens::TokenCounter;
 use agents_engine::Engine;
-use agents_store::{Project, Resource};
+use agents_engine::{Project, Resource};
 use anyhow::Context as _;
 use serde::Serialize;
 
@@ -119,7 +119,7 @@ pub fn parse_role(flag: &str, text: &str) -> anyhow::Result<ActorRole> {
 fn resolve_project(engine: &Engine, scope: &ProjectScope) -> anyhow::Result<(Project, Option<Resource>)> {
     if let Some(name) = &scope.project {
         let project = engine.projects().get(name)?;
-        let resource = engine.store().project_resources(&project.project_id)?.into_iter().next();
+        let resource = engine.first_resource(&project)?;
         return Ok((project, resource));
     }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;

@@ -7,7 +7,7 @@
 //! Every command that writes `knowledge/` holds the repository's knowledge
 //! lock ([`lock_knowledge`]); readers never do.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use agents_akms::vault::Layout;
 use agents_akms::{AkmsError, CompileOptions, Diagnostic};
@@ -228,11 +228,6 @@ fn print_tags(settings: &Settings, report: &TagsReport) -> anyhow::Result<()> {
     })
 }
 
-/// The directory of the repository's knowledge search index.
-pub(crate) fn knowledge_index(settings: &Settings, layout: &Layout) -> PathBuf {
-    service(settings).index_dir(layout)
-}
-
 /// Takes the repository's knowledge lock ([`KnowledgeService::lock`]),
 /// saying on stderr when it waits for another writer.
 pub(crate) fn lock_knowledge(settings: &Settings, layout: &Layout) -> anyhow::Result<agents_akms::lock::KnowledgeLock> {
@@ -264,90 +259,19 @@ pub(crate) fn index_knowledge(
     service(settings).reindex(layout, compiled).map_err(usage)
 }
 
-/// One passage `agents knowledge search` prints.
-#[derive(Serialize)]
-struct Passage {
-    node: String,
-    title: String,
-    file: String,
-    score: f32,
-    passage: String,
-}
-
 fn search(settings: &Settings, repo: Option<&Path>, text: &str, nodes: &[String], limit: usize) -> anyhow::Result<()> {
-    let (layout, _) = resolve(settings, repo)?;
-    let dir = knowledge_index(settings, &layout);
-    let kind = &settings.config.config().context.backends.text;
-    // Read-only: no lock, no index writer; any number of searches at once.
-    let run = |backend: &dyn agents_search::TextBackend| {
-        // Scoped to a node set: search deep enough that the set's best survive.
-        let deep = if nodes.is_empty() { limit } else { (backend.doc_count()? as usize).max(limit) };
-        backend.search(text, deep, &agents_search::SearchFilter::default())
-    };
-    let hits = match agents_akms::search::with_index(&dir, kind, run) {
-        Ok(Some(hits)) => hits,
-        // Missing or unreadable: rebuilt from graph.json, never an empty answer.
-        outcome => {
-            let graph_path = layout.graph_json();
-            if !graph_path.is_file() {
-                outcome?;
-                return Err(UsageError(format!(
-                    "{}: no knowledge search index yet; run `agents knowledge build` first",
-                    layout.repo_root.display()
-                ))
-                .into());
-            }
-            if let Err(e) = &outcome {
-                settings.printer.note(format!("warning: {e}; rebuilding the knowledge search index"));
-            }
-            let _lock = lock_knowledge(settings, &layout)?;
-            match agents_akms::search::with_index(&dir, kind, run) {
-                // Another process rebuilt it meanwhile.
-                Ok(Some(hits)) => hits,
-                _ => {
-                    let shown = layout.display(&graph_path);
-                    let json = std::fs::read_to_string(&graph_path)
-                        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", shown.display()))?;
-                    let graph: serde_json::Value = serde_json::from_str(&json).map_err(|e| {
-                        UsageError(format!(
-                            "{}:{}: not a compiled graph ({e}); run `agents knowledge build`",
-                            shown.display(),
-                            e.line()
-                        ))
-                    })?;
-                    service(settings).reindex_graph(&layout, &graph).map_err(usage)?;
-                    agents_akms::search::with_index(&dir, kind, run)?.ok_or_else(|| {
-                        anyhow::anyhow!("{}: the knowledge search index is missing after a rebuild", dir.display())
-                    })?
-                }
-            }
-        }
-    };
-    let graph = std::fs::read_to_string(layout.graph_json())
-        .ok()
-        .and_then(|json| serde_json::from_str::<serde_json::Value>(&json).ok())
-        .unwrap_or_default();
-    let docs: std::collections::BTreeMap<String, agents_search::TextDoc> =
-        agents_akms::search::documents(&layout, &graph).into_iter().map(|d| (d.id.clone(), d)).collect();
-    let words = agents_search::code_tokens(text);
-    let passages: Vec<Passage> = hits
-        .into_iter()
-        .filter(|hit| nodes.is_empty() || nodes.contains(&hit.id))
-        .take(limit)
-        .map(|hit| {
-            let doc = docs.get(&hit.id);
-            Passage {
-                title: doc.map(|d| d.name.clone()).unwrap_or_default(),
-                file: hit.path.clone(),
-                score: hit.score,
-                passage: doc
-                    .and_then(|d| agents_akms::search::best_passage(&d.body, &words))
-                    .map(|(_, text)| text)
-                    .unwrap_or_default(),
-                node: hit.id,
-            }
-        })
-        .collect();
+    let (layout, options) = resolve(settings, repo)?;
+    let vault = agents_engine::knowledge::Vault { layout: layout.clone(), options };
+    let passages = service(settings)
+        .search(
+            &vault,
+            text,
+            nodes,
+            limit,
+            &mut |damage| settings.printer.note(format!("warning: {damage}; rebuilding the knowledge search index")),
+            &mut waiting(settings, &layout),
+        )
+        .map_err(usage)?;
     settings.printer.emit(&passages, || {
         let mut out = String::new();
         for p in &passages {

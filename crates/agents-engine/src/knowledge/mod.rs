@@ -146,6 +146,16 @@ pub struct SessionRecord {
     pub next: &'static str,
 }
 
+/// One passage of a knowledge search.
+#[derive(Clone, Debug, Serialize)]
+pub struct Passage {
+    pub node: String,
+    pub title: String,
+    pub file: String,
+    pub score: f32,
+    pub passage: String,
+}
+
 /// See the module documentation.
 #[derive(Clone, Debug)]
 pub struct KnowledgeService {
@@ -278,6 +288,101 @@ impl KnowledgeService {
         let docs = agents_akms::search::documents(layout, graph);
         agents_akms::search::rebuild_index(&self.index_dir(layout), &self.text_backend, &docs)?;
         Ok(docs.len())
+    }
+
+    /// The best passages of the knowledge search index for `text`, only of
+    /// the nodes `nodes` when given, at most `limit`. Read-only (no lock, no
+    /// index writer; any number of searches at once) unless the index is
+    /// missing or unreadable: then it is rebuilt from `graph.json` under the
+    /// knowledge lock (`damaged` is told why, `waiting` when another writer
+    /// holds the lock), never an empty answer.
+    pub fn search(
+        &self,
+        vault: &Vault,
+        text: &str,
+        nodes: &[String],
+        limit: usize,
+        damaged: &mut dyn FnMut(&agents_search::SearchError),
+        waiting: &mut dyn FnMut(Option<u32>, Duration),
+    ) -> Result<Vec<Passage>, KnowledgeError> {
+        let layout = &vault.layout;
+        let dir = self.index_dir(layout);
+        let kind = &self.text_backend;
+        let run = |backend: &dyn agents_search::TextBackend| {
+            // Scoped to a node set: search deep enough that the set's best survive.
+            let deep = if nodes.is_empty() { limit } else { (backend.doc_count()? as usize).max(limit) };
+            backend.search(text, deep, &agents_search::SearchFilter::default())
+        };
+        let hits = match agents_akms::search::with_index(&dir, kind, run) {
+            Ok(Some(hits)) => hits,
+            outcome => {
+                let graph_path = layout.graph_json();
+                if !graph_path.is_file() {
+                    outcome?;
+                    return Err(KnowledgeError::Invalid(format!(
+                        "{}: no knowledge search index yet; run `agents knowledge build` first",
+                        layout.repo_root.display()
+                    )));
+                }
+                if let Err(e) = &outcome {
+                    damaged(e);
+                }
+                let _lock = self.lock(layout, waiting)?;
+                match agents_akms::search::with_index(&dir, kind, run) {
+                    // Another process rebuilt it meanwhile.
+                    Ok(Some(hits)) => hits,
+                    _ => {
+                        let shown = layout.display(&graph_path);
+                        let json = std::fs::read_to_string(&graph_path).map_err(|source| KnowledgeError::Io {
+                            path: shown.clone(),
+                            action: "read",
+                            source,
+                        })?;
+                        let graph: serde_json::Value = serde_json::from_str(&json).map_err(|e| {
+                            KnowledgeError::Invalid(format!(
+                                "{}:{}: not a compiled graph ({e}); run `agents knowledge build`",
+                                shown.display(),
+                                e.line()
+                            ))
+                        })?;
+                        self.reindex_graph(layout, &graph)?;
+                        agents_akms::search::with_index(&dir, kind, run)?.ok_or_else(|| KnowledgeError::Io {
+                            path: dir.clone(),
+                            action: "open",
+                            source: std::io::Error::new(
+                                std::io::ErrorKind::NotFound,
+                                "the knowledge search index is missing after a rebuild",
+                            ),
+                        })?
+                    }
+                }
+            }
+        };
+        let graph = std::fs::read_to_string(layout.graph_json())
+            .ok()
+            .and_then(|json| serde_json::from_str::<serde_json::Value>(&json).ok())
+            .unwrap_or_default();
+        let docs: std::collections::BTreeMap<String, agents_search::TextDoc> =
+            agents_akms::search::documents(layout, &graph).into_iter().map(|d| (d.id.clone(), d)).collect();
+        let words = agents_search::code_tokens(text);
+        Ok(hits
+            .into_iter()
+            .filter(|hit| nodes.is_empty() || nodes.contains(&hit.id))
+            .take(limit)
+            .map(|hit| {
+                let doc = docs.get(&hit.id);
+                Passage {
+                    title: doc.map(|d| d.name.clone()).unwrap_or_default(),
+                    file: hit.path.clone(),
+                    score: hit.score,
+                    passage: doc
+                        .and_then(|d| agents_akms::search::best_passage(&d.body, &words))
+                        .map(|(_, text)| text)
+                        .unwrap_or_default(),
+                    node: hit.id,
+                }
+            })
+            .collect())
     }
 
     /// Builds the graph, then re-indexes it for search. The caller holds the
