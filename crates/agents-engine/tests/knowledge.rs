@@ -53,8 +53,7 @@ fn knowledge() -> Knowledge {
     let root = dir.path().canonicalize().unwrap();
     copy_tree(Path::new(GOLDEN), &root);
     let vault = root.join("global");
-    let mut config = agents_core::config::Config::default();
-    config.global_vault = Some(vault.display().to_string());
+    let config = agents_core::config::Config { global_vault: Some(vault.display().to_string()), ..Default::default() };
     let service = KnowledgeService::new(Home::new(root.join("home")), &config);
     Knowledge { _dir: dir, vault, repo: root.join("repo"), service }
 }

@@ -630,8 +630,8 @@ mod tests {
     use super::*;
 
     fn service(home: &Path, global_vault: Option<&str>) -> KnowledgeService {
-        let mut config = agents_core::config::Config::default();
-        config.global_vault = global_vault.map(str::to_owned);
+        let config =
+            agents_core::config::Config { global_vault: global_vault.map(str::to_owned), ..Default::default() };
         KnowledgeService::new(Home::new(home), &config)
     }
 
