@@ -216,7 +216,7 @@ pub enum KnowledgeCommand {
         #[arg(long, value_delimiter = ',', value_name = "TAG")]
         tags: Vec<String>,
         /// The agent role whose profile applies (query_roles in propagation_config.yaml).
-        #[arg(long, default_value = "implementer")]
+        #[arg(long, default_value = agents_engine::knowledge::DEFAULT_ROLE)]
         role: String,
         /// A task record: its akms_tags seed the query (derived as by `tags` when
         /// empty, without writing), joined with --tags.
@@ -344,7 +344,7 @@ pub enum KnowledgeCommand {
         #[arg(long, value_name = "PLAN.json", conflicts_with = "task")]
         phase: Option<PathBuf>,
         /// The agent role (query_roles in propagation_config.yaml).
-        #[arg(long, default_value = "implementer")]
+        #[arg(long, default_value = agents_engine::knowledge::DEFAULT_ROLE)]
         role: String,
         /// The model's context window, in tokens; without it the mode is
         /// `loadout.mode_selection.default_mode`.

@@ -555,7 +555,7 @@ impl ContextServer {
                 let repo = state.repo_root(&path)?.unwrap_or(path);
                 let mut ctx = crate::commands::loadout::open(&state.settings, Some(&repo))?;
                 let options = crate::commands::loadout::LoadoutOptions {
-                    role: params.role.unwrap_or_else(|| "implementer".to_owned()),
+                    role: params.role.unwrap_or_else(|| agents_engine::knowledge::DEFAULT_ROLE.to_owned()),
                     context_limit: params.context_limit,
                     system_prompt_tokens: params.system_prompt_tokens.unwrap_or(0),
                     no_search: false,

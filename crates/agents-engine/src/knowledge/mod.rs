@@ -28,6 +28,10 @@ use crate::Home;
 pub use loadout::{LoadoutOptions, LoadoutReport};
 pub use strategy::{KNOWLEDGE_GRAPH, KnowledgeGraphStrategy};
 
+/// The agent role whose profile a knowledge query or loadout uses when none
+/// is named.
+pub const DEFAULT_ROLE: &str = "implementer";
+
 /// The global vault when nothing configures one (spec 4.8).
 pub const DEFAULT_GLOBAL_VAULT: &str = "~/.claude/akms/nodes";
 

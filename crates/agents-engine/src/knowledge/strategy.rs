@@ -30,7 +30,7 @@ use serde_json::Value;
 /// The strategy's registered name.
 pub const KNOWLEDGE_GRAPH: &str = "knowledge-graph";
 /// The role whose profile the query uses.
-const ROLE: &str = "implementer";
+const ROLE: &str = super::DEFAULT_ROLE;
 
 /// See the module documentation.
 pub struct KnowledgeGraphStrategy {
