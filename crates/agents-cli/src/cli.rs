@@ -216,7 +216,7 @@ pub enum KnowledgeCommand {
         #[arg(long, value_delimiter = ',', value_name = "TAG")]
         tags: Vec<String>,
         /// The agent role whose profile applies (query_roles in propagation_config.yaml).
-        #[arg(long, default_value = "implementer")]
+        #[arg(long, default_value = agents_engine::knowledge::DEFAULT_ROLE)]
         role: String,
         /// A task record: its akms_tags seed the query (derived as by `tags` when
         /// empty, without writing), joined with --tags.
@@ -344,7 +344,7 @@ pub enum KnowledgeCommand {
         #[arg(long, value_name = "PLAN.json", conflicts_with = "task")]
         phase: Option<PathBuf>,
         /// The agent role (query_roles in propagation_config.yaml).
-        #[arg(long, default_value = "implementer")]
+        #[arg(long, default_value = agents_engine::knowledge::DEFAULT_ROLE)]
         role: String,
         /// The model's context window, in tokens; without it the mode is
         /// `loadout.mode_selection.default_mode`.
@@ -584,10 +584,10 @@ pub struct QueryArgs {
     pub purpose: Option<String>,
     /// Role whose tiers the project's context entries come from: strategist
     /// (hot, warm, cold), executor (hot, warm) or reviewer (hot).
-    #[arg(long, default_value = "executor", value_name = "ROLE")]
+    #[arg(long, default_value = agents_engine::query::DEFAULT_ROLE.as_str(), value_name = "ROLE")]
     pub role: String,
     /// Plan phase whose policy view applies: default, strategize, execute, apply.
-    #[arg(long, default_value = "default")]
+    #[arg(long, default_value = agents_engine::query::DEFAULT_PHASE.as_str())]
     pub phase: String,
     /// The plan the context is for: its ancestors' decisions become retrievable,
     /// and its parent's context is inherited as a skeleton.
@@ -596,15 +596,11 @@ pub struct QueryArgs {
     /// Output: md (Markdown), json (the AssembledContext on one line) or xml;
     /// the budget holds for the text in that format. --json prints the run's
     /// report instead (the context and how it was made).
-    #[arg(long, default_value = "md", value_parser = ["md", "json", "xml"])]
+    #[arg(long, default_value = agents_engine::query::DEFAULT_FORMAT.as_str(), value_parser = ["md", "json", "xml"])]
     pub format: String,
     /// Also print (on stderr) what each of the ten pipeline components did.
     #[arg(long)]
     pub explain: bool,
-    /// A whole CRP request given as a value (the MCP server's `request_context`)
-    /// rather than a file; flags apply over it as over `--request`.
-    #[arg(skip)]
-    pub request_value: Option<agents_core::request::ContextRequestBuilder>,
 }
 
 #[derive(Debug, Args)]

@@ -45,6 +45,9 @@ pub fn code_for(err: &anyhow::Error) -> u8 {
         if let Some(agents_acms::graph::GraphError::NotFound(_)) = cause.downcast_ref() {
             return USAGE;
         }
+        if let Some(e) = cause.downcast_ref::<agents_engine::knowledge::KnowledgeError>() {
+            return if e.is_bad_input() { USAGE } else { FAILURE };
+        }
         if let Some(e) = cause.downcast_ref::<EngineError>() {
             return match e {
                 EngineError::Project(e) => project_code(e),
@@ -56,7 +59,22 @@ pub fn code_for(err: &anyhow::Error) -> u8 {
                 EngineError::Store(_) | EngineError::Query(_) => FAILURE,
                 EngineError::UnknownModel { .. }
                 | EngineError::WindowTooSmall { .. }
-                | EngineError::ZeroMaxTokens { .. } => USAGE,
+                | EngineError::ZeroMaxTokens { .. }
+                | EngineError::Invalid(_)
+                | EngineError::NoResource(_)
+                | EngineError::UnknownDepth { .. }
+                | EngineError::AmbiguousDepth { .. }
+                | EngineError::NotIndexed { .. }
+                | EngineError::PlanRefused(_) => USAGE,
+                EngineError::Rdf(_) => FAILURE,
+                EngineError::Knowledge(e) => {
+                    if e.is_bad_input() {
+                        USAGE
+                    } else {
+                        FAILURE
+                    }
+                }
+                EngineError::Tier(_) => FAILURE,
                 EngineError::Pipeline(e) => {
                     use agents_acms::pipeline::PipelineError as P;
                     match e {

@@ -355,6 +355,9 @@ print("networkx", nx.__version__, "ok")
     assert!(String::from_utf8_lossy(&out.stdout).contains(" ok"));
 }
 
+/// What tags are derived, written back and logged is tested on the engine's
+/// knowledge service (`agents-engine/tests/knowledge.rs`); here, the command:
+/// `--dry-run`, the report, one error line and exit 2 for a bad record.
 #[test]
 fn fr_t04_fr_t05_tags_are_derived_written_back_and_logged() {
     let k = knowledge();
@@ -362,84 +365,40 @@ fn fr_t04_fr_t05_tags_are_derived_written_back_and_logged() {
     std::fs::write(
         &task,
         r#"{"task_id": "T-1", "title": "Regularise the FFT-Galerkin Basics solver",
-            "objective": "Stable green operator at zero frequency", "steps": ["touch the spectral part"],
             "scope": ["docs/lippmann-schwinger-derivation.md"], "akms_tags": [], "akms_schema": "v2"}"#,
     )
     .unwrap();
     let task_arg = task.to_str().unwrap();
-    let vault_before = snapshot(&k.vault);
-
     let dry = run(&k, &["--json", "tags", "--task", task_arg, "--dry-run"]);
     assert!(dry.status.success(), "{}", stderr(&dry));
     assert_eq!(parse(&dry.stdout)["written"], false);
     assert!(std::fs::read_to_string(&task).unwrap().contains(r#""akms_tags": []"#), "a dry run writes nothing");
-
-    let out = run(&k, &["--json", "tags", "--task", task_arg]);
+    let out = run(&k, &["tags", "--task", task_arg]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let report = parse(&out.stdout);
-    let derived: Vec<&str> = report["derived"].as_array().unwrap().iter().map(|d| d["tag"].as_str().unwrap()).collect();
-    // Scope: the content_ref of lippmann-schwinger; text: the title "FFT-Galerkin
-    // Basics" (whole words), and tags found in the text as substrings.
-    assert_eq!(derived, ["fft", "fft-galerkin", "galerkin", "green-operator", "micromechanics", "solver", "spectral"]);
-    let green =
-        &report["derived"].as_array().unwrap().iter().find(|d| d["tag"] == "green-operator").unwrap()["sources"];
-    assert_eq!(green[0]["rule"], "scope_content_ref", "{green}");
-    assert_eq!(report["written"], true);
-
-    // Written back: the task keeps every field, with the tags filled in.
-    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&task).unwrap()).unwrap();
-    assert_eq!(record["akms_tags"].as_array().unwrap().len(), derived.len());
-    let mut keys: Vec<&String> = record.as_object().unwrap().keys().collect();
-    keys.sort();
-    assert_eq!(keys, ["akms_schema", "akms_tags", "objective", "scope", "steps", "task_id", "title"]);
-    assert_eq!(record["steps"][0], "touch the spectral part");
-    // Logged with where each tag came from.
-    let log = std::fs::read_to_string(k.repo.join("knowledge/logs/tag-derivation.jsonl")).unwrap();
-    assert_eq!(log.lines().count(), 1);
-    assert!(log.contains(r#""task_id":"T-1""#) && log.contains("scope_content_ref"), "{log}");
-
-    // An author's tags (here, now the derived ones) are kept; nothing is rewritten.
-    let again = run(&k, &["--json", "tags", "--task", task_arg]);
-    let again = parse(&again.stdout);
-    assert_eq!((again["written"].as_bool(), again["kept"].as_array().unwrap().len()), (Some(false), derived.len()));
-    assert_eq!(std::fs::read_to_string(k.repo.join("knowledge/logs/tag-derivation.jsonl")).unwrap(), log);
-
-    // Bad records: one error line naming file and field, exit 2, nothing written.
+    let text = stdout(&out);
+    assert!(text.contains("green-operator  <- scope") && text.contains("wrote akms_tags to"), "{text}");
     std::fs::write(&task, r#"{"task_id": "T-2", "akms_schema": "v1", "akms_tags": []}"#).unwrap();
     let bad = run(&k, &["tags", "--task", task_arg]);
+    assert_eq!(bad.status.code(), Some(2));
     let line = assert_one_error_line(&bad);
     assert!(line.contains("akms_schema") && line.contains("SchemaVersionError"), "{line}");
-    std::fs::write(&task, r#"{"task_id": "T-3", "akms_schema": "v2", "akms_tags": "fft"}"#).unwrap();
-    let line = assert_one_error_line(&run(&k, &["tags", "--task", task_arg]));
-    assert!(line.contains("akms_tags"), "{line}");
-    assert_eq!(vault_before, snapshot(&k.vault));
 }
 
+/// What the search finds is tested on the engine's knowledge service; here,
+/// the command's error before a build and its output after.
 #[test]
 fn build_indexes_node_text_and_search_returns_passages_scoped_to_a_node_set() {
     let k = knowledge();
-    // Before a build there is nothing to search.
     let line = assert_one_error_line(&run(&k, &["search", "derivation"]));
     assert!(line.contains("agents knowledge build"), "{line}");
     assert!(run(&k, &["build"]).status.success());
-
-    // The wrapper node's body and its content_ref document are both its text.
     let out = run(&k, &["--json", "search", "plain document without frontmatter"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let hits = parse(&out.stdout);
-    let first = &hits.as_array().unwrap()[0];
-    assert_eq!(first["node"], "lippmann-schwinger", "{hits:#}");
-    assert!(first["passage"].as_str().unwrap().contains("A plain document without frontmatter"), "{hits:#}");
-    assert_eq!(first["file"], "global-vault/lippmann-schwinger.md", "{hits:#}");
-
-    // Scoped to a node set, other nodes never appear.
+    assert_eq!(parse(&out.stdout)[0]["node"], "lippmann-schwinger");
     let scoped = parse(&run(&k, &["--json", "search", "green operator", "--node", "epsilon-regularisation"]).stdout);
-    let nodes: Vec<&str> = scoped.as_array().unwrap().iter().map(|h| h["node"].as_str().unwrap()).collect();
-    assert!(nodes.iter().all(|n| *n == "epsilon-regularisation"), "{scoped:#}");
-
-    // The same sources answer the same way.
-    let again = run(&k, &["--json", "search", "plain document without frontmatter"]);
-    assert_eq!(stdout(&again), stdout(&out));
+    assert!(scoped.as_array().unwrap().iter().all(|h| h["node"] == "epsilon-regularisation"), "{scoped:#}");
+    let text = stdout(&run(&k, &["search", "plain document without frontmatter"]));
+    assert!(text.starts_with("## lippmann-schwinger ("), "{text}");
 }
 
 #[test]

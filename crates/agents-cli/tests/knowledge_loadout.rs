@@ -4,7 +4,7 @@
 //! regeneration after a change, phases, bad input.
 
 mod common;
-#[path = "common/fixture_model.rs"]
+#[path = "../../agents-engine/tests/common/fixture_model.rs"]
 mod fixture_model;
 
 use std::process::Output;

@@ -2,7 +2,7 @@
 //! official Python MCP client (`mcp_client.py`) when it is installed.
 
 mod common;
-#[path = "common/fixture_model.rs"]
+#[path = "../../agents-engine/tests/common/fixture_model.rs"]
 mod fixture_model;
 
 use std::io::{BufRead, BufReader, Write};

@@ -1,4 +1,6 @@
-//! `agents plan ...` and the plan-decision-context strategy, end to end.
+//! `agents plan ...` and `agents query --plan` through the binary: flags,
+//! exit codes, the printed text. The strategy's behaviour is tested on the
+//! engine (`agents-engine/tests/plans.rs`).
 
 mod common;
 
@@ -37,44 +39,12 @@ fn decisions_of_the_plan_and_its_ancestors_come_back_nearest_first() {
     assert_eq!(ancestors[0]["plan_id"], child_id.as_str());
     assert_eq!(ancestors[1]["decisions"].as_array().unwrap().len(), 2);
 
+    // What the strategy replays, and in which order, is tested on the engine
+    // (agents-engine/tests/plans.rs); here, that --plan reaches it.
     let repo = d.repo.to_str().unwrap();
-    let out =
-        json(&d.home, &["query", "retry charges", repo, "--plan", &child_id, "--strategy", "plan-decision-context"]);
-    assert_eq!(out["strategy"], "plan-decision-context");
-    assert!(uses_plan_decisions(&out), "{out:#}");
-    let fragments = out["fragments"].as_array().unwrap();
-    let contents: Vec<&str> = fragments.iter().map(|f| f["content"].as_str().unwrap()).collect();
-    // The plan's own decision first, then the ancestor's cold one; hot records
-    // are the live context, not history, and are not replayed.
-    assert_eq!(contents.len(), 2, "{contents:?}");
-    assert!(contents[0].starts_with("Decision: Back off exponentially"));
-    assert!(contents[1].contains("Use idempotency keys") && contents[1].contains("Retries reuse the key."));
-    let scores: Vec<f64> = fragments.iter().map(|f| f["relevance_score"].as_f64().unwrap()).collect();
-    assert!(scores[0] > scores[1]);
-    assert!(fragments.iter().all(|f| f["uko_node"].as_str().unwrap().starts_with("plan://")));
-    // Inline records: their source is the record itself, and they are notes
-    // saying why they are there.
-    for f in fragments {
-        assert_eq!(f["provenance"]["source_path"], f["uko_node"], "{f:#}");
-        assert_eq!(f["provenance"]["strategy"], "plan-decision-context", "{f:#}");
-        assert_eq!(f["metadata"]["kind"], "note", "{f:#}");
-    }
-    assert!(fragments[0]["uko_node"].as_str().unwrap().starts_with(&format!("plan://{child_id}/decision/")));
-    assert!(fragments[1]["uko_node"].as_str().unwrap().starts_with(&format!("plan://{root_id}/decision/")));
-    assert_eq!(fragments[1]["metadata"]["note"], "decision on plan \"Payments v2\" (cold tier)");
-    assert!(out["total_tokens"].as_u64().unwrap() <= 8000);
-    assert!(out["total_tokens"].as_u64().unwrap() <= out["budget"]["available_tokens"].as_u64().unwrap());
-
-    // Without --strategy, a plan brings its decisions in beside whatever
-    // strategy the selector picks for the code.
     let auto = json(&d.home, &["query", "retry charges", repo, "--plan", &child_id]);
     assert_eq!(auto["plan_id"], child_id.as_str());
     assert!(uses_plan_decisions(&auto), "{auto:#}");
-    let auto_contents: Vec<&str> =
-        auto["fragments"].as_array().unwrap().iter().map(|f| f["content"].as_str().unwrap()).collect();
-    assert!(auto_contents.iter().any(|c| c.starts_with("Decision: Back off exponentially")), "{auto:#}");
-    assert!(auto_contents.iter().any(|c| c.contains("Use idempotency keys")), "{auto:#}");
-    assert!(!auto_contents.iter().any(|c| c.contains("Scratch note")), "hot records are not replayed: {auto:#}");
 
     // Markdown names each record and why it is there.
     let text = agents(&d.home)

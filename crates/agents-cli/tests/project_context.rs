@@ -183,21 +183,18 @@ fn an_unknown_default_depth_level_exits_2_and_a_language_level_is_stored() {
     assert_eq!(set(&d.home, &["--default-depth", "docstrings"])["settings"]["default_depth"], "DOCSTRINGS");
 }
 
+/// How the project's default depth applies is tested on the engine
+/// (`agents-engine/tests/project_context.rs`); here, that `--default-depth`
+/// set by the command reaches `agents query`.
 #[test]
 fn the_projects_default_depth_is_the_depth_a_query_starts_from() {
     let d = linked_repo();
     let repo = d.repo.to_str().unwrap();
-    let depths = |v: &serde_json::Value| -> Vec<u64> {
-        v["fragments"].as_array().unwrap().iter().map(|f| f["detail_depth"].as_u64().unwrap()).collect()
-    };
-    let query = |extra: &[&str]| json(&d.home, &[&["query", "send invoice reminder", repo], extra].concat());
-    let unset = query(&[]);
-    assert!(depths(&unset).contains(&9), "without a project depth, the query's own 9: {unset:#}");
     set(&d.home, &["--default-depth", "MODULE_LISTING"]);
-    let listed = query(&[]);
-    assert!(!depths(&listed).is_empty() && depths(&listed).iter().all(|&d| d == 0), "{listed:#}");
-    let flagged = query(&["--depth", "9"]);
-    assert!(depths(&flagged).contains(&9), "--depth wins over the project's: {flagged:#}");
+    let listed = json(&d.home, &["query", "send invoice reminder", repo]);
+    let depths: Vec<u64> =
+        listed["fragments"].as_array().unwrap().iter().map(|f| f["detail_depth"].as_u64().unwrap()).collect();
+    assert!(!depths.is_empty() && depths.iter().all(|&d| d == 0), "{listed:#}");
 }
 
 #[test]
@@ -232,27 +229,21 @@ fn linked_repo() -> common::Dirs {
     d
 }
 
+/// What each phase's view lets a query see is tested on the engine; here,
+/// that a view set by the command and `--phase` reach `agents query`.
 #[test]
 fn the_policy_view_decides_what_a_query_may_see() {
     let d = linked_repo();
-    let paths = |v: &serde_json::Value| -> Vec<String> {
-        v["fragments"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| f["provenance"]["source_path"].as_str().unwrap().to_owned())
-            .collect()
-    };
     let repo = d.repo.to_str().unwrap();
-    let open = json(&d.home, &["query", "send invoice reminder", repo]);
-    assert!(paths(&open).iter().any(|p| p.starts_with("gen/")), "{open:#}");
     set(&d.home, &["--view", "execute", "--exclude-path", "gen"]);
-    // The execute view excludes gen/; the default view (and so strategize) does not.
     let execute = json(&d.home, &["query", "send invoice reminder", repo, "--phase", "execute"]);
-    assert!(!paths(&execute).is_empty() && paths(&execute).iter().all(|p| p.starts_with("src/")), "{execute:#}");
-    assert!(execute["enforcement"].as_array().unwrap().iter().any(|e| e["path"] == "gen/invoice_pb.py"), "{execute:#}");
-    let strategize = json(&d.home, &["query", "send invoice reminder", repo, "--phase", "strategize"]);
-    assert!(paths(&strategize).iter().any(|p| p.starts_with("gen/")), "{strategize:#}");
+    let paths: Vec<&str> = execute["fragments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["provenance"]["source_path"].as_str().unwrap())
+        .collect();
+    assert!(!paths.is_empty() && paths.iter().all(|p| p.starts_with("src/")), "{execute:#}");
 }
 
 #[test]

@@ -1,5 +1,8 @@
 //! `agents query` through the real binary: the budget is a hard ceiling on
-//! what is printed, the best match comes first, bad input exits 2.
+//! what is printed, in every format; flags and request files are parsed;
+//! bad input exits 2; concurrent processes agree. What the query finds
+//! (ranking, depths, filters, budgets, the policy) is tested on the engine
+//! (`agents-engine/tests/query.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -78,35 +81,6 @@ fn count(text: &[u8]) -> usize {
 }
 
 #[test]
-fn the_best_match_comes_first_with_provenance() {
-    let fx = Fixture::new();
-    let v = fx.json(&["late payment reminder", "--max-tokens", "2000"]);
-    // Fragments come in reading order (files by their best score, symbols in
-    // source order): the best match's file comes first, and the best match is
-    // the fragment with the top score.
-    let fragments = v["fragments"].as_array().unwrap();
-    assert_eq!(v["ranked_files"][0], "billing/invoice.py", "{v:#}");
-    assert_eq!(fragments[0]["provenance"]["source_path"], "billing/invoice.py", "{v:#}");
-    let score = |f: &Value| f["relevance_score"].as_f64().unwrap();
-    let best = fragments.iter().max_by(|a, b| score(a).total_cmp(&score(b))).unwrap();
-    assert_eq!(best["provenance"]["source_path"], "billing/invoice.py", "{v:#}");
-    assert!(best["uko_node"].as_str().unwrap().ends_with("#Invoice.send_reminder"), "{v:#}");
-    assert_eq!(best["relevance_score"], 1.0);
-    assert_eq!(fragments.iter().filter(|f| score(f) == 1.0).count(), 1, "one best match: {v:#}");
-    // The range slices back to the method.
-    let range = best["provenance"]["source_range"].as_str().unwrap();
-    let (start, _) = range.split_once('-').unwrap();
-    let line: usize = start.split(':').next().unwrap().parse().unwrap();
-    let text = std::fs::read_to_string(fx.repo.join("billing/invoice.py")).unwrap();
-    assert!(text.lines().nth(line - 1).unwrap().trim_start().starts_with("def send_reminder"));
-    assert_eq!(v["sync"]["files_indexed"], 34, "the first query indexes the text of every file");
-    // The second query reuses the text index.
-    let again = fx.json(&["late payment reminder", "--max-tokens", "2000"]);
-    assert_eq!(again["sync"]["files_indexed"], 0);
-    assert_eq!(timeless(&again["fragments"]), timeless(&v["fragments"]), "identical inputs, identical output");
-}
-
-#[test]
 fn the_printed_context_never_exceeds_the_budget() {
     let fx = Fixture::new();
     for budget in ["500", "700", "1000", "1500", "3000", "8000"] {
@@ -156,136 +130,6 @@ fn every_format_keeps_the_hard_budget_and_reports_what_it_printed() {
 }
 
 #[test]
-fn language_levels_work_in_query_depth_as_in_uko_show() {
-    let fx = Fixture::new();
-    let requested = |depth: &str| -> Vec<String> {
-        let v = fx.json(&["late payment reminder", "--depth", depth, "--no-depth-gradient", "--max-tokens", "2000"]);
-        let fragments = v["fragments"].as_array().unwrap();
-        assert!(!fragments.is_empty(), "{v:#}");
-        fragments.iter().map(|f| f["metadata"]["requested_depth"].as_str().unwrap().to_owned()).collect()
-    };
-    // The Python map's own level, in a Python repository.
-    assert!(requested("DOCSTRINGS").iter().all(|d| d == "3"));
-    assert!(requested("docstrings").iter().all(|d| d == "3"), "any case");
-    // A level only another language's map names, as `uko show` resolves it.
-    assert!(requested("IMPL_LISTING").iter().all(|d| d == "1"));
-    assert!(requested("SIGNATURES").iter().all(|d| d == "4"));
-    let out = fx.query(&["late payment reminder", "--depth", "NOPE_LEVEL"]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("NOPE_LEVEL") && stderr.contains("DOCSTRINGS"), "{stderr}");
-}
-
-#[test]
-fn an_unknown_depth_level_is_refused_before_anything_is_indexed() {
-    let fx = Fixture::new();
-    let out = fx.query(&["late payment reminder", "--depth", "NOPE_LEVEL"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("NOPE_LEVEL"));
-    let db = fx.home.join("agents.db");
-    let resources: i64 = if db.exists() {
-        rusqlite::Connection::open(&db).unwrap().query_row("SELECT COUNT(*) FROM resources", [], |r| r.get(0)).unwrap()
-    } else {
-        0
-    };
-    assert_eq!(resources, 0, "nothing was indexed");
-}
-
-#[test]
-fn a_module_at_signatures_shows_its_classes_method_signatures() {
-    let fx = Fixture::new();
-    let args = ["invoice reminder", "--type", "module", "--under", "billing/invoice.py", "--no-depth-gradient"];
-    let v = fx.json(&[&args[..], &["--depth", "SIGNATURES", "--max-tokens", "2000"]].concat());
-    let module = &v["fragments"][0];
-    assert_eq!(module["detail_depth"], 4, "{v:#}");
-    let content = module["content"].as_str().unwrap();
-    assert!(content.contains("  class Invoice"), "{content}");
-    assert!(
-        content.contains("    def total_amount(self)") && content.contains("    def send_reminder(self, days_late)"),
-        "the class's methods, under it: {content}"
-    );
-}
-
-#[test]
-fn the_ranking_strategy_is_a_request_field_and_a_flag() {
-    let fx = Fixture::new();
-    // Every file last changed long ago but the parcel module, changed now.
-    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
-    for entry in walk(&fx.repo) {
-        std::fs::File::options().write(true).open(&entry).unwrap().set_modified(old).unwrap();
-    }
-    let parcel = fx.repo.join("shipping/parcel.py");
-    std::fs::File::options().write(true).open(&parcel).unwrap().set_modified(std::time::SystemTime::now()).unwrap();
-    let first = |v: &Value| v["fragments"][0]["provenance"]["source_path"].as_str().unwrap().to_owned();
-    let args = ["late payment reminder weight", "--max-tokens", "3000"];
-    let relevance = fx.json(&args);
-    assert_eq!(first(&relevance), "billing/invoice.py", "{relevance:#}");
-    // Newest change first: the parcel module leads.
-    let recency = fx.json(&[&args[..], &["--ranking", "recency"]].concat());
-    assert_eq!(first(&recency), "shipping/parcel.py", "{recency:#}");
-    // The same from a request file.
-    let file = fx._dir.path().join("request.json");
-    std::fs::write(&file, r#"{"query": "late payment reminder weight", "ranking": "recency", "max_tokens": 3000}"#)
-        .unwrap();
-    let from_file = fx.json(&["--request", file.to_str().unwrap()]);
-    assert_eq!(first(&from_file), "shipping/parcel.py", "{from_file:#}");
-    // Tiered: code is warm, so the relevance order.
-    let tiered = fx.json(&[&args[..], &["--ranking", "tiered"]].concat());
-    assert_eq!(first(&tiered), "billing/invoice.py", "{tiered:#}");
-    let out = fx.query(&["late payment", "--ranking", "alphabetical"]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("alphabetical") && stderr.contains("relevance, recency or tiered"), "{stderr}");
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() { files.extend(walk(&path)) } else { files.push(path) }
-    }
-    files
-}
-
-#[test]
-fn tight_budgets_fall_back_to_shallower_depths() {
-    let fx = Fixture::new();
-    let depths = |v: &Value| -> Vec<u64> {
-        v["fragments"].as_array().unwrap().iter().map(|f| f["detail_depth"].as_u64().unwrap()).collect()
-    };
-    // The whole ledger module is far more than 500 tokens: it comes at a
-    // shallower depth instead of not at all.
-    let args = ["ledger posting account", "--type", "module", "--under", "billing/ledger.py"];
-    let roomy = fx.json(&[&args[..], &["--max-tokens", "20000"]].concat());
-    let tight = fx.json(&[&args[..], &["--max-tokens", "500"]].concat());
-    assert_eq!(depths(&roomy), [9]);
-    assert_eq!(tight["fragments"].as_array().unwrap().len(), 1, "{tight:#}");
-    assert!([4, 2, 0].contains(&depths(&tight)[0]), "{:?}", depths(&tight));
-    assert!(tight["total_tokens"].as_u64().unwrap() <= 500);
-    // A named depth is honoured.
-    let sigs = fx.json(&["invoice total amount tax", "--depth", "SIGNATURES"]);
-    assert!(depths(&sigs).iter().all(|d| *d <= 4), "{:?}", depths(&sigs));
-}
-
-#[test]
-fn no_source_is_packed_twice() {
-    let fx = Fixture::new();
-    let v = fx.json(&["invoice total amount tax reminder", "--max-tokens", "8000"]);
-    let fragments = v["fragments"].as_array().unwrap();
-    let with_source: Vec<&str> = fragments
-        .iter()
-        .filter(|f| f["detail_depth"].as_u64().unwrap() >= 5)
-        .map(|f| f["uko_node"].as_str().unwrap())
-        .collect();
-    for a in &with_source {
-        for b in &with_source {
-            let nested = b.len() > a.len() && b.starts_with(a) && matches!(&b[a.len()..a.len() + 1], "#" | ".");
-            assert!(!nested, "{b} is inside {a}, both with source");
-        }
-    }
-}
-
-#[test]
 fn concurrent_queries_take_turns_and_agree() {
     let fx = Fixture::new();
     let spawn = || {
@@ -308,16 +152,6 @@ fn concurrent_queries_take_turns_and_agree() {
         fragments.push(timeless(&v["fragments"]));
     }
     assert!(fragments.windows(2).all(|w| w[0] == w[1]), "every query sees the same context");
-}
-
-#[test]
-fn filters_restrict_what_is_searched() {
-    let fx = Fixture::new();
-    let v = fx.json(&["helper value", "--under", "misc/", "--type", "function"]);
-    let fragments = v["fragments"].as_array().unwrap();
-    assert!(!fragments.is_empty());
-    assert!(fragments.iter().all(|f| f["provenance"]["source_path"].as_str().unwrap().starts_with("misc/")), "{v:#}");
-    assert!(fragments.iter().all(|f| f["metadata"]["kind"] == "function"), "{v:#}");
 }
 
 #[test]
@@ -383,14 +217,35 @@ fn xml_output_and_the_explained_trace() {
 }
 
 #[test]
-fn a_model_sizes_the_budget_from_its_window() {
+fn flags_reach_the_engine_and_bad_ones_exit_2() {
     let fx = Fixture::new();
-    // gpt-4: 8,192 tokens, less the 4,096 kept for the response.
+    // --depth, --no-depth-gradient, --type, --under, --ranking and --model are parsed into the query.
+    let v = fx.json(&[
+        "invoice reminder",
+        "--type",
+        "module",
+        "--under",
+        "billing/invoice.py",
+        "--no-depth-gradient",
+        "--depth",
+        "SIGNATURES",
+        "--ranking",
+        "recency",
+        "--max-tokens",
+        "2000",
+    ]);
+    assert_eq!(v["fragments"][0]["detail_depth"], 4, "{v:#}");
+    assert_eq!(v["fragments"][0]["metadata"]["kind"], "module", "{v:#}");
     let v = fx.json(&["--model", "gpt-4", "late payment reminder"]);
     assert_eq!(v["budget"]["available_tokens"], 4096, "{v:#}");
-    assert_eq!(v["budget_derivation"]["context_window"], 8192);
-    let v = fx.json(&["--model", "gpt-4", "--max-tokens", "1000", "late payment reminder"]);
-    assert_eq!(v["budget"]["available_tokens"], 1000);
+    let out = fx.query(&["late payment", "--ranking", "alphabetical"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("alphabetical") && stderr.contains("relevance, recency or tiered"), "{stderr}");
+    let out = fx.query(&["late payment reminder", "--depth", "NOPE_LEVEL"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("NOPE_LEVEL") && stderr.contains("DOCSTRINGS"), "{stderr}");
     let out = fx.query(&["--model", "gpt-0", "late payment reminder"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(common::assert_one_error_line(&out).contains("unknown model \"gpt-0\""));

@@ -20,8 +20,16 @@
 //!   tiers/metrics.json             tier hit and miss counters
 //! ```
 
+pub mod history;
 pub mod knowledge;
 pub mod live;
+pub mod query;
+pub mod services;
+pub mod session;
+
+/// The store's records the adapters render.
+pub use agents_store::{Plan, PlanDecision, Project, Resource, UkoNodeRecord};
+pub use query::{QueryOptions, QueryReport, QueryRun, RequestOverrides};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -47,7 +55,7 @@ use agents_core::tokens::Tokenizer;
 use agents_search::SearchFilter;
 use agents_search::history::GitHistory;
 use agents_search::vector::{Embedder, LocalVectorIndex, StaticEmbedder, VectorOptions};
-use agents_store::{PlanStore, Project, ProjectStore, Resource, SqliteStore, Store, StoreError, WarmTierStore};
+use agents_store::{PlanStore, ProjectStore, SqliteStore, Store, StoreError, WarmTierStore};
 
 /// The embedding model: the directory `context.backends.embedding-model` names,
 /// else a model the user put in the home's default folder
@@ -143,6 +151,28 @@ pub enum EngineError {
     WindowTooSmall { model: String, window: usize, reserve: usize, tools: usize },
     #[error("max_tokens: 0 leaves no budget; give at least {min} (context.budget.min-useful-budget)")]
     ZeroMaxTokens { min: usize },
+    /// A request the CRP rules reject.
+    #[error(transparent)]
+    Invalid(#[from] agents_core::error::ValidationError),
+    /// A dry run over a project with no linked resource.
+    #[error("project {0} has no linked resource: `agents project link-resource {0} PATH`")]
+    NoResource(String),
+    #[error("--depth {name}: unknown detail level; give 0-9 or one of {known}")]
+    UnknownDepth { name: String, known: String },
+    #[error("--depth {name}: the level means different depths in {meanings}; give a number 0-9")]
+    AmbiguousDepth { name: String, meanings: String },
+    #[error(transparent)]
+    Tier(#[from] TierError),
+    /// A path in no indexed resource, or in one not indexed yet.
+    #[error("{}: {reason}", path.display())]
+    NotIndexed { path: PathBuf, reason: &'static str },
+    #[error(transparent)]
+    Knowledge(#[from] knowledge::KnowledgeError),
+    /// A plan or decision the store refuses: an unknown plan, parent or project.
+    #[error("{0}")]
+    PlanRefused(String),
+    #[error(transparent)]
+    Rdf(#[from] agents_uko::rdf::RdfError),
 }
 
 /// What `agents query` asks the pipeline for, beyond the request itself.
@@ -315,8 +345,9 @@ impl Engine {
         let components = if components.has_strategy(knowledge::KNOWLEDGE_GRAPH) {
             components
         } else {
-            let vault = config.config().global_vault.as_deref().map(std::path::PathBuf::from);
-            components.register_strategy(Arc::new(knowledge::KnowledgeGraphStrategy::new(vault)))
+            let vault = config.config().global_vault.clone();
+            components
+                .register_strategy(Arc::new(knowledge::KnowledgeGraphStrategy::new(vault, knowledge::user_home())))
         };
         let pipeline = components
             .build(&config.config().context.pipeline, PipelineSettings::from_config(&config.config().context))?;

@@ -2,8 +2,6 @@
 
 use serde::Serialize;
 
-use agents_core::config::Config;
-
 use crate::cli::ConfigCommand;
 use crate::exit::UsageError;
 use crate::output::table;
@@ -58,7 +56,7 @@ pub fn run(settings: &Settings, cmd: ConfigCommand) -> anyhow::Result<()> {
             if path.exists() && !force {
                 return Err(UsageError(format!("{}: already exists; pass --force to overwrite", path.display())).into());
             }
-            agents_store::atomic_write(&path, Config::default_toml().as_bytes())?;
+            settings.home.write_default_config(&path)?;
             let view = ConfigPath {
                 exists: true,
                 path: path.display().to_string(),

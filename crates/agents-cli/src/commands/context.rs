@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use agents_acms::tiers::{ContextTierService, Eviction, TierError};
 use agents_core::fragment::{ContextFragment, ContextTier, FragmentProvenance};
 use agents_core::ids::new_ulid;
-use agents_core::tier::{ActorRole, TierBudget, TieredFragment};
+use agents_core::tier::{ActorRole, TieredFragment};
 use agents_core::tokens::TokenCounter;
 use agents_engine::Engine;
-use agents_store::{Project, Resource};
+use agents_engine::{Project, Resource};
 use anyhow::Context as _;
 use serde::Serialize;
 
@@ -79,13 +79,7 @@ pub fn open_tiers(engine: &Engine) -> anyhow::Result<ContextTierService> {
 
 /// Applies retention and the project's own tier capacities.
 pub fn prepare(engine: &Engine, tiers: &ContextTierService, project: &Project) -> anyhow::Result<()> {
-    if let Some((_, settings)) = engine.store().project_context(&project.project_id)? {
-        let budget =
-            TierBudget::new(settings.hot_max_tokens(), settings.warm_max_decisions(), settings.cold_max_decisions())?;
-        tiers.set_project_budget(&project.name, budget);
-    }
-    tiers.sweep()?;
-    Ok(())
+    Ok(engine.prepare_tiers(tiers, project)?)
 }
 
 /// [`prepare`] for the project of an existing entry.
@@ -125,7 +119,7 @@ pub fn parse_role(flag: &str, text: &str) -> anyhow::Result<ActorRole> {
 fn resolve_project(engine: &Engine, scope: &ProjectScope) -> anyhow::Result<(Project, Option<Resource>)> {
     if let Some(name) = &scope.project {
         let project = engine.projects().get(name)?;
-        let resource = engine.store().project_resources(&project.project_id)?.into_iter().next();
+        let resource = engine.first_resource(&project)?;
         return Ok((project, resource));
     }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;

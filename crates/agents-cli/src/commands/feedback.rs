@@ -10,7 +10,7 @@ use agents_akms::update::{Change, Review};
 use agents_akms::vault::Layout;
 use serde::Serialize;
 
-use super::knowledge::{index_knowledge, into_anyhow, lock_knowledge, read_config, resolve};
+use super::knowledge::{into_anyhow, lock_knowledge, read_config, resolve};
 use crate::exit::UsageError;
 use crate::settings::Settings;
 
@@ -22,12 +22,12 @@ pub fn update(settings: &Settings, repo: Option<&Path>, documents: &[PathBuf]) -
         }
     }
     let _lock = lock_knowledge(settings, &layout)?;
-    let report = agents_akms::update::update(&layout, &options, documents).map_err(into_anyhow)?;
+    let vault = agents_engine::knowledge::Vault { layout: layout.clone(), options };
+    let report = super::knowledge::service(settings).update(&vault, documents).map_err(super::knowledge::usage)?;
     for warning in &report.warnings {
         settings.printer.note(format!("warning: {warning}"));
     }
     if let Some(compiled) = &report.compiled {
-        index_knowledge(settings, &layout, compiled)?;
         for warning in &compiled.warnings {
             settings.printer.note(format!("warning: {warning}"));
         }

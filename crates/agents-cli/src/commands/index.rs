@@ -174,7 +174,7 @@ pub fn status_of(engine: &agents_engine::Engine, path: &Path) -> anyhow::Result<
     let projects = engine.projects().projects_of(&resource)?;
     let index = engine.indexing().get_index_status(&resource.resource_id)?;
     let report = match &index {
-        Some(m) => engine.store().last_report(&m.index_id)?,
+        Some(m) => engine.index_report(&m.index_id)?,
         None => None,
     };
     Ok(StatusView {

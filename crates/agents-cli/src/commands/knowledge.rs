@@ -1,37 +1,36 @@
 //! `agents knowledge init|validate|build|tags|query|search|migrate|mirror`
 //! (update, status, review, promote, suppress and restore are in `feedback`, loadouts
 //! in `loadout.rs`): the repository's `knowledge/` folder over the global
-//! vault (AKMS). Thin: find the repository and the vault, call
-//! `agents_akms`, print. Every command that writes `knowledge/` holds the
-//! repository's knowledge lock ([`lock_knowledge`]); readers never do.
+//! vault (AKMS). Thin: parse, call the engine's knowledge service
+//! ([`KnowledgeService`]: the repository and vault resolver, init, tags,
+//! build-and-reindex) or `agents_akms` for the read-only views, print.
+//! Every command that writes `knowledge/` holds the repository's knowledge
+//! lock ([`lock_knowledge`]); readers never do.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
-use agents_akms::vault::{Layout, expand_home, find_repo_root};
-use agents_akms::{AkmsError, CompileOptions, CompiledGraph, DEFAULT_CONFIG_YAML, Diagnostic};
+use agents_akms::vault::Layout;
+use agents_akms::{AkmsError, CompileOptions, Diagnostic};
+use agents_engine::knowledge::{KnowledgeError, KnowledgeService, TagsReport};
 use serde::Serialize;
 
 use crate::cli::{KnowledgeArgs, KnowledgeCommand};
 use crate::exit::UsageError;
 use crate::settings::Settings;
 
-/// The global vault when nothing configures one (spec 4.8).
-const DEFAULT_GLOBAL_VAULT: &str = "~/.claude/akms/nodes";
+/// The knowledge service over the settings' home and configuration (no
+/// store is opened).
+pub(crate) fn service(settings: &Settings) -> KnowledgeService {
+    KnowledgeService::new(settings.home.clone(), settings.config.config())
+}
 
 pub fn run(settings: &Settings, args: KnowledgeArgs) -> anyhow::Result<()> {
     let printer = settings.printer;
     match args.command {
         KnowledgeCommand::Init => {
-            let root = match &args.repo {
-                Some(repo) => existing_dir(repo)?,
-                None => {
-                    let cwd = std::env::current_dir()?;
-                    find_repo_root(&cwd).unwrap_or(cwd)
-                }
-            };
-            let (layout, _) = resolve(settings, Some(&root))?;
-            let report = init(&layout.repo_root)?;
+            let service = service(settings);
+            let vault = service.resolve_for_init(args.repo.as_deref(), &std::env::current_dir()?).map_err(usage)?;
+            let report = service.init(&vault.layout).map_err(usage)?;
             printer.emit(&report, || {
                 let mut out = format!("Initialised {}\n", report.knowledge.display());
                 for path in &report.created {
@@ -112,9 +111,8 @@ pub fn run(settings: &Settings, args: KnowledgeArgs) -> anyhow::Result<()> {
         KnowledgeCommand::Build => {
             let (layout, options) = resolve(settings, args.repo.as_deref())?;
             let _lock = lock_knowledge(settings, &layout)?;
-            let compiled = agents_akms::build(&layout, &options).map_err(into_anyhow)?;
-            let indexed = index_knowledge(settings, &layout, &compiled)?;
-            tracing::info!(documents = indexed, "knowledge indexed for search");
+            let vault = agents_engine::knowledge::Vault { layout: layout.clone(), options };
+            let compiled = service(settings).build(&vault).map_err(usage)?;
             if !compiled.global_vault_found {
                 printer.note(format!(
                     "note: no global vault at {}; built from local sources only",
@@ -157,13 +155,6 @@ struct BuildReport<'a> {
     compiled: &'a agents_akms::Compiled,
 }
 
-#[derive(Serialize)]
-struct InitReport {
-    knowledge: PathBuf,
-    created: Vec<String>,
-    kept: Vec<String>,
-}
-
 fn severity(d: &Diagnostic) -> &'static str {
     if d.is_error() { "error" } else { "warning" }
 }
@@ -173,90 +164,16 @@ pub(crate) fn into_anyhow(error: AkmsError) -> anyhow::Error {
     if error.is_bad_input() { UsageError(error.to_string()).into() } else { error.into() }
 }
 
-fn existing_dir(path: &Path) -> anyhow::Result<PathBuf> {
-    if !path.is_dir() {
-        return Err(UsageError(format!("--repo {}: not a directory", path.display())).into());
-    }
-    Ok(path.to_path_buf())
+/// A knowledge service error: the caller's input exits 2, the rest 1.
+pub(crate) fn usage(error: KnowledgeError) -> anyhow::Error {
+    if error.is_bad_input() { UsageError(error.to_string()).into() } else { error.into() }
 }
 
-/// The repository and the global vault: $AKMS_GLOBAL_VAULT (merged into the
-/// configuration by the settings), the configuration's `global-vault`, the
-/// repository's propagation_config.yaml, the default.
+/// The repository and the global vault: the engine's one resolver
+/// ([`KnowledgeService::resolve`]) from the current directory.
 pub(crate) fn resolve(settings: &Settings, repo: Option<&Path>) -> anyhow::Result<(Layout, CompileOptions)> {
-    let root = match repo {
-        Some(repo) => existing_dir(repo)?,
-        None => {
-            let cwd = std::env::current_dir()?;
-            find_repo_root(&cwd).ok_or_else(|| {
-                UsageError(format!(
-                    "no knowledge/ folder in {} or above: run `agents knowledge init` or pass --repo",
-                    cwd.display()
-                ))
-            })?
-        }
-    };
-    let mut layout = Layout::new(root, PathBuf::new());
-    let from_repo = match agents_akms::read_config(&layout) {
-        Ok(config) => config.global_vault,
-        // Reported by validate and build with the other problems.
-        Err(_) => None,
-    };
-    // graph.json records the vault as the repository configures it (its
-    // propagation_config.yaml, else the default), never as this machine's
-    // environment spells it: the same sources give the same bytes (and
-    // graph_version) for everyone, whatever $AKMS_GLOBAL_VAULT says.
-    let recorded = from_repo.clone().unwrap_or_else(|| DEFAULT_GLOBAL_VAULT.to_owned());
-    let display =
-        settings.config.config().global_vault.clone().or(from_repo).unwrap_or_else(|| DEFAULT_GLOBAL_VAULT.to_owned());
-    layout.global_vault = expand_home(&display, dirs::home_dir().as_deref());
-    // The vault is read-only: a repository inside it would write there.
-    if let (Ok(repo), Ok(vault)) = (layout.repo_root.canonicalize(), layout.global_vault.canonicalize())
-        && repo.starts_with(&vault)
-    {
-        return Err(UsageError(format!(
-            "{} is inside the global vault, which is read-only",
-            layout.repo_root.display()
-        ))
-        .into());
-    }
-    Ok((layout, CompileOptions { global_vault_display: recorded }))
-}
-
-/// Creates the folders of `knowledge/` and the default config, keeping
-/// whatever is already there.
-fn init(root: &Path) -> anyhow::Result<InitReport> {
-    let layout = Layout::new(root, PathBuf::new());
-    let knowledge = layout.knowledge();
-    let mut report = InitReport { knowledge: knowledge.clone(), created: Vec::new(), kept: Vec::new() };
-    for dir in ["local-nodes", "code-mirror", "sessions", "loadouts", "graph"] {
-        let path = knowledge.join(dir);
-        let list = if path.is_dir() { &mut report.kept } else { &mut report.created };
-        std::fs::create_dir_all(&path).map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", path.display()))?;
-        list.push(format!("knowledge/{dir}/"));
-    }
-    let config = layout.propagation_config();
-    let name = "knowledge/graph/propagation_config.yaml".to_owned();
-    if config.exists() {
-        report.kept.push(name);
-    } else {
-        agents_store::atomic_write(&config, DEFAULT_CONFIG_YAML.as_bytes())
-            .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", config.display()))?;
-        report.created.push(name);
-    }
-    Ok(report)
-}
-
-/// What `agents knowledge tags` reports.
-#[derive(Serialize)]
-pub(crate) struct TagsReport {
-    task: String,
-    task_id: Option<String>,
-    /// Tags the author gave; derivation only fills an empty list.
-    pub kept: Vec<String>,
-    pub derived: Vec<agents_akms::tags::DerivedTag>,
-    /// Whether the task file was rewritten with the derived tags.
-    written: bool,
+    let vault = service(settings).resolve(repo, &std::env::current_dir()?).map_err(usage)?;
+    Ok((vault.layout, vault.options))
 }
 
 fn tags(settings: &Settings, repo: Option<&Path>, task_path: &Path, dry_run: bool) -> anyhow::Result<()> {
@@ -274,55 +191,8 @@ pub(crate) fn derive_task_tags(
     task_path: &Path,
     dry_run: bool,
 ) -> anyhow::Result<TagsReport> {
-    let config = read_config(layout)?;
-    let mut record = read_task(task_path)?;
-    let kept: Vec<String> = match record.get("akms_tags") {
-        None | Some(serde_json::Value::Null) => Vec::new(),
-        Some(serde_json::Value::Array(items)) => items
-            .iter()
-            .map(|v| {
-                v.as_str().map(str::to_owned).ok_or_else(|| {
-                    UsageError(format!("{}: akms_tags: every tag must be a string", task_path.display()))
-                })
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(UsageError(format!("{}: akms_tags: must be a list of strings", task_path.display())).into());
-        }
-    };
-    let compiled = agents_akms::compile(layout, options).map_err(into_anyhow)?;
-    let derived = agents_akms::tags::derive_tags(
-        &compiled.graph,
-        &agents_akms::tags::TaskText::from_record(&record),
-        &config.tag_derivation,
-    );
-    let task_id = record.get("task_id").and_then(|v| v.as_str()).map(str::to_owned);
-    let written = kept.is_empty() && !derived.is_empty() && !dry_run;
-    if written {
-        let names: Vec<serde_json::Value> = derived.iter().map(|d| d.tag.clone().into()).collect();
-        record.insert("akms_tags".to_owned(), serde_json::Value::Array(names));
-        let mut json = serde_json::to_string_pretty(&record)?;
-        json.push('\n');
-        agents_store::atomic_write(task_path, json.as_bytes())?;
-        if config.tag_derivation.log_derived_tags {
-            let log = layout.knowledge().join("logs").join("tag-derivation.jsonl");
-            let mut lines = match std::fs::read_to_string(&log) {
-                Ok(existing) => existing,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-                Err(e) => return Err(anyhow::anyhow!("cannot read {}: {e}", log.display())),
-            };
-            let entry = serde_json::json!({
-                "derived_at": agents_core::ids::to_iso(agents_core::ids::now_utc()),
-                "task": task_path.display().to_string(),
-                "task_id": task_id,
-                "tags": derived,
-            });
-            lines.push_str(&serde_json::to_string(&entry)?);
-            lines.push('\n');
-            agents_store::atomic_write(&log, lines.as_bytes())?;
-        }
-    }
-    Ok(TagsReport { task: task_path.display().to_string(), task_id, kept, derived, written })
+    let vault = agents_engine::knowledge::Vault { layout: layout.clone(), options: options.clone() };
+    agents_engine::knowledge::derive_task_tags(&vault, task_path, dry_run).map_err(usage)
 }
 
 fn print_tags(settings: &Settings, report: &TagsReport) -> anyhow::Result<()> {
@@ -358,131 +228,50 @@ fn print_tags(settings: &Settings, report: &TagsReport) -> anyhow::Result<()> {
     })
 }
 
-/// The directory of the repository's knowledge search index.
-pub(crate) fn knowledge_index(settings: &Settings, layout: &Layout) -> PathBuf {
-    let kind = &settings.config.config().context.backends.text;
-    agents_akms::search::index_dir(&settings.home.root().join("search"), &layout.repo_root).join(kind)
+/// Takes the repository's knowledge lock ([`KnowledgeService::lock`]),
+/// saying on stderr when it waits for another writer.
+pub(crate) fn lock_knowledge(settings: &Settings, layout: &Layout) -> anyhow::Result<agents_akms::lock::KnowledgeLock> {
+    service(settings).lock(layout, &mut waiting(settings, layout)).map_err(usage)
 }
 
-/// Takes the repository's knowledge lock, for a command that writes its
-/// `knowledge/` (or its search index): waits for another writer up to
-/// `$AGENTS_KNOWLEDGE_WAIT` seconds (default 120), saying so on stderr, then
-/// refuses naming the holder. Taking it finishes what a killed writer left
-/// (`agents_akms::lock`).
-pub(crate) fn lock_knowledge(settings: &Settings, layout: &Layout) -> anyhow::Result<agents_akms::lock::KnowledgeLock> {
-    let wait =
-        match std::env::var("AGENTS_KNOWLEDGE_WAIT") {
-            Ok(text) => Duration::from_secs(text.trim().parse().map_err(|_| {
-                UsageError(format!("AGENTS_KNOWLEDGE_WAIT: `{text}` is not a whole number of seconds"))
-            })?),
-            Err(_) => agents_akms::lock::DEFAULT_WAIT,
-        };
-    let printer = settings.printer;
-    let repo = &layout.repo_root;
-    agents_akms::lock::acquire(&settings.home.locks_dir(), layout, wait, &mut |pid| {
+/// The note printed while another knowledge writer holds the lock.
+pub(crate) fn waiting<'a>(
+    settings: &'a Settings,
+    layout: &'a Layout,
+) -> impl FnMut(Option<u32>, std::time::Duration) + 'a {
+    move |pid, wait| {
         let holder = pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
-        printer.note(format!(
+        settings.printer.note(format!(
             "waiting for another knowledge writer of {}{holder} (up to {} s)",
-            repo.display(),
+            layout.repo_root.display(),
             wait.as_secs()
         ));
-    })
-    .map_err(into_anyhow)
+    }
 }
 
-/// Rebuilds the knowledge search index from the compiled graph (it is small:
-/// a rebuild is cheaper than tracking what changed) beside the live one,
-/// which it then replaces (`agents_akms::search::rebuild_index`): a search
-/// never finds it missing. The caller holds the knowledge lock. Returns the
-/// document count.
+/// Re-indexes the compiled graph for search ([`KnowledgeService::reindex`]).
+/// The caller holds the knowledge lock. Returns the document count.
 pub(crate) fn index_knowledge(
     settings: &Settings,
     layout: &Layout,
     compiled: &agents_akms::Compiled,
 ) -> anyhow::Result<usize> {
-    index_graph(settings, layout, &compiled.graph)
-}
-
-fn index_graph(settings: &Settings, layout: &Layout, graph: &CompiledGraph) -> anyhow::Result<usize> {
-    let docs = agents_akms::search::documents(layout, graph);
-    let dir = knowledge_index(settings, layout);
-    let kind = &settings.config.config().context.backends.text;
-    agents_akms::search::rebuild_index(&dir, kind, &docs)?;
-    Ok(docs.len())
-}
-
-/// One passage `agents knowledge search` prints.
-#[derive(Serialize)]
-struct Passage {
-    node: String,
-    title: String,
-    file: String,
-    score: f32,
-    passage: String,
+    service(settings).reindex(layout, compiled).map_err(usage)
 }
 
 fn search(settings: &Settings, repo: Option<&Path>, text: &str, nodes: &[String], limit: usize) -> anyhow::Result<()> {
-    let (layout, _) = resolve(settings, repo)?;
-    let dir = knowledge_index(settings, &layout);
-    let kind = &settings.config.config().context.backends.text;
-    // Read-only: no lock, no index writer; any number of searches at once.
-    let run = |backend: &dyn agents_search::TextBackend| {
-        // Scoped to a node set: search deep enough that the set's best survive.
-        let deep = if nodes.is_empty() { limit } else { (backend.doc_count()? as usize).max(limit) };
-        backend.search(text, deep, &agents_search::SearchFilter::default())
-    };
-    let hits = match agents_akms::search::with_index(&dir, kind, run) {
-        Ok(Some(hits)) => hits,
-        // Missing or unreadable: rebuilt from graph.json, never an empty answer.
-        outcome => {
-            let graph_path = layout.graph_json();
-            if !graph_path.is_file() {
-                outcome?;
-                return Err(UsageError(format!(
-                    "{}: no knowledge search index yet; run `agents knowledge build` first",
-                    layout.repo_root.display()
-                ))
-                .into());
-            }
-            if let Err(e) = &outcome {
-                settings.printer.note(format!("warning: {e}; rebuilding the knowledge search index"));
-            }
-            let _lock = lock_knowledge(settings, &layout)?;
-            match agents_akms::search::with_index(&dir, kind, run) {
-                // Another process rebuilt it meanwhile.
-                Ok(Some(hits)) => hits,
-                _ => {
-                    let graph = CompiledGraph::of(&layout).map_err(|e| UsageError(e.to_string()))?;
-                    index_graph(settings, &layout, &graph)?;
-                    agents_akms::search::with_index(&dir, kind, run)?.ok_or_else(|| {
-                        anyhow::anyhow!("{}: the knowledge search index is missing after a rebuild", dir.display())
-                    })?
-                }
-            }
-        }
-    };
-    let graph = CompiledGraph::of(&layout).unwrap_or_default();
-    let docs: std::collections::BTreeMap<String, agents_search::TextDoc> =
-        agents_akms::search::documents(&layout, &graph).into_iter().map(|d| (d.id.clone(), d)).collect();
-    let words = agents_search::code_tokens(text);
-    let passages: Vec<Passage> = hits
-        .into_iter()
-        .filter(|hit| nodes.is_empty() || nodes.contains(&hit.id))
-        .take(limit)
-        .map(|hit| {
-            let doc = docs.get(&hit.id);
-            Passage {
-                title: doc.map(|d| d.name.clone()).unwrap_or_default(),
-                file: hit.path.clone(),
-                score: hit.score,
-                passage: doc
-                    .and_then(|d| agents_akms::search::best_passage(&d.body, &words))
-                    .map(|(_, text)| text)
-                    .unwrap_or_default(),
-                node: hit.id,
-            }
-        })
-        .collect();
+    let (layout, options) = resolve(settings, repo)?;
+    let vault = agents_engine::knowledge::Vault { layout: layout.clone(), options };
+    let passages = service(settings)
+        .search(
+            &vault,
+            text,
+            nodes,
+            limit,
+            &mut |damage| settings.printer.note(format!("warning: {damage}; rebuilding the knowledge search index")),
+            &mut waiting(settings, &layout),
+        )
+        .map_err(usage)?;
     settings.printer.emit(&passages, || {
         let mut out = String::new();
         for p in &passages {
@@ -541,28 +330,12 @@ fn migrate(settings: &Settings, repo: Option<&Path>, dry_run: bool) -> anyhow::R
 
 /// The repository's propagation config; its problems are bad input.
 pub(crate) fn read_config(layout: &Layout) -> anyhow::Result<agents_akms::PropagationConfig> {
-    agents_akms::read_config(layout).map_err(|diagnostics| {
-        let lines: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
-        UsageError(lines.join("; ")).into()
-    })
+    agents_engine::knowledge::read_config(layout).map_err(usage)
 }
 
 /// The task record at `path`, checked for `akms_schema: v2`.
 pub(crate) fn read_task(path: &Path) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UsageError(format!("{}: cannot read the task record: {e}", path.display())))?;
-    let record: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text)
-        .map_err(|e| UsageError(format!("{}:{}: not a task record (a JSON object): {e}", path.display(), e.line())))?;
-    match record.get("akms_schema").and_then(|v| v.as_str()) {
-        Some(agents_akms::SCHEMA_VERSION) => Ok(record),
-        found => Err(UsageError(format!(
-            "{}: akms_schema: SchemaVersionError: expected {:?}, found {}",
-            path.display(),
-            agents_akms::SCHEMA_VERSION,
-            found.map_or_else(|| "none".to_owned(), |v| format!("{v:?}"))
-        ))
-        .into()),
-    }
+    agents_engine::knowledge::read_task(path).map_err(usage)
 }
 
 fn query(
@@ -574,7 +347,7 @@ fn query(
 ) -> anyhow::Result<()> {
     let (layout, _) = resolve(settings, repo)?;
     let config = read_config(&layout)?;
-    let graph = CompiledGraph::of(&layout).map_err(|e| UsageError(e.to_string()))?;
+    let graph = agents_akms::CompiledGraph::of(&layout).map_err(|e| UsageError(e.to_string()))?;
     if let Some(task) = task {
         let record = read_task(task)?;
         let given: Vec<String> = record

@@ -26,7 +26,6 @@
 //! `--allow-root` or a linked resource, and never be the file-system root or
 //! the home folder unless that is linked itself.
 
-mod session;
 mod stdio;
 
 use std::path::{Path, PathBuf};
@@ -39,14 +38,11 @@ use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabiliti
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
 use serde::{Deserialize, Serialize};
 
-use crate::cli::QueryArgs;
 use crate::commands::index::{IndexSummary, status_of};
-use crate::commands::query::{self, QueryRun};
-use crate::commands::uko::refresh;
 use crate::exit::UsageError;
 use crate::settings::Settings;
 use agents_engine::live::{DEFAULT_DEBOUNCE, LiveIndex, LiveRefresh};
-use agents_engine::{Engine, IndexOutcome};
+use agents_engine::{Engine, EngineError, IndexMode, IndexOutcome, QueryOptions, QueryRun};
 
 /// `request_context`: a CRP request and where to run it.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -93,12 +89,13 @@ pub enum Format {
     Xml,
 }
 
-impl Format {
-    fn as_str(self) -> &'static str {
-        match self {
-            Format::Md => "md",
-            Format::Json => "json",
-            Format::Xml => "xml",
+impl From<Format> for agents_acms::pipeline::format::OutputFormat {
+    fn from(format: Format) -> Self {
+        use agents_acms::pipeline::format::OutputFormat;
+        match format {
+            Format::Md => OutputFormat::Md,
+            Format::Json => OutputFormat::Json,
+            Format::Xml => OutputFormat::Xml,
         }
     }
 }
@@ -197,8 +194,8 @@ struct State {
     root: PathBuf,
     /// The directories a request may name.
     roots: Roots,
-    /// The session's context budget and what it spent ([`session`]).
-    budget: session::SessionBudget,
+    /// The session's context budget and what it spent.
+    budget: agents_engine::session::SessionBudget,
 }
 
 /// Where requests may read: paths under the server's working directory, an
@@ -292,18 +289,6 @@ impl Roots {
 }
 
 impl State {
-    /// Spends a delivered payload's tokens from the session's budget, sizing
-    /// the budget first (from `model`) when nothing sized it yet.
-    fn spend(&self, model: Option<&str>, text: &str, payload: &agents_core::fragment::AssembledContext) {
-        if !self.budget.is_sized()
-            && let Ok((budget, derivation)) = self.engine.budget(model, None)
-        {
-            self.budget.resize(budget.available_tokens(), derivation);
-        }
-        use agents_core::tokens::TokenCounter as _;
-        self.budget.spend(self.engine.tokenizer().count(text) as u64, payload);
-    }
-
     /// The directory a request's `path` names (default: the server's working
     /// directory), canonical, when it lies under the roots; else a tool error.
     fn allowed(&self, path: Option<&str>) -> Result<PathBuf, ToolFailure> {
@@ -338,8 +323,12 @@ impl State {
     /// The index of the resource holding `path`: from the live index while
     /// nothing changed, else refreshed. A resource seen for the first time is
     /// watched from then on when its project refreshes live.
-    fn outcome(&self, path: &Path) -> anyhow::Result<Arc<IndexOutcome>> {
-        let outcome = self.live.outcome(path, || refresh(&self.settings, &self.engine, path))?;
+    fn outcome(&self, path: &Path) -> Result<Arc<IndexOutcome>, EngineError> {
+        let outcome = self.live.outcome(path, || {
+            let bar = crate::progress::Bar::new(self.settings.progress);
+            let options = agents_acms::IndexOptions { wait_for_lock: true, ..self.engine.index_options() };
+            self.engine.index_path(path, IndexMode::Refresh, &options, &bar)
+        })?;
         if self.watch
             && self.engine.auto_refresh(&outcome.project.project_id)?
             && let Err(error) = self.live.watch(Path::new(&outcome.resource.path))
@@ -362,6 +351,12 @@ pub struct ContextServer {
 enum ToolFailure {
     Invalid(String),
     Failed(String),
+}
+
+impl From<EngineError> for ToolFailure {
+    fn from(err: EngineError) -> Self {
+        anyhow::Error::from(err).into()
+    }
 }
 
 impl From<anyhow::Error> for ToolFailure {
@@ -428,13 +423,13 @@ impl ContextServer {
         answer(
             self.blocking(move |state| {
                 let path = state.allowed(params.path.as_deref())?;
-                let model = params.model.clone();
-                let args = query_args(params, path);
-                let run = query::assemble(&state.settings, &state.engine, args, None, &|_, path| state.outcome(path))?;
+                let options = query_options(params, path)?;
+                let model = options.model.clone();
+                let run = state.engine.query_with(&options, &|path| state.outcome(path))?;
                 // The text is in the requested format, fitted to the budget in
                 // that format; `rendered_tokens` is its count. The session
                 // spends what was delivered.
-                state.spend(model.as_deref(), &run.text, &run.assembly.context);
+                state.engine.record_run(&state.budget, model.as_deref(), &run);
                 let mut result = CallToolResult::success(vec![ContentBlock::text(run.text.clone())]);
                 result.structured_content = Some(summary(&run));
                 Ok(result)
@@ -454,7 +449,13 @@ impl ContextServer {
         answer(
             self.blocking(move |state| {
                 let path = state.allowed(params.path.as_deref())?;
-                json_result(&history(state, &path, &params)?)
+                let query = agents_engine::history::HistoryQuery {
+                    plan: params.plan,
+                    file: params.file,
+                    node: params.node,
+                    limit: params.limit,
+                };
+                json_result(&state.engine.history(&path, &query)?)
             })
             .await,
         )
@@ -470,27 +471,11 @@ impl ContextServer {
     ) -> Result<CallToolResult, McpError> {
         answer(
             self.blocking(move |state| {
-                if params.model.is_some() || params.max_tokens.is_some() || !state.budget.is_sized() {
-                    let (budget, derivation) = state
-                        .engine
-                        .budget(params.model.as_deref(), params.max_tokens)
-                        .map_err(|e| ToolFailure::Invalid(e.to_string()))?;
-                    state.budget.resize(budget.available_tokens(), derivation);
-                }
-                let config = state.settings.config.config();
-                let threshold = config.context.budget.refresh_threshold;
-                let report = state.budget.report(threshold).ok_or_else(|| ToolFailure::Failed("no budget".into()))?;
-                json_result(&serde_json::json!({
-                    "available_tokens": report.available_tokens,
-                    "used_tokens": report.used_tokens,
-                    "remaining_tokens": report.remaining_tokens,
-                    "requests": report.requests,
-                    "needs_refresh": report.needs_refresh,
-                    "derivation": report.derivation,
-                    "min_useful_budget": config.context.budget.min_useful_budget,
-                    "refresh_threshold": config.context.budget.refresh_threshold,
-                    "skeleton_ratio": config.context.budget.skeleton_ratio,
-                }))
+                let status = state
+                    .engine
+                    .session_budget(&state.budget, params.model.as_deref(), params.max_tokens)
+                    .map_err(|e| ToolFailure::Invalid(e.to_string()))?;
+                json_result(&status)
             })
             .await,
         )
@@ -536,15 +521,16 @@ impl ContextServer {
             self.blocking(move |state| {
                 let path = state.allowed(params.path.as_deref())?;
                 let repo = state.repo_root(&path)?.unwrap_or(path);
-                let mut ctx = crate::commands::loadout::Context::open(&state.settings, Some(&repo))?;
+                let mut ctx = crate::commands::loadout::open(&state.settings, Some(&repo))?;
                 let options = crate::commands::loadout::LoadoutOptions {
-                    role: params.role.unwrap_or_else(|| "implementer".to_owned()),
+                    role: params.role.unwrap_or_else(|| agents_engine::knowledge::DEFAULT_ROLE.to_owned()),
                     context_limit: params.context_limit,
                     system_prompt_tokens: params.system_prompt_tokens.unwrap_or(0),
                     no_search: false,
                 };
                 let (report, text) =
-                    crate::commands::loadout::make(&mut ctx, &params.task, "task", None, &options, false)?;
+                    agents_engine::knowledge::loadout::make(&mut ctx, &params.task, "task", None, &options, false)
+                        .map_err(EngineError::from)?;
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
                 result.structured_content =
                     Some(serde_json::to_value(&report).map_err(|e| ToolFailure::Failed(e.to_string()))?);
@@ -569,84 +555,16 @@ impl ContextServer {
             self.blocking(move |state| {
                 let path = state.allowed(params.path.as_deref())?;
                 let repo = state.repo_root(&path)?;
-                json_result(&record_session(&path, repo, &params.task_id, &params.memory)?)
+                let knowledge = state.engine.knowledge();
+                json_result(
+                    &knowledge
+                        .record_session(&path, repo, &params.task_id, &params.memory)
+                        .map_err(EngineError::from)?,
+                )
             })
             .await,
         )
     }
-}
-
-/// Validates an AgentMemory and writes it to `knowledge/sessions/{task_id}.md`
-/// atomically; never touches the graph. Writing the same text again is a
-/// no-op; different text for a recorded task id goes to
-/// `{task_id}-<8 hex of its hash>.md`: a recorded file is never overwritten.
-fn record_session(
-    path: &Path,
-    repo: Option<PathBuf>,
-    task_id: &str,
-    memory: &str,
-) -> Result<serde_json::Value, ToolFailure> {
-    let safe = !task_id.is_empty()
-        && !task_id.starts_with('.')
-        && task_id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if !safe {
-        return Err(ToolFailure::Invalid(format!(
-            "task_id `{task_id}`: use letters, digits, `-`, `_` and `.` only (it names the file)"
-        )));
-    }
-    let file = PathBuf::from(format!("knowledge/sessions/{task_id}.md"));
-    let evidence = agents_akms::evidence::parse_evidence(&file, memory).map_err(|problems| {
-        ToolFailure::Invalid(problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
-    })?;
-    if evidence.kind != agents_akms::evidence::DocumentKind::AgentMemory || evidence.label != task_id {
-        return Err(ToolFailure::Invalid(format!(
-            "{}: task_id: the document's task_id `{}` is not `{task_id}`",
-            file.display(),
-            evidence.label
-        )));
-    }
-    let root = repo.filter(|root| root.join("knowledge").is_dir()).ok_or_else(|| {
-        ToolFailure::Invalid(format!(
-            "no knowledge/ folder in {} or above: run `agents knowledge init`",
-            path.display()
-        ))
-    })?;
-    // A recorded session file is never overwritten (it may be applied
-    // already, and its session node names it): other content for the same
-    // task id (a second plan reusing it) goes beside it, named with a
-    // suffix of its content hash. The same content again is a no-op.
-    let hash = agents_akms::update::content_hash(memory);
-    let mut written = false;
-    let mut target = PathBuf::new();
-    for name in [format!("{task_id}.md"), format!("{task_id}-{}.md", &hash[..8]), format!("{task_id}-{hash}.md")] {
-        target = root.join("knowledge/sessions").join(name);
-        match std::fs::read_to_string(&target) {
-            Ok(existing) if existing == memory => break,
-            Ok(_) => continue,
-            Err(_) if target.symlink_metadata().is_ok() => continue,
-            Err(_) => {
-                agents_store::atomic_write(&target, memory.as_bytes())
-                    .map_err(|e| ToolFailure::Failed(format!("{}: cannot write: {e}", target.display())))?;
-                written = true;
-                break;
-            }
-        }
-    }
-    if !written && std::fs::read_to_string(&target).ok().as_deref() != Some(memory) {
-        return Err(ToolFailure::Invalid(format!(
-            "{}: every name for task {task_id} holds other content",
-            file.display()
-        )));
-    }
-    Ok(serde_json::json!({
-        "file": target,
-        "session": evidence.session_id,
-        "written": written,
-        "nodes_used": evidence.nodes_used.len(),
-        "pitfalls": evidence.pitfalls.len(),
-        "new_knowledge": evidence.new_knowledge.len(),
-        "next": "a human applies it with `agents knowledge update`",
-    }))
 }
 
 #[tool_handler(router = self.tool_router)]
@@ -662,36 +580,24 @@ impl ServerHandler for ContextServer {
     }
 }
 
-/// `agents query` arguments for a `request_context` call.
-fn query_args(params: RequestContextParams, path: PathBuf) -> QueryArgs {
-    let format = params.format.unwrap_or(Format::Md).as_str().to_owned();
-    QueryArgs {
-        text: None,
-        path,
-        request: None,
-        max_tokens: None,
-        model: params.model,
-        depth: None,
-        candidates: None,
-        under: params.under,
-        kinds: Vec::new(),
-        strategy: Vec::new(),
-        require_backend: Vec::new(),
-        focus: Vec::new(),
-        entities: Vec::new(),
-        breadth: None,
-        no_depth_gradient: false,
-        temporal: None,
-        ranking: None,
-        priority: None,
-        purpose: None,
-        phase: params.phase.unwrap_or_else(|| "default".to_owned()),
-        plan: params.plan,
-        format,
-        explain: false,
-        role: params.role.unwrap_or_else(|| "executor".to_owned()),
-        request_value: Some(params.request),
+/// The query options of a `request_context` call: the request as given,
+/// the tool's own fields over the engine's defaults.
+fn query_options(params: RequestContextParams, path: PathBuf) -> Result<QueryOptions, ToolFailure> {
+    let mut options = QueryOptions::new(path);
+    options.request = Some(params.request);
+    options.model = params.model;
+    options.under = params.under;
+    options.plan = params.plan;
+    if let Some(phase) = params.phase {
+        options.phase = phase.parse().map_err(|e| ToolFailure::Invalid(format!("--phase: {e}")))?;
     }
+    if let Some(role) = params.role {
+        options.role = crate::commands::context::parse_role("--role", &role)?;
+    }
+    if let Some(format) = params.format {
+        options.format = format.into();
+    }
+    Ok(options)
 }
 
 /// The structured part of a `request_context` result.
@@ -711,89 +617,6 @@ fn summary(run: &QueryRun) -> serde_json::Value {
     })
 }
 
-/// One commit, as `query_history` lists it.
-#[derive(Serialize)]
-struct CommitView {
-    id: String,
-    time: i64,
-    author: String,
-    subject: String,
-    paths: Vec<String>,
-}
-
-#[derive(Serialize)]
-struct History {
-    decisions: Option<agents_acms::retrieval::PlanContext>,
-    commits: Vec<CommitView>,
-    revisions: Vec<agents_store::UkoNodeRecord>,
-}
-
-fn history(state: &State, path: &Path, params: &QueryHistoryParams) -> Result<History, ToolFailure> {
-    let decisions = match &params.plan {
-        Some(plan) => Some(state.engine.plan_context(plan).map_err(|e| ToolFailure::Invalid(e.to_string()))?),
-        None => None,
-    };
-    let dir = agents_acms::projects::canonical_dir(path).map_err(|e| ToolFailure::Invalid(e.to_string()))?;
-    let limit = params.limit.unwrap_or(20).max(1);
-    let mut commits = Vec::new();
-    if let Some(git) =
-        agents_search::history::GitHistory::discover(&dir).map_err(|e| ToolFailure::Failed(e.to_string()))?
-    {
-        // Enough of the history to find `limit` commits touching the file.
-        let scan = if params.file.is_some() { limit * 50 } else { limit };
-        for c in git.commits(scan).map_err(|e| ToolFailure::Failed(e.to_string()))? {
-            let touches = |p: &String| match &params.file {
-                Some(file) => p == file || p.starts_with(&format!("{}/", file.trim_end_matches('/'))),
-                None => true,
-            };
-            if !c.paths.iter().any(touches) {
-                continue;
-            }
-            commits.push(CommitView {
-                subject: c.message.lines().next().unwrap_or_default().to_owned(),
-                id: c.id,
-                time: c.time,
-                author: c.author,
-                paths: c.paths,
-            });
-            if commits.len() >= limit {
-                break;
-            }
-        }
-    }
-    let mut revisions = Vec::new();
-    if let Some(node) = &params.node {
-        let resource = state
-            .engine
-            .projects()
-            .resource_containing(&dir)
-            .map_err(|e| ToolFailure::Failed(e.to_string()))?
-            .ok_or_else(|| ToolFailure::Invalid(format!("{}: not inside an indexed resource", dir.display())))?;
-        let index = state
-            .engine
-            .indexing()
-            .get_index_status(&resource.resource_id)
-            .map_err(|e| ToolFailure::Failed(e.to_string()))?
-            .ok_or_else(|| ToolFailure::Invalid(format!("{}: not indexed yet", dir.display())))?;
-        let store = state.engine.store();
-        let uris: Vec<String> = if node.starts_with("uko://") {
-            vec![node.clone()]
-        } else {
-            store
-                .uko_find(&index.index_id, node)
-                .map_err(|e| ToolFailure::Failed(e.to_string()))?
-                .into_iter()
-                .map(|n| n.node.uri)
-                .collect()
-        };
-        for uri in uris {
-            revisions
-                .extend(store.uko_revisions(&index.index_id, &uri).map_err(|e| ToolFailure::Failed(e.to_string()))?);
-        }
-    }
-    Ok(History { decisions, commits, revisions })
-}
-
 /// `agents mcp`: serves until the client closes stdin. With `watch`, every
 /// linked resource whose project refreshes live is watched from the start.
 pub fn serve(settings: Settings, watch: bool, allow_roots: &[PathBuf]) -> anyhow::Result<()> {
@@ -809,7 +632,7 @@ pub fn serve(settings: Settings, watch: bool, allow_roots: &[PathBuf]) -> anyhow
             }
         }
     }
-    let budget = session::SessionBudget::default();
+    let budget = agents_engine::session::SessionBudget::default();
     let server = ContextServer::new(State { settings, engine, live, watch, root, roots, budget });
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {

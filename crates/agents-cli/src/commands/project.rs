@@ -1,7 +1,7 @@
 //! `agents project ...`: projects and their resources (`project context` lives
 //! in its own module).
 
-use agents_store::{Project, Resource};
+use agents_engine::{Project, Resource};
 use serde::Serialize;
 
 use crate::cli::ProjectCommand;

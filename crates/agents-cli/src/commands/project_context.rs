@@ -15,7 +15,7 @@ use agents_core::fragment::ContextTier;
 use agents_core::policy::{ContextView, Phase, ProjectContextPolicy};
 use agents_core::project_context::ProjectContextSettings;
 use agents_core::tier::{ActorRole, TierMetrics};
-use agents_store::Project;
+use agents_engine::Project;
 use serde::Serialize;
 
 use crate::cli::{ContextSetArgs, ProjectContextCommand};
@@ -27,16 +27,15 @@ pub fn run(settings: &Settings, cmd: ProjectContextCommand) -> anyhow::Result<()
         return crate::commands::query::simulate(settings, &project, *query);
     }
     let engine = settings.engine()?;
-    let store = engine.store();
     let printer = settings.printer;
     match cmd {
         ProjectContextCommand::Set(args) => {
             let project = engine.projects().get(&args.project)?;
             let phase = parse_phase("--view", &args.view)?;
-            let (policy, stored) = stored_or_default(&project, store.project_context(&project.project_id)?)?;
+            let (policy, stored) = stored_or_default(&project, engine.project_context(&project)?)?;
             let policy = apply_view(policy, phase, &args)?;
             let context_settings = apply_settings(stored, &args)?;
-            store.set_project_context(&project.project_id, &policy, &context_settings)?;
+            engine.set_project_context(&project, &policy, &context_settings)?;
             let report = ContextReport::new(&project, &policy, &context_settings, &Phase::ALL)
                 .with_acms(engine.config().config(), engine.pipeline());
             printer.emit(&report, || format!("Updated the context of project {}\n\n{}", project.name, report.render()))
@@ -47,7 +46,7 @@ pub fn run(settings: &Settings, cmd: ProjectContextCommand) -> anyhow::Result<()
                 Some(view) => vec![parse_phase("--view", &view)?],
                 None => Phase::ALL.to_vec(),
             };
-            let (policy, context_settings) = stored_or_default(&project, store.project_context(&project.project_id)?)?;
+            let (policy, context_settings) = stored_or_default(&project, engine.project_context(&project)?)?;
             let report = ContextReport::new(&project, &policy, &context_settings, &phases)
                 .with_acms(engine.config().config(), engine.pipeline());
             printer.emit(&report, || report.render())
@@ -340,7 +339,7 @@ impl Inspection {
             .into_iter()
             .map(|role| (role, view.visible_to(role).map(|f| f.fragment_id().to_owned()).collect()))
             .collect();
-        let project_budget = engine.store().project_context(&project.project_id)?.map(|(_, s)| {
+        let project_budget = engine.project_context(project)?.map(|(_, s)| {
             agents_core::tier::TierBudget::new(s.hot_max_tokens(), s.warm_max_decisions(), s.cold_max_decisions())
         });
         Ok(Inspection {

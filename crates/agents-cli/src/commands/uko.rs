@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use agents_core::request::Depth;
+use agents_engine::UkoNodeRecord;
 use agents_engine::{Engine, IndexMode, IndexOutcome};
-use agents_store::UkoNodeRecord;
 use agents_uko::ontology::Ontology;
-use agents_uko::rdf::{RdfEdge, RdfNode, UkoGraph};
+use agents_uko::rdf::UkoGraph;
 use anyhow::Context;
 use serde::Serialize;
 
@@ -33,7 +33,7 @@ pub fn run(settings: &Settings, cmd: UkoCommand) -> anyhow::Result<()> {
         UkoCommand::Stats { path } => {
             let engine = settings.engine()?;
             let outcome = refresh(settings, &engine, &path)?;
-            let stats = engine.store().uko_stats(&outcome.index.metadata.index_id)?;
+            let stats = engine.uko_stats(&outcome)?;
             printer.emit(&stats, || render_stats(&stats))
         }
         UkoCommand::Show { target, depth, history, path } => {
@@ -63,7 +63,7 @@ pub fn run(settings: &Settings, cmd: UkoCommand) -> anyhow::Result<()> {
             let turtle = graph.to_turtle()?;
             match output {
                 Some(file) => {
-                    agents_store::atomic_write(&file, turtle.as_bytes())
+                    agents_engine::services::write_file(&file, &turtle)
                         .with_context(|| format!("cannot write {}", file.display()))?;
                     let view = serde_json::json!({ "path": file.display().to_string(), "triples": graph.len() });
                     printer.emit(&view, || format!("Wrote {} triples to {}", graph.len(), file.display()))
@@ -141,7 +141,7 @@ fn render_show(shown: &[ShowView], total: usize) -> String {
     out
 }
 
-fn render_stats(stats: &agents_store::UkoStatsRows) -> String {
+fn render_stats(stats: &agents_engine::services::UkoStatsRows) -> String {
     use crate::output::{table, thousands};
     use std::collections::BTreeMap;
     let mut nodes: BTreeMap<&str, u64> = BTreeMap::new();
@@ -178,61 +178,5 @@ fn render_stats(stats: &agents_store::UkoStatsRows) -> String {
 /// The stored graph of the resource holding `path`, as RDF.
 fn build_graph(settings: &Settings, engine: &Engine, path: &Path, history: bool) -> anyhow::Result<UkoGraph> {
     let outcome = refresh(settings, engine, path)?;
-    let index_id = &outcome.index.metadata.index_id;
-    let resource_id = &outcome.resource.resource_id;
-    let store = engine.store();
-    let nodes = store.uko_all_nodes(index_id)?;
-    let mut rdf_nodes: Vec<RdfNode> = Vec::with_capacity(nodes.len());
-    for n in &nodes {
-        if !history {
-            rdf_nodes.push(rdf_node(n, resource_id));
-            continue;
-        }
-        // The current node keeps its URI; retired revisions get `~rev<id>`,
-        // and each revision points at the one it replaced.
-        let revisions = store.uko_revisions(index_id, &n.node.uri)?;
-        let uri_of = |r: &UkoNodeRecord| {
-            if r.is_current { r.node.uri.clone() } else { format!("{}~rev{}", r.node.uri, r.node_id) }
-        };
-        let by_id: std::collections::HashMap<i64, String> = revisions.iter().map(|r| (r.node_id, uri_of(r))).collect();
-        for rev in &revisions {
-            let mut node = rdf_node(rev, resource_id);
-            node.uri = uri_of(rev);
-            node.revision_of = rev.revision_of.and_then(|id| by_id.get(&id).cloned());
-            rdf_nodes.push(node);
-        }
-    }
-    let edges: Vec<RdfEdge> = store
-        .uko_all_refs(index_id)?
-        .into_iter()
-        .map(|r| RdfEdge {
-            from_uri: r.from_uri,
-            property: if r.kind == "mentions" { "uko:references" } else { "uko:dependsOn" },
-            external: r.resolved_uri.is_none().then(|| r.target.clone()),
-            to_uri: r.resolved_uri,
-            kind: r.kind,
-        })
-        .collect();
-    Ok(UkoGraph::build(&rdf_nodes, &edges, Some(Ontology::builtin_ttl()))?)
-}
-
-fn rdf_node(n: &UkoNodeRecord, resource_id: &str) -> RdfNode {
-    let kind = agents_uko::model::NodeKind::parse(&n.node.kind).unwrap_or(agents_uko::model::NodeKind::File);
-    RdfNode {
-        uri: n.node.uri.clone(),
-        class_curie: kind.curie().to_string(),
-        name: n.node.name.clone(),
-        symbol_path: n.node.symbol_path.clone(),
-        resource_id: resource_id.to_string(),
-        path: n.node.path.clone(),
-        source_range: format!("{}:{}-{}:{}", n.node.start_line, n.node.start_col, n.node.end_line, n.node.end_col),
-        language: n.node.language.clone(),
-        signature: n.node.signature.clone(),
-        summary: n.node.doc.as_deref().and_then(|d| d.lines().find(|l| !l.trim().is_empty())).map(str::to_string),
-        valid_from: n.valid_from.clone(),
-        valid_until: n.valid_until.clone(),
-        is_current: n.is_current,
-        revision_of: None,
-        parent_uri: n.node.parent_uri.clone(),
-    }
+    Ok(engine.uko_rdf(&outcome, history)?)
 }

@@ -29,17 +29,23 @@ use agents_akms::vault::Layout;
 /// The strategy's registered name.
 pub const KNOWLEDGE_GRAPH: &str = "knowledge-graph";
 /// The role whose profile the query uses.
-const ROLE: &str = "implementer";
+const ROLE: &str = super::DEFAULT_ROLE;
 
 /// See the module documentation.
 pub struct KnowledgeGraphStrategy {
-    /// The global vault (for node bodies); `None`: the repository's config says.
-    global_vault: Option<PathBuf>,
+    /// The global vault as configured (`global-vault`, `$AKMS_GLOBAL_VAULT`),
+    /// unexpanded; `None`: the repository's config says, else the default.
+    /// Resolved by [`super::resolve_global_vault`], as `agents knowledge` does.
+    global_vault: Option<String>,
+    /// The user's home folder, for `~`.
+    user_home: Option<PathBuf>,
 }
 
 impl KnowledgeGraphStrategy {
-    pub fn new(global_vault: Option<PathBuf>) -> KnowledgeGraphStrategy {
-        KnowledgeGraphStrategy { global_vault }
+    /// The strategy reading node bodies from the global vault `global_vault`
+    /// (as configured, unexpanded) with `~` standing for `user_home`.
+    pub fn new(global_vault: Option<String>, user_home: Option<PathBuf>) -> KnowledgeGraphStrategy {
+        KnowledgeGraphStrategy { global_vault, user_home }
     }
 
     /// The compiled graph under the layout's repository, if any (parsed once
@@ -49,16 +55,10 @@ impl KnowledgeGraphStrategy {
         CompiledGraph::load(&layout.graph_json()).ok()
     }
 
-    fn layout(&self, root: &Path) -> Layout {
+    pub(crate) fn layout(&self, root: &Path) -> Layout {
         let mut layout = Layout::new(root, PathBuf::new());
-        layout.global_vault = match &self.global_vault {
-            Some(vault) => vault.clone(),
-            None => agents_akms::read_config(&layout)
-                .ok()
-                .and_then(|c| c.global_vault)
-                .map(|v| agents_akms::vault::expand_home(&v, None))
-                .unwrap_or_default(),
-        };
+        layout.global_vault =
+            super::resolve_global_vault(&layout, self.global_vault.as_deref(), self.user_home.as_deref()).path;
         layout
     }
 }

@@ -1,4 +1,6 @@
-//! The context budget of one MCP session: what `get_context_budget` reports.
+//! The context budget of one agent session (an MCP server's life): what its
+//! `get_context_budget` reports, and what every delivered context spends
+//! ([`Engine::record_run`], [`Engine::session_budget`]).
 //!
 //! A session's budget is sized once, by the first `get_context_budget` that
 //! names a `model` or `max_tokens`, or else by the first `request_context`
@@ -14,16 +16,18 @@
 use std::sync::Mutex;
 
 use agents_core::fragment::AssembledContext;
-use agents_engine::BudgetDerivation;
+use agents_core::tokens::TokenCounter as _;
 use serde::Serialize;
 
+use crate::{BudgetDerivation, Engine, EngineError, QueryRun};
+
 /// The session's budget and what it has spent.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct SessionBudget {
     inner: Mutex<Inner>,
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Inner {
     size: Option<(u64, BudgetDerivation)>,
     used: u64,
@@ -74,15 +78,76 @@ impl SessionBudget {
     /// The report, with `threshold` as the refresh threshold; `None` until sized.
     pub fn report(&self, threshold: f64) -> Option<BudgetReport> {
         let inner = self.lock();
-        let (available, derivation) = inner.size.clone()?;
-        let remaining = available.saturating_sub(inner.used);
-        Some(BudgetReport {
+        let size = inner.size.clone()?;
+        Some(inner.report(size, threshold))
+    }
+}
+
+impl Inner {
+    /// The report for a budget of `size`.
+    fn report(&self, (available, derivation): (u64, BudgetDerivation), threshold: f64) -> BudgetReport {
+        let remaining = available.saturating_sub(self.used);
+        BudgetReport {
             available_tokens: available,
-            used_tokens: inner.used,
+            used_tokens: self.used,
             remaining_tokens: remaining,
-            requests: inner.requests,
-            needs_refresh: inner.last.as_ref().is_some_and(|last| last.needs_refresh(remaining, threshold)),
+            requests: self.requests,
+            needs_refresh: self.last.as_ref().is_some_and(|last| last.needs_refresh(remaining, threshold)),
             derivation,
+        }
+    }
+}
+
+/// What `get_context_budget` returns: the session's report and the
+/// settings that go with it.
+#[derive(Debug, Serialize)]
+pub struct BudgetStatus {
+    #[serde(flatten)]
+    pub report: BudgetReport,
+    /// `context.budget.min-useful-budget`.
+    pub min_useful_budget: usize,
+    /// `context.budget.refresh-threshold`.
+    pub refresh_threshold: f64,
+    /// `context.budget.skeleton-ratio`.
+    pub skeleton_ratio: f64,
+}
+
+impl Engine {
+    /// Records a delivered run in `session`: spends the tokens of its text,
+    /// sizing the budget first (from `model`) when nothing sized it yet.
+    pub fn record_run(&self, session: &SessionBudget, model: Option<&str>, run: &QueryRun) {
+        if !session.is_sized()
+            && let Ok((budget, derivation)) = self.budget(model, None)
+        {
+            session.resize(budget.available_tokens(), derivation);
+        }
+        session.spend(self.tokenizer.count(&run.text) as u64, &run.assembly.context);
+    }
+
+    /// The session's budget: sized (or resized) from `model` and
+    /// `max_tokens` when either is given or nothing sized it yet.
+    pub fn session_budget(
+        &self,
+        session: &SessionBudget,
+        model: Option<&str>,
+        max_tokens: Option<u64>,
+    ) -> Result<BudgetStatus, EngineError> {
+        let config = &self.config.config().context.budget;
+        let mut inner = session.lock();
+        let size = match inner.size.clone() {
+            Some(size) if model.is_none() && max_tokens.is_none() => size,
+            _ => {
+                let (budget, derivation) = self.budget(model, max_tokens)?;
+                (budget.available_tokens(), derivation)
+            }
+        };
+        inner.size = Some(size.clone());
+        let report = inner.report(size, config.refresh_threshold);
+        Ok(BudgetStatus {
+            report,
+            min_useful_budget: config.min_useful_budget,
+            refresh_threshold: config.refresh_threshold,
+            skeleton_ratio: config.skeleton_ratio,
         })
     }
 }
