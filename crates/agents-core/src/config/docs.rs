@@ -1,6 +1,7 @@
 //! The one-line description of every key, and the commented default file
 //! `agents config init` writes.
 
+use super::components::PipelineComponent;
 use super::layering::{dotted, key_segment};
 use super::schema::Config;
 
@@ -48,7 +49,8 @@ fn render_table(out: &mut String, path: &mut Vec<String>, table: &toml::Table) {
     }
 }
 
-/// One line on each key; `*` matches any model name.
+/// One line on each key; `*` matches any model name or phase. The keys of
+/// `[context.pipeline]` are described by [`PipelineComponent::description`].
 const KEY_DOCS: &[(&str, &str)] = &[
     ("global-vault", "directory of the global knowledge vault shared by every project (unset by default)"),
     ("context.budget.min-useful-budget", "smallest budget worth assembling context for, in tokens"),
@@ -71,16 +73,6 @@ const KEY_DOCS: &[(&str, &str)] = &[
     ("context.file.max-size", "largest single file taken into context, in bytes (1 MB)"),
     ("context.file.max-total-size", "largest total of files taken into context, in bytes (50 MB)"),
     ("context.hot.max-tokens", "hot tier token budget"),
-    ("context.pipeline.budget-allocator", "distributes the budget across the selected strategies"),
-    ("context.pipeline.budget-packer", "fits scored fragments into the budget"),
-    ("context.pipeline.detail-depth-resolver", "picks one detail depth when a node appears at several"),
-    ("context.pipeline.fragment-deduplicator", "removes duplicate fragments"),
-    ("context.pipeline.fragment-orderer", "orders packed fragments for coherence"),
-    ("context.pipeline.fragment-scorer", "computes the composite fragment score"),
-    ("context.pipeline.preamble-generator", "writes the provenance summary before the context"),
-    ("context.pipeline.skeleton-compressor", "compresses parent plan context into a skeleton"),
-    ("context.pipeline.strategy-executor", "runs the selected strategies"),
-    ("context.pipeline.strategy-selector", "decides which strategies to invoke"),
     ("context.query.min-relevance", "candidates whose relevance (0 to 1) is below this are not packed"),
     ("context.phases.*.strategies", "preferred strategies of this plan phase (empty: the registry chooses)"),
     ("context.phases.*.depth", "depth a query of this phase starts from, 0-9 or a level name (unset: the command's)"),
@@ -117,7 +109,16 @@ const SECTION_DOCS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The doc of the key at `path`: from [`KEY_DOCS`], or for
+/// `context.pipeline.<key>` from the [`PipelineComponent`] table.
 fn describe(path: &[impl AsRef<str>]) -> &'static str {
+    if let [context, pipeline, key] = path
+        && context.as_ref() == "context"
+        && pipeline.as_ref() == "pipeline"
+        && let Ok(component) = key.as_ref().parse::<PipelineComponent>()
+    {
+        return component.description();
+    }
     lookup(KEY_DOCS, path).unwrap_or("")
 }
 
@@ -166,5 +167,16 @@ mod tests {
             let prefix_matches = |key: &Vec<String>| (1..=key.len()).any(|len| lookup(&[*doc], &key[..len]).is_some());
             assert!(keys.iter().any(prefix_matches), "{} documents no key", doc.0);
         }
+    }
+
+    #[test]
+    fn the_configuration_reference_lists_every_pipeline_component() {
+        let reference = include_str!("../../../../docs/configuration.md");
+        for component in PipelineComponent::ALL {
+            let row = format!("| `context.pipeline.{component}` | `\"default\"` | {} |", component.description());
+            assert!(reference.contains(&row), "docs/configuration.md lacks the row {row}");
+        }
+        let rows = reference.lines().filter(|line| line.starts_with("| `context.pipeline.")).count();
+        assert_eq!(rows, PipelineComponent::ALL.len(), "a row for each component, and no other");
     }
 }

@@ -23,15 +23,21 @@
 //!
 //! The module is split by concern: `schema` holds the typed settings and
 //! their defaults, `layering` merges the layers and records origins,
-//! `validation` holds the range checks and [`ConfigError`] and `docs` the
-//! description of every key.
+//! `validation` holds the range checks and [`ConfigError`], `docs` the
+//! description of every key, and `components` the table of the ten pipeline
+//! components that `[context.pipeline]`, the key docs, the pipeline builder
+//! and the assembly trace all read.
 
+mod components;
 mod docs;
 mod layering;
+mod names;
 mod schema;
 mod validation;
 
+pub use components::PipelineComponent;
 pub use layering::{ConfigEntry, Origin, ResolvedConfig};
+pub use names::UnknownName;
 pub use schema::*;
 pub use validation::{ConfigError, Place, Position};
 

@@ -6,6 +6,7 @@ use std::fmt;
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::components::PipelineComponent;
 use crate::tokens::{Encoding, Tokenizer, TokenizerImpl};
 
 /// The whole configuration, as `config.toml` spells it.
@@ -298,7 +299,8 @@ impl Default for BudgetConfig {
 
 /// `[context.pipeline]`: the implementation of each of the ten pipeline
 /// components; `"default"` is the built-in one. A key that names no component
-/// is an error.
+/// is an error. The fields are the [`PipelineComponent`] table's keys (a test
+/// holds them to it); read them by component with [`PipelineConfig::get`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct PipelineConfig {
@@ -315,20 +317,26 @@ pub struct PipelineConfig {
 }
 
 impl PipelineConfig {
-    /// Every component as `(key, implementation)`, in pipeline order.
+    /// The implementation chosen for `component`.
+    pub fn get(&self, component: PipelineComponent) -> &str {
+        match component {
+            PipelineComponent::StrategySelector => &self.strategy_selector,
+            PipelineComponent::BudgetAllocator => &self.budget_allocator,
+            PipelineComponent::StrategyExecutor => &self.strategy_executor,
+            PipelineComponent::FragmentDeduplicator => &self.fragment_deduplicator,
+            PipelineComponent::DetailDepthResolver => &self.detail_depth_resolver,
+            PipelineComponent::FragmentScorer => &self.fragment_scorer,
+            PipelineComponent::BudgetPacker => &self.budget_packer,
+            PipelineComponent::FragmentOrderer => &self.fragment_orderer,
+            PipelineComponent::PreambleGenerator => &self.preamble_generator,
+            PipelineComponent::SkeletonCompressor => &self.skeleton_compressor,
+        }
+    }
+
+    /// Every component as `(key, implementation)`, in the order of
+    /// [`PipelineComponent::ALL`].
     pub fn components(&self) -> [(&'static str, &str); 10] {
-        [
-            ("strategy-selector", &self.strategy_selector),
-            ("budget-allocator", &self.budget_allocator),
-            ("strategy-executor", &self.strategy_executor),
-            ("fragment-deduplicator", &self.fragment_deduplicator),
-            ("detail-depth-resolver", &self.detail_depth_resolver),
-            ("fragment-scorer", &self.fragment_scorer),
-            ("budget-packer", &self.budget_packer),
-            ("fragment-orderer", &self.fragment_orderer),
-            ("preamble-generator", &self.preamble_generator),
-            ("skeleton-compressor", &self.skeleton_compressor),
-        ]
+        PipelineComponent::ALL.map(|component| (component.key(), self.get(component)))
     }
 }
 
@@ -605,6 +613,18 @@ mod tests {
         let defaults = ResolvedConfig::default();
         for (component, _) in defaults.config().context.pipeline.components() {
             assert_eq!(value_of(&defaults, &format!("context.pipeline.{component}")), "default");
+        }
+        // The fields serde reads and writes are the table's keys, in its order.
+        let table = toml::Table::try_from(PipelineConfig::default()).unwrap();
+        let keys: Vec<&str> = table.keys().map(String::as_str).collect();
+        let mut expected = PipelineComponent::ALL.map(PipelineComponent::key);
+        expected.sort_unstable();
+        assert_eq!(keys, expected, "toml tables are sorted by key");
+        for component in PipelineComponent::ALL {
+            let mut resolved = ResolvedConfig::default();
+            let key = format!("context.pipeline.{component}");
+            resolved.set_override(&key, "\"mine\"", Origin::Flag("--set".into())).unwrap();
+            assert_eq!(resolved.config().context.pipeline.get(component), "mine", "{key}");
         }
         let mut resolved = resolve("[context.pipeline]\nbudget-packer = \"knapsack\"\n");
         assert_eq!(resolved.config().context.pipeline.budget_packer, "knapsack");
