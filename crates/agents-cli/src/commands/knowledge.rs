@@ -361,8 +361,8 @@ fn print_tags(settings: &Settings, report: &TagsReport) -> anyhow::Result<()> {
 
 /// The directory of the repository's knowledge search index.
 pub(crate) fn knowledge_index(settings: &Settings, layout: &Layout) -> PathBuf {
-    let kind = &settings.config.config().context.backends.text;
-    agents_akms::search::index_dir(&settings.home.root().join("search"), &layout.repo_root).join(kind)
+    let kind = settings.config.config().context.backends.text;
+    agents_akms::search::index_dir(&settings.home.root().join("search"), &layout.repo_root).join(kind.as_str())
 }
 
 /// Takes the repository's knowledge lock, for a command that writes its
@@ -408,7 +408,7 @@ pub(crate) fn index_knowledge(
 fn index_graph(settings: &Settings, layout: &Layout, graph: &serde_json::Value) -> anyhow::Result<usize> {
     let docs = agents_akms::search::documents(layout, graph);
     let dir = knowledge_index(settings, layout);
-    let kind = &settings.config.config().context.backends.text;
+    let kind = settings.config.config().context.backends.text;
     agents_akms::search::rebuild_index(&dir, kind, &docs)?;
     Ok(docs.len())
 }
@@ -426,7 +426,7 @@ struct Passage {
 fn search(settings: &Settings, repo: Option<&Path>, text: &str, nodes: &[String], limit: usize) -> anyhow::Result<()> {
     let (layout, _) = resolve(settings, repo)?;
     let dir = knowledge_index(settings, &layout);
-    let kind = &settings.config.config().context.backends.text;
+    let kind = settings.config.config().context.backends.text;
     // Read-only: no lock, no index writer; any number of searches at once.
     let run = |backend: &dyn agents_search::TextBackend| {
         // Scoped to a node set: search deep enough that the set's best survive.

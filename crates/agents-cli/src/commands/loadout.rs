@@ -71,7 +71,7 @@ pub struct Context {
     graph_version: String,
     tokenizer: Tokenizer,
     index_dir: PathBuf,
-    text_kind: String,
+    text_kind: agents_search::TextBackendKind,
     docs: BTreeMap<String, agents_search::TextDoc>,
     backend: Option<Box<dyn agents_search::TextBackend>>,
     /// The embedding model, when one is configured and present.
@@ -120,7 +120,7 @@ impl Context {
             global_vault,
             graph_version: loadout::graph_version(&bytes),
             index_dir: knowledge_index(settings, &layout),
-            text_kind: settings.config.config().context.backends.text.clone(),
+            text_kind: settings.config.config().context.backends.text,
             docs,
             backend: None,
             layout,
@@ -135,7 +135,7 @@ impl Context {
     /// index is missing.
     fn search(&mut self) -> anyhow::Result<Option<&dyn agents_search::TextBackend>> {
         if self.backend.is_none() {
-            match agents_akms::search::open_index(&self.index_dir, &self.text_kind)? {
+            match agents_akms::search::open_index(&self.index_dir, self.text_kind)? {
                 Some(backend) => self.backend = Some(backend),
                 None => return Ok(None),
             }

@@ -220,10 +220,7 @@ impl PhaseDefaults {
         Some(PhaseDefaults {
             strategies: defaults.strategies.iter().filter(|s| enabled.contains(s)).cloned().collect(),
             depth: defaults.depth.clone(),
-            tiers: agents_core::fragment::ContextTier::ALL
-                .into_iter()
-                .filter(|t| defaults.tiers.iter().any(|name| name == t.as_str()))
-                .collect(),
+            tiers: agents_core::fragment::ContextTier::ALL.into_iter().filter(|t| defaults.tiers.contains(t)).collect(),
         })
     }
 }

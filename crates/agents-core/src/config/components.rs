@@ -2,12 +2,7 @@
 //! `context.pipeline.<key>` keys: the one table that the configuration, the key
 //! docs, the pipeline builder and the assembly trace all read.
 
-use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-use super::names::UnknownName;
+use super::names::closed_set;
 
 /// One of the ten pipeline components, chosen by name from
 /// `context.pipeline.<key>`. [`PipelineComponent::ALL`] lists them in the
@@ -86,35 +81,7 @@ impl PipelineComponent {
     }
 }
 
-impl fmt::Display for PipelineComponent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.key())
-    }
-}
-
-impl FromStr for PipelineComponent {
-    type Err = UnknownName;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        PipelineComponent::ALL
-            .into_iter()
-            .find(|component| component.key() == name)
-            .ok_or_else(|| UnknownName::new("pipeline component", name, PipelineComponent::ALL.map(|c| c.key())))
-    }
-}
-
-impl Serialize for PipelineComponent {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.key())
-    }
-}
-
-impl<'de> Deserialize<'de> for PipelineComponent {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(deserializer)?;
-        name.parse().map_err(serde::de::Error::custom)
-    }
-}
+closed_set!(PipelineComponent, "pipeline component", key);
 
 #[cfg(test)]
 mod tests {

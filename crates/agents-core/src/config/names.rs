@@ -1,5 +1,6 @@
-//! The error of parsing a name that must be one of a closed set (a pipeline
-//! component, a text backend, a tier), shared by the settings' enums.
+//! Names that must be one of a closed set (a pipeline component, a search
+//! backend): the error of parsing one, and [`closed_set!`], which gives such an
+//! enum `Display`, `FromStr` and serde through its one table of names.
 
 use std::fmt;
 
@@ -31,6 +32,45 @@ fn expected(known: &[&str]) -> impl fmt::Display {
         many => format!("one of {}", many.join(", ")),
     }
 }
+
+/// Implements `Display`, `FromStr` (failing with [`UnknownName`]) and serde
+/// (as the name) for an enum with `const ALL: [Self; N]` and a
+/// `const fn $name(self) -> &'static str`, so the names are written once.
+macro_rules! closed_set {
+    ($type:ty, $what:literal, $name:ident) => {
+        impl ::std::fmt::Display for $type {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.$name())
+            }
+        }
+
+        impl ::std::str::FromStr for $type {
+            type Err = $crate::config::UnknownName;
+
+            fn from_str(name: &str) -> Result<Self, Self::Err> {
+                <$type>::ALL
+                    .into_iter()
+                    .find(|value| value.$name() == name)
+                    .ok_or_else(|| $crate::config::UnknownName::new($what, name, <$type>::ALL.map(<$type>::$name)))
+            }
+        }
+
+        impl ::serde::Serialize for $type {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.$name())
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $type {
+            fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let name = <String as ::serde::Deserialize>::deserialize(deserializer)?;
+                name.parse().map_err(::serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+pub(crate) use closed_set;
 
 #[cfg(test)]
 mod tests {

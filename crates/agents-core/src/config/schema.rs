@@ -7,6 +7,8 @@ use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::components::PipelineComponent;
+use super::names::closed_set;
+use crate::fragment::ContextTier;
 use crate::tokens::{Encoding, Tokenizer, TokenizerImpl};
 
 /// The whole configuration, as `config.toml` spells it.
@@ -56,21 +58,24 @@ pub struct PhasesConfig {
 
 impl Default for PhasesConfig {
     fn default() -> Self {
-        let tiers = |names: &[&str]| names.iter().map(|t| (*t).to_owned()).collect();
         PhasesConfig {
             // Full context: walk the graph and search by meaning.
             strategize: PhaseConfig {
                 strategies: vec!["breadth-depth-navigator".to_owned(), "semantic-embedding".to_owned()],
                 depth: None,
-                tiers: tiers(&["hot", "warm", "cold"]),
+                tiers: vec![ContextTier::Hot, ContextTier::Warm, ContextTier::Cold],
             },
             // Focused on the task: the registry chooses; no archived entries.
-            execute: PhaseConfig { strategies: Vec::new(), depth: None, tiers: tiers(&["hot", "warm"]) },
+            execute: PhaseConfig {
+                strategies: Vec::new(),
+                depth: None,
+                tiers: vec![ContextTier::Hot, ContextTier::Warm],
+            },
             // Minimal: signatures, and only the hot tier's entries.
             apply: PhaseConfig {
                 strategies: Vec::new(),
                 depth: Some(crate::request::Depth::named("SIGNATURES").expect("a valid level name")),
-                tiers: tiers(&["hot"]),
+                tiers: vec![ContextTier::Hot],
             },
         }
     }
@@ -99,16 +104,12 @@ pub struct PhaseConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub depth: Option<crate::request::Depth>,
     /// Tiers whose context entries join the assembly: `hot`, `warm`, `cold`.
-    pub tiers: Vec<String>,
+    pub tiers: Vec<ContextTier>,
 }
 
 impl Default for PhaseConfig {
     fn default() -> Self {
-        PhaseConfig {
-            strategies: Vec::new(),
-            depth: None,
-            tiers: vec!["hot".to_owned(), "warm".to_owned(), "cold".to_owned()],
-        }
+        PhaseConfig { strategies: Vec::new(), depth: None, tiers: ContextTier::ALL.to_vec() }
     }
 }
 
@@ -117,9 +118,9 @@ impl Default for PhaseConfig {
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct BackendsConfig {
     /// Full-text engine: `tantivy` or `fts5`.
-    pub text: String,
+    pub text: TextBackendKind,
     /// Vector engine: `local` (on disk beside the text index) or `none`.
-    pub vector: String,
+    pub vector: VectorBackendKind,
     /// Directory of the embedding model; empty means `$AGENTS_HOME/models/minilm-code-static`.
     pub embedding_model: String,
     /// From this many vectors up, searches use the HNSW graph instead of an exact scan.
@@ -129,13 +130,62 @@ pub struct BackendsConfig {
 impl Default for BackendsConfig {
     fn default() -> Self {
         BackendsConfig {
-            text: "tantivy".to_string(),
-            vector: "local".to_string(),
+            text: TextBackendKind::Tantivy,
+            vector: VectorBackendKind::Local,
             embedding_model: String::new(),
             ann_threshold: 50_000,
         }
     }
 }
+
+/// A full-text engine, `context.backends.text`; the search crate opens the
+/// index of the kind named here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TextBackendKind {
+    /// Tantivy: segment files in the index directory.
+    Tantivy,
+    /// SQLite FTS5: one `fts5.db` file in the index directory.
+    Fts5,
+}
+
+impl TextBackendKind {
+    /// Every text backend.
+    pub const ALL: [TextBackendKind; 2] = [TextBackendKind::Tantivy, TextBackendKind::Fts5];
+
+    /// The name that selects it, also the name of its index directory.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TextBackendKind::Tantivy => "tantivy",
+            TextBackendKind::Fts5 => "fts5",
+        }
+    }
+}
+
+closed_set!(TextBackendKind, "text backend", as_str);
+
+/// A vector engine, `context.backends.vector`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum VectorBackendKind {
+    /// Vectors on disk beside the text index (`local`).
+    Local,
+    /// No embeddings: the strategies that need vectors are unavailable (`none`).
+    Disabled,
+}
+
+impl VectorBackendKind {
+    /// Every vector backend.
+    pub const ALL: [VectorBackendKind; 2] = [VectorBackendKind::Local, VectorBackendKind::Disabled];
+
+    /// The name that selects it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            VectorBackendKind::Local => "local",
+            VectorBackendKind::Disabled => "none",
+        }
+    }
+}
+
+closed_set!(VectorBackendKind, "vector backend", as_str);
 
 /// `[context.hot]`: the live working context.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -539,6 +589,7 @@ impl Config {
 mod tests {
     use crate::config::test_support::*;
     use crate::config::*;
+    use crate::fragment::ContextTier;
 
     #[test]
     fn defaults_match_the_spec_table() {
@@ -638,8 +689,8 @@ mod tests {
         let phases = &defaults.config().context.phases;
         assert_eq!(phases.of(crate::policy::Phase::Default), None, "the default phase has no defaults");
         assert_eq!(phases.strategize.strategies, ["breadth-depth-navigator", "semantic-embedding"]);
-        assert_eq!(phases.execute.tiers, ["hot", "warm"]);
-        assert_eq!(phases.apply.tiers, ["hot"]);
+        assert_eq!(phases.execute.tiers, [ContextTier::Hot, ContextTier::Warm]);
+        assert_eq!(phases.apply.tiers, [ContextTier::Hot]);
         assert_eq!(value_of(&defaults, "context.phases.apply.depth"), "SIGNATURES");
         let resolved = resolve("[context.phases.execute]\ndepth = 2\nstrategies = [\"arce\"]\n");
         assert_eq!(resolved.config().context.phases.execute.depth, Some(crate::request::Depth::level(2).unwrap()));
@@ -647,5 +698,35 @@ mod tests {
         let error = rejection("[context.phases.apply]\ntiers = [\"lukewarm\"]\n");
         assert!(error.contains("context.phases.apply.tiers") && error.contains("lukewarm"), "{error}");
         assert!(rejection("[context.phases.apply]\ndepth = 12\n").contains("depth"));
+    }
+
+    #[test]
+    fn backends_are_closed_sets_whose_errors_name_file_line_and_key() {
+        for kind in TextBackendKind::ALL {
+            assert_eq!(kind.as_str().parse::<TextBackendKind>(), Ok(kind));
+            assert_eq!(kind.to_string(), kind.as_str());
+        }
+        for kind in VectorBackendKind::ALL {
+            assert_eq!(kind.as_str().parse::<VectorBackendKind>(), Ok(kind));
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+        let error = "lucene".parse::<TextBackendKind>().unwrap_err();
+        assert_eq!(error.to_string(), "unknown text backend `lucene`, expected `tantivy` or `fts5`");
+        assert_eq!(
+            rejection("[context.backends]\ntext = \"lucene\"\n"),
+            "config.toml:2:8: context.backends.text: unknown text backend `lucene`, expected `tantivy` or `fts5`"
+        );
+        assert_eq!(
+            rejection("[context.backends]\nvector = \"qdrant\"\n"),
+            "config.toml:2:10: context.backends.vector: unknown vector backend `qdrant`, expected `local` or `none`"
+        );
+        let resolved = resolve("[context.backends]\ntext = \"fts5\"\nvector = \"none\"\n");
+        let backends = &resolved.config().context.backends;
+        assert_eq!((backends.text, backends.vector), (TextBackendKind::Fts5, VectorBackendKind::Disabled));
+        assert_eq!(value_of(&resolved, "context.backends.vector"), "none");
+        let error = ResolvedConfig::default()
+            .set_override("context.backends.text", "lucene", Origin::Flag("--set".into()))
+            .unwrap_err();
+        assert!(matches!(error, ConfigError::WrongType { .. }), "{error:?}");
     }
 }

@@ -99,18 +99,6 @@ pub(super) fn validate(config: &Config) -> Result<(), Violation> {
         ));
     }
     at_least_one("context.budget.min-useful-budget", context.budget.min_useful_budget)?;
-    if !["tantivy", "fts5"].contains(&context.backends.text.as_str()) {
-        return Err(violation(
-            "context.backends.text",
-            format!("must be `tantivy` or `fts5`, got `{}`", context.backends.text),
-        ));
-    }
-    if !["local", "none"].contains(&context.backends.vector.as_str()) {
-        return Err(violation(
-            "context.backends.vector",
-            format!("must be `local` or `none`, got `{}`", context.backends.vector),
-        ));
-    }
     at_least_one("context.executor.timeout-secs", context.executor.timeout_secs)?;
     at_least_one("context.executor.max-workers", context.executor.max_workers)?;
     at_least_one("context.executor.circuit-breaker-threshold", context.executor.circuit_breaker_threshold)?;
@@ -139,10 +127,9 @@ pub(super) fn validate(config: &Config) -> Result<(), Violation> {
     for phase in [crate::policy::Phase::Strategize, crate::policy::Phase::Execute, crate::policy::Phase::Apply] {
         let Some(defaults) = context.phases.of(phase) else { continue };
         names(&format!("context.phases.{phase}.strategies"), &defaults.strategies, "strategy")?;
-        let key = format!("context.phases.{phase}.tiers");
-        names(&key, &defaults.tiers, "tier")?;
-        if let Some(bad) = defaults.tiers.iter().find(|t| !["hot", "warm", "cold"].contains(&t.as_str())) {
-            return Err(violation(key, format!("unknown tier `{bad}`, expected hot, warm or cold")));
+        let tiers = &defaults.tiers;
+        if let Some(twice) = tiers.iter().enumerate().find_map(|(i, tier)| tiers[..i].contains(tier).then_some(tier)) {
+            return Err(violation(format!("context.phases.{phase}.tiers"), format!("names tier `{twice}` twice")));
         }
     }
 
