@@ -179,4 +179,18 @@ mod tests {
         let rows = reference.lines().filter(|line| line.starts_with("| `context.pipeline.")).count();
         assert_eq!(rows, PipelineComponent::ALL.len(), "a row for each component, and no other");
     }
+
+    #[test]
+    fn backend_docs_name_every_kind() {
+        let reference = include_str!("../../../../docs/configuration.md");
+        let row = |key: &str| reference.lines().find(|line| line.starts_with(&format!("| `{key}` |"))).unwrap_or("");
+        for kind in TextBackendKind::ALL {
+            assert!(describe(&["context", "backends", "text"]).contains(kind.as_str()), "{kind}");
+            assert!(row("context.backends.text").contains(&format!("`{kind}`")), "{kind}");
+        }
+        for kind in VectorBackendKind::ALL {
+            assert!(describe(&["context", "backends", "vector"]).contains(kind.as_str()), "{kind}");
+            assert!(row("context.backends.vector").contains(&format!("`{kind}`")), "{kind}");
+        }
+    }
 }

@@ -24,9 +24,10 @@
 //! The module is split by concern: `schema` holds the typed settings and
 //! their defaults, `layering` merges the layers and records origins,
 //! `validation` holds the range checks and [`ConfigError`], `docs` the
-//! description of every key, and `components` the table of the ten pipeline
+//! description of every key, `components` the table of the ten pipeline
 //! components that `[context.pipeline]`, the key docs, the pipeline builder
-//! and the assembly trace all read.
+//! and the assembly trace all read, and `names` the error of a name outside a
+//! closed set (a component, a backend).
 
 mod components;
 mod docs;
