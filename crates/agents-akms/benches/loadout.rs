@@ -36,7 +36,8 @@ fn main() {
         {
             let graph = agents_akms::CompiledGraph::load(&layout.graph_json()).expect("graph.json");
             let docs = agents_akms::search::documents(&layout, &graph);
-            let mut backend = agents_search::open_text_backend("tantivy", &index).expect("a text index");
+            let mut backend = agents_search::open_text_backend(agents_search::TextBackendKind::Tantivy, &index)
+                .expect("a text index");
             backend.upsert(&docs).expect("indexed");
             backend.commit().expect("committed");
         }
@@ -69,7 +70,9 @@ fn phase(layout: &Layout, index: Option<&Path>, tokenizer: &Tokenizer) {
     let config = agents_akms::read_config(layout).expect("config");
     let docs: BTreeMap<String, agents_search::TextDoc> =
         agents_akms::search::documents(layout, &graph).into_iter().map(|d| (d.id.clone(), d)).collect();
-    let backend = index.map(|dir| agents_search::open_text_backend("tantivy", dir).expect("the index opens"));
+    let backend = index.map(|dir| {
+        agents_search::open_text_backend(agents_search::TextBackendKind::Tantivy, dir).expect("the index opens")
+    });
     for i in 0..TASKS {
         let tags = vec![format!("tag-{i}")];
         let subgraph = agents_akms::query::query(&graph, &config, "implementer", &tags).expect("a query");

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::graph::CompiledGraph;
 use agents_search::vector::Embedder;
-use agents_search::{SearchError, SearchFilter, TextBackend, TextDoc};
+use agents_search::{SearchError, SearchFilter, TextBackend, TextBackendKind, TextDoc};
 
 use crate::bounded;
 use crate::config::LimitsConfig;
@@ -130,7 +130,7 @@ const CURRENT: &str = "CURRENT";
 /// of `dir` (older generations, what a killed rebuild left, an index of the
 /// old in-place layout) is removed. The caller holds the repository's
 /// knowledge lock, so rebuilds never race.
-pub fn rebuild_index(dir: &Path, kind: &str, docs: &[TextDoc]) -> Result<(), SearchError> {
+pub fn rebuild_index(dir: &Path, kind: TextBackendKind, docs: &[TextDoc]) -> Result<(), SearchError> {
     let io = |action: &'static str, path: &Path| {
         let path = path.to_path_buf();
         move |source| SearchError::Io { path, action, source }
@@ -169,7 +169,7 @@ pub fn rebuild_index(dir: &Path, kind: &str, docs: &[TextDoc]) -> Result<(), Sea
 /// the generation being opened makes the open retry on the new one; an
 /// index that is there but cannot be read is an error. A reader that may
 /// run beside a rebuild searches through [`with_index`].
-pub fn open_index(dir: &Path, kind: &str) -> Result<Option<Box<dyn TextBackend>>, SearchError> {
+pub fn open_index(dir: &Path, kind: TextBackendKind) -> Result<Option<Box<dyn TextBackend>>, SearchError> {
     Ok(open_current(dir, kind)?.map(|(backend, _)| backend))
 }
 
@@ -178,7 +178,7 @@ pub fn open_index(dir: &Path, kind: &str) -> Result<Option<Box<dyn TextBackend>>
 /// was reading (its files may go while it reads them).
 pub fn with_index<T>(
     dir: &Path,
-    kind: &str,
+    kind: TextBackendKind,
     f: impl Fn(&dyn TextBackend) -> Result<T, SearchError>,
 ) -> Result<Option<T>, SearchError> {
     for _ in 0..8 {
@@ -212,7 +212,10 @@ fn read_current(dir: &Path) -> Result<Option<String>, SearchError> {
 
 /// The live index and the generation it is (`None`: the old in-place layout).
 #[allow(clippy::type_complexity)]
-fn open_current(dir: &Path, kind: &str) -> Result<Option<(Box<dyn TextBackend>, Option<String>)>, SearchError> {
+fn open_current(
+    dir: &Path,
+    kind: TextBackendKind,
+) -> Result<Option<(Box<dyn TextBackend>, Option<String>)>, SearchError> {
     let mut generation = read_current(dir)?;
     for _ in 0..8 {
         let Some(name) = &generation else {
@@ -530,7 +533,8 @@ mod tests {
             doc("a", "knowledge/local-nodes/a.md", "Green operator regularisation."),
             doc("c", "global-vault/c.md", "Green operator, outside the node set."),
         ];
-        let mut backend = agents_search::open_text_backend("tantivy", &tmp.path().join("index")).unwrap();
+        let mut backend =
+            agents_search::open_text_backend(TextBackendKind::Tantivy, &tmp.path().join("index")).unwrap();
         backend.upsert(&docs).unwrap();
         backend.commit().unwrap();
         let by_id: BTreeMap<String, TextDoc> = docs.iter().map(|d| (d.id.clone(), d.clone())).collect();
@@ -614,7 +618,7 @@ mod tests {
 
     #[test]
     fn many_concurrent_searches_all_succeed_and_a_rebuild_beside_them_never_shows_a_missing_index() {
-        for kind in agents_search::TEXT_BACKEND_KINDS {
+        for kind in TextBackendKind::ALL {
             let tmp = tempfile::tempdir().unwrap();
             let dir = tmp.path().join("index");
             assert!(open_index(&dir, kind).unwrap().is_none(), "no index yet");
@@ -659,15 +663,15 @@ mod tests {
     fn a_killed_rebuild_leaves_the_live_index_and_the_next_rebuild_clears_its_leftovers() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("index");
-        rebuild_index(&dir, "tantivy", &docs(2)).unwrap();
+        rebuild_index(&dir, TextBackendKind::Tantivy, &docs(2)).unwrap();
         // A rebuild killed half-way: a generation never made current, a temporary pointer.
-        let mut half = agents_search::open_text_backend("tantivy", &dir.join("g-0-1")).unwrap();
+        let mut half = agents_search::open_text_backend(TextBackendKind::Tantivy, &dir.join("g-0-1")).unwrap();
         half.upsert(&docs(1)).unwrap();
         drop(half);
         std::fs::write(dir.join(".CURRENT.tmp-1"), "g-0-1").unwrap();
-        let backend = open_index(&dir, "tantivy").unwrap().unwrap();
+        let backend = open_index(&dir, TextBackendKind::Tantivy).unwrap().unwrap();
         assert_eq!(backend.search("green", 10, &SearchFilter::default()).unwrap().len(), 2);
-        rebuild_index(&dir, "tantivy", &docs(3)).unwrap();
+        rebuild_index(&dir, TextBackendKind::Tantivy, &docs(3)).unwrap();
         let names: Vec<String> =
             std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         assert_eq!(names.len(), 2, "{names:?}");
@@ -678,19 +682,19 @@ mod tests {
     fn an_index_that_cannot_be_read_is_an_error_not_an_empty_result() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("index");
-        rebuild_index(&dir, "tantivy", &docs(2)).unwrap();
+        rebuild_index(&dir, TextBackendKind::Tantivy, &docs(2)).unwrap();
         let live = std::fs::read_to_string(dir.join("CURRENT")).unwrap();
         std::fs::remove_file(dir.join(&live).join("meta.json")).unwrap();
-        assert!(open_index(&dir, "tantivy").is_err());
+        assert!(open_index(&dir, TextBackendKind::Tantivy).is_err());
         std::fs::write(dir.join("CURRENT"), "../elsewhere").unwrap();
-        assert!(open_index(&dir, "tantivy").is_err());
+        assert!(open_index(&dir, TextBackendKind::Tantivy).is_err());
         // The old in-place layout is still read.
         let old = tmp.path().join("old");
-        let mut backend = agents_search::open_text_backend("tantivy", &old).unwrap();
+        let mut backend = agents_search::open_text_backend(TextBackendKind::Tantivy, &old).unwrap();
         backend.upsert(&docs(2)).unwrap();
         backend.commit().unwrap();
         drop(backend);
-        assert_eq!(open_index(&old, "tantivy").unwrap().unwrap().doc_count().unwrap(), 2);
+        assert_eq!(open_index(&old, TextBackendKind::Tantivy).unwrap().unwrap().doc_count().unwrap(), 2);
     }
 
     /// Words as one-hot axes of a 64-dimensional space (by a byte sum): a
@@ -736,7 +740,8 @@ mod tests {
             // paragraph is close in the toy model's space.
             doc("b", "Unrelated start.\n\nzero regularisation green"),
         ];
-        let mut backend = agents_search::open_text_backend("tantivy", &tmp.path().join("index")).unwrap();
+        let mut backend =
+            agents_search::open_text_backend(TextBackendKind::Tantivy, &tmp.path().join("index")).unwrap();
         backend.upsert(&docs[..1]).unwrap();
         backend.commit().unwrap();
         let by_id: BTreeMap<String, TextDoc> = docs.iter().map(|d| (d.id.clone(), d.clone())).collect();

@@ -64,7 +64,7 @@ use agents_store::{PlanStore, ProjectStore, SqliteStore, Store, StoreError, Warm
 /// "none"`, or a configured directory without a model).
 pub fn load_embedder(home: &Home, config: &agents_core::config::Config) -> Result<StaticEmbedder, String> {
     let backends = &config.context.backends;
-    if backends.vector == "none" {
+    if backends.vector == agents_core::config::VectorBackendKind::Disabled {
         return Err("disabled by context.backends.vector = \"none\"".to_owned());
     }
     if !backends.embedding_model.is_empty() {
@@ -518,16 +518,16 @@ impl Engine {
         // run waits for them too.
         let started = std::time::Instant::now();
         let _lock = self.indexing.lock_resource(resource_id, &root)?;
-        let kind = self.config.config().context.backends.text.clone();
+        let kind = self.config.config().context.backends.text;
         // The folder names the analyzer's version: a new one starts empty and is
         // built from the store; the folder of the one before goes.
         let text_dir = self.home.search_dir(resource_id, &format!("{kind}-v{}", agents_search::TEXT_INDEX_VERSION));
-        let old_dir = self.home.search_dir(resource_id, &kind);
+        let old_dir = self.home.search_dir(resource_id, kind.as_str());
         if old_dir.is_dir() {
             let _ = std::fs::remove_dir_all(&old_dir);
         }
         let (mut text, damage) =
-            agents_search::open_or_reset_text_backend(&kind, &text_dir).map_err(QueryError::from)?;
+            agents_search::open_or_reset_text_backend(kind, &text_dir).map_err(QueryError::from)?;
         if let Some(damage) = damage {
             warn_rebuilt("text index", &text_dir, &damage);
         }
@@ -549,7 +549,7 @@ impl Engine {
         let history = GitHistory::discover(&root).map_err(QueryError::from)?;
         let mut missing = BTreeMap::new();
         let mut served = BTreeMap::new();
-        served.insert("text".to_owned(), kind.clone());
+        served.insert("text".to_owned(), kind.to_string());
         match &embedder {
             Ok(e) => {
                 served.insert("vector".to_owned(), format!("local ({})", e.model_id()));

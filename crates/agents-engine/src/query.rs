@@ -201,7 +201,7 @@ impl PhaseDefaults {
             depth: defaults.depth.clone(),
             tiers: ContextTier::ALL
                 .into_iter()
-                .filter(|t| defaults.tiers.iter().any(|name| name == t.as_str()))
+                .filter(|t| defaults.tiers.contains(t))
                 .collect(),
         })
     }

@@ -174,7 +174,7 @@ fn match_expression(tokens: &[String]) -> String {
 
 impl TextBackend for Fts5Backend {
     fn name(&self) -> &'static str {
-        "fts5"
+        crate::TextBackendKind::Fts5.as_str()
     }
 
     fn upsert(&mut self, docs: &[TextDoc]) -> Result<(), SearchError> {

@@ -15,7 +15,8 @@
 //! - `fts5`: an SQLite FTS5 table in `fts5.db`, for hosts that would rather not carry a
 //!   second on-disk format.
 //!
-//! They are chosen by name (`context.backends.text`) through [`open_text_backend`] and
+//! They are chosen by kind ([`TextBackendKind`], read from `context.backends.text` by the
+//! configuration layer, which rejects any other name) through [`open_text_backend`] and
 //! pass one test suite (`tests/backends.rs`). Both split text with the same code-aware
 //! analyzer, [`search_tokens`] ([`code_tokens`] plus English stems), so `http request`
 //! finds `parseHttpRequest` and `parsing` finds `parse_date` in either.
@@ -47,6 +48,8 @@ pub mod vector;
 
 use std::path::{Path, PathBuf};
 
+/// The kinds of text backend, defined with the configuration that names them.
+pub use agents_core::config::TextBackendKind;
 pub use tokenize::{code_tokens, search_tokens};
 
 /// The version of what the text indexes hold (the analyzer, the fields): a
@@ -92,7 +95,7 @@ pub struct SearchFilter {
 
 /// A full-text engine over [`TextDoc`]s; see the crate documentation for the contract.
 pub trait TextBackend: Send + Sync {
-    /// The name that selects this backend: `"tantivy"` or `"fts5"`.
+    /// The name of this backend's kind: `"tantivy"` or `"fts5"` ([`TextBackendKind::as_str`]).
     fn name(&self) -> &'static str;
     /// Adds the documents, replacing any stored document with the same id.
     fn upsert(&mut self, docs: &[TextDoc]) -> Result<(), SearchError>;
@@ -111,21 +114,15 @@ pub trait TextBackend: Send + Sync {
     fn finish_writing(&mut self) {}
 }
 
-/// The names [`open_text_backend`] accepts.
-pub const TEXT_BACKEND_KINDS: [&str; 2] = ["tantivy", "fts5"];
-
 /// Opens (creating if needed) the text backend `kind` with its files in `dir`.
 ///
 /// `dir` is created if missing. Tantivy keeps its segment files directly in `dir`; FTS5
 /// uses `dir/fts5.db`. An index that exists but cannot be read is an error.
-pub fn open_text_backend(kind: &str, dir: &Path) -> Result<Box<dyn TextBackend>, SearchError> {
-    if !TEXT_BACKEND_KINDS.contains(&kind) {
-        return Err(SearchError::UnknownBackend { kind: kind.to_owned() });
-    }
+pub fn open_text_backend(kind: TextBackendKind, dir: &Path) -> Result<Box<dyn TextBackend>, SearchError> {
     std::fs::create_dir_all(dir).map_err(|source| SearchError::CreateDir { dir: dir.to_owned(), source })?;
     match kind {
-        "tantivy" => Ok(Box::new(tantivy_backend::TantivyBackend::open(dir)?)),
-        _ => Ok(Box::new(fts5_backend::Fts5Backend::open(dir)?)),
+        TextBackendKind::Tantivy => Ok(Box::new(tantivy_backend::TantivyBackend::open(dir)?)),
+        TextBackendKind::Fts5 => Ok(Box::new(fts5_backend::Fts5Backend::open(dir)?)),
     }
 }
 
@@ -134,11 +131,10 @@ pub fn open_text_backend(kind: &str, dir: &Path) -> Result<Box<dyn TextBackend>,
 /// missing or unreadable index is an error; writing through it is an error. Meant for
 /// a finished index that no writer changes anymore (FTS5 opens it `immutable`): one
 /// that is replaced as a whole, like the knowledge index's generations.
-pub fn open_text_reader(kind: &str, dir: &Path) -> Result<Box<dyn TextBackend>, SearchError> {
+pub fn open_text_reader(kind: TextBackendKind, dir: &Path) -> Result<Box<dyn TextBackend>, SearchError> {
     match kind {
-        "tantivy" => Ok(Box::new(tantivy_backend::TantivyBackend::open_read_only(dir)?)),
-        "fts5" => Ok(Box::new(fts5_backend::Fts5Backend::open_read_only(dir)?)),
-        _ => Err(SearchError::UnknownBackend { kind: kind.to_owned() }),
+        TextBackendKind::Tantivy => Ok(Box::new(tantivy_backend::TantivyBackend::open_read_only(dir)?)),
+        TextBackendKind::Fts5 => Ok(Box::new(fts5_backend::Fts5Backend::open_read_only(dir)?)),
     }
 }
 
@@ -149,7 +145,7 @@ pub fn open_text_reader(kind: &str, dir: &Path) -> Result<Box<dyn TextBackend>, 
 /// backend so the caller can say so. A lock held by another writer is no damage: it is
 /// returned as an error and nothing is deleted.
 pub fn open_or_reset_text_backend(
-    kind: &str,
+    kind: TextBackendKind,
     dir: &Path,
 ) -> Result<(Box<dyn TextBackend>, Option<SearchError>), SearchError> {
     match open_text_backend(kind, dir) {
@@ -171,8 +167,6 @@ pub fn open_or_reset_text_backend(
 /// Errors of the text backends; each names the index directory or database file.
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
-    #[error("unknown text backend {kind:?}, expected one of \"tantivy\", \"fts5\"")]
-    UnknownBackend { kind: String },
     #[error("cannot create index directory {}: {source}", dir.display())]
     CreateDir { dir: PathBuf, source: std::io::Error },
     #[error("tantivy index {}: cannot {action}: {source}", dir.display())]

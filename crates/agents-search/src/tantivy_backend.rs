@@ -241,7 +241,7 @@ fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 
 impl TextBackend for TantivyBackend {
     fn name(&self) -> &'static str {
-        "tantivy"
+        crate::TextBackendKind::Tantivy.as_str()
     }
 
     fn upsert(&mut self, docs: &[TextDoc]) -> Result<(), SearchError> {

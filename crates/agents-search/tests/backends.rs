@@ -6,16 +6,17 @@
 use std::path::Path;
 
 use agents_search::{
-    SearchError, SearchFilter, TextBackend, TextDoc, open_or_reset_text_backend, open_text_backend, open_text_reader,
+    SearchFilter, TextBackend, TextBackendKind, TextDoc, open_or_reset_text_backend, open_text_backend,
+    open_text_reader,
 };
 
 macro_rules! backend_suite {
     ($($case:ident),* $(,)?) => {
         mod tantivy {
-            $(#[test] fn $case() { super::$case("tantivy") })*
+            $(#[test] fn $case() { super::$case(agents_search::TextBackendKind::Tantivy) })*
         }
         mod fts5 {
-            $(#[test] fn $case() { super::$case("fts5") })*
+            $(#[test] fn $case() { super::$case(agents_search::TextBackendKind::Fts5) })*
         }
     };
 }
@@ -40,12 +41,12 @@ backend_suite!(
     scores_depend_on_the_documents_not_on_their_history,
 );
 
-fn open(kind: &str, dir: &Path) -> Box<dyn TextBackend> {
+fn open(kind: TextBackendKind, dir: &Path) -> Box<dyn TextBackend> {
     open_text_backend(kind, dir).unwrap_or_else(|error| panic!("open {kind}: {error}"))
 }
 
 /// A fresh backend in a temporary directory, filled with `docs` and committed.
-fn indexed(kind: &str, docs: &[TextDoc]) -> (tempfile::TempDir, Box<dyn TextBackend>) {
+fn indexed(kind: TextBackendKind, docs: &[TextDoc]) -> (tempfile::TempDir, Box<dyn TextBackend>) {
     let dir = tempfile::tempdir().unwrap();
     let mut backend = open(kind, dir.path());
     backend.upsert(docs).unwrap();
@@ -65,13 +66,13 @@ fn all() -> SearchFilter {
     SearchFilter::default()
 }
 
-fn name_reports_kind(kind: &str) {
+fn name_reports_kind(kind: TextBackendKind) {
     let (_dir, backend) = indexed(kind, &[]);
-    assert_eq!(backend.name(), kind);
+    assert_eq!(backend.name(), kind.as_str());
     assert_eq!(backend.doc_count().unwrap(), 0);
 }
 
-fn camel_snake_and_path_parts_are_found(kind: &str) {
+fn camel_snake_and_path_parts_are_found(kind: TextBackendKind) {
     let (_dir, backend) = indexed(
         kind,
         &[
@@ -89,7 +90,7 @@ fn camel_snake_and_path_parts_are_found(kind: &str) {
     assert_eq!(ids(&*backend, "agents", &all()), ["n:path"]);
 }
 
-fn whole_identifier_ranks_exact_name_first(kind: &str) {
+fn whole_identifier_ranks_exact_name_first(kind: TextBackendKind) {
     let (_dir, backend) = indexed(
         kind,
         &[
@@ -104,7 +105,7 @@ fn whole_identifier_ranks_exact_name_first(kind: &str) {
     assert_eq!(hits.len(), 4);
 }
 
-fn name_boost_beats_body_mention(kind: &str) {
+fn name_boost_beats_body_mention(kind: TextBackendKind) {
     let (_dir, backend) = indexed(
         kind,
         &[
@@ -118,7 +119,7 @@ fn name_boost_beats_body_mention(kind: &str) {
     assert_eq!(hits[0].path, "src/a.rs");
 }
 
-fn body_only_matches_and_scores_the_body_alone(kind: &str) {
+fn body_only_matches_and_scores_the_body_alone(kind: TextBackendKind) {
     let (_dir, backend) = indexed(
         kind,
         &[
@@ -135,7 +136,7 @@ fn body_only_matches_and_scores_the_body_alone(kind: &str) {
     assert_eq!(ids(&*backend, "connect", &all())[0], "n:1");
 }
 
-fn upsert_replaces_by_id(kind: &str) {
+fn upsert_replaces_by_id(kind: TextBackendKind) {
     let (_dir, mut backend) = indexed(kind, &[doc("n:1", "src/a.rs", "alpha"), doc("n:2", "src/a.rs", "beta")]);
     backend.upsert(&[doc("n:1", "src/moved.rs", "gamma")]).unwrap();
     backend.commit().unwrap();
@@ -153,7 +154,7 @@ fn upsert_replaces_by_id(kind: &str) {
     assert_eq!(ids(&*backend, "epsilon", &all()), ["n:3"]);
 }
 
-fn delete_paths_removes_every_doc_of_a_file(kind: &str) {
+fn delete_paths_removes_every_doc_of_a_file(kind: TextBackendKind) {
     let (_dir, mut backend) = indexed(
         kind,
         &[
@@ -171,7 +172,7 @@ fn delete_paths_removes_every_doc_of_a_file(kind: &str) {
     assert_eq!(ids(&*backend, "shared", &all()), ["n:4"]);
 }
 
-fn changes_persist_across_reopen_only_after_commit(kind: &str) {
+fn changes_persist_across_reopen_only_after_commit(kind: TextBackendKind) {
     let dir = tempfile::tempdir().unwrap();
     let index_dir = dir.path().join("nested/text");
     {
@@ -186,7 +187,7 @@ fn changes_persist_across_reopen_only_after_commit(kind: &str) {
     assert!(ids(&*backend, "discarded", &all()).is_empty());
 }
 
-fn uncommitted_changes_are_invisible(kind: &str) {
+fn uncommitted_changes_are_invisible(kind: TextBackendKind) {
     let (_dir, mut backend) = indexed(kind, &[doc("n:1", "src/a.rs", "visible")]);
     backend.upsert(&[doc("n:2", "src/b.rs", "pending")]).unwrap();
     backend.delete_paths(&["src/a.rs".into()]).unwrap();
@@ -198,7 +199,7 @@ fn uncommitted_changes_are_invisible(kind: &str) {
     assert!(ids(&*backend, "visible", &all()).is_empty());
 }
 
-fn filter_by_path_prefix_and_kind(kind: &str) {
+fn filter_by_path_prefix_and_kind(kind: TextBackendKind) {
     let (_dir, backend) = indexed(
         kind,
         &[
@@ -234,7 +235,7 @@ fn filter_by_path_prefix_and_kind(kind: &str) {
     assert_eq!(filtered[0].score, same.score);
 }
 
-fn ties_are_ordered_by_id(kind: &str) {
+fn ties_are_ordered_by_id(kind: TextBackendKind) {
     let docs: Vec<TextDoc> = ["n:4", "n:1", "n:5", "n:3", "n:2"]
         .iter()
         .map(|id| TextDoc { body: "same body".into(), ..doc(id, "src/same.rs", "tied") })
@@ -255,7 +256,7 @@ fn ties_are_ordered_by_id(kind: &str) {
     assert_eq!(backend.search("tied", usize::MAX, &all()).unwrap().len(), 5);
 }
 
-fn hostile_queries_do_not_fail(kind: &str) {
+fn hostile_queries_do_not_fail(kind: TextBackendKind) {
     let (_dir, backend) = indexed(kind, &[TextDoc { body: "foo bar x".into(), ..doc("n:1", "src/a.rs", "foo") }]);
     for query in [
         "foo(bar) AND \"x",
@@ -279,16 +280,16 @@ fn hostile_queries_do_not_fail(kind: &str) {
     assert_eq!(ids(&*backend, "foo(bar) AND \"x", &all()), ["n:1"]);
 }
 
-fn empty_query_finds_nothing(kind: &str) {
+fn empty_query_finds_nothing(kind: TextBackendKind) {
     let (_dir, backend) = indexed(kind, &[doc("n:1", "src/a.rs", "anything")]);
     for query in ["", "   ", "()\"*:-", "\n\t"] {
         assert!(backend.search(query, 10, &all()).unwrap().is_empty(), "query {query:?}");
     }
 }
 
-fn corrupted_index_is_an_error(kind: &str) {
+fn corrupted_index_is_an_error(kind: TextBackendKind) {
     let dir = tempfile::tempdir().unwrap();
-    let file = if kind == "tantivy" { "meta.json" } else { "fts5.db" };
+    let file = if kind == TextBackendKind::Tantivy { "meta.json" } else { "fts5.db" };
     std::fs::write(dir.path().join(file), b"this is not an index, it is a corrupted file of some length").unwrap();
     let error = match open_text_backend(kind, dir.path()) {
         Ok(_) => panic!("{kind} opened a corrupted index"),
@@ -298,11 +299,11 @@ fn corrupted_index_is_an_error(kind: &str) {
     assert!(message.contains(&dir.path().display().to_string()), "{message}");
 }
 
-fn read_only_opens_beside_each_other_and_never_write(kind: &str) {
+fn read_only_opens_beside_each_other_and_never_write(kind: TextBackendKind) {
     let (dir, writer) = indexed(kind, &[doc("a", "src/a.rs", "parse_http")]);
     // Tantivy: beside the live writer, whose lock a second writer would need.
     // FTS5 opens a finished index (immutable): the writer is closed first.
-    let _writer = (kind == "tantivy").then_some(writer);
+    let _writer = (kind == TextBackendKind::Tantivy).then_some(writer);
     let mut readers: Vec<Box<dyn TextBackend>> =
         (0..4).map(|_| open_text_reader(kind, dir.path()).unwrap_or_else(|e| panic!("{e}"))).collect();
     for reader in &readers {
@@ -314,14 +315,14 @@ fn read_only_opens_beside_each_other_and_never_write(kind: &str) {
     assert!(!missing.exists(), "a reader creates nothing");
 }
 
-fn a_damaged_index_is_reset_and_reported(kind: &str) {
+fn a_damaged_index_is_reset_and_reported(kind: TextBackendKind) {
     let dir = tempfile::tempdir().unwrap();
     {
         let mut backend = open(kind, dir.path());
         backend.upsert(&[doc("n:1", "src/a.rs", "parse_date")]).unwrap();
         backend.commit().unwrap();
     }
-    let file = if kind == "tantivy" { "meta.json" } else { "fts5.db" };
+    let file = if kind == TextBackendKind::Tantivy { "meta.json" } else { "fts5.db" };
     std::fs::write(dir.path().join(file), "{ not an index, a damaged file of some length }".repeat(20)).unwrap();
     let (mut backend, damage) = open_or_reset_text_backend(kind, dir.path()).unwrap();
     let damage = damage.expect("the reset is reported");
@@ -350,7 +351,7 @@ fn history_docs(round: usize) -> Vec<TextDoc> {
 
 /// Two indexes holding the same documents score alike: one built at once, one
 /// that replaced and deleted documents over several commits.
-fn scores_depend_on_the_documents_not_on_their_history(kind: &str) {
+fn scores_depend_on_the_documents_not_on_their_history(kind: TextBackendKind) {
     let dir = tempfile::tempdir().unwrap();
     let mut edited = open(kind, dir.path());
     for round in 0..3 {
@@ -377,12 +378,10 @@ fn scores_depend_on_the_documents_not_on_their_history(kind: &str) {
 
 #[test]
 fn unknown_backend_kind_is_an_error_naming_the_choices() {
-    let dir = tempfile::tempdir().unwrap();
-    let error = open_text_backend("lucene", &dir.path().join("never")).err().expect("unknown kind must fail");
-    assert!(matches!(error, SearchError::UnknownBackend { .. }));
+    // A kind is parsed before anything is opened: an unknown name never reaches a directory.
+    let error = "lucene".parse::<TextBackendKind>().expect_err("unknown kind must fail");
     let message = error.to_string();
     assert!(message.contains("lucene") && message.contains("tantivy") && message.contains("fts5"), "{message}");
-    assert!(!dir.path().join("never").exists());
 }
 
 #[test]

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use agents_core::config::{ContextConfig, PipelineConfig, ScorerWeights};
+use agents_core::config::{ContextConfig, PipelineComponent, PipelineConfig, ScorerWeights};
 use agents_core::error::ValidationError;
 use agents_core::fragment::{
     AssembledContext, ContextBudget, ContextFragment, ContextTier, FragmentProvenance, SourceRange,
@@ -57,8 +57,8 @@ pub enum PipelineError {
     UnknownStrategy { name: String, known: String },
     #[error("strategy {0:?} is not enabled; add it to context.strategies.enabled")]
     DisabledStrategy(String),
-    #[error("context.pipeline.{key}: no {key} named {name:?} is registered; known: {known}")]
-    UnknownComponent { key: &'static str, name: String, known: String },
+    #[error("context.pipeline.{component}: no {component} named {name:?} is registered; known: {known}")]
+    UnknownComponent { component: PipelineComponent, name: String, known: String },
     #[error("unknown ranking strategy {name:?}; known: {known}")]
     UnknownRanking { name: String, known: String },
     #[error(
@@ -177,21 +177,27 @@ pub enum Component {
 }
 
 impl Component {
-    /// The `context.pipeline.<key>` this component is chosen by.
-    pub fn key(&self) -> &'static str {
+    /// Which of the ten components this implements; `None` for a ranking.
+    pub fn component(&self) -> Option<PipelineComponent> {
         match self {
-            Component::Selector(_) => "strategy-selector",
-            Component::Allocator(_) => "budget-allocator",
-            Component::Executor(_) => "strategy-executor",
-            Component::Deduplicator(_) => "fragment-deduplicator",
-            Component::DepthResolver(_) => "detail-depth-resolver",
-            Component::Scorer(_) => "fragment-scorer",
-            Component::Packer(_) => "budget-packer",
-            Component::Orderer(_) => "fragment-orderer",
-            Component::Preamble(_) => "preamble-generator",
-            Component::Skeleton(_) => "skeleton-compressor",
-            Component::Ranking(_) => "ranking",
+            Component::Selector(_) => Some(PipelineComponent::StrategySelector),
+            Component::Allocator(_) => Some(PipelineComponent::BudgetAllocator),
+            Component::Executor(_) => Some(PipelineComponent::StrategyExecutor),
+            Component::Deduplicator(_) => Some(PipelineComponent::FragmentDeduplicator),
+            Component::DepthResolver(_) => Some(PipelineComponent::DetailDepthResolver),
+            Component::Scorer(_) => Some(PipelineComponent::FragmentScorer),
+            Component::Packer(_) => Some(PipelineComponent::BudgetPacker),
+            Component::Orderer(_) => Some(PipelineComponent::FragmentOrderer),
+            Component::Preamble(_) => Some(PipelineComponent::PreambleGenerator),
+            Component::Skeleton(_) => Some(PipelineComponent::SkeletonCompressor),
+            Component::Ranking(_) => None,
         }
+    }
+
+    /// The `context.pipeline.<key>` this component is chosen by
+    /// ([`PipelineComponent::key`]), or `ranking` for a ranking strategy.
+    pub fn key(&self) -> &'static str {
+        self.component().map_or("ranking", PipelineComponent::key)
     }
 }
 
@@ -258,10 +264,17 @@ impl PipelineBuilder {
         &self.breaker
     }
 
-    fn pick(&self, key: &'static str, name: &str) -> Result<(String, Component), PipelineError> {
+    /// The implementation `config` names for `component`.
+    fn pick(
+        &self,
+        component: PipelineComponent,
+        config: &PipelineConfig,
+    ) -> Result<(String, Component), PipelineError> {
+        let key = component.key();
+        let name = config.get(component);
         self.registered.get(&(key, name.to_owned())).map(|c| (name.to_owned(), c.clone())).ok_or_else(|| {
             PipelineError::UnknownComponent {
-                key,
+                component,
                 name: name.to_owned(),
                 known: self
                     .registered
@@ -277,8 +290,8 @@ impl PipelineBuilder {
     /// The pipeline `config` names, with `settings`.
     pub fn build(&self, config: &PipelineConfig, settings: PipelineSettings) -> Result<Pipeline, PipelineError> {
         macro_rules! take {
-            ($key:literal, $field:expr, $variant:ident) => {{
-                match self.pick($key, $field)? {
+            ($component:ident, $variant:ident) => {{
+                match self.pick(PipelineComponent::$component, config)? {
                     (name, Component::$variant(c)) => (name, c),
                     _ => unreachable!("components are registered under their own key"),
                 }
@@ -293,16 +306,16 @@ impl PipelineBuilder {
             })
             .collect();
         Ok(Pipeline {
-            selector: take!("strategy-selector", &config.strategy_selector, Selector),
-            allocator: take!("budget-allocator", &config.budget_allocator, Allocator),
-            executor: take!("strategy-executor", &config.strategy_executor, Executor),
-            deduplicator: take!("fragment-deduplicator", &config.fragment_deduplicator, Deduplicator),
-            resolver: take!("detail-depth-resolver", &config.detail_depth_resolver, DepthResolver),
-            scorer: take!("fragment-scorer", &config.fragment_scorer, Scorer),
-            packer: take!("budget-packer", &config.budget_packer, Packer),
-            orderer: take!("fragment-orderer", &config.fragment_orderer, Orderer),
-            preamble: take!("preamble-generator", &config.preamble_generator, Preamble),
-            skeleton: take!("skeleton-compressor", &config.skeleton_compressor, Skeleton),
+            selector: take!(StrategySelector, Selector),
+            allocator: take!(BudgetAllocator, Allocator),
+            executor: take!(StrategyExecutor, Executor),
+            deduplicator: take!(FragmentDeduplicator, Deduplicator),
+            resolver: take!(DetailDepthResolver, DepthResolver),
+            scorer: take!(FragmentScorer, Scorer),
+            packer: take!(BudgetPacker, Packer),
+            orderer: take!(FragmentOrderer, Orderer),
+            preamble: take!(PreambleGenerator, Preamble),
+            skeleton: take!(SkeletonCompressor, Skeleton),
             rankings,
             strategies: self.strategies.clone(),
             settings,
@@ -441,7 +454,7 @@ struct Tracer {
 impl Tracer {
     fn run<T>(
         &mut self,
-        component: &'static str,
+        component: PipelineComponent,
         implementation: &str,
         input: usize,
         f: impl FnOnce() -> T,
@@ -451,7 +464,7 @@ impl Tracer {
         let out = f();
         let (output, tokens) = measure(&out);
         self.steps.push(TraceStep {
-            component,
+            component: component.key(),
             implementation: implementation.to_owned(),
             input,
             output,
@@ -501,20 +514,26 @@ impl Pipeline {
         &self.strategies
     }
 
-    /// The implementation chosen for each component, in pipeline order.
+    /// The implementation chosen for `component`.
+    pub fn implementation(&self, component: PipelineComponent) -> &str {
+        match component {
+            PipelineComponent::StrategySelector => &self.selector.0,
+            PipelineComponent::BudgetAllocator => &self.allocator.0,
+            PipelineComponent::StrategyExecutor => &self.executor.0,
+            PipelineComponent::FragmentDeduplicator => &self.deduplicator.0,
+            PipelineComponent::DetailDepthResolver => &self.resolver.0,
+            PipelineComponent::FragmentScorer => &self.scorer.0,
+            PipelineComponent::BudgetPacker => &self.packer.0,
+            PipelineComponent::FragmentOrderer => &self.orderer.0,
+            PipelineComponent::PreambleGenerator => &self.preamble.0,
+            PipelineComponent::SkeletonCompressor => &self.skeleton.0,
+        }
+    }
+
+    /// The implementation chosen for each component as `(key, name)`, in the
+    /// order of [`PipelineComponent::ALL`].
     pub fn implementations(&self) -> [(&'static str, &str); 10] {
-        [
-            ("strategy-selector", &self.selector.0),
-            ("budget-allocator", &self.allocator.0),
-            ("strategy-executor", &self.executor.0),
-            ("fragment-deduplicator", &self.deduplicator.0),
-            ("detail-depth-resolver", &self.resolver.0),
-            ("fragment-scorer", &self.scorer.0),
-            ("budget-packer", &self.packer.0),
-            ("fragment-orderer", &self.orderer.0),
-            ("preamble-generator", &self.preamble.0),
-            ("skeleton-compressor", &self.skeleton.0),
-        ]
+        PipelineComponent::ALL.map(|component| (component.key(), self.implementation(component)))
     }
 
     fn check_budget(&self, budget: &ContextBudget) -> Result<(), PipelineError> {
@@ -603,7 +622,7 @@ impl Pipeline {
         let candidates: usize = runs.iter().map(|r| r.candidates.len()).sum();
         let (pieces, excluded, below_min_relevance) = self.materialize(&input, &runs, fragment_budget);
         let skeleton = tracer.run(
-            "skeleton-compressor",
+            PipelineComponent::SkeletonCompressor,
             &self.skeleton.0,
             input.parent.len(),
             || self.skeleton.1.compress(input.parent, skeleton_budget, input.renderer, input.tokenizer),
@@ -653,7 +672,7 @@ impl Pipeline {
         fragment_budget: usize,
     ) -> Result<PhaseOne, PipelineError> {
         let selections = tracer.run(
-            "strategy-selector",
+            PipelineComponent::StrategySelector,
             &self.selector.0,
             strategies,
             || self.selector.1.select(stage),
@@ -661,14 +680,14 @@ impl Pipeline {
         )?;
         tracer.detail(selections.iter().map(|s| s.strategy.as_str()).collect::<Vec<_>>().join(", "));
         let allocations = tracer.run(
-            "budget-allocator",
+            PipelineComponent::BudgetAllocator,
             &self.allocator.0,
             selections.len(),
             || self.allocator.1.allocate(&selections, fragment_budget),
             |a| (a.len(), a.iter().map(|a| a.tokens).sum()),
         );
         let runs = tracer.run(
-            "strategy-executor",
+            PipelineComponent::StrategyExecutor,
             &self.executor.0,
             selections.len(),
             || self.executor.1.execute(stage, &selections),
@@ -913,7 +932,7 @@ impl Pipeline {
             })
             .collect();
         let skeleton = tracer.run(
-            "skeleton-compressor",
+            PipelineComponent::SkeletonCompressor,
             &self.skeleton.0,
             0,
             || self.skeleton.1.compress(&[], 0, &InlineRenderer, tokenizer),
@@ -956,7 +975,7 @@ impl Pipeline {
         pieces.extend(skeleton);
         let n = pieces.len();
         let deduped = tracer.run(
-            "fragment-deduplicator",
+            PipelineComponent::FragmentDeduplicator,
             &self.deduplicator.0,
             n,
             || self.deduplicator.1.dedup(pieces),
@@ -972,7 +991,7 @@ impl Pipeline {
         }
         let n = pieces.len();
         let pieces = tracer.run(
-            "detail-depth-resolver",
+            PipelineComponent::DetailDepthResolver,
             &self.resolver.0,
             n,
             || self.resolver.1.resolve(pieces, input.fragment_budget, renderer, tokenizer),
@@ -980,7 +999,7 @@ impl Pipeline {
         );
         let n = pieces.len();
         let mut scored = tracer.run(
-            "fragment-scorer",
+            PipelineComponent::FragmentScorer,
             &self.scorer.0,
             n,
             || self.scorer.1.score(pieces, input.plan, &self.settings.weights),
@@ -1016,7 +1035,7 @@ impl Pipeline {
         }
         let n = scored.len();
         let outcome = tracer.run(
-            "budget-packer",
+            PipelineComponent::BudgetPacker,
             &self.packer.0,
             n,
             || self.packer.1.pack(scored, input.fragment_budget, input.allocations, renderer, tokenizer),
@@ -1052,7 +1071,7 @@ impl Pipeline {
         input.ranking.rank(&mut packed);
         let n = packed.len();
         let ordered = tracer.run(
-            "fragment-orderer",
+            PipelineComponent::FragmentOrderer,
             &self.orderer.0,
             n,
             || self.orderer.1.order(packed, input.deps),
@@ -1070,7 +1089,7 @@ impl Pipeline {
             let used = scored_tokens(&ordered);
             let preamble_budget = PREAMBLE_MAX_TOKENS.min(input.available.saturating_sub(used));
             let preamble = tracer.run(
-                "preamble-generator",
+                PipelineComponent::PreambleGenerator,
                 &self.preamble.0,
                 ordered.len(),
                 || {
@@ -1413,17 +1432,19 @@ mod tests {
         assert_eq!((dedup.input, dedup.output), (4, 3), "the skeleton went through deduplication");
     }
 
-    const TEN: [&str; 10] = [
-        "strategy-selector",
-        "budget-allocator",
-        "strategy-executor",
-        "skeleton-compressor",
-        "fragment-deduplicator",
-        "detail-depth-resolver",
-        "fragment-scorer",
-        "budget-packer",
-        "fragment-orderer",
-        "preamble-generator",
+    /// The ten components in the order they run: the skeleton of the parent
+    /// plan is compressed before fusion starts.
+    const RUN_ORDER: [PipelineComponent; 10] = [
+        PipelineComponent::StrategySelector,
+        PipelineComponent::BudgetAllocator,
+        PipelineComponent::StrategyExecutor,
+        PipelineComponent::SkeletonCompressor,
+        PipelineComponent::FragmentDeduplicator,
+        PipelineComponent::DetailDepthResolver,
+        PipelineComponent::FragmentScorer,
+        PipelineComponent::BudgetPacker,
+        PipelineComponent::FragmentOrderer,
+        PipelineComponent::PreambleGenerator,
     ];
 
     #[test]
@@ -1431,8 +1452,44 @@ mod tests {
         let budget = ContextBudget::new(1000, 0).unwrap();
         let out = pipeline().assemble("plan", &[], budget, "relevance", &tok()).unwrap();
         let ran: Vec<&str> = out.trace.iter().map(|s| s.component).collect();
-        assert_eq!(ran, TEN);
+        assert_eq!(ran, RUN_ORDER.map(PipelineComponent::key));
+        let mut table = PipelineComponent::ALL;
+        table.sort_unstable();
+        let mut run = RUN_ORDER;
+        run.sort_unstable();
+        assert_eq!(run, table, "every component of the table runs, once");
         assert!(out.context.fragments().is_empty() && out.context.is_within_budget());
+    }
+
+    #[test]
+    fn every_component_of_the_table_is_chosen_by_its_key_and_traced() {
+        let builder = PipelineBuilder::new();
+        let resource = new_ulid();
+        let fragments: Vec<_> =
+            (0..4).map(|i| fragment(&resource, i, &format!("body {i}"), 0.5, ContextTier::Warm, 0)).collect();
+        for component in PipelineComponent::ALL {
+            // The built-in, registered again under another name for this key.
+            let builtin = builder.registered.get(&(component.key(), "default".to_owned())).cloned();
+            let builtin = builtin.unwrap_or_else(|| panic!("{component} has no built-in"));
+            assert_eq!(builtin.component(), Some(component));
+            // Chosen by name through the configuration layer, by its key.
+            let mut resolved = agents_core::config::ResolvedConfig::default();
+            let key = format!("context.pipeline.{component}");
+            resolved.set_override(&key, "mine", agents_core::config::Origin::Flag("--set".into())).unwrap();
+            let pipeline = builder
+                .clone()
+                .register("mine", builtin)
+                .build(&resolved.config().context.pipeline, PipelineSettings::default())
+                .unwrap();
+            assert_eq!(pipeline.implementation(component), "mine");
+            let out =
+                pipeline.assemble("p", &fragments, ContextBudget::new(2000, 0).unwrap(), "relevance", &tok()).unwrap();
+            assert_eq!(out.context.fragments().len(), 4, "{component}");
+            let step = out.trace.iter().find(|s| s.component == component.key());
+            assert_eq!(step.map(|s| s.implementation.as_str()), Some("mine"), "{component} in the trace");
+            let others = out.trace.iter().filter(|s| s.component != component.key() && s.implementation == "mine");
+            assert_eq!(others.count(), 0, "only {component} is `mine`");
+        }
     }
 
     #[test]
@@ -1588,7 +1645,7 @@ mod tests {
             prop_assert!(out.context.is_within_budget());
             prop_assert!(tok().count(&out.to_markdown()) as u64 <= available);
             prop_assert_eq!(out.rendered_tokens, tok().count(&out.to_markdown()));
-            prop_assert_eq!(out.trace.iter().filter(|s| TEN.contains(&s.component)).count(), 10);
+            prop_assert_eq!(out.trace.iter().filter(|s| s.component.parse::<PipelineComponent>().is_ok()).count(), 10);
         }
     }
 }

@@ -75,7 +75,7 @@ pub struct Loadouts {
     graph_version: String,
     tokenizer: Tokenizer,
     index_dir: PathBuf,
-    text_kind: String,
+    text_kind: agents_core::config::TextBackendKind,
     docs: BTreeMap<String, agents_search::TextDoc>,
     backend: Option<Box<dyn agents_search::TextBackend>>,
     /// The embedding model, when one is configured and present.
@@ -122,7 +122,7 @@ impl Loadouts {
             global_vault,
             graph_version,
             index_dir: service.index_dir(&layout),
-            text_kind: service.text_backend().to_owned(),
+            text_kind: service.text_backend(),
             docs,
             backend: None,
             layout,
@@ -137,7 +137,7 @@ impl Loadouts {
     /// index is missing.
     fn search(&mut self) -> Result<Option<&dyn agents_search::TextBackend>> {
         if self.backend.is_none() {
-            match agents_akms::search::open_index(&self.index_dir, &self.text_kind)? {
+            match agents_akms::search::open_index(&self.index_dir, self.text_kind)? {
                 Some(backend) => self.backend = Some(backend),
                 None => return Ok(None),
             }

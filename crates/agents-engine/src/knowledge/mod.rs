@@ -167,7 +167,7 @@ pub struct KnowledgeService {
     /// `global-vault` from the configuration (with `$AKMS_GLOBAL_VAULT`).
     global_vault: Option<String>,
     /// `context.backends.text`: the knowledge search index's backend.
-    text_backend: String,
+    text_backend: agents_core::config::TextBackendKind,
     tokenizer: agents_core::config::TokenizerConfig,
     config: agents_core::config::Config,
     user_home: Option<PathBuf>,
@@ -181,7 +181,7 @@ impl KnowledgeService {
         KnowledgeService {
             home,
             global_vault: config.global_vault.clone(),
-            text_backend: config.context.backends.text.clone(),
+            text_backend: config.context.backends.text,
             tokenizer: config.tokenizer.clone(),
             config: config.clone(),
             user_home: user_home(),
@@ -269,12 +269,12 @@ impl KnowledgeService {
 
     /// The directory of the repository's knowledge search index.
     pub fn index_dir(&self, layout: &Layout) -> PathBuf {
-        agents_akms::search::index_dir(&self.home.root().join("search"), &layout.repo_root).join(&self.text_backend)
+        agents_akms::search::index_dir(&self.home.root().join("search"), &layout.repo_root).join(self.text_backend.as_str())
     }
 
     /// The text backend the knowledge search index uses.
-    pub fn text_backend(&self) -> &str {
-        &self.text_backend
+    pub fn text_backend(&self) -> agents_core::config::TextBackendKind {
+        self.text_backend
     }
 
     /// Rebuilds the knowledge search index from the compiled graph (it is
@@ -289,7 +289,7 @@ impl KnowledgeService {
     /// [`KnowledgeService::reindex`] from a parsed graph.
     pub fn reindex_graph(&self, layout: &Layout, graph: &CompiledGraph) -> Result<usize, KnowledgeError> {
         let docs = agents_akms::search::documents(layout, graph);
-        agents_akms::search::rebuild_index(&self.index_dir(layout), &self.text_backend, &docs)?;
+        agents_akms::search::rebuild_index(&self.index_dir(layout), self.text_backend, &docs)?;
         Ok(docs.len())
     }
 
@@ -310,7 +310,7 @@ impl KnowledgeService {
     ) -> Result<Vec<Passage>, KnowledgeError> {
         let layout = &vault.layout;
         let dir = self.index_dir(layout);
-        let kind = &self.text_backend;
+        let kind = self.text_backend;
         let run = |backend: &dyn agents_search::TextBackend| {
             // Scoped to a node set: search deep enough that the set's best survive.
             let deep = if nodes.is_empty() { limit } else { (backend.doc_count()? as usize).max(limit) };
