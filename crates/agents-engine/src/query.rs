@@ -199,10 +199,7 @@ impl PhaseDefaults {
         Some(PhaseDefaults {
             strategies: defaults.strategies.iter().filter(|s| enabled.contains(s)).cloned().collect(),
             depth: defaults.depth.clone(),
-            tiers: ContextTier::ALL
-                .into_iter()
-                .filter(|t| defaults.tiers.contains(t))
-                .collect(),
+            tiers: ContextTier::ALL.into_iter().filter(|t| defaults.tiers.contains(t)).collect(),
         })
     }
 }

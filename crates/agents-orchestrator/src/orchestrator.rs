@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agents_fs::lock::{LockAttempt, ResourceLock};
 use agents_akms::config::OrchestratorConfig;
+use agents_fs::lock::{LockAttempt, ResourceLock};
 
 use crate::error::{OrchestrateError, StageError};
 use crate::git::Git;

@@ -269,7 +269,8 @@ impl KnowledgeService {
 
     /// The directory of the repository's knowledge search index.
     pub fn index_dir(&self, layout: &Layout) -> PathBuf {
-        agents_akms::search::index_dir(&self.home.root().join("search"), &layout.repo_root).join(self.text_backend.as_str())
+        agents_akms::search::index_dir(&self.home.root().join("search"), &layout.repo_root)
+            .join(self.text_backend.as_str())
     }
 
     /// The text backend the knowledge search index uses.
@@ -335,8 +336,7 @@ impl KnowledgeService {
                     // Another process rebuilt it meanwhile.
                     Ok(Some(hits)) => hits,
                     _ => {
-                        let graph =
-                            CompiledGraph::of(layout).map_err(|e| KnowledgeError::Invalid(e.to_string()))?;
+                        let graph = CompiledGraph::of(layout).map_err(|e| KnowledgeError::Invalid(e.to_string()))?;
                         self.reindex_graph(layout, &graph)?;
                         agents_akms::search::with_index(&dir, kind, run)?.ok_or_else(|| KnowledgeError::Io {
                             path: dir.clone(),
