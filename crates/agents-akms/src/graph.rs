@@ -36,6 +36,11 @@ pub enum GraphError {
     Shape { path: PathBuf, what: String },
 }
 
+/// What a node-link value lacks to be a compiled graph (`node 3 has no string `id``).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ShapeError(pub String);
+
 /// One node: its id and every attribute it was compiled with (the id
 /// included, as in the file).
 #[derive(Debug, Clone, PartialEq)]
@@ -211,7 +216,7 @@ impl CompiledGraph {
             message: e.to_string(),
         })?;
         let mut graph =
-            CompiledGraph::from_value(value).map_err(|what| GraphError::Shape { path: path.to_owned(), what })?;
+            CompiledGraph::from_value(value).map_err(|e| GraphError::Shape { path: path.to_owned(), what: e.0 })?;
         graph.version = crate::loadout::graph_version(text.as_bytes());
         Ok(graph)
     }
@@ -230,7 +235,11 @@ impl CompiledGraph {
 
     /// The graph of a node-link JSON value; the error says what is missing.
     /// `links` and `graph` may be absent (an empty graph, a test's fixture).
-    pub fn from_value(value: Value) -> Result<CompiledGraph, String> {
+    pub fn from_value(value: Value) -> Result<CompiledGraph, ShapeError> {
+        CompiledGraph::shape(value).map_err(ShapeError)
+    }
+
+    fn shape(value: Value) -> Result<CompiledGraph, String> {
         let Value::Object(mut top) = value else { return Err("not a JSON object".to_owned()) };
         let list = |top: &mut Map<String, Value>, key: &str| -> Result<Vec<Value>, String> {
             match top.remove(key) {

@@ -62,26 +62,37 @@ use agents_store::{PlanStore, ProjectStore, SqliteStore, Store, StoreError, Warm
 /// (`models/minilm-code-static`, e.g. by `scripts/get-model.sh`), else the model
 /// bundled into the binary; or why there is none (`context.backends.vector =
 /// "none"`, or a configured directory without a model).
-pub fn load_embedder(home: &Home, config: &agents_core::config::Config) -> Result<StaticEmbedder, String> {
+pub fn load_embedder(home: &Home, config: &agents_core::config::Config) -> Result<StaticEmbedder, NoEmbedder> {
     let backends = &config.context.backends;
     if backends.vector == agents_core::config::VectorBackendKind::Disabled {
-        return Err("disabled by context.backends.vector = \"none\"".to_owned());
+        return Err(NoEmbedder::Disabled);
     }
+    let load = |dir: &Path| StaticEmbedder::load(dir).map_err(|e| NoEmbedder::Unreadable(Arc::new(e)));
     if !backends.embedding_model.is_empty() {
         let dir = PathBuf::from(&backends.embedding_model);
         if !dir.join("model.safetensors").exists() {
-            return Err(format!(
-                "no embedding model in {} (context.backends.embedding-model; scripts/get-model.sh DIR makes one)",
-                dir.display()
-            ));
+            return Err(NoEmbedder::Missing { dir });
         }
-        return StaticEmbedder::load(&dir).map_err(|e| e.to_string());
+        return load(&dir);
     }
     let dir = home.default_model_dir();
     if dir.join("model.safetensors").exists() {
-        return StaticEmbedder::load(&dir).map_err(|e| e.to_string());
+        return load(&dir);
     }
-    StaticEmbedder::bundled().map_err(|e| e.to_string())
+    StaticEmbedder::bundled().map_err(|e| NoEmbedder::Unreadable(Arc::new(e)))
+}
+
+/// Why a query has no embedding model (its vector backend is then unavailable
+/// and says so).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum NoEmbedder {
+    #[error("disabled by context.backends.vector = \"none\"")]
+    Disabled,
+    #[error("no embedding model in {} (context.backends.embedding-model; scripts/get-model.sh DIR makes one)", dir.display())]
+    Missing { dir: PathBuf },
+    /// The model's files could not be read or loaded.
+    #[error(transparent)]
+    Unreadable(Arc<agents_search::SearchError>),
 }
 
 /// The engine's home directory and the paths inside it.
@@ -306,7 +317,7 @@ pub struct Engine {
     pipeline: Pipeline,
     stale_repaired: usize,
     /// The embedding model, loaded on first use and kept for the engine's life.
-    embedder: std::sync::OnceLock<Result<Arc<StaticEmbedder>, String>>,
+    embedder: std::sync::OnceLock<Result<Arc<StaticEmbedder>, NoEmbedder>>,
     /// Vector indexes opened before, by directory, with the stamp of their
     /// files then: a long-lived engine (the MCP server) reopens one only when
     /// another process changed it.
@@ -436,7 +447,7 @@ impl Engine {
     /// or no model files where the configuration points).
     /// The embedding model, or why there is none. Loaded once per engine: a
     /// model installed while a long-lived engine runs is used after a restart.
-    pub fn embedder(&self) -> Result<Arc<StaticEmbedder>, String> {
+    pub fn embedder(&self) -> Result<Arc<StaticEmbedder>, NoEmbedder> {
         self.embedder.get_or_init(|| load_embedder(&self.home, self.config.config()).map(Arc::new)).clone()
     }
 
@@ -555,7 +566,7 @@ impl Engine {
                 served.insert("vector".to_owned(), format!("local ({})", e.model_id()));
             }
             Err(reason) => {
-                missing.insert(BackendKind::Vector, reason.clone());
+                missing.insert(BackendKind::Vector, reason.to_string());
                 served.insert("vector".to_owned(), format!("unavailable: {reason}"));
             }
         }

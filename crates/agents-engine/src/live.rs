@@ -37,7 +37,7 @@ pub struct LiveRefresh {
     /// The resource's root.
     pub root: PathBuf,
     /// The refreshed index and the search sync, or why the refresh failed.
-    pub result: Result<(Arc<IndexOutcome>, agents_acms::query::SyncReport), String>,
+    pub result: Result<(Arc<IndexOutcome>, agents_acms::query::SyncReport), Arc<EngineError>>,
     pub elapsed: Duration,
 }
 
@@ -225,7 +225,7 @@ impl Worker {
                     watched.record(generation, outcome.clone());
                     Ok((outcome, sync))
                 }
-                Err(error) => Err(error.to_string()),
+                Err(error) => Err(Arc::new(error)),
             };
             (self.on_refresh)(&LiveRefresh { root: watched.root.clone(), result, elapsed: started.elapsed() });
         }

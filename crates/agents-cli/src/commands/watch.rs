@@ -15,7 +15,7 @@ use crate::settings::Settings;
 
 /// One line of `agents watch --json`.
 #[derive(Serialize)]
-struct RefreshLine<'a> {
+struct RefreshLine {
     root: String,
     added: u64,
     changed: u64,
@@ -25,11 +25,11 @@ struct RefreshLine<'a> {
     search_files_removed: u64,
     elapsed_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a str>,
+    error: Option<String>,
 }
 
-impl RefreshLine<'_> {
-    fn of(refresh: &LiveRefresh) -> RefreshLine<'_> {
+impl RefreshLine {
+    fn of(refresh: &LiveRefresh) -> RefreshLine {
         let mut line = RefreshLine {
             root: refresh.root.display().to_string(),
             added: 0,
@@ -49,13 +49,13 @@ impl RefreshLine<'_> {
                 }
                 (line.search_files_indexed, line.search_files_removed) = (sync.files_indexed, sync.files_removed);
             }
-            Err(error) => line.error = Some(error),
+            Err(error) => line.error = Some(error.to_string()),
         }
         line
     }
 
     fn text(&self) -> String {
-        match self.error {
+        match &self.error {
             Some(error) => format!("refresh of {} failed: {error}", self.root),
             None => format!(
                 "refreshed {}: {} added, {} changed, {} removed, {} unchanged; search: {} files indexed, {} removed ({} ms)",
