@@ -18,7 +18,7 @@ ALLOWED = {
     "agents-core": set(),
     "agents-fs": set(),
     "agents-pack": {"agents-core"},
-    "agents-search": {"agents-fs"},
+    "agents-search": {"agents-core", "agents-fs"},
     "agents-store": {"agents-core", "agents-fs"},
     "agents-uko": {"agents-core"},
     # The two halves: neither depends on the other.
