@@ -317,7 +317,8 @@ pub struct Engine {
     pipeline: Pipeline,
     stale_repaired: usize,
     /// The embedding model, loaded on first use and kept for the engine's life.
-    embedder: std::sync::OnceLock<Result<Arc<StaticEmbedder>, NoEmbedder>>,
+    /// Shared with [`Engine::preload`]'s thread.
+    embedder: Arc<std::sync::OnceLock<Result<Arc<StaticEmbedder>, NoEmbedder>>>,
     /// Vector indexes opened before, by directory, with the stamp of their
     /// files then: a long-lived engine (the MCP server) reopens one only when
     /// another process changed it.
@@ -382,7 +383,7 @@ impl Engine {
             search,
             pipeline,
             stale_repaired,
-            embedder: std::sync::OnceLock::new(),
+            embedder: Arc::new(std::sync::OnceLock::new()),
             vectors: std::sync::Mutex::new(BTreeMap::new()),
         })
     }
@@ -403,14 +404,19 @@ impl Engine {
         self.tokenizer
     }
 
-    /// Starts building the tokenizer's tables on a background thread, so a
-    /// command that refreshes an index before it counts (a query) does not
-    /// wait for them afterwards. The thread ends on its own; a count that
-    /// comes first simply waits for the tables.
-    pub fn preload_tokenizer(&self) {
+    /// Starts building the tokenizer's tables and loading the embedding
+    /// model on background threads, so a command that refreshes an index
+    /// before it counts and embeds (a query) does not wait for them
+    /// afterwards. The threads end on their own; a count or an embedding
+    /// that comes first simply waits for what it needs.
+    pub fn preload(&self) {
         let tokenizer = self.tokenizer;
         // A failure to spawn only loses the head start.
         let _ = std::thread::Builder::new().name("tokenizer-preload".into()).spawn(move || tokenizer.preload());
+        let (cell, home, config) = (self.embedder.clone(), self.home.clone(), self.config.config().clone());
+        let _ = std::thread::Builder::new().name("model-preload".into()).spawn(move || {
+            cell.get_or_init(|| load_embedder(&home, &config).map(Arc::new));
+        });
     }
 
     /// Whether the project's settings keep its resources refreshed live

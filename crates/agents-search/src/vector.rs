@@ -63,7 +63,6 @@ mod bundled {
     pub const TOKENIZER: &[u8] = include_bytes!("../model/minilm-code-static/tokenizer.json");
     pub const WEIGHTS: &[u8] = include_bytes!("../model/minilm-code-static/model.safetensors");
     pub const CONFIG: &[u8] = include_bytes!("../model/minilm-code-static/config.json");
-    #[cfg(test)]
     pub const METADATA: &str = include_str!("../model/minilm-code-static/metadata.json");
 }
 
@@ -82,7 +81,14 @@ impl StaticEmbedder {
     /// The model shipped inside the binary: nothing to download or install.
     pub fn bundled() -> Result<StaticEmbedder, SearchError> {
         let dir = Path::new("<bundled>").join(BUNDLED_MODEL);
-        StaticEmbedder::from_parts(BUNDLED_MODEL, bundled::TOKENIZER, bundled::WEIGHTS, bundled::CONFIG, &dir)
+        // The weights' SHA-256 is in the metadata (a test checks it against
+        // the bytes): no need to hash 8 MB on every start.
+        let digest = serde_json::from_str::<serde_json::Value>(bundled::METADATA)
+            .ok()
+            .and_then(|m| m["files"]["model.safetensors"].as_str().and_then(|h| h.get(..16)).map(str::to_owned));
+        let model = StaticEmbedder::model(bundled::TOKENIZER, bundled::WEIGHTS, bundled::CONFIG, &dir)?;
+        let digest = digest.unwrap_or_else(|| weights_digest(bundled::WEIGHTS));
+        Ok(StaticEmbedder { id: format!("{BUNDLED_MODEL}@{digest}"), model })
     }
 
     fn from_parts(
@@ -92,15 +98,25 @@ impl StaticEmbedder {
         config: &[u8],
         dir: &Path,
     ) -> Result<StaticEmbedder, SearchError> {
-        let model = model2vec_rs::model::StaticModel::from_bytes(tokenizer, weights, config, Some(true))
-            .map_err(|error| SearchError::Model { dir: dir.to_owned(), message: format!("{error:#}") })?;
-        let digest = {
-            use sha2::Digest;
-            let hash = sha2::Sha256::digest(weights);
-            hash.iter().take(8).map(|b| format!("{b:02x}")).collect::<String>()
-        };
-        Ok(StaticEmbedder { id: format!("{name}@{digest}"), model })
+        let model = StaticEmbedder::model(tokenizer, weights, config, dir)?;
+        Ok(StaticEmbedder { id: format!("{name}@{}", weights_digest(weights)), model })
     }
+
+    fn model(
+        tokenizer: &[u8],
+        weights: &[u8],
+        config: &[u8],
+        dir: &Path,
+    ) -> Result<model2vec_rs::model::StaticModel, SearchError> {
+        model2vec_rs::model::StaticModel::from_bytes(tokenizer, weights, config, Some(true))
+            .map_err(|error| SearchError::Model { dir: dir.to_owned(), message: format!("{error:#}") })
+    }
+}
+
+/// The first 16 hex digits of the weights' SHA-256: the model's version in its id.
+fn weights_digest(weights: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(weights).iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
 impl Embedder for StaticEmbedder {
@@ -804,7 +820,8 @@ mod tests {
         }
         let model = StaticEmbedder::bundled().unwrap();
         assert_eq!(model.dim(), 256);
-        assert!(model.model_id().starts_with("minilm-code-static@"));
+        // The id names the weights as hashing them would.
+        assert_eq!(model.model_id(), format!("minilm-code-static@{}", weights_digest(bundled::WEIGHTS)));
         let texts: Vec<String> = [
             "retry a request with exponential backoff",
             "fn retry_with_backoff(request: Request, attempts: u32) sleep delay doubles",

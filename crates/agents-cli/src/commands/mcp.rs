@@ -623,7 +623,7 @@ pub fn serve(settings: Settings, watch: bool, allow_roots: &[PathBuf]) -> anyhow
     let root = std::env::current_dir().map_err(|e| UsageError(format!("cannot read the current directory: {e}")))?;
     let roots = Roots::new(&root, allow_roots)?;
     let engine = Arc::new(settings.engine()?);
-    engine.preload_tokenizer();
+    engine.preload();
     let live = LiveIndex::new(engine.clone(), DEFAULT_DEBOUNCE, log_refresh);
     if watch {
         for resource in engine.auto_refresh_roots()? {

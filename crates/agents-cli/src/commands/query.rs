@@ -112,7 +112,7 @@ struct Simulation<'a> {
 
 fn run(settings: &Settings, args: QueryArgs, simulate: Option<&str>) -> anyhow::Result<()> {
     let engine = settings.engine()?;
-    engine.preload_tokenizer();
+    engine.preload();
     let explain_trace = args.explain;
     let options = options(args, simulate)?;
     let bar = Bar::new(settings.progress);
