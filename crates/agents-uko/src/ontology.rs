@@ -419,7 +419,8 @@ impl Ontology {
     /// The detail-level domain for files of a detected language (the names
     /// of [`crate::language`]): `python` is `uko-py`; `typescript`,
     /// `tsx` and `javascript` are `uko-ts`; `rust` is `uko-rs`; `java` is
-    /// `uko-java`; `go`, `c` and `cpp` are `uko-code`; prose (`markdown`,
+    /// `uko-java`; `go`, `c`, `cpp` and the query-analyzed languages
+    /// (`ruby`, `shell`, `lua`) are `uko-code`; prose (`markdown`,
     /// `restructuredtext`, `org`, `text`) is `uko-doc`; `csv` and `tsv` are
     /// `uko-data`. Anything else, or a domain this ontology has no map for,
     /// is the universal domain `uko`.
@@ -429,7 +430,7 @@ impl Ontology {
             "typescript" | "tsx" | "javascript" => "uko-ts",
             "rust" => "uko-rs",
             "java" => "uko-java",
-            "go" | "c" | "cpp" => "uko-code",
+            "go" | "c" | "cpp" | "ruby" | "shell" | "lua" => "uko-code",
             "markdown" | "restructuredtext" | "org" | "text" => "uko-doc",
             "csv" | "tsv" => "uko-data",
             _ => UNIVERSAL_DOMAIN,

@@ -38,7 +38,9 @@ use std::sync::LazyLock;
 use tree_sitter::{Language, Node};
 
 use crate::lang::rust::source_ordered;
-use crate::lang::{Analyzer, FileBuilder, clean_doc, node_text, parse, signature_until};
+use crate::lang::{
+    Analyzer, FileBuilder, child_of_kind, clean_doc, collapse, join_path, node_text, parse_or_warn, signature_until,
+};
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of, join_normalized};
 
@@ -141,11 +143,9 @@ impl Analyzer for GoAnalyzer {
 
     fn analyze(&self, _language: &str, path: &str, text: &str) -> FileAnalysis {
         let mut builder = FileBuilder::new(NodeKind::Module, path, text);
-        let Some(tree) = parse(&LANGUAGE, text) else {
-            builder.warn("could not parse: the Go grammar failed to load");
+        let Some(tree) = parse_or_warn(&mut builder, &LANGUAGE, "Go", text) else {
             return builder.finish();
         };
-        builder.syntax_warnings(&tree);
         let root = tree.root_node();
         let mut walker = Walker {
             text,
@@ -516,10 +516,6 @@ fn func_signature(node: Node<'_>, body: Option<Node<'_>>, text: &str) -> String 
     collapse(first_line).trim_end_matches(['{', ' ']).to_string()
 }
 
-fn collapse(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 /// A node among its named siblings (which include its comments), so
 /// doc lookups need no `prev_sibling` walks (linear in tree-sitter).
 #[derive(Clone, Copy)]
@@ -537,11 +533,6 @@ impl<'a> At<'_, 'a> {
 fn named_children<'a>(node: Node<'a>) -> Vec<Node<'a>> {
     let mut cursor = node.walk();
     node.named_children(&mut cursor).collect()
-}
-
-fn child_of_kind<'a>(node: Node<'a>, kind: &str) -> Option<Node<'a>> {
-    let mut cursor = node.walk();
-    node.named_children(&mut cursor).find(|c| c.kind() == kind)
 }
 
 fn child_of_kind_any<'a>(node: Node<'a>, kind: &str) -> Option<Node<'a>> {
@@ -755,10 +746,6 @@ fn package_name(path: &str) -> &str {
         Some((stem, version)) if is_version(version) && !stem.is_empty() => stem,
         _ => last,
     }
-}
-
-fn join_path(dir: &str, rest: &str) -> String {
-    if dir.is_empty() { rest.to_string() } else { format!("{dir}/{rest}") }
 }
 
 /// The first non-test `.go` file directly in `dir`, by sorted path.

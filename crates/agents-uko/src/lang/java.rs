@@ -31,7 +31,7 @@ use std::sync::LazyLock;
 
 use tree_sitter::{Language, Node};
 
-use crate::lang::{Analyzer, FileBuilder, clean_doc, node_text, parse};
+use crate::lang::{Analyzer, FileBuilder, clean_doc, collapse, node_text, parse_or_warn};
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::ResolveContext;
 
@@ -68,11 +68,9 @@ impl Analyzer for JavaAnalyzer {
 
     fn analyze(&self, _language: &str, path: &str, text: &str) -> FileAnalysis {
         let mut builder = FileBuilder::new(NodeKind::Module, path, text);
-        let Some(tree) = parse(&LANGUAGE, text) else {
-            builder.warn("could not parse: the Java grammar failed to load");
+        let Some(tree) = parse_or_warn(&mut builder, &LANGUAGE, "Java", text) else {
             return builder.finish();
         };
-        builder.syntax_warnings(&tree);
         let root = tree.root_node();
         let mut walker = Walker { text, b: builder, depth: 0 };
         let mut package = None;
@@ -400,10 +398,6 @@ impl<'t> Walker<'t> {
             stack[start..].reverse();
         }
     }
-}
-
-fn collapse(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Where a declaration's signature starts: after its annotations.

@@ -25,6 +25,7 @@ use tree_sitter::{Node, TreeCursor};
 
 use crate::lang::{
     Analyzer, FileBuilder, field_text, named_children, node_text, parse, preceding_comments, signature_until,
+    strip_quotes,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of, join_normalized};
@@ -893,15 +894,6 @@ fn literal_string<'t>(node: Node<'_>, text: &'t str) -> Option<&'t str> {
         }
         _ => None,
     }
-}
-
-fn strip_quotes(s: &str) -> &str {
-    for q in ['"', '\'', '`'] {
-        if let Some(inner) = s.strip_prefix(q).and_then(|r| r.strip_suffix(q)) {
-            return inner;
-        }
-    }
-    s
 }
 
 /// `describe`, `it`, `test` (Jest, Mocha, Vitest, Playwright), with

@@ -1,0 +1,367 @@
+//! The languages the query analyzer ([`crate::lang::query`]) handles: each
+//! is a grammar, a query file under `queries/` and a few settings.
+
+use crate::lang::query::{ImportStyle, QueryAnalyzer, QueryLanguage};
+
+/// Ruby: modules (namespaces whose `def`s are methods), classes with their
+/// superclass as `Inherits`, methods, constants, minitest/RSpec tests,
+/// `require`/`require_relative` imports (resolved relative to the file,
+/// else as a unique `<path>.rb` suffix), calls as `recv.m` or `m`.
+pub static RUBY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
+    languages: &["ruby"],
+    display: "Ruby",
+    grammar: || tree_sitter_ruby::LANGUAGE.into(),
+    query: include_str!("queries/ruby.scm"),
+    comment_kinds: &["comment"],
+    doc_prefix: "",
+    doc_markers: &[],
+    imports: ImportStyle::RelativeOrSuffix(".rb"),
+    methods_in_namespaces: true,
+});
+
+/// Bash: functions, top-level variables, `source`/`.` imports (relative to
+/// the file; a path with a variable stays unresolved), commands as calls
+/// (without builtins such as `echo`, `cd`, `local`).
+pub static BASH: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
+    languages: &["shell"],
+    display: "Bash",
+    grammar: || tree_sitter_bash::LANGUAGE.into(),
+    query: include_str!("queries/bash.scm"),
+    comment_kinds: &["comment"],
+    doc_prefix: "",
+    doc_markers: &[],
+    imports: ImportStyle::Relative(""),
+    methods_in_namespaces: false,
+});
+
+/// Lua: functions (`function M.f`, `function M:m`, `local function f`),
+/// top-level variables, `require "a.b"` imports (`a/b.lua` or
+/// `a/b/init.lua` as a unique path suffix), calls.
+pub static LUA: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
+    languages: &["lua"],
+    display: "Lua",
+    grammar: || tree_sitter_lua::LANGUAGE.into(),
+    query: include_str!("queries/lua.scm"),
+    comment_kinds: &["comment"],
+    doc_prefix: "--",
+    doc_markers: &["---", "--"],
+    imports: ImportStyle::Dotted(".lua"),
+    methods_in_namespaces: false,
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::Analyzer;
+    use crate::lang::test_support::assert_spans_are_declarations;
+    use crate::model::{FileAnalysis, NodeKind, RefKind};
+    use crate::render::{EdgeView, NodeView, RenderInput, is_container, render};
+
+    const RUBY_FIXTURE: &str = r#"# Stores items.
+require "json"
+require_relative "./model/item"
+
+module Shop
+  # Keeps items in memory.
+  class Store < Base
+    MAX = 100
+
+    # Saves an item.
+    def save(item, force: false)
+      validate(item)
+      @items.push(item)
+      Audit.record(item)
+    end
+
+    def self.build(*args)
+      new(*args)
+    end
+  end
+
+  # Formats a price.
+  def format_price(cents)
+    format("%.2f", cents / 100.0)
+  end
+end
+
+class StoreTest < Minitest::Test
+  def test_saves
+    assert_equal 1, Shop::Store.build.save(2)
+  end
+end
+
+describe Shop::Store do
+  it "saves items" do
+    expect(store.save(1)).to be_truthy
+  end
+end
+"#;
+
+    const BASH_FIXTURE: &str = r#"#!/usr/bin/env bash
+# Deploys the service.
+set -euo pipefail
+
+source ./lib/common.sh
+. "$DIR/env.sh"
+
+RETRIES=3
+export TARGET="prod"
+
+# Builds the image.
+# Tags it with the commit.
+build_image() {
+  local tag="$1"
+  docker build -t "app:$tag" .
+  log_info "built $tag"
+}
+
+function deploy {
+  build_image "$(git rev-parse HEAD)"
+  kubectl apply -f deploy.yaml
+}
+
+deploy
+"#;
+
+    const LUA_FIXTURE: &str = r#"--- Stores items.
+local json = require("cjson")
+local util = require "app.util"
+
+local M = {}
+
+--- Creates a store.
+-- @param opts table
+function M.new(opts)
+  local self = setmetatable({}, M)
+  util.check(opts)
+  return self
+end
+
+--- Saves an item.
+function M:save(item)
+  table.insert(self.items, item)
+  self:flush()
+end
+
+local function helper(x)
+  return tostring(x)
+end
+
+return M
+"#;
+
+    fn outline_with_refs(analysis: &FileAnalysis) -> String {
+        let mut out = analysis.outline();
+        for r in &analysis.references {
+            let from = &analysis.nodes[r.from].symbol_path;
+            out.push_str(&format!("{} {} -> {} {:?}\n", from, r.kind.as_str(), r.target, r.names));
+        }
+        out
+    }
+
+    /// The file node rendered at `depth`, with its children's members.
+    fn render_file(analysis: &FileAnalysis, text: &str, depth: u8) -> String {
+        let view = |i: usize| {
+            let n = &analysis.nodes[i];
+            NodeView {
+                kind: n.kind,
+                name: &n.name,
+                symbol_path: &n.symbol_path,
+                path: "fixture",
+                span: n.span,
+                signature: n.signature.as_deref(),
+                doc: n.doc.as_deref(),
+            }
+        };
+        let children = analysis.children(0);
+        let members = children
+            .iter()
+            .map(|&c| {
+                if is_container(analysis.nodes[c].kind) {
+                    analysis.children(c).into_iter().map(view).collect()
+                } else {
+                    vec![]
+                }
+            })
+            .collect();
+        let edges = analysis
+            .references
+            .iter()
+            .filter(|r| r.from == 0 && r.kind == RefKind::Import)
+            .map(|r| EdgeView { kind: r.kind, target: r.target.clone(), external: true })
+            .collect();
+        let input = RenderInput {
+            node: view(0),
+            children: children.into_iter().map(view).collect(),
+            members,
+            edges,
+            file_text: text,
+        };
+        render(&input, depth)
+    }
+
+    fn node<'a>(analysis: &'a FileAnalysis, path: &str) -> &'a crate::model::SymbolNode {
+        analysis.nodes.iter().find(|n| n.symbol_path == path).unwrap_or_else(|| panic!("no {path}"))
+    }
+
+    fn refs(analysis: &FileAnalysis, kind: RefKind) -> Vec<(String, String)> {
+        analysis
+            .references
+            .iter()
+            .filter(|r| r.kind == kind)
+            .map(|r| (analysis.nodes[r.from].symbol_path.clone(), r.target.clone()))
+            .collect()
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    }
+
+    fn check(analyzer: &QueryAnalyzer, language: &str, path: &str, text: &str) -> FileAnalysis {
+        analyzer.check().expect("the query compiles");
+        let analysis = analyzer.analyze(language, path, text);
+        assert!(analysis.warnings.is_empty(), "{:?}", analysis.warnings);
+        assert_spans_are_declarations(&analysis, text);
+        analysis
+    }
+
+    #[test]
+    fn ruby_fixture() {
+        let a = check(&RUBY, "ruby", "lib/shop/store.rb", RUBY_FIXTURE);
+        assert_eq!(node(&a, "Shop").kind, NodeKind::Namespace);
+        assert_eq!(node(&a, "Shop.Store").kind, NodeKind::Class);
+        assert_eq!(node(&a, "Shop.Store").doc.as_deref(), Some("Keeps items in memory."));
+        assert_eq!(node(&a, "Shop.Store.MAX").kind, NodeKind::Field);
+        let save = node(&a, "Shop.Store.save");
+        assert_eq!((save.kind, save.signature.as_deref()), (NodeKind::Method, Some("def save(item, force: false)")));
+        assert_eq!(save.doc.as_deref(), Some("Saves an item."));
+        assert_eq!(node(&a, "Shop.format_price").kind, NodeKind::Method);
+        assert_eq!(node(&a, "StoreTest.test_saves").kind, NodeKind::Test);
+        assert_eq!(node(&a, "Shop::Store.saves items").kind, NodeKind::Test);
+        let imports: Vec<_> = a
+            .references
+            .iter()
+            .filter(|r| r.kind == RefKind::Import)
+            .map(|r| (r.target.as_str(), r.names.clone()))
+            .collect();
+        assert_eq!(imports, [("json", vec!["json".to_string()]), ("./model/item", vec!["item".to_string()])]);
+        assert_eq!(refs(&a, RefKind::Inherits), pairs(&[("Shop.Store", "Base"), ("StoreTest", "Minitest::Test")]));
+        let calls = refs(&a, RefKind::Calls);
+        assert!(calls.contains(&("Shop.Store.save".to_string(), "Audit.record".to_string())), "{calls:?}");
+        assert!(calls.contains(&("Shop.Store.save".to_string(), "validate".to_string())), "{calls:?}");
+        assert!(!calls.iter().any(|(_, t)| t == "require" || t == "it" || t == "describe"), "{calls:?}");
+        insta::assert_snapshot!(format!("{}\n{}", outline_with_refs(&a), render_file(&a, RUBY_FIXTURE, 4)));
+    }
+
+    #[test]
+    fn bash_fixture() {
+        let a = check(&BASH, "shell", "bin/deploy.sh", BASH_FIXTURE);
+        let build = node(&a, "build_image");
+        assert_eq!((build.kind, build.signature.as_deref()), (NodeKind::Function, Some("build_image()")));
+        assert_eq!(build.doc.as_deref(), Some("Builds the image.\nTags it with the commit."));
+        assert_eq!(node(&a, "deploy").signature.as_deref(), Some("function deploy"));
+        assert_eq!(node(&a, "RETRIES").kind, NodeKind::Variable);
+        assert_eq!(node(&a, "TARGET").kind, NodeKind::Variable);
+        let imports: Vec<_> = a
+            .references
+            .iter()
+            .filter(|r| r.kind == RefKind::Import)
+            .map(|r| (r.target.as_str(), r.names.clone()))
+            .collect();
+        assert_eq!(
+            imports,
+            [("./lib/common.sh", vec!["common".to_string()]), ("$DIR/env.sh", vec!["env".to_string()])]
+        );
+        assert_eq!(
+            refs(&a, RefKind::Calls),
+            pairs(&[
+                ("build_image", "docker"),
+                ("build_image", "log_info"),
+                ("deploy", "build_image"),
+                ("deploy", "git"),
+                ("deploy", "kubectl"),
+                ("", "deploy")
+            ])
+        );
+        insta::assert_snapshot!(format!("{}\n{}", outline_with_refs(&a), render_file(&a, BASH_FIXTURE, 4)));
+    }
+
+    #[test]
+    fn lua_fixture() {
+        let a = check(&LUA, "lua", "app/store.lua", LUA_FIXTURE);
+        let new = node(&a, "M.new");
+        assert_eq!((new.kind, new.signature.as_deref()), (NodeKind::Function, Some("function M.new(opts)")));
+        assert_eq!(new.doc.as_deref(), Some("Creates a store.\n@param opts table"));
+        assert_eq!(node(&a, "M:save").doc.as_deref(), Some("Saves an item."));
+        assert_eq!(node(&a, "helper").signature.as_deref(), Some("local function helper(x)"));
+        assert_eq!(node(&a, "M").kind, NodeKind::Variable);
+        let imports: Vec<_> = a
+            .references
+            .iter()
+            .filter(|r| r.kind == RefKind::Import)
+            .map(|r| (r.target.as_str(), r.names.clone()))
+            .collect();
+        assert_eq!(imports, [("cjson", vec!["cjson".to_string()]), ("app.util", vec!["util".to_string()])]);
+        assert_eq!(
+            refs(&a, RefKind::Calls),
+            pairs(&[
+                ("M.new", "setmetatable"),
+                ("M.new", "util.check"),
+                ("M:save", "table.insert"),
+                ("M:save", "self:flush"),
+                ("helper", "tostring")
+            ])
+        );
+        insta::assert_snapshot!(format!("{}\n{}", outline_with_refs(&a), render_file(&a, LUA_FIXTURE, 4)));
+    }
+
+    #[test]
+    fn imports_resolve_where_decidable() {
+        let files: std::collections::BTreeSet<String> = [
+            "lib/shop/model/item.rb",
+            "lib/shop/store.rb",
+            "lib/shop.rb",
+            "bin/lib/common.sh",
+            "app/util.lua",
+            "app/db/init.lua",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        let ctx = crate::resolve::ResolveContext::new(&files);
+        let import = |target: &str| crate::model::Reference {
+            from: 1,
+            kind: RefKind::Import,
+            target: target.to_string(),
+            names: vec![],
+            system: false,
+            span: crate::model::Span::default(),
+        };
+        let r = |a: &QueryAnalyzer, from: &str, target: &str| a.resolve_import(&ctx, from, &import(target));
+        assert_eq!(r(&RUBY, "lib/shop/store.rb", "./model/item").as_deref(), Some("lib/shop/model/item.rb"));
+        assert_eq!(r(&RUBY, "spec/store_spec.rb", "shop/store").as_deref(), Some("lib/shop/store.rb"));
+        assert_eq!(r(&RUBY, "lib/shop/store.rb", "json"), None);
+        assert_eq!(r(&BASH, "bin/deploy.sh", "./lib/common.sh").as_deref(), Some("bin/lib/common.sh"));
+        assert_eq!(r(&BASH, "bin/deploy.sh", "$DIR/env.sh"), None);
+        assert_eq!(r(&LUA, "app/store.lua", "app.util").as_deref(), Some("app/util.lua"));
+        assert_eq!(r(&LUA, "app/store.lua", "app.db").as_deref(), Some("app/db/init.lua"));
+        assert_eq!(r(&LUA, "app/store.lua", "cjson"), None);
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        for (a, lang) in [(&RUBY, "ruby"), (&BASH, "shell"), (&LUA, "lua")] {
+            for text in ["", "def", "class <", "function (", "require", "é\u{feff}", "}}}{{{"] {
+                let analysis = a.analyze(lang, "x", text);
+                assert_spans_are_declarations(&analysis, text);
+            }
+        }
+    }
+
+    #[test]
+    fn registered_by_language() {
+        for lang in ["ruby", "shell", "lua"] {
+            assert!(crate::lang::structured_languages().contains(&lang), "{lang}");
+        }
+    }
+}

@@ -1,0 +1,425 @@
+//! The query-driven analyzer: one analyzer for every language described by a
+//! tree-sitter grammar plus a small declarative query file (in the spirit of
+//! tree-sitter's `tags.scm`), kept under `src/lang/queries/*.scm`.
+//!
+//! # The capture vocabulary
+//!
+//! | capture | meaning |
+//! |---|---|
+//! | `@definition.<kind>` | a declaration; the node is its span. `<kind>` is a [`NodeKind`] name (`function`, `method`, `class`, `interface`, `trait`, `struct`, `enum`, `type_alias`, `field`, `variable`, `macro`, `test`, `namespace`) |
+//! | `@name` | the declaration's name (text, whitespace collapsed) |
+//! | `@body` | the declaration's body: the signature is the text before it (the whole node, first line, when absent) |
+//! | `@doc` | an explicit doc node (a docstring, an `@doc` attribute); without one the comments directly above the declaration are its doc |
+//! | `@inherits` | a superclass or mixin named in the declaration: an `Inherits` reference from it |
+//! | `@import` | an import statement (an `Import` node under the file) |
+//! | `@import.path` | the module it names (quotes stripped): the reference's target |
+//! | `@import.name` | a name it brings into scope (default: the path's last segment) |
+//! | `@call` | a call; `@call.name` is the callee as written (`f`, `obj.m`) |
+//!
+//! Captures whose names start with `_` are for predicates only.
+//!
+//! # Structure
+//!
+//! Nesting comes from byte ranges: a declaration's parent is the innermost
+//! declaration containing it, so the query only says *what* is declared.
+//! A `function` whose parent is a type scope (class, interface, trait,
+//! struct, enum) becomes a `Method`, a `variable` there a `Field`. When one node matches two patterns the
+//! earlier pattern wins, so a query lists its specific patterns (tests)
+//! before general ones (functions). A call belongs to the innermost
+//! declaration containing it; the nodes of declarations and imports are never
+//! calls themselves (Ruby's `require`, Elixir's `def` are call nodes).
+
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+use tree_sitter::{Language, Query, QueryCursor, StreamingIterator};
+
+use crate::lang::{Analyzer, FileBuilder, clean_doc, collapse, parse_or_warn, preceding_comments, strip_quotes};
+use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
+use crate::resolve::{ResolveContext, dir_of, join_normalized};
+
+/// How a language's import specifiers map to files, where that is decidable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImportStyle {
+    /// Never resolved (namespaces, packages, gems).
+    None,
+    /// A path relative to the importing file's directory, with this extension
+    /// added when the specifier has none (`require_relative "x"`, `source ./x.sh`).
+    Relative(&'static str),
+    /// Relative to the importing file first (as [`ImportStyle::Relative`]),
+    /// else a unique path suffix with this extension (Ruby's `require`,
+    /// whose load path is usually `lib/`).
+    RelativeOrSuffix(&'static str),
+    /// Dotted module names mapping to a unique path suffix with this
+    /// extension (`require "a.b"` -> `a/b.lua` or `a/b/init.lua`).
+    Dotted(&'static str),
+}
+
+/// One language for the query analyzer.
+pub struct QueryLanguage {
+    /// Language names (as [`crate::language`] detects them).
+    pub languages: &'static [&'static str],
+    /// Display name for warnings.
+    pub display: &'static str,
+    /// The grammar.
+    pub grammar: fn() -> Language,
+    /// The query source (`include_str!` of `queries/<lang>.scm`).
+    pub query: &'static str,
+    /// Node kinds that are comments (for docs above a declaration).
+    pub comment_kinds: &'static [&'static str],
+    /// A prefix a comment must start with to be a doc comment (`///`, `---`);
+    /// empty for any comment.
+    pub doc_prefix: &'static str,
+    /// Line markers of doc comments that [`clean_doc`] does not know
+    /// (Lua's `---` and `--`), longest first.
+    pub doc_markers: &'static [&'static str],
+    /// How imports resolve.
+    pub imports: ImportStyle,
+    /// Whether functions in a `namespace` are methods (Ruby modules are mixins).
+    pub methods_in_namespaces: bool,
+}
+
+/// A [`QueryLanguage`] with its compiled query.
+pub struct QueryAnalyzer {
+    spec: &'static QueryLanguage,
+    compiled: OnceLock<Option<Compiled>>,
+}
+
+struct Compiled {
+    language: Language,
+    query: Query,
+    /// The [`NodeKind`] of each capture index that is a `definition.*`.
+    definition: Vec<Option<NodeKind>>,
+    name: Option<u32>,
+    body: Option<u32>,
+    doc: Option<u32>,
+    inherits: Option<u32>,
+    import: Option<u32>,
+    import_path: Option<u32>,
+    import_name: Option<u32>,
+    call: Option<u32>,
+    call_name: Option<u32>,
+}
+
+/// Why a query file does not load (a bug in the shipped `.scm`; the tests
+/// load every one).
+#[derive(Debug, thiserror::Error)]
+pub enum QueryLoadError {
+    #[error("{language}: query does not compile: {source}")]
+    Query { language: &'static str, source: tree_sitter::QueryError },
+    #[error("{language}: capture @{capture} names no node kind")]
+    UnknownKind { language: &'static str, capture: String },
+}
+
+fn compile(spec: &QueryLanguage) -> Result<Compiled, QueryLoadError> {
+    let language = (spec.grammar)();
+    let query =
+        Query::new(&language, spec.query).map_err(|source| QueryLoadError::Query { language: spec.display, source })?;
+    let mut definition = Vec::new();
+    for name in query.capture_names() {
+        let kind = match name.strip_prefix("definition.") {
+            Some(kind) => Some(
+                NodeKind::parse(kind)
+                    .ok_or_else(|| QueryLoadError::UnknownKind { language: spec.display, capture: name.to_string() })?,
+            ),
+            None => None,
+        };
+        definition.push(kind);
+    }
+    let index = |name: &str| query.capture_index_for_name(name);
+    Ok(Compiled {
+        name: index("name"),
+        body: index("body"),
+        doc: index("doc"),
+        inherits: index("inherits"),
+        import: index("import"),
+        import_path: index("import.path"),
+        import_name: index("import.name"),
+        call: index("call"),
+        call_name: index("call.name"),
+        definition,
+        language,
+        query,
+    })
+}
+
+impl QueryAnalyzer {
+    /// An analyzer for `spec`; the query compiles on first use.
+    pub const fn new(spec: &'static QueryLanguage) -> QueryAnalyzer {
+        QueryAnalyzer { spec, compiled: OnceLock::new() }
+    }
+
+    fn compiled(&self) -> Option<&Compiled> {
+        self.compiled.get_or_init(|| compile(self.spec).map_err(|e| tracing::error!("{e}")).ok()).as_ref()
+    }
+
+    /// Compiles the query, reporting why it does not (for tests).
+    pub fn check(&self) -> Result<(), QueryLoadError> {
+        compile(self.spec).map(|_| ())
+    }
+}
+
+/// A declaration found by the query.
+struct Def {
+    start: usize,
+    end: usize,
+    node_id: usize,
+    kind: NodeKind,
+    name: String,
+    span: Span,
+    signature: String,
+    doc: Option<String>,
+    inherits: Vec<(String, Span)>,
+}
+
+struct Import {
+    node_id: usize,
+    path: String,
+    names: Vec<String>,
+    signature: String,
+    span: Span,
+}
+
+struct Call {
+    start: usize,
+    node_id: usize,
+    target: String,
+    span: Span,
+}
+
+impl Analyzer for QueryAnalyzer {
+    fn languages(&self) -> &'static [&'static str] {
+        self.spec.languages
+    }
+
+    fn analyze(&self, _language: &str, path: &str, text: &str) -> FileAnalysis {
+        let mut builder = FileBuilder::new(NodeKind::Module, path, text);
+        let Some(c) = self.compiled() else {
+            builder.warn(format!("could not parse: the {} query failed to load", self.spec.display));
+            return builder.finish();
+        };
+        let Some(tree) = parse_or_warn(&mut builder, &c.language, self.spec.display, text) else {
+            return builder.finish();
+        };
+        let (mut defs, imports, mut calls) = self.collect(c, &tree, text);
+        // Outer declarations first; the first pattern to claim a node wins.
+        defs.sort_by_key(|d| (d.start, std::cmp::Reverse(d.end)));
+        let mut seen = HashSet::new();
+        defs.retain(|d| seen.insert(d.node_id));
+        let not_calls: HashSet<usize> =
+            defs.iter().map(|d| d.node_id).chain(imports.iter().map(|i| i.node_id)).collect();
+        calls.retain(|call| !not_calls.contains(&call.node_id));
+        calls.sort_by_key(|call| call.start);
+
+        // One sweep over declarations and calls in source order, with the
+        // stack of open declarations (their end byte and node index).
+        let mut open: Vec<(usize, usize)> = Vec::new();
+        let mut pending = calls.into_iter().peekable();
+        let mut record_calls = |upto: usize, open: &mut Vec<(usize, usize)>, builder: &mut FileBuilder| {
+            while let Some(call) = pending.next_if(|c| c.start < upto) {
+                while open.last().is_some_and(|&(end, _)| end <= call.start) {
+                    open.pop();
+                }
+                let from = open.last().map_or(0, |&(_, idx)| idx);
+                builder.reference(from, RefKind::Calls, call.target, call.span);
+            }
+        };
+        for def in defs {
+            record_calls(def.start, &mut open, &mut builder);
+            while open.last().is_some_and(|&(end, _)| end <= def.start) {
+                open.pop();
+            }
+            let parent = open.last().map_or(0, |&(_, idx)| idx);
+            let scope = builder.kind(parent);
+            let member = scope.is_type_scope() || (self.spec.methods_in_namespaces && scope == NodeKind::Namespace);
+            let kind = match def.kind {
+                NodeKind::Function if member => NodeKind::Method,
+                NodeKind::Variable if member => NodeKind::Field,
+                kind => kind,
+            };
+            let idx = builder.add(parent, kind, &def.name, def.span, Some(def.signature), def.doc);
+            for (target, span) in def.inherits {
+                builder.reference(idx, RefKind::Inherits, target, span);
+            }
+            open.push((def.end, idx));
+        }
+        record_calls(usize::MAX, &mut open, &mut builder);
+        for import in imports {
+            let idx = builder.add(0, NodeKind::Import, &import.path, import.span, Some(import.signature), None);
+            builder.import(idx, import.path, import.names, false, import.span);
+        }
+        builder.finish()
+    }
+
+    fn resolve_import(&self, ctx: &ResolveContext<'_>, from_path: &str, reference: &Reference) -> Option<String> {
+        let target = reference.target.as_str();
+        match self.spec.imports {
+            ImportStyle::None => None,
+            ImportStyle::Relative(ext) => self.resolve_relative(ctx, from_path, target, ext),
+            ImportStyle::RelativeOrSuffix(ext) => {
+                let relative = self.resolve_relative(ctx, from_path, target, ext);
+                relative.or_else(|| ctx.unique_ending_with(&format!("/{}{ext}", target.trim_start_matches("./"))))
+            }
+            ImportStyle::Dotted(ext) => {
+                if target.is_empty() || target.contains(['/', '\\']) {
+                    return None;
+                }
+                let base = target.replace('.', "/");
+                ctx.unique_ending_with(&format!("{base}{ext}"))
+                    .or_else(|| ctx.unique_ending_with(&format!("{base}/init{ext}")))
+            }
+        }
+    }
+}
+
+impl QueryAnalyzer {
+    /// `target` relative to the importing file's directory, as written or
+    /// with `ext` added; never an absolute or variable (`$DIR/x`) path.
+    fn resolve_relative(&self, ctx: &ResolveContext<'_>, from_path: &str, target: &str, ext: &str) -> Option<String> {
+        if target.starts_with('/') || target.contains('$') {
+            return None;
+        }
+        let joined = join_normalized(dir_of(from_path), target)?;
+        let with_ext = format!("{joined}{ext}");
+        [joined, with_ext].into_iter().find(|p| ctx.exists(p))
+    }
+
+    /// The doc comments directly above `node`; for the first statement of a
+    /// body, those above the body (Ruby's `class A\n  # Doc\n  def m`,
+    /// where the comment precedes the body node).
+    fn doc_above(&self, node: tree_sitter::Node<'_>, text: &str) -> Option<String> {
+        let spec = self.spec;
+        let is_doc = |n: &tree_sitter::Node<'_>| {
+            spec.comment_kinds.contains(&n.kind())
+                && text.get(n.byte_range()).unwrap_or("").starts_with(spec.doc_prefix)
+        };
+        let raw = match (node.prev_sibling(), node.parent()) {
+            (None, Some(parent)) if parent.start_byte() == node.start_byte() => {
+                preceding_comments(&parent, text, is_doc)
+            }
+            _ => preceding_comments(&node, text, is_doc),
+        }?;
+        if spec.doc_markers.is_empty() {
+            return Some(raw);
+        }
+        let lines: Vec<&str> = raw
+            .lines()
+            .map(|line| {
+                let t = line.trim_start();
+                spec.doc_markers
+                    .iter()
+                    .find_map(|m| t.strip_prefix(m))
+                    .map_or(line, |rest| rest.strip_prefix(' ').unwrap_or(rest))
+            })
+            .collect();
+        clean_doc(&lines.join("\n"))
+    }
+
+    /// Runs the query once and turns its matches into owned records.
+    fn collect(&self, c: &Compiled, tree: &tree_sitter::Tree, text: &str) -> (Vec<Def>, Vec<Import>, Vec<Call>) {
+        let spec = self.spec;
+        let mut defs = Vec::new();
+        let mut imports = Vec::new();
+        let mut calls = Vec::new();
+        let mut cursor = QueryCursor::new();
+        let mut matches = cursor.matches(&c.query, tree.root_node(), text.as_bytes());
+        let t = |n: &tree_sitter::Node<'_>| text.get(n.byte_range()).unwrap_or("");
+        while let Some(m) = matches.next() {
+            let first = |index: Option<u32>| {
+                index.and_then(|i| m.captures().iter().find(|cap| cap.index == i)).map(|cap| cap.node)
+            };
+            let definition = m
+                .captures()
+                .iter()
+                .find_map(|cap| c.definition.get(cap.index as usize).copied().flatten().map(|k| (k, cap.node)));
+            if let Some((kind, node)) = definition {
+                let Some(name) = first(c.name).map(|n| collapse(t(&n))).filter(|n| !n.is_empty()) else { continue };
+                let body = first(c.body);
+                let signature = match body {
+                    Some(body) => {
+                        // Up to the body, or to a comment between the header and the body.
+                        let mut end = body.start_byte().max(node.start_byte());
+                        let mut walk = node.walk();
+                        if let Some(comment) = node
+                            .children(&mut walk)
+                            .find(|n| spec.comment_kinds.contains(&n.kind()) && n.start_byte() > node.start_byte())
+                        {
+                            end = end.min(comment.start_byte());
+                        }
+                        let raw = text.get(node.start_byte()..end).unwrap_or("");
+                        collapse(raw).trim_end_matches(['{', ':', ' ', ';', '=']).trim_end_matches(" do").to_string()
+                    }
+                    None => collapse(t(&node).lines().next().unwrap_or("")).trim_end_matches(['{', ' ']).to_string(),
+                };
+                let doc = match first(c.doc) {
+                    Some(doc) => clean_doc(strip_quotes(t(&doc))),
+                    None => self.doc_above(node, text),
+                };
+                let inherits = m
+                    .captures()
+                    .iter()
+                    .filter(|cap| Some(cap.index) == c.inherits)
+                    .map(|cap| (collapse(t(&cap.node)), Span::of_node(&cap.node)))
+                    .collect();
+                defs.push(Def {
+                    start: node.start_byte(),
+                    end: node.end_byte(),
+                    node_id: node.id(),
+                    kind,
+                    name,
+                    span: Span::of_node(&node),
+                    signature,
+                    doc,
+                    inherits,
+                });
+            } else if let Some(node) = first(c.import) {
+                let Some(path) = first(c.import_path).map(|p| strip_quotes(t(&p)).trim().to_string()) else { continue };
+                if path.is_empty() {
+                    continue;
+                }
+                let names: Vec<String> = m
+                    .captures()
+                    .iter()
+                    .filter(|cap| Some(cap.index) == c.import_name)
+                    .map(|cap| collapse(t(&cap.node)))
+                    .collect();
+                let names = if names.is_empty() { vec![default_import_name(&path).to_string()] } else { names };
+                imports.push(Import {
+                    node_id: node.id(),
+                    signature: collapse(t(&node).lines().next().unwrap_or("")),
+                    span: Span::of_node(&node),
+                    path,
+                    names,
+                });
+            } else if let Some(node) = first(c.call) {
+                let target: Vec<String> = m
+                    .captures()
+                    .iter()
+                    .filter(|cap| Some(cap.index) == c.call_name)
+                    .map(|cap| t(&cap.node).split_whitespace().collect::<String>())
+                    .collect();
+                let target = target.join(".");
+                if !target.is_empty() {
+                    calls.push(Call {
+                        start: node.start_byte(),
+                        node_id: node.id(),
+                        target,
+                        span: Span::of_node(&node),
+                    });
+                }
+            }
+        }
+        (defs, imports, calls)
+    }
+}
+
+/// The name an import brings into scope when the query names none: a file
+/// path's stem (`./lib/common.sh` -> `common`), else a dotted or `::`
+/// module's last segment (`app.util` -> `util`).
+fn default_import_name(path: &str) -> &str {
+    if path.contains(['/', '\\']) {
+        let file = path.rsplit(['/', '\\']).find(|s| !s.is_empty()).unwrap_or(path);
+        return file.split('.').find(|s| !s.is_empty()).unwrap_or(file);
+    }
+    path.rsplit(['.', ':']).find(|s| !s.is_empty()).unwrap_or(path)
+}
