@@ -10,10 +10,12 @@
 //! | `@name` | the declaration's name (text, whitespace collapsed) |
 //! | `@body` | the declaration's body: the signature is the text before it (the whole node, first line, when absent) |
 //! | `@doc` | an explicit doc node (a docstring, an `@doc` attribute); without one the comments directly above the declaration are its doc |
-//! | `@inherits` | a superclass or mixin named in the declaration: an `Inherits` reference from it |
+//! | `@owner` | the type a declaration belongs to though declared outside it (a Go receiver): it goes under the file's type of that name, else under the file named `Owner.name` |
+//! | `@inherits` | a superclass, mixin or embedded type: an `Inherits` reference from the innermost declaration containing it |
+//! | `@mentions` | a type named in a declaration: a `Mentions` reference (once per target) from the innermost declaration containing it |
 //! | `@import` | an import statement (an `Import` node under the file) |
 //! | `@import.path` | the module it names (quotes stripped): the reference's target |
-//! | `@import.name` | a name it brings into scope (default: the path's last segment) |
+//! | `@import.name` | a name it brings into scope (default: the path's last segment; `.` is `*`, `_` none) |
 //! | `@call` | a call; `@call.name` is the callee as written (`f`, `obj.m`) |
 //!
 //! Captures whose names start with `_` are for predicates only.
@@ -24,16 +26,17 @@
 //! declaration containing it, so the query only says *what* is declared.
 //! A `function` whose parent is a type scope (class, interface, trait,
 //! struct, enum) becomes a `Method`, a `variable` there a `Field`. When one node matches two patterns the
-//! earlier pattern wins, so a query lists its specific patterns (tests)
+//! earlier pattern wins (one declaration = one `@name` node), so a query lists its specific patterns (tests)
 //! before general ones (functions). A call belongs to the innermost
 //! declaration containing it; the nodes of declarations and imports are never
 //! calls themselves (Ruby's `require`, Elixir's `def` are call nodes).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use tree_sitter::{Language, Query, QueryCursor, StreamingIterator};
 
+use crate::lang::rust::source_ordered;
 use crate::lang::{Analyzer, FileBuilder, clean_doc, collapse, parse_or_warn, preceding_comments, strip_quotes};
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of, join_normalized};
@@ -94,6 +97,8 @@ struct Compiled {
     body: Option<u32>,
     doc: Option<u32>,
     inherits: Option<u32>,
+    mentions: Option<u32>,
+    owner: Option<u32>,
     import: Option<u32>,
     import_path: Option<u32>,
     import_name: Option<u32>,
@@ -132,6 +137,8 @@ fn compile(spec: &QueryLanguage) -> Result<Compiled, QueryLoadError> {
         body: index("body"),
         doc: index("doc"),
         inherits: index("inherits"),
+        mentions: index("mentions"),
+        owner: index("owner"),
         import: index("import"),
         import_path: index("import.path"),
         import_name: index("import.name"),
@@ -164,12 +171,17 @@ struct Def {
     start: usize,
     end: usize,
     node_id: usize,
+    /// The name node: two patterns matching one declaration share it.
+    name_id: usize,
+    /// Index of the pattern that matched (earlier wins).
+    pattern: usize,
+    /// `@owner`: the type this declaration belongs to (Go receivers).
+    owner: Option<String>,
     kind: NodeKind,
     name: String,
     span: Span,
     signature: String,
     doc: Option<String>,
-    inherits: Vec<(String, Span)>,
 }
 
 struct Import {
@@ -180,7 +192,9 @@ struct Import {
     span: Span,
 }
 
-struct Call {
+/// A call, or an `@inherits`/`@mentions` outside a declaration's own match.
+struct Found {
+    kind: RefKind,
     start: usize,
     node_id: usize,
     target: String,
@@ -201,54 +215,100 @@ impl Analyzer for QueryAnalyzer {
         let Some(tree) = parse_or_warn(&mut builder, &c.language, self.spec.display, text) else {
             return builder.finish();
         };
-        let (mut defs, imports, mut calls) = self.collect(c, &tree, text);
-        // Outer declarations first; the first pattern to claim a node wins.
-        defs.sort_by_key(|d| (d.start, std::cmp::Reverse(d.end)));
+        let (mut defs, imports, mut refs) = self.collect(c, &tree, text);
+        // The first pattern to claim a name node wins; then outer declarations first.
+        defs.sort_by_key(|d| (d.name_id, d.pattern));
         let mut seen = HashSet::new();
-        defs.retain(|d| seen.insert(d.node_id));
+        defs.retain(|d| seen.insert(d.name_id));
+        defs.sort_by_key(|d| (d.start, std::cmp::Reverse(d.end), d.pattern));
         let not_calls: HashSet<usize> =
             defs.iter().map(|d| d.node_id).chain(imports.iter().map(|i| i.node_id)).collect();
-        calls.retain(|call| !not_calls.contains(&call.node_id));
-        calls.sort_by_key(|call| call.start);
+        refs.retain(|r| r.kind != RefKind::Calls || !not_calls.contains(&r.node_id));
+        refs.sort_by_key(|r| r.start);
 
-        // One sweep over declarations and calls in source order, with the
-        // stack of open declarations (their end byte and node index).
+        // Containment: one sweep over declarations and references in source
+        // order with the stack of open declarations (end byte, index in `defs`).
+        let mut enclosing: Vec<Option<usize>> = Vec::with_capacity(defs.len());
+        let mut ref_from: Vec<Option<usize>> = Vec::with_capacity(refs.len());
         let mut open: Vec<(usize, usize)> = Vec::new();
-        let mut pending = calls.into_iter().peekable();
-        let mut record_calls = |upto: usize, open: &mut Vec<(usize, usize)>, builder: &mut FileBuilder| {
-            while let Some(call) = pending.next_if(|c| c.start < upto) {
-                while open.last().is_some_and(|&(end, _)| end <= call.start) {
+        let mut r = 0;
+        for (i, def) in defs.iter().enumerate() {
+            while r < refs.len() && refs[r].start < def.start {
+                while open.last().is_some_and(|&(end, _)| end <= refs[r].start) {
                     open.pop();
                 }
-                let from = open.last().map_or(0, |&(_, idx)| idx);
-                builder.reference(from, RefKind::Calls, call.target, call.span);
+                ref_from.push(open.last().map(|&(_, d)| d));
+                r += 1;
             }
-        };
-        for def in defs {
-            record_calls(def.start, &mut open, &mut builder);
             while open.last().is_some_and(|&(end, _)| end <= def.start) {
                 open.pop();
             }
-            let parent = open.last().map_or(0, |&(_, idx)| idx);
-            let scope = builder.kind(parent);
-            let member = scope.is_type_scope() || (self.spec.methods_in_namespaces && scope == NodeKind::Namespace);
-            let kind = match def.kind {
-                NodeKind::Function if member => NodeKind::Method,
-                NodeKind::Variable if member => NodeKind::Field,
-                kind => kind,
-            };
-            let idx = builder.add(parent, kind, &def.name, def.span, Some(def.signature), def.doc);
-            for (target, span) in def.inherits {
-                builder.reference(idx, RefKind::Inherits, target, span);
-            }
-            open.push((def.end, idx));
+            enclosing.push(open.last().map(|&(_, d)| d));
+            open.push((def.end, i));
         }
-        record_calls(usize::MAX, &mut open, &mut builder);
+        while r < refs.len() {
+            while open.last().is_some_and(|&(end, _)| end <= refs[r].start) {
+                open.pop();
+            }
+            ref_from.push(open.last().map(|&(_, d)| d));
+            r += 1;
+        }
+
+        // Nodes: declarations with an `@owner` (Go methods) and everything
+        // inside them wait until every other declaration exists, then go under
+        // the file-level type of that name (or under the file, named
+        // `Owner.name`, when the file declares no such type).
+        let deferred: Vec<bool> = {
+            let mut d = vec![false; defs.len()];
+            for i in 0..defs.len() {
+                d[i] = defs[i].owner.is_some() || enclosing[i].is_some_and(|p| d[p]);
+            }
+            d
+        };
+        let mut node_of: Vec<usize> = vec![0; defs.len()];
+        let mut types: HashMap<String, usize> = HashMap::new();
+        let mut renames = Vec::new();
+        for pass in [false, true] {
+            for i in (0..defs.len()).filter(|&i| deferred[i] == pass) {
+                let def = &defs[i];
+                let (parent, name) = match (&def.owner, enclosing[i]) {
+                    (Some(owner), _) => match types.get(owner) {
+                        Some(&t) => (t, def.name.clone()),
+                        None => (0, format!("{owner}.{}", def.name)),
+                    },
+                    (None, p) => (p.map_or(0, |p| node_of[p]), def.name.clone()),
+                };
+                let scope = builder.kind(parent);
+                let member = scope.is_type_scope() || (self.spec.methods_in_namespaces && scope == NodeKind::Namespace);
+                let kind = match def.kind {
+                    NodeKind::Function if member => NodeKind::Method,
+                    NodeKind::Variable if member => NodeKind::Field,
+                    kind => kind,
+                };
+                let idx = builder.add(parent, kind, &name, def.span, Some(def.signature.clone()), def.doc.clone());
+                if name != def.name {
+                    renames.push((idx, def.name.clone()));
+                }
+                if parent == 0 && (kind.is_type_scope() || kind == NodeKind::TypeAlias) {
+                    types.entry(def.name.clone()).or_insert(idx);
+                }
+                node_of[i] = idx;
+            }
+        }
+        for (found, from) in refs.into_iter().zip(ref_from) {
+            let from = from.map_or(0, |d| node_of[d]);
+            if found.kind == RefKind::Mentions {
+                builder.reference_once(from, found.kind, found.target, found.span);
+            } else {
+                builder.reference(from, found.kind, found.target, found.span);
+            }
+        }
         for import in imports {
             let idx = builder.add(0, NodeKind::Import, &import.path, import.span, Some(import.signature), None);
             builder.import(idx, import.path, import.names, false, import.span);
         }
-        builder.finish()
+        let analysis = builder.finish();
+        if renames.is_empty() { analysis } else { source_ordered(analysis, &renames) }
     }
 
     fn resolve_import(&self, ctx: &ResolveContext<'_>, from_path: &str, reference: &Reference) -> Option<String> {
@@ -316,7 +376,7 @@ impl QueryAnalyzer {
     }
 
     /// Runs the query once and turns its matches into owned records.
-    fn collect(&self, c: &Compiled, tree: &tree_sitter::Tree, text: &str) -> (Vec<Def>, Vec<Import>, Vec<Call>) {
+    fn collect(&self, c: &Compiled, tree: &tree_sitter::Tree, text: &str) -> (Vec<Def>, Vec<Import>, Vec<Found>) {
         let spec = self.spec;
         let mut defs = Vec::new();
         let mut imports = Vec::new();
@@ -328,6 +388,20 @@ impl QueryAnalyzer {
             let first = |index: Option<u32>| {
                 index.and_then(|i| m.captures().iter().find(|cap| cap.index == i)).map(|cap| cap.node)
             };
+            for cap in m.captures() {
+                let kind = if Some(cap.index) == c.inherits {
+                    RefKind::Inherits
+                } else if Some(cap.index) == c.mentions {
+                    RefKind::Mentions
+                } else {
+                    continue;
+                };
+                let target = collapse(t(&cap.node));
+                if !target.is_empty() {
+                    let (start, node_id, span) = (cap.node.start_byte(), cap.node.id(), Span::of_node(&cap.node));
+                    calls.push(Found { kind, start, node_id, target, span });
+                }
+            }
             let definition = m
                 .captures()
                 .iter()
@@ -355,22 +429,20 @@ impl QueryAnalyzer {
                     Some(doc) => clean_doc(strip_quotes(t(&doc))),
                     None => self.doc_above(node, text),
                 };
-                let inherits = m
-                    .captures()
-                    .iter()
-                    .filter(|cap| Some(cap.index) == c.inherits)
-                    .map(|cap| (collapse(t(&cap.node)), Span::of_node(&cap.node)))
-                    .collect();
+                let name_id = first(c.name).map_or(node.id(), |n| n.id());
+                let owner = first(c.owner).map(|n| collapse(t(&n))).filter(|o| !o.is_empty());
                 defs.push(Def {
                     start: node.start_byte(),
                     end: node.end_byte(),
                     node_id: node.id(),
+                    name_id,
+                    pattern: m.pattern_index,
+                    owner,
                     kind,
                     name,
                     span: Span::of_node(&node),
                     signature,
                     doc,
-                    inherits,
                 });
             } else if let Some(node) = first(c.import) {
                 let Some(path) = first(c.import_path).map(|p| strip_quotes(t(&p)).trim().to_string()) else { continue };
@@ -383,7 +455,13 @@ impl QueryAnalyzer {
                     .filter(|cap| Some(cap.index) == c.import_name)
                     .map(|cap| collapse(t(&cap.node)))
                     .collect();
-                let names = if names.is_empty() { vec![default_import_name(&path).to_string()] } else { names };
+                // Go-style aliases: `.` imports every name, `_` none.
+                let names = match names.first().map(String::as_str) {
+                    None => vec![default_import_name(&path).to_string()],
+                    Some("_") => Vec::new(),
+                    Some(".") => vec!["*".to_string()],
+                    Some(_) => names,
+                };
                 imports.push(Import {
                     node_id: node.id(),
                     signature: collapse(t(&node).lines().next().unwrap_or("")),
@@ -400,7 +478,8 @@ impl QueryAnalyzer {
                     .collect();
                 let target = target.join(".");
                 if !target.is_empty() {
-                    calls.push(Call {
+                    calls.push(Found {
+                        kind: RefKind::Calls,
                         start: node.start_byte(),
                         node_id: node.id(),
                         target,
