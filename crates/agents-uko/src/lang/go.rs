@@ -1096,4 +1096,13 @@ func Testify() {}
             Some("pkg/util/u.go")
         );
     }
+
+    #[test]
+    fn go_query_matches_the_hand_written_analyzer() {
+        let path = "store/store.go";
+        let hand = analyze(path, FIXTURE);
+        let query = crate::lang::languages::GO_QUERY.analyze("go", path, FIXTURE);
+        let diff = crate::lang::languages::differences(&hand, &query);
+        insta::assert_snapshot!(diff.join("\n"));
+    }
 }

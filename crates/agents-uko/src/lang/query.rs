@@ -243,7 +243,9 @@ impl Analyzer for QueryAnalyzer {
             while open.last().is_some_and(|&(end, _)| end <= def.start) {
                 open.pop();
             }
-            enclosing.push(open.last().map(|&(_, d)| d));
+            // Names declared together (`a, b int`) share a node: siblings.
+            let outer = open.iter().rev().find(|&&(_, d)| defs[d].node_id != def.node_id);
+            enclosing.push(outer.map(|&(_, d)| d));
             open.push((def.end, i));
         }
         while r < refs.len() {
@@ -476,7 +478,7 @@ impl QueryAnalyzer {
                     .filter(|cap| Some(cap.index) == c.call_name)
                     .map(|cap| t(&cap.node).split_whitespace().collect::<String>())
                     .collect();
-                let target = target.join(".");
+                let target = erase_arguments(&target.join("."));
                 if !target.is_empty() {
                     calls.push(Found {
                         kind: RefKind::Calls,
@@ -493,12 +495,51 @@ impl QueryAnalyzer {
 }
 
 /// The name an import brings into scope when the query names none: a file
-/// path's stem (`./lib/common.sh` -> `common`), else a dotted or `::`
+/// path's stem (`./lib/common.sh` -> `common`, `gopkg.in/yaml.v3` ->
+/// `yaml`), else a dotted or `::`
 /// module's last segment (`app.util` -> `util`).
 fn default_import_name(path: &str) -> &str {
+    let is_version = |s: &str| s.len() > 1 && s.starts_with('v') && s[1..].chars().all(|c| c.is_ascii_digit());
     if path.contains(['/', '\\']) {
-        let file = path.rsplit(['/', '\\']).find(|s| !s.is_empty()).unwrap_or(path);
+        // A Go major-version segment names no package: `kit/v2` -> `kit`.
+        let mut segments = path.rsplit(['/', '\\']).filter(|s| !s.is_empty() && *s != "." && *s != "..");
+        let mut file = segments.next().unwrap_or(path);
+        if is_version(file) {
+            file = segments.next().unwrap_or(file);
+        }
         return file.split('.').find(|s| !s.is_empty()).unwrap_or(file);
     }
     path.rsplit(['.', ':']).find(|s| !s.is_empty()).unwrap_or(path)
+}
+
+/// A callee as written with its inner calls' arguments, index expressions
+/// and type arguments dropped: `a.b(x, y).c` -> `a.b().c`, `f[int]` -> `f`,
+/// `c.Errors[0].Error` -> `c.Errors.Error`, as the hand-written analyzers
+/// write them.
+fn erase_arguments(callee: &str) -> String {
+    let mut out = String::with_capacity(callee.len());
+    let mut depth = 0usize;
+    let mut brackets = 0usize;
+    for ch in callee.chars() {
+        match ch {
+            '[' => brackets += 1,
+            ']' => brackets = brackets.saturating_sub(1),
+            _ if brackets > 0 => {}
+            '(' => {
+                if depth == 0 {
+                    out.push('(');
+                }
+                depth += 1;
+            }
+            ')' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    out.push(')');
+                }
+            }
+            c if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
 }
