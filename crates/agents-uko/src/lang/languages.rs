@@ -15,6 +15,7 @@ pub static RUBY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     comment_kinds: &["comment"],
     doc_prefix: "",
     doc_markers: &[],
+    signature_skips: &[],
     imports: ImportStyle::RelativeOrSuffix(".rb"),
     methods_in_namespaces: true,
 });
@@ -30,6 +31,7 @@ pub static BASH: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     comment_kinds: &["comment"],
     doc_prefix: "",
     doc_markers: &[],
+    signature_skips: &[],
     imports: ImportStyle::Relative(""),
     methods_in_namespaces: false,
 });
@@ -45,7 +47,27 @@ pub static LUA: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     comment_kinds: &["comment"],
     doc_prefix: "--",
     doc_markers: &["---", "--"],
+    signature_skips: &[],
     imports: ImportStyle::Dotted(".lua"),
+    methods_in_namespaces: false,
+});
+
+/// C#: namespaces (block and file-scoped), classes and records, structs,
+/// interfaces, enums with their members, methods, constructors, local
+/// functions, properties and fields, delegates as type aliases; xUnit, NUnit
+/// and MSTest tests; base types as `Inherits`; `using` directives as imports
+/// (namespaces: never resolved to a file); calls and `new T()`. Docs are the
+/// `///` comments above, XML tags removed.
+pub static CSHARP: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
+    languages: &["csharp"],
+    display: "C#",
+    grammar: || tree_sitter_c_sharp::LANGUAGE.into(),
+    query: include_str!("queries/csharp.scm"),
+    comment_kinds: &["comment"],
+    doc_prefix: "///",
+    doc_markers: &[],
+    signature_skips: &["attribute_list"],
+    imports: ImportStyle::None,
     methods_in_namespaces: false,
 });
 
@@ -60,6 +82,7 @@ pub static GO_QUERY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     comment_kinds: &["comment"],
     doc_prefix: "//",
     doc_markers: &[],
+    signature_skips: &[],
     imports: ImportStyle::None,
     methods_in_namespaces: false,
 });
@@ -194,14 +217,68 @@ end
 return M
 "#;
 
-    fn outline_with_refs(analysis: &FileAnalysis) -> String {
-        let mut out = analysis.outline();
-        for r in &analysis.references {
-            let from = &analysis.nodes[r.from].symbol_path;
-            out.push_str(&format!("{} {} -> {} {:?}\n", from, r.kind.as_str(), r.target, r.names));
+    const CSHARP_FIXTURE: &str = r#"using System;
+using System.Collections.Generic;
+using Json = System.Text.Json;
+
+namespace Shop.Storage
+{
+    /// <summary>Keeps items in memory.</summary>
+    /// <remarks>Not thread-safe.</remarks>
+    public class Store<T> : BaseStore<T>, IStore where T : Item
+    {
+        /// <summary>The most items.</summary>
+        public const int Max = 100;
+        private readonly List<T> items = new List<T>(), backup;
+
+        /// <summary>The number of items.</summary>
+        public int Count { get; private set; }
+
+        public Store(int capacity) : base(capacity)
+        {
+            Init();
         }
-        out
+
+        /// <summary>Saves an item.</summary>
+        /// <param name="item">The item.</param>
+        public async Task<bool> SaveAsync(T item, bool force = false)
+        {
+            Validate(item);
+            items.Add(item);
+            var audit = new Auditor(this);
+            audit.Record<T>(item);
+            return await Json.JsonSerializer.SerializeAsync(item);
+        }
     }
+
+    public interface IStore
+    {
+        int Count { get; }
+        Task<bool> SaveAsync(Item item, bool force);
+    }
+
+    public enum Color { Red, Green }
+
+    public delegate void Saved(Item item);
+
+    public struct Point
+    {
+        public int X;
+    }
+}
+
+namespace Shop.Tests
+{
+    public class StoreTests
+    {
+        [Fact]
+        public void Saves()
+        {
+            Assert.True(new Store<Item>(1).SaveAsync(null).Result);
+        }
+    }
+}
+"#;
 
     /// The file node rendered at `depth`, with its children's members.
     fn render_file(analysis: &FileAnalysis, text: &str, depth: u8) -> String {
@@ -294,7 +371,7 @@ return M
         assert!(calls.contains(&("Shop.Store.save".to_string(), "Audit.record".to_string())), "{calls:?}");
         assert!(calls.contains(&("Shop.Store.save".to_string(), "validate".to_string())), "{calls:?}");
         assert!(!calls.iter().any(|(_, t)| t == "require" || t == "it" || t == "describe"), "{calls:?}");
-        insta::assert_snapshot!(format!("{}\n{}", outline_with_refs(&a), render_file(&a, RUBY_FIXTURE, 4)));
+        insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, RUBY_FIXTURE, 4)));
     }
 
     #[test]
@@ -327,7 +404,7 @@ return M
                 ("", "deploy")
             ])
         );
-        insta::assert_snapshot!(format!("{}\n{}", outline_with_refs(&a), render_file(&a, BASH_FIXTURE, 4)));
+        insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, BASH_FIXTURE, 4)));
     }
 
     #[test]
@@ -356,7 +433,7 @@ return M
                 ("helper", "tostring")
             ])
         );
-        insta::assert_snapshot!(format!("{}\n{}", outline_with_refs(&a), render_file(&a, LUA_FIXTURE, 4)));
+        insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, LUA_FIXTURE, 4)));
     }
 
     #[test]
@@ -394,7 +471,7 @@ return M
 
     #[test]
     fn garbage_never_panics() {
-        for (a, lang) in [(&RUBY, "ruby"), (&BASH, "shell"), (&LUA, "lua")] {
+        for (a, lang) in [(&RUBY, "ruby"), (&BASH, "shell"), (&LUA, "lua"), (&CSHARP, "csharp"), (&GO_QUERY, "go")] {
             for text in ["", "def", "class <", "function (", "require", "é\u{feff}", "}}}{{{"] {
                 let analysis = a.analyze(lang, "x", text);
                 assert_spans_are_declarations(&analysis, text);
@@ -404,7 +481,7 @@ return M
 
     #[test]
     fn registered_by_language() {
-        for lang in ["ruby", "shell", "lua"] {
+        for lang in ["ruby", "shell", "lua", "csharp"] {
             assert!(crate::lang::structured_languages().contains(&lang), "{lang}");
         }
     }
@@ -449,5 +526,55 @@ return M
             println!("{d}");
         }
         assert!(files > 0, "no .go files under {root}");
+    }
+
+    #[test]
+    fn csharp_fixture() {
+        let a = check(&CSHARP, "csharp", "src/Store.cs", CSHARP_FIXTURE);
+        assert_eq!(node(&a, "Shop.Storage").kind, NodeKind::Namespace);
+        let store = node(&a, "Shop.Storage.Store");
+        assert_eq!(store.kind, NodeKind::Class);
+        assert_eq!(store.doc.as_deref(), Some("Keeps items in memory.\nNot thread-safe."));
+        let save = node(&a, "Shop.Storage.Store.SaveAsync");
+        assert_eq!(save.kind, NodeKind::Method);
+        assert_eq!(save.signature.as_deref(), Some("public async Task<bool> SaveAsync(T item, bool force = false)"));
+        assert_eq!(save.doc.as_deref(), Some("Saves an item.\nitem: The item."));
+        assert_eq!(node(&a, "Shop.Storage.Store.Store").kind, NodeKind::Method);
+        assert_eq!(node(&a, "Shop.Storage.Store.Count").kind, NodeKind::Field);
+        assert_eq!(node(&a, "Shop.Storage.IStore").kind, NodeKind::Interface);
+        assert_eq!(node(&a, "Shop.Storage.Color.Green").kind, NodeKind::Field);
+        assert_eq!(node(&a, "Shop.Storage.Saved").kind, NodeKind::TypeAlias);
+        assert_eq!(node(&a, "Shop.Storage.Point").kind, NodeKind::Struct);
+        let test = node(&a, "Shop.Tests.StoreTests.Saves");
+        assert_eq!((test.kind, test.signature.as_deref()), (NodeKind::Test, Some("public void Saves()")));
+        let imports: Vec<_> = a
+            .references
+            .iter()
+            .filter(|r| r.kind == RefKind::Import)
+            .map(|r| (r.target.as_str(), r.names.clone()))
+            .collect();
+        assert_eq!(
+            imports,
+            [
+                ("System", vec!["System".to_string()]),
+                ("System.Collections.Generic", vec!["Generic".to_string()]),
+                ("System.Text.Json", vec!["Json".to_string()])
+            ]
+        );
+        assert_eq!(
+            refs(&a, RefKind::Inherits),
+            pairs(&[("Shop.Storage.Store", "BaseStore"), ("Shop.Storage.Store", "IStore")])
+        );
+        let calls = refs(&a, RefKind::Calls);
+        for expected in [
+            ("Shop.Storage.Store.items", "List"),
+            ("Shop.Storage.Store.SaveAsync", "items.Add"),
+            ("Shop.Storage.Store.SaveAsync", "Auditor"),
+            ("Shop.Storage.Store.SaveAsync", "audit.Record"),
+            ("Shop.Tests.StoreTests.Saves", "Store().SaveAsync"),
+        ] {
+            assert!(calls.contains(&(expected.0.to_string(), expected.1.to_string())), "{expected:?} in {calls:?}");
+        }
+        insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, CSHARP_FIXTURE, 4)));
     }
 }

@@ -56,6 +56,7 @@ static ANALYZERS: &[&dyn Analyzer] = &[
     &languages::RUBY,
     &languages::BASH,
     &languages::LUA,
+    &languages::CSHARP,
 ];
 
 /// The analyzer for a detected language; the file-level fallback for any other.

@@ -76,6 +76,9 @@ pub struct QueryLanguage {
     /// Line markers of doc comments that [`clean_doc`] does not know
     /// (Lua's `---` and `--`), longest first.
     pub doc_markers: &'static [&'static str],
+    /// Node kinds a declaration's signature skips at its start (C#'s
+    /// `attribute_list`); its span keeps them.
+    pub signature_skips: &'static [&'static str],
     /// How imports resolve.
     pub imports: ImportStyle,
     /// Whether functions in a `namespace` are methods (Ruby modules are mixins).
@@ -175,6 +178,8 @@ struct Def {
     name_id: usize,
     /// Index of the pattern that matched (earlier wins).
     pattern: usize,
+    /// Where the name starts: names declared together keep source order.
+    name_start: usize,
     /// `@owner`: the type this declaration belongs to (Go receivers).
     owner: Option<String>,
     kind: NodeKind,
@@ -220,7 +225,7 @@ impl Analyzer for QueryAnalyzer {
         defs.sort_by_key(|d| (d.name_id, d.pattern));
         let mut seen = HashSet::new();
         defs.retain(|d| seen.insert(d.name_id));
-        defs.sort_by_key(|d| (d.start, std::cmp::Reverse(d.end), d.pattern));
+        defs.sort_by_key(|d| (d.start, std::cmp::Reverse(d.end), d.name_start));
         let not_calls: HashSet<usize> =
             defs.iter().map(|d| d.node_id).chain(imports.iter().map(|i| i.node_id)).collect();
         refs.retain(|r| r.kind != RefKind::Calls || !not_calls.contains(&r.node_id));
@@ -237,7 +242,7 @@ impl Analyzer for QueryAnalyzer {
                 while open.last().is_some_and(|&(end, _)| end <= refs[r].start) {
                     open.pop();
                 }
-                ref_from.push(open.last().map(|&(_, d)| d));
+                ref_from.push(first_of_siblings(&open, &defs));
                 r += 1;
             }
             while open.last().is_some_and(|&(end, _)| end <= def.start) {
@@ -252,7 +257,7 @@ impl Analyzer for QueryAnalyzer {
             while open.last().is_some_and(|&(end, _)| end <= refs[r].start) {
                 open.pop();
             }
-            ref_from.push(open.last().map(|&(_, d)| d));
+            ref_from.push(first_of_siblings(&open, &defs));
             r += 1;
         }
 
@@ -361,6 +366,9 @@ impl QueryAnalyzer {
             }
             _ => preceding_comments(&node, text, is_doc),
         }?;
+        if raw.starts_with('<') {
+            return strip_xml_tags(&raw);
+        }
         if spec.doc_markers.is_empty() {
             return Some(raw);
         }
@@ -411,10 +419,16 @@ impl QueryAnalyzer {
             if let Some((kind, node)) = definition {
                 let Some(name) = first(c.name).map(|n| collapse(t(&n))).filter(|n| !n.is_empty()) else { continue };
                 let body = first(c.body);
+                // The header starts after leading attributes (`[Fact]`).
+                let mut walk = node.walk();
+                let sig_start = node
+                    .children(&mut walk)
+                    .find(|n| !spec.signature_skips.contains(&n.kind()) && !spec.comment_kinds.contains(&n.kind()))
+                    .map_or(node.start_byte(), |n| n.start_byte());
                 let signature = match body {
                     Some(body) => {
                         // Up to the body, or to a comment between the header and the body.
-                        let mut end = body.start_byte().max(node.start_byte());
+                        let mut end = body.start_byte().max(sig_start);
                         let mut walk = node.walk();
                         if let Some(comment) = node
                             .children(&mut walk)
@@ -422,22 +436,27 @@ impl QueryAnalyzer {
                         {
                             end = end.min(comment.start_byte());
                         }
-                        let raw = text.get(node.start_byte()..end).unwrap_or("");
+                        let raw = text.get(sig_start..end).unwrap_or("");
                         collapse(raw).trim_end_matches(['{', ':', ' ', ';', '=']).trim_end_matches(" do").to_string()
                     }
-                    None => collapse(t(&node).lines().next().unwrap_or("")).trim_end_matches(['{', ' ']).to_string(),
+                    None => {
+                        let raw = text.get(sig_start..node.end_byte()).unwrap_or("");
+                        collapse(raw.lines().next().unwrap_or("")).trim_end_matches(['{', ' ', ';']).to_string()
+                    }
                 };
                 let doc = match first(c.doc) {
                     Some(doc) => clean_doc(strip_quotes(t(&doc))),
                     None => self.doc_above(node, text),
                 };
-                let name_id = first(c.name).map_or(node.id(), |n| n.id());
+                let name_node = first(c.name).unwrap_or(node);
+                let (name_id, name_start) = (name_node.id(), name_node.start_byte());
                 let owner = first(c.owner).map(|n| collapse(t(&n))).filter(|o| !o.is_empty());
                 defs.push(Def {
                     start: node.start_byte(),
                     end: node.end_byte(),
                     node_id: node.id(),
                     name_id,
+                    name_start,
                     pattern: m.pattern_index,
                     owner,
                     kind,
@@ -514,16 +533,18 @@ fn default_import_name(path: &str) -> &str {
 
 /// A callee as written with its inner calls' arguments, index expressions
 /// and type arguments dropped: `a.b(x, y).c` -> `a.b().c`, `f[int]` -> `f`,
-/// `c.Errors[0].Error` -> `c.Errors.Error`, as the hand-written analyzers
-/// write them.
+/// `c.Errors[0].Error` -> `c.Errors.Error`, `a.M<T>` -> `a.M`, and a
+/// leading `new` (whitespace already removed: `newStore()`) dropped, as the
+/// hand-written analyzers write them. A `>` outside brackets stays (`->`).
 fn erase_arguments(callee: &str) -> String {
     let mut out = String::with_capacity(callee.len());
     let mut depth = 0usize;
     let mut brackets = 0usize;
+    let callee = callee.strip_prefix("new").filter(|rest| rest.starts_with(char::is_uppercase)).unwrap_or(callee);
     for ch in callee.chars() {
         match ch {
-            '[' => brackets += 1,
-            ']' => brackets = brackets.saturating_sub(1),
+            '[' | '<' => brackets += 1,
+            ']' | '>' if brackets > 0 => brackets -= 1,
             _ if brackets > 0 => {}
             '(' => {
                 if depth == 0 {
@@ -542,4 +563,38 @@ fn erase_arguments(callee: &str) -> String {
         }
     }
     out
+}
+
+/// An XML doc comment (C#'s `<summary>`) as text: tags removed, a
+/// `<see cref="X"/>` kept as `X`, blank lines dropped.
+fn strip_xml_tags(doc: &str) -> Option<String> {
+    let mut out = String::with_capacity(doc.len());
+    let mut rest = doc;
+    while let Some(open) = rest.find('<') {
+        out.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('>') else {
+            rest = &rest[open..];
+            break;
+        };
+        let tag = &rest[open + 1..open + close];
+        if let Some(at) = tag.find("cref=\"").or_else(|| tag.find("name=\"")) {
+            let value = &tag[at..];
+            let value = value.split('"').nth(1).unwrap_or("");
+            out.push_str(value);
+            if !tag.ends_with('/') && tag.starts_with("param") {
+                out.push_str(": ");
+            }
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    let lines: Vec<&str> = out.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    if lines.is_empty() { None } else { Some(lines.join("\n")) }
+}
+
+/// The innermost open declaration, or the first of the names declared with
+/// it (`a, b = f()`: the call belongs to `a`, as in the hand-written analyzers).
+fn first_of_siblings(open: &[(usize, usize)], defs: &[Def]) -> Option<usize> {
+    let &(_, top) = open.last()?;
+    open.iter().map(|&(_, d)| d).find(|&d| defs[d].node_id == defs[top].node_id)
 }
