@@ -71,6 +71,43 @@ pub static CSHARP: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     methods_in_namespaces: false,
 });
 
+/// PHP: namespaces, classes, interfaces, traits, enums and their cases,
+/// methods (PHPUnit `test*` methods are tests), functions, properties,
+/// constants; `extends`, `implements` and trait `use` as `Inherits`; `use`
+/// imports (resolved as a unique `Segments/Of/Name.php` suffix, dropping a
+/// PSR-4 prefix) and `require`/`include` of a literal path (relative);
+/// calls as `f`, `$obj.m`, `Class.m`, `new Class`. Docs are `/** */` above.
+pub static PHP: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
+    languages: &["php"],
+    display: "PHP",
+    grammar: || tree_sitter_php::LANGUAGE_PHP.into(),
+    query: include_str!("queries/php.scm"),
+    comment_kinds: &["comment"],
+    doc_prefix: "/**",
+    doc_markers: &[],
+    signature_skips: &["attribute_list"],
+    imports: ImportStyle::PathOrNamespace { sep: '\\', ext: ".php" },
+    methods_in_namespaces: false,
+});
+
+/// Kotlin: classes, interfaces, enums with their entries, objects and named
+/// companions, functions (JUnit `@Test` ones are tests), properties, type
+/// aliases; supertypes as `Inherits`; imports (a unique
+/// `segments/Name.kt` suffix; star imports unresolved); calls. Docs are
+/// KDoc `/** */` above.
+pub static KOTLIN: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
+    languages: &["kotlin"],
+    display: "Kotlin",
+    grammar: || tree_sitter_kotlin_ng::LANGUAGE.into(),
+    query: include_str!("queries/kotlin.scm"),
+    comment_kinds: &["block_comment", "line_comment"],
+    doc_prefix: "/**",
+    doc_markers: &[],
+    signature_skips: &[],
+    imports: ImportStyle::PathOrNamespace { sep: '.', ext: ".kt" },
+    methods_in_namespaces: false,
+});
+
 /// Go on the query analyzer: not registered (the hand-written
 /// [`crate::lang::go`] stays; see `queries/go.scm` for why), kept as the proof
 /// that the query form reproduces a hand-written analyzer's node set.
@@ -338,6 +375,106 @@ namespace Shop.Tests
         list.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
     }
 
+    const PHP_FIXTURE: &str = r#"<?php
+namespace App\Store;
+
+use App\Models\Item;
+use Psr\Log\LoggerInterface as Logger;
+require_once 'helpers.php';
+
+/**
+ * Keeps items in memory.
+ */
+final class Store extends BaseStore implements Countable
+{
+    use Timestamps;
+
+    /** The most items. */
+    const MAX = 100;
+
+    private array $items = [];
+
+    /**
+     * Saves an item.
+     */
+    public function save(Item $item, bool $force = false): bool
+    {
+        $this->validate($item);
+        Audit::record($item);
+        $copy = new Item($item->id());
+        return array_push($this->items, $copy) > 0;
+    }
+}
+
+interface Countable
+{
+    public function count(): int;
+}
+
+enum Color: string
+{
+    case Red = 'r';
+}
+
+/** Formats a price. */
+function format_price(int $cents): string
+{
+    return sprintf('%.2f', $cents / 100);
+}
+
+class StoreTest extends TestCase
+{
+    public function testSaves(): void
+    {
+        $this->assertTrue((new Store())->save(new Item()));
+    }
+}
+"#;
+
+    const KOTLIN_FIXTURE: &str = r#"package com.acme.store
+
+import com.acme.model.Item
+import kotlinx.coroutines.*
+import org.junit.jupiter.api.Test as JTest
+
+/** Keeps items in memory. */
+class Store<T : Item>(private val capacity: Int) : BaseStore<T>(), Saver {
+    /** The most items. */
+    val max = 100
+
+    /**
+     * Saves an item.
+     */
+    suspend fun save(item: T, force: Boolean = false): Boolean {
+        validate(item)
+        items.add(item)
+        return Audit.record(item)
+    }
+
+    companion object Factory {
+        fun create(): Store<Item> = Store(10)
+    }
+}
+
+interface Saver {
+    fun save(item: Item): Boolean
+}
+
+enum class Color { RED, GREEN }
+
+typealias Items = List<Item>
+
+/** Formats a price. */
+fun formatPrice(cents: Int): String = "%.2f".format(cents / 100.0)
+
+class StoreTest {
+    @Test
+    fun saves() {
+        assertTrue(Store<Item>(1).size == 0)
+    }
+}
+"#;
+
     fn check(analyzer: &QueryAnalyzer, language: &str, path: &str, text: &str) -> FileAnalysis {
         analyzer.check().expect("the query compiles");
         let analysis = analyzer.analyze(language, path, text);
@@ -471,7 +608,15 @@ namespace Shop.Tests
 
     #[test]
     fn garbage_never_panics() {
-        for (a, lang) in [(&RUBY, "ruby"), (&BASH, "shell"), (&LUA, "lua"), (&CSHARP, "csharp"), (&GO_QUERY, "go")] {
+        for (a, lang) in [
+            (&RUBY, "ruby"),
+            (&BASH, "shell"),
+            (&LUA, "lua"),
+            (&CSHARP, "csharp"),
+            (&PHP, "php"),
+            (&KOTLIN, "kotlin"),
+            (&GO_QUERY, "go"),
+        ] {
             for text in ["", "def", "class <", "function (", "require", "é\u{feff}", "}}}{{{"] {
                 let analysis = a.analyze(lang, "x", text);
                 assert_spans_are_declarations(&analysis, text);
@@ -481,7 +626,7 @@ namespace Shop.Tests
 
     #[test]
     fn registered_by_language() {
-        for lang in ["ruby", "shell", "lua", "csharp"] {
+        for lang in ["ruby", "shell", "lua", "csharp", "php", "kotlin"] {
             assert!(crate::lang::structured_languages().contains(&lang), "{lang}");
         }
     }
@@ -576,5 +721,132 @@ namespace Shop.Tests
             assert!(calls.contains(&(expected.0.to_string(), expected.1.to_string())), "{expected:?} in {calls:?}");
         }
         insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, CSHARP_FIXTURE, 4)));
+    }
+
+    fn imports_of(a: &FileAnalysis) -> Vec<(String, Vec<String>)> {
+        a.references.iter().filter(|r| r.kind == RefKind::Import).map(|r| (r.target.clone(), r.names.clone())).collect()
+    }
+
+    fn import(target: &str, names: &[&str]) -> (String, Vec<String>) {
+        (target.to_string(), names.iter().map(|n| n.to_string()).collect())
+    }
+
+    fn assert_calls(a: &FileAnalysis, expected: &[(&str, &str)]) {
+        let calls = refs(a, RefKind::Calls);
+        for (from, target) in expected {
+            assert!(calls.contains(&(from.to_string(), target.to_string())), "{from} -> {target} in {calls:?}");
+        }
+    }
+
+    #[test]
+    fn php_fixture() {
+        let a = check(&PHP, "php", "src/Store/Store.php", PHP_FIXTURE);
+        assert_eq!(node(&a, "App\\Store").kind, NodeKind::Namespace);
+        let store = node(&a, "Store");
+        assert_eq!((store.kind, store.doc.as_deref()), (NodeKind::Class, Some("Keeps items in memory.")));
+        let save = node(&a, "Store.save");
+        assert_eq!(save.kind, NodeKind::Method);
+        assert_eq!(save.signature.as_deref(), Some("public function save(Item $item, bool $force = false): bool"));
+        assert_eq!(save.doc.as_deref(), Some("Saves an item."));
+        assert_eq!(node(&a, "Store.MAX").kind, NodeKind::Field);
+        assert_eq!(node(&a, "Store.$items").kind, NodeKind::Field);
+        assert_eq!(node(&a, "Countable.count").kind, NodeKind::Method);
+        assert_eq!(node(&a, "Color").kind, NodeKind::Enum);
+        assert_eq!(node(&a, "Color.Red").kind, NodeKind::Field);
+        assert_eq!(node(&a, "format_price").kind, NodeKind::Function);
+        assert_eq!(node(&a, "StoreTest.testSaves").kind, NodeKind::Test);
+        assert_eq!(
+            imports_of(&a),
+            [
+                import("App\\Models\\Item", &["Item"]),
+                import("Psr\\Log\\LoggerInterface", &["Logger"]),
+                import("helpers.php", &["helpers"])
+            ]
+        );
+        assert_eq!(
+            refs(&a, RefKind::Inherits),
+            pairs(&[
+                ("Store", "BaseStore"),
+                ("Store", "Countable"),
+                ("Store", "Timestamps"),
+                ("StoreTest", "TestCase")
+            ])
+        );
+        assert_calls(
+            &a,
+            &[
+                ("Store.save", "$this.validate"),
+                ("Store.save", "Audit.record"),
+                ("Store.save", "Item"),
+                ("format_price", "sprintf"),
+            ],
+        );
+        insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, PHP_FIXTURE, 4)));
+    }
+
+    #[test]
+    fn kotlin_fixture() {
+        let a = check(&KOTLIN, "kotlin", "src/main/kotlin/com/acme/store/Store.kt", KOTLIN_FIXTURE);
+        let store = node(&a, "Store");
+        assert_eq!((store.kind, store.doc.as_deref()), (NodeKind::Class, Some("Keeps items in memory.")));
+        let save = node(&a, "Store.save");
+        assert_eq!(save.kind, NodeKind::Method);
+        assert_eq!(save.signature.as_deref(), Some("suspend fun save(item: T, force: Boolean = false): Boolean"));
+        assert_eq!(save.doc.as_deref(), Some("Saves an item."));
+        assert_eq!(node(&a, "Store.max").kind, NodeKind::Field);
+        assert_eq!(node(&a, "Store.Factory.create").kind, NodeKind::Method);
+        assert_eq!(node(&a, "Saver").kind, NodeKind::Interface);
+        assert_eq!(node(&a, "Color").signature.as_deref(), Some("enum class Color"));
+        assert_eq!(node(&a, "Color.GREEN").kind, NodeKind::Field);
+        assert_eq!(node(&a, "Items").kind, NodeKind::TypeAlias);
+        assert_eq!(node(&a, "formatPrice").kind, NodeKind::Function);
+        assert_eq!(node(&a, "StoreTest.saves").kind, NodeKind::Test);
+        assert_eq!(
+            imports_of(&a),
+            [
+                import("com.acme.model.Item", &["Item"]),
+                import("kotlinx.coroutines", &["*"]),
+                import("org.junit.jupiter.api.Test", &["JTest"])
+            ]
+        );
+        assert_eq!(refs(&a, RefKind::Inherits), pairs(&[("Store", "BaseStore"), ("Store", "Saver")]));
+        assert_calls(
+            &a,
+            &[
+                ("Store.save", "validate"),
+                ("Store.save", "items.add"),
+                ("Store.save", "Audit.record"),
+                ("Store.Factory.create", "Store"),
+            ],
+        );
+        insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, KOTLIN_FIXTURE, 4)));
+    }
+
+    #[test]
+    fn namespaced_imports_resolve_by_unique_suffix() {
+        let files: std::collections::BTreeSet<String> =
+            ["src/Models/Item.php", "src/Store/helpers.php", "src/main/kotlin/com/acme/model/Item.kt"]
+                .into_iter()
+                .map(String::from)
+                .collect();
+        let ctx = crate::resolve::ResolveContext::new(&files);
+        let import = |target: &str, names: &[&str]| crate::model::Reference {
+            from: 1,
+            kind: RefKind::Import,
+            target: target.to_string(),
+            names: names.iter().map(|n| n.to_string()).collect(),
+            system: false,
+            span: crate::model::Span::default(),
+        };
+        let php = |target: &str| PHP.resolve_import(&ctx, "src/Store/Store.php", &import(target, &["x"]));
+        assert_eq!(php("App\\Models\\Item").as_deref(), Some("src/Models/Item.php"));
+        assert_eq!(php("helpers.php").as_deref(), Some("src/Store/helpers.php"));
+        assert_eq!(php("Psr\\Log\\LoggerInterface"), None);
+        let kt = |target: &str, names: &[&str]| {
+            KOTLIN.resolve_import(&ctx, "src/main/kotlin/x/A.kt", &import(target, names))
+        };
+        assert_eq!(kt("com.acme.model.Item", &["Item"]).as_deref(), Some("src/main/kotlin/com/acme/model/Item.kt"));
+        assert_eq!(kt("com.acme.model", &["*"]), None);
+        assert_eq!(kt("kotlinx.coroutines.launch", &["launch"]), None);
     }
 }

@@ -57,6 +57,8 @@ static ANALYZERS: &[&dyn Analyzer] = &[
     &languages::BASH,
     &languages::LUA,
     &languages::CSHARP,
+    &languages::PHP,
+    &languages::KOTLIN,
 ];
 
 /// The analyzer for a detected language; the file-level fallback for any other.

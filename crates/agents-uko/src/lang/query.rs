@@ -53,9 +53,29 @@ pub enum ImportStyle {
     /// else a unique path suffix with this extension (Ruby's `require`,
     /// whose load path is usually `lib/`).
     RelativeOrSuffix(&'static str),
+    /// A path (with `/` or ending in the extension) relative to the file, as
+    /// [`ImportStyle::Relative`]; otherwise a namespace whose segments
+    /// (split at `sep`) name a file with the extension as a unique path
+    /// suffix, dropping leading segments (a PSR-4 or source-root prefix)
+    /// while at least two remain: PHP's `use App\Models\User`, Kotlin's
+    /// `import com.acme.Store`.
+    PathOrNamespace { sep: char, ext: &'static str },
     /// Dotted module names mapping to a unique path suffix with this
     /// extension (`require "a.b"` -> `a/b.lua` or `a/b/init.lua`).
     Dotted(&'static str),
+}
+
+impl ImportStyle {
+    /// The file extension imports of this style may name.
+    fn extension(self) -> Option<&'static str> {
+        match self {
+            ImportStyle::None => None,
+            ImportStyle::Relative(ext)
+            | ImportStyle::RelativeOrSuffix(ext)
+            | ImportStyle::Dotted(ext)
+            | ImportStyle::PathOrNamespace { ext, .. } => Some(ext).filter(|e| !e.is_empty()),
+        }
+    }
 }
 
 /// One language for the query analyzer.
@@ -191,6 +211,7 @@ struct Def {
 
 struct Import {
     node_id: usize,
+    pattern: usize,
     path: String,
     names: Vec<String>,
     signature: String,
@@ -200,6 +221,9 @@ struct Import {
 /// A call, or an `@inherits`/`@mentions` outside a declaration's own match.
 struct Found {
     kind: RefKind,
+    /// Index of the pattern that matched: of two call patterns matching one
+    /// call, the earlier wins.
+    pattern: usize,
     start: usize,
     node_id: usize,
     target: String,
@@ -220,7 +244,11 @@ impl Analyzer for QueryAnalyzer {
         let Some(tree) = parse_or_warn(&mut builder, &c.language, self.spec.display, text) else {
             return builder.finish();
         };
-        let (mut defs, imports, mut refs) = self.collect(c, &tree, text);
+        let (mut defs, mut imports, mut refs) = self.collect(c, &tree, text);
+        // Of two import patterns matching one statement, the earlier wins.
+        imports.sort_by_key(|i| (i.span.start_byte, i.node_id, i.pattern));
+        let mut last_import = None;
+        imports.retain(|i| last_import.replace(i.node_id) != Some(i.node_id));
         // The first pattern to claim a name node wins; then outer declarations first.
         defs.sort_by_key(|d| (d.name_id, d.pattern));
         let mut seen = HashSet::new();
@@ -229,7 +257,9 @@ impl Analyzer for QueryAnalyzer {
         let not_calls: HashSet<usize> =
             defs.iter().map(|d| d.node_id).chain(imports.iter().map(|i| i.node_id)).collect();
         refs.retain(|r| r.kind != RefKind::Calls || !not_calls.contains(&r.node_id));
-        refs.sort_by_key(|r| r.start);
+        refs.sort_by_key(|r| (r.start, r.node_id, r.pattern));
+        let mut last_call = None;
+        refs.retain(|r| r.kind != RefKind::Calls || last_call.replace(r.node_id) != Some(r.node_id));
 
         // Containment: one sweep over declarations and references in source
         // order with the stack of open declarations (end byte, index in `defs`).
@@ -327,6 +357,17 @@ impl Analyzer for QueryAnalyzer {
                 let relative = self.resolve_relative(ctx, from_path, target, ext);
                 relative.or_else(|| ctx.unique_ending_with(&format!("/{}{ext}", target.trim_start_matches("./"))))
             }
+            ImportStyle::PathOrNamespace { sep, ext } => {
+                if target.contains('/') || target.ends_with(ext) {
+                    return self.resolve_relative(ctx, from_path, target, "");
+                }
+                if reference.names.iter().any(|n| n == "*") {
+                    return None;
+                }
+                let segments: Vec<&str> = target.split(sep).filter(|s| !s.is_empty()).collect();
+                (0..segments.len().saturating_sub(1))
+                    .find_map(|skip| ctx.unique_ending_with(&format!("{}{ext}", segments[skip..].join("/"))))
+            }
             ImportStyle::Dotted(ext) => {
                 if target.is_empty() || target.contains(['/', '\\']) {
                     return None;
@@ -409,7 +450,7 @@ impl QueryAnalyzer {
                 let target = collapse(t(&cap.node));
                 if !target.is_empty() {
                     let (start, node_id, span) = (cap.node.start_byte(), cap.node.id(), Span::of_node(&cap.node));
-                    calls.push(Found { kind, start, node_id, target, span });
+                    calls.push(Found { kind, pattern: m.pattern_index, start, node_id, target, span });
                 }
             }
             let definition = m
@@ -478,13 +519,17 @@ impl QueryAnalyzer {
                     .collect();
                 // Go-style aliases: `.` imports every name, `_` none.
                 let names = match names.first().map(String::as_str) {
-                    None => vec![default_import_name(&path).to_string()],
+                    None => {
+                        let bare = spec.imports.extension().and_then(|e| path.strip_suffix(e)).unwrap_or(&path);
+                        vec![default_import_name(bare).to_string()]
+                    }
                     Some("_") => Vec::new(),
                     Some(".") => vec!["*".to_string()],
                     Some(_) => names,
                 };
                 imports.push(Import {
                     node_id: node.id(),
+                    pattern: m.pattern_index,
                     signature: collapse(t(&node).lines().next().unwrap_or("")),
                     span: Span::of_node(&node),
                     path,
@@ -501,6 +546,7 @@ impl QueryAnalyzer {
                 if !target.is_empty() {
                     calls.push(Found {
                         kind: RefKind::Calls,
+                        pattern: m.pattern_index,
                         start: node.start_byte(),
                         node_id: node.id(),
                         target,
