@@ -420,7 +420,8 @@ impl Ontology {
     /// of [`crate::language`]): `python` is `uko-py`; `typescript`,
     /// `tsx` and `javascript` are `uko-ts`; `rust` is `uko-rs`; `java` is
     /// `uko-java`; `go`, `c`, `cpp` and the query-analyzed languages
-    /// (`ruby`, `shell`, `lua`, `csharp`, `php`, `kotlin`) are `uko-code`; prose (`markdown`,
+    /// (`ruby`, `shell`, `lua`, `csharp`, `php`, `kotlin`, `scala`, `swift`)
+    /// are `uko-code`; prose (`markdown`,
     /// `restructuredtext`, `org`, `text`) is `uko-doc`; `csv` and `tsv` are
     /// `uko-data`. Anything else, or a domain this ontology has no map for,
     /// is the universal domain `uko`.
@@ -430,7 +431,9 @@ impl Ontology {
             "typescript" | "tsx" | "javascript" => "uko-ts",
             "rust" => "uko-rs",
             "java" => "uko-java",
-            "go" | "c" | "cpp" | "ruby" | "shell" | "lua" | "csharp" | "php" | "kotlin" => "uko-code",
+            "go" | "c" | "cpp" | "ruby" | "shell" | "lua" | "csharp" | "php" | "kotlin" | "scala" | "swift" => {
+                "uko-code"
+            }
             "markdown" | "restructuredtext" | "org" | "text" => "uko-doc",
             "csv" | "tsv" => "uko-data",
             _ => UNIVERSAL_DOMAIN,

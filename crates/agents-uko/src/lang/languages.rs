@@ -108,6 +108,42 @@ pub static KOTLIN: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     methods_in_namespaces: false,
 });
 
+/// Scala (2 and 3): classes, objects, traits, enums and their cases,
+/// functions (ScalaTest/MUnit `test("...")` blocks are tests), vals and vars,
+/// type aliases; `extends`/`with` as `Inherits`; imports with selectors,
+/// renames and wildcards (a unique `segments/Name.scala` suffix); calls and
+/// `new T`. Docs are Scaladoc `/** */` above.
+pub static SCALA: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
+    languages: &["scala"],
+    display: "Scala",
+    grammar: || tree_sitter_scala::LANGUAGE.into(),
+    query: include_str!("queries/scala.scm"),
+    comment_kinds: &["comment", "block_comment"],
+    doc_prefix: "/**",
+    doc_markers: &[],
+    signature_skips: &["annotation"],
+    imports: ImportStyle::PathOrNamespace { sep: '.', ext: ".scala" },
+    methods_in_namespaces: false,
+});
+
+/// Swift: classes and actors, structs, enums with their cases, protocols,
+/// functions, initializers, properties, type aliases; extension members
+/// under the extended type (`@owner`); XCTest `test*` methods are tests;
+/// inheritance and conformances as `Inherits`; `import` of modules (never a
+/// file); calls. Docs are `///` comments above.
+pub static SWIFT: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
+    languages: &["swift"],
+    display: "Swift",
+    grammar: || tree_sitter_swift::LANGUAGE.into(),
+    query: include_str!("queries/swift.scm"),
+    comment_kinds: &["comment", "multiline_comment"],
+    doc_prefix: "///",
+    doc_markers: &[],
+    signature_skips: &[],
+    imports: ImportStyle::None,
+    methods_in_namespaces: false,
+});
+
 /// Go on the query analyzer: not registered (the hand-written
 /// [`crate::lang::go`] stays; see `queries/go.scm` for why), kept as the proof
 /// that the query form reproduces a hand-written analyzer's node set.
@@ -475,6 +511,93 @@ class StoreTest {
 }
 "#;
 
+    const SCALA_FIXTURE: &str = r#"package com.acme.store
+
+import scala.collection.mutable
+import com.acme.model._
+import com.acme.util.{Checks, Audit => Log}
+
+/** Keeps items in memory. */
+class Store[T <: Item](capacity: Int) extends BaseStore[T] with Saver {
+  /** The most items. */
+  val max = 100
+
+  /** Saves an item. */
+  def save(item: T, force: Boolean = false): Boolean = {
+    Checks.notNull(item)
+    items.append(item)
+    validate(item)
+  }
+}
+
+trait Saver {
+  def save(item: Item): Boolean
+}
+
+object Store {
+  def apply(): Store[Item] = new Store(10)
+}
+
+enum Color {
+  case Red, Green
+}
+
+type Items = List[Item]
+
+class StoreSuite extends munit.FunSuite {
+  test("saves items") {
+    assert(Store().save(null))
+  }
+}
+"#;
+
+    const SWIFT_FIXTURE: &str = r#"import Foundation
+import XCTest
+
+/// Keeps items in memory.
+public class Store: BaseStore, Saver {
+    /// The most items.
+    let max = 100
+
+    init(capacity: Int) {
+        super.init()
+        setup()
+    }
+
+    /// Saves an item.
+    public func save(_ item: Item, force: Bool = false) -> Bool {
+        validate(item)
+        items.append(item)
+        return Audit.record(item)
+    }
+}
+
+extension Store {
+    /// Counts items.
+    func count() -> Int { return items.count }
+}
+
+protocol Saver {
+    func save(_ item: Item, force: Bool) -> Bool
+}
+
+enum Color {
+    case red, green
+}
+
+struct Point {
+    var x: Int
+}
+
+typealias Items = [Item]
+
+final class StoreTests: XCTestCase {
+    func testSaves() {
+        XCTAssertTrue(Store(capacity: 1).save(Item()))
+    }
+}
+"#;
+
     fn check(analyzer: &QueryAnalyzer, language: &str, path: &str, text: &str) -> FileAnalysis {
         analyzer.check().expect("the query compiles");
         let analysis = analyzer.analyze(language, path, text);
@@ -626,7 +749,7 @@ class StoreTest {
 
     #[test]
     fn registered_by_language() {
-        for lang in ["ruby", "shell", "lua", "csharp", "php", "kotlin"] {
+        for lang in ["ruby", "shell", "lua", "csharp", "php", "kotlin", "scala", "swift"] {
             assert!(crate::lang::structured_languages().contains(&lang), "{lang}");
         }
     }
@@ -848,5 +971,71 @@ class StoreTest {
         assert_eq!(kt("com.acme.model.Item", &["Item"]).as_deref(), Some("src/main/kotlin/com/acme/model/Item.kt"));
         assert_eq!(kt("com.acme.model", &["*"]), None);
         assert_eq!(kt("kotlinx.coroutines.launch", &["launch"]), None);
+    }
+
+    #[test]
+    fn scala_fixture() {
+        let a = check(&SCALA, "scala", "src/main/scala/com/acme/store/Store.scala", SCALA_FIXTURE);
+        let store = node(&a, "Store");
+        assert_eq!((store.kind, store.doc.as_deref()), (NodeKind::Class, Some("Keeps items in memory.")));
+        let save = node(&a, "Store.save");
+        assert_eq!(save.kind, NodeKind::Method);
+        assert_eq!(save.signature.as_deref(), Some("def save(item: T, force: Boolean = false): Boolean"));
+        assert_eq!(save.doc.as_deref(), Some("Saves an item."));
+        assert_eq!(node(&a, "Store.max").kind, NodeKind::Field);
+        assert_eq!(node(&a, "Saver").kind, NodeKind::Trait);
+        assert_eq!(node(&a, "Saver.save").kind, NodeKind::Method);
+        // The companion object is a second `Store`.
+        assert_eq!(node(&a, "Store~2.apply").kind, NodeKind::Method);
+        assert_eq!(node(&a, "Color.Green").kind, NodeKind::Field);
+        assert_eq!(node(&a, "Items").kind, NodeKind::TypeAlias);
+        assert_eq!(node(&a, "StoreSuite.saves items").kind, NodeKind::Test);
+        assert_eq!(
+            imports_of(&a),
+            [
+                import("scala.collection.mutable", &["mutable"]),
+                import("com.acme.model", &["*"]),
+                import("com.acme.util", &["Checks", "Log"])
+            ]
+        );
+        assert_eq!(
+            refs(&a, RefKind::Inherits),
+            pairs(&[("Store", "BaseStore"), ("Store", "Saver"), ("StoreSuite", "munit.FunSuite")])
+        );
+        assert_calls(
+            &a,
+            &[("Store.save", "Checks.notNull"), ("Store.save", "items.append"), ("Store~2.apply", "Store")],
+        );
+        insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, SCALA_FIXTURE, 4)));
+    }
+
+    #[test]
+    fn swift_fixture() {
+        let a = check(&SWIFT, "swift", "Sources/Store/Store.swift", SWIFT_FIXTURE);
+        let store = node(&a, "Store");
+        assert_eq!((store.kind, store.doc.as_deref()), (NodeKind::Class, Some("Keeps items in memory.")));
+        let save = node(&a, "Store.save");
+        assert_eq!(save.kind, NodeKind::Method);
+        assert_eq!(save.signature.as_deref(), Some("public func save(_ item: Item, force: Bool = false) -> Bool"));
+        assert_eq!(save.doc.as_deref(), Some("Saves an item."));
+        assert_eq!(node(&a, "Store.max").kind, NodeKind::Field);
+        assert_eq!(node(&a, "Store.init").kind, NodeKind::Method);
+        // Declared in an extension, listed under the type.
+        let count = node(&a, "Store.count");
+        assert_eq!((count.kind, count.doc.as_deref()), (NodeKind::Method, Some("Counts items.")));
+        assert_eq!(node(&a, "Saver").kind, NodeKind::Interface);
+        assert_eq!(node(&a, "Saver.save").kind, NodeKind::Method);
+        assert_eq!(node(&a, "Color.green").kind, NodeKind::Field);
+        assert_eq!(node(&a, "Point").kind, NodeKind::Struct);
+        assert_eq!(node(&a, "Point.x").kind, NodeKind::Field);
+        assert_eq!(node(&a, "Items").kind, NodeKind::TypeAlias);
+        assert_eq!(node(&a, "StoreTests.testSaves").kind, NodeKind::Test);
+        assert_eq!(imports_of(&a), [import("Foundation", &["Foundation"]), import("XCTest", &["XCTest"])]);
+        assert_eq!(
+            refs(&a, RefKind::Inherits),
+            pairs(&[("Store", "BaseStore"), ("Store", "Saver"), ("StoreTests", "XCTestCase")])
+        );
+        assert_calls(&a, &[("Store.init", "setup"), ("Store.save", "items.append"), ("Store.save", "Audit.record")]);
+        insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, SWIFT_FIXTURE, 4)));
     }
 }

@@ -59,6 +59,8 @@ static ANALYZERS: &[&dyn Analyzer] = &[
     &languages::CSHARP,
     &languages::PHP,
     &languages::KOTLIN,
+    &languages::SCALA,
+    &languages::SWIFT,
 ];
 
 /// The analyzer for a detected language; the file-level fallback for any other.

@@ -7,14 +7,15 @@
 //! | capture | meaning |
 //! |---|---|
 //! | `@definition.<kind>` | a declaration; the node is its span. `<kind>` is a [`NodeKind`] name (`function`, `method`, `class`, `interface`, `trait`, `struct`, `enum`, `type_alias`, `field`, `variable`, `macro`, `test`, `namespace`) |
-//! | `@name` | the declaration's name (text, whitespace collapsed) |
+//! | `@name` | the declaration's name (text, whitespace collapsed, quotes of a string removed) |
 //! | `@body` | the declaration's body: the signature is the text before it (the whole node, first line, when absent) |
 //! | `@doc` | an explicit doc node (a docstring, an `@doc` attribute); without one the comments directly above the declaration are its doc |
 //! | `@owner` | the type a declaration belongs to though declared outside it (a Go receiver): it goes under the file's type of that name, else under the file named `Owner.name` |
 //! | `@inherits` | a superclass, mixin or embedded type: an `Inherits` reference from the innermost declaration containing it |
 //! | `@mentions` | a type named in a declaration: a `Mentions` reference (once per target) from the innermost declaration containing it |
 //! | `@import` | an import statement (an `Import` node under the file) |
-//! | `@import.path` | the module it names (quotes stripped): the reference's target |
+//! | `@import.path` | the module it names (quotes stripped; several captures are joined with `.`): the reference's target |
+//! | `@import.wildcard` | the import brings every name of the module (`import a.b._`): names `*` |
 //! | `@import.name` | a name it brings into scope (default: the path's last segment; `.` is `*`, `_` none) |
 //! | `@call` | a call; `@call.name` is the callee as written (`f`, `obj.m`) |
 //!
@@ -125,6 +126,7 @@ struct Compiled {
     import: Option<u32>,
     import_path: Option<u32>,
     import_name: Option<u32>,
+    import_wildcard: Option<u32>,
     call: Option<u32>,
     call_name: Option<u32>,
 }
@@ -165,6 +167,7 @@ fn compile(spec: &QueryLanguage) -> Result<Compiled, QueryLoadError> {
         import: index("import"),
         import_path: index("import.path"),
         import_name: index("import.name"),
+        import_wildcard: index("import.wildcard"),
         call: index("call"),
         call_name: index("call.name"),
         definition,
@@ -210,12 +213,23 @@ struct Def {
 }
 
 struct Import {
-    node_id: usize,
-    pattern: usize,
     path: String,
     names: Vec<String>,
     signature: String,
     span: Span,
+}
+
+/// One match of an import pattern. The matches of one pattern on one
+/// statement merge (a pattern with one `(identifier) @import.path` matches
+/// once per identifier of `import a.b.c`), in source order.
+struct RawImport {
+    node_id: usize,
+    pattern: usize,
+    signature: String,
+    span: Span,
+    parts: Vec<(usize, String)>,
+    names: Vec<(usize, String)>,
+    wildcard: bool,
 }
 
 /// A call, or an `@inherits`/`@mentions` outside a declaration's own match.
@@ -244,22 +258,18 @@ impl Analyzer for QueryAnalyzer {
         let Some(tree) = parse_or_warn(&mut builder, &c.language, self.spec.display, text) else {
             return builder.finish();
         };
-        let (mut defs, mut imports, mut refs) = self.collect(c, &tree, text);
-        // Of two import patterns matching one statement, the earlier wins.
-        imports.sort_by_key(|i| (i.span.start_byte, i.node_id, i.pattern));
-        let mut last_import = None;
-        imports.retain(|i| last_import.replace(i.node_id) != Some(i.node_id));
+        let (mut defs, raw_imports, mut refs) = self.collect(c, &tree, text);
+        let imports = self.merge_imports(raw_imports);
         // The first pattern to claim a name node wins; then outer declarations first.
         defs.sort_by_key(|d| (d.name_id, d.pattern));
         let mut seen = HashSet::new();
         defs.retain(|d| seen.insert(d.name_id));
         defs.sort_by_key(|d| (d.start, std::cmp::Reverse(d.end), d.name_start));
-        let not_calls: HashSet<usize> =
-            defs.iter().map(|d| d.node_id).chain(imports.iter().map(|i| i.node_id)).collect();
+        let not_calls: HashSet<usize> = defs.iter().map(|d| d.node_id).chain(imports.iter().map(|i| i.0)).collect();
         refs.retain(|r| r.kind != RefKind::Calls || !not_calls.contains(&r.node_id));
-        refs.sort_by_key(|r| (r.start, r.node_id, r.pattern));
-        let mut last_call = None;
-        refs.retain(|r| r.kind != RefKind::Calls || last_call.replace(r.node_id) != Some(r.node_id));
+        refs.sort_by_key(|r| (r.start, r.pattern));
+        let mut calls_seen = HashSet::new();
+        refs.retain(|r| r.kind != RefKind::Calls || calls_seen.insert(r.node_id));
 
         // Containment: one sweep over declarations and references in source
         // order with the stack of open declarations (end byte, index in `defs`).
@@ -340,12 +350,12 @@ impl Analyzer for QueryAnalyzer {
                 builder.reference(from, found.kind, found.target, found.span);
             }
         }
-        for import in imports {
+        for (_, import) in imports {
             let idx = builder.add(0, NodeKind::Import, &import.path, import.span, Some(import.signature), None);
             builder.import(idx, import.path, import.names, false, import.span);
         }
         let analysis = builder.finish();
-        if renames.is_empty() { analysis } else { source_ordered(analysis, &renames) }
+        if deferred.contains(&true) { source_ordered(analysis, &renames) } else { analysis }
     }
 
     fn resolve_import(&self, ctx: &ResolveContext<'_>, from_path: &str, reference: &Reference) -> Option<String> {
@@ -426,8 +436,53 @@ impl QueryAnalyzer {
         clean_doc(&lines.join("\n"))
     }
 
+    /// Import statements from the import matches: of two patterns matching
+    /// one statement the earlier wins, and one pattern's matches merge.
+    /// Returns (statement node id, import) in source order.
+    fn merge_imports(&self, mut raw: Vec<RawImport>) -> Vec<(usize, Import)> {
+        // Statements never share a start with a different node of the same span.
+        raw.sort_by_key(|i| (i.span.start_byte, i.span.end_byte, i.pattern));
+        let mut merged: Vec<RawImport> = Vec::new();
+        for import in raw {
+            match merged.last_mut() {
+                Some(last) if last.node_id == import.node_id && last.pattern == import.pattern => {
+                    last.parts.extend(import.parts);
+                    last.names.extend(import.names);
+                    last.wildcard |= import.wildcard;
+                }
+                Some(last) if last.node_id == import.node_id => {}
+                _ => merged.push(import),
+            }
+        }
+        let mut out = Vec::with_capacity(merged.len());
+        for mut raw in merged {
+            for list in [&mut raw.parts, &mut raw.names] {
+                list.sort();
+                list.dedup();
+            }
+            let path = raw.parts.iter().map(|(_, p)| p.as_str()).collect::<Vec<_>>().join(".");
+            if path.is_empty() {
+                continue;
+            }
+            let names: Vec<String> = raw.names.into_iter().map(|(_, n)| n).collect();
+            // Go-style aliases: `.` imports every name, `_` none.
+            let names = match names.first().map(String::as_str) {
+                _ if raw.wildcard => vec!["*".to_string()],
+                None => {
+                    let bare = self.spec.imports.extension().and_then(|e| path.strip_suffix(e)).unwrap_or(&path);
+                    vec![default_import_name(bare).to_string()]
+                }
+                Some("_") => Vec::new(),
+                Some(".") => vec!["*".to_string()],
+                Some(_) => names,
+            };
+            out.push((raw.node_id, Import { path, names, signature: raw.signature, span: raw.span }));
+        }
+        out
+    }
+
     /// Runs the query once and turns its matches into owned records.
-    fn collect(&self, c: &Compiled, tree: &tree_sitter::Tree, text: &str) -> (Vec<Def>, Vec<Import>, Vec<Found>) {
+    fn collect(&self, c: &Compiled, tree: &tree_sitter::Tree, text: &str) -> (Vec<Def>, Vec<RawImport>, Vec<Found>) {
         let spec = self.spec;
         let mut defs = Vec::new();
         let mut imports = Vec::new();
@@ -458,7 +513,9 @@ impl QueryAnalyzer {
                 .iter()
                 .find_map(|cap| c.definition.get(cap.index as usize).copied().flatten().map(|k| (k, cap.node)));
             if let Some((kind, node)) = definition {
-                let Some(name) = first(c.name).map(|n| collapse(t(&n))).filter(|n| !n.is_empty()) else { continue };
+                let Some(name) = first(c.name).map(|n| collapse(strip_quotes(t(&n)))).filter(|n| !n.is_empty()) else {
+                    continue;
+                };
                 let body = first(c.body);
                 // The header starts after leading attributes (`[Fact]`).
                 let mut walk = node.walk();
@@ -507,33 +564,21 @@ impl QueryAnalyzer {
                     doc,
                 });
             } else if let Some(node) = first(c.import) {
-                let Some(path) = first(c.import_path).map(|p| strip_quotes(t(&p)).trim().to_string()) else { continue };
-                if path.is_empty() {
-                    continue;
-                }
-                let names: Vec<String> = m
-                    .captures()
-                    .iter()
-                    .filter(|cap| Some(cap.index) == c.import_name)
-                    .map(|cap| collapse(t(&cap.node)))
-                    .collect();
-                // Go-style aliases: `.` imports every name, `_` none.
-                let names = match names.first().map(String::as_str) {
-                    None => {
-                        let bare = spec.imports.extension().and_then(|e| path.strip_suffix(e)).unwrap_or(&path);
-                        vec![default_import_name(bare).to_string()]
-                    }
-                    Some("_") => Vec::new(),
-                    Some(".") => vec!["*".to_string()],
-                    Some(_) => names,
+                let captured = |index: Option<u32>, clean: &dyn Fn(&str) -> String| -> Vec<(usize, String)> {
+                    m.captures()
+                        .iter()
+                        .filter(|cap| Some(cap.index) == index)
+                        .map(|cap| (cap.node.start_byte(), clean(t(&cap.node))))
+                        .collect()
                 };
-                imports.push(Import {
+                imports.push(RawImport {
                     node_id: node.id(),
                     pattern: m.pattern_index,
                     signature: collapse(t(&node).lines().next().unwrap_or("")),
                     span: Span::of_node(&node),
-                    path,
-                    names,
+                    parts: captured(c.import_path, &|s| strip_quotes(s).trim().to_string()),
+                    names: captured(c.import_name, &collapse),
+                    wildcard: first(c.import_wildcard).is_some(),
                 });
             } else if let Some(node) = first(c.call) {
                 let target: Vec<String> = m
