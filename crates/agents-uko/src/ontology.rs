@@ -420,8 +420,8 @@ impl Ontology {
     /// of [`crate::language`]): `python` is `uko-py`; `typescript`,
     /// `tsx` and `javascript` are `uko-ts`; `rust` is `uko-rs`; `java` is
     /// `uko-java`; `go`, `c`, `cpp` and the query-analyzed languages
-    /// (`ruby`, `shell`, `lua`, `csharp`, `php`, `kotlin`, `scala`, `swift`)
-    /// are `uko-code`; prose (`markdown`,
+    /// (`ruby`, `shell`, `lua`, `csharp`, `php`, `kotlin`, `scala`, `swift`,
+    /// `zig`, `haskell`, `elixir`) are `uko-code`; prose (`markdown`,
     /// `restructuredtext`, `org`, `text`) is `uko-doc`; `csv` and `tsv` are
     /// `uko-data`. Anything else, or a domain this ontology has no map for,
     /// is the universal domain `uko`.

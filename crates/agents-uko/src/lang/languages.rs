@@ -18,6 +18,7 @@ pub static RUBY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     signature_skips: &[],
     imports: ImportStyle::RelativeOrSuffix(".rb"),
     methods_in_namespaces: true,
+    merge_clauses: false,
 });
 
 /// Bash: functions, top-level variables, `source`/`.` imports (relative to
@@ -34,6 +35,7 @@ pub static BASH: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     signature_skips: &[],
     imports: ImportStyle::Relative(""),
     methods_in_namespaces: false,
+    merge_clauses: false,
 });
 
 /// Lua: functions (`function M.f`, `function M:m`, `local function f`),
@@ -50,6 +52,7 @@ pub static LUA: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     signature_skips: &[],
     imports: ImportStyle::Dotted(".lua"),
     methods_in_namespaces: false,
+    merge_clauses: false,
 });
 
 /// C#: namespaces (block and file-scoped), classes and records, structs,
@@ -69,6 +72,7 @@ pub static CSHARP: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     signature_skips: &["attribute_list"],
     imports: ImportStyle::None,
     methods_in_namespaces: false,
+    merge_clauses: false,
 });
 
 /// PHP: namespaces, classes, interfaces, traits, enums and their cases,
@@ -88,6 +92,7 @@ pub static PHP: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     signature_skips: &["attribute_list"],
     imports: ImportStyle::PathOrNamespace { sep: '\\', ext: ".php" },
     methods_in_namespaces: false,
+    merge_clauses: false,
 });
 
 /// Kotlin: classes, interfaces, enums with their entries, objects and named
@@ -106,6 +111,7 @@ pub static KOTLIN: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     signature_skips: &[],
     imports: ImportStyle::PathOrNamespace { sep: '.', ext: ".kt" },
     methods_in_namespaces: false,
+    merge_clauses: false,
 });
 
 /// Scala (2 and 3): classes, objects, traits, enums and their cases,
@@ -124,6 +130,7 @@ pub static SCALA: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     signature_skips: &["annotation"],
     imports: ImportStyle::PathOrNamespace { sep: '.', ext: ".scala" },
     methods_in_namespaces: false,
+    merge_clauses: false,
 });
 
 /// Swift: classes and actors, structs, enums with their cases, protocols,
@@ -142,6 +149,65 @@ pub static SWIFT: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     signature_skips: &[],
     imports: ImportStyle::None,
     methods_in_namespaces: false,
+    merge_clauses: false,
+});
+
+/// Zig: container declarations (`const S = struct {..}` as structs, unions
+/// as structs, enums), functions (methods inside containers), fields,
+/// `test "..."` blocks, file- and container-level constants; `@import`
+/// imports (a relative `.zig` path resolves, `std` does not); calls. Docs
+/// are `///` comments above.
+pub static ZIG: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
+    languages: &["zig"],
+    display: "Zig",
+    grammar: || tree_sitter_zig::LANGUAGE.into(),
+    query: include_str!("queries/zig.scm"),
+    comment_kinds: &["comment"],
+    doc_prefix: "///",
+    doc_markers: &[],
+    signature_skips: &[],
+    imports: ImportStyle::Relative(""),
+    methods_in_namespaces: false,
+    merge_clauses: false,
+});
+
+/// Haskell: data types (as enums, their constructors and record fields as
+/// fields), newtypes, type synonyms, type classes (as traits, with their
+/// method signatures), instances (`Show Color`), functions (a signature and
+/// its equations are one node); imports (with `as` aliases; `A.B.C`
+/// resolves as a unique `A/B/C.hs` suffix); applications as calls. Docs are
+/// Haddock `-- |` comments above.
+pub static HASKELL: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
+    languages: &["haskell"],
+    display: "Haskell",
+    grammar: || tree_sitter_haskell::LANGUAGE.into(),
+    query: include_str!("queries/haskell.scm"),
+    comment_kinds: &["haddock", "comment"],
+    doc_prefix: "-- |",
+    doc_markers: &["-- |", "-- ^", "--"],
+    signature_skips: &[],
+    imports: ImportStyle::PathOrNamespace { sep: '.', ext: ".hs" },
+    methods_in_namespaces: false,
+    merge_clauses: true,
+});
+
+/// Elixir: modules and protocols (namespaces), `def`/`defp` (clauses of one
+/// function merge), macros, ExUnit `describe`/`test` blocks; `alias`,
+/// `import`, `require` and `use` (`MyApp.UserStore` resolves as a unique
+/// `my_app/user_store.ex` suffix); local and remote calls. Docs are
+/// `@moduledoc` and `@doc` strings.
+pub static ELIXIR: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
+    languages: &["elixir"],
+    display: "Elixir",
+    grammar: || tree_sitter_elixir::LANGUAGE.into(),
+    query: include_str!("queries/elixir.scm"),
+    comment_kinds: &["comment"],
+    doc_prefix: "#",
+    doc_markers: &[],
+    signature_skips: &[],
+    imports: ImportStyle::SnakeModule(".ex"),
+    methods_in_namespaces: false,
+    merge_clauses: true,
 });
 
 /// Go on the query analyzer: not registered (the hand-written
@@ -158,6 +224,7 @@ pub static GO_QUERY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     signature_skips: &[],
     imports: ImportStyle::None,
     methods_in_namespaces: false,
+    merge_clauses: false,
 });
 
 /// The differences between two analyses of one file, as sorted lines:
@@ -598,6 +665,102 @@ final class StoreTests: XCTestCase {
 }
 "#;
 
+    const ZIG_FIXTURE: &str = r#"//! Stores items.
+const std = @import("std");
+const model = @import("model.zig");
+
+/// The most items.
+pub const max_items: usize = 100;
+
+/// Keeps items in memory.
+pub const Store = struct {
+    items: std.ArrayList(Item),
+    count: usize = 0,
+
+    /// Saves an item.
+    pub fn save(self: *Store, item: Item) !void {
+        try validate(item);
+        try self.items.append(item);
+    }
+};
+
+pub const Color = enum { red, green };
+
+fn validate(item: Item) !void {
+    std.debug.assert(item.id > 0);
+}
+
+test "saves items" {
+    var store = Store.init(std.testing.allocator);
+    try store.save(.{ .id = 1 });
+}
+"#;
+
+    const HASKELL_FIXTURE: &str = r#"module Shop.Store (Store, save) where
+
+import qualified Data.Map as Map
+import Shop.Model
+
+-- | Keeps items in memory.
+data Store = Store { items :: Map.Map String Item, capacity :: Int }
+
+data Color = Red | Green
+
+newtype Id = Id Int
+
+type Items = [Item]
+
+-- | Things that can be saved.
+class Saver a where
+  saveIt :: a -> Store -> Store
+
+instance Show Color where
+  show Red = "red"
+  show Green = "green"
+
+-- | Saves an item.
+save :: Item -> Store -> Store
+save item store = store { items = Map.insert (key item) item (items store) }
+
+count :: Store -> Int
+count store = length (items store)
+"#;
+
+    const ELIXIR_FIXTURE: &str = r#"defmodule Shop.Store do
+  @moduledoc """
+  Keeps items in memory.
+  """
+  alias Shop.Model.Item
+  import Ecto.Query
+  use GenServer
+
+  @doc "Saves an item."
+  def save(store, %Item{} = item) do
+    validate(item)
+    Repo.insert(item)
+  end
+
+  def count(%{items: items}), do: length(items)
+
+  defp validate(nil), do: raise("missing")
+  defp validate(item), do: Item.check(item)
+
+  defmacro debug(expr) do
+    quote do: IO.inspect(unquote(expr))
+  end
+end
+
+defmodule Shop.StoreTest do
+  use ExUnit.Case
+
+  describe "save/2" do
+    test "saves items" do
+      assert Shop.Store.save(%{}, %Item{}) == :ok
+    end
+  end
+end
+"#;
+
     fn check(analyzer: &QueryAnalyzer, language: &str, path: &str, text: &str) -> FileAnalysis {
         analyzer.check().expect("the query compiles");
         let analysis = analyzer.analyze(language, path, text);
@@ -749,7 +912,7 @@ final class StoreTests: XCTestCase {
 
     #[test]
     fn registered_by_language() {
-        for lang in ["ruby", "shell", "lua", "csharp", "php", "kotlin", "scala", "swift"] {
+        for lang in ["ruby", "shell", "lua", "csharp", "php", "kotlin", "scala", "swift", "zig", "haskell", "elixir"] {
             assert!(crate::lang::structured_languages().contains(&lang), "{lang}");
         }
     }
@@ -1037,5 +1200,124 @@ final class StoreTests: XCTestCase {
         );
         assert_calls(&a, &[("Store.init", "setup"), ("Store.save", "items.append"), ("Store.save", "Audit.record")]);
         insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, SWIFT_FIXTURE, 4)));
+    }
+
+    #[test]
+    fn zig_fixture() {
+        let a = check(&ZIG, "zig", "src/store.zig", ZIG_FIXTURE);
+        let store = node(&a, "Store");
+        assert_eq!((store.kind, store.doc.as_deref()), (NodeKind::Struct, Some("Keeps items in memory.")));
+        assert_eq!(store.signature.as_deref(), Some("pub const Store"));
+        let save = node(&a, "Store.save");
+        assert_eq!(save.kind, NodeKind::Method);
+        assert_eq!(save.signature.as_deref(), Some("pub fn save(self: *Store, item: Item) !void"));
+        assert_eq!(save.doc.as_deref(), Some("Saves an item."));
+        assert_eq!(node(&a, "Store.count").kind, NodeKind::Field);
+        assert_eq!(node(&a, "Color").kind, NodeKind::Enum);
+        assert_eq!(node(&a, "Color.green").kind, NodeKind::Field);
+        assert_eq!(node(&a, "max_items").kind, NodeKind::Variable);
+        assert_eq!(node(&a, "validate").kind, NodeKind::Function);
+        assert_eq!(node(&a, "saves items").kind, NodeKind::Test);
+        // An `@import` is an import, not also a variable.
+        assert!(!a.nodes.iter().any(|n| n.kind == NodeKind::Variable && n.name == "std"));
+        assert_eq!(imports_of(&a), [import("std", &["std"]), import("model.zig", &["model"])]);
+        assert_calls(
+            &a,
+            &[("Store.save", "validate"), ("Store.save", "self.items.append"), ("validate", "std.debug.assert")],
+        );
+        insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, ZIG_FIXTURE, 4)));
+    }
+
+    #[test]
+    fn haskell_fixture() {
+        let a = check(&HASKELL, "haskell", "src/Shop/Store.hs", HASKELL_FIXTURE);
+        assert_eq!(node(&a, "Store").kind, NodeKind::Enum);
+        assert_eq!(node(&a, "Store.Store.items").kind, NodeKind::Field);
+        assert_eq!(node(&a, "Color.Green").kind, NodeKind::Field);
+        assert_eq!(node(&a, "Id").kind, NodeKind::Struct);
+        assert_eq!(node(&a, "Items").kind, NodeKind::TypeAlias);
+        let saver = node(&a, "Saver");
+        assert_eq!((saver.kind, saver.doc.as_deref()), (NodeKind::Trait, Some("Things that can be saved.")));
+        assert_eq!(node(&a, "Saver.saveIt").kind, NodeKind::Method);
+        assert_eq!(node(&a, "Show Color").kind, NodeKind::Class);
+        // Two equations, one method.
+        let show = node(&a, "Show Color.show");
+        assert_eq!((show.span.start.line, show.span.end.line), (20, 21));
+        // The signature and the equation are one function.
+        let save = node(&a, "save");
+        assert_eq!(save.kind, NodeKind::Function);
+        assert_eq!(save.signature.as_deref(), Some("save :: Item -> Store -> Store"));
+        assert_eq!(save.doc.as_deref(), Some("Saves an item."));
+        assert_eq!((save.span.start.line, save.span.end.line), (24, 25));
+        assert!(!a.nodes.iter().any(|n| n.symbol_path == "save~2"));
+        assert_eq!(imports_of(&a), [import("Data.Map", &["Map"]), import("Shop.Model", &["Model"])]);
+        assert_calls(&a, &[("save", "Map.insert"), ("count", "length")]);
+        insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, HASKELL_FIXTURE, 4)));
+    }
+
+    #[test]
+    fn elixir_fixture() {
+        let a = check(&ELIXIR, "elixir", "lib/shop/store.ex", ELIXIR_FIXTURE);
+        let module = node(&a, "Shop.Store");
+        assert_eq!((module.kind, module.doc.as_deref()), (NodeKind::Namespace, Some("Keeps items in memory.")));
+        let save = node(&a, "Shop.Store.save");
+        assert_eq!(save.kind, NodeKind::Function);
+        assert_eq!(save.signature.as_deref(), Some("def save(store, %Item{} = item)"));
+        assert_eq!(save.doc.as_deref(), Some("Saves an item."));
+        // Two clauses, one function.
+        let validate = node(&a, "Shop.Store.validate");
+        assert_eq!((validate.span.start.line, validate.span.end.line), (17, 18));
+        assert!(!a.nodes.iter().any(|n| n.symbol_path == "Shop.Store.validate~2"));
+        assert_eq!(node(&a, "Shop.Store.debug").kind, NodeKind::Macro);
+        assert_eq!(node(&a, "Shop.StoreTest.save/2.saves items").kind, NodeKind::Test);
+        assert_eq!(
+            imports_of(&a),
+            [
+                import("Shop.Model.Item", &["Item"]),
+                import("Ecto.Query", &["Query"]),
+                import("GenServer", &["GenServer"]),
+                import("ExUnit.Case", &["Case"])
+            ]
+        );
+        assert_eq!(
+            refs(&a, RefKind::Calls),
+            pairs(&[
+                ("Shop.Store.save", "validate"),
+                ("Shop.Store.save", "Repo.insert"),
+                ("Shop.Store.count", "length"),
+                ("Shop.Store.validate", "Item.check"),
+                ("Shop.Store.debug", "IO.inspect"),
+                ("Shop.StoreTest.save/2.saves items", "assert"),
+                ("Shop.StoreTest.save/2.saves items", "Shop.Store.save")
+            ])
+        );
+        insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, ELIXIR_FIXTURE, 4)));
+    }
+
+    #[test]
+    fn module_imports_resolve() {
+        let files: std::collections::BTreeSet<String> =
+            ["lib/shop/model/item.ex", "src/Shop/Model.hs", "src/model.zig"].into_iter().map(String::from).collect();
+        let ctx = crate::resolve::ResolveContext::new(&files);
+        let import = |target: &str| crate::model::Reference {
+            from: 1,
+            kind: RefKind::Import,
+            target: target.to_string(),
+            names: vec![],
+            system: false,
+            span: crate::model::Span::default(),
+        };
+        assert_eq!(
+            ELIXIR.resolve_import(&ctx, "lib/shop/store.ex", &import("Shop.Model.Item")).as_deref(),
+            Some("lib/shop/model/item.ex")
+        );
+        assert_eq!(ELIXIR.resolve_import(&ctx, "lib/shop/store.ex", &import("GenServer")), None);
+        assert_eq!(
+            HASKELL.resolve_import(&ctx, "src/Shop/Store.hs", &import("Shop.Model")).as_deref(),
+            Some("src/Shop/Model.hs")
+        );
+        assert_eq!(HASKELL.resolve_import(&ctx, "src/Shop/Store.hs", &import("Data.Map")), None);
+        assert_eq!(ZIG.resolve_import(&ctx, "src/store.zig", &import("model.zig")).as_deref(), Some("src/model.zig"));
+        assert_eq!(ZIG.resolve_import(&ctx, "src/store.zig", &import("std")), None);
     }
 }

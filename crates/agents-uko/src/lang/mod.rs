@@ -61,6 +61,9 @@ static ANALYZERS: &[&dyn Analyzer] = &[
     &languages::KOTLIN,
     &languages::SCALA,
     &languages::SWIFT,
+    &languages::ZIG,
+    &languages::HASKELL,
+    &languages::ELIXIR,
 ];
 
 /// The analyzer for a detected language; the file-level fallback for any other.

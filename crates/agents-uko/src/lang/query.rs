@@ -7,7 +7,7 @@
 //! | capture | meaning |
 //! |---|---|
 //! | `@definition.<kind>` | a declaration; the node is its span. `<kind>` is a [`NodeKind`] name (`function`, `method`, `class`, `interface`, `trait`, `struct`, `enum`, `type_alias`, `field`, `variable`, `macro`, `test`, `namespace`) |
-//! | `@name` | the declaration's name (text, whitespace collapsed, quotes of a string removed) |
+//! | `@name` | the declaration's name (text, whitespace collapsed, quotes of a string removed; several join with a space) |
 //! | `@body` | the declaration's body: the signature is the text before it (the whole node, first line, when absent) |
 //! | `@doc` | an explicit doc node (a docstring, an `@doc` attribute); without one the comments directly above the declaration are its doc |
 //! | `@owner` | the type a declaration belongs to though declared outside it (a Go receiver): it goes under the file's type of that name, else under the file named `Owner.name` |
@@ -61,6 +61,9 @@ pub enum ImportStyle {
     /// while at least two remain: PHP's `use App\Models\User`, Kotlin's
     /// `import com.acme.Store`.
     PathOrNamespace { sep: char, ext: &'static str },
+    /// Elixir module names: `MyApp.UserStore` names `my_app/user_store<ext>`
+    /// as a unique path suffix.
+    SnakeModule(&'static str),
     /// Dotted module names mapping to a unique path suffix with this
     /// extension (`require "a.b"` -> `a/b.lua` or `a/b/init.lua`).
     Dotted(&'static str),
@@ -74,6 +77,7 @@ impl ImportStyle {
             ImportStyle::Relative(ext)
             | ImportStyle::RelativeOrSuffix(ext)
             | ImportStyle::Dotted(ext)
+            | ImportStyle::SnakeModule(ext)
             | ImportStyle::PathOrNamespace { ext, .. } => Some(ext).filter(|e| !e.is_empty()),
         }
     }
@@ -104,6 +108,10 @@ pub struct QueryLanguage {
     pub imports: ImportStyle,
     /// Whether functions in a `namespace` are methods (Ruby modules are mixins).
     pub methods_in_namespaces: bool,
+    /// Whether consecutive declarations of one name and kind are the clauses
+    /// of one declaration (Haskell equations after their signature, Elixir's
+    /// `def f(0)` / `def f(n)`): they merge into the first, spanning all.
+    pub merge_clauses: bool,
 }
 
 /// A [`QueryLanguage`] with its compiled query.
@@ -188,7 +196,7 @@ impl QueryAnalyzer {
 
     /// Compiles the query, reporting why it does not (for tests).
     pub fn check(&self) -> Result<(), QueryLoadError> {
-        compile(self.spec).map(|_| ())
+        if self.compiled().is_some() { Ok(()) } else { compile(self.spec).map(|_| ()) }
     }
 }
 
@@ -203,6 +211,8 @@ struct Def {
     pattern: usize,
     /// Where the name starts: names declared together keep source order.
     name_start: usize,
+    /// The node holding the name when it is not the declaration itself.
+    head_id: Option<usize>,
     /// `@owner`: the type this declaration belongs to (Go receivers).
     owner: Option<String>,
     kind: NodeKind,
@@ -265,7 +275,17 @@ impl Analyzer for QueryAnalyzer {
         let mut seen = HashSet::new();
         defs.retain(|d| seen.insert(d.name_id));
         defs.sort_by_key(|d| (d.start, std::cmp::Reverse(d.end), d.name_start));
-        let not_calls: HashSet<usize> = defs.iter().map(|d| d.node_id).chain(imports.iter().map(|i| i.0)).collect();
+        let import_nodes: HashSet<usize> = imports.iter().map(|i| i.0).collect();
+        defs.retain(|d| !import_nodes.contains(&d.node_id));
+        let not_calls: HashSet<usize> = defs
+            .iter()
+            .flat_map(|d| [Some(d.node_id), d.head_id])
+            .flatten()
+            .chain(imports.iter().map(|i| i.0))
+            .collect();
+        if self.spec.merge_clauses {
+            merge_clauses(&mut defs);
+        }
         refs.retain(|r| r.kind != RefKind::Calls || !not_calls.contains(&r.node_id));
         refs.sort_by_key(|r| (r.start, r.pattern));
         let mut calls_seen = HashSet::new();
@@ -377,6 +397,13 @@ impl Analyzer for QueryAnalyzer {
                 let segments: Vec<&str> = target.split(sep).filter(|s| !s.is_empty()).collect();
                 (0..segments.len().saturating_sub(1))
                     .find_map(|skip| ctx.unique_ending_with(&format!("{}{ext}", segments[skip..].join("/"))))
+            }
+            ImportStyle::SnakeModule(ext) => {
+                let path: Vec<String> = target.split('.').map(snake_case).collect();
+                if path.iter().any(String::is_empty) {
+                    return None;
+                }
+                ctx.unique_ending_with(&format!("{}{ext}", path.join("/")))
             }
             ImportStyle::Dotted(ext) => {
                 if target.is_empty() || target.contains(['/', '\\']) {
@@ -513,9 +540,17 @@ impl QueryAnalyzer {
                 .iter()
                 .find_map(|cap| c.definition.get(cap.index as usize).copied().flatten().map(|k| (k, cap.node)));
             if let Some((kind, node)) = definition {
-                let Some(name) = first(c.name).map(|n| collapse(strip_quotes(t(&n)))).filter(|n| !n.is_empty()) else {
+                // Several `@name` captures join with a space (`instance Show Color`).
+                let name = m
+                    .captures()
+                    .iter()
+                    .filter(|cap| Some(cap.index) == c.name)
+                    .map(|cap| collapse(strip_quotes(t(&cap.node))))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                if name.is_empty() {
                     continue;
-                };
+                }
                 let body = first(c.body);
                 // The header starts after leading attributes (`[Fact]`).
                 let mut walk = node.walk();
@@ -547,6 +582,9 @@ impl QueryAnalyzer {
                     None => self.doc_above(node, text),
                 };
                 let name_node = first(c.name).unwrap_or(node);
+                // The call a name sits in (Elixir's `def save(a)` head) is no call.
+                let head = name_node.parent().filter(|p| p.id() != node.id() && p.start_byte() >= node.start_byte());
+                let head_id = head.map(|h| h.id());
                 let (name_id, name_start) = (name_node.id(), name_node.start_byte());
                 let owner = first(c.owner).map(|n| collapse(t(&n))).filter(|o| !o.is_empty());
                 defs.push(Def {
@@ -554,6 +592,7 @@ impl QueryAnalyzer {
                     end: node.end_byte(),
                     node_id: node.id(),
                     name_id,
+                    head_id,
                     name_start,
                     pattern: m.pattern_index,
                     owner,
@@ -688,4 +727,73 @@ fn strip_xml_tags(doc: &str) -> Option<String> {
 fn first_of_siblings(open: &[(usize, usize)], defs: &[Def]) -> Option<usize> {
     let &(_, top) = open.last()?;
     open.iter().map(|&(_, d)| d).find(|&d| defs[d].node_id == defs[top].node_id)
+}
+
+/// Merges consecutive sibling declarations of one name and kind (sorted by
+/// start) into the first: its span grows to the last clause's end.
+fn merge_clauses(defs: &mut Vec<Def>) {
+    let mut out: Vec<Def> = Vec::with_capacity(defs.len());
+    for def in defs.drain(..) {
+        if let Some(last) = out.last_mut()
+            && last.name == def.name
+            && last.kind == def.kind
+            && last.owner == def.owner
+            && last.end <= def.start
+        {
+            last.end = def.end;
+            last.span.end_byte = def.span.end_byte;
+            last.span.end = def.span.end;
+            if last.doc.is_none() {
+                last.doc = def.doc;
+            }
+            continue;
+        }
+        out.push(def);
+    }
+    *defs = out;
+}
+
+/// `UserStore` -> `user_store`, `HTTPClient` -> `http_client` (Elixir's
+/// `Macro.underscore` for one segment).
+fn snake_case(segment: &str) -> String {
+    let chars: Vec<char> = segment.chars().collect();
+    let mut out = String::with_capacity(segment.len() + 4);
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_uppercase() {
+            let prev_lower = i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit());
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            if i > 0 && (prev_lower || (next_lower && chars[i - 1].is_uppercase())) {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_callees_normalise() {
+        assert_eq!(snake_case("UserStore"), "user_store");
+        assert_eq!(snake_case("HTTPClient"), "http_client");
+        assert_eq!(snake_case("MyApp2"), "my_app2");
+        assert_eq!(erase_arguments("a.b(x,y).c"), "a.b().c");
+        assert_eq!(erase_arguments("getTyped[bool]"), "getTyped");
+        assert_eq!(erase_arguments("audit.Record<T>"), "audit.Record");
+        assert_eq!(erase_arguments("newStore<Item>(1).SaveAsync"), "Store().SaveAsync");
+        assert_eq!(erase_arguments("$a->b"), "$a->b");
+        assert_eq!(default_import_name("./lib/common.sh"), "common");
+        assert_eq!(default_import_name("gopkg.in/yaml.v3"), "yaml");
+        assert_eq!(default_import_name("github.com/acme/kit/v2"), "kit");
+        assert_eq!(default_import_name("app.util"), "util");
+        assert_eq!(
+            strip_xml_tags("<summary>Saves.</summary>\n<param name=\"x\">The x.</param>").as_deref(),
+            Some("Saves.\nx: The x.")
+        );
+    }
 }
