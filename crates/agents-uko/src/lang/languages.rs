@@ -1320,4 +1320,58 @@ end
         assert_eq!(ZIG.resolve_import(&ctx, "src/store.zig", &import("model.zig")).as_deref(), Some("src/model.zig"));
         assert_eq!(ZIG.resolve_import(&ctx, "src/store.zig", &import("std")), None);
     }
+
+    /// A real-repository smoke test for one language:
+    /// `AGENTS_SMOKE_TREE=/path/to/checkout AGENTS_SMOKE_LANG=ruby cargo test
+    /// -p agents-uko --lib smoke_on_a_tree -- --ignored --nocapture`. Prints
+    /// files, nodes by kind, references by kind, imports resolved to a file
+    /// of the tree, and files with syntax warnings (docs/languages.md).
+    #[test]
+    #[ignore = "needs a checkout named by AGENTS_SMOKE_TREE"]
+    fn smoke_on_a_tree() {
+        let (Ok(root), Ok(language)) = (std::env::var("AGENTS_SMOKE_TREE"), std::env::var("AGENTS_SMOKE_LANG")) else {
+            return;
+        };
+        let mut stack = vec![std::path::PathBuf::from(&root)];
+        let mut paths = Vec::new();
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let p = entry.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if let Ok(rel) = p.strip_prefix(&root) {
+                    paths.push(rel.display().to_string());
+                }
+            }
+        }
+        let all: std::collections::BTreeSet<String> = paths.iter().cloned().collect();
+        let ctx = crate::resolve::ResolveContext::new(&all);
+        let analyzer = crate::lang::analyzer_for(&language);
+        let mut kinds = std::collections::BTreeMap::<&str, usize>::new();
+        let mut ref_kinds = std::collections::BTreeMap::<&str, usize>::new();
+        let (mut files, mut resolved, mut warned) = (0, 0, 0);
+        for rel in &paths {
+            let Ok(text) = std::fs::read_to_string(std::path::Path::new(&root).join(rel)) else { continue };
+            let first = text.lines().next();
+            if crate::language::detect_language(rel, first) != language {
+                continue;
+            }
+            let a = analyzer.analyze(&language, rel, &text);
+            files += 1;
+            warned += usize::from(!a.warnings.is_empty());
+            for n in &a.nodes[1..] {
+                *kinds.entry(n.kind.as_str()).or_default() += 1;
+            }
+            for r in &a.references {
+                *ref_kinds.entry(r.kind.as_str()).or_default() += 1;
+                if r.kind == RefKind::Import && analyzer.resolve_import(&ctx, rel, r).is_some() {
+                    resolved += 1;
+                }
+            }
+        }
+        println!(
+            "{language}: {files} files ({warned} with syntax warnings); nodes {kinds:?}; references {ref_kinds:?}; imports resolved {resolved}"
+        );
+        assert!(files > 0, "no {language} files under {root}");
+    }
 }

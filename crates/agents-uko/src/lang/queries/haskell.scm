@@ -34,14 +34,15 @@
   (signature
     name: (variable) @name) @definition.method)
 
-(signature
-  name: (variable) @name) @definition.function
+; Top-level and instance functions (not `where`/`let` locals).
+(declarations
+  [(signature name: (variable) @name)
+   (function name: (variable) @name)
+   (bind name: (variable) @name)] @definition.function)
 
-(function
-  name: (variable) @name) @definition.function
-
-(bind
-  name: (variable) @name) @definition.function
+(instance_declarations
+  [(function name: (variable) @name)
+   (bind name: (variable) @name)] @definition.function)
 
 (apply
   function: [(variable) (qualified)] @call.name) @call

@@ -47,9 +47,21 @@
   name: (identifier) @name
   (function_body)? @body) @definition.function
 
-(property_declaration
-  (variable_declaration
-    (identifier) @name)) @definition.variable
+; File-level and member properties (not locals).
+(source_file
+  (property_declaration
+    (variable_declaration
+      (identifier) @name)) @definition.variable)
+
+(class_body
+  (property_declaration
+    (variable_declaration
+      (identifier) @name)) @definition.variable)
+
+(enum_class_body
+  (property_declaration
+    (variable_declaration
+      (identifier) @name)) @definition.variable)
 
 (type_alias
   type: (identifier) @name) @definition.type_alias

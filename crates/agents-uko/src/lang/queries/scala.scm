@@ -49,11 +49,12 @@
 (function_declaration
   name: (_) @name) @definition.function
 
-(val_definition
-  pattern: (identifier) @name) @definition.variable
+; File-level and member vals and vars (not locals).
+(compilation_unit
+  [(val_definition pattern: (identifier) @name) (var_definition pattern: (identifier) @name)] @definition.variable)
 
-(var_definition
-  pattern: (identifier) @name) @definition.variable
+(template_body
+  [(val_definition pattern: (identifier) @name) (var_definition pattern: (identifier) @name)] @definition.variable)
 
 (type_definition
   name: (type_identifier) @name) @definition.type_alias
