@@ -40,6 +40,7 @@ use tree_sitter::{Language, Node};
 use crate::lang::rust::source_ordered;
 use crate::lang::{
     Analyzer, FileBuilder, child_of_kind, clean_doc, collapse, join_path, node_text, parse_or_warn, signature_until,
+    walk_preorder,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of, join_normalized};
@@ -453,12 +454,12 @@ impl<'t> Walker<'t> {
     /// is written against that type (`Context.Next`, `Params.Color`), which
     /// resolution binds; any other qualifier stays as written.
     fn body(&mut self, node: Node<'_>, from: usize, typed: &HashMap<String, String>) {
-        let mut stack = vec![node];
-        while let Some(n) = stack.pop() {
+        let text = self.text;
+        walk_preorder(node, |n| {
             if n.kind() == "call_expression"
                 && let Some(function) = n.child_by_field_name("function")
             {
-                let mut target = callee(function, self.text, 0);
+                let mut target = callee(function, text, 0);
                 if let Some((name, member)) = target.split_once('.')
                     && !member.contains(['.', '('])
                     && let Some(ty) = typed.get(name)
@@ -472,32 +473,23 @@ impl<'t> Walker<'t> {
                     self.b.reference(from, RefKind::Calls, target, Span::of_node(&n));
                 }
             }
-            let mut cursor = n.walk();
-            let start = stack.len();
-            stack.extend(n.named_children(&mut cursor));
-            stack[start..].reverse();
-        }
+            true
+        });
     }
 
     fn mention_types(&mut self, from: usize, node: Node<'_>, generics: &[String]) {
-        let mut stack = vec![node];
-        while let Some(n) = stack.pop() {
-            match n.kind() {
-                "type_identifier" | "qualified_type" => {
-                    let target: String = self.t(&n).split_whitespace().collect();
-                    if !PREDECLARED_TYPES.contains(&target.as_str()) && !generics.contains(&target) {
-                        self.b.reference_once(from, RefKind::Mentions, target, Span::of_node(&n));
-                    }
-                    continue;
+        let text = self.text;
+        walk_preorder(node, |n| match n.kind() {
+            "type_identifier" | "qualified_type" => {
+                let target: String = node_text(&n, text).split_whitespace().collect();
+                if !PREDECLARED_TYPES.contains(&target.as_str()) && !generics.contains(&target) {
+                    self.b.reference_once(from, RefKind::Mentions, target, Span::of_node(&n));
                 }
-                "identifier" | "field_identifier" | "comment" => continue,
-                _ => {}
+                false
             }
-            let mut cursor = n.walk();
-            let start = stack.len();
-            stack.extend(n.named_children(&mut cursor));
-            stack[start..].reverse();
-        }
+            "identifier" | "field_identifier" | "comment" => false,
+            _ => true,
+        });
     }
 }
 

@@ -31,7 +31,7 @@ use std::sync::LazyLock;
 
 use tree_sitter::{Language, Node};
 
-use crate::lang::{Analyzer, FileBuilder, clean_doc, collapse, node_text, parse_or_warn};
+use crate::lang::{Analyzer, FileBuilder, clean_doc, collapse, node_text, parse_or_warn, walk_preorder};
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::ResolveContext;
 
@@ -205,23 +205,17 @@ impl<'t> Walker<'t> {
     }
 
     fn inherits(&mut self, from: usize, clause: Node<'_>) {
-        let mut stack = vec![clause];
-        while let Some(n) = stack.pop() {
-            match n.kind() {
-                "type_identifier" | "scoped_type_identifier" | "generic_type" => {
-                    let target = type_base_name(n, self.text);
-                    if !target.is_empty() {
-                        self.b.reference(from, RefKind::Inherits, target, Span::of_node(&n));
-                    }
-                }
-                _ => {
-                    let mut cursor = n.walk();
-                    let start = stack.len();
-                    stack.extend(n.named_children(&mut cursor));
-                    stack[start..].reverse();
-                }
+        let text = self.text;
+        walk_preorder(clause, |n| {
+            if !matches!(n.kind(), "type_identifier" | "scoped_type_identifier" | "generic_type") {
+                return true;
             }
-        }
+            let target = type_base_name(n, text);
+            if !target.is_empty() {
+                self.b.reference(from, RefKind::Inherits, target, Span::of_node(&n));
+            }
+            false
+        });
     }
 
     fn members(&mut self, body: Node<'_>, parent: usize, type_name: &str, generics: &[String]) {
@@ -379,24 +373,18 @@ impl<'t> Walker<'t> {
     }
 
     fn mention_types(&mut self, from: usize, node: Node<'_>, generics: &[String]) {
-        let mut stack = vec![node];
-        while let Some(n) = stack.pop() {
-            match n.kind() {
-                "type_identifier" | "scoped_type_identifier" => {
-                    let target = type_base_name(n, self.text);
-                    if !target.is_empty() && !SKIP_TYPES.contains(&target.as_str()) && !generics.contains(&target) {
-                        self.b.reference_once(from, RefKind::Mentions, target, Span::of_node(&n));
-                    }
-                    continue;
+        let text = self.text;
+        walk_preorder(node, |n| match n.kind() {
+            "type_identifier" | "scoped_type_identifier" => {
+                let target = type_base_name(n, text);
+                if !target.is_empty() && !SKIP_TYPES.contains(&target.as_str()) && !generics.contains(&target) {
+                    self.b.reference_once(from, RefKind::Mentions, target, Span::of_node(&n));
                 }
-                "marker_annotation" | "annotation" | "identifier" => continue,
-                _ => {}
+                false
             }
-            let mut cursor = n.walk();
-            let start = stack.len();
-            stack.extend(n.named_children(&mut cursor));
-            stack[start..].reverse();
-        }
+            "marker_annotation" | "annotation" | "identifier" => false,
+            _ => true,
+        });
     }
 }
 

@@ -624,7 +624,12 @@ impl QueryAnalyzer {
                     .captures()
                     .iter()
                     .filter(|cap| Some(cap.index) == c.call_name)
-                    .map(|cap| t(&cap.node).split_whitespace().collect::<String>())
+                    .map(|cap| {
+                        // `new Store(1).Save` -> `Store(1).Save`.
+                        let raw = t(&cap.node);
+                        let raw = raw.strip_prefix("new").filter(|r| r.starts_with(char::is_whitespace)).unwrap_or(raw);
+                        raw.split_whitespace().collect::<String>()
+                    })
                     .collect();
                 let target = erase_arguments(&target.join("."));
                 if !target.is_empty() {
@@ -663,14 +668,12 @@ fn default_import_name(path: &str) -> &str {
 
 /// A callee as written with its inner calls' arguments, index expressions
 /// and type arguments dropped: `a.b(x, y).c` -> `a.b().c`, `f[int]` -> `f`,
-/// `c.Errors[0].Error` -> `c.Errors.Error`, `a.M<T>` -> `a.M`, and a
-/// leading `new` (whitespace already removed: `newStore()`) dropped, as the
+/// `c.Errors[0].Error` -> `c.Errors.Error`, `a.M<T>` -> `a.M`, as the
 /// hand-written analyzers write them. A `>` outside brackets stays (`->`).
 fn erase_arguments(callee: &str) -> String {
     let mut out = String::with_capacity(callee.len());
     let mut depth = 0usize;
     let mut brackets = 0usize;
-    let callee = callee.strip_prefix("new").filter(|rest| rest.starts_with(char::is_uppercase)).unwrap_or(callee);
     for ch in callee.chars() {
         match ch {
             '[' | '<' => brackets += 1,
@@ -785,7 +788,8 @@ mod tests {
         assert_eq!(erase_arguments("a.b(x,y).c"), "a.b().c");
         assert_eq!(erase_arguments("getTyped[bool]"), "getTyped");
         assert_eq!(erase_arguments("audit.Record<T>"), "audit.Record");
-        assert_eq!(erase_arguments("newStore<Item>(1).SaveAsync"), "Store().SaveAsync");
+        assert_eq!(erase_arguments("Store<Item>(1).SaveAsync"), "Store().SaveAsync");
+        assert_eq!(erase_arguments("newHTTPServer(x)"), "newHTTPServer()");
         assert_eq!(erase_arguments("$a->b"), "$a->b");
         assert_eq!(default_import_name("./lib/common.sh"), "common");
         assert_eq!(default_import_name("gopkg.in/yaml.v3"), "yaml");
