@@ -911,6 +911,23 @@ end
     }
 
     #[test]
+    fn deep_nesting_does_not_overflow() {
+        let mut text = "module M\n".repeat(3000);
+        text.push_str(&"end\n".repeat(3000));
+        text.push_str("def deep\n  a.b");
+        text.push_str(&".c(1)".repeat(5000));
+        text.push_str("\nend\n");
+        let analysis = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || RUBY.analyze("ruby", "deep.rb", &text))
+            .expect("a thread")
+            .join()
+            .expect("no stack overflow");
+        assert!(analysis.nodes.iter().any(|n| n.symbol_path == "deep"));
+        assert!(analysis.nodes.iter().any(|n| n.symbol_path == "M.M"));
+    }
+
+    #[test]
     fn registered_by_language() {
         for lang in ["ruby", "shell", "lua", "csharp", "php", "kotlin", "scala", "swift", "zig", "haskell", "elixir"] {
             assert!(crate::lang::structured_languages().contains(&lang), "{lang}");

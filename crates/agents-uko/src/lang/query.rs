@@ -42,6 +42,11 @@ use crate::lang::{Analyzer, FileBuilder, clean_doc, collapse, parse_or_warn, pre
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of, join_normalized};
 
+/// Matches starting deeper in the tree are ignored: real declarations and
+/// calls sit far above this, and pathological nesting (thousands of levels)
+/// would otherwise make matching quadratic.
+const MAX_START_DEPTH: u32 = 512;
+
 /// How a language's import specifiers map to files, where that is decidable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ImportStyle {
@@ -515,6 +520,7 @@ impl QueryAnalyzer {
         let mut imports = Vec::new();
         let mut calls = Vec::new();
         let mut cursor = QueryCursor::new();
+        cursor.set_max_start_depth(Some(MAX_START_DEPTH));
         let mut matches = cursor.matches(&c.query, tree.root_node(), text.as_bytes());
         let t = |n: &tree_sitter::Node<'_>| text.get(n.byte_range()).unwrap_or("");
         while let Some(m) = matches.next() {
