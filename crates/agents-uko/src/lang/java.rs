@@ -773,4 +773,13 @@ record Point(int x, int y) implements Shape {
         assert_eq!(r("com.example.Dup", &["Dup"]), None);
         assert_eq!(r("org.junit.jupiter.api.Assertions.assertEquals", &["assertEquals"]), None);
     }
+
+    #[test]
+    fn java_query_matches_the_hand_written_analyzer() {
+        let path = "src/main/java/com/example/store/Store.java";
+        let hand = analyze(FIXTURE);
+        let query = crate::lang::languages::JAVA_QUERY.analyze("java", path, FIXTURE);
+        let diff = crate::lang::languages::differences(&hand, &query);
+        insta::assert_snapshot!(diff.join("\n"));
+    }
 }

@@ -228,6 +228,8 @@ struct Def {
 }
 
 struct Import {
+    /// The node's name: the path, `.*` added for a wildcard.
+    name: String,
     path: String,
     names: Vec<String>,
     signature: String,
@@ -244,7 +246,8 @@ struct RawImport {
     span: Span,
     parts: Vec<(usize, String)>,
     names: Vec<(usize, String)>,
-    wildcard: bool,
+    /// The `@import.wildcard` text (`*`, `_`).
+    wildcard: Option<String>,
 }
 
 /// A call, or an `@inherits`/`@mentions` outside a declaration's own match.
@@ -376,7 +379,7 @@ impl Analyzer for QueryAnalyzer {
             }
         }
         for (_, import) in imports {
-            let idx = builder.add(0, NodeKind::Import, &import.path, import.span, Some(import.signature), None);
+            let idx = builder.add(0, NodeKind::Import, &import.name, import.span, Some(import.signature), None);
             builder.import(idx, import.path, import.names, false, import.span);
         }
         let analysis = builder.finish();
@@ -480,7 +483,9 @@ impl QueryAnalyzer {
                 Some(last) if last.node_id == import.node_id && last.pattern == import.pattern => {
                     last.parts.extend(import.parts);
                     last.names.extend(import.names);
-                    last.wildcard |= import.wildcard;
+                    if last.wildcard.is_none() {
+                        last.wildcard = import.wildcard;
+                    }
                 }
                 Some(last) if last.node_id == import.node_id => {}
                 _ => merged.push(import),
@@ -499,7 +504,7 @@ impl QueryAnalyzer {
             let names: Vec<String> = raw.names.into_iter().map(|(_, n)| n).collect();
             // Go-style aliases: `.` imports every name, `_` none.
             let names = match names.first().map(String::as_str) {
-                _ if raw.wildcard => vec!["*".to_string()],
+                _ if raw.wildcard.is_some() => vec!["*".to_string()],
                 None => {
                     let bare = self.spec.imports.extension().and_then(|e| path.strip_suffix(e)).unwrap_or(&path);
                     vec![default_import_name(bare).to_string()]
@@ -508,7 +513,10 @@ impl QueryAnalyzer {
                 Some(".") => vec!["*".to_string()],
                 Some(_) => names,
             };
-            out.push((raw.node_id, Import { path, names, signature: raw.signature, span: raw.span }));
+            // A wildcard import's node is named as written (`a.b.*`, `a.b._`);
+            // its target stays `a.b`.
+            let name = raw.wildcard.as_ref().map_or_else(|| path.clone(), |w| format!("{path}.{w}"));
+            out.push((raw.node_id, Import { name, path, names, signature: raw.signature, span: raw.span }));
         }
         out
     }
@@ -623,7 +631,7 @@ impl QueryAnalyzer {
                     span: Span::of_node(&node),
                     parts: captured(c.import_path, &|s| strip_quotes(s).trim().to_string()),
                     names: captured(c.import_name, &collapse),
-                    wildcard: first(c.import_wildcard).is_some(),
+                    wildcard: first(c.import_wildcard).map(|w| collapse(t(&w))),
                 });
             } else if let Some(node) = first(c.call) {
                 let target: Vec<String> = m
@@ -680,8 +688,21 @@ fn erase_arguments(callee: &str) -> String {
     let mut out = String::with_capacity(callee.len());
     let mut depth = 0usize;
     let mut brackets = 0usize;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
     for ch in callee.chars() {
+        // Inside an argument, a string or char literal's parentheses are text.
+        if let Some(q) = quote {
+            match ch {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                c if c == q => quote = None,
+                _ => {}
+            }
+            continue;
+        }
         match ch {
+            '"' | '\'' if depth > 0 => quote = Some(ch),
             '[' | '<' => brackets += 1,
             ']' | '>' if brackets > 0 => brackets -= 1,
             _ if brackets > 0 => {}
@@ -796,6 +817,7 @@ mod tests {
         assert_eq!(erase_arguments("audit.Record<T>"), "audit.Record");
         assert_eq!(erase_arguments("Store<Item>(1).SaveAsync"), "Store().SaveAsync");
         assert_eq!(erase_arguments("newHTTPServer(x)"), "newHTTPServer()");
+        assert_eq!(erase_arguments("b.add(\")\\\"(\", ')').build"), "b.add().build");
         assert_eq!(erase_arguments("$a->b"), "$a->b");
         assert_eq!(default_import_name("./lib/common.sh"), "common");
         assert_eq!(default_import_name("gopkg.in/yaml.v3"), "yaml");

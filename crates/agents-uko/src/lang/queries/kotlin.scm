@@ -69,7 +69,7 @@
 ; `import a.b.C`, `import a.b.C as D`; `import a.b.*` names `*`.
 (import
   (qualified_identifier) @import.path
-  "*" @import.name) @import
+  "*" @import.wildcard) @import
 
 (import
   (qualified_identifier) @import.path
