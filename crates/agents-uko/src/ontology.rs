@@ -431,9 +431,8 @@ impl Ontology {
             "typescript" | "tsx" | "javascript" => "uko-ts",
             "rust" => "uko-rs",
             "java" => "uko-java",
-            "go" | "c" | "cpp" | "ruby" | "shell" | "lua" | "csharp" | "php" | "kotlin" | "scala" | "swift" => {
-                "uko-code"
-            }
+            "go" | "c" | "cpp" | "ruby" | "shell" | "lua" | "csharp" | "php" | "kotlin" | "scala" | "swift" | "zig"
+            | "haskell" | "elixir" => "uko-code",
             "markdown" | "restructuredtext" | "org" | "text" => "uko-doc",
             "csv" | "tsv" => "uko-data",
             _ => UNIVERSAL_DOMAIN,
@@ -1218,6 +1217,11 @@ mod tests {
         assert_eq!(ontology.domain_for_language("rust"), "uko-rs");
         assert_eq!(ontology.domain_for_language("java"), "uko-java");
         assert_eq!(ontology.domain_for_language("go"), "uko-code");
+        for language in
+            ["ruby", "shell", "lua", "csharp", "php", "kotlin", "scala", "swift", "zig", "haskell", "elixir"]
+        {
+            assert_eq!(ontology.domain_for_language(language), "uko-code", "{language}");
+        }
         assert_eq!(ontology.domain_for_language("markdown"), "uko-doc");
         assert_eq!(ontology.domain_for_language("yaml"), "uko");
         let maps = ontology.detail_level_maps();
