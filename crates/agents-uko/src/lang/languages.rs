@@ -191,7 +191,8 @@ pub static HASKELL: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     merge_clauses: true,
 });
 
-/// Elixir: modules and protocols (namespaces), `def`/`defp` (clauses of one
+/// Elixir: modules, protocols and implementations (namespaces: `defimpl
+/// Inspect` is `Inspect`), `def`/`defp` (clauses of one
 /// function merge), macros, ExUnit `describe`/`test` blocks; `alias`,
 /// `import`, `require` and `use` (`MyApp.UserStore` resolves as a unique
 /// `my_app/user_store.ex` suffix); local and remote calls. Docs are

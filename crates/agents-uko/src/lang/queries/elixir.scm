@@ -15,7 +15,7 @@
 
 (call
   target: (identifier) @_k
-  (#any-of? @_k "defmodule" "defprotocol")
+  (#any-of? @_k "defmodule" "defprotocol" "defimpl")
   (arguments . (alias) @name)
   (do_block)? @body) @definition.namespace
 
