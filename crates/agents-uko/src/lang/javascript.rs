@@ -24,7 +24,7 @@ use std::collections::HashSet;
 use tree_sitter::{Node, TreeCursor};
 
 use crate::lang::{
-    Analyzer, FileBuilder, field_text, named_children, node_text, parse, preceding_comments, signature_until,
+    Analyzer, FileBuilder, field_text, named_children, node_text, parse_or_warn, preceding_comments, signature_until,
     strip_quotes,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
@@ -44,11 +44,9 @@ impl Analyzer for JavaScriptAnalyzer {
             "tsx" => tree_sitter_typescript::LANGUAGE_TSX.into(),
             _ => tree_sitter_javascript::LANGUAGE.into(),
         };
-        let Some(tree) = parse(&grammar, text) else {
-            builder.warn(format!("the {language} grammar could not parse this file"));
+        let Some(tree) = parse_or_warn(&mut builder, &grammar, language, text) else {
             return builder.finish();
         };
-        builder.syntax_warnings(&tree);
         let root = tree.root_node();
         let mut walker = Walker {
             text,
