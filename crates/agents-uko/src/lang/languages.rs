@@ -96,8 +96,8 @@ pub static PHP: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
 });
 
 /// Kotlin: classes, interfaces, enums with their entries, objects and named
-/// companions, functions (JUnit `@Test` ones are tests), properties, type
-/// aliases; supertypes as `Inherits`; imports (a unique
+/// companions, functions (JUnit `@Test` ones are tests), secondary
+/// constructors (`constructor`), properties, type aliases; supertypes as `Inherits`; imports (a unique
 /// `segments/Name.kt` suffix; star imports unresolved); calls. Docs are
 /// KDoc `/** */` above.
 pub static KOTLIN: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
@@ -562,6 +562,10 @@ import org.junit.jupiter.api.Test as JTest
 class Store<T : Item>(private val capacity: Int) : BaseStore<T>(), Saver {
     /** The most items. */
     val max = 100
+
+    constructor() : this(10) {
+        init()
+    }
 
     /**
      * Saves an item.
@@ -1124,6 +1128,7 @@ end
         assert_eq!(save.signature.as_deref(), Some("suspend fun save(item: T, force: Boolean = false): Boolean"));
         assert_eq!(save.doc.as_deref(), Some("Saves an item."));
         assert_eq!(node(&a, "Store.max").kind, NodeKind::Field);
+        assert_eq!(node(&a, "Store.constructor").kind, NodeKind::Method);
         assert_eq!(node(&a, "Store.Factory.create").kind, NodeKind::Method);
         assert_eq!(node(&a, "Saver").kind, NodeKind::Interface);
         assert_eq!(node(&a, "Color").signature.as_deref(), Some("enum class Color"));

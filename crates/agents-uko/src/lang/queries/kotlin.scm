@@ -47,6 +47,10 @@
   name: (identifier) @name
   (function_body)? @body) @definition.function
 
+(secondary_constructor
+  "constructor" @name
+  (block)? @body) @definition.method
+
 ; File-level and member properties (not locals).
 (source_file
   (property_declaration
