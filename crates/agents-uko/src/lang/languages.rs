@@ -965,13 +965,13 @@ end
 
     /// The Go and Java ports against the hand-written analyzers on a real
     /// tree: `AGENTS_COMPARE_TREE=/path/to/repo [AGENTS_COMPARE_LANG=java]
-    /// cargo test -p agents-uko --lib go_query_on_a_tree -- --ignored
+    /// cargo test -p agents-uko --lib query_ports_on_a_tree -- --ignored
     /// --nocapture`. Prints node and reference counts and every difference
     /// except in calls (which only the hand-written Go analyzer writes against
     /// a typed receiver; `AGENTS_COMPARE_CALLS` prints those too).
     #[test]
     #[ignore = "needs a checkout named by AGENTS_COMPARE_TREE"]
-    fn go_query_on_a_tree() {
+    fn query_ports_on_a_tree() {
         let Ok(root) = std::env::var("AGENTS_COMPARE_TREE") else { return };
         let language = std::env::var("AGENTS_COMPARE_LANG").unwrap_or_else(|_| "go".to_string());
         let mut stack = vec![std::path::PathBuf::from(&root)];
