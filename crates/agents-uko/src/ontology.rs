@@ -419,7 +419,9 @@ impl Ontology {
     /// The detail-level domain for files of a detected language (the names
     /// of [`crate::language`]): `python` is `uko-py`; `typescript`,
     /// `tsx` and `javascript` are `uko-ts`; `rust` is `uko-rs`; `java` is
-    /// `uko-java`; `go`, `c` and `cpp` are `uko-code`; prose (`markdown`,
+    /// `uko-java`; `go`, `c`, `cpp` and the query-analyzed languages
+    /// (`ruby`, `shell`, `lua`, `csharp`, `php`, `kotlin`, `scala`, `swift`,
+    /// `zig`, `haskell`, `elixir`) are `uko-code`; prose (`markdown`,
     /// `restructuredtext`, `org`, `text`) is `uko-doc`; `csv` and `tsv` are
     /// `uko-data`. Anything else, or a domain this ontology has no map for,
     /// is the universal domain `uko`.
@@ -429,7 +431,8 @@ impl Ontology {
             "typescript" | "tsx" | "javascript" => "uko-ts",
             "rust" => "uko-rs",
             "java" => "uko-java",
-            "go" | "c" | "cpp" => "uko-code",
+            "go" | "c" | "cpp" | "ruby" | "shell" | "lua" | "csharp" | "php" | "kotlin" | "scala" | "swift" | "zig"
+            | "haskell" | "elixir" => "uko-code",
             "markdown" | "restructuredtext" | "org" | "text" => "uko-doc",
             "csv" | "tsv" => "uko-data",
             _ => UNIVERSAL_DOMAIN,
@@ -1214,6 +1217,11 @@ mod tests {
         assert_eq!(ontology.domain_for_language("rust"), "uko-rs");
         assert_eq!(ontology.domain_for_language("java"), "uko-java");
         assert_eq!(ontology.domain_for_language("go"), "uko-code");
+        for language in
+            ["ruby", "shell", "lua", "csharp", "php", "kotlin", "scala", "swift", "zig", "haskell", "elixir"]
+        {
+            assert_eq!(ontology.domain_for_language(language), "uko-code", "{language}");
+        }
         assert_eq!(ontology.domain_for_language("markdown"), "uko-doc");
         assert_eq!(ontology.domain_for_language("yaml"), "uko");
         let maps = ontology.detail_level_maps();

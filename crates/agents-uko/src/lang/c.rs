@@ -78,7 +78,7 @@ use std::collections::HashMap;
 
 use tree_sitter::{Node, Tree};
 
-use crate::lang::{Analyzer, FileBuilder, node_text, parse, preceding_comments, signature_until};
+use crate::lang::{Analyzer, FileBuilder, collapse, node_text, parse, preceding_comments, signature_until};
 use crate::model::{FileAnalysis, NodeKind, Point, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of, join_normalized};
 
@@ -963,10 +963,6 @@ fn trimmed_span(node: &Node<'_>, text: &str) -> Span {
         span.end.column -= removed.len() as u32;
     }
     span
-}
-
-fn collapse(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `detail::Mixin<int>` -> `detail::Mixin`, whitespace removed.

@@ -38,7 +38,10 @@ use std::sync::LazyLock;
 use tree_sitter::{Language, Node};
 
 use crate::lang::rust::source_ordered;
-use crate::lang::{Analyzer, FileBuilder, clean_doc, node_text, parse, signature_until};
+use crate::lang::{
+    Analyzer, FileBuilder, child_of_kind, clean_doc, collapse, join_path, node_text, parse_or_warn, signature_until,
+    walk_preorder,
+};
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of, join_normalized};
 
@@ -141,11 +144,9 @@ impl Analyzer for GoAnalyzer {
 
     fn analyze(&self, _language: &str, path: &str, text: &str) -> FileAnalysis {
         let mut builder = FileBuilder::new(NodeKind::Module, path, text);
-        let Some(tree) = parse(&LANGUAGE, text) else {
-            builder.warn("could not parse: the Go grammar failed to load");
+        let Some(tree) = parse_or_warn(&mut builder, &LANGUAGE, "Go", text) else {
             return builder.finish();
         };
-        builder.syntax_warnings(&tree);
         let root = tree.root_node();
         let mut walker = Walker {
             text,
@@ -453,12 +454,12 @@ impl<'t> Walker<'t> {
     /// is written against that type (`Context.Next`, `Params.Color`), which
     /// resolution binds; any other qualifier stays as written.
     fn body(&mut self, node: Node<'_>, from: usize, typed: &HashMap<String, String>) {
-        let mut stack = vec![node];
-        while let Some(n) = stack.pop() {
+        let text = self.text;
+        walk_preorder(node, |n| {
             if n.kind() == "call_expression"
                 && let Some(function) = n.child_by_field_name("function")
             {
-                let mut target = callee(function, self.text, 0);
+                let mut target = callee(function, text, 0);
                 if let Some((name, member)) = target.split_once('.')
                     && !member.contains(['.', '('])
                     && let Some(ty) = typed.get(name)
@@ -472,32 +473,23 @@ impl<'t> Walker<'t> {
                     self.b.reference(from, RefKind::Calls, target, Span::of_node(&n));
                 }
             }
-            let mut cursor = n.walk();
-            let start = stack.len();
-            stack.extend(n.named_children(&mut cursor));
-            stack[start..].reverse();
-        }
+            true
+        });
     }
 
     fn mention_types(&mut self, from: usize, node: Node<'_>, generics: &[String]) {
-        let mut stack = vec![node];
-        while let Some(n) = stack.pop() {
-            match n.kind() {
-                "type_identifier" | "qualified_type" => {
-                    let target: String = self.t(&n).split_whitespace().collect();
-                    if !PREDECLARED_TYPES.contains(&target.as_str()) && !generics.contains(&target) {
-                        self.b.reference_once(from, RefKind::Mentions, target, Span::of_node(&n));
-                    }
-                    continue;
+        let text = self.text;
+        walk_preorder(node, |n| match n.kind() {
+            "type_identifier" | "qualified_type" => {
+                let target: String = node_text(&n, text).split_whitespace().collect();
+                if !PREDECLARED_TYPES.contains(&target.as_str()) && !generics.contains(&target) {
+                    self.b.reference_once(from, RefKind::Mentions, target, Span::of_node(&n));
                 }
-                "identifier" | "field_identifier" | "comment" => continue,
-                _ => {}
+                false
             }
-            let mut cursor = n.walk();
-            let start = stack.len();
-            stack.extend(n.named_children(&mut cursor));
-            stack[start..].reverse();
-        }
+            "identifier" | "field_identifier" | "comment" => false,
+            _ => true,
+        });
     }
 }
 
@@ -514,10 +506,6 @@ fn func_signature(node: Node<'_>, body: Option<Node<'_>>, text: &str) -> String 
     }
     let first_line = node_text(&node, text).lines().next().unwrap_or("");
     collapse(first_line).trim_end_matches(['{', ' ']).to_string()
-}
-
-fn collapse(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A node among its named siblings (which include its comments), so
@@ -537,11 +525,6 @@ impl<'a> At<'_, 'a> {
 fn named_children<'a>(node: Node<'a>) -> Vec<Node<'a>> {
     let mut cursor = node.walk();
     node.named_children(&mut cursor).collect()
-}
-
-fn child_of_kind<'a>(node: Node<'a>, kind: &str) -> Option<Node<'a>> {
-    let mut cursor = node.walk();
-    node.named_children(&mut cursor).find(|c| c.kind() == kind)
 }
 
 fn child_of_kind_any<'a>(node: Node<'a>, kind: &str) -> Option<Node<'a>> {
@@ -755,10 +738,6 @@ fn package_name(path: &str) -> &str {
         Some((stem, version)) if is_version(version) && !stem.is_empty() => stem,
         _ => last,
     }
-}
-
-fn join_path(dir: &str, rest: &str) -> String {
-    if dir.is_empty() { rest.to_string() } else { format!("{dir}/{rest}") }
 }
 
 /// The first non-test `.go` file directly in `dir`, by sorted path.
@@ -1108,5 +1087,14 @@ func Testify() {}
             GoAnalyzer.resolve_import(&ctx, "main.go", &import("example.com/pkg/util")).as_deref(),
             Some("pkg/util/u.go")
         );
+    }
+
+    #[test]
+    fn go_query_matches_the_hand_written_analyzer() {
+        let path = "store/store.go";
+        let hand = analyze(path, FIXTURE);
+        let query = crate::lang::languages::GO_QUERY.analyze("go", path, FIXTURE);
+        let diff = crate::lang::languages::differences(&hand, &query);
+        insta::assert_snapshot!(diff.join("\n"));
     }
 }

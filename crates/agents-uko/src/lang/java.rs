@@ -31,7 +31,7 @@ use std::sync::LazyLock;
 
 use tree_sitter::{Language, Node};
 
-use crate::lang::{Analyzer, FileBuilder, clean_doc, node_text, parse};
+use crate::lang::{Analyzer, FileBuilder, clean_doc, collapse, node_text, parse_or_warn, walk_preorder};
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::ResolveContext;
 
@@ -68,11 +68,9 @@ impl Analyzer for JavaAnalyzer {
 
     fn analyze(&self, _language: &str, path: &str, text: &str) -> FileAnalysis {
         let mut builder = FileBuilder::new(NodeKind::Module, path, text);
-        let Some(tree) = parse(&LANGUAGE, text) else {
-            builder.warn("could not parse: the Java grammar failed to load");
+        let Some(tree) = parse_or_warn(&mut builder, &LANGUAGE, "Java", text) else {
             return builder.finish();
         };
-        builder.syntax_warnings(&tree);
         let root = tree.root_node();
         let mut walker = Walker { text, b: builder, depth: 0 };
         let mut package = None;
@@ -207,23 +205,17 @@ impl<'t> Walker<'t> {
     }
 
     fn inherits(&mut self, from: usize, clause: Node<'_>) {
-        let mut stack = vec![clause];
-        while let Some(n) = stack.pop() {
-            match n.kind() {
-                "type_identifier" | "scoped_type_identifier" | "generic_type" => {
-                    let target = type_base_name(n, self.text);
-                    if !target.is_empty() {
-                        self.b.reference(from, RefKind::Inherits, target, Span::of_node(&n));
-                    }
-                }
-                _ => {
-                    let mut cursor = n.walk();
-                    let start = stack.len();
-                    stack.extend(n.named_children(&mut cursor));
-                    stack[start..].reverse();
-                }
+        let text = self.text;
+        walk_preorder(clause, |n| {
+            if !matches!(n.kind(), "type_identifier" | "scoped_type_identifier" | "generic_type") {
+                return true;
             }
-        }
+            let target = type_base_name(n, text);
+            if !target.is_empty() {
+                self.b.reference(from, RefKind::Inherits, target, Span::of_node(&n));
+            }
+            false
+        });
     }
 
     fn members(&mut self, body: Node<'_>, parent: usize, type_name: &str, generics: &[String]) {
@@ -381,29 +373,19 @@ impl<'t> Walker<'t> {
     }
 
     fn mention_types(&mut self, from: usize, node: Node<'_>, generics: &[String]) {
-        let mut stack = vec![node];
-        while let Some(n) = stack.pop() {
-            match n.kind() {
-                "type_identifier" | "scoped_type_identifier" => {
-                    let target = type_base_name(n, self.text);
-                    if !target.is_empty() && !SKIP_TYPES.contains(&target.as_str()) && !generics.contains(&target) {
-                        self.b.reference_once(from, RefKind::Mentions, target, Span::of_node(&n));
-                    }
-                    continue;
+        let text = self.text;
+        walk_preorder(node, |n| match n.kind() {
+            "type_identifier" | "scoped_type_identifier" => {
+                let target = type_base_name(n, text);
+                if !target.is_empty() && !SKIP_TYPES.contains(&target.as_str()) && !generics.contains(&target) {
+                    self.b.reference_once(from, RefKind::Mentions, target, Span::of_node(&n));
                 }
-                "marker_annotation" | "annotation" | "identifier" => continue,
-                _ => {}
+                false
             }
-            let mut cursor = n.walk();
-            let start = stack.len();
-            stack.extend(n.named_children(&mut cursor));
-            stack[start..].reverse();
-        }
+            "marker_annotation" | "annotation" | "identifier" => false,
+            _ => true,
+        });
     }
-}
-
-fn collapse(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Where a declaration's signature starts: after its annotations.
@@ -790,5 +772,14 @@ record Point(int x, int y) implements Shape {
         assert_eq!(r("com.example.model", &["*"]), None);
         assert_eq!(r("com.example.Dup", &["Dup"]), None);
         assert_eq!(r("org.junit.jupiter.api.Assertions.assertEquals", &["assertEquals"]), None);
+    }
+
+    #[test]
+    fn java_query_matches_the_hand_written_analyzer() {
+        let path = "src/main/java/com/example/store/Store.java";
+        let hand = analyze(FIXTURE);
+        let query = crate::lang::languages::JAVA_QUERY.analyze("java", path, FIXTURE);
+        let diff = crate::lang::languages::differences(&hand, &query);
+        insta::assert_snapshot!(diff.join("\n"));
     }
 }

@@ -24,7 +24,8 @@ use std::collections::HashSet;
 use tree_sitter::{Node, TreeCursor};
 
 use crate::lang::{
-    Analyzer, FileBuilder, field_text, named_children, node_text, parse, preceding_comments, signature_until,
+    Analyzer, FileBuilder, field_text, named_children, node_text, parse_or_warn, preceding_comments, signature_until,
+    strip_quotes,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of, join_normalized};
@@ -43,11 +44,9 @@ impl Analyzer for JavaScriptAnalyzer {
             "tsx" => tree_sitter_typescript::LANGUAGE_TSX.into(),
             _ => tree_sitter_javascript::LANGUAGE.into(),
         };
-        let Some(tree) = parse(&grammar, text) else {
-            builder.warn(format!("the {language} grammar could not parse this file"));
+        let Some(tree) = parse_or_warn(&mut builder, &grammar, language, text) else {
             return builder.finish();
         };
-        builder.syntax_warnings(&tree);
         let root = tree.root_node();
         let mut walker = Walker {
             text,
@@ -893,15 +892,6 @@ fn literal_string<'t>(node: Node<'_>, text: &'t str) -> Option<&'t str> {
         }
         _ => None,
     }
-}
-
-fn strip_quotes(s: &str) -> &str {
-    for q in ['"', '\'', '`'] {
-        if let Some(inner) = s.strip_prefix(q).and_then(|r| r.strip_suffix(q)) {
-            return inner;
-        }
-    }
-    s
 }
 
 /// `describe`, `it`, `test` (Jest, Mocha, Vitest, Playwright), with

@@ -20,8 +20,10 @@ pub mod fallback;
 pub mod go;
 pub mod java;
 pub mod javascript;
+pub mod languages;
 pub mod markdown;
 pub mod python;
+pub mod query;
 pub mod rust;
 pub mod signature;
 
@@ -51,6 +53,17 @@ static ANALYZERS: &[&dyn Analyzer] = &[
     &java::JavaAnalyzer,
     &c::CAnalyzer,
     &markdown::MarkdownAnalyzer,
+    &languages::RUBY,
+    &languages::BASH,
+    &languages::LUA,
+    &languages::CSHARP,
+    &languages::PHP,
+    &languages::KOTLIN,
+    &languages::SCALA,
+    &languages::SWIFT,
+    &languages::ZIG,
+    &languages::HASKELL,
+    &languages::ELIXIR,
 ];
 
 /// The analyzer for a detected language; the file-level fallback for any other.
@@ -313,6 +326,64 @@ fn collect_errors(root: Node<'_>, out: &mut Vec<(usize, bool)>) {
         let mut cursor = node.walk();
         let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
         stack.extend(children.into_iter().rev());
+    }
+}
+
+/// Runs of whitespace collapsed to one space.
+pub fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The first named child of `node` of a kind.
+pub fn child_of_kind<'a>(node: Node<'a>, kind: &str) -> Option<Node<'a>> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).find(|c| c.kind() == kind)
+}
+
+/// `dir/rest`, or `rest` at the root.
+pub fn join_path(dir: &str, rest: &str) -> String {
+    if dir.is_empty() { rest.to_string() } else { format!("{dir}/{rest}") }
+}
+
+/// A string literal's contents: one pair of `"`, `'` or `` ` `` quotes removed.
+pub fn strip_quotes(s: &str) -> &str {
+    for q in ['"', '\'', '`'] {
+        if let Some(inner) = s.strip_prefix(q).and_then(|r| r.strip_suffix(q)) {
+            return inner;
+        }
+    }
+    s
+}
+
+/// Parses `text` for an analyzer, or records on `builder` why it could not;
+/// the syntax warnings of a partial tree are recorded too.
+pub fn parse_or_warn(
+    builder: &mut FileBuilder,
+    language: &tree_sitter::Language,
+    display: &str,
+    text: &str,
+) -> Option<Tree> {
+    let Some(tree) = parse(language, text) else {
+        builder.warn(format!("could not parse: the {display} grammar failed to load"));
+        return None;
+    };
+    builder.syntax_warnings(&tree);
+    Some(tree)
+}
+
+/// Every node under `root` in document order, with an explicit stack so a
+/// deeply nested tree cannot overflow ours. `visit` returns whether to visit
+/// a node's children.
+pub fn walk_preorder<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>) -> bool) {
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if !visit(node) {
+            continue;
+        }
+        let mut cursor = node.walk();
+        let start = stack.len();
+        stack.extend(node.named_children(&mut cursor));
+        stack[start..].reverse();
     }
 }
 

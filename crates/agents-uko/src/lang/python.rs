@@ -19,7 +19,8 @@ use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, TreeCursor};
 
 use crate::lang::{
-    Analyzer, FileBuilder, clean_doc, field_text, named_children, node_text, parse, preceding_comments, signature_until,
+    Analyzer, FileBuilder, clean_doc, field_text, named_children, node_text, parse_or_warn, preceding_comments,
+    signature_until,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of};
@@ -34,11 +35,9 @@ impl Analyzer for PythonAnalyzer {
     fn analyze(&self, _language: &str, path: &str, text: &str) -> FileAnalysis {
         let mut builder = FileBuilder::new(NodeKind::Module, path, text);
         let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
-        let Some(tree) = parse(&language, text) else {
-            builder.warn("the Python grammar could not parse this file");
+        let Some(tree) = parse_or_warn(&mut builder, &language, "Python", text) else {
             return builder.finish();
         };
-        builder.syntax_warnings(&tree);
         let root = tree.root_node();
         let mut walker = Walker {
             text,

@@ -31,7 +31,9 @@ use std::sync::LazyLock;
 
 use tree_sitter::{Language, Node};
 
-use crate::lang::{Analyzer, FileBuilder, clean_doc, node_text, parse, signature_until};
+use crate::lang::{
+    Analyzer, FileBuilder, child_of_kind, clean_doc, join_path, node_text, parse_or_warn, signature_until,
+};
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span, SymbolNode, file_name};
 use crate::resolve::{ResolveContext, dir_of};
 
@@ -56,11 +58,9 @@ impl Analyzer for RustAnalyzer {
 
     fn analyze(&self, _language: &str, path: &str, text: &str) -> FileAnalysis {
         let mut builder = FileBuilder::new(NodeKind::Module, path, text);
-        let Some(tree) = parse(&LANGUAGE, text) else {
-            builder.warn("could not parse: the Rust grammar failed to load");
+        let Some(tree) = parse_or_warn(&mut builder, &LANGUAGE, "Rust", text) else {
             return builder.finish();
         };
-        builder.syntax_warnings(&tree);
         let root = tree.root_node();
         builder.set_doc(0, inner_docs(root, text));
         let mut walker = Walker { text, b: builder, types: HashMap::new(), renames: Vec::new() };
@@ -629,11 +629,6 @@ fn is_item(kind: &str) -> bool {
     )
 }
 
-fn child_of_kind<'a>(node: Node<'a>, kind: &str) -> Option<Node<'a>> {
-    let mut cursor = node.walk();
-    node.named_children(&mut cursor).find(|c| c.kind() == kind)
-}
-
 /// A function header; a `where` clause loses its trailing comma.
 fn fn_signature(node: Node<'_>, body: Option<Node<'_>>, text: &str) -> String {
     signature_until(&node, body, text).trim_end_matches([',', ' ']).to_string()
@@ -1024,10 +1019,6 @@ fn is_crate_root(ctx: &ResolveContext<'_>, path: &str) -> bool {
         _ => return false,
     };
     ctx.exists(&join_path(package, "Cargo.toml"))
-}
-
-fn join_path(dir: &str, rest: &str) -> String {
-    if dir.is_empty() { rest.to_string() } else { format!("{dir}/{rest}") }
 }
 
 /// The directory holding the submodules of the module in `path`.
