@@ -98,6 +98,11 @@ impl ProjectService {
     }
 
     /// Every project with its resources, sorted by name then path.
+    /// Every linked resource (of any project), sorted by path.
+    pub fn resources(&self) -> Result<Vec<Resource>, ProjectError> {
+        Ok(self.store.resources()?)
+    }
+
     pub fn list(&self) -> Result<Vec<(Project, Vec<Resource>)>, ProjectError> {
         let mut out = Vec::new();
         for p in self.store.projects()? {

@@ -303,7 +303,7 @@ impl State {
 
     /// The roots of the linked resources.
     fn linked(&self) -> Result<Vec<PathBuf>, ToolFailure> {
-        let resources = self.engine.store().resources().map_err(|e| ToolFailure::Failed(e.to_string()))?;
+        let resources = self.engine.projects().resources().map_err(|e| ToolFailure::Failed(e.to_string()))?;
         Ok(resources.into_iter().map(|r| PathBuf::from(r.path)).collect())
     }
 
