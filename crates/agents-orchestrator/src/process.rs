@@ -222,7 +222,8 @@ fn valid_group(pgid: u32) -> bool {
 }
 
 /// SIGTERM to the group, up to [`GRACE`] for it to end (reaping `child` as
-/// it does), then SIGKILL to what is left.
+/// it does), then SIGKILL to what is left, and up to [`KILL_WAIT`] for it to
+/// be gone.
 #[cfg(unix)]
 fn stop_group(pgid: u32, mut child: Option<&mut Child>) {
     if !valid_group(pgid) {
@@ -241,11 +242,27 @@ fn stop_group(pgid: u32, mut child: Option<&mut Child>) {
         if Instant::now() >= deadline {
             // SAFETY: as above.
             unsafe { libc::killpg(pgid as libc::pid_t, libc::SIGKILL) };
-            return;
+            break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    // SIGKILL cannot be refused, but dying takes a moment (longer on a busy
+    // machine): what the caller reports as stopped is gone when it returns.
+    let deadline = Instant::now() + KILL_WAIT;
+    while Instant::now() < deadline {
+        if let Some(child) = child.as_deref_mut() {
+            let _ = child.try_wait();
+        }
+        if !group_alive(pgid) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
+
+/// How long a SIGKILLed group may take to be gone.
+#[cfg(unix)]
+const KILL_WAIT: Duration = Duration::from_secs(5);
 
 #[cfg(target_os = "linux")]
 mod linux {
