@@ -65,6 +65,8 @@ SOURCE_EXT = {
     ".py", ".pyi", ".rs", ".go", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx",
     ".astro", ".vue", ".svelte", ".c", ".h", ".cc", ".cpp", ".hpp", ".java", ".kt", ".rb",
     ".php", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".swift", ".scala", ".lua",
+    # The other languages the code graph parses (issue 22).
+    ".cs", ".kts", ".sc", ".zig", ".hs", ".ex", ".exs",
 }
 
 _print_lock = threading.Lock()
