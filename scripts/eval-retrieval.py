@@ -285,7 +285,7 @@ def aggregate(results, system):
 def discover_mirror(root, repo):
     owner, name = repo.split("/")
     for cand in sorted(Path(root).glob(f"{owner}+{name}*")):
-        for gitdir in (cand, cand / "repo"):
+        for gitdir in (cand, cand / "repo", cand / "repo" / ".git"):
             if (gitdir / "HEAD").is_file() and (gitdir / "objects").is_dir():
                 return gitdir
     return None
