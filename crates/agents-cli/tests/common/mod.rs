@@ -73,27 +73,6 @@ pub fn regex_escape(s: &str) -> String {
     out
 }
 
-/// Runs git in `repo` with a fixed identity and the `n`th day of 2024 as the
-/// date, away from the user's configuration; returns stdout.
-pub fn git(repo: &Path, args: &[&str], n: usize) -> String {
-    let date = format!("2024-01-{:02}T12:00:00+00:00", n + 1);
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Ada Lovelace")
-        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
-        .env("GIT_AUTHOR_DATE", &date)
-        .env("GIT_COMMITTER_NAME", "Ada Lovelace")
-        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
-        .env("GIT_COMMITTER_DATE", &date)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// Runs `agents ARGS` with `$AGENTS_HOME` at `home` and asserts it succeeded;
 /// returns stdout.
 pub fn ok(home: &Path, args: &[&str]) -> String {
@@ -159,3 +138,8 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+#[path = "../../../agents-engine/tests/common/history_repo.rs"]
+pub mod history_repo;
+#[allow(unused_imports)] // Not every test crate runs git.
+pub use history_repo::git;
