@@ -143,3 +143,5 @@ pub fn copy_tree(from: &Path, to: &Path) {
 pub mod history_repo;
 #[allow(unused_imports)] // Not every test crate runs git.
 pub use history_repo::git;
+#[path = "../../../agents-engine/tests/common/shop_repo.rs"]
+pub mod shop_repo;
