@@ -4,7 +4,6 @@
 //! step, sessions recorded. (`agents knowledge` itself, its output and exit
 //! codes, is tested in `agents-cli/tests/knowledge*.rs`.)
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use agents_engine::Home;
@@ -19,34 +18,9 @@ struct Knowledge {
     service: KnowledgeService,
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(next) = stack.pop() {
-        for entry in std::fs::read_dir(&next).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                files.insert(path.strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    files
-}
+#[path = "common/tree.rs"]
+mod tree;
+use tree::{copy_tree, snapshot};
 
 fn knowledge() -> Knowledge {
     let dir = tempfile::tempdir().unwrap();

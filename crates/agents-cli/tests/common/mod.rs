@@ -109,35 +109,8 @@ pub fn knowledge() -> Knowledge {
     Knowledge { home: d.home.clone(), vault: d.root.join("global"), repo: d.root.join("repo"), _dirs: d }
 }
 
-/// Every file under `dir` with its bytes, keyed by its path relative to `dir`.
-pub fn tree_bytes(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
-    let mut files = std::collections::BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                files.insert(path.strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    files
-}
-
-pub fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
+#[allow(unused_imports)] // Not every test crate compares trees.
+pub use tree::{copy_tree, snapshot as tree_bytes};
 
 #[path = "../../../agents-engine/tests/common/history_repo.rs"]
 pub mod history_repo;
@@ -145,3 +118,5 @@ pub mod history_repo;
 pub use history_repo::git;
 #[path = "../../../agents-engine/tests/common/shop_repo.rs"]
 pub mod shop_repo;
+#[path = "../../../agents-engine/tests/common/tree.rs"]
+pub mod tree;
