@@ -79,6 +79,13 @@ const WIDEST_ULID: &str = "0A0A0A0A0A0A0A0A0A0A0A0A0A";
 /// A stated count as wide in tokens as any count below a million.
 const WIDEST_COUNT: usize = 999_999;
 
+/// [`Assembly::measure`]: the bound on the delivered text's tokens, and the
+/// text with its count when the bound is that count.
+pub(super) struct Measured {
+    pub bound: usize,
+    pub text: Option<(String, usize)>,
+}
+
 /// What `--format json` delivers: the spec's AssembledContext and the count of
 /// the delivered text itself.
 #[derive(Serialize)]
@@ -125,24 +132,30 @@ impl Assembly {
     /// At least the tokens of the text `format` delivers, and the same on every
     /// run: JSON's stated counts are counted as the widest, and the ids of a
     /// plan made for the run (a new ULID each time) and of its payload as the
-    /// ULID that takes the most tokens. Which fragments fit therefore never depends on how a random id
-    /// happens to split into tokens.
-    pub(super) fn bound_tokens(&self, format: OutputFormat, tokenizer: &dyn TokenCounter) -> usize {
-        let text = match format {
+    /// ULID that takes the most tokens. Which fragments fit therefore never
+    /// depends on how a random id happens to split into tokens. When the text
+    /// holds neither (Markdown or XML of a named plan, `adhoc` for a one-off
+    /// query, whose payload id derives from it and the content alone), the
+    /// bound is the text's own count and the text comes with it.
+    pub(super) fn measure(&self, format: OutputFormat, tokenizer: &dyn TokenCounter) -> Measured {
+        let plan = self.context.plan_id();
+        let random_plan = agents_core::ids::check_ulid("plan", "plan_id", plan).is_ok();
+        if format != OutputFormat::Json && !random_plan {
+            let text = self.render(format);
+            let tokens = tokenizer.count(&text);
+            return Measured { bound: tokens, text: Some((text, tokens)) };
+        }
+        let mut text = match format {
             OutputFormat::Json => self.json_stating(WIDEST_COUNT, false, WIDEST_COUNT as u64),
             _ => self.render(format),
         };
-        // A named plan (`adhoc` for a one-off query) is part of the input, and
-        // the payload id is then derived from it and the content alone.
-        let plan = self.context.plan_id();
-        if agents_core::ids::check_ulid("plan", "plan_id", plan).is_err() {
-            return tokenizer.count(&text);
+        if random_plan {
+            text = text.replace(plan, WIDEST_ULID);
+            if !self.context.payload_id().is_empty() {
+                text = text.replace(self.context.payload_id(), WIDEST_ULID);
+            }
         }
-        let mut text = text.replace(plan, WIDEST_ULID);
-        if !self.context.payload_id().is_empty() {
-            text = text.replace(self.context.payload_id(), WIDEST_ULID);
-        }
-        tokenizer.count(&text)
+        Measured { bound: tokenizer.count(&text), text: None }
     }
 
     /// The context as XML: a `<preamble>`, then one `<fragment>` per fragment
@@ -250,18 +263,24 @@ impl Pipeline {
         // Over the budget: pack again for this format, best first, each
         // fragment at the deepest depth whose markup still fits.
         let mut downgraded = 0;
-        if !assembly.pieces.is_empty() && assembly.bound_tokens(format, tokenizer) > available {
+        let mut measured = assembly.measure(format, tokenizer);
+        if !assembly.pieces.is_empty() && measured.bound > available {
             downgraded = self.repack(assembly, format, query, &resource_id, renderer, tokenizer)?;
+            measured = assembly.measure(format, tokenizer);
         }
         // Then drop the worst fragment while the text can be over.
-        while !assembly.pieces.is_empty() && assembly.bound_tokens(format, tokenizer) > available {
+        while !assembly.pieces.is_empty() && measured.bound > available {
             drop_worst(&mut assembly.pieces);
             self.rebuild(assembly, query, &resource_id, tokenizer)?;
+            measured = assembly.measure(format, tokenizer);
         }
         // JSON states its own count: render until the count it states is the
         // count of the text (a few rounds at most).
-        let mut text = assembly.render(format);
-        let mut tokens = tokenizer.count(&text);
+        let (mut text, mut tokens) = measured.text.unwrap_or_else(|| {
+            let text = assembly.render(format);
+            let tokens = tokenizer.count(&text);
+            (text, tokens)
+        });
         for _ in 0..4 {
             if tokens == assembly.rendered_tokens {
                 break;
@@ -312,7 +331,7 @@ impl Pipeline {
             frame = frame.preamble(p.clone());
         }
         let full = std::mem::replace(&mut assembly.context, frame.build()?);
-        let frame_tokens = assembly.bound_tokens(format, tokenizer);
+        let frame_tokens = assembly.measure(format, tokenizer).bound;
         assembly.context = full;
         let mut left = available.saturating_sub(frame_tokens);
         let mut best: Vec<usize> = (0..pieces.len()).collect();
