@@ -192,7 +192,7 @@ pub struct VectorOptions {
 
 impl Default for VectorOptions {
     fn default() -> VectorOptions {
-        VectorOptions { ann_threshold: 50_000, connectivity: 16, expansion_add: 64, expansion_search: 128 }
+        VectorOptions { ann_threshold: 1_000_000, connectivity: 16, expansion_add: 64, expansion_search: 128 }
     }
 }
 

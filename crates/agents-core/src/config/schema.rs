@@ -133,7 +133,7 @@ impl Default for BackendsConfig {
             text: TextBackendKind::Tantivy,
             vector: VectorBackendKind::Local,
             embedding_model: String::new(),
-            ann_threshold: 50_000,
+            ann_threshold: 1_000_000,
         }
     }
 }
@@ -622,7 +622,7 @@ mod tests {
             ("context.backends.text", "tantivy".into()),
             ("context.backends.vector", "local".into()),
             ("context.backends.embedding-model", "".into()),
-            ("context.backends.ann-threshold", 50000.into()),
+            ("context.backends.ann-threshold", 1000000.into()),
             ("context.budget.skeleton-ratio", 0.15.into()),
             ("context.budget.response-reserve", 4096.into()),
             ("context.budget.tool-definitions", 0.into()),
