@@ -105,7 +105,7 @@ impl TantivyBackend {
         } else {
             Index::open(directory).map_err(error("open index"))?
         };
-        index.tokenizers().register(TOKENIZER, TextAnalyzer::from(CodeTokenizer));
+        index.tokenizers().register(TOKENIZER, TextAnalyzer::from(CodeTokenizer::default()));
         let schema = index.schema();
         let field = |name: &str| schema.get_field(name).map_err(error("read schema"));
         let fields = Fields {
@@ -331,36 +331,51 @@ impl TextBackend for TantivyBackend {
     }
 }
 
-/// [`crate::search_tokens`] as a Tantivy tokenizer, so indexing and querying split alike.
-#[derive(Clone, Copy, Debug, Default)]
-struct CodeTokenizer;
+/// [`crate::search_tokens`] as a Tantivy tokenizer, so indexing and querying split
+/// alike. Each indexing thread has its own copy, whose tokens (and their strings)
+/// are reused from one text to the next.
+#[derive(Clone, Default)]
+struct CodeTokenizer {
+    tokens: Vec<Token>,
+}
+
+/// Past this many tokens, a tokenizer's buffer is given back after use (a
+/// very long body), so an indexing thread does not keep its peak.
+const KEPT_TOKENS: usize = 1 << 16;
 
 impl Tokenizer for CodeTokenizer {
-    type TokenStream<'a> = CodeTokenStream;
+    type TokenStream<'a> = CodeTokenStream<'a>;
 
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> CodeTokenStream {
-        let mut tokens = Vec::new();
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> CodeTokenStream<'a> {
+        if self.tokens.len() > KEPT_TOKENS {
+            self.tokens = Vec::new();
+        }
+        let tokens = &mut self.tokens;
+        let mut count = 0;
         for_each_search_token(text, |token, span| {
-            let position = tokens.len();
-            tokens.push(Token {
-                offset_from: span.start,
-                offset_to: span.end,
-                position,
-                text: token,
-                position_length: 1,
-            });
+            if count == tokens.len() {
+                tokens.push(Token::default());
+            }
+            let slot = &mut tokens[count];
+            slot.text.clear();
+            slot.text.push_str(token);
+            slot.offset_from = span.start;
+            slot.offset_to = span.end;
+            slot.position = count;
+            slot.position_length = 1;
+            count += 1;
         });
-        CodeTokenStream { tokens, next: 0 }
+        CodeTokenStream { tokens: &mut self.tokens[..count], next: 0 }
     }
 }
 
-struct CodeTokenStream {
-    tokens: Vec<Token>,
+struct CodeTokenStream<'a> {
+    tokens: &'a mut [Token],
     /// Index of the token after the current one.
     next: usize,
 }
 
-impl TokenStream for CodeTokenStream {
+impl TokenStream for CodeTokenStream<'_> {
     fn advance(&mut self) -> bool {
         if self.next < self.tokens.len() {
             self.next += 1;
@@ -386,14 +401,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tokenizer_matches_search_tokens() {
-        let text = "fn parseHttpRequest(src/store.rs)";
-        let mut stream = CodeTokenizer.token_stream(text);
-        let mut seen = Vec::new();
-        while let Some(token) = stream.next() {
-            seen.push(token.text.clone());
+    fn tokenizer_matches_search_tokens_with_its_buffers_reused() {
+        // One tokenizer over several texts, as an indexing thread uses it: a
+        // long text, then shorter ones, then one past the kept buffer.
+        let mut tokenizer = CodeTokenizer::default();
+        let long = "def parse_configuration_files(paths): return merge_defaults(os.path.join(paths)) ".repeat(50);
+        let huge = "serializers parsing ".repeat(KEPT_TOKENS);
+        for text in [long.as_str(), "fn parseHttpRequest(src/store.rs)", "Ünïcödé ΣΑΣ running", "", &huge, "x.y"]
+        {
+            let mut stream = tokenizer.token_stream(text);
+            let mut seen = Vec::new();
+            let mut positions = Vec::new();
+            while let Some(token) = stream.next() {
+                seen.push(token.text.clone());
+                positions.push(token.position);
+            }
+            assert_eq!(seen, crate::search_tokens(text), "tokens of {:?}", &text[..text.len().min(40)]);
+            assert_eq!(positions, (0..seen.len()).collect::<Vec<_>>());
         }
-        assert_eq!(seen, crate::search_tokens(text));
     }
 
     fn files(dir: &Path) -> std::collections::BTreeSet<String> {

@@ -46,7 +46,7 @@ pub(crate) const MAX_TOKEN_BYTES: usize = 128;
 /// ```
 pub fn code_tokens(text: &str) -> Vec<String> {
     let mut tokens = Vec::new();
-    for_each_code_token(text, |token, _span| tokens.push(token));
+    for_each_code_token(text, |token, _span| tokens.push(token.to_owned()));
     tokens
 }
 
@@ -57,21 +57,19 @@ pub fn code_tokens(text: &str) -> Vec<String> {
 /// exact word still matches exactly, so exact matches score above stem matches.
 pub fn search_tokens(text: &str) -> Vec<String> {
     let mut tokens = Vec::new();
-    for_each_search_token(text, |token, _span| tokens.push(token));
+    for_each_search_token(text, |token, _span| tokens.push(token.to_owned()));
     tokens
 }
 
 /// [`search_tokens`] with the byte range each token comes from (a stem has its
-/// word's range).
-pub(crate) fn for_each_search_token(text: &str, mut sink: impl FnMut(String, Range<usize>)) {
-    let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+/// word's range). Each token is lent to `sink` from a buffer the next one
+/// reuses: indexing a repository tokenizes hundreds of megabytes, and an
+/// allocation per token was a tenth of a first index's time.
+pub(crate) fn for_each_search_token(text: &str, mut sink: impl FnMut(&str, Range<usize>)) {
     for_each_code_token(text, |token, span| {
-        let stem = (token.len() >= MIN_STEMMED_BYTES && token.bytes().all(|b| b.is_ascii_lowercase()))
-            .then(|| stemmer.stem(&token).into_owned())
-            .filter(|stem| *stem != token);
         sink(token, span.clone());
-        if let Some(stem) = stem {
-            sink(stem, span);
+        if token.len() >= MIN_STEMMED_BYTES && token.bytes().all(|b| b.is_ascii_lowercase()) {
+            with_stem(token, |stem| sink(stem, span));
         }
     });
 }
@@ -80,26 +78,68 @@ pub(crate) fn for_each_search_token(text: &str, mut sink: impl FnMut(String, Ran
 /// `len`) are identifiers more often than inflected words.
 const MIN_STEMMED_BYTES: usize = 4;
 
+/// The per-thread cache is cleared when it holds this many words.
+const STEM_CACHE_CAPACITY: usize = 1 << 17;
+
+thread_local! {
+    /// English Snowball stems of the words seen on this thread (`None`: the
+    /// stem is the word). Code repeats its words endlessly, and stemming was
+    /// the largest part of tokenizing.
+    static STEMS: std::cell::RefCell<rustc_hash::FxHashMap<Box<str>, Option<Box<str>>>> =
+        std::cell::RefCell::new(rustc_hash::FxHashMap::default());
+}
+
+/// Calls `f` with `word`'s stem when it differs from the word.
+fn with_stem(word: &str, f: impl FnOnce(&str)) {
+    let stem = STEMS.with(|cell| {
+        let mut cache = cell.borrow_mut();
+        if let Some(stem) = cache.get(word) {
+            return stem.clone();
+        }
+        if cache.len() >= STEM_CACHE_CAPACITY {
+            cache.clear();
+        }
+        let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+        let stem = Some(stemmer.stem(word)).filter(|stem| stem != word).map(|stem| Box::from(stem.as_ref()));
+        cache.insert(Box::from(word), stem.clone());
+        stem
+    });
+    if let Some(stem) = stem {
+        f(&stem);
+    }
+}
+
 /// Calls `sink` with every token of `text` and the byte range of `text` it comes from;
-/// the token text is already lowercased. [`code_tokens`] and the Tantivy tokenizer are
-/// both built on this.
-pub(crate) fn for_each_code_token(text: &str, mut sink: impl FnMut(String, Range<usize>)) {
+/// the token text is already lowercased (and lent from a buffer the next token reuses).
+/// [`code_tokens`] and the Tantivy tokenizer are both built on this.
+pub(crate) fn for_each_code_token(text: &str, mut sink: impl FnMut(&str, Range<usize>)) {
+    let mut lower = String::new();
     let mut emit = |span: Range<usize>| {
         if span.len() <= MAX_TOKEN_BYTES {
-            sink(text[span.clone()].to_lowercase(), span);
+            let token = &text[span.clone()];
+            if token.is_ascii() {
+                lower.clear();
+                lower.push_str(token);
+                lower.make_ascii_lowercase();
+                sink(&lower, span);
+            } else {
+                // Unicode lowercasing depends on context (a final sigma).
+                sink(&token.to_lowercase(), span);
+            }
         }
     };
     // Start of the current dotted chain (`a.b.c`) and how many identifiers it holds.
     let mut chain: Option<(usize, usize)> = None;
+    let mut parts = Vec::new();
     for word in identifiers(text) {
         chain = match chain {
             Some((start, count)) if word.start > 0 && joins_with_dot(text, word.start) => Some((start, count + 1)),
             _ => Some((word.start, 1)),
         };
         emit(word.clone());
-        let parts = identifier_parts(text, word.clone());
+        identifier_parts(text, word.clone(), &mut parts);
         if parts.len() > 1 || parts.first().is_some_and(|part| *part != word) {
-            for part in parts {
+            for part in parts.drain(..) {
                 emit(part);
             }
         }
@@ -138,12 +178,22 @@ fn identifiers(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
     })
 }
 
-/// The word parts of one identifier: split at `_` and at case changes (rule 3).
-fn identifier_parts(text: &str, word: Range<usize>) -> Vec<Range<usize>> {
-    let mut parts = Vec::new();
-    let chars: Vec<(usize, char)> = text[word.clone()].char_indices().map(|(i, c)| (word.start + i, c)).collect();
+/// The word parts of one identifier, into `parts` (cleared first): split at
+/// `_` and at case changes (rule 3).
+fn identifier_parts(text: &str, word: Range<usize>, parts: &mut Vec<Range<usize>>) {
+    parts.clear();
+    let identifier = &text[word.clone()];
+    if identifier.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+        // The common case: one lowercase word, no split.
+        parts.push(word);
+        return;
+    }
     let mut part_start: Option<usize> = None;
-    for (k, &(index, c)) in chars.iter().enumerate() {
+    let mut previous: Option<char> = None;
+    let mut chars = identifier.char_indices().map(|(i, c)| (word.start + i, c)).peekable();
+    while let Some((index, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, c)| c);
+        let before = previous.replace(c);
         if c == '_' {
             if let Some(start) = part_start.take() {
                 parts.push(start..index);
@@ -154,8 +204,8 @@ fn identifier_parts(text: &str, word: Range<usize>) -> Vec<Range<usize>> {
             part_start = Some(index);
             continue;
         };
-        let previous = chars[k - 1].1;
-        let next = chars.get(k + 1).map(|&(_, c)| c);
+        // A part has started, so a character came before this one.
+        let previous = before.unwrap_or(c);
         let boundary = c.is_uppercase()
             && (previous.is_lowercase()
                 || previous.is_numeric()
@@ -168,7 +218,6 @@ fn identifier_parts(text: &str, word: Range<usize>) -> Vec<Range<usize>> {
     if let Some(start) = part_start {
         parts.push(start..word.end);
     }
-    parts
 }
 
 #[cfg(test)]
@@ -226,5 +275,59 @@ mod tests {
         assert!(code_tokens(&long).is_empty());
         let joined = format!("{}_{}", "b".repeat(100), "c".repeat(100));
         assert_eq!(code_tokens(&joined), vec!["b".repeat(100), "c".repeat(100)]);
+    }
+
+    /// The part split as first written (a vector of characters per
+    /// identifier): the buffer-reusing one must split identically.
+    fn reference_parts(text: &str, word: Range<usize>) -> Vec<Range<usize>> {
+        let mut parts = Vec::new();
+        let chars: Vec<(usize, char)> = text[word.clone()].char_indices().map(|(i, c)| (word.start + i, c)).collect();
+        let mut part_start: Option<usize> = None;
+        for (k, &(index, c)) in chars.iter().enumerate() {
+            if c == '_' {
+                if let Some(start) = part_start.take() {
+                    parts.push(start..index);
+                }
+                continue;
+            }
+            let Some(start) = part_start else {
+                part_start = Some(index);
+                continue;
+            };
+            let previous = chars[k - 1].1;
+            let next = chars.get(k + 1).map(|&(_, c)| c);
+            let boundary = c.is_uppercase()
+                && (previous.is_lowercase()
+                    || previous.is_numeric()
+                    || (previous.is_uppercase() && next.is_some_and(char::is_lowercase)));
+            if boundary {
+                parts.push(start..index);
+                part_start = Some(index);
+            }
+        }
+        if let Some(start) = part_start {
+            parts.push(start..word.end);
+        }
+        parts
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parts_split_as_the_reference_does(text in "[a-zA-Z0-9_ÄäΣσ.:/ ]{0,40}") {
+            let mut parts = Vec::new();
+            for word in identifiers(&text) {
+                identifier_parts(&text, word.clone(), &mut parts);
+                proptest::prop_assert_eq!(&parts, &reference_parts(&text, word));
+            }
+        }
+
+        #[test]
+        fn lent_tokens_equal_lowercased_slices(text in "[a-zA-Z0-9_ÄäΣσ.:/ ]{0,40}") {
+            let mut seen = Vec::new();
+            for_each_code_token(&text, |token, span| seen.push((token.to_owned(), span)));
+            for (token, span) in seen {
+                proptest::prop_assert_eq!(token, text[span].to_lowercase());
+            }
+        }
     }
 }
