@@ -20,7 +20,8 @@
 //! it is missing or was written for another state of the rows.
 //!
 //! Files in the index directory, each replaced atomically on commit:
-//! `vectors.bin` (rows, ids, paths, kinds; the model id and a generation number) and
+//! `vectors.bin` (rows, ids, paths, kinds: each path and kind once, each id as what it
+//! does not share with the one before; the model id and a generation number) and
 //! `hnsw.usearch` + `hnsw.generation` (the graph, and the generation it matches).
 //!
 //! Hits are ordered by score descending, then id ascending; equal inputs give equal
@@ -196,7 +197,11 @@ impl Default for VectorOptions {
     }
 }
 
-const MAGIC: &[u8; 8] = b"AGVEC01\n";
+/// The file's format: 02 stores each path and kind once and each id as the
+/// bytes it does not share with the id before (ids of one file's nodes share
+/// most of theirs); 01 stored three strings a row and is still read.
+const MAGIC: &[u8; 8] = b"AGVEC02\n";
+const MAGIC_V1: &[u8; 8] = b"AGVEC01\n";
 const ROWS_FILE: &str = "vectors.bin";
 const GRAPH_FILE: &str = "hnsw.usearch";
 const GRAPH_GENERATION_FILE: &str = "hnsw.generation";
@@ -227,17 +232,36 @@ struct Span {
 /// row (which took a warm query about a hundred milliseconds). Strings of
 /// removed rows stay until the process ends; the file holds only live ones.
 #[derive(Default)]
-struct Names(String);
+struct Names {
+    text: String,
+    /// Spans of the paths and kinds pushed with [`Names::intern`]: every node
+    /// of a file shares one copy of its path.
+    interned: rustc_hash::FxHashMap<Box<str>, Span>,
+}
 
 impl Names {
+    fn with_capacity(bytes: usize) -> Names {
+        Names { text: String::with_capacity(bytes), interned: rustc_hash::FxHashMap::default() }
+    }
+
     fn push(&mut self, s: &str) -> Span {
-        let start = self.0.len();
-        self.0.push_str(s);
+        let start = self.text.len();
+        self.text.push_str(s);
         Span { start, len: s.len() as u32 }
     }
 
+    /// [`Names::push`] for a string that repeats (a path, a kind): stored once.
+    fn intern(&mut self, s: &str) -> Span {
+        if let Some(span) = self.interned.get(s) {
+            return *span;
+        }
+        let span = self.push(s);
+        self.interned.insert(Box::from(s), span);
+        span
+    }
+
     fn get(&self, span: Span) -> &str {
-        &self.0[span.start..span.start + span.len as usize]
+        &self.text[span.start..span.start + span.len as usize]
     }
 }
 
@@ -529,8 +553,8 @@ impl VectorBackend for LocalVectorIndex {
             let entry = Entry {
                 key: self.next_key,
                 id: self.names.push(&doc.id),
-                path: self.names.push(&doc.path),
-                kind: self.names.push(&doc.kind),
+                path: self.names.intern(&doc.path),
+                kind: self.names.intern(&doc.kind),
             };
             self.entries.push(entry);
             self.next_key += 1;
@@ -627,7 +651,7 @@ struct Stored {
 }
 
 fn encode(index: &LocalVectorIndex) -> Vec<u8> {
-    let mut out = Vec::with_capacity(index.rows.bytes().len() + index.entries.len() * 128);
+    let mut out = Vec::with_capacity(index.rows.bytes().len() + index.entries.len() * 48);
     out.extend_from_slice(MAGIC);
     let put_str = |out: &mut Vec<u8>, s: &str| {
         out.extend_from_slice(&(s.len() as u32).to_le_bytes());
@@ -638,15 +662,45 @@ fn encode(index: &LocalVectorIndex) -> Vec<u8> {
     out.extend_from_slice(&index.next_key.to_le_bytes());
     out.extend_from_slice(&index.generation.to_le_bytes());
     out.extend_from_slice(&(index.entries.len() as u64).to_le_bytes());
+    // The distinct paths and kinds, in order of first use.
+    let mut table: rustc_hash::FxHashMap<&str, u32> = rustc_hash::FxHashMap::default();
+    let mut strings: Vec<&str> = Vec::new();
+    for entry in &index.entries {
+        for name in [index.names.get(entry.path), index.names.get(entry.kind)] {
+            if !table.contains_key(name) {
+                table.insert(name, strings.len() as u32);
+                strings.push(name);
+            }
+        }
+    }
+    out.extend_from_slice(&(strings.len() as u32).to_le_bytes());
+    for name in &strings {
+        put_str(&mut out, name);
+    }
+    let mut previous = "";
     for (entry, scale) in index.entries.iter().zip(&index.scales) {
         out.extend_from_slice(&entry.key.to_le_bytes());
         out.extend_from_slice(&scale.to_le_bytes());
-        put_str(&mut out, index.names.get(entry.id));
-        put_str(&mut out, index.names.get(entry.path));
-        put_str(&mut out, index.names.get(entry.kind));
+        out.extend_from_slice(&table[index.names.get(entry.path)].to_le_bytes());
+        out.extend_from_slice(&table[index.names.get(entry.kind)].to_le_bytes());
+        let id = index.names.get(entry.id);
+        let shared = shared_prefix(previous, id).min(u16::MAX as usize);
+        out.extend_from_slice(&(shared as u16).to_le_bytes());
+        put_str(&mut out, &id[shared..]);
+        previous = id;
     }
     out.extend_from_slice(index.rows.bytes());
     out
+}
+
+/// Length in bytes of the longest common prefix of `a` and `b` that ends on
+/// a character boundary of both.
+fn shared_prefix(a: &str, b: &str) -> usize {
+    let mut n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    while !b.is_char_boundary(n) {
+        n -= 1;
+    }
+    n
 }
 
 /// What is wrong with a `vectors.bin` that cannot be decoded.
@@ -667,6 +721,9 @@ pub enum DecodeError {
     /// More bytes than the rows take.
     #[error("trailing bytes after the rows")]
     TrailingBytes,
+    /// A row names a path, kind or shared id prefix the file does not hold.
+    #[error("a row refers to a name the file does not hold")]
+    BadStringIndex,
 }
 
 fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
@@ -698,7 +755,9 @@ fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
         }
     }
     let mut r = Reader(bytes);
-    if r.take(MAGIC.len())? != MAGIC {
+    let magic = r.take(MAGIC.len())?;
+    let v1 = magic == MAGIC_V1;
+    if magic != MAGIC && !v1 {
         return Err(DecodeError::BadMagic);
     }
     let model_id = r.string()?;
@@ -708,12 +767,38 @@ fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
     let count = usize::try_from(r.u64()?).map_err(|_| DecodeError::BadRowCount)?;
     let mut entries = Vec::with_capacity(count.min(bytes.len()));
     let mut scales = Vec::with_capacity(count.min(bytes.len()));
-    let mut names = Names(String::with_capacity(bytes.len().saturating_sub(count.saturating_mul(dim))));
-    for _ in 0..count {
-        let key = r.u64()?;
-        scales.push(f32::from_bits(r.u32()?));
-        let (id, path, kind) = (r.str()?, r.str()?, r.str()?);
-        entries.push(Entry { key, id: names.push(id), path: names.push(path), kind: names.push(kind) });
+    let mut names = Names::with_capacity(bytes.len().saturating_sub(count.saturating_mul(dim)));
+    if v1 {
+        for _ in 0..count {
+            let key = r.u64()?;
+            scales.push(f32::from_bits(r.u32()?));
+            let (id, path, kind) = (r.str()?, r.str()?, r.str()?);
+            entries.push(Entry { key, id: names.push(id), path: names.intern(path), kind: names.intern(kind) });
+        }
+    } else {
+        let strings = r.u32()? as usize;
+        let mut table = Vec::with_capacity(strings.min(bytes.len()));
+        for _ in 0..strings {
+            let name = r.str()?;
+            table.push(names.intern(name));
+        }
+        let lookup = |i: u32| table.get(i as usize).copied().ok_or(DecodeError::BadStringIndex);
+        let mut previous: Option<Span> = None;
+        let mut id = String::new();
+        for _ in 0..count {
+            let key = r.u64()?;
+            scales.push(f32::from_bits(r.u32()?));
+            let (path, kind) = (lookup(r.u32()?)?, lookup(r.u32()?)?);
+            let shared = u16::from_le_bytes(r.array()?) as usize;
+            let suffix = r.str()?;
+            id.clear();
+            let before = previous.map_or("", |span| names.get(span));
+            id.push_str(before.get(..shared).ok_or(DecodeError::BadStringIndex)?);
+            id.push_str(suffix);
+            let span = names.push(&id);
+            previous = Some(span);
+            entries.push(Entry { key, id: span, path, kind });
+        }
     }
     let rows_len = count.checked_mul(dim).ok_or(DecodeError::BadRowCount)?;
     let rows_offset = bytes.len() - r.0.len();
@@ -932,6 +1017,76 @@ mod tests {
         std::fs::write(dir.path().join(ROWS_FILE), b"garbage").unwrap();
         let error = LocalVectorIndex::open(dir.path(), "test-model", 32, VectorOptions::default()).err().unwrap();
         assert!(error.to_string().contains("vectors.bin"), "{error}");
+    }
+
+    /// `vectors.bin` as format 01 wrote it (three strings a row).
+    fn encode_v1(index: &LocalVectorIndex) -> Vec<u8> {
+        let mut out = MAGIC_V1.to_vec();
+        let put_str = |out: &mut Vec<u8>, s: &str| {
+            out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            out.extend_from_slice(s.as_bytes());
+        };
+        put_str(&mut out, &index.model_id);
+        out.extend_from_slice(&(index.dim as u32).to_le_bytes());
+        out.extend_from_slice(&index.next_key.to_le_bytes());
+        out.extend_from_slice(&index.generation.to_le_bytes());
+        out.extend_from_slice(&(index.entries.len() as u64).to_le_bytes());
+        for (entry, scale) in index.entries.iter().zip(&index.scales) {
+            out.extend_from_slice(&entry.key.to_le_bytes());
+            out.extend_from_slice(&scale.to_le_bytes());
+            for span in [entry.id, entry.path, entry.kind] {
+                put_str(&mut out, index.names.get(span));
+            }
+        }
+        out.extend_from_slice(index.rows.bytes());
+        out
+    }
+
+    #[test]
+    fn the_compact_format_round_trips_and_the_first_one_is_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut all = docs(40, 32);
+        // Ids that share nothing, all of the one before, or stop inside a character.
+        all[3].id = "other://ä/β".into();
+        all[4].id = "other://ä/β".into();
+        all[5].id = "other://ä/γ#é".into();
+        all[6].id = String::new();
+        all[7].path = "dir/ü.py".into();
+        let names = |index: &LocalVectorIndex| -> Vec<(u64, String, String, String)> {
+            let mut rows: Vec<_> = index
+                .entries
+                .iter()
+                .map(|e| {
+                    (
+                        e.key,
+                        index.names.get(e.id).into(),
+                        index.names.get(e.path).into(),
+                        index.names.get(e.kind).into(),
+                    )
+                })
+                .collect();
+            rows.sort();
+            rows
+        };
+        let (expected, v1) = {
+            let mut index = open(dir.path(), 1000);
+            // Upserted twice: the second replaces the first.
+            index.upsert(&all).unwrap();
+            index.upsert(&all[..5]).unwrap();
+            index.commit().unwrap();
+            (names(&index), encode_v1(&index))
+        };
+        let reopened = open(dir.path(), 1000);
+        assert_eq!(names(&reopened), expected);
+        let query = unit(3, 32);
+        let hits = reopened.search(&query, 40, &SearchFilter::default()).unwrap();
+        std::fs::write(dir.path().join(ROWS_FILE), &v1).unwrap();
+        let old = open(dir.path(), 1000);
+        assert_eq!(names(&old), expected);
+        assert_eq!(old.search(&query, 40, &SearchFilter::default()).unwrap(), hits);
+        // The compact file is smaller than the first format's for the same rows.
+        assert!(std::fs::read(dir.path().join(ROWS_FILE)).unwrap().len() == v1.len());
+        assert!(encode(&old).len() < v1.len());
     }
 
     #[test]
