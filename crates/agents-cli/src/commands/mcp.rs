@@ -1,15 +1,17 @@
-//! `agents mcp`: the context skill as a Model Context Protocol server over
-//! stdio, built on the official Rust SDK (`rmcp`).
+//! The context skill as a Model Context Protocol server, built on the
+//! official Rust SDK (`rmcp`): `agents mcp` over stdio (here and [`stdio`]),
+//! `agents serve` over streamable HTTP ([`http`]). Both serve the one
+//! [`ContextServer`] defined here.
 //!
-//! One [`Engine`] stays open for the whole session, so the store, the
-//! tokenizer's tables and the search indexes are read once, not per request.
+//! One [`Engine`] stays open for the whole server ([`Shared`]), so the store,
+//! the tokenizer's tables and the search indexes are read once, not per
+//! request or per client; each session has its own context budget.
 //! Tools: `request_context` (a whole CRP request: the same
 //! `ContextRequestBuilder` type `agents query --request FILE.json` reads, so
 //! its JSON schema is generated from it), `query_history`,
-//! `get_context_budget`, `index_status`, `refresh_index` and `record_session`
+//! `get_context_budget`, `index_status`, `refresh_index`, `record_session`
 //! (an AgentMemory validated and filed under `knowledge/sessions/`; the graph
-//! itself changes only through `agents knowledge update`).
-//! `get_context_budget`, `index_status`, `refresh_index` and `get_loadout`
+//! itself changes only through `agents knowledge update`) and `get_loadout`
 //! (a task record's AKMS loadout, as `agents knowledge loadout` makes it).
 //!
 //! Errors follow the protocol's split: a malformed message, an unknown tool

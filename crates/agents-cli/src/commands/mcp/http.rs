@@ -131,7 +131,13 @@ impl App {
         // sent; a GET is a session's event stream, open as long as the
         // session, which shutdown ends.
         let guard = (request.method() != Method::GET).then(|| self.in_flight.enter());
-        let response = self.mcp.handle(request).await;
+        let ending = request.method() == Method::DELETE;
+        let mut response = self.mcp.handle(request).await;
+        if ending && response.status() == StatusCode::ACCEPTED {
+            // A session ended: 204, which clients (the Python SDK) take for
+            // success, where rmcp's 202 makes them warn that it failed.
+            *response.status_mut() = StatusCode::NO_CONTENT;
+        }
         match guard {
             Some(guard) => response.map(|body| {
                 body.map_frame(move |frame| {

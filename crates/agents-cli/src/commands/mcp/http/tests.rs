@@ -244,7 +244,7 @@ async fn a_session_initializes_lists_the_tools_and_requests_context() {
     let bearer = server.bearer();
     let deleted =
         server.send(Method::DELETE, MCP_PATH, &[("authorization", &bearer), ("mcp-session-id", &session)], None).await;
-    assert!(deleted.status.is_success(), "{} {}", deleted.status, deleted.body);
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.body);
     let gone = server.post(Some(&session), &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})).await;
     assert_eq!(gone.status, StatusCode::NOT_FOUND, "{}", gone.body);
     server.stop().await;
