@@ -8,8 +8,8 @@ TOKEN_FILE the bearer token's file. Checks: the health check needs no token;
 a request without a token or with a wrong one is refused (401 and a JSON
 error, and the client's initialize fails); with the token, the handshake,
 the tool list and request_context; two sessions at once; clients that go away
-mid-request (half a body, or a whole request without reading the answer)
-leave the server serving the others. Exits non-zero on the first failure.
+mid-request (half a body, a whole request without reading the answer,
+or while a tool call runs) leave the server serving the others. Exits non-zero on the first failure.
 """
 
 import asyncio
@@ -100,6 +100,26 @@ async def use_session(url, token, query, budget):
                 return init.protocol_version, summary["rendered_tokens"], spent.structured_content["used_tokens"]
 
 
+async def leave_mid_call(url, token):
+    """A client that goes away while its tool call runs: its connections
+    close under the server."""
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    try:
+        async with client:
+            async with streamable_http_client(url, http_client=client, terminate_on_close=False) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await asyncio.wait_for(session.initialize(), TIMEOUT)
+                    call = asyncio.create_task(session.call_tool("refresh_index", {}))
+                    # Let the request leave, then drop everything.
+                    for _ in range(20):
+                        await asyncio.sleep(0)
+                    call.cancel()
+    except BaseException as error:  # leaving mid-call may raise in the client; the server is what is checked
+        if isinstance(error, (KeyboardInterrupt, SystemExit)):
+            raise
+    print("ok: a client went away while its tool call ran")
+
+
 def abandon_requests(base, token):
     """Two clients that go away mid-request: one after half a body, one
     after a whole request, without reading the answer."""
@@ -137,6 +157,7 @@ async def main(base, token_file):
     check(first[2] == first[1] and second[2] == second[1], f"budgets shared between sessions: {first} {second}")
     print("ok: two sessions at once, each within its own budget")
 
+    await leave_mid_call(url, token)
     abandon_requests(base, token)
     _, tokens, _ = await use_session(url, token, "retry", 600)
     print(f"ok: after clients went away mid-request the server still serves ({tokens} tokens)")

@@ -188,6 +188,7 @@ fn the_python_mcp_client_talks_to_the_server_over_http() {
         "ok: a wrong token: 401",
         "ok: the client with a wrong token is refused",
         "ok: two sessions at once",
+        "ok: a client went away while its tool call ran",
         "ok: after clients went away mid-request the server still serves",
     ] {
         assert!(stdout.contains(step), "{step} missing from:\n{stdout}");
