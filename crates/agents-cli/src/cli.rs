@@ -110,6 +110,24 @@ pub enum Command {
         #[arg(long = "allow-root", value_name = "DIR")]
         allow_root: Vec<PathBuf>,
     },
+    /// Serve the MCP tools of `agents mcp` over streamable HTTP, to many agents at once.
+    ///
+    /// The same tools as `agents mcp`, at http://ADDR:PORT/mcp, one MCP
+    /// session per client over one shared engine (each session has its own
+    /// context budget). Listens on 127.0.0.1:7391 unless --bind says
+    /// otherwise (port 0: a free port, reported at start).
+    ///
+    /// Every request needs the header `Authorization: Bearer TOKEN`; a
+    /// missing or wrong token gets 401. The token is made on first start
+    /// (256 random bits) and kept in $AGENTS_HOME/serve/token (mode 0600) or
+    /// --token-file; --print-token prints it. It is never logged. `GET
+    /// /health` needs no token. SIGINT or SIGTERM stop the server: no new
+    /// connections, requests in flight get 10 seconds to finish.
+    ///
+    /// Paths are confined as in `agents mcp` (the directory the server starts
+    /// in, --allow-root, linked resources). With --json the start-up line on
+    /// stdout is JSON: address, url, health, token_file (never the token).
+    Serve(ServeArgs),
     /// Keep the index of PATH current: index it, then watch it and refresh
     /// after every change (a line per refresh), until interrupted.
     Watch {
@@ -786,4 +804,27 @@ pub enum ConfigCommand {
         #[arg(long)]
         force: bool,
     },
+}
+
+/// Where `agents serve` listens unless `--bind` says otherwise.
+pub const DEFAULT_BIND: &str = "127.0.0.1:7391";
+
+/// `agents serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address and port to listen on (an IP address; port 0 picks a free one).
+    #[arg(long, value_name = "ADDR:PORT", default_value = DEFAULT_BIND)]
+    pub bind: std::net::SocketAddr,
+    /// The bearer token's file, made on first start (default: $AGENTS_HOME/serve/token).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Print the bearer token (making it on first use) and exit, to configure a client.
+    #[arg(long)]
+    pub print_token: bool,
+    /// Do not watch resources; refresh each one on every request instead.
+    #[arg(long)]
+    pub no_watch: bool,
+    /// Also accept paths under DIR (repeatable).
+    #[arg(long = "allow-root", value_name = "DIR")]
+    pub allow_root: Vec<PathBuf>,
 }

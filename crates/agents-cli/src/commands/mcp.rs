@@ -1,15 +1,17 @@
-//! `agents mcp`: the context skill as a Model Context Protocol server over
-//! stdio, built on the official Rust SDK (`rmcp`).
+//! The context skill as a Model Context Protocol server, built on the
+//! official Rust SDK (`rmcp`): `agents mcp` over stdio (here and [`stdio`]),
+//! `agents serve` over streamable HTTP ([`http`]). Both serve the one
+//! [`ContextServer`] defined here.
 //!
-//! One [`Engine`] stays open for the whole session, so the store, the
-//! tokenizer's tables and the search indexes are read once, not per request.
+//! One [`Engine`] stays open for the whole server ([`Shared`]), so the store,
+//! the tokenizer's tables and the search indexes are read once, not per
+//! request or per client; each session has its own context budget.
 //! Tools: `request_context` (a whole CRP request: the same
 //! `ContextRequestBuilder` type `agents query --request FILE.json` reads, so
 //! its JSON schema is generated from it), `query_history`,
-//! `get_context_budget`, `index_status`, `refresh_index` and `record_session`
+//! `get_context_budget`, `index_status`, `refresh_index`, `record_session`
 //! (an AgentMemory validated and filed under `knowledge/sessions/`; the graph
-//! itself changes only through `agents knowledge update`).
-//! `get_context_budget`, `index_status`, `refresh_index` and `get_loadout`
+//! itself changes only through `agents knowledge update`) and `get_loadout`
 //! (a task record's AKMS loadout, as `agents knowledge loadout` makes it).
 //!
 //! Errors follow the protocol's split: a malformed message, an unknown tool
@@ -26,7 +28,9 @@
 //! `--allow-root` or a linked resource, and never be the file-system root or
 //! the home folder unless that is linked itself.
 
+pub mod http;
 mod stdio;
+pub mod token;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -182,8 +186,11 @@ pub struct GetLoadoutParams {
     pub path: Option<String>,
 }
 
-/// What the server holds between calls.
-struct State {
+/// What every session of a server shares: one engine, the live index and
+/// the roots. The engine is `Sync` and every use of it here goes through
+/// `&self` (the store guards its own connections; an indexer takes the
+/// resource's lock, `wait_for_lock`), so many sessions may call it at once.
+pub struct Shared {
     settings: Settings,
     engine: Arc<Engine>,
     /// Watched resources answer from their last refresh while unchanged.
@@ -194,8 +201,22 @@ struct State {
     root: PathBuf,
     /// The directories a request may name.
     roots: Roots,
+}
+
+/// What one session holds between calls: the shared server, and the
+/// session's own context budget. Stdio has one session; HTTP one per client.
+struct State {
+    shared: Arc<Shared>,
     /// The session's context budget and what it spent.
     budget: agents_engine::session::SessionBudget,
+}
+
+impl std::ops::Deref for State {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
 }
 
 /// Where requests may read: paths under the server's working directory, an
@@ -209,6 +230,8 @@ pub struct Roots {
     dirs: Vec<PathBuf>,
     /// The user's home folder, canonical, when there is one.
     home: Option<PathBuf>,
+    /// The command that serves (`agents mcp`, `agents serve`), for the advice.
+    command: &'static str,
 }
 
 impl Roots {
@@ -216,7 +239,7 @@ impl Roots {
     /// must exist. A working directory that is the file-system root or holds
     /// the home folder (where some clients start their servers) is no root:
     /// it would admit the whole disk or home.
-    pub fn new(cwd: &Path, allowed: &[PathBuf]) -> anyhow::Result<Roots> {
+    pub fn new(cwd: &Path, allowed: &[PathBuf], command: &'static str) -> anyhow::Result<Roots> {
         let home = dirs::home_dir().and_then(|h| h.canonicalize().ok());
         let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
         let mut dirs = Vec::new();
@@ -236,7 +259,7 @@ impl Roots {
                 dirs.push(canonical);
             }
         }
-        Ok(Roots { dirs, home })
+        Ok(Roots { dirs, home, command })
     }
 
     /// The canonical form of `path` (which the request gave as `shown`) when
@@ -279,16 +302,17 @@ impl Roots {
         roots.push("the linked resources".to_owned());
         ToolFailure::Invalid(format!(
             "path `{shown}` ({}) is outside the directories this server may read ({}); start it with \
-             `agents mcp --allow-root {}`, or link it with `agents project link-resource PROJECT {}`",
+             `{} --allow-root {}`, or link it with `agents project link-resource PROJECT {}`",
             resolved.display(),
             roots.join(", "),
+            self.command,
             resolved.display(),
             resolved.display()
         ))
     }
 }
 
-impl State {
+impl Shared {
     /// The directory a request's `path` names (default: the server's working
     /// directory), canonical, when it lies under the roots; else a tool error.
     fn allowed(&self, path: Option<&str>) -> Result<PathBuf, ToolFailure> {
@@ -405,7 +429,9 @@ impl ContextServer {
 
 #[tool_router]
 impl ContextServer {
-    fn new(state: State) -> ContextServer {
+    /// A session's server: the shared engine, a budget of its own.
+    pub fn new(shared: Arc<Shared>) -> ContextServer {
+        let state = State { shared, budget: agents_engine::session::SessionBudget::default() };
         ContextServer { state: Arc::new(state), tool_router: Self::tool_router() + Self::knowledge_router() }
     }
 
@@ -617,11 +643,29 @@ fn summary(run: &QueryRun) -> serde_json::Value {
     })
 }
 
-/// `agents mcp`: serves until the client closes stdin. With `watch`, every
-/// linked resource whose project refreshes live is watched from the start.
-pub fn serve(settings: Settings, watch: bool, allow_roots: &[PathBuf]) -> anyhow::Result<()> {
+/// Opens what every session shares: the engine (preloaded), the live index
+/// and the roots. With `watch`, every linked resource whose project
+/// refreshes live is watched from the start.
+/// `command` names the serving command in the advice of a refused path.
+pub fn open(
+    settings: Settings,
+    watch: bool,
+    allow_roots: &[PathBuf],
+    command: &'static str,
+) -> anyhow::Result<Arc<Shared>> {
     let root = std::env::current_dir().map_err(|e| UsageError(format!("cannot read the current directory: {e}")))?;
-    let roots = Roots::new(&root, allow_roots)?;
+    open_in(settings, watch, root, allow_roots, command)
+}
+
+/// [`open`] with `root` as the working directory.
+pub(crate) fn open_in(
+    settings: Settings,
+    watch: bool,
+    root: PathBuf,
+    allow_roots: &[PathBuf],
+    command: &'static str,
+) -> anyhow::Result<Arc<Shared>> {
+    let roots = Roots::new(&root, allow_roots, command)?;
     let engine = Arc::new(settings.engine()?);
     engine.preload();
     let live = LiveIndex::new(engine.clone(), DEFAULT_DEBOUNCE, log_refresh);
@@ -632,8 +676,12 @@ pub fn serve(settings: Settings, watch: bool, allow_roots: &[PathBuf]) -> anyhow
             }
         }
     }
-    let budget = agents_engine::session::SessionBudget::default();
-    let server = ContextServer::new(State { settings, engine, live, watch, root, roots, budget });
+    Ok(Arc::new(Shared { settings, engine, live, watch, root, roots }))
+}
+
+/// `agents mcp`: serves until the client closes stdin.
+pub fn serve(settings: Settings, watch: bool, allow_roots: &[PathBuf]) -> anyhow::Result<()> {
+    let server = ContextServer::new(open(settings, watch, allow_roots, "agents mcp")?);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
         let (transport, writer) = stdio::checked(tokio::io::stdin(), tokio::io::stdout());

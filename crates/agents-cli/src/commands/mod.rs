@@ -31,6 +31,16 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Context(cmd) => context::run(&settings, cmd),
         Command::Strategies { path } => query::strategies(&settings, &path),
         Command::Mcp { no_watch, allow_root } => mcp::serve(settings, !no_watch, &allow_root),
+        Command::Serve(args) => mcp::http::serve(
+            settings,
+            mcp::http::ServeOptions {
+                bind: args.bind,
+                token_file: args.token_file,
+                print_token: args.print_token,
+                watch: !args.no_watch,
+                allow_roots: args.allow_root,
+            },
+        ),
         Command::Watch { path, debounce_ms } => watch::watch(settings, &path, debounce_ms),
         Command::Knowledge(args) => knowledge::run(&settings, args),
         Command::Orchestrate(args) => orchestrate::run(&settings, args),
