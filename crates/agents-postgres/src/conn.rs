@@ -1,0 +1,137 @@
+//! One connection to the server with its cache of prepared statements, and
+//! the mapping of PostgreSQL failures to [`StoreError`]s.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use agents_store::StoreError;
+use postgres::error::SqlState;
+use postgres::types::ToSql;
+use postgres::{Client, NoTls, Row, Statement};
+
+/// Parameters of a statement.
+pub type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+/// A connection, the statements prepared on it (by their SQL), and the
+/// server's redacted URL for errors.
+pub struct Conn {
+    client: Client,
+    cache: HashMap<String, Statement>,
+    location: String,
+    /// A rollback failed: the connection's state is unknown, so it is not reused.
+    poisoned: bool,
+}
+
+impl Conn {
+    /// Connects with `config`; `location` is the redacted URL errors name.
+    pub(crate) fn connect(config: &postgres::Config, location: &str) -> Result<Conn, StoreError> {
+        let client = config.connect(NoTls).map_err(|e| StoreError::Server {
+            location: location.to_owned(),
+            message: format!("cannot connect: {}", describe(&e)),
+        })?;
+        Ok(Conn { client, cache: HashMap::new(), location: location.to_owned(), poisoned: false })
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+
+    /// The error of a failed statement, naming the server.
+    pub fn err(&self, e: postgres::Error) -> StoreError {
+        classify(&self.location, e)
+    }
+
+    /// Runs statements without parameters or results.
+    pub fn batch(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.client.batch_execute(sql).map_err(|e| classify(&self.location, e))
+    }
+
+    /// Rolls back the open transaction; a connection where that fails is
+    /// not reused.
+    pub fn rollback(&mut self) {
+        if self.client.batch_execute("ROLLBACK").is_err() {
+            self.poisoned = true;
+        }
+    }
+
+    fn statement(&mut self, sql: &str) -> Result<Statement, StoreError> {
+        if let Some(st) = self.cache.get(sql) {
+            return Ok(st.clone());
+        }
+        let st = self.client.prepare(sql).map_err(|e| classify(&self.location, e))?;
+        self.cache.insert(sql.to_owned(), st.clone());
+        Ok(st)
+    }
+
+    /// Every row of a query (prepared once per connection).
+    pub fn query(&mut self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, StoreError> {
+        let st = self.statement(sql)?;
+        self.client.query(&st, params).map_err(|e| classify(&self.location, e))
+    }
+
+    /// The row of a query returning at most one.
+    pub fn query_opt(&mut self, sql: &str, params: Params<'_>) -> Result<Option<Row>, StoreError> {
+        let st = self.statement(sql)?;
+        self.client.query_opt(&st, params).map_err(|e| classify(&self.location, e))
+    }
+
+    /// The row of a query returning exactly one.
+    pub fn query_one(&mut self, sql: &str, params: Params<'_>) -> Result<Row, StoreError> {
+        let st = self.statement(sql)?;
+        self.client.query_one(&st, params).map_err(|e| classify(&self.location, e))
+    }
+
+    /// Runs a statement; the number of rows it changed.
+    pub fn execute(&mut self, sql: &str, params: Params<'_>) -> Result<u64, StoreError> {
+        let st = self.statement(sql)?;
+        self.client.execute(&st, params).map_err(|e| classify(&self.location, e))
+    }
+
+    /// The server's redacted URL.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+}
+
+/// Maps a PostgreSQL failure to the error users can act on.
+pub(crate) fn classify(location: &str, e: postgres::Error) -> StoreError {
+    match e.code() {
+        Some(code) if *code == SqlState::LOCK_NOT_AVAILABLE || *code == SqlState::T_R_DEADLOCK_DETECTED => {
+            StoreError::Locked { path: PathBuf::from(location) }
+        }
+        _ => StoreError::Server { location: location.to_owned(), message: describe(&e) },
+    }
+}
+
+/// A failure in words: the server's own message (with its detail and hint)
+/// when it sent one, else the client's.
+pub(crate) fn describe(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => {
+            let mut text = format!("{}: {}", db.severity(), db.message());
+            if let Some(detail) = db.detail() {
+                text.push_str(&format!(" ({detail})"));
+            }
+            if let Some(hint) = db.hint() {
+                text.push_str(&format!("; hint: {hint}"));
+            }
+            text
+        }
+        None => {
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(e);
+            while let Some(s) = source {
+                let more = s.to_string();
+                if !text.contains(&more) {
+                    text.push_str(&format!(": {more}"));
+                }
+                source = s.source();
+            }
+            text
+        }
+    }
+}
