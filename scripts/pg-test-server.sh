@@ -10,7 +10,8 @@
 # into a virtual environment under target/. `start` runs initdb in DIR, starts
 # the server on a unix socket in DIR and on a free localhost port, creates the
 # role and database `agents` (password generated, kept in DIR/password with
-# mode 0600) with the `vector` extension, and prints
+# mode 0600) with the `vector` extension (and `agents_plain` without it, for
+# the test of that error), and prints
 # postgres://agents:PASSWORD@127.0.0.1:PORT/agents.
 #
 # PostgreSQL refuses to run as root: run as root (CI, containers), the server
@@ -116,6 +117,8 @@ EOF
   local psql=("$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir/socket" -p "$port" -U postgres)
   as_server "${psql[@]}" -d postgres -c "CREATE ROLE agents LOGIN PASSWORD '$password'" -c "CREATE DATABASE agents OWNER agents" >/dev/null
   as_server "${psql[@]}" -d agents -c "CREATE EXTENSION vector" >/dev/null
+  # A database without pgvector, for the test of that error.
+  as_server "${psql[@]}" -d postgres -c "CREATE DATABASE agents_plain OWNER agents" >/dev/null
   echo "postgres://agents:$password@127.0.0.1:$port/agents" >"$dir/url"
   chmod 600 "$dir/url"
   cat "$dir/url"

@@ -159,6 +159,12 @@ impl PostgresStore {
         Ok(Pooled { store: self, conn: Some(conn) })
     }
 
+    /// A connection of its own, outside the pool: for a search backend's
+    /// write transaction, open across calls until its commit.
+    pub fn dedicated(&self) -> Result<Conn, StoreError> {
+        Conn::connect(&self.config, &self.location)
+    }
+
     fn migrate(&self) -> Result<(), StoreError> {
         let mut conn = self.conn()?;
         migrations::migrate(&mut conn)

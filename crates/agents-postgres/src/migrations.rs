@@ -168,6 +168,36 @@ CREATE TABLE warm_fragments (
 );
 CREATE INDEX ix_warm_fragments_lru ON warm_fragments(last_accessed, fragment_id);
 "#,
+    // 2: the server's text search (`text::PgTextBackend`): per document its
+    // field lengths, per (term, field, document) the term's frequency, and
+    // per text index the totals BM25 reads.
+    r#"
+CREATE TABLE text_docs (
+    index_key TEXT COLLATE "C" NOT NULL,
+    id        TEXT COLLATE "C" NOT NULL,
+    path      TEXT COLLATE "C" NOT NULL,
+    kind      TEXT COLLATE "C" NOT NULL,
+    len_0 INTEGER NOT NULL, len_1 INTEGER NOT NULL, len_2 INTEGER NOT NULL,
+    len_3 INTEGER NOT NULL, len_4 INTEGER NOT NULL, len_5 INTEGER NOT NULL,
+    PRIMARY KEY (index_key, id)
+);
+CREATE INDEX ix_text_docs_path ON text_docs(index_key, path);
+CREATE TABLE text_terms (
+    index_key TEXT COLLATE "C" NOT NULL,
+    term      TEXT COLLATE "C" NOT NULL,
+    field     SMALLINT NOT NULL,
+    id        TEXT COLLATE "C" NOT NULL,
+    tf        INTEGER NOT NULL,
+    PRIMARY KEY (index_key, term, field, id)
+);
+CREATE INDEX ix_text_terms_id ON text_terms(index_key, id);
+CREATE TABLE text_stats (
+    index_key TEXT COLLATE "C" PRIMARY KEY,
+    doc_count BIGINT NOT NULL,
+    len_0 BIGINT NOT NULL, len_1 BIGINT NOT NULL, len_2 BIGINT NOT NULL,
+    len_3 BIGINT NOT NULL, len_4 BIGINT NOT NULL, len_5 BIGINT NOT NULL
+);
+"#,
 ];
 
 /// The schema version recorded in the database (0 before the first migration).
