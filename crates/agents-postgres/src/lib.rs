@@ -52,29 +52,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// at once, and closed when they finish.
 const IDLE_CONNECTIONS: usize = 8;
 
-/// A PostgreSQL URL as it may be shown: the password replaced by `***`
-/// (in the user-info part and in a `password=` parameter).
-pub fn redact_url(url: &str) -> String {
-    let mut out = url.to_owned();
-    if let Some(scheme_end) = out.find("://") {
-        let rest_start = scheme_end + 3;
-        let authority_end = out[rest_start..].find(['/', '?']).map_or(out.len(), |i| rest_start + i);
-        if let Some(at) = out[rest_start..authority_end].rfind('@') {
-            let userinfo = &out[rest_start..rest_start + at];
-            if let Some(colon) = userinfo.find(':') {
-                out.replace_range(rest_start + colon + 1..rest_start + at, "***");
-            }
-        }
-    }
-    // `password=...` in the query string or a key-value connection string.
-    let lower = out.to_ascii_lowercase();
-    if let Some(pos) = lower.find("password=") {
-        let start = pos + "password=".len();
-        let end = out[start..].find(['&', ' ']).map_or(out.len(), |i| start + i);
-        out.replace_range(start..end, "***");
-    }
-    out
-}
+/// A URL as it may be shown: the password replaced by `***` (the
+/// configuration's own redaction, which `agents config show` uses too).
+pub use agents_core::config::redact_url;
 
 /// The PostgreSQL store. Connections come from a small pool of its own;
 /// each carries a cache of prepared statements.
