@@ -227,8 +227,20 @@ fn create_table(c: &mut Conn, table: &str, dim: usize) -> Result<(), StoreError>
                 PRIMARY KEY (index_key, id)
             );
             CREATE INDEX IF NOT EXISTS {table}_path ON {table}(index_key, path);
-            CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops);"
-        ))
+            SAVEPOINT before_hnsw;"
+        ))?;
+        // pgvector before 0.5 (Debian 12's package) has no HNSW: searches
+        // then scan exactly, which is correct, only slower on large indexes.
+        let hnsw =
+            format!("CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)");
+        if let Err(e) = c.batch(&hnsw) {
+            tracing::warn!(
+                "{}: no HNSW index on {table} (pgvector 0.5 or later has it); vector searches scan exactly: {e}",
+                c.location()
+            );
+            c.batch("ROLLBACK TO SAVEPOINT before_hnsw")?;
+        }
+        Ok(())
     })();
     match result {
         Ok(()) => c.batch("COMMIT"),
