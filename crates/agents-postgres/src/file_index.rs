@@ -298,7 +298,7 @@ impl PgIndexWrite<'_> {
         if self.conn.is_none() {
             return Err(self.closed());
         }
-        Ok(self.conn.as_mut().map(|c| &mut **c).unwrap_or_else(|| unreachable!("checked above")))
+        Ok(self.conn.as_deref_mut().unwrap_or_else(|| unreachable!("checked above")))
     }
 }
 
