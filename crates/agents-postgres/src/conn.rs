@@ -32,22 +32,34 @@ impl Conn {
         Ok(Conn { client, cache: HashMap::new(), location: location.to_owned(), poisoned: false })
     }
 
-    pub(crate) fn is_closed(&self) -> bool {
-        self.client.is_closed()
-    }
-
-    pub(crate) fn is_poisoned(&self) -> bool {
-        self.poisoned
-    }
-
     /// The error of a failed statement, naming the server.
     pub fn err(&self, e: postgres::Error) -> StoreError {
         classify(&self.location, e)
     }
 
+    /// The error of a failed statement; a connection the server ended (a
+    /// restart, an administrator) is marked lost, so it is not reused and a
+    /// read on it is tried again on a new one.
+    fn fail(&mut self, e: postgres::Error) -> StoreError {
+        let ended = e.is_closed()
+            || e.code().is_some_and(|c| {
+                *c == SqlState::ADMIN_SHUTDOWN || *c == SqlState::CRASH_SHUTDOWN || *c == SqlState::CANNOT_CONNECT_NOW
+            });
+        if ended {
+            self.poisoned = true;
+        }
+        classify(&self.location, e)
+    }
+
+    /// Whether the connection is gone or unusable (closed, ended by the
+    /// server, or left in an unknown state).
+    pub(crate) fn is_lost(&self) -> bool {
+        self.poisoned || self.client.is_closed()
+    }
+
     /// Runs statements without parameters or results.
     pub fn batch(&mut self, sql: &str) -> Result<(), StoreError> {
-        self.client.batch_execute(sql).map_err(|e| classify(&self.location, e))
+        self.client.batch_execute(sql).map_err(|e| self.fail(e))
     }
 
     /// Rolls back the open transaction; a connection where that fails is
@@ -62,7 +74,10 @@ impl Conn {
         if let Some(st) = self.cache.get(sql) {
             return Ok(st.clone());
         }
-        let st = self.client.prepare(sql).map_err(|e| classify(&self.location, e))?;
+        let st = match self.client.prepare(sql) {
+            Ok(st) => st,
+            Err(e) => return Err(self.fail(e)),
+        };
         self.cache.insert(sql.to_owned(), st.clone());
         Ok(st)
     }
@@ -70,25 +85,37 @@ impl Conn {
     /// Every row of a query (prepared once per connection).
     pub fn query(&mut self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, StoreError> {
         let st = self.statement(sql)?;
-        self.client.query(&st, params).map_err(|e| classify(&self.location, e))
+        match self.client.query(&st, params) {
+            Ok(value) => Ok(value),
+            Err(e) => Err(self.fail(e)),
+        }
     }
 
     /// The row of a query returning at most one.
     pub fn query_opt(&mut self, sql: &str, params: Params<'_>) -> Result<Option<Row>, StoreError> {
         let st = self.statement(sql)?;
-        self.client.query_opt(&st, params).map_err(|e| classify(&self.location, e))
+        match self.client.query_opt(&st, params) {
+            Ok(value) => Ok(value),
+            Err(e) => Err(self.fail(e)),
+        }
     }
 
     /// The row of a query returning exactly one.
     pub fn query_one(&mut self, sql: &str, params: Params<'_>) -> Result<Row, StoreError> {
         let st = self.statement(sql)?;
-        self.client.query_one(&st, params).map_err(|e| classify(&self.location, e))
+        match self.client.query_one(&st, params) {
+            Ok(value) => Ok(value),
+            Err(e) => Err(self.fail(e)),
+        }
     }
 
     /// Runs a statement; the number of rows it changed.
     pub fn execute(&mut self, sql: &str, params: Params<'_>) -> Result<u64, StoreError> {
         let st = self.statement(sql)?;
-        self.client.execute(&st, params).map_err(|e| classify(&self.location, e))
+        match self.client.execute(&st, params) {
+            Ok(value) => Ok(value),
+            Err(e) => Err(self.fail(e)),
+        }
     }
 
     /// The server's redacted URL.

@@ -98,7 +98,11 @@ impl PostgresStore {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
         if config.get_application_name().is_none() {
-            config.application_name("agents");
+            // What `pg_stat_activity` shows the server's administrator.
+            match schema {
+                Some(schema) => config.application_name(&format!("agents/{schema}")),
+                None => config.application_name("agents"),
+            };
         }
         if let Some(schema) = schema {
             if !schema.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || schema.is_empty() {
@@ -133,7 +137,7 @@ impl PostgresStore {
     pub fn conn(&self) -> Result<Pooled<'_>, StoreError> {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let conn = match idle {
-            Some(conn) if !conn.is_closed() => conn,
+            Some(conn) if !conn.is_lost() => conn,
             _ => Conn::connect(&self.config, &self.location)?,
         };
         Ok(Pooled { store: self, conn: Some(conn) })
@@ -154,7 +158,16 @@ impl PostgresStore {
     /// back otherwise.
     pub(crate) fn write<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let mut conn = self.conn()?;
-        conn.batch("BEGIN")?;
+        if let Err(e) = conn.batch("BEGIN") {
+            // Nothing was done: a connection the server dropped is replaced once.
+            if !conn.is_lost() {
+                return Err(e);
+            }
+            drop(conn);
+            self.drop_idle();
+            conn = self.conn()?;
+            conn.batch("BEGIN")?;
+        }
         match f(&mut conn) {
             Ok(value) => {
                 conn.batch("COMMIT")?;
@@ -167,10 +180,26 @@ impl PostgresStore {
         }
     }
 
-    /// Runs `f`, whose statements each see the last commit, on a pooled connection.
-    pub(crate) fn read<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T, StoreError>) -> Result<T, StoreError> {
+    /// Runs `f`, whose statements each see the last commit, on a pooled
+    /// connection. A read on a connection the server dropped meanwhile (a
+    /// restart, an idle timeout) is run once more on a new one.
+    pub(crate) fn read<T>(&self, f: impl Fn(&mut Conn) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let mut conn = self.conn()?;
-        f(&mut conn)
+        match f(&mut conn) {
+            Err(_) if conn.is_lost() => {
+                drop(conn);
+                self.drop_idle();
+                let mut fresh = self.conn()?;
+                f(&mut fresh)
+            }
+            result => result,
+        }
+    }
+
+    /// Closes the idle connections: after one was found dropped by the
+    /// server, the others likely were too.
+    fn drop_idle(&self) {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
     /// Runs `f` in one read-only snapshot: several statements that must agree.
@@ -230,8 +259,7 @@ impl std::ops::DerefMut for Pooled<'_> {
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take()
-            && !conn.is_closed()
-            && !conn.is_poisoned()
+            && !conn.is_lost()
         {
             let mut idle = self.store.idle.lock().unwrap_or_else(|p| p.into_inner());
             if idle.len() < IDLE_CONNECTIONS {

@@ -202,12 +202,16 @@ CREATE TABLE text_stats (
 
 /// The schema version recorded in the database (0 before the first migration).
 pub fn version(conn: &mut Conn) -> Result<i64, StoreError> {
-    let exists: bool =
-        conn.query_one("SELECT to_regclass('agents_schema_version') IS NOT NULL", &[]).map(|r| r.get(0))?;
+    // In the store's own schema (the first of the search path) only: a
+    // table of that name further down the path belongs to another store.
+    let schema: Option<String> = conn.query_one("SELECT current_schema()", &[])?.get(0);
+    let Some(schema) = schema else { return Ok(0) };
+    let table = format!("{}.agents_schema_version", quote_ident(&schema));
+    let exists: bool = conn.query_one("SELECT to_regclass($1) IS NOT NULL", &[&table]).map(|r| r.get(0))?;
     if !exists {
         return Ok(0);
     }
-    let row = conn.query_opt("SELECT version FROM agents_schema_version", &[])?;
+    let row = conn.query_opt(&format!("SELECT version FROM {table}"), &[])?;
     Ok(row.map_or(0, |r| r.get(0)))
 }
 
@@ -245,6 +249,11 @@ pub fn migrate(conn: &mut Conn) -> Result<(), StoreError> {
             Err(e)
         }
     }
+}
+
+/// `name` as a quoted SQL identifier.
+pub(crate) fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 fn too_new(conn: &Conn, found: i64, known: i64) -> StoreError {

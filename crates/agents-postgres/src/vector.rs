@@ -88,8 +88,9 @@ impl PgVectorBackend {
         {
             let mut c = store.conn().map_err(err("connect"))?;
             ensure_extension(&mut c).map_err(err("use pgvector"))?;
+            // In the store's own schema: the first of the search path.
             let exists: bool = c
-                .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
+                .query_one("SELECT to_regclass(quote_ident(current_schema()) || '.' || $1) IS NOT NULL", &[&table])
                 .map_err(err("open the vector index"))?
                 .get(0);
             if !exists {

@@ -22,6 +22,27 @@ fn migrations_set_the_version_and_reopening_is_idempotent() {
 }
 
 #[test]
+fn a_store_in_a_schema_keeps_its_own_tables_beside_one_in_public() {
+    let Some(url) = common::test_url() else { return };
+    // `public` is on every schema store's search path (for pgvector's type):
+    // its tables must not stand in for the schema's own.
+    let public = PostgresStore::open(&url).unwrap();
+    let schema = common::fresh_schema();
+    let own = PostgresStore::open_in_schema(&url, &schema).unwrap();
+    let name = format!("only-in-{schema}");
+    own.create_project(&name).unwrap();
+    assert!(own.project(&name).unwrap().is_some());
+    assert!(public.project(&name).unwrap().is_none(), "written to the schema's own table");
+    let tables: i64 = own
+        .conn()
+        .unwrap()
+        .query_one("SELECT count(*) FROM pg_tables WHERE schemaname = $1", &[&schema])
+        .unwrap()
+        .get(0);
+    assert!(tables >= 10, "the schema has the store's tables: {tables}");
+}
+
+#[test]
 fn a_newer_schema_is_refused_naming_the_server_without_its_password() {
     let Some(url) = common::test_url() else { return };
     let schema = common::fresh_schema();
@@ -52,6 +73,27 @@ fn one_indexing_run_per_index_across_machines() {
     there.set_index_status(&index.index_id, IndexStatus::Indexing, None).unwrap();
     drop(run);
     assert!(!there.index_run_in_progress(&index.index_id).unwrap(), "a dropped run releases its lock");
+}
+
+#[test]
+fn connections_the_server_dropped_are_replaced() {
+    let Some(url) = common::test_url() else { return };
+    let schema = common::fresh_schema();
+    let store = PostgresStore::open_in_schema(&url, &schema).unwrap();
+    store.create_project("before").unwrap();
+    // Another session ends every connection of this store (its application
+    // name is `agents/<schema>`), as a server restart would, leaving them
+    // dead in the pool.
+    let admin = PostgresStore::open(&url).unwrap();
+    let ended: i64 = {
+        let mut conn = admin.conn().unwrap();
+        let sql = "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1";
+        conn.query_one(sql, &[&format!("agents/{schema}")]).unwrap().get(0)
+    };
+    assert!(ended >= 1, "the store's idle connection was ended");
+    assert!(store.project("before").unwrap().is_some(), "a read goes on on a new connection");
+    store.create_project("after").unwrap();
+    assert_eq!(store.projects().unwrap().len(), 2, "and so does a write");
 }
 
 #[test]
