@@ -168,31 +168,37 @@ CREATE TABLE warm_fragments (
 );
 CREATE INDEX ix_warm_fragments_lru ON warm_fragments(last_accessed, fragment_id);
 "#,
-    // 2: the server's text search (`text::PgTextBackend`): per document its
-    // field lengths, per (term, field, document) the term's frequency, and
-    // per text index the totals BM25 reads.
+    // 2: the server's text search (`text::PgTextBackend`): each text index
+    // (by key) gets a small number; per document its field lengths, per
+    // (term, field, document) the term's frequency, and per text index the
+    // totals BM25 reads. Numbers instead of keys and URIs keep the postings small.
     r#"
+CREATE TABLE text_keys (
+    key_id    INTEGER GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    index_key TEXT COLLATE "C" NOT NULL UNIQUE
+);
 CREATE TABLE text_docs (
-    index_key TEXT COLLATE "C" NOT NULL,
-    id        TEXT COLLATE "C" NOT NULL,
-    path      TEXT COLLATE "C" NOT NULL,
-    kind      TEXT COLLATE "C" NOT NULL,
+    doc_id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    key_id INTEGER NOT NULL,
+    id     TEXT COLLATE "C" NOT NULL,
+    path   TEXT COLLATE "C" NOT NULL,
+    kind   TEXT COLLATE "C" NOT NULL,
     len_0 INTEGER NOT NULL, len_1 INTEGER NOT NULL, len_2 INTEGER NOT NULL,
     len_3 INTEGER NOT NULL, len_4 INTEGER NOT NULL, len_5 INTEGER NOT NULL,
-    PRIMARY KEY (index_key, id)
+    UNIQUE (key_id, id)
 );
-CREATE INDEX ix_text_docs_path ON text_docs(index_key, path);
+CREATE INDEX ix_text_docs_path ON text_docs(key_id, path);
 CREATE TABLE text_terms (
-    index_key TEXT COLLATE "C" NOT NULL,
-    term      TEXT COLLATE "C" NOT NULL,
-    field     SMALLINT NOT NULL,
-    id        TEXT COLLATE "C" NOT NULL,
-    tf        INTEGER NOT NULL,
-    PRIMARY KEY (index_key, term, field, id)
+    key_id INTEGER NOT NULL,
+    term   TEXT COLLATE "C" NOT NULL,
+    field  SMALLINT NOT NULL,
+    doc_id BIGINT NOT NULL,
+    tf     INTEGER NOT NULL,
+    PRIMARY KEY (key_id, term, field, doc_id)
 );
-CREATE INDEX ix_text_terms_id ON text_terms(index_key, id);
+CREATE INDEX ix_text_terms_doc ON text_terms(doc_id);
 CREATE TABLE text_stats (
-    index_key TEXT COLLATE "C" PRIMARY KEY,
+    key_id    INTEGER PRIMARY KEY,
     doc_count BIGINT NOT NULL,
     len_0 BIGINT NOT NULL, len_1 BIGINT NOT NULL, len_2 BIGINT NOT NULL,
     len_3 BIGINT NOT NULL, len_4 BIGINT NOT NULL, len_5 BIGINT NOT NULL

@@ -37,6 +37,8 @@ const B: f64 = 0.75;
 pub struct PgTextBackend {
     store: Arc<PostgresStore>,
     key: String,
+    /// The key's number in `text_keys`, once known (it never changes).
+    key_id: std::sync::OnceLock<i32>,
     /// The open write transaction, from the first write to the commit.
     writer: Mutex<Option<Conn>>,
 }
@@ -59,7 +61,7 @@ pub(crate) fn search_error(location: &str, action: &'static str, e: StoreError) 
 impl PgTextBackend {
     /// The text index `key` (e.g. `<index id>/v<TEXT_INDEX_VERSION>`) of `store`.
     pub fn open(store: Arc<PostgresStore>, key: &str) -> PgTextBackend {
-        PgTextBackend { store, key: key.to_owned(), writer: Mutex::new(None) }
+        PgTextBackend { store, key: key.to_owned(), key_id: std::sync::OnceLock::new(), writer: Mutex::new(None) }
     }
 
     fn err(&self, action: &'static str) -> impl Fn(StoreError) -> SearchError + '_ {
@@ -71,7 +73,7 @@ impl PgTextBackend {
     fn write<T>(
         &mut self,
         action: &'static str,
-        f: impl FnOnce(&mut Conn, &str) -> Result<T, StoreError>,
+        f: impl FnOnce(&mut Conn, i32) -> Result<T, StoreError>,
     ) -> Result<T, SearchError> {
         let location = self.store.location().to_owned();
         let err = |e| search_error(&location, action, e);
@@ -85,16 +87,49 @@ impl PgTextBackend {
             *slot = Some(conn);
         }
         let Some(conn) = slot.as_mut() else { unreachable!("opened above") };
-        match f(conn, &self.key) {
+        let key_id = match self.key_id.get() {
+            Some(id) => Ok(*id),
+            None => create_key(conn, &self.key),
+        };
+        match key_id.and_then(|id| {
+            let _ = self.key_id.set(id);
+            f(conn, id)
+        }) {
             Ok(value) => Ok(value),
             Err(e) => {
-                // The transaction is aborted: give it up whole.
+                // The transaction is aborted: give it up whole, with a key
+                // number it may have made.
                 if let Some(mut conn) = slot.take() {
                     conn.rollback();
                 }
+                self.key_id.take();
                 Err(err(e))
             }
         }
+    }
+}
+
+/// The number of `key`, created if new (in the caller's transaction).
+fn create_key(c: &mut Conn, key: &str) -> Result<i32, StoreError> {
+    c.execute("INSERT INTO text_keys (index_key) VALUES ($1) ON CONFLICT (index_key) DO NOTHING", &[&key])?;
+    Ok(c.query_one("SELECT key_id FROM text_keys WHERE index_key = $1", &[&key])?.get(0))
+}
+
+impl PgTextBackend {
+    /// The key's number, or `None` when nothing was ever written under it.
+    fn existing_key(&self) -> Result<Option<i32>, SearchError> {
+        if let Some(id) = self.key_id.get() {
+            return Ok(Some(*id));
+        }
+        let row = self
+            .store
+            .read(|c| c.query_opt("SELECT key_id FROM text_keys WHERE index_key = $1", &[&self.key]))
+            .map_err(self.err("look up the text index"))?;
+        let id = row.map(|r| r.get::<_, i32>(0));
+        if let Some(id) = id {
+            let _ = self.key_id.set(id);
+        }
+        Ok(id)
     }
 }
 
@@ -123,8 +158,10 @@ impl TextBackend for PgTextBackend {
         let paths: Vec<&str> = docs.iter().map(|d| d.path.as_str()).collect();
         let kinds: Vec<&str> = docs.iter().map(|d| d.kind.as_str()).collect();
         let mut lens: [Vec<i32>; 6] = Default::default();
-        let (mut t_ids, mut t_terms, mut t_fields, mut t_tfs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        // Per document, its (term, field, tf) rows.
+        let mut postings: Vec<Vec<(String, i16, i32)>> = Vec::with_capacity(docs.len());
         for doc in &docs {
+            let mut rows = Vec::new();
             for (field, text) in field_texts(doc).into_iter().enumerate() {
                 let split = tokens(text);
                 lens[field].push(i32::try_from(split.len()).unwrap_or(i32::MAX));
@@ -134,27 +171,38 @@ impl TextBackend for PgTextBackend {
                 }
                 let mut counts: Vec<(String, i32)> = counts.into_iter().collect();
                 counts.sort();
-                for (term, tf) in counts {
-                    t_ids.push(doc.id.as_str());
-                    t_terms.push(term);
-                    t_fields.push(field as i16);
-                    t_tfs.push(tf);
-                }
+                rows.extend(counts.into_iter().map(|(term, tf)| (term, field as i16, tf)));
             }
+            postings.push(rows);
         }
         self.write("index documents", |c, key| {
-            c.execute("DELETE FROM text_terms WHERE index_key = $1 AND id = ANY($2)", &[&key, &ids])?;
-            c.execute("DELETE FROM text_docs WHERE index_key = $1 AND id = ANY($2)", &[&key, &ids])?;
             c.execute(
-                "INSERT INTO text_docs (index_key, id, path, kind, len_0, len_1, len_2, len_3, len_4, len_5) \
+                "DELETE FROM text_terms WHERE key_id = $1 AND doc_id IN \
+                 (SELECT doc_id FROM text_docs WHERE key_id = $1 AND id = ANY($2))",
+                &[&key, &ids],
+            )?;
+            c.execute("DELETE FROM text_docs WHERE key_id = $1 AND id = ANY($2)", &[&key, &ids])?;
+            let inserted = c.query(
+                "INSERT INTO text_docs (key_id, id, path, kind, len_0, len_1, len_2, len_3, len_4, len_5) \
                  SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::int[], \
-                 $8::int[], $9::int[], $10::int[])",
+                 $8::int[], $9::int[], $10::int[]) RETURNING id, doc_id",
                 &[&key, &ids, &paths, &kinds, &lens[0], &lens[1], &lens[2], &lens[3], &lens[4], &lens[5]],
             )?;
+            let doc_ids: HashMap<String, i64> = inserted.iter().map(|r| (r.get(0), r.get(1))).collect();
+            let (mut t_docs, mut t_terms, mut t_fields, mut t_tfs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for (doc, rows) in docs.iter().zip(&postings) {
+                let Some(doc_id) = doc_ids.get(&doc.id) else { continue };
+                for (term, field, tf) in rows {
+                    t_docs.push(*doc_id);
+                    t_terms.push(term.as_str());
+                    t_fields.push(*field);
+                    t_tfs.push(*tf);
+                }
+            }
             c.execute(
-                "INSERT INTO text_terms (index_key, id, term, field, tf) \
-                 SELECT $1, * FROM unnest($2::text[], $3::text[], $4::smallint[], $5::int[])",
-                &[&key, &t_ids, &t_terms, &t_fields, &t_tfs],
+                "INSERT INTO text_terms (key_id, doc_id, term, field, tf) \
+                 SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::smallint[], $5::int[])",
+                &[&key, &t_docs, &t_terms, &t_fields, &t_tfs],
             )?;
             Ok(())
         })
@@ -166,11 +214,11 @@ impl TextBackend for PgTextBackend {
         }
         self.write("delete documents", |c, key| {
             c.execute(
-                "DELETE FROM text_terms WHERE index_key = $1 AND id IN \
-                 (SELECT id FROM text_docs WHERE index_key = $1 AND path = ANY($2))",
+                "DELETE FROM text_terms WHERE key_id = $1 AND doc_id IN \
+                 (SELECT doc_id FROM text_docs WHERE key_id = $1 AND path = ANY($2))",
                 &[&key, &paths],
             )?;
-            c.execute("DELETE FROM text_docs WHERE index_key = $1 AND path = ANY($2)", &[&key, &paths])?;
+            c.execute("DELETE FROM text_docs WHERE key_id = $1 AND path = ANY($2)", &[&key, &paths])?;
             Ok(())
         })
     }
@@ -181,11 +229,11 @@ impl TextBackend for PgTextBackend {
         }
         self.write("commit", |c, key| {
             c.execute(
-                "INSERT INTO text_stats (index_key, doc_count, len_0, len_1, len_2, len_3, len_4, len_5) \
+                "INSERT INTO text_stats (key_id, doc_count, len_0, len_1, len_2, len_3, len_4, len_5) \
                  SELECT $1, count(*), coalesce(sum(len_0), 0), coalesce(sum(len_1), 0), coalesce(sum(len_2), 0), \
                  coalesce(sum(len_3), 0), coalesce(sum(len_4), 0), coalesce(sum(len_5), 0) \
-                 FROM text_docs WHERE index_key = $1 \
-                 ON CONFLICT (index_key) DO UPDATE SET doc_count = excluded.doc_count, len_0 = excluded.len_0, \
+                 FROM text_docs WHERE key_id = $1 \
+                 ON CONFLICT (key_id) DO UPDATE SET doc_count = excluded.doc_count, len_0 = excluded.len_0, \
                  len_1 = excluded.len_1, len_2 = excluded.len_2, len_3 = excluded.len_3, len_4 = excluded.len_4, \
                  len_5 = excluded.len_5",
                 &[&key],
@@ -207,34 +255,33 @@ impl TextBackend for PgTextBackend {
         } else {
             ((0..TEXT_FIELDS.len() as i16).collect(), TEXT_FIELDS.iter().map(|(_, b)| f64::from(*b)).collect())
         };
+        let Some(key_id) = self.existing_key()? else { return Ok(Vec::new()) };
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let sql = format!(
             "WITH s AS (SELECT doc_count::float8 AS n, \
                ARRAY[len_0, len_1, len_2, len_3, len_4, len_5]::float8[] AS total \
-               FROM text_stats WHERE index_key = $1), \
-             p AS (SELECT term, field, id, tf FROM text_terms \
-               WHERE index_key = $1 AND term = ANY($2) AND field = ANY($3)), \
+               FROM text_stats WHERE key_id = $1), \
+             p AS (SELECT term, field, doc_id, tf FROM text_terms \
+               WHERE key_id = $1 AND term = ANY($2) AND field = ANY($3)), \
              df AS (SELECT term, field, count(*)::float8 AS df FROM p GROUP BY term, field) \
-             SELECT p.id, d.path, sum( \
+             SELECT d.id, d.path, sum( \
                ($4::float8[])[p.field + 1] \
                * ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5)) \
                * (p.tf * {k1plus}) / (p.tf + {K1} * ({one_minus_b} + {B} \
                  * (ARRAY[d.len_0, d.len_1, d.len_2, d.len_3, d.len_4, d.len_5])[p.field + 1] \
                  / greatest(s.total[p.field + 1] / greatest(s.n, 1), 1e-9)))) AS score \
              FROM p JOIN df USING (term, field) \
-             JOIN text_docs d ON d.index_key = $1 AND d.id = p.id CROSS JOIN s \
+             JOIN text_docs d ON d.doc_id = p.doc_id CROSS JOIN s \
              WHERE (cardinality($5::text[]) = 0 OR EXISTS (SELECT 1 FROM unnest($5::text[]) AS pre \
                WHERE starts_with(d.path, pre))) \
                AND (cardinality($6::text[]) = 0 OR d.kind = ANY($6)) \
-             GROUP BY p.id, d.path ORDER BY score DESC, p.id LIMIT $7",
+             GROUP BY d.id, d.path ORDER BY score DESC, d.id LIMIT $7",
             k1plus = K1 + 1.0,
             one_minus_b = 1.0 - B,
         );
         let rows = self
             .store
-            .read(|c| {
-                c.query(&sql, &[&self.key, &terms, &fields, &boosts, &filter.paths_prefix, &filter.kinds, &limit])
-            })
+            .read(|c| c.query(&sql, &[&key_id, &terms, &fields, &boosts, &filter.paths_prefix, &filter.kinds, &limit]))
             .map_err(self.err("search"))?;
         let mut hits: Vec<TextHit> =
             rows.iter().map(|r| TextHit { id: r.get(0), path: r.get(1), score: r.get::<_, f64>(2) as f32 }).collect();
@@ -244,9 +291,10 @@ impl TextBackend for PgTextBackend {
     }
 
     fn doc_count(&self) -> Result<u64, SearchError> {
+        let Some(key_id) = self.existing_key()? else { return Ok(0) };
         let row = self
             .store
-            .read(|c| c.query_one("SELECT count(*) FROM text_docs WHERE index_key = $1", &[&self.key]))
+            .read(|c| c.query_one("SELECT count(*) FROM text_docs WHERE key_id = $1", &[&key_id]))
             .map_err(self.err("count documents"))?;
         Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or_default())
     }
