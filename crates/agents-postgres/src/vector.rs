@@ -1,12 +1,15 @@
 //! Vectors on the server: [`PgVectorBackend`], a [`VectorBackend`] on
 //! pgvector.
 //!
-//! One table per dimension (`agents_vectors_<dim>`, a `vector(<dim>)` column
-//! with an HNSW index for cosine distance) holds the vectors of every index,
-//! each row under its key (index id, model and embedding-text version). A
-//! search scans the key's rows exactly up to [`ANN_THRESHOLD`] rows (the
-//! local backend's default), and above it asks the HNSW index, falling back
-//! to the exact scan when the filters leave fewer hits than asked for.
+//! One table per dimension (`agents_vectors_<dim>`, a `vector(<dim>)` column)
+//! holds the vectors of every index, each row under its key (index id, model
+//! and embedding-text version). A search scans the key's rows exactly up to a
+//! threshold ([`ANN_THRESHOLD`] rows by default, the local backend's); a key
+//! that reaches it gets an HNSW index for cosine distance of its own (a
+//! partial index, built in one pass, without blocking writers, by the commit
+//! that crossed the threshold), which searches then ask, falling back to the
+//! exact scan when the filters leave fewer hits than asked for. Small keys
+//! never pay for maintaining an HNSW graph they would not use.
 //! Scores are cosine similarities; hits are ordered by score descending,
 //! then id. Writes are one transaction on a connection of the backend's own,
 //! under the key's advisory lock, committed by [`VectorBackend::commit`].
@@ -43,6 +46,8 @@ pub struct PgVectorBackend {
     count: AtomicUsize,
     /// From this many rows up, searches go through the HNSW index.
     ann_threshold: usize,
+    /// Whether the key's HNSW index exists, once known to.
+    hnsw: std::sync::OnceLock<()>,
     writer: Mutex<Option<Conn>>,
 }
 
@@ -104,6 +109,7 @@ impl PgVectorBackend {
             table,
             count: AtomicUsize::new(0),
             ann_threshold: ANN_THRESHOLD,
+            hnsw: std::sync::OnceLock::new(),
             writer: Mutex::new(None),
         };
         backend.recount()?;
@@ -120,6 +126,71 @@ impl PgVectorBackend {
     /// The key of the vectors this backend holds.
     pub fn key(&self) -> &str {
         &self.key
+    }
+
+    /// Whether the key has its HNSW index (built once it reached the threshold).
+    pub fn has_hnsw(&self) -> bool {
+        if self.hnsw.get().is_some() {
+            return true;
+        }
+        let sql = "SELECT to_regclass(quote_ident(current_schema()) || '.' || $1) IS NOT NULL \
+                   AND (SELECT indisvalid FROM pg_index WHERE indexrelid = \
+                        to_regclass(quote_ident(current_schema()) || '.' || $1))";
+        let exists = self.store.read(|c| {
+            let name = self.hnsw_name(c)?;
+            Ok(c.query_one(sql, &[&name])?.get::<_, Option<bool>>(0).unwrap_or(false))
+        });
+        match exists {
+            Ok(true) => {
+                let _ = self.hnsw.set(());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The name of the key's HNSW index: the table's and a digest of the key.
+    fn hnsw_name(&self, c: &mut Conn) -> Result<String, StoreError> {
+        let digest: String = c.query_one("SELECT substr(md5($1), 1, 16)", &[&self.key])?.get(0);
+        Ok(format!("{}_hnsw_{digest}", self.table))
+    }
+
+    /// The key as an SQL literal, for the partial index's predicate (which a
+    /// query must spell the same way for the planner to use the index).
+    fn key_literal(&self) -> String {
+        format!("'{}'", self.key.replace('\'', "''"))
+    }
+
+    /// Builds the key's HNSW index when the key reached the threshold and has
+    /// none (`CREATE INDEX CONCURRENTLY`: writers of other keys go on). A
+    /// pgvector without HNSW (before 0.5) leaves exact scans, with a warning.
+    fn ensure_hnsw(&self) -> Result<(), SearchError> {
+        if self.len() < self.ann_threshold || self.has_hnsw() {
+            return Ok(());
+        }
+        let err = |e| search_error(self.store.location(), "build the HNSW index", e);
+        let mut c = self.store.dedicated().map_err(err)?;
+        let name = self.hnsw_name(&mut c).map_err(err)?;
+        // A build interrupted before left an invalid index of that name.
+        c.batch(&format!("DROP INDEX CONCURRENTLY IF EXISTS {name}")).map_err(err)?;
+        let build = format!(
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} USING hnsw (embedding vector_cosine_ops) \
+             WHERE index_key = {key}",
+            table = self.table,
+            key = self.key_literal()
+        );
+        match c.batch(&build) {
+            Ok(()) => {
+                let _ = self.hnsw.set(());
+            }
+            Err(e) => tracing::warn!(
+                "{}: no HNSW index for {} rows of {} (pgvector 0.5 or later has it); searches scan exactly: {e}",
+                self.store.location(),
+                self.len(),
+                self.table
+            ),
+        }
+        Ok(())
     }
 
     fn recount(&self) -> Result<(), SearchError> {
@@ -176,7 +247,9 @@ impl PgVectorBackend {
             }
             c.batch("BEGIN")?;
             let ef = (limit.saturating_mul(4)).clamp(40, 1000);
-            let result = c.batch(&format!("SET LOCAL hnsw.ef_search = {ef}")).and_then(|()| c.query(sql, &params));
+            let result = c
+                .batch(&format!("SET LOCAL hnsw.ef_search = {ef}; SET LOCAL enable_seqscan = off"))
+                .and_then(|()| c.query(sql, &params));
             c.rollback();
             result
         };
@@ -227,20 +300,8 @@ fn create_table(c: &mut Conn, table: &str, dim: usize) -> Result<(), StoreError>
                 embedding vector({dim}) NOT NULL,
                 PRIMARY KEY (index_key, id)
             );
-            CREATE INDEX IF NOT EXISTS {table}_path ON {table}(index_key, path);
-            SAVEPOINT before_hnsw;"
+            CREATE INDEX IF NOT EXISTS {table}_path ON {table}(index_key, path);"
         ))?;
-        // pgvector before 0.5 (Debian 12's package) has no HNSW: searches
-        // then scan exactly, which is correct, only slower on large indexes.
-        let hnsw =
-            format!("CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)");
-        if let Err(e) = c.batch(&hnsw) {
-            tracing::warn!(
-                "{}: no HNSW index on {table} (pgvector 0.5 or later has it); vector searches scan exactly: {e}",
-                c.location()
-            );
-            c.batch("ROLLBACK TO SAVEPOINT before_hnsw")?;
-        }
         Ok(())
     })();
     match result {
@@ -308,7 +369,8 @@ impl VectorBackend for PgVectorBackend {
         if let Some(mut conn) = open {
             conn.batch("COMMIT").map_err(|e| search_error(self.store.location(), "commit", e))?;
         }
-        self.recount()
+        self.recount()?;
+        self.ensure_hnsw()
     }
 
     fn search(&self, query: &[f32], limit: usize, filter: &SearchFilter) -> Result<Vec<VectorHit>, SearchError> {
@@ -321,13 +383,15 @@ impl VectorBackend for PgVectorBackend {
              WHERE starts_with(path, pre))) AND (cardinality($4::text[]) = 0 OR kind = ANY($4))";
         let dim = self.dim;
         let count = self.len();
-        let mut hits = if count >= self.ann_threshold {
-            // The HNSW index orders by distance; ties are broken outside it.
+        let mut hits = if count >= self.ann_threshold && self.has_hnsw() {
+            // The key's HNSW index orders by distance (its predicate spelled
+            // as the index's); ties are broken outside it.
             let sql = format!(
                 "SELECT id, path, d FROM (SELECT id, path, embedding <=> ($2::text)::vector({dim}) AS d FROM {table} \
-                 WHERE index_key = $1 AND {filters} ORDER BY embedding <=> ($2::text)::vector({dim}) LIMIT $5) AS ann \
-                 ORDER BY d, id",
-                table = self.table
+                 WHERE index_key = {key} AND $1::text IS NOT NULL AND {filters} \
+                 ORDER BY embedding <=> ($2::text)::vector({dim}) LIMIT $5) AS ann ORDER BY d, id",
+                table = self.table,
+                key = self.key_literal(),
             );
             let hits = self.query(&sql, &q, limit_sql, filter, true)?;
             if hits.len() < limit.min(count) { None } else { Some(hits) }
