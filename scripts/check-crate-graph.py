@@ -21,13 +21,15 @@ ALLOWED = {
     "agents-search": {"agents-core", "agents-fs"},
     "agents-store": {"agents-core", "agents-fs"},
     "agents-uko": {"agents-core"},
+    # The team server store: the store's roles and the search traits on PostgreSQL.
+    "agents-postgres": {"agents-core", "agents-fs", "agents-search", "agents-store"},
     # The two halves: neither depends on the other.
     "agents-acms": {"agents-core", "agents-fs", "agents-pack", "agents-search", "agents-store", "agents-uko"},
     "agents-akms": {"agents-core", "agents-fs", "agents-pack", "agents-search", "agents-uko"},
     "agents-orchestrator": {"agents-akms", "agents-core", "agents-fs"},
     "agents-engine": {
-        "agents-acms", "agents-akms", "agents-core", "agents-fs", "agents-pack", "agents-search", "agents-store",
-        "agents-uko",
+        "agents-acms", "agents-akms", "agents-core", "agents-fs", "agents-pack", "agents-postgres", "agents-search",
+        "agents-store", "agents-uko",
     },
     # The adapter: the application layer, the orchestrator, and the domain types.
     "agents-cli": {

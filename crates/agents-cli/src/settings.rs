@@ -50,14 +50,23 @@ impl Settings {
             // Quoted, so a path is never read as another TOML value.
             config.set_override("global-vault", &serde_json::to_string(&vault)?, origin)?;
         }
+        if let Ok(url) = std::env::var(agents_engine::STORE_URL_ENV) {
+            let origin = agents_core::config::Origin::Env(agents_engine::STORE_URL_ENV.into());
+            // Quoted, so the URL is never read as another TOML value.
+            config.set_override("store.url", &serde_json::to_string(&url)?, origin)?;
+        }
         let printer = Printer { json: global.json, quiet: global.quiet };
         Ok(Settings { home, config, config_file, printer, progress: !global.quiet && !global.json })
     }
 
     /// Opens the engine (creating the home on first use).
     pub fn engine(&self) -> anyhow::Result<Engine> {
-        let engine = Engine::open(self.home.clone(), self.config.clone())
-            .with_context(|| format!("cannot open the store in {}", self.home.root().display()))?;
+        let engine = Engine::open(self.home.clone(), self.config.clone()).with_context(|| {
+            match &self.config.config().store.url {
+                Some(url) => format!("cannot open the team store at {}", agents_core::config::redact_url(url)),
+                None => format!("cannot open the store in {}", self.home.root().display()),
+            }
+        })?;
         if engine.stale_repaired() > 0 {
             self.printer.note(format!(
                 "repaired {} index(es) left `indexing` by an interrupted run (now `stale`)",

@@ -52,10 +52,22 @@ use agents_core::indexing::RepoIndex;
 use agents_core::policy::ContextView;
 use agents_core::request::ContextRequest;
 use agents_core::tokens::Tokenizer;
+use agents_postgres::PostgresStore;
+use agents_postgres::text::PgTextBackend;
+use agents_postgres::vector::PgVectorBackend;
 use agents_search::SearchFilter;
 use agents_search::history::GitHistory;
+use agents_search::vector::VectorBackend;
 use agents_search::vector::{Embedder, LocalVectorIndex, StaticEmbedder, VectorOptions};
-use agents_store::{PlanStore, ProjectStore, SqliteStore, Store, StoreError, WarmTierStore};
+use agents_store::{FileIndexStore, SqliteStore, Store, StoreError, WarmTierStore};
+
+/// What the engine holds of the database: every role, the warm tier's included.
+pub trait EngineStore: Store + WarmTierStore {}
+
+impl<T> EngineStore for T where T: Store + WarmTierStore {}
+
+/// The environment variable naming a team server's store (wins over `[store] url`).
+pub const STORE_URL_ENV: &str = "AGENTS_STORE_URL";
 
 /// The embedding model: the directory `context.backends.embedding-model` names,
 /// else a model the user put in the home's default folder
@@ -308,7 +320,10 @@ pub enum IndexMode {
 pub struct Engine {
     home: Home,
     config: ResolvedConfig,
-    store: Arc<SqliteStore>,
+    store: Arc<dyn EngineStore>,
+    /// The team server, when `[store] url` names one: it holds the store and
+    /// the search indexes (text and vectors) every machine shares.
+    server: Option<Arc<PostgresStore>>,
     tokenizer: Tokenizer,
     indexing: RepoIndexingService,
     projects: ProjectService,
@@ -323,6 +338,24 @@ pub struct Engine {
     /// files then: a long-lived engine (the MCP server) reopens one only when
     /// another process changed it.
     vectors: std::sync::Mutex<BTreeMap<PathBuf, (VectorStamp, LocalVectorIndex)>>,
+}
+
+/// Marks `stale` the server's indexes left `indexing` whose run lock no
+/// machine holds (an indexer that died); a run in progress elsewhere keeps
+/// its status. Returns how many were repaired.
+fn repair_server_runs(server: &PostgresStore) -> Result<usize, StoreError> {
+    let mut repaired = 0;
+    for meta in server.indexes_with_status(agents_core::indexing::IndexStatus::Indexing)? {
+        if !server.index_run_in_progress(&meta.index_id)? {
+            server.set_index_status(
+                &meta.index_id,
+                agents_core::indexing::IndexStatus::Stale,
+                Some("interrupted: the indexing process exited before finishing; the next index run repairs it"),
+            )?;
+            repaired += 1;
+        }
+    }
+    Ok(repaired)
 }
 
 /// The one warning for a derived file that could not be read and is being
@@ -363,7 +396,16 @@ impl Engine {
         };
         let pipeline = components
             .build(&config.config().context.pipeline, PipelineSettings::from_config(&config.config().context))?;
-        let store = Arc::new(SqliteStore::open(&home.database())?);
+        // `[store] url` (or AGENTS_STORE_URL, layered by the caller) selects a
+        // team server; else the embedded store under the home.
+        let server = match &config.config().store.url {
+            Some(url) => Some(Arc::new(PostgresStore::open(url)?)),
+            None => None,
+        };
+        let store: Arc<dyn EngineStore> = match &server {
+            Some(server) => server.clone(),
+            None => Arc::new(SqliteStore::open(&home.database())?),
+        };
         let tokenizer =
             Tokenizer::with_impl(config.config().tokenizer.encoding, config.config().tokenizer.implementation);
         let dyn_store: Arc<dyn Store> = store.clone();
@@ -371,11 +413,15 @@ impl Engine {
         let projects = ProjectService::new(dyn_store.clone());
         let graph = CodeGraph::new(dyn_store.clone());
         let search = ContextSearch::new(dyn_store);
-        let stale_repaired = indexing.cleanup_stale_indexing()?;
+        let stale_repaired = match &server {
+            None => indexing.cleanup_stale_indexing()?,
+            Some(server) => repair_server_runs(server)?,
+        };
         Ok(Engine {
             home,
             config,
             store,
+            server,
             tokenizer,
             indexing,
             projects,
@@ -398,6 +444,15 @@ impl Engine {
 
     pub fn store(&self) -> &dyn Store {
         self.store.as_ref()
+    }
+
+    /// Where the store is: the team server's URL (password redacted), or the
+    /// embedded database file.
+    pub fn store_location(&self) -> String {
+        match &self.server {
+            Some(server) => server.location().to_owned(),
+            None => self.home.database().display().to_string(),
+        }
     }
 
     pub fn tokenizer(&self) -> Tokenizer {
@@ -536,24 +591,49 @@ impl Engine {
         let started = std::time::Instant::now();
         let _lock = self.indexing.lock_resource(resource_id, &root)?;
         let kind = self.config.config().context.backends.text;
-        // The folder names the analyzer's version: a new one starts empty and is
-        // built from the store; the folder of the one before goes.
-        let text_dir = self.home.search_dir(resource_id, &format!("{kind}-v{}", agents_search::TEXT_INDEX_VERSION));
-        let old_dir = self.home.search_dir(resource_id, kind.as_str());
-        if old_dir.is_dir() {
-            let _ = std::fs::remove_dir_all(&old_dir);
-        }
-        let (mut text, damage) =
-            agents_search::open_or_reset_text_backend(kind, &text_dir).map_err(QueryError::from)?;
-        if let Some(damage) = damage {
-            warn_rebuilt("text index", &text_dir, &damage);
-        }
-        let embedder = self.embedder();
-        let mut vector = match &embedder {
-            Ok(e) => Some(self.vector_index(resource_id, e.as_ref())?),
-            Err(_) => None,
+        let mut text: Box<dyn agents_search::TextBackend> = match &self.server {
+            // On the team server, keyed like the local folder by the analyzer's version.
+            Some(server) => Box::new(PgTextBackend::open(
+                server.clone(),
+                &format!("{index_id}/v{}", agents_search::TEXT_INDEX_VERSION),
+            )),
+            None => {
+                // The folder names the analyzer's version: a new one starts empty and is
+                // built from the store; the folder of the one before goes.
+                let text_dir =
+                    self.home.search_dir(resource_id, &format!("{kind}-v{}", agents_search::TEXT_INDEX_VERSION));
+                let old_dir = self.home.search_dir(resource_id, kind.as_str());
+                if old_dir.is_dir() {
+                    let _ = std::fs::remove_dir_all(&old_dir);
+                }
+                let (text, damage) =
+                    agents_search::open_or_reset_text_backend(kind, &text_dir).map_err(QueryError::from)?;
+                if let Some(damage) = damage {
+                    warn_rebuilt("text index", &text_dir, &damage);
+                }
+                text
+            }
         };
-        let sink = match (&mut vector, &embedder) {
+        let embedder = self.embedder();
+        let (mut vector, mut server_vector) = (None, None);
+        match (&self.server, &embedder) {
+            (Some(server), Ok(e)) => {
+                // Keyed by the model and the embedded text's version, as the local index is.
+                let key = format!("{index_id}/{}/{}", e.model_id(), agents_acms::query::EMBEDDING_TEXT_VERSION);
+                let backend = PgVectorBackend::open(server.clone(), &key, e.dim())
+                    .map_err(QueryError::from)?
+                    .with_ann_threshold(self.config.config().context.backends.ann_threshold);
+                server_vector = Some(backend);
+            }
+            (None, Ok(e)) => vector = Some(self.vector_index(resource_id, e.as_ref())?),
+            (_, Err(_)) => {}
+        }
+        let sink_backend: Option<&mut dyn VectorBackend> = match (&mut vector, &mut server_vector) {
+            (Some(local), _) => Some(local),
+            (None, Some(server)) => Some(server),
+            (None, None) => None,
+        };
+        let sink = match (sink_backend, &embedder) {
             (Some(backend), Ok(embedder)) => Some(VectorSink { backend, embedder: embedder.as_ref() }),
             _ => None,
         };
@@ -566,10 +646,14 @@ impl Engine {
         let history = GitHistory::discover(&root).map_err(QueryError::from)?;
         let mut missing = BTreeMap::new();
         let mut served = BTreeMap::new();
-        served.insert("text".to_owned(), kind.to_string());
+        match &self.server {
+            Some(server) => served.insert("text".to_owned(), format!("postgres ({})", server.location())),
+            None => served.insert("text".to_owned(), kind.to_string()),
+        };
         match &embedder {
             Ok(e) => {
-                served.insert("vector".to_owned(), format!("local ({})", e.model_id()));
+                let name = if self.server.is_some() { "pgvector" } else { "local" };
+                served.insert("vector".to_owned(), format!("{name} ({})", e.model_id()));
             }
             Err(reason) => {
                 missing.insert(BackendKind::Vector, reason.to_string());
@@ -586,6 +670,7 @@ impl Engine {
         // Owned, so that a strategy past its time limit can be left running
         // with its copy while the assembly goes on (see `ParallelExecutor`).
         let vector = vector.map(Arc::new);
+        let server_vector: Option<Arc<dyn VectorBackend>> = server_vector.map(|b| Arc::new(b) as _);
         let owned = Arc::new(agents_acms::retrieval::OwnedBackends {
             root: root.clone(),
             index_id: index_id.clone(),
@@ -593,8 +678,9 @@ impl Engine {
             search: ContextSearch::new(self.store.clone()),
             tokenizer: Arc::new(self.tokenizer),
             text: Some(Arc::from(text)),
-            vector: match (&vector, &embedder) {
-                (Some(backend), Ok(embedder)) => Some((backend.clone() as _, embedder.clone() as _)),
+            vector: match (&vector, &server_vector, &embedder) {
+                (Some(backend), _, Ok(embedder)) => Some((backend.clone() as _, embedder.clone() as _)),
+                (None, Some(backend), Ok(embedder)) => Some((backend.clone(), embedder.clone() as _)),
                 _ => None,
             },
             history: history.map(Arc::new),

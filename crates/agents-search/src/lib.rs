@@ -187,6 +187,10 @@ pub enum SearchError {
     Graph { path: PathBuf, action: &'static str, message: String },
     #[error("vector {id:?} has {found} dimensions, the index holds {expected}")]
     Dimension { id: String, expected: usize, found: usize },
+    /// A database server holding an index (PostgreSQL) failed or refused a
+    /// request; `location` names it (a URL with its password redacted).
+    #[error("{location}: cannot {action}: {message}")]
+    Server { location: String, action: &'static str, message: String },
     #[error("git repository {}: cannot {action}: {message}", path.display())]
     Git { path: PathBuf, action: &'static str, message: String },
 }
@@ -209,21 +213,21 @@ impl SearchError {
     }
 }
 
-/// The indexed fields of a [`TextDoc`] with their BM25 boosts, in the order both backends
-/// lay them out.
-pub(crate) const TEXT_FIELDS: [(&str, f32); 6] =
+/// The indexed fields of a [`TextDoc`] with their BM25 boosts, in the order every backend
+/// lays them out (public for backends in other crates, such as the server's).
+pub const TEXT_FIELDS: [(&str, f32); 6] =
     [("name", 4.0), ("signature", 2.0), ("path", 1.5), ("doc", 1.0), ("body", 0.5), ("kind", 0.5)];
 
 /// The text of `doc` for each entry of [`TEXT_FIELDS`], in the same order.
-pub(crate) fn field_texts(doc: &TextDoc) -> [&str; 6] {
+pub fn field_texts(doc: &TextDoc) -> [&str; 6] {
     [&doc.name, &doc.signature, &doc.path, &doc.doc, &doc.body, &doc.kind]
 }
 
 /// The distinct tokens of a query, in first-seen order, without English
 /// function words (`the`, `of`, `a`, ...) unless the query has nothing else:
 /// they match nearly every document, so they cost the longest posting lists
-/// and rank nothing.
-pub(crate) fn query_tokens(query: &str) -> Vec<String> {
+/// and rank nothing. Every backend searches these tokens.
+pub fn query_tokens(query: &str) -> Vec<String> {
     let mut tokens = search_tokens(query);
     let mut seen = std::collections::HashSet::new();
     tokens.retain(|token| seen.insert(token.clone()));
@@ -244,7 +248,7 @@ fn is_stop_word(token: &str) -> bool {
 }
 
 /// Orders hits by score descending then id ascending: the tie rule of the contract.
-pub(crate) fn sort_hits(hits: &mut [TextHit]) {
+pub fn sort_hits(hits: &mut [TextHit]) {
     hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
 }
 

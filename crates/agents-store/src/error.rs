@@ -20,6 +20,10 @@ pub enum StoreError {
     NotFound { what: &'static str, name: String },
     #[error("stored value is invalid: {0}")]
     Invalid(#[from] agents_core::ValidationError),
+    /// A database server failed or refused a request; `location` names it
+    /// (a URL with its password redacted).
+    #[error("{location}: {message}")]
+    Server { location: String, message: String },
     #[error("{path}: {table} row `{key}` holds invalid {column}: {message}", path = path.display())]
     CorruptRow { path: PathBuf, table: &'static str, key: String, column: &'static str, message: String },
 }

@@ -18,6 +18,10 @@ impl Config {
              # Delete a key to follow the built-in default.\n\n",
         );
         out.push_str(&format!("# {}\n# global-vault = \"/path/to/vault\"\n", describe(&["global-vault"])));
+        out.push_str(&format!(
+            "\n# [store]\n# {}\n# url = \"postgres://user:password@host:5432/agents\"\n",
+            describe(&["store", "url"])
+        ));
         render_table(&mut out, &mut Vec::new(), &table);
         out
     }
@@ -91,6 +95,10 @@ const KEY_DOCS: &[(&str, &str)] = &[
     ("index.hidden", "index dotfiles and dot-directories"),
     ("index.max-total-size", "stop indexing after this many bytes (path order); 0 means no limit"),
     ("index.include", "globs of files to index; empty means every file not excluded"),
+    (
+        "store.url",
+        "team server's PostgreSQL URL (AGENTS_STORE_URL overrides); unset: the embedded store in $AGENTS_HOME",
+    ),
     ("models.*.context-window", "context window of this model, in tokens"),
     ("models.*.encoding", "encoding its tokens are counted with: o200k_base or cl100k_base"),
     ("models.default-model", "model assumed when a command names none"),
@@ -149,7 +157,11 @@ mod tests {
         let resolved = resolve(&text);
         assert_eq!(resolved.config(), &Config::default());
         for entry in resolved.entries() {
-            let expected = if entry.key == "global-vault" { Origin::Default } else { Origin::File(PATH.into()) };
+            let expected = if entry.key == "global-vault" || entry.key == "store.url" {
+                Origin::Default
+            } else {
+                Origin::File(PATH.into())
+            };
             assert_eq!(entry.origin, expected, "{}", entry.key);
         }
         assert!(text.contains("# hot tier token budget\nmax-tokens = 16000\n"), "{text}");

@@ -110,13 +110,19 @@ impl ResolvedConfig {
     /// by segment (the order of [`Config::default_toml`]), so `gpt-4`,
     /// `gpt-4-turbo` and `"gpt-4.1"` stay together. Model and pipeline tables
     /// are flattened, as in `models.gpt-4o.context-window`; an unset
-    /// `global-vault` is listed as null.
+    /// `global-vault` or `store.url` is listed as null; a store URL's password
+    /// is listed as `***`.
     pub fn entries(&self) -> Vec<ConfigEntry> {
         leaves(&self.config)
             .into_iter()
             .map(|(path, value)| {
                 let key = dotted(&path);
                 let origin = self.origin(&key).clone();
+                // A store URL may hold a password: listings show it redacted.
+                let value = match (key.as_str(), value) {
+                    ("store.url", serde_json::Value::String(url)) => serde_json::Value::String(super::redact_url(&url)),
+                    (_, value) => value,
+                };
                 ConfigEntry { key, value, origin }
             })
             .collect()
@@ -384,6 +390,26 @@ mod tests {
     }
 
     #[test]
+    fn a_store_url_is_listed_without_its_password() {
+        let mut resolved = resolve("[store]\nurl = \"postgres://team:s3cret@db:5432/agents\"\n");
+        assert_eq!(resolved.config().store.url.as_deref(), Some("postgres://team:s3cret@db:5432/agents"));
+        let listed = |resolved: &ResolvedConfig| {
+            resolved.entries().into_iter().find(|e| e.key == "store.url").map(|e| (e.value, e.origin))
+        };
+        let (value, origin) = listed(&resolved).unwrap();
+        assert_eq!(value, "postgres://team:***@db:5432/agents");
+        assert_eq!(origin, Origin::File(PATH.into()));
+        resolved
+            .set_override("store.url", "postgres://ci@localhost/x", Origin::Env("AGENTS_STORE_URL".into()))
+            .unwrap();
+        assert_eq!(
+            listed(&resolved).unwrap(),
+            ("postgres://ci@localhost/x".into(), Origin::Env("AGENTS_STORE_URL".into()))
+        );
+        assert_eq!(crate::config::redact_url("postgres://a:b@h/d?password=c"), "postgres://a:***@h/d?password=***");
+    }
+
+    #[test]
     fn entries_are_sorted_and_cover_every_leaf() {
         let entries = ResolvedConfig::default().entries();
         let keys: Vec<Vec<String>> = entries.iter().map(|entry| parse_key(&entry.key).unwrap()).collect();
@@ -392,9 +418,9 @@ mod tests {
             entries.iter().filter_map(|entry| entry.key.strip_prefix("models.")?.strip_suffix(".encoding")).collect();
         assert_eq!(&models[2..6], ["\"gpt-3.5-turbo\"", "gpt-4", "gpt-4-turbo", "\"gpt-4.1\""]);
         // 14 spec keys + 10 pipeline + response-reserve + 3 executor + 4 scorer
-        // + 2 tokenizer + default-model + 2 per model + 5 index + global-vault
+        // + 2 tokenizer + default-model + 2 per model + 5 index + global-vault + store.url
         // + 3 vector backend keys + tool-definitions + 7 phase keys (strategies
         // and tiers of three phases, apply's depth).
-        assert_eq!(entries.len(), 14 + 10 + 1 + 3 + 4 + 1 + 2 + 1 + 2 * BUILTIN_MODELS.len() + 5 + 1 + 3 + 1 + 7);
+        assert_eq!(entries.len(), 14 + 10 + 1 + 3 + 4 + 1 + 2 + 1 + 2 * BUILTIN_MODELS.len() + 5 + 1 + 1 + 3 + 1 + 7);
     }
 }

@@ -25,6 +25,40 @@ pub struct Config {
     pub models: ModelsConfig,
     /// Which files of a project are indexed.
     pub index: IndexConfig,
+    /// Where the engine's state lives: the embedded store, or a team server.
+    pub store: StoreConfig,
+}
+
+/// `[store]`: where projects, indexes and search indexes are kept.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+pub struct StoreConfig {
+    /// A team server's PostgreSQL URL (`postgres://user:password@host:port/db`;
+    /// `AGENTS_STORE_URL` overrides it); unset, the embedded SQLite store under
+    /// `$AGENTS_HOME`. It may hold a password: every listing redacts it
+    /// ([`redact_url`]).
+    pub url: Option<String>,
+}
+
+/// A URL as it may be shown: the password of its user-info part and of a
+/// `password=` parameter replaced by `***`.
+pub fn redact_url(url: &str) -> String {
+    let mut out = url.to_owned();
+    if let Some(scheme_end) = out.find("://") {
+        let start = scheme_end + 3;
+        let authority_end = out[start..].find(['/', '?']).map_or(out.len(), |i| start + i);
+        if let Some(at) = out[start..authority_end].rfind('@')
+            && let Some(colon) = out[start..start + at].find(':')
+        {
+            out.replace_range(start + colon + 1..start + at, "***");
+        }
+    }
+    if let Some(pos) = out.to_ascii_lowercase().find("password=") {
+        let start = pos + "password=".len();
+        let end = out[start..].find(['&', ' ']).map_or(out.len(), |i| start + i);
+        out.replace_range(start..end, "***");
+    }
+    out
 }
 
 /// `[context]`: the ACMS settings of the spec's "Key configuration keys" table.
@@ -650,6 +684,7 @@ mod tests {
             ("index.follow-symlinks", false.into()),
             ("index.max-total-size", 0.into()),
             ("global-vault", serde_json::Value::Null),
+            ("store.url", serde_json::Value::Null),
         ];
         for (key, expected) in table {
             assert_eq!(&value_of(&defaults, key), expected, "{key}");

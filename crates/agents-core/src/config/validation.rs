@@ -159,6 +159,12 @@ pub(super) fn validate(config: &Config) -> Result<(), Violation> {
     if config.global_vault.as_deref().is_some_and(|vault| vault.trim().is_empty()) {
         return Err(violation("global-vault", "must not be empty"));
     }
+    // The value is never quoted back: it may hold a password.
+    if let Some(url) = &config.store.url
+        && !(url.starts_with("postgres://") || url.starts_with("postgresql://"))
+    {
+        return Err(violation("store.url", "must be a PostgreSQL URL: postgres://user:password@host:port/database"));
+    }
     Ok(())
 }
 
@@ -276,6 +282,11 @@ mod tests {
             ("models.default-model", "\"gpt-9\"", "names `gpt-9`, which is not a model in [models]"),
             ("index.exclude", "[\"\"]", "must not contain an empty pattern"),
             ("global-vault", "\" \"", "must not be empty"),
+            (
+                "store.url",
+                "\"mysql://x:secret@h/db\"",
+                "must be a PostgreSQL URL: postgres://user:password@host:port/database",
+            ),
         ];
         for (key, value, message) in cases {
             // From a file: the message names the file and the key's position.
