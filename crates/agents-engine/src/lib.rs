@@ -622,7 +622,12 @@ impl Engine {
                 let key = format!("{index_id}/{}/{}", e.model_id(), agents_acms::query::EMBEDDING_TEXT_VERSION);
                 let backend = PgVectorBackend::open(server.clone(), &key, e.dim())
                     .map_err(QueryError::from)?
-                    .with_ann_threshold(self.config.config().context.backends.ann_threshold);
+                    // A server answers many clients at once: its exact scans cost
+                    // the database's CPU, so it goes through HNSW from pgvector's
+                    // own threshold even where a local index would still scan.
+                    .with_ann_threshold(
+                        self.config.config().context.backends.ann_threshold.min(agents_postgres::vector::ANN_THRESHOLD),
+                    );
                 server_vector = Some(backend);
             }
             (None, Ok(e)) => vector = Some(self.vector_index(resource_id, e.as_ref())?),
