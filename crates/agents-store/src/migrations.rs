@@ -298,4 +298,31 @@ CREATE INDEX ix_uko_refs_to ON uko_refs(to_path_id, to_symbol_id) WHERE to_symbo
 CREATE INDEX ix_uko_refs_unresolved ON uko_refs(target_name_id) WHERE to_symbol_id IS NULL;
 DELETE FROM indexed_files;
 "#,
+    // 12: search state keyed by an integer per (index, backend) instead of
+    // the ULID and backend name on every row, without a rowid (the primary
+    // key is the table), content hashes of 64 hex digits as 32-byte BLOBs.
+    // The rows are converted, so no search index is rebuilt.
+    r#"
+CREATE TABLE search_sets (
+    set_id   INTEGER PRIMARY KEY,
+    index_id VARCHAR(26) NOT NULL REFERENCES repo_indexes(index_id) ON DELETE CASCADE,
+    backend  VARCHAR(20) NOT NULL,
+    UNIQUE (index_id, backend)
+);
+INSERT INTO search_sets (index_id, backend)
+    SELECT DISTINCT index_id, backend FROM search_state ORDER BY index_id, backend;
+CREATE TABLE search_files (
+    set_id       INTEGER NOT NULL REFERENCES search_sets(set_id) ON DELETE CASCADE,
+    path         TEXT NOT NULL,
+    content_hash BLOB NOT NULL,
+    PRIMARY KEY (set_id, path)
+) WITHOUT ROWID;
+INSERT INTO search_files (set_id, path, content_hash)
+    SELECT s.set_id, o.path,
+           CASE WHEN length(o.content_hash) = 64 AND o.content_hash NOT GLOB '*[^0-9a-f]*'
+                THEN unhex(o.content_hash) ELSE o.content_hash END
+      FROM search_state o JOIN search_sets s ON s.index_id = o.index_id AND s.backend = o.backend;
+DROP TABLE search_state;
+ALTER TABLE search_files RENAME TO search_state;
+"#,
 ];

@@ -9,6 +9,7 @@
 
 mod code_graph;
 mod file_index;
+mod hashes;
 mod plans;
 mod projects;
 mod search_state;
@@ -399,13 +400,14 @@ mod tests {
     }
 
     /// A database of schema version 10 (URIs, paths and hashes as text on
-    /// every graph row) upgrades to the compact graph: its old graph is
-    /// dropped, its file list forgotten so the next refresh analyses every
-    /// file, and a run written afterwards reads back.
+    /// every graph row, the ULID on every search-state row) upgrades to the
+    /// compact tables: its old graph is dropped, its file list forgotten so
+    /// the next refresh analyses every file, and a run written afterwards
+    /// reads back; its search state is converted.
     #[test]
     fn a_version_10_graph_is_replaced_and_rebuilt_by_the_next_run() {
         use crate::conformance::code_graph::two_files;
-        use crate::{CodeGraphStore, UkoCommit};
+        use crate::{CodeGraphStore, SearchStateStore, UkoCommit};
 
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("agents.db");
@@ -429,13 +431,28 @@ mod tests {
                      VALUES ('{index}', '{uri}', 'a.py', '', 'file', 'a.py', NULL, 'python', 0, 28, 1, 0, 2, 0,
                      '{hash}', '2026-01-01T00:00:00Z', 1);
                  INSERT INTO uko_refs (index_id, path, from_uri, kind, target, target_name, names, system, line)
-                     VALUES ('{index}', 'a.py', '{uri}', 'import', 'os', 'os', '[]', 1, 1);",
+                     VALUES ('{index}', 'a.py', '{uri}', 'import', 'os', 'os', '[]', 1, 1);
+                 INSERT INTO search_state VALUES ('{index}', 'tantivy', 'a.py', '{hash}'),
+                     ('{index}', 'tantivy', 'b.py', 'not-hex'), ('{index}', 'vectors', 'a.py', '{hash}');
+                 INSERT INTO search_digest VALUES ('{index}', 'tantivy', 'd1');",
                 hash = "a".repeat(64),
             ))
             .unwrap();
         }
         let store = SqliteStore::open(&path).unwrap();
-        assert_eq!(store.schema_version().unwrap(), 11);
+        assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len() as i64);
+        // The search state is converted, not dropped: no search index is rebuilt.
+        let state = |backend: &str| store.search_state(index, backend).unwrap();
+        let hash = "a".repeat(64);
+        assert_eq!(state("tantivy"), [("a.py".to_owned(), hash.clone()), ("b.py".to_owned(), "not-hex".to_owned())]);
+        assert_eq!(state("vectors"), [("a.py".to_owned(), hash)]);
+        assert_eq!(store.search_digest(index, "tantivy").unwrap().as_deref(), Some("d1"));
+        let blobs: i64 = store
+            .read(|c| {
+                c.query_row("SELECT COUNT(*) FROM search_state WHERE length(content_hash) = 32", [], |r| r.get(0))
+            })
+            .unwrap();
+        assert_eq!(blobs, 2, "hex hashes are stored as bytes");
         assert!(store.file_records(index).unwrap().is_empty(), "the next refresh reads every file again");
         assert!(store.uko_all_nodes(index).unwrap().is_empty() && store.uko_all_refs(index).unwrap().is_empty());
         let old_columns: i64 = store
@@ -477,7 +494,8 @@ mod tests {
                 c.query_row(
                     "SELECT (SELECT COUNT(*) FROM uko_graphs) + (SELECT COUNT(*) FROM uko_paths) \
                      + (SELECT COUNT(*) FROM uko_strings) + (SELECT COUNT(*) FROM uko_nodes) \
-                     + (SELECT COUNT(*) FROM uko_refs)",
+                     + (SELECT COUNT(*) FROM uko_refs) + (SELECT COUNT(*) FROM search_state) \
+                     + (SELECT COUNT(*) FROM search_sets)",
                     [],
                     |r| r.get(0),
                 )

@@ -25,10 +25,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use agents_core::ValidationError;
-use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::classify;
+use super::hashes::{hash_from, hash_value};
 use crate::{StoreError, UkoCommit, UkoNode, UkoNodeRecord, UkoRef, UkoStatsRows, UkoSymbol};
 
 /// A failed graph write: SQLite's error, or a row that breaks the URI scheme
@@ -156,47 +156,6 @@ const REF_ORDER: &str = "ORDER BY p.path, r.line, r.target, r.ref_id";
 
 fn text_at(row: &Row<'_>, i: usize) -> rusqlite::Result<String> {
     row.get(i)
-}
-
-/// A stored content hash as the store's callers know it: lowercase hex.
-fn hash_from(value: ValueRef<'_>) -> String {
-    match value {
-        ValueRef::Blob(bytes) => to_hex(bytes),
-        ValueRef::Text(text) => String::from_utf8_lossy(text).into_owned(),
-        _ => String::new(),
-    }
-}
-
-/// A content hash as stored: 64 lowercase hex digits as their 32 bytes,
-/// anything else as given.
-fn hash_value(hash: &str) -> Value {
-    match from_hex(hash) {
-        Some(bytes) if bytes.len() == 32 => Value::Blob(bytes),
-        _ => Value::Text(hash.to_owned()),
-    }
-}
-
-fn to_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[(b >> 4) as usize] as char);
-        out.push(DIGITS[(b & 15) as usize] as char);
-    }
-    out
-}
-
-/// The bytes of lowercase hex text (so that they encode back to it).
-fn from_hex(text: &str) -> Option<Vec<u8>> {
-    let digit = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    if text.len() % 2 != 0 {
-        return None;
-    }
-    text.as_bytes().chunks(2).map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?)).collect()
 }
 
 fn node_from_row(g: &Graph, row: &Row<'_>) -> rusqlite::Result<UkoNodeRecord> {
