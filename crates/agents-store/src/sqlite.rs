@@ -29,6 +29,9 @@ use crate::migrations::MIGRATIONS;
 /// write lock for its whole duration) before reporting `Locked`.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// The schema version whose migration drops the old (large) code graph.
+const COMPACT_GRAPH_VERSION: i64 = 11;
+
 /// Idle read connections kept for reuse; more are opened while more readers
 /// run at once, and closed when they finish.
 const IDLE_READERS: usize = 4;
@@ -129,19 +132,46 @@ impl SqliteStore {
         if version == known {
             return Ok(());
         }
+        // Foreign keys are off while the schema changes: with them on,
+        // dropping a table deletes its rows one by one and checks each
+        // against every reference to it (quadratic for the old graph, whose
+        // revisions referred to each other unindexed). The pragma does
+        // nothing inside a transaction, so it is set around it.
+        conn.execute_batch("PRAGMA foreign_keys = OFF").map_err(err)?;
+        let migrated = Self::apply_migrations(&mut conn, known).map_err(|e| match e {
+            Ok(e) => err(e),
+            Err(found) => StoreError::TooNew { path: self.path.clone(), found, known },
+        });
+        let restored = conn.execute_batch("PRAGMA foreign_keys = ON").map_err(err);
+        let version = migrated?;
+        restored?;
+        if (1..COMPACT_GRAPH_VERSION).contains(&version) {
+            // The old graph's pages are free now: give them back to the file
+            // system while the database is small (best effort: another
+            // process reading it makes VACUUM wait, then give up).
+            if let Err(e) = conn.execute_batch("VACUUM") {
+                tracing::warn!("{}: could not reclaim the old code graph's space: {e}", self.path.display());
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies the pending migrations in one transaction; returns the
+    /// version found. `Err(Err(found))`: the database is newer than `known`.
+    fn apply_migrations(conn: &mut Connection, known: i64) -> Result<i64, Result<rusqlite::Error, i64>> {
         // Read the version again under the write lock: another process may
         // have migrated between our read and our lock.
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(err)?;
-        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(err)?;
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(Ok)?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(Ok)?;
         if version > known {
-            return Err(StoreError::TooNew { path: self.path.clone(), found: version, known });
+            return Err(Err(version));
         }
         for sql in MIGRATIONS.iter().skip(version as usize) {
-            tx.execute_batch(sql).map_err(err)?;
+            tx.execute_batch(sql).map_err(Ok)?;
         }
-        tx.pragma_update(None, "user_version", known).map_err(err)?;
-        tx.commit().map_err(err)?;
-        Ok(())
+        tx.pragma_update(None, "user_version", known).map_err(Ok)?;
+        tx.commit().map_err(Ok)?;
+        Ok(version)
     }
 
     fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
