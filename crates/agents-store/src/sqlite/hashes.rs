@@ -15,9 +15,9 @@ pub fn hash_from(value: ValueRef<'_>) -> String {
 /// A content hash as stored: 64 lowercase hex digits as their 32 bytes,
 /// anything else as given.
 pub fn hash_value(hash: &str) -> Value {
-    match from_hex(hash) {
-        Some(bytes) if bytes.len() == 32 => Value::Blob(bytes),
-        _ => Value::Text(hash.to_owned()),
+    match (hash.len() == 64).then(|| from_hex(hash)).flatten() {
+        Some(bytes) => Value::Blob(bytes),
+        None => Value::Text(hash.to_owned()),
     }
 }
 
@@ -33,15 +33,23 @@ fn to_hex(bytes: &[u8]) -> String {
 
 /// The bytes of lowercase hex text (so that they encode back to it).
 fn from_hex(text: &str) -> Option<Vec<u8>> {
-    let digit = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    if text.len() % 2 != 0 {
+    #[inline]
+    fn digit(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        }
+    }
+    let text = text.as_bytes();
+    if !text.len().is_multiple_of(2) {
         return None;
     }
-    text.as_bytes().chunks(2).map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?)).collect()
+    let mut out = Vec::with_capacity(text.len() / 2);
+    for pair in text.chunks_exact(2) {
+        out.push(digit(pair[0])? << 4 | digit(pair[1])?);
+    }
+    Some(out)
 }
 
 #[cfg(test)]
