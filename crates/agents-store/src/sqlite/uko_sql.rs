@@ -26,6 +26,7 @@ use std::path::Path;
 
 use agents_core::ValidationError;
 use rusqlite::{Connection, OptionalExtension, Row, params};
+use rustc_hash::FxHashMap;
 
 use super::classify;
 use super::hashes::{hash_from, hash_value};
@@ -560,9 +561,9 @@ pub fn for_each_symbol(
 pub struct GraphWriter {
     graph: Graph,
     /// Every path of the graph (loaded when the writer opens).
-    paths: HashMap<String, i64>,
+    paths: FxHashMap<String, i64>,
     /// Strings interned or looked up so far.
-    strings: HashMap<String, i64>,
+    strings: FxHashMap<String, i64>,
     /// Whether `strings` holds every string of the graph (it had none when
     /// the writer opened), so a miss needs no lookup.
     strings_complete: bool,
@@ -598,7 +599,7 @@ impl GraphWriter {
                 Graph { id: conn.last_insert_rowid(), prefix: format!("uko://{resource}/") }
             }
         };
-        let paths: HashMap<String, i64> = conn
+        let paths: FxHashMap<String, i64> = conn
             .prepare_cached("SELECT path, path_id FROM uko_paths WHERE graph_id = ?1")?
             .query_map([graph.id], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
@@ -609,7 +610,7 @@ impl GraphWriter {
             fresh: paths.is_empty(),
             graph,
             paths,
-            strings: HashMap::new(),
+            strings: FxHashMap::default(),
             strings_complete: !has_strings,
             run: None,
             now: now.to_owned(),
