@@ -900,3 +900,57 @@ impl GraphWriter {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{NODE_SELECT, REF_ORDER, REF_SELECT};
+    use crate::SqliteStore;
+
+    /// Every graph (and search-state) query searches an index or a primary
+    /// key for each table; none scans a whole table.
+    #[test]
+    fn graph_queries_search_indexes_and_scan_nothing() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let nodes = [
+            "n.path_id = ?1 AND n.is_current = 1 ORDER BY n.start_byte, s.text",
+            "n.path_id = ?1 AND n.symbol_id = ?2 AND n.is_current = 1",
+            "n.symbol_id = ?1 AND n.is_current = 1",
+            "n.name_id = ?1 AND n.is_current = 1",
+            "n.path_id = ?1 AND n.parent_id = ?2 AND n.is_current = 1 ORDER BY n.start_byte, s.text",
+            "n.path_id = ?1 AND n.symbol_id = ?2 ORDER BY n.node_id DESC",
+            "p.graph_id = ?1 AND n.is_current = 1",
+        ]
+        .map(|w| format!("{NODE_SELECT} WHERE {w}"));
+        let refs = [
+            "r.path_id = ?1",
+            "r.path_id = ?1 AND r.from_id = ?2",
+            "r.to_path_id = ?1 AND r.to_symbol_id = ?2",
+            "r.target_name_id = ?1 AND r.to_symbol_id IS NULL",
+            "r.to_path_id = ?1 AND r.to_symbol_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM uko_nodes n \
+             WHERE n.path_id = r.to_path_id AND n.symbol_id = r.to_symbol_id AND n.is_current = 1)",
+            "p.graph_id = ?1",
+        ]
+        .map(|w| format!("{REF_SELECT} WHERE {w} {REF_ORDER}"));
+        let writes = [
+            "SELECT symbol_id, node_id, content_hash FROM uko_nodes WHERE path_id = ?1 AND is_current = 1",
+            "UPDATE uko_nodes SET is_current = 0, valid_until = ?2 WHERE path_id = ?1 AND is_current = 1",
+            "DELETE FROM uko_refs WHERE path_id = ?1",
+            "SELECT string_id FROM uko_strings WHERE graph_id = ?1 AND text = ?2",
+            "SELECT path_id FROM uko_paths WHERE graph_id = ?1 AND path = ?2",
+            "SELECT f.path, f.content_hash FROM search_sets s JOIN search_state f ON f.set_id = s.set_id \
+             WHERE s.index_id = ?1 AND s.backend = ?2 ORDER BY f.path",
+            "DELETE FROM search_state WHERE set_id = ?1 AND path = ?2",
+        ]
+        .map(str::to_owned);
+        for sql in nodes.iter().chain(&refs).chain(&writes) {
+            let plan: Vec<String> = store
+                .read(|c| {
+                    let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                    let unbound = vec![rusqlite::types::Value::Null; st.parameter_count()];
+                    st.query_map(rusqlite::params_from_iter(unbound), |r| r.get::<_, String>(3))?.collect()
+                })
+                .unwrap();
+            assert!(plan.iter().all(|step| !step.starts_with("SCAN")), "{sql}\n{plan:#?}");
+        }
+    }
+}
