@@ -214,4 +214,115 @@ UPDATE project_context SET settings_json = json_remove(settings_json, '$.skeleto
  WHERE json_type(settings_json, '$.skeleton_ratio') = 'real'
    AND json_extract(settings_json, '$.skeleton_ratio') = 0.2;
 "#,
+    // 11: a compact code graph. Paths and strings (symbol paths, names,
+    // kinds, languages) are interned per index and rows refer to them by
+    // integer; URIs are derived (`uko://<resource>/<path>#<symbol_path>`),
+    // never stored; a parent is its symbol path in the same file, a resolved
+    // reference its target's path and symbol path; content hashes are 32-byte
+    // BLOBs; a revision's validity refers to the indexing run that wrote it.
+    // The graph is derived data: the old tables are dropped, and the file
+    // lists forgotten so the next refresh analyses every file again.
+    r#"
+DROP TABLE uko_refs;
+DROP TABLE uko_nodes;
+-- The integer key of an index's graph.
+CREATE TABLE uko_graphs (
+    graph_id INTEGER PRIMARY KEY,
+    index_id VARCHAR(26) NOT NULL UNIQUE REFERENCES repo_indexes(index_id) ON DELETE CASCADE
+);
+CREATE TABLE uko_paths (
+    path_id  INTEGER PRIMARY KEY,
+    graph_id INTEGER NOT NULL REFERENCES uko_graphs(graph_id) ON DELETE CASCADE,
+    path     TEXT NOT NULL,
+    UNIQUE (graph_id, path)
+);
+CREATE TABLE uko_strings (
+    string_id INTEGER PRIMARY KEY,
+    graph_id  INTEGER NOT NULL REFERENCES uko_graphs(graph_id) ON DELETE CASCADE,
+    text      TEXT NOT NULL,
+    UNIQUE (graph_id, text)
+);
+-- When each indexing run that changed a graph wrote it.
+CREATE TABLE uko_runs (
+    run_id INTEGER PRIMARY KEY,
+    at     VARCHAR(40) NOT NULL
+);
+-- symbol_id, name_id, kind_id, language_id and parent_id name uko_strings
+-- rows of the node's graph (parent_id: the parent's symbol path, in the same
+-- file); valid_from and valid_until name uko_runs rows.
+CREATE TABLE uko_nodes (
+    node_id      INTEGER PRIMARY KEY,
+    path_id      INTEGER NOT NULL REFERENCES uko_paths(path_id) ON DELETE CASCADE,
+    symbol_id    INTEGER NOT NULL,
+    name_id      INTEGER NOT NULL,
+    kind_id      INTEGER NOT NULL,
+    language_id  INTEGER NOT NULL,
+    parent_id    INTEGER,
+    start_byte   INTEGER NOT NULL,
+    end_byte     INTEGER NOT NULL,
+    start_line   INTEGER NOT NULL,
+    start_col    INTEGER NOT NULL,
+    end_line     INTEGER NOT NULL,
+    end_col      INTEGER NOT NULL,
+    signature    TEXT,
+    doc          TEXT,
+    content_hash BLOB NOT NULL,
+    valid_from   INTEGER NOT NULL,
+    valid_until  INTEGER,
+    is_current   INTEGER NOT NULL CHECK (is_current IN (0, 1)),
+    revision_of  INTEGER
+);
+-- A file's nodes, and a node by URI (path and symbol path), every revision.
+CREATE INDEX ix_uko_nodes_path ON uko_nodes(path_id, symbol_id);
+-- Current nodes by name (resolution, find) and by symbol path (find).
+CREATE INDEX ix_uko_nodes_name ON uko_nodes(name_id) WHERE is_current = 1;
+CREATE INDEX ix_uko_nodes_symbol ON uko_nodes(symbol_id) WHERE is_current = 1;
+-- from_id is the symbol path of the node the reference is written in (in
+-- path_id); to_path_id the resolved path, to_symbol_id the resolved node's
+-- symbol path (NULL: no resolved node); names a JSON array, NULL when empty.
+CREATE TABLE uko_refs (
+    ref_id         INTEGER PRIMARY KEY,
+    path_id        INTEGER NOT NULL REFERENCES uko_paths(path_id) ON DELETE CASCADE,
+    from_id        INTEGER NOT NULL,
+    kind_id        INTEGER NOT NULL,
+    line           INTEGER NOT NULL,
+    target         TEXT NOT NULL,
+    target_name_id INTEGER NOT NULL,
+    names          TEXT,
+    system         INTEGER NOT NULL,
+    to_path_id     INTEGER,
+    to_symbol_id   INTEGER
+);
+CREATE INDEX ix_uko_refs_path ON uko_refs(path_id, from_id);
+CREATE INDEX ix_uko_refs_to ON uko_refs(to_path_id, to_symbol_id) WHERE to_symbol_id IS NOT NULL;
+CREATE INDEX ix_uko_refs_unresolved ON uko_refs(target_name_id) WHERE to_symbol_id IS NULL;
+DELETE FROM indexed_files;
+"#,
+    // 12: search state keyed by an integer per (index, backend) instead of
+    // the ULID and backend name on every row, without a rowid (the primary
+    // key is the table), content hashes of 64 hex digits as 32-byte BLOBs.
+    // The rows are converted, so no search index is rebuilt.
+    r#"
+CREATE TABLE search_sets (
+    set_id   INTEGER PRIMARY KEY,
+    index_id VARCHAR(26) NOT NULL REFERENCES repo_indexes(index_id) ON DELETE CASCADE,
+    backend  VARCHAR(20) NOT NULL,
+    UNIQUE (index_id, backend)
+);
+INSERT INTO search_sets (index_id, backend)
+    SELECT DISTINCT index_id, backend FROM search_state ORDER BY index_id, backend;
+CREATE TABLE search_files (
+    set_id       INTEGER NOT NULL REFERENCES search_sets(set_id) ON DELETE CASCADE,
+    path         TEXT NOT NULL,
+    content_hash BLOB NOT NULL,
+    PRIMARY KEY (set_id, path)
+) WITHOUT ROWID;
+INSERT INTO search_files (set_id, path, content_hash)
+    SELECT s.set_id, o.path,
+           CASE WHEN length(o.content_hash) = 64 AND o.content_hash NOT GLOB '*[^0-9a-f]*'
+                THEN unhex(o.content_hash) ELSE o.content_hash END
+      FROM search_state o JOIN search_sets s ON s.index_id = o.index_id AND s.backend = o.backend;
+DROP TABLE search_state;
+ALTER TABLE search_files RENAME TO search_state;
+"#,
 ];

@@ -9,6 +9,7 @@
 
 mod code_graph;
 mod file_index;
+mod hashes;
 mod plans;
 mod projects;
 mod search_state;
@@ -27,6 +28,9 @@ use crate::migrations::MIGRATIONS;
 /// How long a writer waits for another writer (an indexing run holds the
 /// write lock for its whole duration) before reporting `Locked`.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The schema version whose migration drops the old (large) code graph.
+const COMPACT_GRAPH_VERSION: i64 = 11;
 
 /// Idle read connections kept for reuse; more are opened while more readers
 /// run at once, and closed when they finish.
@@ -128,19 +132,46 @@ impl SqliteStore {
         if version == known {
             return Ok(());
         }
+        // Foreign keys are off while the schema changes: with them on,
+        // dropping a table deletes its rows one by one and checks each
+        // against every reference to it (quadratic for the old graph, whose
+        // revisions referred to each other unindexed). The pragma does
+        // nothing inside a transaction, so it is set around it.
+        conn.execute_batch("PRAGMA foreign_keys = OFF").map_err(err)?;
+        let migrated = Self::apply_migrations(&mut conn, known).map_err(|e| match e {
+            Ok(e) => err(e),
+            Err(found) => StoreError::TooNew { path: self.path.clone(), found, known },
+        });
+        let restored = conn.execute_batch("PRAGMA foreign_keys = ON").map_err(err);
+        let version = migrated?;
+        restored?;
+        if (1..COMPACT_GRAPH_VERSION).contains(&version) {
+            // The old graph's pages are free now: give them back to the file
+            // system while the database is small (best effort: another
+            // process reading it makes VACUUM wait, then give up).
+            if let Err(e) = conn.execute_batch("VACUUM") {
+                tracing::warn!("{}: could not reclaim the old code graph's space: {e}", self.path.display());
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies the pending migrations in one transaction; returns the
+    /// version found. `Err(Err(found))`: the database is newer than `known`.
+    fn apply_migrations(conn: &mut Connection, known: i64) -> Result<i64, Result<rusqlite::Error, i64>> {
         // Read the version again under the write lock: another process may
         // have migrated between our read and our lock.
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(err)?;
-        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(err)?;
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(Ok)?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(Ok)?;
         if version > known {
-            return Err(StoreError::TooNew { path: self.path.clone(), found: version, known });
+            return Err(Err(version));
         }
         for sql in MIGRATIONS.iter().skip(version as usize) {
-            tx.execute_batch(sql).map_err(err)?;
+            tx.execute_batch(sql).map_err(Ok)?;
         }
-        tx.pragma_update(None, "user_version", known).map_err(err)?;
-        tx.commit().map_err(err)?;
-        Ok(())
+        tx.pragma_update(None, "user_version", known).map_err(Ok)?;
+        tx.commit().map_err(Ok)?;
+        Ok(version)
     }
 
     fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
@@ -396,6 +427,152 @@ mod tests {
             (Some(7), Some(0.3)),
             "chosen values stay"
         );
+    }
+
+    /// A database of schema version 10 (URIs, paths and hashes as text on
+    /// every graph row, the ULID on every search-state row) upgrades to the
+    /// compact tables: its old graph is dropped, its file list forgotten so
+    /// the next refresh analyses every file, and a run written afterwards
+    /// reads back; its search state is converted.
+    #[test]
+    fn a_version_10_graph_is_replaced_and_rebuilt_by_the_next_run() {
+        use crate::conformance::code_graph::two_files;
+        use crate::{CodeGraphStore, SearchStateStore, UkoCommit};
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agents.db");
+        let (index, resource) = ("01ARZ3NDEKTSV4RRFFQ69G5FAV", "01ARZ3NDEKTSV4RRFFQ69G5FAW");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for sql in &MIGRATIONS[..10] {
+                conn.execute_batch(sql).unwrap();
+            }
+            let uri = format!("uko://{resource}/a.py");
+            conn.execute_batch(&format!(
+                "PRAGMA user_version = 10;
+                 INSERT INTO projects VALUES ('01ARZ3NDEKTSV4RRFFQ69G5FAX', 'demo', '2026-01-01T00:00:00Z');
+                 INSERT INTO resources VALUES ('{resource}', '/src/demo', 'demo', '2026-01-01T00:00:00Z');
+                 INSERT INTO project_resources VALUES ('01ARZ3NDEKTSV4RRFFQ69G5FAX', '{resource}', '2026-01-01T00:00:00Z');
+                 INSERT INTO repo_indexes (index_id, resource_id, indexed_at, status, created_at)
+                     VALUES ('{index}', '{resource}', '2026-01-01T00:00:00Z', 'ready', '2026-01-01T00:00:00Z');
+                 INSERT INTO indexed_files VALUES ('{index}', 'a.py', '{hash}', 7, 28, 'python', '2026-01-01T00:00:00Z');
+                 INSERT INTO uko_nodes (index_id, uri, path, symbol_path, kind, name, parent_uri, language,
+                     start_byte, end_byte, start_line, start_col, end_line, end_col, content_hash, valid_from, is_current)
+                     VALUES ('{index}', '{uri}', 'a.py', '', 'file', 'a.py', NULL, 'python', 0, 28, 1, 0, 2, 0,
+                     '{hash}', '2026-01-01T00:00:00Z', 1);
+                 INSERT INTO uko_refs (index_id, path, from_uri, kind, target, target_name, names, system, line)
+                     VALUES ('{index}', 'a.py', '{uri}', 'import', 'os', 'os', '[]', 1, 1);
+                 INSERT INTO search_state VALUES ('{index}', 'tantivy', 'a.py', '{hash}'),
+                     ('{index}', 'tantivy', 'b.py', 'not-hex'), ('{index}', 'vectors', 'a.py', '{hash}');
+                 INSERT INTO search_digest VALUES ('{index}', 'tantivy', 'd1');",
+                hash = "a".repeat(64),
+            ))
+            .unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len() as i64);
+        // The search state is converted, not dropped: no search index is rebuilt.
+        let state = |backend: &str| store.search_state(index, backend).unwrap();
+        let hash = "a".repeat(64);
+        assert_eq!(state("tantivy"), [("a.py".to_owned(), hash.clone()), ("b.py".to_owned(), "not-hex".to_owned())]);
+        assert_eq!(state("vectors"), [("a.py".to_owned(), hash)]);
+        assert_eq!(store.search_digest(index, "tantivy").unwrap().as_deref(), Some("d1"));
+        let blobs: i64 = store
+            .read(|c| {
+                c.query_row("SELECT COUNT(*) FROM search_state WHERE length(content_hash) = 32", [], |r| r.get(0))
+            })
+            .unwrap();
+        assert_eq!(blobs, 2, "hex hashes are stored as bytes");
+        assert!(store.file_records(index).unwrap().is_empty(), "the next refresh reads every file again");
+        assert!(store.uko_all_nodes(index).unwrap().is_empty() && store.uko_all_refs(index).unwrap().is_empty());
+        let old_columns: i64 = store
+            .read(|c| {
+                c.query_row("SELECT COUNT(*) FROM pragma_table_info('uko_nodes') WHERE name = 'uri'", [], |r| r.get(0))
+            })
+            .unwrap();
+        assert_eq!(old_columns, 0, "no stored URIs");
+
+        // The next run writes the graph anew, through the first-index path.
+        let files = two_files(resource);
+        let mut writer = store.begin_index_write(index).unwrap();
+        for f in &files {
+            writer.write_nodes(&f.path, &f.nodes).unwrap();
+        }
+        for f in &files {
+            writer.write_refs(&f.path, &f.refs).unwrap();
+        }
+        let commit = IndexCommit {
+            upserts: vec![file("a.py", 'a', 7), file("b.py", 'b', 5)],
+            file_count: 2,
+            token_estimate: 12,
+            primary_language: "python".into(),
+            uko: UkoCommit::default(),
+            ..IndexCommit::default()
+        };
+        writer.finish(&commit).unwrap();
+        let mut nodes: Vec<_> = files.iter().flat_map(|f| f.nodes.clone()).collect();
+        nodes.sort_by(|a, b| a.uri.cmp(&b.uri));
+        let read: Vec<_> = store.uko_all_nodes(index).unwrap().into_iter().map(|n| n.node).collect();
+        assert_eq!(read, nodes);
+        let refs: Vec<_> = files.iter().flat_map(|f| f.refs.clone()).collect();
+        assert_eq!(store.uko_all_refs(index).unwrap(), refs);
+        assert_eq!(store.file_records(index).unwrap().len(), 2);
+        // Removing the index removes its graph.
+        assert!(store.remove_index(resource).unwrap());
+        let left: i64 = store
+            .read(|c| {
+                c.query_row(
+                    "SELECT (SELECT COUNT(*) FROM uko_graphs) + (SELECT COUNT(*) FROM uko_paths) \
+                     + (SELECT COUNT(*) FROM uko_strings) + (SELECT COUNT(*) FROM uko_nodes) \
+                     + (SELECT COUNT(*) FROM uko_refs) + (SELECT COUNT(*) FROM search_state) \
+                     + (SELECT COUNT(*) FROM search_sets)",
+                    [],
+                    |r| r.get(0),
+                )
+            })
+            .unwrap();
+        assert_eq!(left, 0);
+    }
+
+    /// Hex content hashes are stored as their 32 bytes (and read back as
+    /// hex), other hashes as text; a node whose URI is not the one its path
+    /// and symbol path derive is refused, naming the field.
+    #[test]
+    fn hashes_are_blobs_and_uris_must_derive_from_paths() {
+        use crate::conformance::code_graph::two_files;
+        use crate::{CodeGraphStore, ProjectStore, UkoCommit};
+
+        let store = SqliteStore::open_in_memory().unwrap();
+        let p = store.create_project("demo").unwrap();
+        let r = store.link_resource(&p.project_id, "/src/demo", "demo").unwrap();
+        let index = store.ensure_index(&r.resource_id).unwrap().index_id;
+        let mut files = two_files(&r.resource_id);
+        let hex = "0123456789abcdef".repeat(4);
+        files[0].nodes[0].content_hash = hex.clone();
+        let commit = |files: Vec<crate::UkoFile>| IndexCommit {
+            uko: UkoCommit { files, ..UkoCommit::default() },
+            primary_language: "python".into(),
+            ..IndexCommit::default()
+        };
+        store.commit_index(&index, &commit(files.clone())).unwrap();
+        let node = store.uko_node(&index, &files[0].nodes[0].uri).unwrap().unwrap();
+        assert_eq!(node.node.content_hash, hex);
+        let kinds: Vec<(String, i64)> = store
+            .read(|c| {
+                let mut st = c.prepare(
+                    "SELECT typeof(content_hash), length(content_hash) FROM uko_nodes ORDER BY node_id LIMIT 2",
+                )?;
+                st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect()
+            })
+            .unwrap();
+        assert_eq!(kinds, [("blob".to_owned(), 32), ("text".to_owned(), 12)]);
+
+        let mut bad = files[1].clone();
+        bad.nodes[1].uri = format!("uko://{}/elsewhere.py#helper", r.resource_id);
+        let error = store.commit_index(&index, &commit(vec![bad])).unwrap_err();
+        assert!(error.to_string().contains("invalid UkoNode.uri"), "{error}");
+        assert!(error.to_string().contains("elsewhere.py#helper"), "{error}");
+        assert!(store.uko_node(&index, &files[1].nodes[1].uri).unwrap().is_some(), "nothing of it was written");
     }
 
     #[test]

@@ -9,8 +9,9 @@ use agents_core::ids::{from_iso, new_ulid, now_utc, to_iso};
 use agents_core::indexing::{FileRecord, IndexMetadata, IndexReport, IndexStatus};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::{SqliteStore, classify, uko_sql};
-use crate::{FileIndexStore, IndexCommit, IndexWrite, SkippedFile, StoreError, UkoNode, UkoRef};
+use super::uko_sql::{self, GraphWriter};
+use super::{SqliteStore, classify};
+use crate::{FileIndexStore, IndexCommit, IndexWrite, SkippedFile, StoreError, UkoCommit, UkoNode, UkoRef};
 
 const INDEX_COLUMNS: &str = "index_id, resource_id, indexed_at, file_count, token_estimate, \
      primary_language, status, error_message, created_at";
@@ -161,15 +162,12 @@ impl FileIndexStore for SqliteStore {
     fn begin_index_write(&self, index_id: &str) -> Result<Box<dyn IndexWrite + '_>, StoreError> {
         let conn = self.conn();
         conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| classify(&self.path, e))?;
-        let has_nodes: bool = conn
-            .query_row("SELECT EXISTS(SELECT 1 FROM uko_nodes WHERE index_id = ?1)", [index_id], |r| r.get(0))
-            .map_err(|e| classify(&self.path, e))?;
         Ok(Box::new(SqliteIndexWrite {
             store: self,
             conn: Some(conn),
             index_id: index_id.to_string(),
             now: to_iso(now_utc()),
-            has_nodes,
+            graph: None,
         }))
     }
 
@@ -177,7 +175,7 @@ impl FileIndexStore for SqliteStore {
         validate_commit(commit)?;
         let now = to_iso(now_utc());
         let resource_id = self.write(|tx| {
-            uko_sql::apply(tx, index_id, &commit.uko, &now).map_err(self.sql())?;
+            apply_uko(tx, &self.path, index_id, &commit.uko, &now, &mut None)?;
             finish_commit(tx, &self.path, index_id, commit, &now)
         })?;
         self.index_metadata(&resource_id)?
@@ -202,6 +200,38 @@ impl FileIndexStore for SqliteStore {
             Ok(n > 0)
         })
     }
+}
+
+/// Applies the UKO part of a commit through `graph` (opened if needed).
+fn apply_uko(
+    tx: &Connection,
+    db: &Path,
+    index_id: &str,
+    uko: &UkoCommit,
+    now: &str,
+    graph: &mut Option<GraphWriter>,
+) -> Result<(), StoreError> {
+    if uko.files.is_empty() && uko.removed_paths.is_empty() && uko.re_resolved.is_empty() {
+        return Ok(());
+    }
+    let writer = open_graph(tx, db, index_id, now, graph)?;
+    writer.apply(tx, uko).map_err(|e| e.into_store(db))
+}
+
+/// The graph writer of the transaction, opened on first use.
+fn open_graph<'g>(
+    tx: &Connection,
+    db: &Path,
+    index_id: &str,
+    now: &str,
+    graph: &'g mut Option<GraphWriter>,
+) -> Result<&'g mut GraphWriter, StoreError> {
+    if graph.is_none() {
+        let opened = GraphWriter::open(tx, index_id, now).map_err(|e| e.into_store(db))?;
+        *graph = Some(opened.ok_or_else(|| StoreError::NotFound { what: "index", name: index_id.to_string() })?);
+    }
+    // Just set when it was `None`.
+    graph.as_mut().ok_or_else(|| StoreError::NotFound { what: "index", name: index_id.to_string() })
 }
 
 fn validate_commit(commit: &IndexCommit) -> Result<(), StoreError> {
@@ -294,12 +324,18 @@ struct SqliteIndexWrite<'a> {
     conn: Option<MutexGuard<'a, Connection>>,
     index_id: String,
     now: String,
-    /// Whether the index had graph nodes when the run began; a first index
-    /// has no old revisions to look up.
-    has_nodes: bool,
+    /// The interning state of the index's graph, once the run writes to it.
+    graph: Option<GraphWriter>,
 }
 
 impl SqliteIndexWrite<'_> {
+    /// The open transaction's connection and the graph writer.
+    fn parts(&mut self) -> Result<(&Connection, &mut GraphWriter), StoreError> {
+        let conn: &Connection = self.conn.as_ref().expect("write transaction is open");
+        let graph = open_graph(conn, &self.store.path, &self.index_id, &self.now, &mut self.graph)?;
+        Ok((conn, graph))
+    }
+
     fn conn(&self) -> &Connection {
         self.conn.as_ref().expect("write transaction is open")
     }
@@ -311,37 +347,30 @@ impl SqliteIndexWrite<'_> {
 
 impl IndexWrite for SqliteIndexWrite<'_> {
     fn write_nodes(&mut self, path: &str, nodes: &[UkoNode]) -> Result<Vec<String>, StoreError> {
-        if !self.has_nodes {
-            return uko_sql::insert_nodes(self.conn(), &self.index_id, nodes, &self.now).map_err(self.sql());
-        }
-        uko_sql::write_nodes(self.conn(), &self.index_id, path, nodes, &self.now).map_err(self.sql())
+        let db = self.store.path.clone();
+        let (conn, graph) = self.parts()?;
+        // A first index has no old revisions to look up.
+        let written = if graph.fresh { graph.insert_nodes(conn, nodes) } else { graph.write_nodes(conn, path, nodes) };
+        written.map_err(|e| e.into_store(&db))
     }
 
     fn write_refs(&mut self, path: &str, refs: &[UkoRef]) -> Result<(), StoreError> {
-        uko_sql::write_refs(self.conn(), &self.index_id, path, refs).map_err(self.sql())
+        let db = self.store.path.clone();
+        let (conn, graph) = self.parts()?;
+        graph.write_refs(conn, path, refs).map_err(|e| e.into_store(&db))
     }
 
     fn retire_paths(&mut self, paths: &[String]) -> Result<(), StoreError> {
+        let db = self.store.path.clone();
+        let (conn, graph) = self.parts()?;
         for path in paths {
-            uko_sql::retire_path(self.conn(), &self.index_id, path, &self.now).map_err(self.sql())?;
+            graph.retire_path(conn, path).map_err(|e| e.into_store(&db))?;
         }
         Ok(())
     }
 
     fn for_each_symbol(&mut self, f: &mut dyn FnMut(&str, &str, &str, &str)) -> Result<(), StoreError> {
-        let conn = self.conn();
-        let mut st = conn
-            .prepare_cached(
-                "SELECT path, symbol_path, name, kind FROM uko_nodes WHERE index_id = ?1 AND is_current = 1 \
-                 ORDER BY path",
-            )
-            .map_err(self.sql())?;
-        let mut rows = st.query([&self.index_id]).map_err(self.sql())?;
-        while let Some(row) = rows.next().map_err(self.sql())? {
-            let get = |i| row.get_ref(i).ok().and_then(|v| v.as_str().ok()).unwrap_or("");
-            f(get(0), get(1), get(2), get(3));
-        }
-        Ok(())
+        uko_sql::for_each_symbol(self.conn(), &self.index_id, None, f).map_err(self.sql())
     }
 
     fn for_each_symbol_named(
@@ -349,25 +378,11 @@ impl IndexWrite for SqliteIndexWrite<'_> {
         names: &[String],
         f: &mut dyn FnMut(&str, &str, &str, &str),
     ) -> Result<(), StoreError> {
-        let conn = self.conn();
-        let mut st = conn
-            .prepare_cached(
-                "SELECT path, symbol_path, name, kind FROM uko_nodes INDEXED BY ix_uko_nodes_name \
-                 WHERE index_id = ?1 AND name = ?2 AND is_current = 1",
-            )
-            .map_err(self.sql())?;
-        for name in names {
-            let mut rows = st.query(params![self.index_id, name]).map_err(self.sql())?;
-            while let Some(row) = rows.next().map_err(self.sql())? {
-                let get = |i| row.get_ref(i).ok().and_then(|v| v.as_str().ok()).unwrap_or("");
-                f(get(0), get(1), get(2), get(3));
-            }
-        }
-        Ok(())
+        uko_sql::for_each_symbol(self.conn(), &self.index_id, Some(names), f).map_err(self.sql())
     }
 
     fn file_refs(&mut self, path: &str) -> Result<Vec<(i64, UkoRef)>, StoreError> {
-        uko_sql::query_refs(self.conn(), "index_id = ?1 AND path = ?2", &[&self.index_id, &path]).map_err(self.sql())
+        uko_sql::file_refs(self.conn(), &self.index_id, path).map_err(self.sql())
     }
 
     fn refs_affected_by(&mut self, paths: &[String], names: &[String]) -> Result<Vec<(i64, UkoRef)>, StoreError> {
@@ -376,10 +391,12 @@ impl IndexWrite for SqliteIndexWrite<'_> {
 
     fn finish(mut self: Box<Self>, commit: &IndexCommit) -> Result<IndexMetadata, StoreError> {
         validate_commit(commit)?;
-        let result = (|| {
-            uko_sql::apply(self.conn(), &self.index_id, &commit.uko, &self.now).map_err(self.sql())?;
-            finish_commit(self.conn(), &self.store.path, &self.index_id, commit, &self.now)
-        })();
+        let result = {
+            let this = &mut *self;
+            let conn: &Connection = this.conn.as_ref().expect("write transaction is open");
+            apply_uko(conn, &this.store.path, &this.index_id, &commit.uko, &this.now, &mut this.graph)
+                .and_then(|()| finish_commit(conn, &this.store.path, &this.index_id, commit, &this.now))
+        };
         let conn = self.conn.take().expect("write transaction is open");
         match result {
             Ok(resource_id) => {
