@@ -250,8 +250,15 @@ impl ContextSearch {
                 && let Ok(bytes) = std::fs::read(root.join(path))
             {
                 let docs = text_docs(&nodes, &String::from_utf8_lossy(&bytes));
-                text.delete_paths(&[path.to_owned()])?;
-                text.upsert(&docs)?;
+                // An index that was empty holds none of these: nothing to replace
+                // (but a node id given twice keeps its last document, as upserts do).
+                let docs = if text_empty { last_of_each_id(docs) } else { docs };
+                if text_empty {
+                    text.insert(&docs)?;
+                } else {
+                    text.delete_paths(&[path.to_owned()])?;
+                    text.upsert(&docs)?;
+                }
                 report.files_indexed += 1;
                 report.docs_indexed += docs.len() as u64;
                 text_indexed.push((path.to_owned(), (*hash).to_owned()));
@@ -262,7 +269,7 @@ impl ContextSearch {
                     pending_texts.push(text);
                 }
                 if pending.len() >= EMBED_BATCH {
-                    report.vectors_indexed += embed_into(sink, &mut pending, &mut pending_texts)?;
+                    report.vectors_indexed += embed_into(sink, &mut pending, &mut pending_texts, vector_empty)?;
                 }
                 vector_indexed.push((path.to_owned(), (*hash).to_owned()));
             }
@@ -278,7 +285,7 @@ impl ContextSearch {
             self.store.set_search_state(index_id, text_key, &text_indexed, &text_removed, &digest)?;
         }
         if let (Some(sink), Some(key)) = (vector.as_mut(), &vector_key) {
-            report.vectors_indexed += embed_into(sink, &mut pending, &mut pending_texts)?;
+            report.vectors_indexed += embed_into(sink, &mut pending, &mut pending_texts, vector_empty)?;
             if !vector_removed.is_empty() {
                 sink.backend.delete_paths(&vector_removed)?;
             }
@@ -366,10 +373,30 @@ fn vector_docs(nodes: &[UkoNodeRecord]) -> Vec<(VectorDoc, String)> {
 }
 
 /// Embeds the pending texts into their documents and stores them; empties both lists.
+/// `docs` with only the last document of each id, in their order: what
+/// upserting them one by one would leave.
+fn last_of_each_id(docs: Vec<TextDoc>) -> Vec<TextDoc> {
+    let keep: std::collections::HashSet<usize> = {
+        let mut last: HashMap<&str, usize> = HashMap::with_capacity(docs.len());
+        for (i, doc) in docs.iter().enumerate() {
+            last.insert(doc.id.as_str(), i);
+        }
+        last.into_values().collect()
+    };
+    if keep.len() == docs.len() {
+        return docs;
+    }
+    docs.into_iter().enumerate().filter(|(i, _)| keep.contains(i)).map(|(_, doc)| doc).collect()
+}
+
+/// Embeds the pending documents and adds them: inserted when the backend
+/// was empty before this sync (`fresh`: none of them can be stored yet),
+/// upserted otherwise.
 fn embed_into(
     sink: &mut VectorSink<'_>,
     docs: &mut Vec<VectorDoc>,
     texts: &mut Vec<String>,
+    fresh: bool,
 ) -> Result<u64, QueryError> {
     if docs.is_empty() {
         return Ok(0);
@@ -378,9 +405,30 @@ fn embed_into(
     for (doc, vector) in docs.iter_mut().zip(vectors) {
         doc.vector = vector;
     }
-    sink.backend.upsert(docs)?;
+    if fresh {
+        sink.backend.insert(docs)?;
+    } else {
+        sink.backend.upsert(docs)?;
+    }
     let count = docs.len() as u64;
     docs.clear();
     texts.clear();
     Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(id: &str, body: &str) -> TextDoc {
+        TextDoc { id: id.into(), body: body.into(), ..TextDoc::default() }
+    }
+
+    #[test]
+    fn a_repeated_id_keeps_its_last_document_in_order() {
+        let unique = vec![doc("a", "1"), doc("b", "2")];
+        assert_eq!(last_of_each_id(unique.clone()), unique);
+        let repeated = vec![doc("a", "1"), doc("b", "2"), doc("a", "3"), doc("c", "4")];
+        assert_eq!(last_of_each_id(repeated), vec![doc("b", "2"), doc("a", "3"), doc("c", "4")]);
+    }
 }

@@ -99,6 +99,14 @@ pub trait TextBackend: Send + Sync {
     fn name(&self) -> &'static str;
     /// Adds the documents, replacing any stored document with the same id.
     fn upsert(&mut self, docs: &[TextDoc]) -> Result<(), SearchError>;
+    /// Adds documents the caller knows are not stored (their ids are new to the
+    /// index and unique among them): [`TextBackend::upsert`] without looking for
+    /// what each one replaces. A first sync into an empty index adds every
+    /// document this way; queueing a replacement per document cost Tantivy
+    /// gigabytes and most of the sync's time on a large repository.
+    fn insert(&mut self, docs: &[TextDoc]) -> Result<(), SearchError> {
+        self.upsert(docs)
+    }
     /// Removes every document whose path is one of `paths`.
     fn delete_paths(&mut self, paths: &[String]) -> Result<(), SearchError>;
     /// Makes the changes since the last commit durable and visible.

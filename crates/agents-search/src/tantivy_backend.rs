@@ -257,6 +257,15 @@ impl TextBackend for TantivyBackend {
         Ok(())
     }
 
+    fn insert(&mut self, docs: &[TextDoc]) -> Result<(), SearchError> {
+        for doc in docs {
+            let document = self.document(doc);
+            let added = self.writer()?.add_document(document);
+            added.map_err(self.error("add document"))?;
+        }
+        Ok(())
+    }
+
     fn delete_paths(&mut self, paths: &[String]) -> Result<(), SearchError> {
         let field = self.fields.path_raw;
         let writer = self.writer()?;
@@ -470,6 +479,42 @@ mod tests {
         let backend = TantivyBackend::open(dir.path()).unwrap();
         assert_eq!(files(dir.path()), second, "the orphans are gone");
         assert_eq!(backend.doc_count().unwrap(), 2);
+    }
+
+    /// A first sync inserts (nothing to replace); a later one upserts over what
+    /// was there: the same documents must come out with the same scores, and an
+    /// insert queues no deletion, so its commit merges nothing.
+    #[test]
+    fn inserting_into_an_empty_index_scores_as_upserting_does() {
+        let tmp = tempfile::tempdir().unwrap();
+        let docs: Vec<TextDoc> = (0..40)
+            .map(|i| TextDoc {
+                body: format!("fn handler_{i}() {{ retry_request(backoff); parse_config_{} }}", i % 5),
+                ..doc(&format!("n{i}"), &format!("src/f{}.rs", i % 7))
+            })
+            .collect();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        let mut inserted = TantivyBackend::open(&a).unwrap();
+        inserted.insert(&docs).unwrap();
+        assert!(!inserted.deleted, "an insert queues no deletion");
+        inserted.commit().unwrap();
+        let mut upserted = TantivyBackend::open(&b).unwrap();
+        let older: Vec<TextDoc> = docs.iter().map(|d| TextDoc { body: "stale words".into(), ..d.clone() }).collect();
+        upserted.upsert(&older).unwrap();
+        upserted.commit().unwrap();
+        upserted.upsert(&docs).unwrap();
+        upserted.commit().unwrap();
+        assert_eq!(inserted.doc_count().unwrap(), upserted.doc_count().unwrap());
+        for query in ["retry request", "parse config 3", "handler_7", "stale"] {
+            let filter = SearchFilter::default();
+            assert_eq!(
+                inserted.search(query, 20, &filter).unwrap(),
+                upserted.search(query, 20, &filter).unwrap(),
+                "{query}"
+            );
+        }
     }
 
     /// Many small commits (a watched repository) do not pile up segments.

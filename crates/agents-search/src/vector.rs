@@ -165,6 +165,12 @@ pub trait VectorBackend: Send + Sync {
     fn dim(&self) -> usize;
     /// Adds the vectors, replacing any stored one with the same id.
     fn upsert(&mut self, docs: &[VectorDoc]) -> Result<(), SearchError>;
+    /// Adds vectors the caller knows are not stored (ids new to the index and
+    /// unique among them): [`VectorBackend::upsert`] without looking for what
+    /// each replaces (for the local index, a scan of every row per call).
+    fn insert(&mut self, docs: &[VectorDoc]) -> Result<(), SearchError> {
+        self.upsert(docs)
+    }
     /// Removes every vector whose path is one of `paths`.
     fn delete_paths(&mut self, paths: &[String]) -> Result<(), SearchError>;
     /// Makes the changes since the last commit durable and visible.
@@ -542,10 +548,15 @@ impl VectorBackend for LocalVectorIndex {
         if self.entries.iter().any(|e| replaced.contains(self.names.get(e.id))) {
             self.remove_rows(|names, e| replaced.contains(names.get(e.id)));
         }
+        self.insert(docs)
+    }
+
+    fn insert(&mut self, docs: &[VectorDoc]) -> Result<(), SearchError> {
+        // Every length is checked before any row is added: a bad batch adds nothing.
+        if let Some(doc) = docs.iter().find(|doc| doc.vector.len() != self.dim) {
+            return Err(SearchError::Dimension { id: doc.id.clone(), expected: self.dim, found: doc.vector.len() });
+        }
         for doc in docs {
-            if doc.vector.len() != self.dim {
-                return Err(SearchError::Dimension { id: doc.id.clone(), expected: self.dim, found: doc.vector.len() });
-            }
             let max = doc.vector.iter().fold(0.0_f32, |m, v| m.max(v.abs()));
             let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
             self.rows.to_mut().extend(doc.vector.iter().map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8 as u8));
@@ -1140,6 +1151,23 @@ mod tests {
         // Another model's vectors are no damage.
         let (other, reported) = LocalVectorIndex::open_or_reset(dir.path(), "other", 32, options).unwrap();
         assert!(reported.is_none() && other.is_empty());
+    }
+
+    #[test]
+    fn insert_adds_like_upsert_into_an_empty_index_and_a_bad_batch_adds_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let all = docs(60, 32);
+        let mut inserted = open(&dir.path().join("a"), 1000);
+        inserted.insert(&all).unwrap();
+        let mut upserted = open(&dir.path().join("b"), 1000);
+        upserted.upsert(&all).unwrap();
+        let query = unit(11, 32);
+        let filter = SearchFilter::default();
+        assert_eq!(inserted.search(&query, 60, &filter).unwrap(), upserted.search(&query, 60, &filter).unwrap());
+        let mut bad = docs(3, 32);
+        bad[2].vector.pop();
+        assert!(inserted.insert(&bad).is_err());
+        assert_eq!(inserted.len(), 60, "nothing of the bad batch was added");
     }
 
     #[test]
