@@ -633,6 +633,40 @@ fn export_writes_deterministic_turtle() {
 }
 
 #[test]
+fn export_and_query_see_the_language_layer_classes() {
+    let fx = Fixture::new();
+    fx.write(
+        "app/Money.kt",
+        "package app\n\ndata class Money(val cents: Long)\n\nobject Registry {\n    fun all(): List<Money> = listOf()\n}\n",
+    );
+    fx.write("app/Bank.swift", "actor Bank {\n    init() {}\n}\n\nextension Bank {\n    func audit() {}\n}\n");
+    let turtle = fx.text(&["export"]);
+    for needle in [
+        "@prefix uko-kt: <https://cleveragents.ai/ontology/uko/kt#> .",
+        "a uko-kt:DataClass , uko-oo:Class ;",
+        "a uko-kt:Object , uko-oo:Class ;",
+        "a uko-oo:Class , uko-swift:Actor ;",
+        "a uko-oo:Method , uko-swift:Initializer ;",
+        "a uko-oo:Method , uko-swift:ExtensionMethod ;",
+    ] {
+        assert!(turtle.contains(needle), "missing {needle:?}:\n{turtle}");
+    }
+    // Queries on the generic classes see the same nodes as before.
+    let classes = "SELECT ?name WHERE { ?c a uko-oo:Class ; uko:language ?l ; uko:name ?name \
+                   FILTER(?l IN (\"kotlin\", \"swift\")) } ORDER BY ?name";
+    assert_eq!(bindings(&fx.json(&["query", classes]), "name"), ["Bank", "Money", "Registry"]);
+    let kotlin = "SELECT ?name WHERE { ?c a/rdfs:subClassOf* uko-kt:Object ; uko:name ?name } ORDER BY ?name";
+    assert_eq!(bindings(&fx.json(&["query", kotlin]), "name"), ["Registry"]);
+    let python = "SELECT ?c WHERE { ?c a ?class ; uko:language \"python\" FILTER(STRSTARTS(STR(?class), \
+                  \"https://cleveragents.ai/ontology/uko/kt#\")) }";
+    assert!(bindings(&fx.json(&["query", python]), "c").is_empty(), "no language class for Python");
+
+    // Each language's detail-level map names its depths.
+    assert_eq!(fx.show("app/Money.kt", "KDOC")["depth"], 3);
+    assert_eq!(fx.show("app/Bank.swift", "attributes")["depth"], 5);
+}
+
+#[test]
 fn export_output_paths() {
     let fx = Fixture::new();
     // Missing parent directories are created; no temporary file is left.

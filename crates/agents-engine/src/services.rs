@@ -112,9 +112,20 @@ impl Engine {
         let store = self.store();
         let nodes = store.uko_all_nodes(index_id)?;
         let mut rdf_nodes: Vec<RdfNode> = Vec::with_capacity(nodes.len());
+        // Lines of each current node, to tell members declared outside their parent.
+        let lines: std::collections::HashMap<&str, (i64, i64)> =
+            nodes.iter().map(|n| (n.node.uri.as_str(), (n.node.start_line, n.node.end_line))).collect();
+        let rdf_node = |n: &UkoNodeRecord| {
+            let outside_parent =
+                n.node.parent_uri.as_deref().and_then(|p| lines.get(p)).is_some_and(|&(start, end)| {
+                    let is_file = n.node.parent_uri.as_deref().is_some_and(|p| !p.contains('#'));
+                    !is_file && (n.node.start_line > end || n.node.end_line < start)
+                });
+            rdf_node(n, resource_id, outside_parent)
+        };
         for n in &nodes {
             if !history {
-                rdf_nodes.push(rdf_node(n, resource_id));
+                rdf_nodes.push(rdf_node(n));
                 continue;
             }
             // The current node keeps its URI; retired revisions get `~rev<id>`,
@@ -126,7 +137,7 @@ impl Engine {
             let by_id: std::collections::HashMap<i64, String> =
                 revisions.iter().map(|r| (r.node_id, uri_of(r))).collect();
             for rev in &revisions {
-                let mut node = rdf_node(rev, resource_id);
+                let mut node = rdf_node(rev);
                 node.uri = uri_of(rev);
                 node.revision_of = rev.revision_of.and_then(|id| by_id.get(&id).cloned());
                 rdf_nodes.push(node);
@@ -147,11 +158,22 @@ impl Engine {
     }
 }
 
-fn rdf_node(n: &UkoNodeRecord, resource_id: &str) -> RdfNode {
+/// The RDF form of a stored node, typed with its kind's class and, where the
+/// language layer has one, its language class (`uko-kt:DataClass`).
+fn rdf_node(n: &UkoNodeRecord, resource_id: &str, outside_parent: bool) -> RdfNode {
     let kind = agents_uko::model::NodeKind::parse(&n.node.kind).unwrap_or(agents_uko::model::NodeKind::File);
+    let facts = agents_uko::lang::classes::NodeFacts {
+        language: &n.node.language,
+        kind,
+        name: &n.node.name,
+        symbol_path: &n.node.symbol_path,
+        signature: n.node.signature.as_deref(),
+        outside_parent,
+    };
     RdfNode {
         uri: n.node.uri.clone(),
         class_curie: kind.curie().to_string(),
+        language_class: agents_uko::lang::classes::language_class(&facts).map(str::to_string),
         name: n.node.name.clone(),
         symbol_path: n.node.symbol_path.clone(),
         resource_id: resource_id.to_string(),

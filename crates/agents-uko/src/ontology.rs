@@ -10,7 +10,7 @@
 //! naming the offending class or map):
 //!
 //! * every declared class (`owl:Class` or `rdfs:Class`) and property lives in
-//!   one of the twelve UKO [`NAMESPACES`], whose prefix fixes its layer;
+//!   one of the twenty-six UKO [`NAMESPACES`], whose prefix fixes its layer;
 //! * every named `rdfs:subClassOf` parent is itself a declared class
 //!   (`owl:Thing` and anonymous class expressions are ignored);
 //! * `rdfs:subClassOf` forms no cycle, and no class specializes a class of a
@@ -47,7 +47,7 @@ const fn ns(prefix: &'static str, iri: &'static str, layer: u8) -> Namespace {
 }
 
 /// The UKO namespaces of the spec, by layer.
-pub const NAMESPACES: [Namespace; 12] = [
+pub const NAMESPACES: [Namespace; 26] = [
     ns("uko", "https://cleveragents.ai/ontology/uko#", 0),
     ns("uko-code", "https://cleveragents.ai/ontology/uko/code#", 1),
     ns("uko-doc", "https://cleveragents.ai/ontology/uko/doc#", 1),
@@ -60,6 +60,20 @@ pub const NAMESPACES: [Namespace; 12] = [
     ns("uko-ts", "https://cleveragents.ai/ontology/uko/ts#", 3),
     ns("uko-rs", "https://cleveragents.ai/ontology/uko/rs#", 3),
     ns("uko-java", "https://cleveragents.ai/ontology/uko/java#", 3),
+    ns("uko-go", "https://cleveragents.ai/ontology/uko/go#", 3),
+    ns("uko-c", "https://cleveragents.ai/ontology/uko/c#", 3),
+    ns("uko-cpp", "https://cleveragents.ai/ontology/uko/cpp#", 3),
+    ns("uko-rb", "https://cleveragents.ai/ontology/uko/rb#", 3),
+    ns("uko-sh", "https://cleveragents.ai/ontology/uko/sh#", 3),
+    ns("uko-lua", "https://cleveragents.ai/ontology/uko/lua#", 3),
+    ns("uko-cs", "https://cleveragents.ai/ontology/uko/cs#", 3),
+    ns("uko-php", "https://cleveragents.ai/ontology/uko/php#", 3),
+    ns("uko-kt", "https://cleveragents.ai/ontology/uko/kt#", 3),
+    ns("uko-scala", "https://cleveragents.ai/ontology/uko/scala#", 3),
+    ns("uko-swift", "https://cleveragents.ai/ontology/uko/swift#", 3),
+    ns("uko-zig", "https://cleveragents.ai/ontology/uko/zig#", 3),
+    ns("uko-hs", "https://cleveragents.ai/ontology/uko/hs#", 3),
+    ns("uko-ex", "https://cleveragents.ai/ontology/uko/ex#", 3),
 ];
 
 /// The CURIE of the root class.
@@ -417,27 +431,47 @@ impl Ontology {
     }
 
     /// The detail-level domain for files of a detected language (the names
-    /// of [`crate::language`]): `python` is `uko-py`; `typescript`,
-    /// `tsx` and `javascript` are `uko-ts`; `rust` is `uko-rs`; `java` is
-    /// `uko-java`; `go`, `c`, `cpp` and the query-analyzed languages
-    /// (`ruby`, `shell`, `lua`, `csharp`, `php`, `kotlin`, `scala`, `swift`,
-    /// `zig`, `haskell`, `elixir`) are `uko-code`; prose (`markdown`,
+    /// of [`crate::language`]): each language with a structural analyzer has
+    /// its layer-3 domain (`python` is `uko-py`; `typescript`, `tsx` and
+    /// `javascript` are `uko-ts`; `rust` `uko-rs`; `java` `uko-java`; `go`
+    /// `uko-go`; `c` `uko-c`; `cpp` `uko-cpp`; `ruby` `uko-rb`; `shell`
+    /// `uko-sh`; `lua` `uko-lua`; `csharp` `uko-cs`; `php` `uko-php`;
+    /// `kotlin` `uko-kt`; `scala` `uko-scala`; `swift` `uko-swift`; `zig`
+    /// `uko-zig`; `haskell` `uko-hs`; `elixir` `uko-ex`); prose (`markdown`,
     /// `restructuredtext`, `org`, `text`) is `uko-doc`; `csv` and `tsv` are
-    /// `uko-data`. Anything else, or a domain this ontology has no map for,
-    /// is the universal domain `uko`.
+    /// `uko-data`. Anything else is the universal domain `uko`. A domain
+    /// this ontology has no map for falls back to `uko-code` for source
+    /// languages, then to `uko`.
     pub fn domain_for_language(&self, language: &str) -> &str {
         let domain = match language {
             "python" => "uko-py",
             "typescript" | "tsx" | "javascript" => "uko-ts",
             "rust" => "uko-rs",
             "java" => "uko-java",
-            "go" | "c" | "cpp" | "ruby" | "shell" | "lua" | "csharp" | "php" | "kotlin" | "scala" | "swift" | "zig"
-            | "haskell" | "elixir" => "uko-code",
+            "go" => "uko-go",
+            "c" => "uko-c",
+            "cpp" => "uko-cpp",
+            "ruby" => "uko-rb",
+            "shell" => "uko-sh",
+            "lua" => "uko-lua",
+            "csharp" => "uko-cs",
+            "php" => "uko-php",
+            "kotlin" => "uko-kt",
+            "scala" => "uko-scala",
+            "swift" => "uko-swift",
+            "zig" => "uko-zig",
+            "haskell" => "uko-hs",
+            "elixir" => "uko-ex",
             "markdown" | "restructuredtext" | "org" | "text" => "uko-doc",
             "csv" | "tsv" => "uko-data",
             _ => UNIVERSAL_DOMAIN,
         };
-        self.maps.get(domain).or_else(|| self.maps.get(UNIVERSAL_DOMAIN)).map_or(UNIVERSAL_DOMAIN, |m| m.domain())
+        let code = layer_of(domain) == Some(3);
+        self.maps
+            .get(domain)
+            .or_else(|| if code { self.maps.get("uko-code") } else { None })
+            .or_else(|| self.maps.get(UNIVERSAL_DOMAIN))
+            .map_or(UNIVERSAL_DOMAIN, |m| m.domain())
     }
 
     /// The ontology as Turtle, with the UKO and standard prefixes.
@@ -1098,7 +1132,18 @@ mod tests {
         assert!(!ontology.is_subclass_of("uko-oo:Class", "uko:Atom"));
         assert!(!ontology.is_subclass_of("uko-oo:Nope", ROOT_CLASS));
         let children: Vec<&str> = ontology.children("uko-oo:Method").iter().map(|c| c.curie.as_str()).collect();
-        assert_eq!(children, ["uko-oo:Constructor"]);
+        assert_eq!(
+            children,
+            [
+                "uko-oo:Constructor",
+                "uko-cpp:Destructor",
+                "uko-cpp:OutOfLineDefinition",
+                "uko-go:ReceiverMethod",
+                "uko-rb:SingletonMethod",
+                "uko-swift:ExtensionMethod"
+            ],
+            "layer 2, then the language layer"
+        );
         let children: Vec<&str> = ontology.children("uko-code:Callable").iter().map(|c| c.curie.as_str()).collect();
         assert_eq!(
             children,
@@ -1130,7 +1175,10 @@ mod tests {
             assert_eq!(layer_of(&iri), Some(layer), "{iri}");
             assert_eq!(compact(&iri).as_deref(), Some(curie));
         }
-        assert_eq!(layer_of("uko-go:Thing"), None);
+        for curie in ["uko-go:ReceiverMethod", "uko-kt:DataClass", "uko-ex:Impl", "uko-zig:TestBlock"] {
+            assert_eq!(layer_of(curie), Some(3), "{curie}");
+        }
+        assert_eq!(layer_of("uko-nim:Thing"), None);
         assert_eq!(layer_of("http://example.com/x#Y"), None);
         // Every layer is populated.
         let layers: BTreeSet<u8> = ontology.classes().map(|c| c.layer).collect();
@@ -1190,7 +1238,31 @@ mod tests {
         let domains: Vec<&str> = maps.maps().keys().map(String::as_str).collect();
         assert_eq!(
             domains,
-            ["uko", "uko-code", "uko-data", "uko-doc", "uko-java", "uko-oo", "uko-py", "uko-rs", "uko-ts"]
+            [
+                "uko",
+                "uko-c",
+                "uko-code",
+                "uko-cpp",
+                "uko-cs",
+                "uko-data",
+                "uko-doc",
+                "uko-ex",
+                "uko-go",
+                "uko-hs",
+                "uko-java",
+                "uko-kt",
+                "uko-lua",
+                "uko-oo",
+                "uko-php",
+                "uko-py",
+                "uko-rb",
+                "uko-rs",
+                "uko-scala",
+                "uko-sh",
+                "uko-swift",
+                "uko-ts",
+                "uko-zig"
+            ]
         );
         for domain in domains {
             let levels = maps.effective_levels(domain).unwrap();
@@ -1216,15 +1288,50 @@ mod tests {
         assert_eq!(ontology.domain_for_language("tsx"), "uko-ts");
         assert_eq!(ontology.domain_for_language("rust"), "uko-rs");
         assert_eq!(ontology.domain_for_language("java"), "uko-java");
-        assert_eq!(ontology.domain_for_language("go"), "uko-code");
-        for language in
-            ["ruby", "shell", "lua", "csharp", "php", "kotlin", "scala", "swift", "zig", "haskell", "elixir"]
-        {
-            assert_eq!(ontology.domain_for_language(language), "uko-code", "{language}");
+        let languages = [
+            ("go", "uko-go", "uko-code"),
+            ("c", "uko-c", "uko-code"),
+            ("cpp", "uko-cpp", "uko-oo"),
+            ("ruby", "uko-rb", "uko-oo"),
+            ("shell", "uko-sh", "uko-code"),
+            ("lua", "uko-lua", "uko-code"),
+            ("csharp", "uko-cs", "uko-oo"),
+            ("php", "uko-php", "uko-oo"),
+            ("kotlin", "uko-kt", "uko-oo"),
+            ("scala", "uko-scala", "uko-oo"),
+            ("swift", "uko-swift", "uko-oo"),
+            ("zig", "uko-zig", "uko-code"),
+            ("haskell", "uko-hs", "uko-code"),
+            ("elixir", "uko-ex", "uko-code"),
+        ];
+        let maps = ontology.detail_level_maps();
+        for (language, domain, parent) in languages {
+            assert_eq!(ontology.domain_for_language(language), domain, "{language}");
+            let map = maps.get(domain).unwrap();
+            assert_eq!(map.parent(), Some(parent), "{domain}");
+            assert!(!map.levels().is_empty(), "{domain} inserts levels");
+            assert_eq!(maps.resolve(domain, "SIGNATURES"), Ok(4), "{domain} inherits the universal levels");
+            assert_eq!(maps.resolve(domain, "SUMMARIES"), Ok(3), "{domain} inherits uko-code");
+            assert!(ontology.classes().any(|c| c.curie.starts_with(&format!("{domain}:"))), "{domain} has classes");
+        }
+        assert_eq!(maps.resolve("uko-kt", "KDOC"), Ok(3));
+        assert_eq!(maps.resolve("uko-cs", "ATTRIBUTES"), Ok(5));
+        assert_eq!(maps.resolve("uko-hs", "TYPE_SIGNATURES"), Ok(4));
+        assert_eq!(maps.resolve("uko-go", "METHOD_SETS"), Ok(1));
+        assert_eq!(maps.resolve("uko-rb", "MEMBER_LISTING"), Ok(1), "through uko-oo");
+        assert!(maps.resolve("uko-go", "MEMBER_LISTING").is_err(), "Go's map extends uko-code, not uko-oo");
+        // A level name means one depth in every map that has it.
+        let mut depths: BTreeMap<String, BTreeSet<u8>> = BTreeMap::new();
+        for domain in maps.maps().keys() {
+            for (name, depth) in maps.effective_levels(domain).unwrap() {
+                depths.entry(name).or_default().insert(depth);
+            }
+        }
+        for (name, set) in depths {
+            assert_eq!(set.len(), 1, "{name} has one depth in every map: {set:?}");
         }
         assert_eq!(ontology.domain_for_language("markdown"), "uko-doc");
         assert_eq!(ontology.domain_for_language("yaml"), "uko");
-        let maps = ontology.detail_level_maps();
         assert_eq!(maps.resolve(ontology.domain_for_language("python"), "DOCSTRINGS"), Ok(3));
         // A domain the ontology has no map for falls back to the universal one.
         let bare = load("").unwrap();

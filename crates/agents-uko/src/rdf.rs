@@ -26,7 +26,7 @@ use oxigraph::store::Store;
 /// The prefixes known to the UKO graph: the ontology layers, then the RDF
 /// vocabularies. Used to expand CURIEs, compact IRIs, predeclare prefixes in
 /// queries and write Turtle.
-pub const PREFIXES: [(&str, &str); 16] = [
+pub const PREFIXES: [(&str, &str); 30] = [
     ("uko", "https://cleveragents.ai/ontology/uko#"),
     ("uko-code", "https://cleveragents.ai/ontology/uko/code#"),
     ("uko-doc", "https://cleveragents.ai/ontology/uko/doc#"),
@@ -39,6 +39,20 @@ pub const PREFIXES: [(&str, &str); 16] = [
     ("uko-ts", "https://cleveragents.ai/ontology/uko/ts#"),
     ("uko-rs", "https://cleveragents.ai/ontology/uko/rs#"),
     ("uko-java", "https://cleveragents.ai/ontology/uko/java#"),
+    ("uko-go", "https://cleveragents.ai/ontology/uko/go#"),
+    ("uko-c", "https://cleveragents.ai/ontology/uko/c#"),
+    ("uko-cpp", "https://cleveragents.ai/ontology/uko/cpp#"),
+    ("uko-rb", "https://cleveragents.ai/ontology/uko/rb#"),
+    ("uko-sh", "https://cleveragents.ai/ontology/uko/sh#"),
+    ("uko-lua", "https://cleveragents.ai/ontology/uko/lua#"),
+    ("uko-cs", "https://cleveragents.ai/ontology/uko/cs#"),
+    ("uko-php", "https://cleveragents.ai/ontology/uko/php#"),
+    ("uko-kt", "https://cleveragents.ai/ontology/uko/kt#"),
+    ("uko-scala", "https://cleveragents.ai/ontology/uko/scala#"),
+    ("uko-swift", "https://cleveragents.ai/ontology/uko/swift#"),
+    ("uko-zig", "https://cleveragents.ai/ontology/uko/zig#"),
+    ("uko-hs", "https://cleveragents.ai/ontology/uko/hs#"),
+    ("uko-ex", "https://cleveragents.ai/ontology/uko/ex#"),
     ("rdf", "http://www.w3.org/1999/02/22-rdf-syntax-ns#"),
     ("rdfs", "http://www.w3.org/2000/01/rdf-schema#"),
     ("owl", "http://www.w3.org/2002/07/owl#"),
@@ -67,6 +81,10 @@ pub struct RdfNode {
     pub uri: String,
     /// The ontology class as a CURIE, e.g. `uko-oo:Method`.
     pub class_curie: String,
+    /// A more specific class of the node's language layer, e.g.
+    /// `uko-kt:DataClass` (a subclass of `class_curie`'s meaning): a second
+    /// `rdf:type`. See [`crate::lang::classes`].
+    pub language_class: Option<String>,
     pub name: String,
     /// Empty for file nodes (then no `uko:symbolPath` triple).
     pub symbol_path: String,
@@ -235,6 +253,11 @@ impl UkoGraph {
                 RdfError::Input(format!("unknown prefix in class `{}` of `{}`", node.class_curie, node.uri))
             })?;
             add(&s, known("rdf:type"), Term::NamedNode(iri_named(&class)?));
+            if let Some(curie) = &node.language_class {
+                let class = expand_curie(curie)
+                    .ok_or_else(|| RdfError::Input(format!("unknown prefix in class `{curie}` of `{}`", node.uri)))?;
+                add(&s, known("rdf:type"), Term::NamedNode(iri_named(&class)?));
+            }
             add(&s, known("uko:name"), string(&node.name));
             if !node.symbol_path.is_empty() {
                 add(&s, known("uko:symbolPath"), string(&node.symbol_path));
@@ -377,7 +400,8 @@ impl UkoGraph {
 fn warn_undeclared_classes(store: &Store, nodes: &[RdfNode]) {
     let owl_class = NamedNodeRef::new_unchecked("http://www.w3.org/2002/07/owl#Class");
     let graph = NamedNode::new_unchecked(ONTOLOGY_GRAPH);
-    let curies: BTreeSet<&str> = nodes.iter().map(|n| n.class_curie.as_str()).collect();
+    let curies: BTreeSet<&str> =
+        nodes.iter().flat_map(|n| std::iter::once(n.class_curie.as_str()).chain(n.language_class.as_deref())).collect();
     for curie in curies {
         let Some(iri) = expand_curie(curie) else { continue };
         let class = NamedNode::new_unchecked(iri);
@@ -618,6 +642,7 @@ mod tests {
         RdfNode {
             uri: uri.to_string(),
             class_curie: class.to_string(),
+            language_class: None,
             name: name.to_string(),
             symbol_path: symbol_path.to_string(),
             resource_id: R.to_string(),
@@ -832,6 +857,29 @@ uko-oo:Method a owl:Class ; rdfs:subClassOf uko-code:Callable , uko-oo:Member .
         }
         let r = g.query("ASK { ?m a uko-oo:Method ; a/rdfs:subClassOf* uko-code:Callable }").unwrap();
         assert_eq!(r, QueryResult::Boolean(true));
+    }
+
+    #[test]
+    fn a_language_class_is_a_second_type() {
+        let ttl = include_str!("../../../docs/ontology/uko.ttl");
+        let (mut nodes, edges) = small();
+        let cls = nodes.iter_mut().find(|n| n.uri == CLS).unwrap();
+        cls.language = "kotlin".to_string();
+        cls.language_class = Some("uko-kt:DataClass".to_string());
+        let g = UkoGraph::build(&nodes, &edges, Some(ttl)).unwrap();
+        let turtle = g.to_turtle().unwrap();
+        assert!(turtle.contains("@prefix uko-kt: <https://cleveragents.ai/ontology/uko/kt#> ."), "{turtle}");
+        assert!(turtle.contains("a uko-kt:DataClass , uko-oo:Class ;"), "{turtle}");
+        let classes = |q: &str| col(&g.query(q).unwrap());
+        // Queries on the generic class still find the node; the language class narrows.
+        assert_eq!(classes("SELECT ?x WHERE { ?x a uko-oo:Class }"), [CLS]);
+        assert_eq!(classes("SELECT ?x WHERE { ?x a uko-kt:DataClass }"), [CLS]);
+        assert_eq!(classes("SELECT DISTINCT ?x WHERE { ?x a/rdfs:subClassOf* uko-oo:Class }"), [CLS]);
+
+        let cls = nodes.iter_mut().find(|n| n.uri == CLS).unwrap();
+        cls.language_class = Some("nope:Thing".to_string());
+        let err = UkoGraph::build(&nodes, &[], None).unwrap_err();
+        assert!(err.to_string().contains("unknown prefix in class `nope:Thing`"), "{err}");
     }
 
     #[test]

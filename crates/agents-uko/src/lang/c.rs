@@ -1136,7 +1136,7 @@ fn call_target(function: Node<'_>, text: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
@@ -1145,7 +1145,7 @@ mod tests {
         CAnalyzer.analyze(language, path, text)
     }
 
-    const HEADER: &str = r#"/* geometry.h - shapes for the demo.
+    pub(crate) const HEADER: &str = r#"/* geometry.h - shapes for the demo.
  * Copyright nobody. */
 
 #ifndef GEOMETRY_H
@@ -1223,7 +1223,7 @@ static inline void geo_dump(FILE *out, const struct point_list *list) { (void)ou
 #endif /* GEOMETRY_H */
 "#;
 
-    const SOURCE: &str = r#"#include <math.h>
+    pub(crate) const SOURCE: &str = r#"#include <math.h>
 #include "geometry.h"
 
 static int helper(int x);
@@ -1263,7 +1263,7 @@ int test_distance(void) {
 }
 "#;
 
-    const CPP: &str = r#"#include <memory>
+    pub(crate) const CPP: &str = r#"#include <memory>
 #include <vector>
 #include "shapes/base.hpp"
 

@@ -800,10 +800,10 @@ fn resolve_go_import(ctx: &ResolveContext<'_>, from_path: &str, import: &str) ->
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    const FIXTURE: &str = r#"// Copyright 2024 The Authors.
+    pub(crate) const FIXTURE: &str = r#"// Copyright 2024 The Authors.
 
 // Package store persists items for the service.
 //

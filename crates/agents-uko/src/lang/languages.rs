@@ -275,14 +275,14 @@ pub(crate) fn differences(hand: &crate::model::FileAnalysis, query: &crate::mode
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::lang::Analyzer;
     use crate::lang::test_support::assert_spans_are_declarations;
     use crate::model::{FileAnalysis, NodeKind, RefKind};
     use crate::render::{EdgeView, NodeView, RenderInput, is_container, render};
 
-    const RUBY_FIXTURE: &str = r#"# Stores items.
+    pub(crate) const RUBY_FIXTURE: &str = r#"# Stores items.
 require "json"
 require_relative "./model/item"
 
@@ -322,7 +322,7 @@ describe Shop::Store do
 end
 "#;
 
-    const BASH_FIXTURE: &str = r#"#!/usr/bin/env bash
+    pub(crate) const BASH_FIXTURE: &str = r#"#!/usr/bin/env bash
 # Deploys the service.
 set -euo pipefail
 
@@ -348,7 +348,7 @@ function deploy {
 deploy
 "#;
 
-    const LUA_FIXTURE: &str = r#"--- Stores items.
+    pub(crate) const LUA_FIXTURE: &str = r#"--- Stores items.
 local json = require("cjson")
 local util = require "app.util"
 
@@ -375,7 +375,7 @@ end
 return M
 "#;
 
-    const CSHARP_FIXTURE: &str = r#"using System;
+    pub(crate) const CSHARP_FIXTURE: &str = r#"using System;
 using System.Collections.Generic;
 using Json = System.Text.Json;
 
@@ -496,7 +496,7 @@ namespace Shop.Tests
         list.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
     }
 
-    const PHP_FIXTURE: &str = r#"<?php
+    pub(crate) const PHP_FIXTURE: &str = r#"<?php
 namespace App\Store;
 
 use App\Models\Item;
@@ -552,7 +552,7 @@ class StoreTest extends TestCase
 }
 "#;
 
-    const KOTLIN_FIXTURE: &str = r#"package com.acme.store
+    pub(crate) const KOTLIN_FIXTURE: &str = r#"package com.acme.store
 
 import com.acme.model.Item
 import kotlinx.coroutines.*
@@ -600,7 +600,7 @@ class StoreTest {
 }
 "#;
 
-    const SCALA_FIXTURE: &str = r#"package com.acme.store
+    pub(crate) const SCALA_FIXTURE: &str = r#"package com.acme.store
 
 import scala.collection.mutable
 import com.acme.model._
@@ -640,7 +640,7 @@ class StoreSuite extends munit.FunSuite {
 }
 "#;
 
-    const SWIFT_FIXTURE: &str = r#"import Foundation
+    pub(crate) const SWIFT_FIXTURE: &str = r#"import Foundation
 import XCTest
 
 /// Keeps items in memory.
@@ -687,7 +687,7 @@ final class StoreTests: XCTestCase {
 }
 "#;
 
-    const ZIG_FIXTURE: &str = r#"//! Stores items.
+    pub(crate) const ZIG_FIXTURE: &str = r#"//! Stores items.
 const std = @import("std");
 const model = @import("model.zig");
 
@@ -718,7 +718,7 @@ test "saves items" {
 }
 "#;
 
-    const HASKELL_FIXTURE: &str = r#"module Shop.Store (Store, save) where
+    pub(crate) const HASKELL_FIXTURE: &str = r#"module Shop.Store (Store, save) where
 
 import qualified Data.Map as Map
 import Shop.Model
@@ -748,7 +748,7 @@ count :: Store -> Int
 count store = length (items store)
 "#;
 
-    const ELIXIR_FIXTURE: &str = r#"defmodule Shop.Store do
+    pub(crate) const ELIXIR_FIXTURE: &str = r#"defmodule Shop.Store do
   @moduledoc """
   Keeps items in memory.
   """

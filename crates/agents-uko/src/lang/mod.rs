@@ -16,6 +16,7 @@ use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span, SymbolNode,
 use crate::resolve::ResolveContext;
 
 pub mod c;
+pub mod classes;
 pub mod fallback;
 pub mod go;
 pub mod java;

@@ -55,9 +55,15 @@
   name: (identifier) @name
   body: (_)? @body) @definition.function
 
+; A property with accessor bodies: the header before them. Auto-properties
+; (`{ get; private set; }`) and `=>` properties keep their first line, so the
+; signature shows the accessors.
 (property_declaration
   name: (identifier) @name
-  accessors: (_)? @body) @definition.field
+  accessors: (accessor_list (accessor_declaration body: (_))) @body) @definition.field
+
+(property_declaration
+  name: (identifier) @name) @definition.field
 
 (field_declaration
   (variable_declaration
