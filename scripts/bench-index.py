@@ -8,9 +8,13 @@ exist), then, for each corpus, measures side by side:
   * agents index, full first index into a fresh $AGENTS_HOME, median of --runs runs
   * agents index, no-change refresh
   * agents index, refresh after modifying 10 files
+  * the first `agents query` into a fresh $AGENTS_HOME (it indexes the tree:
+    code graph, full text and vectors, then answers), median of --runs runs
+  * the store on disk after a first index ($AGENTS_HOME: SQLite, text index,
+    vectors) against the corpus's bytes, and the binary's size
 
 reporting wall time, files/s, MB/s and peak RSS (from wait4's rusage), and the
-ratio agents/ctags. Prints a Markdown table (pasted into docs/benchmarks.md) and
+ratio agents/ctags. Prints Markdown tables (pasted into docs/benchmarks.md) and
 writes the raw numbers as JSON.
 
     scripts/bench-index.py [--corpus-dir DIR] [--sizes 10000,0] [--runs 3] [--json OUT]
@@ -61,6 +65,20 @@ def tree_stats(path):
     return files, size
 
 
+def tree_bytes(path):
+    """Bytes of every regular file under path (the store on disk)."""
+    total = 0
+    for dirpath, _, filenames in os.walk(path):
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            if os.path.isfile(p) and not os.path.islink(p):
+                total += os.path.getsize(p)
+    return total
+
+
+QUERY = "parse the configuration file and merge it with the defaults"
+
+
 def median_run(n, fn):
     results = [fn() for _ in range(n)]
     times = [r[0] for r in results]
@@ -85,10 +103,26 @@ def bench_corpus(binary, corpus, runs):
     full = median_run(runs, fresh_index)
     summary = json.loads(full[2])
 
+    def first_query():
+        home = tempfile.mkdtemp(prefix="agents-bench-")
+        env = dict(os.environ, AGENTS_HOME=home)
+        try:
+            return run_measured([binary, "--quiet", "query", QUERY, str(corpus), "--format", "json"], env=env)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+
+    query = median_run(runs, first_query)
+
     home = tempfile.mkdtemp(prefix="agents-bench-")
     env = dict(os.environ, AGENTS_HOME=home)
     try:
         run_measured([binary, "--quiet", "--json", "index", str(corpus)], env=env)
+        store = {
+            "bytes": tree_bytes(home),
+            # agents.db with its -wal and -shm files.
+            "database": sum(os.path.getsize(os.path.join(home, n)) for n in os.listdir(home) if n.startswith("agents.db")),
+            "search": tree_bytes(os.path.join(home, "search")),
+        }
         stats = json.loads(run_measured([binary, "--quiet", "--json", "uko", "stats", "--path", str(corpus)], env=env)[2])
         noop = median_run(runs, lambda: run_measured([binary, "--quiet", "--json", "index", str(corpus)], env=env))
         noop_report = json.loads(noop[2])["report"]
@@ -122,6 +156,8 @@ def bench_corpus(binary, corpus, runs):
             "graph": summary["report"]["graph"],
         },
         "graph_stats": stats,
+        "first_query": {"seconds": query[0], "rss_mb": query[1]},
+        "store": store,
         "refresh_noop": {"seconds": noop[0], "rss_mb": noop[1], "files_read": noop_report["files_read"]},
         "refresh_10": {
             "seconds": changed[0],
@@ -170,6 +206,24 @@ def markdown(results):
     return "\n".join(lines)
 
 
+def cold_markdown(results, binary):
+    lines = [
+        "| corpus | MB | ctags -R | first `agents query` (fresh home) | ratio | peak RSS (ctags / agents) | store on disk (SQLite + search) | store / source |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        mb = r["bytes"] / 1e6
+        q = r["first_query"]
+        st = r["store"]
+        lines.append(
+            f"| {r['files']:,} files | {mb:.0f} | {r['ctags']['seconds']:.2f} s | {q['seconds']:.2f} s | "
+            f"{q['seconds'] / r['ctags']['seconds']:.2f}x | {r['ctags']['rss_mb']:.0f} / {q['rss_mb']:.0f} MB | "
+            f"{st['bytes'] / 1e6:.0f} MB ({st['database'] / 1e6:.0f} + {st['search'] / 1e6:.0f}) | {st['bytes'] / r['bytes']:.2f}x |"
+        )
+    lines += ["", f"Binary: `{binary}`, {os.path.getsize(binary) / 1e6:.1f} MB."]
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus-dir", default=os.path.join(tempfile.gettempdir(), "agents-bench-corpus"))
@@ -195,6 +249,8 @@ def main():
         results.append(bench_corpus(binary, corpus, args.runs))
 
     print(markdown(results))
+    print()
+    print(cold_markdown(results, binary))
     print()
     print(graph_markdown(results))
     if args.json:
