@@ -157,8 +157,16 @@ def main():
         if index_id is None:
             sys.exit(f"{record['repo']}: not indexed in {home}")
         kind = record["kind"]
+        # The compact graph (schema 11): a resolved target is a path id and a
+        # symbol id; its URI is derived (the resource part does not matter here).
         refs = db.execute(
-            "SELECT target, resolved_uri, resolved_path FROM uko_refs WHERE index_id = ? AND path = ? AND line = ? AND kind = ?",
+            "SELECT r.target, tp.path AS resolved_path,"
+            " CASE WHEN ts.text IS NULL THEN NULL WHEN ts.text = '' THEN 'uko://r/' || tp.path"
+            " ELSE 'uko://r/' || tp.path || '#' || ts.text END AS resolved_uri"
+            " FROM uko_refs r JOIN uko_paths p ON p.path_id = r.path_id JOIN uko_graphs g ON g.graph_id = p.graph_id"
+            " JOIN uko_strings k ON k.string_id = r.kind_id LEFT JOIN uko_paths tp ON tp.path_id = r.to_path_id"
+            " LEFT JOIN uko_strings ts ON ts.string_id = r.to_symbol_id"
+            " WHERE g.index_id = ? AND p.path = ? AND r.line = ? AND k.text = ?",
             (index_id, record["file"], record["line"], kind),
         ).fetchall()
         exact = [r for r in refs if r["target"] == record["callee"]]
@@ -175,7 +183,10 @@ def main():
         if (produced is not None and not ok) or (record["expected"] != "unresolved" and not ok):
             misses.append((record, produced))
 
-    loops = db.execute("SELECT COUNT(*) FROM uko_refs WHERE kind = 'calls' AND resolved_uri = from_uri").fetchone()[0]
+    loops = db.execute(
+        "SELECT COUNT(*) FROM uko_refs r JOIN uko_strings k ON k.string_id = r.kind_id"
+        " WHERE k.text = 'calls' AND r.to_path_id = r.path_id AND r.to_symbol_id = r.from_id"
+    ).fetchone()[0]
 
     def ratio(a, b):
         return f"{a / b:.2f}" if b else "-"

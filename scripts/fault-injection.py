@@ -204,14 +204,25 @@ def index_dump(home: Path, runner: Runner, repo: Path) -> dict:
     out["files"] = db.execute(
         "select path, content_hash, token_count, size_bytes, language from indexed_files order by path"
     ).fetchall()
+    # The compact graph (schema 11): paths and strings interned, URIs derived
+    # from path and symbol path (so the resource id, which differs from home
+    # to home, is not in them).
     out["nodes"] = db.execute(
-        "select uri, path, symbol_path, kind, name, valid_until is null from uko_nodes where is_current = 1 order by uri, path, symbol_path"
+        "select p.path, sy.text, k.text, nm.text, n.valid_until is null from uko_nodes n"
+        " join uko_paths p on p.path_id = n.path_id join uko_strings sy on sy.string_id = n.symbol_id"
+        " join uko_strings k on k.string_id = n.kind_id join uko_strings nm on nm.string_id = n.name_id"
+        " where n.is_current = 1 order by 1, 2, 3, 4"
     ).fetchall()
-    out["refs"] = db.execute("select path, from_uri, kind, target from uko_refs order by 1, 2, 3, 4").fetchall()
-    # URIs carry the resource id, which differs from home to home.
-    out["nodes"] = sorted((re.sub(r"^uko://[^/]+/", "uko://R/", row[0]), *row[1:]) for row in out["nodes"])
-    out["refs"] = sorted((row[0], re.sub(r"^uko://[^/]+/", "uko://R/", row[1]), *row[2:]) for row in out["refs"])
-    out["search"] = db.execute("select backend, path, content_hash from search_state order by 1, 2").fetchall()
+    out["refs"] = db.execute(
+        "select p.path, f.text, k.text, r.target, tp.path, ts.text from uko_refs r"
+        " join uko_paths p on p.path_id = r.path_id join uko_strings f on f.string_id = r.from_id"
+        " join uko_strings k on k.string_id = r.kind_id left join uko_paths tp on tp.path_id = r.to_path_id"
+        " left join uko_strings ts on ts.string_id = r.to_symbol_id order by 1, 2, 3, 4, 5, 6"
+    ).fetchall()
+    out["search"] = db.execute(
+        "select s.backend, f.path, hex(f.content_hash) from search_state f"
+        " join search_sets s on s.set_id = f.set_id order by 1, 2"
+    ).fetchall()
     out["status"] = db.execute("select status from repo_indexes").fetchall() if _has_column(db, "repo_indexes", "status") else []
     db.close()
     hashes = []
