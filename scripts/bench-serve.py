@@ -66,7 +66,8 @@ def edit(files):
 
 def start_server(agents, tree, env):
     proc = subprocess.Popen(
-        [agents, "serve", "--bind", "127.0.0.1:0", "--json"],
+        # The indexer below refreshes the edits (the server's own watcher would race it for the run lock).
+        [agents, "serve", "--bind", "127.0.0.1:0", "--json", "--no-watch"],
         cwd=tree,
         env=env,
         stdout=subprocess.PIPE,
@@ -149,7 +150,8 @@ def main():
     ap.add_argument("--home", type=Path, help="a home where the whole tree is already indexed")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    agents = str(args.agents)
+    # Absolute: the server runs in the tree.
+    agents = str(args.agents.resolve())
     tree = bq.corpus(args.corpus_dir, 0)
     home = args.home or bq.fresh_home()
     env = dict(os.environ, AGENTS_HOME=str(home))
@@ -168,14 +170,21 @@ def main():
         def indexer():
             originals.update(edit(files))
             start = time.perf_counter()
-            out = subprocess.run([agents, "--json", "index", str(tree)], env=env, capture_output=True, text=True)
+            out = subprocess.run(
+                [agents, "--json", "index", "--wait", str(tree)], env=env, capture_output=True, text=True
+            )
             if out.returncode != 0:
                 sys.exit(f"the indexer failed:\n{out.stderr}")
             report = json.loads(out.stdout)["report"]
             return {"seconds": time.perf_counter() - start, "changed": report["changed"]}
 
-        rows, errors, refresh = asyncio.run(load(url, token, queries, args.clients, args.seconds, indexer))
-        served = asyncio.run(ask_markers(url, token, len(files)))
+        try:
+            rows, errors, refresh = asyncio.run(load(url, token, queries, args.clients, args.seconds, indexer))
+            served = asyncio.run(ask_markers(url, token, len(files)))
+        except BaseException:
+            for p, data in originals.items():
+                p.write_bytes(data)
+            raise
     finally:
         server.terminate()
         try:

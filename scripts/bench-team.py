@@ -55,7 +55,7 @@ def with_schema(url, schema):
     parts = urllib.parse.urlsplit(url)
     query = urllib.parse.parse_qsl(parts.query)
     query.append(("options", f"-c search_path={schema},public"))
-    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
+    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query, quote_via=urllib.parse.quote)))
 
 
 def main():
