@@ -121,7 +121,9 @@ async def ask_markers(url, token, count):
                 result = await session.call_tool(
                     "request_context", {"query": MARKER.format(i=i), "max_tokens": 2000}
                 )
-                text = json.dumps(result.structured_content or {})
+                # The fragments' text is in the tool's text content (the structured
+                # result lists them without it).
+                text = "".join(getattr(part, "text", "") for part in result.content)
                 found[i] = f"agents_bench_probe_{i}" in text
     return found
 
@@ -209,7 +211,8 @@ def main():
 
     latencies = [end - start for start, end in rows]
     span = max(end for _, end in rows) - min(start for start, _ in rows) if rows else 0
-    lost = sorted(i for i, ok in served.items() if not ok)
+    # Lost: a marker a fresh index of the same tree finds and the server does not.
+    lost = sorted(i for i, ok in served.items() if not ok and fresh[i])
     disagree = sorted(i for i in served if served[i] != fresh[i])
     result = {
         "clients": args.clients,
