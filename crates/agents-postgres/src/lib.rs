@@ -149,6 +149,17 @@ impl PostgresStore {
         Conn::connect(&self.config, &self.location)
     }
 
+    /// A search backend's write transaction: a [`PostgresStore::dedicated`]
+    /// connection in a transaction holding the advisory lock named `lock`
+    /// (one writer per index across machines), waiting for it at most 300 s.
+    pub(crate) fn begin_locked(&self, lock: &str) -> Result<Conn, StoreError> {
+        let mut conn = self.dedicated()?;
+        conn.batch("BEGIN")?;
+        conn.batch("SET LOCAL lock_timeout = '300s'")?;
+        conn.query_one("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", &[&lock])?;
+        Ok(conn)
+    }
+
     fn migrate(&self) -> Result<(), StoreError> {
         let mut conn = self.conn()?;
         migrations::migrate(&mut conn)

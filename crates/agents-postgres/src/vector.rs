@@ -212,12 +212,7 @@ impl PgVectorBackend {
         let err = |e| search_error(&location, action, e);
         let slot = self.writer.get_mut().unwrap_or_else(|p| p.into_inner());
         if slot.is_none() {
-            let mut conn = self.store.dedicated().map_err(err)?;
-            conn.batch("BEGIN").map_err(err)?;
-            conn.batch("SET LOCAL lock_timeout = '300s'").map_err(err)?;
-            conn.query_one("SELECT pg_advisory_xact_lock(hashtextextended('agents-vector:' || $1, 0))", &[&self.key])
-                .map_err(err)?;
-            *slot = Some(conn);
+            *slot = Some(self.store.begin_locked(&format!("agents-vector:{}", self.key)).map_err(err)?);
         }
         let Some(conn) = slot.as_mut() else { unreachable!("opened above") };
         match f(conn, &self.key, &self.table) {
