@@ -39,6 +39,8 @@
 //!   (plain string prefixes: add a trailing `/` to mean a directory) and to the given
 //!   kinds; filters never change scores.
 
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
 mod fts5_backend;
 pub mod graph;
 pub mod history;
