@@ -270,6 +270,10 @@ def parse_output(data, tree):
             "range": rng, "whole_file": whole, "score": float(score) if isinstance(score, (int, float)) else 0.0,
             "tokens": f.get("token_count"), "depth": f.get("detail_depth"), "content": f.get("content") or "",
             "strategy": prov.get("strategy"),
+            "evidence": float((f.get("metadata") or {}).get("evidence") or 0.0),
+            "kind": (f.get("metadata") or {}).get("kind") or "", "node": f.get("uko_node") or "",
+            "name_match": float((f.get("metadata") or {}).get("name_match") or 0.0),
+            "standing": float((f.get("metadata") or {}).get("standing") or 0.0),
         })
     ranked = sorted(frags, key=lambda x: -x["score"])  # stable: ties keep output order
     if isinstance(data.get("ranked_files"), list):
@@ -496,6 +500,12 @@ class Runner:
                     entry["files"] = main["files"][:20]
                     entry["files_from"] = main["files_from"]
                     entry["fragments"] = len(frags)
+                    # Every packed fragment, for re-ranking studies offline:
+                    # [path, first line, last line, evidence, relevance_score, depth, tokens, kind, node,
+                    # name_match, file standing] (scripts/fit-chunk-ranker.py reads them).
+                    entry["all"] = [[f["path"] or f["raw_path"], *(f["range"] or (None, None)), f["evidence"],
+                                     f["score"], f["depth"], f["tokens"], f["kind"], f["node"], f["name_match"],
+                                     f["standing"]] for f in frags]
                     entry["strategies_used"] = main["strategies_used"]
                     entry["backends"] = main["backends"]
                     entry["diag"] = diagnostics(frags)

@@ -70,6 +70,10 @@ pub struct Piece {
     /// `chunk_boost` and `size_prior`); 1 when nothing is known.
     #[serde(default = "one")]
     pub boost: f64,
+    /// How strongly the query names the piece's node, in [0, 1]
+    /// (`agents_acms::retrieval::name_match`); 0 when unknown.
+    #[serde(default)]
+    pub name_match: f64,
 }
 
 fn one() -> f64 {
@@ -108,6 +112,7 @@ impl Piece {
             modified: None,
             file_standing: 0.0,
             boost: 1.0,
+            name_match: 0.0,
         }
     }
 

@@ -847,7 +847,8 @@ impl Pipeline {
                     // A focus the request names is wanted whatever its size.
                     let asked_for = !input.request.focus().is_empty() && c.hops == Some(0);
                     let size = if asked_for { 1.0 } else { components::size_prior(&piece) };
-                    piece.boost = components::chunk_boost(&piece.path, names.of(&piece.uko_node)) * size;
+                    piece.name_match = names.of(&piece.uko_node);
+                    piece.boost = components::chunk_boost(&piece.path, piece.name_match) * size;
                 }
                 piece.file_standing = standing.get(piece.path.as_str()).copied().unwrap_or(0.0);
                 if !piece.path.is_empty() && !piece.inline {
@@ -1248,6 +1249,8 @@ fn to_fragment(
     metadata.insert("kind".to_owned(), piece.kind.clone());
     metadata.insert("score".to_owned(), format!("{score:.6}"));
     metadata.insert("evidence".to_owned(), format!("{:.6}", piece.relevance));
+    metadata.insert("name_match".to_owned(), format!("{:.6}", piece.name_match));
+    metadata.insert("standing".to_owned(), format!("{:.6}", piece.file_standing));
     metadata.insert("strategies".to_owned(), piece.strategies.join(","));
     metadata.insert("requested_depth".to_owned(), piece.requested_depth.to_string());
     if piece.role == PieceRole::Skeleton {

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Fit the chunk ranker's logistic model (crates/agents-acms/src/pipeline/components.rs, `ranker`).
+
+Reads the JSON of a natural-language evaluation run (scripts/eval-nl.py --out X.json: every
+packed fragment of each engine answer, with its evidence, kind, lines, name match and file
+standing), labels each fragment by whether its lines meet an annotated span of its question,
+and fits P(meets a span) by L2-regularised logistic regression (Newton steps, numpy) over:
+
+  ln(file standing), 1/(1 + place among its file's pieces), evidence, name match,
+  function/method, class-like container, whole-file node (module, file, document),
+  ln(lines) of a node that is not a whole file,
+  test / document / example / stub-or-generated file (the engine's FileRole rules).
+
+A whole-file node's range meets every span of its file whatever it shows: it is labelled as
+meeting a span only when it was delivered with its text (depth 9), not as a skeleton.
+
+It prints the coefficients to paste into `ranker`, then chunk NDCG@10 of three orders of the
+same packed fragments: the run's own (relevance_score), the model fitted on everything
+(in-sample), and the model fitted without each repository in turn and applied to it
+(leave-one-repository-out: the figure to trust), overall, per category and per repository.
+
+Usage: python3 scripts/fit-chunk-ranker.py RUN.json [--l2 1.0]
+Needs numpy (pip install numpy); the run must come from an engine whose JSON fragments carry
+the `evidence`, `name_match` and `standing` metadata.
+"""
+
+import argparse
+import collections
+import importlib.util
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.util.spec_from_file_location("eval_nl", os.path.join(HERE, "eval-nl.py"))
+eval_nl = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(eval_nl)
+
+FEATURES = ["bias", "ln_standing", "inv_ordinal", "evidence", "name_match", "function", "container", "whole_file",
+            "ln_lines", "test", "doc", "example", "stub_or_generated"]
+FUNCTION = {"function", "method"}
+CONTAINER = {"class", "struct", "interface", "trait", "enum", "impl", "type", "protocol", "record", "object"}
+WHOLE_FILE = {"module", "file", "document"}
+
+
+def file_role(path):
+    """The engine's FileRole::of (crates/agents-acms/src/retrieval/mod.rs), in Python."""
+    lower = path.lower()
+    parts = lower.split("/")
+    name, dirs = parts[-1], parts[:-1]
+
+    def ends(suffixes):
+        return any(name.endswith(s) for s in suffixes)
+
+    if any(d in ("vendor", "vendored", "third_party", "third-party", "node_modules", "dist", "generated",
+                 "__generated__") for d in dirs) or ends([".min.js", ".min.css", "_pb2.py", "_pb2_grpc.py",
+                                                          ".pb.go", ".generated.ts", ".generated.js", ".g.dart"]):
+        return "generated"
+    if any(d in ("test", "tests", "__tests__", "spec", "specs", "testing", "fixtures", "testdata", "e2e")
+           for d in dirs) or name.startswith("test_") or name == "conftest.py" or ends(
+            ["_test.go", "_test.py", "_test.rs", ".test.ts", ".test.js", ".test.tsx", ".test.jsx", ".test.mjs",
+             ".spec.ts", ".spec.js", ".spec.tsx", "_tests.rs", "tests.py", "_spec.rb"]):
+        return "test"
+    if any(d in ("examples", "example", "benches", "benchmarks", "bench") for d in dirs):
+        return "example"
+    if any(d in ("docs", "doc", "documentation", "docs_src") for d in dirs) or ends(
+            [".md", ".mdx", ".rst", ".txt", ".adoc"]) or name.startswith("changelog") or name.startswith("history"):
+        return "doc"
+    if ends([".pyi", ".d.ts", ".d.mts", ".d.cts"]):
+        return "stub"
+    return "source"
+
+
+def features(case):
+    """One row per packed fragment of the case's engine answer, and the fragments."""
+    engine = case["systems"]["engine"]
+    fragments = engine["all"]
+    files = engine["files"]
+    by_file = collections.defaultdict(list)
+    for f in fragments:
+        by_file[f[0]].append(f)
+    ordinal = {}
+    for group in by_file.values():
+        for j, f in enumerate(sorted(group, key=lambda f: -f[4])):
+            ordinal[id(f)] = j
+    rows = []
+    for f in fragments:
+        path, first, last, evidence, _score, _depth, _tokens, kind, _node, name_match = f[:10]
+        standing = f[10] if len(f) > 10 and f[10] > 0 else None
+        if standing is None:  # a run from before the standing was delivered: its ranked_files order
+            i = files.index(path) if path in files else len(files)
+            standing = 1 / (1 + i / 3)
+        lines = (last - first + 1) if first is not None else 1
+        role = file_role(path or "")
+        rows.append([1.0, math.log(max(standing, 1e-3)), 1 / (1 + ordinal[id(f)]), evidence, name_match,
+                     kind in FUNCTION, kind in CONTAINER, kind in WHOLE_FILE,
+                     0.0 if kind in WHOLE_FILE else math.log(max(lines, 1)),
+                     role == "test", role == "doc", role == "example", role in ("stub", "generated")])
+    return np.array(rows, dtype=float), fragments
+
+
+def meets_a_span(f, spans):
+    if f[7] in WHOLE_FILE and f[5] != 9:
+        return False
+    return any(s["path"] == f[0] and f[1] is not None and f[1] <= s["lines"][1] and s["lines"][0] <= f[2]
+               for s in spans)
+
+
+def fit(data, l2):
+    x = np.vstack([d[1] for d in data])
+    y = np.concatenate([d[2] for d in data])
+    mu, sd = x.mean(0), x.std(0)
+    mu[0], sd[0] = 0.0, 1.0
+    sd[sd == 0] = 1.0
+    z = (x - mu) / sd
+    w = np.zeros(x.shape[1])
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-z @ w))
+        gradient = z.T @ (p - y) + l2 * w
+        hessian = (z * (p * (1 - p))[:, None]).T @ z + l2 * np.eye(len(w))
+        w -= np.linalg.solve(hessian, gradient)
+    raw = w / sd
+    raw[0] = w[0] - (w[1:] * mu[1:] / sd[1:]).sum()
+    return raw
+
+
+def ndcg(case, ordered):
+    metrics, _ = eval_nl.chunk_metrics([(f[0], (f[1], f[2]), None) for f in ordered], case["relevant"])
+    return metrics["chunk_ndcg"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run", help="JSON written by scripts/eval-nl.py --out")
+    ap.add_argument("--l2", type=float, default=1.0, help="ridge penalty on standardised weights (default 1)")
+    args = ap.parse_args()
+    run = json.load(open(args.run))
+    data = []
+    for case in run["results"]:
+        if not case["systems"].get("engine", {}).get("all"):
+            continue
+        x, fragments = features(case)
+        y = np.array([1.0 if meets_a_span(f, case["relevant"]) else 0.0 for f in fragments])
+        data.append((case, x, y, fragments))
+    if not data:
+        sys.exit(f"{args.run}: no engine answers with their fragments (run scripts/eval-nl.py from this tree)")
+    weights = fit(data, args.l2)
+    print(f"{len(data)} questions, {sum(len(d[3]) for d in data)} fragments, "
+          f"{int(sum(d[2].sum() for d in data))} meeting a span\n")
+    print("| feature | weight |\n|---|---:|")
+    for name, w in zip(FEATURES, weights):
+        print(f"| {name} | {w:+.4f} |")
+    scores = {k: collections.defaultdict(list) for k in ("run", "in-sample", "held-out")}
+    repos = sorted({d[0]["repo"] for d in data})
+    for repo in repos:
+        held = fit([d for d in data if d[0]["repo"] != repo], args.l2)
+        for case, x, _, fragments in (d for d in data if d[0]["repo"] == repo):
+            orders = {
+                "run": sorted(fragments, key=lambda f: -f[4]),
+                "in-sample": [fragments[i] for i in np.argsort(-(x @ weights), kind="stable")],
+                "held-out": [fragments[i] for i in np.argsort(-(x @ held), kind="stable")],
+            }
+            for name, ordered in orders.items():
+                v = ndcg(case, ordered)
+                for group in ("overall", "category:" + case["category"], "repo:" + repo):
+                    scores[name][group].append(v)
+    print("\n| group | questions | run | in-sample | held out (leave one repository out) |\n|---|---:|---:|---:|---:|")
+    groups = sorted(scores["run"], key=lambda g: (g != "overall", not g.startswith("category:"), g))
+    for g in groups:
+        mean = {k: sum(scores[k][g]) / len(scores[k][g]) for k in scores}
+        print(f"| {g} | {len(scores['run'][g])} | {mean['run']:.3f} | {mean['in-sample']:.3f} | {mean['held-out']:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
