@@ -14,7 +14,7 @@
 //! per text index across machines) and committed by [`TextBackend::commit`];
 //! searches read the last commit on the store's pool.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use agents_search::{
@@ -22,6 +22,7 @@ use agents_search::{
     sort_hits,
 };
 use agents_store::StoreError;
+use postgres::types::Type;
 
 use crate::{Conn, PostgresStore};
 
@@ -32,6 +33,26 @@ pub const NAME: &str = "postgres";
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
+/// Buffered postings from which a write loads them before its commit: a
+/// first index loads in a few large `COPY`s, within a bounded memory.
+const LOAD_POSTINGS: usize = 1_000_000;
+
+/// Rewrites the postings of `key` with only live documents' numbers, one
+/// row per term and field (in the caller's transaction).
+fn compact(c: &mut Conn, key: i32) -> Result<(), StoreError> {
+    c.execute(
+        "WITH old AS (DELETE FROM text_postings WHERE key_id = $1 RETURNING term, field, doc_ids, tfs), \
+         live AS (SELECT o.term, o.field, u.doc_id, u.tf FROM old o, unnest(o.doc_ids, o.tfs) AS u(doc_id, tf) \
+           WHERE EXISTS (SELECT 1 FROM text_docs d WHERE d.doc_id = u.doc_id)) \
+         INSERT INTO text_postings (key_id, term, field, doc_ids, tfs) \
+         SELECT $1, term, field, array_agg(doc_id ORDER BY doc_id), array_agg(tf ORDER BY doc_id) \
+         FROM live GROUP BY term, field",
+        &[&key],
+    )?;
+    c.execute("UPDATE text_stats SET churn = 0 WHERE key_id = $1", &[&key])?;
+    Ok(())
+}
+
 /// A text index on the server: the documents of one key (an index id and
 /// the analyzer's version) in the store's database.
 pub struct PgTextBackend {
@@ -41,6 +62,8 @@ pub struct PgTextBackend {
     key_id: std::sync::OnceLock<i32>,
     /// The open write transaction, from the first write to the commit.
     writer: Mutex<Option<Conn>>,
+    /// Documents written in that transaction and not loaded yet.
+    pending: Pending,
 }
 
 impl std::fmt::Debug for PgTextBackend {
@@ -61,7 +84,13 @@ pub(crate) fn search_error(location: &str, action: &'static str, e: StoreError) 
 impl PgTextBackend {
     /// The text index `key` (e.g. `<index id>/v<TEXT_INDEX_VERSION>`) of `store`.
     pub fn open(store: Arc<PostgresStore>, key: &str) -> PgTextBackend {
-        PgTextBackend { store, key: key.to_owned(), key_id: std::sync::OnceLock::new(), writer: Mutex::new(None) }
+        PgTextBackend {
+            store,
+            key: key.to_owned(),
+            key_id: std::sync::OnceLock::new(),
+            writer: Mutex::new(None),
+            pending: Pending::default(),
+        }
     }
 
     fn err(&self, action: &'static str) -> impl Fn(StoreError) -> SearchError + '_ {
@@ -133,106 +162,214 @@ fn tokens(text: &str) -> Vec<String> {
     search_tokens(text).into_iter().filter(|t| !t.contains('\0')).collect()
 }
 
+/// A document waiting in the write buffer: its keys, field lengths and
+/// (term, field, frequency) postings.
+struct PendingDoc {
+    path: String,
+    kind: String,
+    lens: [i32; 6],
+    postings: Vec<(String, i16, i32)>,
+}
+
+impl PendingDoc {
+    fn of(doc: &TextDoc) -> PendingDoc {
+        let mut lens = [0i32; 6];
+        let mut postings = Vec::new();
+        for (field, text) in field_texts(doc).into_iter().enumerate() {
+            let split = tokens(text);
+            if let Some(len) = lens.get_mut(field) {
+                *len = i32::try_from(split.len()).unwrap_or(i32::MAX);
+            }
+            let mut counts: HashMap<String, i32> = HashMap::new();
+            for token in split {
+                *counts.entry(token).or_default() += 1;
+            }
+            postings.extend(counts.into_iter().map(|(term, tf)| (term, field as i16, tf)));
+        }
+        PendingDoc { path: doc.path.clone(), kind: doc.kind.clone(), lens, postings }
+    }
+}
+
+/// Documents written since the last load, by id (the last of an id wins).
+#[derive(Default)]
+struct Pending {
+    docs: BTreeMap<String, PendingDoc>,
+    /// Postings of `docs`, all together.
+    postings: usize,
+    /// Stored documents this transaction replaced or deleted.
+    churn: i64,
+}
+
+impl Pending {
+    fn add(&mut self, id: &str, doc: PendingDoc) {
+        self.postings += doc.postings.len();
+        if let Some(old) = self.docs.insert(id.to_owned(), doc) {
+            self.postings -= old.postings.len();
+        }
+    }
+
+    fn remove_paths(&mut self, paths: &HashSet<&str>) {
+        let postings = &mut self.postings;
+        self.docs.retain(|_, d| {
+            let keep = !paths.contains(d.path.as_str());
+            if !keep {
+                *postings -= d.postings.len();
+            }
+            keep
+        });
+    }
+}
+
+/// Loads the buffered documents and their postings (one `COPY` each, one
+/// postings row per term and field): the documents get numbers in id order,
+/// so each row's document numbers come sorted.
+fn load(c: &mut Conn, key: i32, pending: &mut Pending) -> Result<(), StoreError> {
+    let docs = std::mem::take(&mut pending.docs);
+    pending.postings = 0;
+    if docs.is_empty() {
+        return Ok(());
+    }
+    let count = i64::try_from(docs.len()).unwrap_or(i64::MAX);
+    let numbers: Vec<i64> = c
+        .query(
+            "SELECT nextval(pg_get_serial_sequence('text_docs', 'doc_id')) FROM generate_series(1, $1::bigint) \
+             ORDER BY 1",
+            &[&count],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let numbered: Vec<(i64, (&String, &PendingDoc))> = numbers.into_iter().zip(docs.iter()).collect();
+    c.copy_in(
+        "COPY text_docs (doc_id, key_id, id, path, kind, len_0, len_1, len_2, len_3, len_4, len_5) \
+         FROM STDIN (FORMAT binary)",
+        &[
+            Type::INT8,
+            Type::INT4,
+            Type::TEXT,
+            Type::TEXT,
+            Type::TEXT,
+            Type::INT4,
+            Type::INT4,
+            Type::INT4,
+            Type::INT4,
+            Type::INT4,
+            Type::INT4,
+        ],
+        |w| {
+            for (number, (id, d)) in &numbered {
+                let [l0, l1, l2, l3, l4, l5] = &d.lens;
+                w.write(&[number, &key, id, &d.path, &d.kind, l0, l1, l2, l3, l4, l5])?;
+            }
+            Ok(())
+        },
+    )?;
+    let mut lists: BTreeMap<(&str, i16), (Vec<i64>, Vec<i32>)> = BTreeMap::new();
+    for (number, (_, d)) in &numbered {
+        for (term, field, tf) in &d.postings {
+            let list = lists.entry((term.as_str(), *field)).or_default();
+            list.0.push(*number);
+            list.1.push(*tf);
+        }
+    }
+    c.copy_in(
+        "COPY text_postings (key_id, term, field, doc_ids, tfs) FROM STDIN (FORMAT binary)",
+        &[Type::INT4, Type::TEXT, Type::INT2, Type::INT8_ARRAY, Type::INT4_ARRAY],
+        |w| {
+            for ((term, field), (numbers, tfs)) in &lists {
+                w.write(&[&key, term, field, numbers, tfs])?;
+            }
+            Ok(())
+        },
+    )?;
+    Ok(())
+}
+
+impl PgTextBackend {
+    /// Buffers `docs`, replacing stored documents of their ids when
+    /// `replace` (one statement), and loads the buffer once it is large.
+    fn buffer(&mut self, docs: &[TextDoc], replace: bool) -> Result<(), SearchError> {
+        if docs.is_empty() {
+            return Ok(());
+        }
+        let split: Vec<(&str, PendingDoc)> = docs.iter().map(|d| (d.id.as_str(), PendingDoc::of(d))).collect();
+        let ids: Vec<&str> = if replace { docs.iter().map(|d| d.id.as_str()).collect() } else { Vec::new() };
+        let mut pending = std::mem::take(&mut self.pending);
+        let result = self.write("index documents", |c, key| {
+            if !ids.is_empty() {
+                pending.churn +=
+                    c.execute("DELETE FROM text_docs WHERE key_id = $1 AND id = ANY($2)", &[&key, &ids])? as i64;
+            }
+            for (id, doc) in split {
+                pending.add(id, doc);
+            }
+            if pending.postings >= LOAD_POSTINGS {
+                load(c, key, &mut pending)?;
+            }
+            Ok(())
+        });
+        // A failed write gave up the transaction, and the buffer with it.
+        if result.is_ok() {
+            self.pending = pending;
+        }
+        result
+    }
+}
+
 impl TextBackend for PgTextBackend {
     fn name(&self) -> &'static str {
         NAME
     }
 
     fn upsert(&mut self, docs: &[TextDoc]) -> Result<(), SearchError> {
-        if docs.is_empty() {
-            return Ok(());
-        }
-        // The last document of an id wins, as upserts in turn would.
-        let mut last: HashMap<&str, &TextDoc> = HashMap::new();
-        for doc in docs {
-            last.insert(doc.id.as_str(), doc);
-        }
-        let mut docs: Vec<&TextDoc> = last.into_values().collect();
-        docs.sort_by(|a, b| a.id.cmp(&b.id));
-        let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
-        let paths: Vec<&str> = docs.iter().map(|d| d.path.as_str()).collect();
-        let kinds: Vec<&str> = docs.iter().map(|d| d.kind.as_str()).collect();
-        let mut lens: [Vec<i32>; 6] = Default::default();
-        // Per document, its (term, field, tf) rows.
-        let mut postings: Vec<Vec<(String, i16, i32)>> = Vec::with_capacity(docs.len());
-        for doc in &docs {
-            let mut rows = Vec::new();
-            for (field, text) in field_texts(doc).into_iter().enumerate() {
-                let split = tokens(text);
-                lens[field].push(i32::try_from(split.len()).unwrap_or(i32::MAX));
-                let mut counts: HashMap<String, i32> = HashMap::new();
-                for token in split {
-                    *counts.entry(token).or_default() += 1;
-                }
-                let mut counts: Vec<(String, i32)> = counts.into_iter().collect();
-                counts.sort();
-                rows.extend(counts.into_iter().map(|(term, tf)| (term, field as i16, tf)));
-            }
-            postings.push(rows);
-        }
-        self.write("index documents", |c, key| {
-            c.execute(
-                "DELETE FROM text_terms WHERE key_id = $1 AND doc_id IN \
-                 (SELECT doc_id FROM text_docs WHERE key_id = $1 AND id = ANY($2))",
-                &[&key, &ids],
-            )?;
-            c.execute("DELETE FROM text_docs WHERE key_id = $1 AND id = ANY($2)", &[&key, &ids])?;
-            let inserted = c.query(
-                "INSERT INTO text_docs (key_id, id, path, kind, len_0, len_1, len_2, len_3, len_4, len_5) \
-                 SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::int[], \
-                 $8::int[], $9::int[], $10::int[]) RETURNING id, doc_id",
-                &[&key, &ids, &paths, &kinds, &lens[0], &lens[1], &lens[2], &lens[3], &lens[4], &lens[5]],
-            )?;
-            let doc_ids: HashMap<String, i64> = inserted.iter().map(|r| (r.get(0), r.get(1))).collect();
-            let (mut t_docs, mut t_terms, mut t_fields, mut t_tfs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            for (doc, rows) in docs.iter().zip(&postings) {
-                let Some(doc_id) = doc_ids.get(&doc.id) else { continue };
-                for (term, field, tf) in rows {
-                    t_docs.push(*doc_id);
-                    t_terms.push(term.as_str());
-                    t_fields.push(*field);
-                    t_tfs.push(*tf);
-                }
-            }
-            c.execute(
-                "INSERT INTO text_terms (key_id, doc_id, term, field, tf) \
-                 SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::smallint[], $5::int[])",
-                &[&key, &t_docs, &t_terms, &t_fields, &t_tfs],
-            )?;
-            Ok(())
-        })
+        self.buffer(docs, true)
+    }
+
+    fn insert(&mut self, docs: &[TextDoc]) -> Result<(), SearchError> {
+        self.buffer(docs, false)
     }
 
     fn delete_paths(&mut self, paths: &[String]) -> Result<(), SearchError> {
         if paths.is_empty() {
             return Ok(());
         }
-        self.write("delete documents", |c, key| {
-            c.execute(
-                "DELETE FROM text_terms WHERE key_id = $1 AND doc_id IN \
-                 (SELECT doc_id FROM text_docs WHERE key_id = $1 AND path = ANY($2))",
-                &[&key, &paths],
-            )?;
-            c.execute("DELETE FROM text_docs WHERE key_id = $1 AND path = ANY($2)", &[&key, &paths])?;
+        let mut pending = std::mem::take(&mut self.pending);
+        let result = self.write("delete documents", |c, key| {
+            pending.churn +=
+                c.execute("DELETE FROM text_docs WHERE key_id = $1 AND path = ANY($2)", &[&key, &paths])? as i64;
+            pending.remove_paths(&paths.iter().map(String::as_str).collect());
             Ok(())
-        })
+        });
+        if result.is_ok() {
+            self.pending = pending;
+        }
+        result
     }
 
     fn commit(&mut self) -> Result<(), SearchError> {
         if self.writer.get_mut().unwrap_or_else(|p| p.into_inner()).is_none() {
             return Ok(());
         }
+        let mut pending = std::mem::take(&mut self.pending);
         self.write("commit", |c, key| {
-            c.execute(
-                "INSERT INTO text_stats (key_id, doc_count, len_0, len_1, len_2, len_3, len_4, len_5) \
+            load(c, key, &mut pending)?;
+            let row = c.query_one(
+                "INSERT INTO text_stats (key_id, doc_count, len_0, len_1, len_2, len_3, len_4, len_5, churn) \
                  SELECT $1, count(*), coalesce(sum(len_0), 0), coalesce(sum(len_1), 0), coalesce(sum(len_2), 0), \
-                 coalesce(sum(len_3), 0), coalesce(sum(len_4), 0), coalesce(sum(len_5), 0) \
+                 coalesce(sum(len_3), 0), coalesce(sum(len_4), 0), coalesce(sum(len_5), 0), $2 \
                  FROM text_docs WHERE key_id = $1 \
                  ON CONFLICT (key_id) DO UPDATE SET doc_count = excluded.doc_count, len_0 = excluded.len_0, \
                  len_1 = excluded.len_1, len_2 = excluded.len_2, len_3 = excluded.len_3, len_4 = excluded.len_4, \
-                 len_5 = excluded.len_5",
-                &[&key],
+                 len_5 = excluded.len_5, churn = text_stats.churn + excluded.churn \
+                 RETURNING doc_count, churn",
+                &[&key, &pending.churn],
             )?;
+            let (docs, churn): (i64, i64) = (row.get(0), row.get(1));
+            // Once as many documents were replaced or deleted as half the
+            // live ones, their numbers are dropped from the postings.
+            if churn > 0 && churn * 2 >= docs {
+                compact(c, key)?;
+            }
             c.batch("COMMIT")
         })?;
         *self.writer.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
@@ -256,21 +393,22 @@ impl TextBackend for PgTextBackend {
             "WITH s AS (SELECT doc_count::float8 AS n, \
                ARRAY[len_0, len_1, len_2, len_3, len_4, len_5]::float8[] AS total \
                FROM text_stats WHERE key_id = $1), \
-             p AS (SELECT term, field, doc_id, tf FROM text_terms \
-               WHERE key_id = $1 AND term = ANY($2) AND field = ANY($3)), \
+             p AS (SELECT g.term, g.field, d.id, d.path, d.kind, u.tf, \
+               (ARRAY[d.len_0, d.len_1, d.len_2, d.len_3, d.len_4, d.len_5])[g.field + 1] AS len \
+               FROM text_postings g CROSS JOIN LATERAL unnest(g.doc_ids, g.tfs) AS u(doc_id, tf) \
+               JOIN text_docs d ON d.doc_id = u.doc_id AND d.key_id = $1 \
+               WHERE g.key_id = $1 AND g.term = ANY($2) AND g.field = ANY($3)), \
              df AS (SELECT term, field, count(*)::float8 AS df FROM p GROUP BY term, field) \
-             SELECT d.id, d.path, sum( \
+             SELECT p.id, p.path, sum( \
                ($4::float8[])[p.field + 1] \
                * ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5)) \
-               * (p.tf * {k1plus}) / (p.tf + {K1} * ({one_minus_b} + {B} \
-                 * (ARRAY[d.len_0, d.len_1, d.len_2, d.len_3, d.len_4, d.len_5])[p.field + 1] \
-                 / greatest(s.total[p.field + 1] / greatest(s.n, 1), 1e-9)))) AS score \
-             FROM p JOIN df USING (term, field) \
-             JOIN text_docs d ON d.doc_id = p.doc_id CROSS JOIN s \
+               * (p.tf * {k1plus}) / (p.tf + {K1} * ({one_minus_b} + {B} * p.len \
+                 / greatest(s.total[p.field + 1] / greatest(s.n, 1), 1e-9))) ORDER BY p.field, p.term) AS score \
+             FROM p JOIN df USING (term, field) CROSS JOIN s \
              WHERE (cardinality($5::text[]) = 0 OR EXISTS (SELECT 1 FROM unnest($5::text[]) AS pre \
-               WHERE starts_with(d.path, pre))) \
-               AND (cardinality($6::text[]) = 0 OR d.kind = ANY($6)) \
-             GROUP BY d.id, d.path ORDER BY score DESC, d.id LIMIT $7",
+               WHERE starts_with(p.path, pre))) \
+               AND (cardinality($6::text[]) = 0 OR p.kind = ANY($6)) \
+             GROUP BY p.id, p.path ORDER BY score DESC, p.id LIMIT $7",
             k1plus = K1 + 1.0,
             one_minus_b = 1.0 - B,
         );
