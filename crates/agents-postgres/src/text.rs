@@ -35,7 +35,7 @@ const B: f64 = 0.75;
 
 /// Buffered postings from which a write loads them before its commit: a
 /// first index loads in a few large `COPY`s, within a bounded memory.
-const LOAD_POSTINGS: usize = 1_000_000;
+pub const LOAD_POSTINGS: usize = 1_000_000;
 
 /// Rewrites the postings of `key` with only live documents' numbers, one
 /// row per term and field (in the caller's transaction).
@@ -64,6 +64,8 @@ pub struct PgTextBackend {
     writer: Mutex<Option<Conn>>,
     /// Documents written in that transaction and not loaded yet.
     pending: Pending,
+    /// Buffered postings from which a write loads them.
+    load_postings: usize,
 }
 
 impl std::fmt::Debug for PgTextBackend {
@@ -90,7 +92,16 @@ impl PgTextBackend {
             key_id: std::sync::OnceLock::new(),
             writer: Mutex::new(None),
             pending: Pending::default(),
+            load_postings: LOAD_POSTINGS,
         }
+    }
+
+    /// Loads the buffered documents once they hold `postings` postings
+    /// ([`LOAD_POSTINGS`] by default) instead of at the commit: a smaller
+    /// buffer holds less memory and makes more postings rows.
+    pub fn with_load_postings(mut self, postings: usize) -> PgTextBackend {
+        self.load_postings = postings;
+        self
     }
 
     fn err(&self, action: &'static str) -> impl Fn(StoreError) -> SearchError + '_ {
@@ -295,6 +306,7 @@ impl PgTextBackend {
         let split: Vec<(&str, PendingDoc)> = docs.iter().map(|d| (d.id.as_str(), PendingDoc::of(d))).collect();
         let ids: Vec<&str> = if replace { docs.iter().map(|d| d.id.as_str()).collect() } else { Vec::new() };
         let mut pending = std::mem::take(&mut self.pending);
+        let load_postings = self.load_postings;
         let result = self.write("index documents", |c, key| {
             if !ids.is_empty() {
                 pending.churn +=
@@ -303,7 +315,7 @@ impl PgTextBackend {
             for (id, doc) in split {
                 pending.add(id, doc);
             }
-            if pending.postings >= LOAD_POSTINGS {
+            if pending.postings >= load_postings {
                 load(c, key, &mut pending)?;
             }
             Ok(())
