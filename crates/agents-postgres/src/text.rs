@@ -402,25 +402,30 @@ impl TextBackend for PgTextBackend {
         let Some(key_id) = self.existing_key()? else { return Ok(Vec::new()) };
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let sql = format!(
-            "WITH s AS (SELECT doc_count::float8 AS n, \
+            // Narrow rows until the best are known: postings of live documents
+            // with their field's length and the term's document frequency,
+            // scores per document number (summed in one order, so a score
+            // never depends on the rows' order), then ids, paths and filters.
+            "WITH s AS MATERIALIZED (SELECT doc_count::float8 AS n, \
                ARRAY[len_0, len_1, len_2, len_3, len_4, len_5]::float8[] AS total \
                FROM text_stats WHERE key_id = $1), \
-             p AS (SELECT g.term, g.field, d.id, d.path, d.kind, u.tf, \
-               (ARRAY[d.len_0, d.len_1, d.len_2, d.len_3, d.len_4, d.len_5])[g.field + 1] AS len \
+             p AS MATERIALIZED (SELECT g.term, g.field, u.doc_id, u.tf, \
+               (ARRAY[d.len_0, d.len_1, d.len_2, d.len_3, d.len_4, d.len_5])[g.field + 1] AS len, \
+               (count(*) OVER (PARTITION BY g.term, g.field))::float8 AS df \
                FROM text_postings g CROSS JOIN LATERAL unnest(g.doc_ids, g.tfs) AS u(doc_id, tf) \
                JOIN text_docs d ON d.doc_id = u.doc_id AND d.key_id = $1 \
                WHERE g.key_id = $1 AND g.term = ANY($2) AND g.field = ANY($3)), \
-             df AS (SELECT term, field, count(*)::float8 AS df FROM p GROUP BY term, field) \
-             SELECT p.id, p.path, sum( \
+             scored AS (SELECT p.doc_id, sum( \
                ($4::float8[])[p.field + 1] \
-               * ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5)) \
+               * ln(1 + (s.n - p.df + 0.5) / (p.df + 0.5)) \
                * (p.tf * {k1plus}) / (p.tf + {K1} * ({one_minus_b} + {B} * p.len \
                  / greatest(s.total[p.field + 1] / greatest(s.n, 1), 1e-9))) ORDER BY p.field, p.term) AS score \
-             FROM p JOIN df USING (term, field) CROSS JOIN s \
+               FROM p CROSS JOIN s GROUP BY p.doc_id) \
+             SELECT d.id, d.path, scored.score FROM scored JOIN text_docs d ON d.doc_id = scored.doc_id \
              WHERE (cardinality($5::text[]) = 0 OR EXISTS (SELECT 1 FROM unnest($5::text[]) AS pre \
-               WHERE starts_with(p.path, pre))) \
-               AND (cardinality($6::text[]) = 0 OR p.kind = ANY($6)) \
-             GROUP BY p.id, p.path ORDER BY score DESC, p.id LIMIT $7",
+               WHERE starts_with(d.path, pre))) \
+               AND (cardinality($6::text[]) = 0 OR d.kind = ANY($6)) \
+             ORDER BY scored.score DESC, d.id LIMIT $7",
             k1plus = K1 + 1.0,
             one_minus_b = 1.0 - B,
         );
