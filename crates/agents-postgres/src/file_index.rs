@@ -436,9 +436,7 @@ impl IndexWrite for PgIndexWrite<'_> {
     fn finish(mut self: Box<Self>, commit: &IndexCommit) -> Result<IndexMetadata, StoreError> {
         validate_commit(commit)?;
         let (index_id, now) = (self.index_id.clone(), self.now.clone());
-        if let Err(e) = self.loaded() {
-            return Err(e);
-        }
+        self.loaded()?;
         let Some(mut conn) = self.conn.take() else { return Err(self.closed()) };
         let result = (|| {
             uko::apply(&mut conn, &index_id, &commit.uko, &now)?;

@@ -3,16 +3,24 @@
 //!
 //! Text is split by agents-search's own analyzer ([`search_tokens`]: code
 //! tokens plus English stems), so identifiers split exactly as with Tantivy
-//! or FTS5; the server stores per (term, field, document) the term's
-//! frequency and per document its field lengths, and ranks in SQL with BM25
-//! per field (k1 = 1.2, b = 0.75, Tantivy's IDF) weighted by the field
+//! or FTS5; the server stores per document its field lengths and, per
+//! (term, field) and load, the numbers of the documents holding the term and
+//! its frequency in each (two arrays, `text_postings`), and ranks in SQL with
+//! BM25 per field (k1 = 1.2, b = 0.75, Tantivy's IDF) weighted by the field
 //! boosts of [`TEXT_FIELDS`] and summed. Filters, query tokens and the
 //! ordering (score descending, then id) are the trait's contract.
 //!
 //! Writes go into one transaction on a connection of the backend's own,
 //! taken on the first write with the text index's advisory lock (one writer
 //! per text index across machines) and committed by [`TextBackend::commit`];
-//! searches read the last commit on the store's pool.
+//! searches read the last commit on the store's pool. New documents wait in
+//! a buffer and are loaded with binary `COPY` at the commit (or once the
+//! buffer holds [`LOAD_POSTINGS`] postings): a first index of 63,000
+//! documents is a few hundred thousand postings rows, not four million.
+//! A replaced or deleted document's row goes at once and its numbers stay in
+//! the postings until a commit finds them as many as half the live documents
+//! and compacts the key; searches count only live documents, so no score
+//! depends on the index's history.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -201,6 +209,9 @@ impl PendingDoc {
     }
 }
 
+/// The documents holding a term in a field, by number, and its frequency in each.
+type PostingList = (Vec<i64>, Vec<i32>);
+
 /// Documents written since the last load, by id (the last of an id wins).
 #[derive(Default)]
 struct Pending {
@@ -275,7 +286,7 @@ fn load(c: &mut Conn, key: i32, pending: &mut Pending) -> Result<(), StoreError>
             Ok(())
         },
     )?;
-    let mut lists: BTreeMap<(&str, i16), (Vec<i64>, Vec<i32>)> = BTreeMap::new();
+    let mut lists: BTreeMap<(&str, i16), PostingList> = BTreeMap::new();
     for (number, (_, d)) in &numbered {
         for (term, field, tf) in &d.postings {
             let list = lists.entry((term.as_str(), *field)).or_default();
