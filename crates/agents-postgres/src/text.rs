@@ -43,7 +43,7 @@ const B: f64 = 0.75;
 
 /// Buffered postings from which a write loads them before its commit: a
 /// first index loads in a few large `COPY`s, within a bounded memory.
-pub const LOAD_POSTINGS: usize = 1_000_000;
+pub const LOAD_POSTINGS: usize = 5_000_000;
 
 /// Rewrites the postings of `key` with only live documents' numbers, one
 /// row per term and field (in the caller's transaction).
@@ -181,17 +181,17 @@ fn tokens(text: &str) -> Vec<String> {
     search_tokens(text).into_iter().filter(|t| !t.contains('\0')).collect()
 }
 
-/// A document waiting in the write buffer: its keys, field lengths and
+/// A document split for the write buffer: its keys, field lengths and
 /// (term, field, frequency) postings.
-struct PendingDoc {
+struct Split {
     path: String,
     kind: String,
     lens: [i32; 6],
     postings: Vec<(String, i16, i32)>,
 }
 
-impl PendingDoc {
-    fn of(doc: &TextDoc) -> PendingDoc {
+impl Split {
+    fn of(doc: &TextDoc) -> Split {
         let mut lens = [0i32; 6];
         let mut postings = Vec::new();
         for (field, text) in field_texts(doc).into_iter().enumerate() {
@@ -205,49 +205,72 @@ impl PendingDoc {
             }
             postings.extend(counts.into_iter().map(|(term, tf)| (term, field as i16, tf)));
         }
-        PendingDoc { path: doc.path.clone(), kind: doc.kind.clone(), lens, postings }
+        Split { path: doc.path.clone(), kind: doc.kind.clone(), lens, postings }
     }
 }
 
-/// The documents holding a term in a field, by number, and its frequency in each.
-type PostingList = (Vec<i64>, Vec<i32>);
+/// A document in the write buffer: its place in the buffer, keys and field lengths.
+struct PendingDoc {
+    seq: u32,
+    path: String,
+    kind: String,
+    lens: [i32; 6],
+}
 
-/// Documents written since the last load, by id (the last of an id wins).
+/// Documents written since the last load, by id (the last of an id wins),
+/// and their postings per (term, field), the terms interned: a few bytes
+/// per posting, so a large buffer (few, long postings rows) stays small.
 #[derive(Default)]
 struct Pending {
     docs: BTreeMap<String, PendingDoc>,
-    /// Postings of `docs`, all together.
+    /// Per (term number, field), (document's place, frequency); places of
+    /// documents replaced or deleted since are skipped when loading.
+    lists: HashMap<(u32, i16), Vec<(u32, i32)>>,
+    terms: HashMap<String, u32>,
+    names: Vec<String>,
+    next_seq: u32,
+    /// Postings in `lists`, all together.
     postings: usize,
     /// Stored documents this transaction replaced or deleted.
     churn: i64,
 }
 
 impl Pending {
-    fn add(&mut self, id: &str, doc: PendingDoc) {
+    fn add(&mut self, id: &str, doc: Split) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
         self.postings += doc.postings.len();
-        if let Some(old) = self.docs.insert(id.to_owned(), doc) {
-            self.postings -= old.postings.len();
+        for (term, field, tf) in doc.postings {
+            let number = match self.terms.get(&term) {
+                Some(n) => *n,
+                None => {
+                    let n = self.names.len() as u32;
+                    self.names.push(term.clone());
+                    self.terms.insert(term, n);
+                    n
+                }
+            };
+            self.lists.entry((number, field)).or_default().push((seq, tf));
         }
+        self.docs.insert(id.to_owned(), PendingDoc { seq, path: doc.path, kind: doc.kind, lens: doc.lens });
     }
 
     fn remove_paths(&mut self, paths: &HashSet<&str>) {
-        let postings = &mut self.postings;
-        self.docs.retain(|_, d| {
-            let keep = !paths.contains(d.path.as_str());
-            if !keep {
-                *postings -= d.postings.len();
-            }
-            keep
-        });
+        self.docs.retain(|_, d| !paths.contains(d.path.as_str()));
     }
 }
 
+/// The documents holding a term in a field, by number, and its frequency in each.
+type PostingList = (Vec<i64>, Vec<i32>);
+
 /// Loads the buffered documents and their postings (one `COPY` each, one
 /// postings row per term and field): the documents get numbers in id order,
-/// so each row's document numbers come sorted.
+/// and each row's document numbers come sorted.
 fn load(c: &mut Conn, key: i32, pending: &mut Pending) -> Result<(), StoreError> {
-    let docs = std::mem::take(&mut pending.docs);
-    pending.postings = 0;
+    let churn = pending.churn;
+    let Pending { docs, lists, names, .. } = std::mem::take(pending);
+    // What outlives a load: this transaction's count of replaced documents.
+    pending.churn = churn;
     if docs.is_empty() {
         return Ok(());
     }
@@ -286,20 +309,33 @@ fn load(c: &mut Conn, key: i32, pending: &mut Pending) -> Result<(), StoreError>
             Ok(())
         },
     )?;
-    let mut lists: BTreeMap<(&str, i16), PostingList> = BTreeMap::new();
+    // Each live document's number by its place in the buffer.
+    let places = numbered.iter().map(|(_, (_, d))| d.seq as usize).max().map_or(0, |m| m + 1);
+    let mut number_of: Vec<Option<i64>> = vec![None; places];
     for (number, (_, d)) in &numbered {
-        for (term, field, tf) in &d.postings {
-            let list = lists.entry((term.as_str(), *field)).or_default();
-            list.0.push(*number);
-            list.1.push(*tf);
+        if let Some(slot) = number_of.get_mut(d.seq as usize) {
+            *slot = Some(*number);
         }
     }
+    let mut keys: Vec<(&str, i16, &Vec<(u32, i32)>)> = lists
+        .iter()
+        .filter_map(|((term, field), list)| Some((names.get(*term as usize)?.as_str(), *field, list)))
+        .collect();
+    keys.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     c.copy_in(
         "COPY text_postings (key_id, term, field, doc_ids, tfs) FROM STDIN (FORMAT binary)",
         &[Type::INT4, Type::TEXT, Type::INT2, Type::INT8_ARRAY, Type::INT4_ARRAY],
         |w| {
-            for ((term, field), (numbers, tfs)) in &lists {
-                w.write(&[&key, term, field, numbers, tfs])?;
+            let mut live: Vec<(i64, i32)> = Vec::new();
+            for (term, field, list) in &keys {
+                live.clear();
+                live.extend(list.iter().filter_map(|(seq, tf)| Some(((*number_of.get(*seq as usize)?)?, *tf))));
+                if live.is_empty() {
+                    continue;
+                }
+                live.sort_unstable();
+                let (numbers, tfs): PostingList = live.iter().copied().unzip();
+                w.write(&[&key, term, field, &numbers, &tfs])?;
             }
             Ok(())
         },
@@ -314,7 +350,7 @@ impl PgTextBackend {
         if docs.is_empty() {
             return Ok(());
         }
-        let split: Vec<(&str, PendingDoc)> = docs.iter().map(|d| (d.id.as_str(), PendingDoc::of(d))).collect();
+        let split: Vec<(&str, Split)> = docs.iter().map(|d| (d.id.as_str(), Split::of(d))).collect();
         let ids: Vec<&str> = if replace { docs.iter().map(|d| d.id.as_str()).collect() } else { Vec::new() };
         let mut pending = std::mem::take(&mut self.pending);
         let load_postings = self.load_postings;

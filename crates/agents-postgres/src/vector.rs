@@ -49,6 +49,8 @@ pub struct PgVectorBackend {
     ann_threshold: usize,
     /// Whether the key's HNSW index exists, once known to.
     hnsw: std::sync::OnceLock<()>,
+    /// The database's `vector` type, once looked up (for binary `COPY`).
+    vector_type: std::sync::OnceLock<Type>,
     writer: Mutex<Option<Conn>>,
 }
 
@@ -127,14 +129,18 @@ impl PgVectorBackend {
         let mut docs: Vec<&VectorDoc> = last.into_values().collect();
         docs.sort_by(|a, b| a.id.cmp(&b.id));
         let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
-        self.write("store vectors", |c, key, table| {
+        let known = self.vector_type.get().cloned();
+        let found = self.write("store vectors", |c, key, table| {
             if replace {
                 c.execute(&format!("DELETE FROM {table} WHERE index_key = $1 AND id = ANY($2)"), &[&key, &ids])?;
             }
-            let vector = vector_type(c)?;
+            let vector = match known {
+                Some(t) => t,
+                None => vector_type(c)?,
+            };
             c.copy_in(
                 &format!("COPY {table} (index_key, id, path, kind, embedding) FROM STDIN (FORMAT binary)"),
-                &[Type::TEXT, Type::TEXT, Type::TEXT, Type::TEXT, vector],
+                &[Type::TEXT, Type::TEXT, Type::TEXT, Type::TEXT, vector.clone()],
                 |w| {
                     for d in &docs {
                         w.write(&[&key, &d.id, &d.path, &d.kind, &Binary(&d.vector)])?;
@@ -142,8 +148,10 @@ impl PgVectorBackend {
                     Ok(())
                 },
             )?;
-            Ok(())
-        })
+            Ok(vector)
+        })?;
+        let _ = self.vector_type.set(found);
+        Ok(())
     }
 
     /// The vector index `key` of `dim`-long vectors on `store`'s server:
@@ -183,6 +191,7 @@ impl PgVectorBackend {
             count: AtomicUsize::new(0),
             ann_threshold: ANN_THRESHOLD,
             hnsw: std::sync::OnceLock::new(),
+            vector_type: std::sync::OnceLock::new(),
             writer: Mutex::new(None),
         };
         backend.recount()?;
