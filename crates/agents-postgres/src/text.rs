@@ -209,6 +209,9 @@ impl Split {
     }
 }
 
+/// Postings of one (term, field) in the write buffer: (document's place, frequency).
+type Places = Vec<(u32, i32)>;
+
 /// A document in the write buffer: its place in the buffer, keys and field lengths.
 struct PendingDoc {
     seq: u32,
@@ -225,7 +228,7 @@ struct Pending {
     docs: BTreeMap<String, PendingDoc>,
     /// Per (term number, field), (document's place, frequency); places of
     /// documents replaced or deleted since are skipped when loading.
-    lists: HashMap<(u32, i16), Vec<(u32, i32)>>,
+    lists: HashMap<(u32, i16), Places>,
     terms: HashMap<String, u32>,
     names: Vec<String>,
     next_seq: u32,
@@ -317,7 +320,7 @@ fn load(c: &mut Conn, key: i32, pending: &mut Pending) -> Result<(), StoreError>
             *slot = Some(*number);
         }
     }
-    let mut keys: Vec<(&str, i16, &Vec<(u32, i32)>)> = lists
+    let mut keys: Vec<(&str, i16, &Places)> = lists
         .iter()
         .filter_map(|((term, field), list)| Some((names.get(*term as usize)?.as_str(), *field, list)))
         .collect();
