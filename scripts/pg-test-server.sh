@@ -5,6 +5,9 @@
 #   scripts/pg-test-server.sh url DIR     # prints it again
 #   scripts/pg-test-server.sh stop DIR    # stops the server (DIR stays)
 #
+# `start` on a DIR whose server was stopped starts that server again, with
+# its data, port and password (the same URL): a restart, as the tests of a
+# database that goes away under load use.
 # The server comes from the PyPI wheel pgserver (pinned version, sha256
 # checked), which bundles a PostgreSQL 16 with pgvector; it is installed once
 # into a virtual environment under target/. `start` runs initdb in DIR, starts
@@ -92,6 +95,13 @@ start() {
   fi
   bin="$install/bin"
   echo "$bin" >"$dir/bin"
+  if [ -f "$dir/url" ] && [ -f "$dir/data/PG_VERSION" ]; then
+    # Stopped before: the same server again.
+    as_server "$bin/pg_ctl" -D "$dir/data" -l "$dir/data/server.log" -w -t 60 start >/dev/null \
+      || { cat "$dir/data/server.log" >&2; die "the server did not start again"; }
+    cat "$dir/url"
+    return
+  fi
   local port password
   port="$(free_port)"
   password="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use agents_store::{CodeGraphStore, StoreError, UkoCommit, UkoNode, UkoNodeRecord, UkoRef, UkoStatsRows, UkoSymbol};
 use postgres::Row;
+use postgres::types::Type;
 
 use crate::conn::Params;
 use crate::{Conn, PostgresStore};
@@ -94,8 +95,20 @@ pub(crate) fn apply(c: &mut Conn, index_id: &str, uko: &UkoCommit, now: &str) ->
         write_nodes(c, index_id, &file.path, &file.nodes, now)?;
         write_refs(c, index_id, &file.path, &file.refs)?;
     }
-    for (ref_id, uri, path) in &uko.re_resolved {
-        c.execute("UPDATE uko_refs SET resolved_uri = $2, resolved_path = $3 WHERE ref_id = $1", &[ref_id, uri, path])?;
+    if !uko.re_resolved.is_empty() {
+        // One statement for them all (the last of a ref id wins, as updates in turn would).
+        let mut last: BTreeMap<i64, (&Option<String>, &Option<String>)> = BTreeMap::new();
+        for (ref_id, uri, path) in &uko.re_resolved {
+            last.insert(*ref_id, (uri, path));
+        }
+        let ids: Vec<i64> = last.keys().copied().collect();
+        let uris: Vec<&Option<String>> = last.values().map(|(u, _)| *u).collect();
+        let paths: Vec<&Option<String>> = last.values().map(|(_, p)| *p).collect();
+        c.execute(
+            "UPDATE uko_refs r SET resolved_uri = t.uri, resolved_path = t.path \
+             FROM unnest($1::bigint[], $2::text[], $3::text[]) AS t(id, uri, path) WHERE r.ref_id = t.id",
+            &[&ids, &uris, &paths],
+        )?;
     }
     Ok(())
 }
@@ -161,17 +174,112 @@ fn insert_node_rows(
     Ok(())
 }
 
-/// Inserts the nodes of a file into an index that has none yet (a first
-/// index: no revisions to look up). Returns the names of the symbols.
-pub(crate) fn insert_nodes(
-    c: &mut Conn,
-    index_id: &str,
-    nodes: &[UkoNode],
-    now: &str,
-) -> Result<Vec<String>, StoreError> {
-    let rows: Vec<(&UkoNode, Option<i64>)> = nodes.iter().map(|n| (n, None)).collect();
-    insert_node_rows(c, index_id, &rows, now)?;
-    Ok(nodes.iter().filter(|n| !n.symbol_path.is_empty()).map(|n| n.name.clone()).collect())
+/// Loads `nodes` (current, valid from `now`, no revisions: an index that had
+/// none) with one binary `COPY`, numbered in their order as inserts would.
+pub(crate) fn copy_nodes(c: &mut Conn, index_id: &str, nodes: &[UkoNode], now: &str) -> Result<(), StoreError> {
+    if nodes.is_empty() {
+        return Ok(());
+    }
+    let t = Type::TEXT;
+    let i = Type::INT8;
+    c.copy_in(
+        "COPY uko_nodes (index_id, uri, path, symbol_path, kind, name, parent_uri, language, start_byte, \
+         end_byte, start_line, start_col, end_line, end_col, signature, doc, content_hash, valid_from, \
+         is_current) FROM STDIN (FORMAT binary)",
+        &[
+            t.clone(),
+            t.clone(),
+            t.clone(),
+            t.clone(),
+            t.clone(),
+            t.clone(),
+            t.clone(),
+            t.clone(),
+            i.clone(),
+            i.clone(),
+            i.clone(),
+            i.clone(),
+            i.clone(),
+            i,
+            t.clone(),
+            t.clone(),
+            t.clone(),
+            t,
+            Type::BOOL,
+        ],
+        |w| {
+            for n in nodes {
+                w.write(&[
+                    &index_id,
+                    &n.uri,
+                    &n.path,
+                    &n.symbol_path,
+                    &n.kind,
+                    &n.name,
+                    &n.parent_uri,
+                    &n.language,
+                    &n.start_byte,
+                    &n.end_byte,
+                    &n.start_line,
+                    &n.start_col,
+                    &n.end_line,
+                    &n.end_col,
+                    &n.signature,
+                    &n.doc,
+                    &n.content_hash,
+                    &now,
+                    &true,
+                ])?;
+            }
+            Ok(())
+        },
+    )?;
+    Ok(())
+}
+
+/// Loads `refs` with one binary `COPY`, numbered in their order.
+pub(crate) fn copy_refs(c: &mut Conn, index_id: &str, refs: &[UkoRef]) -> Result<(), StoreError> {
+    if refs.is_empty() {
+        return Ok(());
+    }
+    let t = Type::TEXT;
+    c.copy_in(
+        "COPY uko_refs (index_id, path, from_uri, kind, target, target_name, names, system, line, resolved_uri, \
+         resolved_path) FROM STDIN (FORMAT binary)",
+        &[
+            t.clone(),
+            t.clone(),
+            t.clone(),
+            t.clone(),
+            t.clone(),
+            t.clone(),
+            t.clone(),
+            Type::BOOL,
+            Type::INT8,
+            t.clone(),
+            t,
+        ],
+        |w| {
+            for r in refs {
+                let names = serde_json::Value::from(r.names.clone()).to_string();
+                w.write(&[
+                    &index_id,
+                    &r.path,
+                    &r.from_uri,
+                    &r.kind,
+                    &r.target,
+                    &r.target_name,
+                    &names,
+                    &r.system,
+                    &r.line,
+                    &r.resolved_uri,
+                    &r.resolved_path,
+                ])?;
+            }
+            Ok(())
+        },
+    )?;
+    Ok(())
 }
 
 /// Replaces the current nodes of one file, keeping revisions (module docs).

@@ -5,8 +5,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use agents_store::StoreError;
+use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::error::SqlState;
-use postgres::types::ToSql;
+use postgres::types::{ToSql, Type};
 use postgres::{Client, NoTls, Row, Statement};
 
 /// Parameters of a statement.
@@ -116,6 +117,23 @@ impl Conn {
             Ok(value) => Ok(value),
             Err(e) => Err(self.fail(e)),
         }
+    }
+
+    /// Loads rows with `sql` (`COPY table (columns) FROM STDIN (FORMAT
+    /// binary)`, columns of `types`): `rows` writes them, all in one stream,
+    /// without a round trip per row or per statement. The number of rows loaded.
+    pub fn copy_in(
+        &mut self,
+        sql: &str,
+        types: &[Type],
+        rows: impl FnOnce(&mut BinaryCopyInWriter<'_>) -> Result<(), postgres::Error>,
+    ) -> Result<u64, StoreError> {
+        let result = (|| {
+            let mut writer = BinaryCopyInWriter::new(self.client.copy_in(sql)?, types);
+            rows(&mut writer)?;
+            writer.finish()
+        })();
+        result.map_err(|e| self.fail(e))
     }
 
     /// The server's redacted URL.

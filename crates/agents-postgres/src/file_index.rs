@@ -4,6 +4,8 @@
 use agents_core::ids::{from_iso, new_ulid, now_utc, to_iso};
 use agents_core::indexing::{FileRecord, IndexMetadata, IndexReport, IndexStatus};
 use agents_store::{FileIndexStore, IndexCommit, IndexWrite, SkippedFile, StoreError, UkoNode, UkoRef};
+use std::collections::{BTreeMap, HashSet};
+
 use postgres::Row;
 
 use crate::code_graph as uko;
@@ -160,7 +162,11 @@ impl FileIndexStore for PostgresStore {
         conn.batch("BEGIN")?;
         let has_nodes = (|| {
             lock_index(&mut conn, index_id)?;
-            let row = conn.query_one("SELECT EXISTS(SELECT 1 FROM uko_nodes WHERE index_id = $1)", &[&index_id])?;
+            let row = conn.query_one(
+                "SELECT EXISTS(SELECT 1 FROM uko_nodes WHERE index_id = $1) \
+                 OR EXISTS(SELECT 1 FROM uko_refs WHERE index_id = $1)",
+                &[&index_id],
+            )?;
             Ok::<bool, StoreError>(row.get(0))
         })();
         let has_nodes = match has_nodes {
@@ -176,6 +182,7 @@ impl FileIndexStore for PostgresStore {
             index_id: index_id.to_string(),
             now: to_iso(now_utc()),
             has_nodes,
+            bulk: Bulk::default(),
         }))
     }
 
@@ -220,41 +227,56 @@ fn validate_commit(commit: &IndexCommit) -> Result<(), StoreError> {
 fn finish_commit(c: &mut Conn, index_id: &str, commit: &IndexCommit, now: &str) -> Result<String, StoreError> {
     let report = serde_json::to_string(&commit.report)
         .map_err(|e| StoreError::Invalid(agents_core::ValidationError::new("IndexReport", "report", e.to_string())))?;
-    for f in &commit.upserts {
+    // Each list in one statement (the last entry of a path wins, as
+    // statements in turn would).
+    if !commit.upserts.is_empty() {
+        let last: BTreeMap<&str, &FileRecord> = commit.upserts.iter().map(|f| (f.path.as_str(), f)).collect();
+        let files: Vec<&FileRecord> = last.into_values().collect();
+        let text = |f: fn(&FileRecord) -> &str| files.iter().map(|r| f(r)).collect::<Vec<&str>>();
+        let int = |f: fn(&FileRecord) -> u64| files.iter().map(|r| f(r) as i64).collect::<Vec<i64>>();
         c.execute(
             "INSERT INTO indexed_files \
              (index_id, path, content_hash, token_count, size_bytes, language, last_modified) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[]) \
              ON CONFLICT (index_id, path) DO UPDATE SET content_hash = excluded.content_hash, \
              token_count = excluded.token_count, size_bytes = excluded.size_bytes, \
              language = excluded.language, last_modified = excluded.last_modified",
             &[
                 &index_id,
-                &f.path,
-                &f.content_hash,
-                &(f.token_count as i64),
-                &(f.size_bytes as i64),
-                &f.language,
-                &f.last_modified,
+                &text(|f| &f.path),
+                &text(|f| &f.content_hash),
+                &int(|f| f.token_count),
+                &int(|f| f.size_bytes),
+                &text(|f| &f.language),
+                &text(|f| &f.last_modified),
             ],
         )?;
     }
-    for (path, modified) in &commit.touched {
+    if !commit.touched.is_empty() {
+        let last: BTreeMap<&str, &str> = commit.touched.iter().map(|(p, m)| (p.as_str(), m.as_str())).collect();
+        let paths: Vec<&str> = last.keys().copied().collect();
+        let modified: Vec<&str> = last.values().copied().collect();
         c.execute(
-            "UPDATE indexed_files SET last_modified = $3 WHERE index_id = $1 AND path = $2",
-            &[&index_id, path, modified],
+            "UPDATE indexed_files f SET last_modified = t.modified \
+             FROM unnest($2::text[], $3::text[]) AS t(path, modified) WHERE f.index_id = $1 AND f.path = t.path",
+            &[&index_id, &paths, &modified],
         )?;
     }
     if !commit.removed.is_empty() {
         c.execute("DELETE FROM indexed_files WHERE index_id = $1 AND path = ANY($2)", &[&index_id, &commit.removed])?;
     }
     c.execute("DELETE FROM skipped_files WHERE index_id = $1", &[&index_id])?;
-    for f in &commit.skipped {
+    if !commit.skipped.is_empty() {
+        let last: BTreeMap<&str, &SkippedFile> = commit.skipped.iter().map(|f| (f.path.as_str(), f)).collect();
+        let files: Vec<&SkippedFile> = last.into_values().collect();
+        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        let sizes: Vec<i64> = files.iter().map(|f| f.size_bytes as i64).collect();
+        let modified: Vec<&str> = files.iter().map(|f| f.last_modified.as_str()).collect();
+        let reasons: Vec<&str> = files.iter().map(|f| f.reason.as_str()).collect();
         c.execute(
             "INSERT INTO skipped_files (index_id, path, size_bytes, last_modified, reason) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (index_id, path) DO UPDATE SET \
-             size_bytes = excluded.size_bytes, last_modified = excluded.last_modified, reason = excluded.reason",
-            &[&index_id, &f.path, &(f.size_bytes as i64), &f.last_modified, &f.reason.as_str()],
+             SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[])",
+            &[&index_id, &paths, &sizes, &modified, &reasons],
         )?;
     }
     let resource_id: String = c
@@ -281,10 +303,24 @@ struct PgIndexWrite<'a> {
     conn: Option<Pooled<'a>>,
     index_id: String,
     now: String,
-    /// Whether the index had graph nodes when the run began; a first index
-    /// has no old revisions to look up.
+    /// Whether the index had graph nodes or references when the run began;
+    /// a first index has no old revisions to look up and nothing to replace,
+    /// so its rows wait in `bulk` and go in with a few `COPY`s.
     has_nodes: bool,
+    bulk: Bulk,
 }
+
+/// Graph rows of a first index not loaded yet.
+#[derive(Default)]
+struct Bulk {
+    nodes: Vec<UkoNode>,
+    refs: Vec<UkoRef>,
+    /// Files whose references were written (buffered or loaded) in this run.
+    ref_paths: HashSet<String>,
+}
+
+/// Buffered graph rows from which a first index loads them.
+const BULK_ROWS: usize = 50_000;
 
 impl PgIndexWrite<'_> {
     fn closed(&self) -> StoreError {
@@ -300,26 +336,54 @@ impl PgIndexWrite<'_> {
         }
         Ok(self.conn.as_deref_mut().unwrap_or_else(|| unreachable!("checked above")))
     }
+
+    /// The connection with every buffered graph row loaded: what reads and
+    /// row-by-row writes use.
+    fn loaded(&mut self) -> Result<&mut Conn, StoreError> {
+        let (nodes, refs) = (std::mem::take(&mut self.bulk.nodes), std::mem::take(&mut self.bulk.refs));
+        let (index_id, now) = (self.index_id.clone(), self.now.clone());
+        let c = self.conn()?;
+        uko::copy_nodes(c, &index_id, &nodes, &now)?;
+        uko::copy_refs(c, &index_id, &refs)?;
+        Ok(c)
+    }
+
+    /// Loads the buffered rows once there are many.
+    fn load_if_full(&mut self) -> Result<(), StoreError> {
+        if self.bulk.nodes.len() + self.bulk.refs.len() >= BULK_ROWS {
+            self.loaded()?;
+        }
+        Ok(())
+    }
 }
 
 impl IndexWrite for PgIndexWrite<'_> {
     fn write_nodes(&mut self, path: &str, nodes: &[UkoNode]) -> Result<Vec<String>, StoreError> {
         let (index_id, now, has_nodes) = (self.index_id.clone(), self.now.clone(), self.has_nodes);
-        let c = self.conn()?;
         if !has_nodes {
-            return uko::insert_nodes(c, &index_id, nodes, &now);
+            self.conn()?;
+            self.bulk.nodes.extend_from_slice(nodes);
+            self.load_if_full()?;
+            return Ok(nodes.iter().filter(|n| !n.symbol_path.is_empty()).map(|n| n.name.clone()).collect());
         }
+        let c = self.conn()?;
         uko::write_nodes(c, &index_id, path, nodes, &now)
     }
 
     fn write_refs(&mut self, path: &str, refs: &[UkoRef]) -> Result<(), StoreError> {
         let index_id = self.index_id.clone();
-        uko::write_refs(self.conn()?, &index_id, path, refs)
+        // A file's first references in a first index replace nothing.
+        if !self.has_nodes && self.bulk.ref_paths.insert(path.to_owned()) {
+            self.conn()?;
+            self.bulk.refs.extend_from_slice(refs);
+            return self.load_if_full();
+        }
+        uko::write_refs(self.loaded()?, &index_id, path, refs)
     }
 
     fn retire_paths(&mut self, paths: &[String]) -> Result<(), StoreError> {
         let (index_id, now) = (self.index_id.clone(), self.now.clone());
-        let c = self.conn()?;
+        let c = self.loaded()?;
         for path in paths {
             uko::retire_path(c, &index_id, path, &now)?;
         }
@@ -328,7 +392,7 @@ impl IndexWrite for PgIndexWrite<'_> {
 
     fn for_each_symbol(&mut self, f: &mut dyn FnMut(&str, &str, &str, &str)) -> Result<(), StoreError> {
         let index_id = self.index_id.clone();
-        let rows = self.conn()?.query(
+        let rows = self.loaded()?.query(
             "SELECT path, symbol_path, name, kind FROM uko_nodes WHERE index_id = $1 AND is_current \
              ORDER BY path",
             &[&index_id],
@@ -345,7 +409,7 @@ impl IndexWrite for PgIndexWrite<'_> {
         f: &mut dyn FnMut(&str, &str, &str, &str),
     ) -> Result<(), StoreError> {
         let index_id = self.index_id.clone();
-        let c = self.conn()?;
+        let c = self.loaded()?;
         for name in names {
             let rows = c.query(
                 "SELECT path, symbol_path, name, kind FROM uko_nodes \
@@ -361,17 +425,18 @@ impl IndexWrite for PgIndexWrite<'_> {
 
     fn file_refs(&mut self, path: &str) -> Result<Vec<(i64, UkoRef)>, StoreError> {
         let index_id = self.index_id.clone();
-        uko::query_refs(self.conn()?, "index_id = $1 AND path = $2", &[&index_id, &path])
+        uko::query_refs(self.loaded()?, "index_id = $1 AND path = $2", &[&index_id, &path])
     }
 
     fn refs_affected_by(&mut self, paths: &[String], names: &[String]) -> Result<Vec<(i64, UkoRef)>, StoreError> {
         let index_id = self.index_id.clone();
-        uko::refs_affected_by(self.conn()?, &index_id, paths, names)
+        uko::refs_affected_by(self.loaded()?, &index_id, paths, names)
     }
 
     fn finish(mut self: Box<Self>, commit: &IndexCommit) -> Result<IndexMetadata, StoreError> {
         validate_commit(commit)?;
         let (index_id, now) = (self.index_id.clone(), self.now.clone());
+        self.loaded()?;
         let Some(mut conn) = self.conn.take() else { return Err(self.closed()) };
         let result = (|| {
             uko::apply(&mut conn, &index_id, &commit.uko, &now)?;

@@ -204,6 +204,29 @@ CREATE TABLE text_stats (
     len_3 BIGINT NOT NULL, len_4 BIGINT NOT NULL, len_5 BIGINT NOT NULL
 );
 "#,
+    // 3: the text index's postings, compact: instead of a row per (term,
+    // field, document), a row per (term, field) and load holds the documents'
+    // numbers and the term's frequencies in them as two arrays, sorted by
+    // document. A document replaced or deleted leaves its numbers behind
+    // until the key is compacted (`churn` counts them); searches join the
+    // live documents, so scores never see them. The old postings are
+    // dropped: every text index is rebuilt by its next sync (it is empty).
+    r#"
+DROP TABLE text_terms;
+DELETE FROM text_docs;
+DELETE FROM text_stats;
+DELETE FROM search_state WHERE backend = 'postgres';
+DELETE FROM search_digest WHERE backend = 'postgres';
+ALTER TABLE text_stats ADD COLUMN churn BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE text_postings (
+    key_id  INTEGER NOT NULL,
+    term    TEXT COLLATE "C" NOT NULL,
+    field   SMALLINT NOT NULL,
+    doc_ids BIGINT[] NOT NULL,
+    tfs     INTEGER[] NOT NULL
+);
+CREATE INDEX ix_text_postings ON text_postings(key_id, term, field);
+"#,
 ];
 
 /// The schema version recorded in the database (0 before the first migration).

@@ -26,6 +26,7 @@ use agents_search::SearchError;
 use agents_search::SearchFilter;
 use agents_search::vector::{VectorBackend, VectorDoc, VectorHit};
 use agents_store::StoreError;
+use postgres::types::Type;
 
 use crate::text::search_error;
 use crate::{Conn, PostgresStore};
@@ -48,6 +49,8 @@ pub struct PgVectorBackend {
     ann_threshold: usize,
     /// Whether the key's HNSW index exists, once known to.
     hnsw: std::sync::OnceLock<()>,
+    /// The database's `vector` type, once looked up (for binary `COPY`).
+    vector_type: std::sync::OnceLock<Type>,
     writer: Mutex<Option<Conn>>,
 }
 
@@ -72,7 +75,85 @@ fn literal(vector: &[f32]) -> String {
     out
 }
 
+/// A vector in pgvector's binary format (`vector_recv`): the dimension and
+/// a reserved word as 16-bit integers, then each float, big-endian.
+#[derive(Debug)]
+struct Binary<'a>(&'a [f32]);
+
+impl postgres::types::ToSql for Binary<'_> {
+    fn to_sql(
+        &self,
+        _ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        use bytes::BufMut;
+        out.put_i16(i16::try_from(self.0.len())?);
+        out.put_i16(0);
+        for x in self.0 {
+            out.put_f32(*x);
+        }
+        Ok(postgres::types::IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        ty.name() == "vector"
+    }
+
+    postgres::types::to_sql_checked!();
+}
+
+/// The `vector` type of the connection's database, for binary `COPY`.
+fn vector_type(c: &mut Conn) -> Result<Type, StoreError> {
+    let row = c.query_one(
+        "SELECT t.oid, n.nspname::text FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace \
+         WHERE t.oid = 'vector'::regtype",
+        &[],
+    )?;
+    Ok(Type::new("vector".to_owned(), row.get(0), postgres::types::Kind::Simple, row.get(1)))
+}
+
 impl PgVectorBackend {
+    /// Stores `docs` (checked, the last of an id winning) with one binary
+    /// `COPY`, after deleting the stored vectors of their ids when `replace`.
+    fn store(&mut self, docs: &[VectorDoc], replace: bool) -> Result<(), SearchError> {
+        if docs.is_empty() {
+            return Ok(());
+        }
+        if let Some(bad) = docs.iter().find(|d| d.vector.len() != self.dim) {
+            return Err(SearchError::Dimension { id: bad.id.clone(), expected: self.dim, found: bad.vector.len() });
+        }
+        let mut last: HashMap<&str, &VectorDoc> = HashMap::new();
+        for doc in docs {
+            last.insert(doc.id.as_str(), doc);
+        }
+        let mut docs: Vec<&VectorDoc> = last.into_values().collect();
+        docs.sort_by(|a, b| a.id.cmp(&b.id));
+        let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
+        let known = self.vector_type.get().cloned();
+        let found = self.write("store vectors", |c, key, table| {
+            if replace {
+                c.execute(&format!("DELETE FROM {table} WHERE index_key = $1 AND id = ANY($2)"), &[&key, &ids])?;
+            }
+            let vector = match known {
+                Some(t) => t,
+                None => vector_type(c)?,
+            };
+            c.copy_in(
+                &format!("COPY {table} (index_key, id, path, kind, embedding) FROM STDIN (FORMAT binary)"),
+                &[Type::TEXT, Type::TEXT, Type::TEXT, Type::TEXT, vector.clone()],
+                |w| {
+                    for d in &docs {
+                        w.write(&[&key, &d.id, &d.path, &d.kind, &Binary(&d.vector)])?;
+                    }
+                    Ok(())
+                },
+            )?;
+            Ok(vector)
+        })?;
+        let _ = self.vector_type.set(found);
+        Ok(())
+    }
+
     /// The vector index `key` of `dim`-long vectors on `store`'s server:
     /// checks for pgvector (creating the extension when the role may) and
     /// creates the dimension's table and HNSW index if missing.
@@ -110,6 +191,7 @@ impl PgVectorBackend {
             count: AtomicUsize::new(0),
             ann_threshold: ANN_THRESHOLD,
             hnsw: std::sync::OnceLock::new(),
+            vector_type: std::sync::OnceLock::new(),
             writer: Mutex::new(None),
         };
         backend.recount()?;
@@ -318,35 +400,11 @@ impl VectorBackend for PgVectorBackend {
     }
 
     fn upsert(&mut self, docs: &[VectorDoc]) -> Result<(), SearchError> {
-        if docs.is_empty() {
-            return Ok(());
-        }
-        if let Some(bad) = docs.iter().find(|d| d.vector.len() != self.dim) {
-            return Err(SearchError::Dimension { id: bad.id.clone(), expected: self.dim, found: bad.vector.len() });
-        }
-        let mut last: HashMap<&str, &VectorDoc> = HashMap::new();
-        for doc in docs {
-            last.insert(doc.id.as_str(), doc);
-        }
-        let mut docs: Vec<&VectorDoc> = last.into_values().collect();
-        docs.sort_by(|a, b| a.id.cmp(&b.id));
-        let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
-        let paths: Vec<&str> = docs.iter().map(|d| d.path.as_str()).collect();
-        let kinds: Vec<&str> = docs.iter().map(|d| d.kind.as_str()).collect();
-        let vectors: Vec<String> = docs.iter().map(|d| literal(&d.vector)).collect();
-        let dim = self.dim;
-        self.write("store vectors", |c, key, table| {
-            c.execute(&format!("DELETE FROM {table} WHERE index_key = $1 AND id = ANY($2)"), &[&key, &ids])?;
-            c.execute(
-                &format!(
-                    "INSERT INTO {table} (index_key, id, path, kind, embedding) \
-                     SELECT $1, id, path, kind, v::vector({dim}) \
-                     FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS t(id, path, kind, v)"
-                ),
-                &[&key, &ids, &paths, &kinds, &vectors],
-            )?;
-            Ok(())
-        })
+        self.store(docs, true)
+    }
+
+    fn insert(&mut self, docs: &[VectorDoc]) -> Result<(), SearchError> {
+        self.store(docs, false)
     }
 
     fn delete_paths(&mut self, paths: &[String]) -> Result<(), SearchError> {

@@ -58,6 +58,57 @@ fn text_indexes_of_two_keys_are_independent() {
     assert_eq!(one.name(), "postgres");
 }
 
+/// Documents with bodies of several lengths sharing some words.
+fn bodies(round: usize) -> Vec<TextDoc> {
+    (0..40)
+        .map(|i| TextDoc {
+            id: format!("n:{i}"),
+            path: format!("src/f{}.rs", i % 7),
+            name: format!("parse_item_{i}"),
+            kind: if i % 3 == 0 { "class" } else { "function" }.into(),
+            signature: format!("fn parse_item_{i}(token: Token) -> Item"),
+            doc: "Parses one item of the input.".repeat(1 + i % 4),
+            body: format!("let token = next_token(); {} round {round}", "item value ".repeat(1 + (i * round) % 9)),
+        })
+        .collect()
+}
+
+#[test]
+fn loads_in_parts_and_compactions_change_no_score() {
+    let Some(url) = common::test_url() else { return };
+    let store = Arc::new(common::fresh_store(&url));
+    // Loaded a few documents at a time, replaced and deleted over several commits.
+    let mut parts = PgTextBackend::open(store.clone(), "parts").with_load_postings(25);
+    for round in 0..4 {
+        for chunk in bodies(round).chunks(7) {
+            parts.upsert(chunk).unwrap();
+        }
+        parts.delete_paths(&["src/f3.rs".to_owned()]).unwrap();
+        parts.commit().unwrap();
+    }
+    let mut wanted = bodies(3);
+    wanted.retain(|d| d.path != "src/f3.rs");
+    // Replaced and deleted while still in the write buffer.
+    let mut buffered = PgTextBackend::open(store.clone(), "buffered");
+    for round in 0..4 {
+        buffered.upsert(&bodies(round)).unwrap();
+        buffered.delete_paths(&["src/f3.rs".to_owned()]).unwrap();
+    }
+    buffered.commit().unwrap();
+    let mut whole = PgTextBackend::open(store.clone(), "whole");
+    whole.insert(&wanted).unwrap();
+    whole.commit().unwrap();
+    assert_eq!(parts.doc_count().unwrap(), whole.doc_count().unwrap());
+    assert_eq!(buffered.doc_count().unwrap(), whole.doc_count().unwrap());
+    let everything = SearchFilter::default();
+    for query in ["parse item", "token value", "round 3", "parse_item_12 input", "Item"] {
+        let b = whole.search(query, 50, &everything).unwrap();
+        assert!(!b.is_empty(), "{query}");
+        assert_eq!(parts.search(query, 50, &everything).unwrap(), b, "{query}");
+        assert_eq!(buffered.search(query, 50, &everything).unwrap(), b, "{query}");
+    }
+}
+
 fn unit(dim: usize, hot: usize) -> Vec<f32> {
     let mut v = vec![0.0; dim];
     v[hot] = 1.0;
