@@ -708,9 +708,8 @@ mod tests {
         std::fs::create_dir_all(&a).unwrap();
         std::fs::create_dir_all(&b).unwrap();
             let mut edited = TantivyBackend::open(&a).unwrap();
-            // The model: what the index holds after each commit.
-            let mut held: BTreeMap<String, TextDoc> = BTreeMap::new();
-            let mut pending = held.clone();
+            // The model: what the index holds once committed.
+            let mut pending: BTreeMap<String, TextDoc> = BTreeMap::new();
             let docs: Vec<TextDoc> = first.iter().enumerate().map(|(id, seed)| generated(id, 0, *seed)).collect();
             edited.insert(&docs).unwrap();
             pending.extend(docs.into_iter().map(|d| (d.id.clone(), d)));
@@ -726,14 +725,11 @@ mod tests {
                         edited.delete_paths(std::slice::from_ref(&path)).unwrap();
                         pending.retain(|_, d| d.path != path);
                     }
-                    Step::Commit => {
-                        edited.commit().unwrap();
-                        held = pending.clone();
-                    }
+                    Step::Commit => edited.commit().unwrap(),
                 }
             }
             edited.commit().unwrap();
-            held = pending;
+            let held = pending;
             let mut fresh = TantivyBackend::open(&b).unwrap();
             fresh.insert(&held.into_values().collect::<Vec<_>>()).unwrap();
             fresh.commit().unwrap();
