@@ -24,8 +24,9 @@
 //! read against its alive bitset); and a field's total length summed over the live
 //! documents' stored field norms (the length each document is scored with). A commit
 //! that deleted or replaced documents only writes delete bitsets; segments are merged
-//! by size ([`compact`]: the smallest once there are more than [`MAX_SEGMENTS`], and any
-//! whose deleted share passes [`MAX_DELETED_SHARE`]), which changes no score. Ties are
+//! by size ([`compact`]: the small ones a refresh writes merged among themselves once
+//! there are [`MERGE_AT_SEGMENTS`], and any whose deleted share passes
+//! [`MAX_DELETED_SHARE`]), which changes no score. Ties are
 //! broken by id, never by document address. Two indexes holding the same documents then
 //! score every query identically, however they came to hold them. Opening an index first
 //! removes the files no commit refers to (segments a killed writer left behind).
@@ -58,14 +59,18 @@ use crate::{
 const TOKENIZER: &str = "code";
 /// Memory budget of the indexing threads together.
 const WRITER_MEMORY_BYTES: usize = 50_000_000;
-/// Past this many segments, the smallest are merged into one at the next
-/// commit, so that an index updated a few files at a time (a watched
-/// repository) stays a few segments; a first sync of a large repository
-/// (a handful of large segments) stays as it is.
-const MAX_SEGMENTS: usize = 16;
+/// Segments of at most this many documents are small: what a refresh of a
+/// few files writes. A first sync's segments are larger.
+const SMALL_SEGMENT_DOCS: u32 = 10_000;
+/// Once there are this many small segments, they are merged into one: an
+/// index updated a few files at a time (a watched repository) merges its
+/// small segments among themselves (each document a few times at most
+/// before its segment stops being small), never into a first sync's.
+const MERGE_AT_SEGMENTS: usize = 8;
 /// A segment whose deleted documents make up more than this share of it is
-/// merged (alone or with others) at the next commit: deleted documents cost
-/// disk and search time, not scores.
+/// merged at the next commit, whatever its size: deleted documents cost disk
+/// and search time, not scores; the cost of the merge is spread over the
+/// many refreshes that replaced a quarter of the segment.
 const MAX_DELETED_SHARE: f64 = 0.25;
 
 pub(crate) struct TantivyBackend {
@@ -219,20 +224,23 @@ impl TantivyBackend {
 }
 
 /// The merge policy, run synchronously after a commit (Tantivy's background
-/// merges are off): merges into one the segments whose deleted share passes
-/// [`MAX_DELETED_SHARE`], with the smallest others when there are more than
-/// [`MAX_SEGMENTS`]; then removes the files the merge made unused. Merging
-/// changes no score (see the module docs). Returns whether anything was merged.
+/// merges are off): the small segments into one once there are
+/// [`MERGE_AT_SEGMENTS`] of them, and with them any segment past
+/// [`MAX_DELETED_SHARE`] deleted; then removes the files the merge made
+/// unused. Merging changes no score (see the module docs). Returns whether
+/// anything was merged.
 fn compact(writer: &mut IndexWriter) -> tantivy::Result<bool> {
     let mut segments = writer.index().searchable_segment_metas()?;
-    // Smallest first, ties by id: the same segments always make the same choice.
+    // Ties by id: the same segments always make the same choice.
     segments.sort_by_key(|s| (s.max_doc(), s.id().uuid_string()));
-    let excess = (segments.len() + 1).saturating_sub(MAX_SEGMENTS);
+    let small = segments.iter().filter(|s| s.max_doc() <= SMALL_SEGMENT_DOCS).count();
     let merge: Vec<SegmentId> = segments
         .iter()
-        .enumerate()
-        .filter(|(rank, s)| needs_merge(s.num_deleted_docs(), s.max_doc()) || (excess > 1 && *rank < excess))
-        .map(|(_, s)| s.id())
+        .filter(|s| {
+            let garbage = f64::from(s.num_deleted_docs()) > MAX_DELETED_SHARE * f64::from(s.max_doc());
+            garbage || (small >= MERGE_AT_SEGMENTS && s.max_doc() <= SMALL_SEGMENT_DOCS)
+        })
+        .map(|s| s.id())
         .collect();
     if merge.is_empty() {
         return Ok(false);
@@ -240,12 +248,6 @@ fn compact(writer: &mut IndexWriter) -> tantivy::Result<bool> {
     writer.merge(&merge).wait()?;
     writer.garbage_collect_files().wait()?;
     Ok(true)
-}
-
-/// Whether a segment of `max_doc` documents, `deleted` of them deleted, holds
-/// enough garbage to be merged.
-fn needs_merge(deleted: u32, max_doc: u32) -> bool {
-    max_doc > 0 && f64::from(deleted) > MAX_DELETED_SHARE * f64::from(max_doc)
 }
 
 /// BM25 statistics over the live documents only, so that a score depends on
@@ -373,20 +375,12 @@ impl TextBackend for TantivyBackend {
     fn commit(&mut self) -> Result<(), SearchError> {
         let committed = self.writer()?.commit();
         committed.map_err(self.error("commit"))?;
-        // Only a segment past the limit, or one holding too many deletions, calls for a merge.
         let writer = self.writer.as_mut().expect("a commit went through the writer above");
-        let segments = writer.index().searchable_segment_metas().map_err(|source| SearchError::Tantivy {
+        compact(writer).map_err(|source| SearchError::Tantivy {
             dir: self.dir.clone(),
-            action: "list segments",
+            action: "merge segments",
             source,
         })?;
-        if segments.len() > MAX_SEGMENTS || segments.iter().any(|s| needs_merge(s.num_deleted_docs(), s.max_doc())) {
-            compact(writer).map_err(|source| SearchError::Tantivy {
-                dir: self.dir.clone(),
-                action: "merge segments",
-                source,
-            })?;
-        }
         self.reader.reload().map_err(self.error("reload reader"))
     }
 
@@ -617,14 +611,14 @@ mod tests {
     fn small_commits_are_merged_down_to_a_few_segments() {
         let dir = tempfile::tempdir().unwrap();
         let mut backend = TantivyBackend::open(dir.path()).unwrap();
-        for i in 0..MAX_SEGMENTS + 5 {
+        for i in 0..3 * MERGE_AT_SEGMENTS {
             backend.upsert(&[doc(&format!("d{i}"), &format!("f{i}.rs"))]).unwrap();
             backend.commit().unwrap();
             let segments = backend.writer.as_ref().unwrap().index().searchable_segment_ids().unwrap().len();
-            assert!(segments <= MAX_SEGMENTS, "{segments} segments after {} commits", i + 1);
+            assert!(segments < MERGE_AT_SEGMENTS, "{segments} segments after {} commits", i + 1);
         }
-        assert_eq!(backend.doc_count().unwrap(), MAX_SEGMENTS as u64 + 5);
-        assert_eq!(backend.search("parse", 100, &SearchFilter::default()).unwrap().len(), MAX_SEGMENTS + 5);
+        assert_eq!(backend.doc_count().unwrap(), 3 * MERGE_AT_SEGMENTS as u64);
+        assert_eq!(backend.search("parse", 100, &SearchFilter::default()).unwrap().len(), 3 * MERGE_AT_SEGMENTS);
     }
 
     /// Words the generated documents are made of: a few frequent, a few rare.
