@@ -50,7 +50,7 @@ MAKE_CORPUS = ROOT.parent / "shared" / "bench" / "make-corpus.sh"
 
 
 def run_measured(cmd, cwd=None, env=None):
-    """Runs cmd and returns (seconds, peak RSS MB, stdout) using wait4 for the child's own RSS."""
+    """Runs cmd and returns (seconds, peak RSS MB, stdout, CPU seconds: user + system) using wait4 for the child's own RSS."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
@@ -61,7 +61,7 @@ def run_measured(cmd, cwd=None, env=None):
         err.seek(0)
         if proc.returncode != 0:
             sys.exit(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{err.read().decode(errors='replace')}")
-        return elapsed, usage.ru_maxrss / 1024.0, out.read()
+        return elapsed, usage.ru_maxrss / 1024.0, out.read(), usage.ru_utime + usage.ru_stime
 
 
 def tree_stats(path):
@@ -95,7 +95,7 @@ def median_run(n, fn):
     results = [fn() for _ in range(n)]
     times = [r[0] for r in results]
     rss = max(r[1] for r in results)
-    return statistics.median(times), rss, results[-1][2]
+    return statistics.median(times), rss, results[-1][2], statistics.median(r[3] for r in results)
 
 
 def bench_corpus(binary, corpus, runs):
@@ -277,13 +277,16 @@ def bench_refresh(binary, home, corpus, runs):
         restored_query = run_measured(query, env=env)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    def figures(run):
+        return {"seconds": run[0], "rss_mb": run[1], "cpu_seconds": run[3]}
+
     return {
         "binary": binary,
-        "noop_index": {"seconds": noop[0], "rss_mb": noop[1]},
-        "noop_query": {"seconds": noop_query[0], "rss_mb": noop_query[1]},
-        "changed_index": {"seconds": changed[0], "rss_mb": changed[1], "changed": changed_report["changed"]},
-        "changed_query": {"seconds": changed_query[0], "rss_mb": changed_query[1]},
-        "restored_query": {"seconds": restored_query[0], "rss_mb": restored_query[1]},
+        "noop_index": figures(noop),
+        "noop_query": figures(noop_query),
+        "changed_index": dict(figures(changed), changed=changed_report["changed"]),
+        "changed_query": figures(changed_query),
+        "restored_query": figures(restored_query),
     }
 
 
@@ -294,7 +297,9 @@ def refresh_markdown(results):
     ]
     keys = ["noop_index", "noop_query", "changed_index", "changed_query", "restored_query"]
     for r in results:
-        cells = " | ".join(f"{r[k]['seconds'] * 1000:,.0f} ms" for k in keys)
+        # Wall time, then the CPU time (user + system) the process used: on a
+        # machine shared with other work the second says more.
+        cells = " | ".join(f"{r[k]['seconds'] * 1000:,.0f} ms ({r[k]['cpu_seconds'] * 1000:,.0f} ms CPU)" for k in keys)
         rss = max(r[k]["rss_mb"] for k in keys)
         lines.append(f"| `{r['binary']}` | {cells} | {rss:.0f} MB |")
     return "\n".join(lines)
