@@ -634,7 +634,7 @@ mod tests {
             id: format!("n:{id:02}"),
             path: format!("src/f{}.rs", id % 5),
             name: format!("{} {id}", WORDS[seed % WORDS.len()]),
-            kind: if id % 3 == 0 { "class" } else { "function" }.into(),
+            kind: if id.is_multiple_of(3) { "class" } else { "function" }.into(),
             signature: words(seed % 4, 3),
             doc: words((seed * 7) % 13, 5),
             body: format!("{} v{version}", words((seed * 13) % 97, 3)),

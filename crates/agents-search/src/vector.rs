@@ -1381,7 +1381,7 @@ mod tests {
         VectorDoc {
             id: format!("uko://r/f{}.py#s{n:03}", n % 9),
             path: format!("f{}.py", n % 9),
-            kind: if n % 2 == 0 { "function" } else { "class" }.to_owned(),
+            kind: if n.is_multiple_of(2) { "function" } else { "class" }.to_owned(),
             vector: unit(seed, 32),
         }
     }
