@@ -20,6 +20,18 @@ writes the raw numbers as JSON.
     scripts/bench-index.py [--corpus-dir DIR] [--sizes 10000,0] [--runs 3] [--json OUT]
 
 Size 0 means the full tree (~31,000 files).
+
+With --refresh-home HOME (an $AGENTS_HOME that already indexed the corpus
+CORPUS), only the refreshes are measured, for --binary and for each
+--baseline binary in turn, each on its own copy of HOME: after one warm-up
+round (10 other files edited, indexed, restored, indexed: a binary writing a
+newer format converts the index then, and the index holds a past edit as it
+would in use), the no-change `agents index` and the `agents query` after it,
+then 10 files edited and `agents index` and the `agents query` after it, then
+the edits undone and an `agents query` that syncs them itself:
+
+    scripts/bench-index.py --refresh-home HOME --refresh-corpus CORPUS \
+        --binary target/release/agents --baseline OLD/agents --runs 3
 """
 
 import argparse
@@ -38,7 +50,7 @@ MAKE_CORPUS = ROOT.parent / "shared" / "bench" / "make-corpus.sh"
 
 
 def run_measured(cmd, cwd=None, env=None):
-    """Runs cmd and returns (seconds, peak RSS MB, stdout) using wait4 for the child's own RSS."""
+    """Runs cmd and returns (seconds, peak RSS MB, stdout, CPU seconds: user + system) using wait4 for the child's own RSS."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
@@ -49,7 +61,7 @@ def run_measured(cmd, cwd=None, env=None):
         err.seek(0)
         if proc.returncode != 0:
             sys.exit(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{err.read().decode(errors='replace')}")
-        return elapsed, usage.ru_maxrss / 1024.0, out.read()
+        return elapsed, usage.ru_maxrss / 1024.0, out.read(), usage.ru_utime + usage.ru_stime
 
 
 def tree_stats(path):
@@ -83,7 +95,7 @@ def median_run(n, fn):
     results = [fn() for _ in range(n)]
     times = [r[0] for r in results]
     rss = max(r[1] for r in results)
-    return statistics.median(times), rss, results[-1][2]
+    return statistics.median(times), rss, results[-1][2], statistics.median(r[3] for r in results)
 
 
 def bench_corpus(binary, corpus, runs):
@@ -224,6 +236,75 @@ def cold_markdown(results, binary):
     return "\n".join(lines)
 
 
+def edit_files(files):
+    """Appends a comment line to each of files; returns their contents before, to restore."""
+    originals = {p: p.read_bytes() for p in files}
+    for p in files:
+        with open(p, "ab") as f:
+            f.write(b"\n# modified by bench-index\n")
+    return originals
+
+
+def bench_refresh(binary, home, corpus, runs):
+    """The refresh measurements on a copy of home (see the module docs)."""
+    work = Path(tempfile.mkdtemp(prefix="agents-bench-refresh-"))
+    copy = work / "home"
+    shutil.copytree(home, copy, symlinks=True)
+    env = dict(os.environ, AGENTS_HOME=str(copy))
+    python = sorted(p for p in corpus.rglob("*.py") if ".git" not in p.parts)
+    edited, warmup = python[:10], python[-10:]
+    index = [binary, "--quiet", "--json", "index", str(corpus)]
+    query = [binary, "--quiet", "query", QUERY, str(corpus), "--format", "json"]
+    try:
+        originals = edit_files(warmup)
+        try:
+            run_measured(index, env=env)
+        finally:
+            for p, data in originals.items():
+                p.write_bytes(data)
+        run_measured(index, env=env)
+        noop = median_run(runs, lambda: run_measured(index, env=env))
+        assert json.loads(noop[2])["report"]["files_read"] == 0
+        noop_query = median_run(runs, lambda: run_measured(query, env=env))
+        originals = edit_files(edited)
+        try:
+            changed = run_measured(index, env=env)
+            changed_report = json.loads(changed[2])["report"]
+            changed_query = run_measured(query, env=env)
+        finally:
+            for p, data in originals.items():
+                p.write_bytes(data)
+        restored_query = run_measured(query, env=env)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    def figures(run):
+        return {"seconds": run[0], "rss_mb": run[1], "cpu_seconds": run[3]}
+
+    return {
+        "binary": binary,
+        "noop_index": figures(noop),
+        "noop_query": figures(noop_query),
+        "changed_index": dict(figures(changed), changed=changed_report["changed"]),
+        "changed_query": figures(changed_query),
+        "restored_query": figures(restored_query),
+    }
+
+
+def refresh_markdown(results):
+    lines = [
+        "| binary | no-change `agents index` | `agents query` after it | 10 files edited: `agents index` | `agents query` after it | edits undone: `agents query` (syncs them) | peak RSS |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    keys = ["noop_index", "noop_query", "changed_index", "changed_query", "restored_query"]
+    for r in results:
+        # Wall time, then the CPU time (user + system) the process used: on a
+        # machine shared with other work the second says more.
+        cells = " | ".join(f"{r[k]['seconds'] * 1000:,.0f} ms ({r[k]['cpu_seconds'] * 1000:,.0f} ms CPU)" for k in keys)
+        rss = max(r[k]["rss_mb"] for k in keys)
+        lines.append(f"| `{r['binary']}` | {cells} | {rss:.0f} MB |")
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus-dir", default=os.path.join(tempfile.gettempdir(), "agents-bench-corpus"))
@@ -231,6 +312,9 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--json", help="write raw results here")
     ap.add_argument("--binary", help="agents binary (default: build target/release/agents)")
+    ap.add_argument("--refresh-home", help="measure only the refreshes, on copies of this indexed $AGENTS_HOME")
+    ap.add_argument("--refresh-corpus", help="the tree --refresh-home indexed")
+    ap.add_argument("--baseline", action="append", default=[], help="another binary measured alike (repeatable)")
     args = ap.parse_args()
 
     if shutil.which("ctags") is None:
@@ -239,6 +323,16 @@ def main():
     if not binary:
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "agents-cli"], cwd=ROOT, check=True)
         binary = str(ROOT / "target" / "release" / "agents")
+
+    if args.refresh_home:
+        if not args.refresh_corpus:
+            sys.exit("--refresh-home needs --refresh-corpus")
+        corpus = Path(args.refresh_corpus).resolve()
+        results = [bench_refresh(b, Path(args.refresh_home), corpus, args.runs) for b in [*args.baseline, binary]]
+        print(refresh_markdown(results))
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+        return
 
     results = []
     for size in [int(s) for s in args.sizes.split(",")]:

@@ -15,29 +15,40 @@
 //! has no writer, so any number of them search one index while a writer works on it.
 //!
 //! # Scores depend on the documents only, never on the index's history
-//! BM25 statistics (document count, document frequencies, average field length) are
-//! summed over segments, and Tantivy counts a deleted document in them until its
-//! segment is merged. So no deleted document outlives a commit here: a commit that
-//! deleted or replaced documents merges every segment holding deletions (Tantivy's
-//! background merges are off; [`compact`] is the merge policy, run synchronously, and
-//! it also merges the smallest segments once there are more than [`MAX_SEGMENTS`]).
-//! Opening an index does the same for one written before, and first removes the files
-//! no commit refers to (segments a killed writer left behind). Two indexes holding the
-//! same documents then score every query identically, however they came to hold them.
+//! Tantivy's own BM25 statistics (document count, document frequencies, total field
+//! lengths) are summed over segments and count a deleted document until its segment is
+//! merged; and a merge of a segment holding deletions estimates the field lengths it
+//! keeps. So searches here score with [`LiveStatistics`] instead, which depend on the
+//! live documents alone: the number of live documents; a term's document frequency
+//! counted over live documents (a segment holding deletions has the term's postings
+//! read against its alive bitset); and a field's total length summed over the live
+//! documents' stored field norms (the length each document is scored with). A commit
+//! that deleted or replaced documents only writes delete bitsets; segments are merged
+//! by size ([`compact`]: the small ones a refresh writes merged among themselves once
+//! there are [`MERGE_AT_SEGMENTS`], and any whose deleted share passes
+//! [`MAX_DELETED_SHARE`]), which changes no score. Ties are
+//! broken by id, never by document address. Two indexes holding the same documents then
+//! score every query identically, however they came to hold them. Opening an index first
+//! removes the files no commit refers to (segments a killed writer left behind).
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
+use tantivy::fieldnorm::FieldNormReader;
 use tantivy::index::SegmentId;
 use tantivy::indexer::NoMergePolicy;
+use tantivy::query::Bm25StatisticsProvider;
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, InvertedIndexRangeQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, STORED, STRING, Schema, TantivyDocument, TextFieldIndexing, TextOptions, Value,
 };
 use tantivy::tokenizer::{TextAnalyzer, Token, TokenStream, Tokenizer};
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Term};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, SegmentReader, Term};
 
 use crate::tokenize::for_each_search_token;
 use crate::{
@@ -48,11 +59,19 @@ use crate::{
 const TOKENIZER: &str = "code";
 /// Memory budget of the indexing threads together.
 const WRITER_MEMORY_BYTES: usize = 50_000_000;
-/// Past this many segments, the smallest are merged into one at the next
-/// commit, so that an index updated a few files at a time (a watched
-/// repository) stays a few segments; a first sync of a large repository
-/// (a handful of large segments) stays as it is.
-const MAX_SEGMENTS: usize = 16;
+/// Segments of at most this many documents are small: what a refresh of a
+/// few files writes. A first sync's segments are larger.
+const SMALL_SEGMENT_DOCS: u32 = 10_000;
+/// Once there are this many small segments, they are merged into one: an
+/// index updated a few files at a time (a watched repository) merges its
+/// small segments among themselves (each document a few times at most
+/// before its segment stops being small), never into a first sync's.
+const MERGE_AT_SEGMENTS: usize = 8;
+/// A segment whose deleted documents make up more than this share of it is
+/// merged at the next commit, whatever its size: deleted documents cost disk
+/// and search time, not scores; the cost of the merge is spread over the
+/// many refreshes that replaced a quarter of the segment.
+const MAX_DELETED_SHARE: f64 = 0.25;
 
 pub(crate) struct TantivyBackend {
     dir: PathBuf,
@@ -60,8 +79,8 @@ pub(crate) struct TantivyBackend {
     writer: Option<IndexWriter>,
     reader: IndexReader,
     fields: Fields,
-    /// Whether a delete (or a replacing upsert) was queued since the last commit.
-    deleted: bool,
+    /// Total field lengths of the live documents, per segment state: see [`LiveStatistics`].
+    lengths: FieldLengths,
 }
 
 struct Fields {
@@ -139,7 +158,7 @@ impl TantivyBackend {
         let reader =
             index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(error("open reader"))?;
         tracing::debug!(dir = %dir.display(), "opened tantivy text index");
-        Ok(TantivyBackend { dir: dir.to_owned(), writer, reader, fields, deleted: false })
+        Ok(TantivyBackend { dir: dir.to_owned(), writer, reader, fields, lengths: FieldLengths::default() })
     }
 
     fn writer(&mut self) -> Result<&mut IndexWriter, SearchError> {
@@ -204,20 +223,24 @@ impl TantivyBackend {
     }
 }
 
-/// Merges the committed segments that hold deleted documents, with the
-/// smallest others when there are more than [`MAX_SEGMENTS`], into one; then
-/// removes the files the merge made unused. See the module docs. Returns
-/// whether anything was merged.
+/// The merge policy, run synchronously after a commit (Tantivy's background
+/// merges are off): the small segments into one once there are
+/// [`MERGE_AT_SEGMENTS`] of them, and with them any segment past
+/// [`MAX_DELETED_SHARE`] deleted; then removes the files the merge made
+/// unused. Merging changes no score (see the module docs). Returns whether
+/// anything was merged.
 fn compact(writer: &mut IndexWriter) -> tantivy::Result<bool> {
     let mut segments = writer.index().searchable_segment_metas()?;
-    // Smallest first, ties by id: the same segments always make the same choice.
+    // Ties by id: the same segments always make the same choice.
     segments.sort_by_key(|s| (s.max_doc(), s.id().uuid_string()));
-    let excess = (segments.len() + 1).saturating_sub(MAX_SEGMENTS);
+    let small = segments.iter().filter(|s| s.max_doc() <= SMALL_SEGMENT_DOCS).count();
     let merge: Vec<SegmentId> = segments
         .iter()
-        .enumerate()
-        .filter(|(rank, s)| s.has_deletes() || (excess > 1 && *rank < excess))
-        .map(|(_, s)| s.id())
+        .filter(|s| {
+            let garbage = f64::from(s.num_deleted_docs()) > MAX_DELETED_SHARE * f64::from(s.max_doc());
+            garbage || (small >= MERGE_AT_SEGMENTS && s.max_doc() <= SMALL_SEGMENT_DOCS)
+        })
+        .map(|s| s.id())
         .collect();
     if merge.is_empty() {
         return Ok(false);
@@ -225,6 +248,81 @@ fn compact(writer: &mut IndexWriter) -> tantivy::Result<bool> {
     writer.merge(&merge).wait()?;
     writer.garbage_collect_files().wait()?;
     Ok(true)
+}
+
+/// BM25 statistics over the live documents only, so that a score depends on
+/// the documents an index holds and not on how its segments came to be (see
+/// the module docs). Tantivy's own (the [`Searcher`]'s) count deleted
+/// documents until a merge.
+struct LiveStatistics<'a> {
+    searcher: &'a Searcher,
+    lengths: &'a FieldLengths,
+}
+
+impl Bm25StatisticsProvider for LiveStatistics<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        let mut total = 0;
+        for segment in self.searcher.segment_readers() {
+            total += self.lengths.live_total(segment, field)?;
+        }
+        Ok(total)
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.searcher.num_docs())
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        let mut total = 0;
+        for segment in self.searcher.segment_readers() {
+            let inverted = segment.inverted_index(term.field())?;
+            total += u64::from(match segment.alive_bitset() {
+                None => inverted.doc_freq(term)?,
+                Some(alive) => match inverted.read_postings(term, IndexRecordOption::Basic)? {
+                    Some(postings) => postings.doc_freq_given_deletes(alive),
+                    None => 0,
+                },
+            });
+        }
+        Ok(total)
+    }
+}
+
+/// Per segment and field, the sum of the live documents' field lengths as
+/// their field norms store them (the length BM25 scores a document with):
+/// a segment's is computed once per state (segment, number of deletions).
+#[derive(Default)]
+struct FieldLengths {
+    totals: Mutex<HashMap<(SegmentId, u32, Field), u64>>,
+}
+
+/// Past this many cached totals, the cache starts over (a long-lived
+/// process whose segments keep changing).
+const KEPT_LENGTHS: usize = 4096;
+
+impl FieldLengths {
+    fn live_total(&self, segment: &SegmentReader, field: Field) -> tantivy::Result<u64> {
+        let key = (segment.segment_id(), segment.num_deleted_docs(), field);
+        if let Some(total) = self.totals.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(*total);
+        }
+        let norms = segment.get_fieldnorms_reader(field)?;
+        let mut counts = [0u64; 256];
+        match segment.alive_bitset() {
+            None => (0..segment.max_doc()).for_each(|doc| counts[usize::from(norms.fieldnorm_id(doc))] += 1),
+            Some(alive) => {
+                alive.iter_alive().for_each(|doc| counts[usize::from(norms.fieldnorm_id(doc))] += 1);
+            }
+        }
+        let total =
+            (0..=u8::MAX).map(|id| counts[usize::from(id)] * u64::from(FieldNormReader::id_to_fieldnorm(id))).sum();
+        let mut totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
+        if totals.len() >= KEPT_LENGTHS {
+            totals.clear();
+        }
+        totals.insert(key, total);
+        Ok(total)
+    }
 }
 
 /// The smallest byte string greater than every string starting with `prefix`, if any.
@@ -253,7 +351,6 @@ impl TextBackend for TantivyBackend {
             let added = writer.add_document(document);
             added.map_err(self.error("add document"))?;
         }
-        self.deleted |= !docs.is_empty();
         Ok(())
     }
 
@@ -272,28 +369,18 @@ impl TextBackend for TantivyBackend {
         for path in paths {
             writer.delete_term(Term::from_field_text(field, path));
         }
-        self.deleted |= !paths.is_empty();
         Ok(())
     }
 
     fn commit(&mut self) -> Result<(), SearchError> {
         let committed = self.writer()?.commit();
         committed.map_err(self.error("commit"))?;
-        // Only a commit that may have deleted something, or added a segment
-        // past the limit, can leave anything to merge.
         let writer = self.writer.as_mut().expect("a commit went through the writer above");
-        let segments = writer.index().searchable_segment_ids().map_err(|source| SearchError::Tantivy {
+        compact(writer).map_err(|source| SearchError::Tantivy {
             dir: self.dir.clone(),
-            action: "list segments",
+            action: "merge segments",
             source,
         })?;
-        if std::mem::take(&mut self.deleted) || segments.len() > MAX_SEGMENTS {
-            compact(writer).map_err(|source| SearchError::Tantivy {
-                dir: self.dir.clone(),
-                action: "merge segments",
-                source,
-            })?;
-        }
         self.reader.reload().map_err(self.error("reload reader"))
     }
 
@@ -311,8 +398,11 @@ impl TextBackend for TantivyBackend {
         // every document tied with the last kept one is seen and the id rule can apply.
         let mut fetch = limit.saturating_add(1);
         let top = loop {
-            let top =
-                searcher.search(&query, &TopDocs::with_limit(fetch).order_by_score()).map_err(self.error("search"))?;
+            let statistics = LiveStatistics { searcher: &searcher, lengths: &self.lengths };
+            let collector = TopDocs::with_limit(fetch).order_by_score();
+            let top = searcher
+                .search_with_statistics_provider(&query, &collector, &statistics)
+                .map_err(self.error("search"))?;
             if top.len() < fetch || top[fetch - 1].0 < top[limit - 1].0 {
                 break top;
             }
@@ -498,7 +588,6 @@ mod tests {
         std::fs::create_dir_all(&b).unwrap();
         let mut inserted = TantivyBackend::open(&a).unwrap();
         inserted.insert(&docs).unwrap();
-        assert!(!inserted.deleted, "an insert queues no deletion");
         inserted.commit().unwrap();
         let mut upserted = TantivyBackend::open(&b).unwrap();
         let older: Vec<TextDoc> = docs.iter().map(|d| TextDoc { body: "stale words".into(), ..d.clone() }).collect();
@@ -522,14 +611,160 @@ mod tests {
     fn small_commits_are_merged_down_to_a_few_segments() {
         let dir = tempfile::tempdir().unwrap();
         let mut backend = TantivyBackend::open(dir.path()).unwrap();
-        for i in 0..MAX_SEGMENTS + 5 {
+        for i in 0..3 * MERGE_AT_SEGMENTS {
             backend.upsert(&[doc(&format!("d{i}"), &format!("f{i}.rs"))]).unwrap();
             backend.commit().unwrap();
             let segments = backend.writer.as_ref().unwrap().index().searchable_segment_ids().unwrap().len();
-            assert!(segments <= MAX_SEGMENTS, "{segments} segments after {} commits", i + 1);
+            assert!(segments < MERGE_AT_SEGMENTS, "{segments} segments after {} commits", i + 1);
         }
-        assert_eq!(backend.doc_count().unwrap(), MAX_SEGMENTS as u64 + 5);
-        assert_eq!(backend.search("parse", 100, &SearchFilter::default()).unwrap().len(), MAX_SEGMENTS + 5);
+        assert_eq!(backend.doc_count().unwrap(), 3 * MERGE_AT_SEGMENTS as u64);
+        assert_eq!(backend.search("parse", 100, &SearchFilter::default()).unwrap().len(), 3 * MERGE_AT_SEGMENTS);
+    }
+
+    /// Words the generated documents are made of: a few frequent, a few rare.
+    const WORDS: [&str; 8] = ["parse", "date", "token", "config", "merge", "retry", "handler", "zebra"];
+
+    /// A document whose fields' lengths vary with `seed`, some past the 40
+    /// tokens from which field norms are rounded.
+    fn generated(id: usize, version: usize, seed: usize) -> TextDoc {
+        let words = |n: usize, skip: usize| -> String {
+            (0..n).map(|k| WORDS[(seed + k * skip) % WORDS.len()]).collect::<Vec<_>>().join(" ")
+        };
+        TextDoc {
+            id: format!("n:{id:02}"),
+            path: format!("src/f{}.rs", id % 5),
+            name: format!("{} {id}", WORDS[seed % WORDS.len()]),
+            kind: if id.is_multiple_of(3) { "class" } else { "function" }.into(),
+            signature: words(seed % 4, 3),
+            doc: words((seed * 7) % 13, 5),
+            body: format!("{} v{version}", words((seed * 13) % 97, 3)),
+        }
+    }
+
+    /// One step of an index's history.
+    #[derive(Clone, Debug)]
+    enum Step {
+        /// Upsert documents (id, seed), in order.
+        Upsert(Vec<(usize, usize)>),
+        /// Delete every document of file `src/f{n}.rs`.
+        DeletePath(usize),
+        Commit,
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            3 => proptest::collection::vec((0..24usize, 0..1000usize), 1..6).prop_map(Step::Upsert),
+            1 => (0..5usize).prop_map(Step::DeletePath),
+            2 => Just(Step::Commit),
+        ]
+    }
+
+    /// The queries the two indexes are compared on, with and without filters.
+    fn compare(edited: &TantivyBackend, fresh: &TantivyBackend) -> Result<(), proptest::test_runner::TestCaseError> {
+        let filters = [
+            SearchFilter::default(),
+            SearchFilter { body_only: true, ..SearchFilter::default() },
+            SearchFilter { kinds: vec!["function".into()], paths_prefix: vec!["src/f1".into()], ..Default::default() },
+        ];
+        proptest::prop_assert_eq!(edited.doc_count().unwrap(), fresh.doc_count().unwrap());
+        for query in ["parse date", "zebra", "config merge retry handler", "token v3", "parse 7", "class"] {
+            for filter in &filters {
+                for limit in [3, 50] {
+                    let (a, b) =
+                        (edited.search(query, limit, filter).unwrap(), fresh.search(query, limit, filter).unwrap());
+                    // Scores compared bit for bit, not within a tolerance.
+                    let bits =
+                        |hits: &[TextHit]| hits.iter().map(|h| (h.id.clone(), h.score.to_bits())).collect::<Vec<_>>();
+                    proptest::prop_assert_eq!(bits(&a), bits(&b), "{} {:?} {}", query, filter, limit);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config { cases: 24, ..Default::default() })]
+
+        /// An index built by a history of upserts, deletions and commits (so
+        /// with segments holding deleted documents, merged or not) scores
+        /// every query bit for bit as a fresh index of the documents it ends
+        /// with, in the same order.
+        #[test]
+        fn an_edited_index_scores_as_a_fresh_one(
+            first in proptest::collection::vec(0..1000usize, 24),
+            steps in proptest::collection::vec(step(), 1..24),
+        ) {
+            let tmp = tempfile::tempdir().unwrap();
+            let (a, b) = (tmp.path().join("edited"), tmp.path().join("fresh"));
+            std::fs::create_dir_all(&a).unwrap();
+            std::fs::create_dir_all(&b).unwrap();
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+            let mut edited = TantivyBackend::open(&a).unwrap();
+            // The model: what the index holds once committed.
+            let mut pending: BTreeMap<String, TextDoc> = BTreeMap::new();
+            let docs: Vec<TextDoc> = first.iter().enumerate().map(|(id, seed)| generated(id, 0, *seed)).collect();
+            edited.insert(&docs).unwrap();
+            pending.extend(docs.into_iter().map(|d| (d.id.clone(), d)));
+            for (version, step) in steps.iter().enumerate() {
+                match step {
+                    Step::Upsert(batch) => {
+                        let docs: Vec<TextDoc> = batch.iter().map(|(id, seed)| generated(*id, version + 1, *seed)).collect();
+                        edited.upsert(&docs).unwrap();
+                        pending.extend(docs.into_iter().map(|d| (d.id.clone(), d)));
+                    }
+                    Step::DeletePath(n) => {
+                        let path = format!("src/f{n}.rs");
+                        edited.delete_paths(std::slice::from_ref(&path)).unwrap();
+                        pending.retain(|_, d| d.path != path);
+                    }
+                    Step::Commit => edited.commit().unwrap(),
+                }
+            }
+            edited.commit().unwrap();
+            let held = pending;
+            let mut fresh = TantivyBackend::open(&b).unwrap();
+            fresh.insert(&held.into_values().collect::<Vec<_>>()).unwrap();
+            fresh.commit().unwrap();
+            compare(&edited, &fresh)?;
+            // Opened again (a later process), still the same.
+            drop(edited);
+            compare(&TantivyBackend::open(&a).unwrap(), &fresh)?;
+        }
+    }
+
+    /// A large segment with a few documents replaced keeps its deletions (no
+    /// merge: that is what keeps a refresh cheap) and still scores as a
+    /// fresh index does, field lengths past the rounding point included.
+    #[test]
+    fn a_few_replacements_merge_nothing_and_change_no_score() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("edited"), tmp.path().join("fresh"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        let mut edited = TantivyBackend::open(&a).unwrap();
+        let docs: Vec<TextDoc> = (0..200).map(|id| generated(id, 0, id * 31 + 7)).collect();
+        edited.insert(&docs).unwrap();
+        edited.commit().unwrap();
+        let segments = |backend: &TantivyBackend| backend.reader.searcher().segment_readers().to_vec();
+        let first = segments(&edited);
+        let replaced: Vec<TextDoc> = [3, 50, 77].iter().map(|&id| generated(id, 1, id * 17)).collect();
+        edited.upsert(&replaced).unwrap();
+        edited.delete_paths(&["src/f4.rs".to_owned()]).unwrap();
+        edited.commit().unwrap();
+        let after = segments(&edited);
+        assert!(
+            after.iter().any(|s| first.iter().any(|f| f.segment_id() == s.segment_id()) && s.num_deleted_docs() > 0),
+            "the first segment is kept, with its deletions"
+        );
+        let mut wanted: BTreeMap<String, TextDoc> = docs.into_iter().map(|d| (d.id.clone(), d)).collect();
+        wanted.extend(replaced.into_iter().map(|d| (d.id.clone(), d)));
+        wanted.retain(|_, d| d.path != "src/f4.rs");
+        let mut fresh = TantivyBackend::open(&b).unwrap();
+        fresh.insert(&wanted.into_values().collect::<Vec<_>>()).unwrap();
+        fresh.commit().unwrap();
+        compare(&edited, &fresh).unwrap();
     }
 
     #[test]
