@@ -343,7 +343,7 @@ pub struct Engine {
     /// Local Tantivy text indexes opened for searching, by directory, with the
     /// stamp of their `meta.json` then: shared by every query, reopened after
     /// a commit.
-    texts: std::sync::Mutex<BTreeMap<PathBuf, (FileStamp, Arc<dyn agents_search::TextBackend>)>>,
+    texts: std::sync::Mutex<BTreeMap<PathBuf, (FileStamp, SharedText)>>,
     /// The digest of each index's file list, with the run it is of and its
     /// length: computed once per run, not once per query.
     digests: std::sync::Mutex<BTreeMap<String, (RunMarker, usize, String)>>,
@@ -361,8 +361,16 @@ fn run_marker(metadata: &agents_core::indexing::IndexMetadata) -> RunMarker {
     (agents_core::ids::to_iso(metadata.indexed_at), metadata.file_count, metadata.token_estimate)
 }
 
+/// A text index as the queries share it.
+type SharedText = Arc<dyn agents_search::TextBackend>;
+
 /// The backends a query reads: text, and vectors when there is a model.
-type SharedBackends = (Arc<dyn agents_search::TextBackend>, Option<Arc<dyn VectorBackend>>);
+type SharedBackends = (SharedText, Option<Arc<dyn VectorBackend>>);
+
+/// What one read of a resource's backends gives its strategies: the backends,
+/// the report of the sync it took (empty when none was stale), and a line per
+/// backend kind saying what serves it.
+type OpenedBackends = (Arc<agents_acms::retrieval::OwnedBackends>, SyncReport, BTreeMap<String, String>);
 
 /// The model id a local vector index is keyed by: the model and what text is embedded.
 fn vector_model_id(embedder: &dyn Embedder) -> String {
@@ -770,10 +778,7 @@ impl Engine {
     /// The backends of one read: shared ones when each already holds
     /// `outcome`'s file list (no lock), else synced under the resource's lock
     /// first.
-    fn open_backends(
-        &self,
-        outcome: &IndexOutcome,
-    ) -> Result<(Arc<agents_acms::retrieval::OwnedBackends>, SyncReport, BTreeMap<String, String>), EngineError> {
+    fn open_backends(&self, outcome: &IndexOutcome) -> Result<OpenedBackends, EngineError> {
         let root = PathBuf::from(&outcome.resource.path);
         let resource_id = &outcome.resource.resource_id;
         let index_id = &outcome.index.metadata.index_id;

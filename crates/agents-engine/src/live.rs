@@ -405,24 +405,24 @@ mod tests {
         std::thread::scope(|scope| {
             // The first caller's refresh runs until the test lets it end.
             let first = scope.spawn(move || {
-                live.outcome(&repo, || {
+                live.outcome(repo, || {
                     inside_tx.send(()).unwrap();
                     go_rx.recv().unwrap();
-                    refresh(&engine, &repo)
+                    refresh(engine, repo)
                 })
             });
             inside_rx.recv().unwrap();
             let later: Vec<_> = (0..3)
                 .map(|_| {
                     scope.spawn(|| {
-                        live.outcome(&repo, || {
+                        live.outcome(repo, || {
                             calls.fetch_add(1, Ordering::SeqCst);
-                            refresh(&engine, &repo)
+                            refresh(engine, repo)
                         })
                     })
                 })
                 .collect();
-            let flight = live.flight(&repo);
+            let flight = live.flight(repo);
             assert!(eventually(|| flight.lock().waiting == 3), "the later callers never waited");
             go_tx.send(()).unwrap();
             first.join().unwrap().unwrap();
@@ -431,9 +431,9 @@ mod tests {
             assert!(outcomes.iter().all(|o| Arc::ptr_eq(o, &outcomes[0])));
         });
         // Alone, a caller refreshes for itself.
-        live.outcome(&repo, || {
+        live.outcome(repo, || {
             calls.fetch_add(1, Ordering::SeqCst);
-            refresh(&engine, &repo)
+            refresh(engine, repo)
         })
         .unwrap();
         assert_eq!(calls.load(Ordering::SeqCst), 2);
