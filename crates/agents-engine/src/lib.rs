@@ -347,6 +347,66 @@ pub struct Engine {
     /// The digest of each index's file list, with the run it is of and its
     /// length: computed once per run, not once per query.
     digests: std::sync::Mutex<BTreeMap<String, (RunMarker, usize, String)>>,
+    /// How many queries assemble at once.
+    admission: Admission,
+}
+
+/// At most `limit` assemblies at once, admitted in the order they asked.
+///
+/// An assembly is CPU-bound work (several strategies, each a thread): more of
+/// them at once than there are cores only shares the same cores among more
+/// of them, so each takes longer, and under a burst of requests their
+/// strategies ran into their time limit. The waiting comes before the
+/// strategies start, so it never counts against that limit.
+struct Admission {
+    limit: u64,
+    state: std::sync::Mutex<AdmissionState>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct AdmissionState {
+    /// Tickets handed out.
+    issued: u64,
+    /// Assemblies that ended.
+    ended: u64,
+}
+
+impl Admission {
+    /// As many at once as the machine has cores, and at least two.
+    fn for_this_machine() -> Admission {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        Admission {
+            limit: cores.max(2) as u64,
+            state: std::sync::Mutex::new(AdmissionState::default()),
+            changed: std::sync::Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, AdmissionState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for this caller's turn; the turn ends when the guard is dropped.
+    fn enter(&self) -> Admitted<'_> {
+        let mut state = self.lock();
+        let ticket = state.issued;
+        state.issued += 1;
+        while ticket >= state.ended + self.limit {
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        Admitted(self)
+    }
+}
+
+/// One admitted assembly ([`Admission::enter`]).
+struct Admitted<'a>(&'a Admission);
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        self.0.lock().ended += 1;
+        self.0.changed.notify_all();
+    }
 }
 
 /// How many times a query reads when index runs keep committing under it; the
@@ -484,6 +544,7 @@ impl Engine {
             vectors: std::sync::Mutex::new(BTreeMap::new()),
             texts: std::sync::Mutex::new(BTreeMap::new()),
             digests: std::sync::Mutex::new(BTreeMap::new()),
+            admission: Admission::for_this_machine(),
         })
     }
 
@@ -732,7 +793,8 @@ impl Engine {
     /// queries, and a strategy it leaves running holds nothing a writer waits
     /// for. An index run that commits while `f` reads the store would let it
     /// mix two runs, so `f` is run again, over the new run, when the store's
-    /// run changed in the meantime.
+    /// run changed in the meantime. `f` waits for its turn among the
+    /// assemblies running at once ([`Admission`]).
     fn with_backends<R>(
         &self,
         outcome: &IndexOutcome,
@@ -747,7 +809,9 @@ impl Engine {
             let current = reread.as_ref().unwrap_or(outcome);
             let (owned, sync, served) = self.open_backends(current)?;
             tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "search indexes ready");
+            let turn = self.admission.enter();
             let result = f(&owned.view(), sync, served);
+            drop(turn);
             drop(owned);
             let after = self.store_run(resource_id)?;
             if result.is_err() || after == before || attempt == MAX_READS {
