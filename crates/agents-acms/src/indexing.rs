@@ -239,62 +239,79 @@ impl RepoIndexingService {
         check_root(root)?;
         let filter = PathFilter::new(&options.include_globs, &options.exclude_globs)?;
         let lock_path = lock::lock_path(&self.locks_dir, resource_id);
-        let _lock = self.acquire(&lock_path, options.wait_for_lock, root)?;
-
-        let metadata = self.store.ensure_index(resource_id)?;
-        // What the last run stored is read while the tree is walked.
-        progress.start("walking", 0);
-        let walk_options = WalkOptions {
-            hidden: options.hidden,
-            follow_symlinks: options.follow_symlinks,
-            threads: rayon::current_num_threads().max(1),
+        // A refresh that would wait for the lock first looks without it: one
+        // that finds nothing changed writes nothing, so the refreshes of many
+        // readers (a server's requests) run beside each other. One that finds
+        // a change takes the lock and looks again.
+        let mut lock = match mode == Mode::Refresh && options.wait_for_lock {
+            true => None,
+            false => Some(self.acquire(&lock_path, options.wait_for_lock, root)?),
         };
-        let (walked, last) = std::thread::scope(|scope| {
-            let loader = scope.spawn(|| -> Result<LastRun, StoreError> {
-                Ok(LastRun {
-                    files: self.store.file_records(&metadata.index_id)?,
-                    skips: self.store.skipped_files(&metadata.index_id)?,
-                })
+        loop {
+            let metadata = self.store.ensure_index(resource_id)?;
+            // What the last run stored is read while the tree is walked.
+            progress.start("walking", 0);
+            let walk_options = WalkOptions {
+                hidden: options.hidden,
+                follow_symlinks: options.follow_symlinks,
+                threads: rayon::current_num_threads().max(1),
+            };
+            let (walked, last) = std::thread::scope(|scope| {
+                let loader = scope.spawn(|| -> Result<LastRun, StoreError> {
+                    Ok(LastRun {
+                        files: self.store.file_records(&metadata.index_id)?,
+                        skips: self.store.skipped_files(&metadata.index_id)?,
+                    })
+                });
+                let walked = walk(root, &walk_options);
+                match loader.join() {
+                    Ok(last) => (walked, last),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
             });
-            let walked = walk(root, &walk_options);
-            match loader.join() {
-                Ok(last) => (walked, last),
-                Err(panic) => std::panic::resume_unwind(panic),
+            let last = last?;
+            let mut report = IndexReport::default();
+            for (reason, path) in walked.skipped {
+                note_skip(&mut report, reason, path);
             }
-        });
-        let last = last?;
-        let mut report = IndexReport::default();
-        for (reason, path) in walked.skipped {
-            note_skip(&mut report, reason, path);
-        }
-        let candidates = plan_candidates(walked.files, &filter, options, &mut report);
-        tracing::info!(files = candidates.len(), elapsed_ms = started.elapsed().as_millis() as u64, "walked");
-        if mode == Mode::Refresh && metadata.status == IndexStatus::Ready && last.unchanged(&candidates, options) {
-            // Nothing to read and nothing to write: the stored index stands.
-            for entry in &candidates {
-                if let Some(reason) = last.skip_reason(entry, options) {
-                    note_skip(&mut report, reason, entry.rel_path.clone());
+            let candidates = plan_candidates(walked.files, &filter, options, &mut report);
+            tracing::info!(files = candidates.len(), elapsed_ms = started.elapsed().as_millis() as u64, "walked");
+            if mode == Mode::Refresh && metadata.status == IndexStatus::Ready && last.unchanged(&candidates, options) {
+                // Nothing to read and nothing to write: the stored index stands.
+                for entry in &candidates {
+                    if let Some(reason) = last.skip_reason(entry, options) {
+                        note_skip(&mut report, reason, entry.rel_path.clone());
+                    }
+                }
+                report.unchanged = last.files.len() as u64;
+                report.duration_ms = started.elapsed().as_millis() as u64;
+                // Without the lock, a run that committed while this one read
+                // could have given it the metadata of one run and the files of
+                // the next: the answer stands only if the run is the same after.
+                if lock.is_some() || self.store.index_metadata(resource_id)?.as_ref() == Some(&metadata) {
+                    tracing::info!(elapsed_ms = report.duration_ms, "nothing changed");
+                    let languages = RepoIndex::language_stats(&last.files);
+                    return Ok(RepoIndex { metadata, files: last.files, languages, report: Some(report) });
                 }
             }
-            report.unchanged = last.files.len() as u64;
-            report.duration_ms = started.elapsed().as_millis() as u64;
-            tracing::info!(elapsed_ms = report.duration_ms, "nothing changed");
-            let languages = RepoIndex::language_stats(&last.files);
-            return Ok(RepoIndex { metadata, files: last.files, languages, report: Some(report) });
-        }
+            if lock.is_none() {
+                lock = Some(self.acquire(&lock_path, options.wait_for_lock, root)?);
+                continue;
+            }
 
-        self.store.set_index_status(&metadata.index_id, IndexStatus::Indexing, None)?;
-        match self.run_locked(&metadata, candidates, last, report, options, mode, progress, started) {
-            Ok(index) => Ok(index),
-            Err(err) => {
-                let message = err.to_string();
-                if let Err(store_err) =
-                    self.store.set_index_status(&metadata.index_id, IndexStatus::Error, Some(&message))
-                {
-                    tracing::warn!("could not record the failure of {}: {store_err}", root.display());
+            self.store.set_index_status(&metadata.index_id, IndexStatus::Indexing, None)?;
+            return match self.run_locked(&metadata, candidates, last, report, options, mode, progress, started) {
+                Ok(index) => Ok(index),
+                Err(err) => {
+                    let message = err.to_string();
+                    if let Err(store_err) =
+                        self.store.set_index_status(&metadata.index_id, IndexStatus::Error, Some(&message))
+                    {
+                        tracing::warn!("could not record the failure of {}: {store_err}", root.display());
+                    }
+                    Err(err)
                 }
-                Err(err)
-            }
+            };
         }
     }
 
@@ -924,6 +941,25 @@ mod tests {
         let err = fx.service.refresh_index(&fx.resource_id, fx.repo.path(), &opts, &NoProgress).unwrap_err();
         assert!(matches!(err, IndexError::BadGlob { .. }), "{err}");
         assert!(fx.service.get_index_status(&fx.resource_id).unwrap().is_none(), "no index row was created");
+    }
+
+    #[test]
+    fn a_waiting_refresh_that_finds_nothing_changed_does_not_wait_for_the_lock() {
+        let fx = fixture();
+        fx.write("a.py", b"a = 1\n");
+        fx.refresh(&IndexOptions::default());
+        let lock_path = lock::lock_path(&fx.service.locks_dir, &fx.resource_id);
+        let held = match lock::try_lock(&lock_path).unwrap() {
+            LockAttempt::Acquired(l) => l,
+            LockAttempt::Busy { .. } => panic!("busy"),
+        };
+        // Another holder of the lock (a query syncing, an indexer) does not
+        // hold up a refresh that writes nothing.
+        let waiting = IndexOptions { wait_for_lock: true, ..IndexOptions::default() };
+        let idx = fx.service.refresh_index(&fx.resource_id, fx.repo.path(), &waiting, &NoProgress).unwrap();
+        assert_eq!(report(&idx).unchanged, 1);
+        assert_eq!(idx.files.len(), 1);
+        drop(held);
     }
 
     #[test]

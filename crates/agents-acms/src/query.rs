@@ -202,20 +202,41 @@ impl ContextSearch {
         index_id: &str,
         files: &[FileRecord],
         text: &mut dyn TextBackend,
+        vector: Option<VectorSink<'_>>,
+    ) -> Result<SyncReport, QueryError> {
+        self.sync_with_digest(root, index_id, files, &files_digest(files), text, vector)
+    }
+
+    /// Whether the backend recorded under `key` (a text backend's
+    /// [`TextBackend::name`], or [`vector_state_key`]) holds exactly the file
+    /// list whose [`files_digest`] is `digest`; an `empty` backend never does.
+    /// One read of the store: what a query checks before it decides that it
+    /// needs no writer.
+    pub fn is_current(&self, index_id: &str, key: &str, empty: bool, digest: &str) -> Result<bool, QueryError> {
+        Ok(!empty && self.store.search_digest(index_id, key)?.as_deref() == Some(digest))
+    }
+
+    /// [`ContextSearch::sync`] with the file list's [`files_digest`] already
+    /// computed (a long-lived engine keeps it per index run).
+    pub fn sync_with_digest(
+        &self,
+        root: &Path,
+        index_id: &str,
+        files: &[FileRecord],
+        digest: &str,
+        text: &mut dyn TextBackend,
         mut vector: Option<VectorSink<'_>>,
     ) -> Result<SyncReport, QueryError> {
         let mut report = SyncReport::default();
-        let digest = files_digest(files);
+        let digest = digest.to_owned();
         let text_key = text.name();
         let text_empty = text.doc_count()? == 0;
-        let vector_key = vector.as_ref().map(|sink| format!("vector-{}", sink.backend.name()));
+        let vector_key = vector.as_ref().map(|sink| vector_state_key(sink.backend.name()));
         let vector_empty = vector.as_ref().is_some_and(|sink| sink.backend.is_empty());
         // Each backend already up to date with this very file list (the
         // common case: nothing changed since the last query) needs no
         // comparison at all.
-        let current = |key: &str, empty: bool| -> Result<bool, QueryError> {
-            Ok(!empty && self.store.search_digest(index_id, key)?.as_deref() == Some(digest.as_str()))
-        };
+        let current = |key: &str, empty: bool| self.is_current(index_id, key, empty, &digest);
         let text_current = current(text_key, text_empty)?;
         let vector_current = match &vector_key {
             Some(key) => current(key, vector_empty)?,
@@ -300,8 +321,14 @@ impl ContextSearch {
     }
 }
 
+/// The key under which the store records what a vector backend named `name`
+/// ([`VectorBackend::name`]) holds.
+pub fn vector_state_key(name: &str) -> String {
+    format!("vector-{name}")
+}
+
 /// SHA-256 over a file list's paths and content hashes: equal digests, equal lists.
-fn files_digest(files: &[FileRecord]) -> String {
+pub fn files_digest(files: &[FileRecord]) -> String {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
     for f in files {

@@ -337,7 +337,118 @@ pub struct Engine {
     /// Vector indexes opened before, by directory, with the stamp of their
     /// files then: a long-lived engine (the MCP server) reopens one only when
     /// another process changed it.
-    vectors: std::sync::Mutex<BTreeMap<PathBuf, (VectorStamp, LocalVectorIndex)>>,
+    /// Every query shares it (an `Arc` each); a sync takes it only when no
+    /// query reads it any more, else opens a copy.
+    vectors: std::sync::Mutex<BTreeMap<PathBuf, (VectorStamp, Arc<LocalVectorIndex>)>>,
+    /// Local Tantivy text indexes opened for searching, by directory, with the
+    /// stamp of their `meta.json` then: shared by every query, reopened after
+    /// a commit.
+    texts: std::sync::Mutex<BTreeMap<PathBuf, (FileStamp, SharedText)>>,
+    /// The digest of each index's file list, with the run it is of and its
+    /// length: computed once per run, not once per query.
+    digests: std::sync::Mutex<BTreeMap<String, (RunMarker, usize, String)>>,
+    /// How many queries assemble at once.
+    admission: Admission,
+}
+
+/// At most `limit` assemblies at once, admitted in the order they asked.
+///
+/// An assembly is CPU-bound work (several strategies, each a thread): more of
+/// them at once than there are cores only shares the same cores among more
+/// of them, so each takes longer, and under a burst of requests their
+/// strategies ran into their time limit. The waiting comes before the
+/// strategies start, so it never counts against that limit.
+struct Admission {
+    limit: u64,
+    state: std::sync::Mutex<AdmissionState>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct AdmissionState {
+    /// Tickets handed out.
+    issued: u64,
+    /// Assemblies that ended.
+    ended: u64,
+}
+
+impl Admission {
+    /// As many at once as the machine has cores, and at least two.
+    fn for_this_machine() -> Admission {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        Admission {
+            limit: cores.max(2) as u64,
+            state: std::sync::Mutex::new(AdmissionState::default()),
+            changed: std::sync::Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, AdmissionState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for this caller's turn; the turn ends when the guard is dropped.
+    fn enter(&self) -> Admitted<'_> {
+        let mut state = self.lock();
+        let ticket = state.issued;
+        state.issued += 1;
+        while ticket >= state.ended + self.limit {
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        Admitted(self)
+    }
+}
+
+/// One admitted assembly ([`Admission::enter`]).
+struct Admitted<'a>(&'a Admission);
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        self.0.lock().ended += 1;
+        self.0.changed.notify_all();
+    }
+}
+
+/// How many times a query reads when index runs keep committing under it; the
+/// last read is answered even if one more did.
+const MAX_READS: usize = 3;
+
+/// What tells one committed index run from another: its commit time (to the
+/// nanosecond), file count and token estimate.
+type RunMarker = (String, u64, u64);
+
+fn run_marker(metadata: &agents_core::indexing::IndexMetadata) -> RunMarker {
+    (agents_core::ids::to_iso(metadata.indexed_at), metadata.file_count, metadata.token_estimate)
+}
+
+/// A text index as the queries share it.
+type SharedText = Arc<dyn agents_search::TextBackend>;
+
+/// The backends a query reads: text, and vectors when there is a model.
+type SharedBackends = (SharedText, Option<Arc<dyn VectorBackend>>);
+
+/// What one read of a resource's backends gives its strategies: the backends,
+/// the report of the sync it took (empty when none was stale), and a line per
+/// backend kind saying what serves it.
+type OpenedBackends = (Arc<agents_acms::retrieval::OwnedBackends>, SyncReport, BTreeMap<String, String>);
+
+/// The model id a local vector index is keyed by: the model and what text is embedded.
+fn vector_model_id(embedder: &dyn Embedder) -> String {
+    format!("{}/{}", embedder.model_id(), agents_acms::query::EMBEDDING_TEXT_VERSION)
+}
+
+/// Size, modification time and (on Unix) inode of a file that is replaced
+/// whole (written, then renamed over): any replacement changes it. `None`
+/// when the file is missing.
+type FileStamp = (u64, std::time::SystemTime, u64);
+
+fn file_stamp(path: &Path) -> Option<FileStamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some((meta.len(), meta.modified().ok()?, inode))
 }
 
 /// Marks `stale` the server's indexes left `indexing` whose run lock no
@@ -431,6 +542,9 @@ impl Engine {
             stale_repaired,
             embedder: Arc::new(std::sync::OnceLock::new()),
             vectors: std::sync::Mutex::new(BTreeMap::new()),
+            texts: std::sync::Mutex::new(BTreeMap::new()),
+            digests: std::sync::Mutex::new(BTreeMap::new()),
+            admission: Admission::for_this_machine(),
         })
     }
 
@@ -512,18 +626,40 @@ impl Engine {
         self.embedder.get_or_init(|| load_embedder(&self.home, self.config.config()).map(Arc::new)).clone()
     }
 
-    /// The resource's vector index: the one this engine opened before if no
-    /// process changed its files since, else opened now. Give it back with
-    /// [`Engine::keep_vector_index`] when done.
-    fn vector_index(&self, resource_id: &str, embedder: &dyn Embedder) -> Result<LocalVectorIndex, QueryError> {
+    /// The resource's local vector index as the queries share it: the one
+    /// this engine holds, while no process changed its files since; `None`
+    /// when it holds none (the writer's turn opens it, see
+    /// [`Engine::vector_for_writing`]).
+    fn shared_vector(
+        &self,
+        resource_id: &str,
+        embedder: &dyn Embedder,
+    ) -> Option<(Arc<LocalVectorIndex>, VectorStamp)> {
+        let dir = self.home.search_dir(resource_id, "vector");
+        let id = vector_model_id(embedder);
+        let cache = self.vectors.lock().unwrap_or_else(|e| e.into_inner());
+        match cache.get(&dir) {
+            Some((stamp, index)) if index.model_id() == id && *stamp == vector_stamp(&dir) => {
+                Some((index.clone(), stamp.clone()))
+            }
+            _ => None,
+        }
+    }
+
+    /// The resource's vector index to sync, under the resource's lock: the
+    /// shared one when no query reads it any more, else opened from its
+    /// files (queries still reading the shared one keep their copy). Give it
+    /// back with [`Engine::keep_vector_index`] once committed.
+    fn vector_for_writing(&self, resource_id: &str, embedder: &dyn Embedder) -> Result<LocalVectorIndex, QueryError> {
         let dir = self.home.search_dir(resource_id, "vector");
         // The stored vectors depend on the model and on what text is embedded: a
         // change to either (bump EMBEDDING_TEXT_VERSION) rebuilds them.
-        let id = format!("{}/{}", embedder.model_id(), agents_acms::query::EMBEDDING_TEXT_VERSION);
+        let id = vector_model_id(embedder);
         let cached = self.vectors.lock().unwrap_or_else(|e| e.into_inner()).remove(&dir);
         if let Some((stamp, index)) = cached
             && stamp == vector_stamp(&dir)
             && index.model_id() == id
+            && let Ok(index) = Arc::try_unwrap(index)
         {
             return Ok(index);
         }
@@ -538,11 +674,84 @@ impl Engine {
         Ok(index)
     }
 
-    /// Keeps a vector index for the next call, stamped with its files now.
-    fn keep_vector_index(&self, resource_id: &str, index: LocalVectorIndex) {
+    /// Shares a vector index with the queries that follow, stamped with its files now.
+    fn keep_vector_index(&self, resource_id: &str, index: LocalVectorIndex) -> Arc<LocalVectorIndex> {
         let dir = self.home.search_dir(resource_id, "vector");
         let stamp = vector_stamp(&dir);
-        self.vectors.lock().unwrap_or_else(|e| e.into_inner()).insert(dir, (stamp, index));
+        let index = Arc::new(index);
+        self.vectors.lock().unwrap_or_else(|e| e.into_inner()).insert(dir, (stamp, index.clone()));
+        index
+    }
+
+    /// The folder of the resource's local text index. It names the analyzer's
+    /// version: a new one starts empty and is built from the store.
+    fn text_dir(&self, resource_id: &str) -> PathBuf {
+        let kind = self.config.config().context.backends.text;
+        self.home.search_dir(resource_id, &format!("{kind}-v{}", agents_search::TEXT_INDEX_VERSION))
+    }
+
+    /// The resource's text index for searching only, without the lock: on the
+    /// team server its tables; a local Tantivy index shared by every query
+    /// (reopened when a commit, by any process, replaced its `meta.json`:
+    /// a reader sees one committed generation, never a commit half-written);
+    /// a local FTS5 database opened for this query (SQLite readers see
+    /// committed transactions only). `None` when there is no readable index
+    /// yet (the writer's turn creates or repairs it).
+    /// With a local Tantivy index, the stamp of the `meta.json` it was opened at.
+    fn shared_text(
+        &self,
+        resource_id: &str,
+        index_id: &str,
+    ) -> Option<(Arc<dyn agents_search::TextBackend>, Option<FileStamp>)> {
+        if let Some(server) = &self.server {
+            let text =
+                PgTextBackend::open(server.clone(), &format!("{index_id}/v{}", agents_search::TEXT_INDEX_VERSION));
+            return Some((Arc::new(text), None));
+        }
+        let kind = self.config.config().context.backends.text;
+        let dir = self.text_dir(resource_id);
+        match kind {
+            agents_search::TextBackendKind::Tantivy => {
+                let stamp = file_stamp(&dir.join("meta.json"))?;
+                let mut cache = self.texts.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some((held, backend)) = cache.get(&dir)
+                    && *held == stamp
+                {
+                    return Some((backend.clone(), Some(stamp)));
+                }
+                let backend: Arc<dyn agents_search::TextBackend> =
+                    Arc::from(agents_search::open_text_reader(kind, &dir).ok()?);
+                // The stamp read before opening: a commit in between only
+                // makes the next query open it again.
+                cache.insert(dir, (stamp, backend.clone()));
+                Some((backend, Some(stamp)))
+            }
+            agents_search::TextBackendKind::Fts5 => {
+                if !dir.join("fts5.db").is_file() {
+                    return None;
+                }
+                agents_search::open_text_backend(kind, &dir).ok().map(|mut backend| {
+                    backend.finish_writing();
+                    (Arc::from(backend), None)
+                })
+            }
+        }
+    }
+
+    /// The digest of an index run's file list ([`agents_acms::query::files_digest`]),
+    /// computed once per run.
+    fn files_digest(&self, index: &RepoIndex) -> String {
+        let run = run_marker(&index.metadata);
+        let mut digests = self.digests.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((held, count, digest)) = digests.get(&index.metadata.index_id)
+            && *held == run
+            && *count == index.files.len()
+        {
+            return digest.clone();
+        }
+        let digest = agents_acms::query::files_digest(&index.files);
+        digests.insert(index.metadata.index_id.clone(), (run, index.files.len(), digest.clone()));
+        digest
     }
 
     /// Brings the resource's text index and (with a model) vector index up to date.
@@ -575,79 +784,86 @@ impl Engine {
         )?)
     }
 
-    /// Opens and syncs the resource's backends under its lock, then hands them to
-    /// `f` with the sync report and a line per backend kind saying what serves it.
+    /// Brings the resource's search backends up to date with `outcome`'s file
+    /// list, then hands read-only, shared backends to `f` with the sync report
+    /// and a line per backend kind saying what serves it.
+    ///
+    /// The resource's lock (which an index run holds too) is taken only when a
+    /// backend is stale, for the sync; `f` runs without it, beside other
+    /// queries, and a strategy it leaves running holds nothing a writer waits
+    /// for. An index run that commits while `f` reads the store would let it
+    /// mix two runs, so `f` is run again, over the new run, when the store's
+    /// run changed in the meantime. `f` waits for its turn among the
+    /// assemblies running at once ([`Admission`]).
     fn with_backends<R>(
         &self,
         outcome: &IndexOutcome,
-        f: impl FnOnce(&Backends<'_>, SyncReport, BTreeMap<String, String>) -> Result<R, EngineError>,
+        f: impl Fn(&Backends<'_>, SyncReport, BTreeMap<String, String>) -> Result<R, EngineError>,
     ) -> Result<R, EngineError> {
+        let started = std::time::Instant::now();
+        let resource_id = &outcome.resource.resource_id;
+        let mut reread: Option<IndexOutcome> = None;
+        let mut before = self.store_run(resource_id)?;
+        let mut attempt = 1;
+        loop {
+            let current = reread.as_ref().unwrap_or(outcome);
+            let (owned, sync, served) = self.open_backends(current)?;
+            tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "search indexes ready");
+            let turn = self.admission.enter();
+            let result = f(&owned.view(), sync, served);
+            drop(turn);
+            drop(owned);
+            let after = self.store_run(resource_id)?;
+            if result.is_err() || after == before || attempt == MAX_READS {
+                tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, attempt, "backends used");
+                return result;
+            }
+            // An index run committed while `f` read: read again, over its files.
+            tracing::debug!(attempt, "an index run committed during the query; reading the new run");
+            let Some(metadata) = self.store.index_metadata(resource_id)? else { return result };
+            let files = self.store.file_records(&metadata.index_id)?;
+            let languages = RepoIndex::language_stats(&files);
+            reread = Some(IndexOutcome {
+                project: outcome.project.clone(),
+                resource: outcome.resource.clone(),
+                new_resource: outcome.new_resource,
+                index: RepoIndex { metadata, files, languages, report: None },
+            });
+            before = after;
+            attempt += 1;
+        }
+    }
+
+    /// The store's last committed index run of a resource.
+    fn store_run(&self, resource_id: &str) -> Result<Option<RunMarker>, EngineError> {
+        Ok(self.store.index_metadata(resource_id)?.as_ref().map(run_marker))
+    }
+
+    /// The backends of one read: shared ones when each already holds
+    /// `outcome`'s file list (no lock), else synced under the resource's lock
+    /// first.
+    fn open_backends(&self, outcome: &IndexOutcome) -> Result<OpenedBackends, EngineError> {
         let root = PathBuf::from(&outcome.resource.path);
         let resource_id = &outcome.resource.resource_id;
         let index_id = &outcome.index.metadata.index_id;
-        // One user of the resource's search indexes at a time (a Tantivy
-        // writer is exclusive): concurrent queries take turns, and an index
-        // run waits for them too.
-        let started = std::time::Instant::now();
-        let _lock = self.indexing.lock_resource(resource_id, &root)?;
-        let kind = self.config.config().context.backends.text;
-        let mut text: Box<dyn agents_search::TextBackend> = match &self.server {
-            // On the team server, keyed like the local folder by the analyzer's version.
-            Some(server) => Box::new(PgTextBackend::open(
-                server.clone(),
-                &format!("{index_id}/v{}", agents_search::TEXT_INDEX_VERSION),
-            )),
-            None => {
-                // The folder names the analyzer's version: a new one starts empty and is
-                // built from the store; the folder of the one before goes.
-                let text_dir =
-                    self.home.search_dir(resource_id, &format!("{kind}-v{}", agents_search::TEXT_INDEX_VERSION));
-                let old_dir = self.home.search_dir(resource_id, kind.as_str());
-                if old_dir.is_dir() {
-                    let _ = std::fs::remove_dir_all(&old_dir);
-                }
-                let (text, damage) =
-                    agents_search::open_or_reset_text_backend(kind, &text_dir).map_err(QueryError::from)?;
-                if let Some(damage) = damage {
-                    warn_rebuilt("text index", &text_dir, &damage);
-                }
-                text
-            }
-        };
+        let digest = self.files_digest(&outcome.index);
         let embedder = self.embedder();
-        let (mut vector, mut server_vector) = (None, None);
-        match (&self.server, &embedder) {
-            (Some(server), Ok(e)) => {
-                // Keyed by the model and the embedded text's version, as the local index is.
-                let key = format!("{index_id}/{}/{}", e.model_id(), agents_acms::query::EMBEDDING_TEXT_VERSION);
-                let backend = PgVectorBackend::open(server.clone(), &key, e.dim())
-                    .map_err(QueryError::from)?
-                    // A server answers many clients at once: its exact scans cost
-                    // the database's CPU, so it goes through HNSW from pgvector's
-                    // own threshold even where a local index would still scan.
-                    .with_ann_threshold(
-                        self.config.config().context.backends.ann_threshold.min(agents_postgres::vector::ANN_THRESHOLD),
-                    );
-                server_vector = Some(backend);
+        let mut ready = self.ready_backends(resource_id, index_id, &digest, &embedder)?;
+        let mut sync = SyncReport::default();
+        if ready.is_none() {
+            // A writer's turn: one at a time, and never beside an index run.
+            let _lock = self.indexing.lock_resource(resource_id, &root)?;
+            // Another query may have synced while this one waited.
+            ready = self.ready_backends(resource_id, index_id, &digest, &embedder)?;
+            if ready.is_none() {
+                let (report, backends) = self.sync_locked(outcome, &digest, &embedder)?;
+                sync = report;
+                ready = Some(backends);
             }
-            (None, Ok(e)) => vector = Some(self.vector_index(resource_id, e.as_ref())?),
-            (_, Err(_)) => {}
         }
-        let sink_backend: Option<&mut dyn VectorBackend> = match (&mut vector, &mut server_vector) {
-            (Some(local), _) => Some(local),
-            (None, Some(server)) => Some(server),
-            (None, None) => None,
-        };
-        let sink = match (sink_backend, &embedder) {
-            (Some(backend), Ok(embedder)) => Some(VectorSink { backend, embedder: embedder.as_ref() }),
-            _ => None,
-        };
-        let sync = self.search.sync(&root, index_id, &outcome.index.files, text.as_mut(), sink)?;
-        // The strategies only search: a strategy left running past its time
-        // limit must not hold the writer lock into the next query's turn.
-        text.finish_writing();
-        tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "search indexes opened and synced");
+        let Some((text, vector)) = ready else { unreachable!("set on every path above") };
 
+        let kind = self.config.config().context.backends.text;
         let history = GitHistory::discover(&root).map_err(QueryError::from)?;
         let mut missing = BTreeMap::new();
         let mut served = BTreeMap::new();
@@ -674,33 +890,175 @@ impl Engine {
         }
         // Owned, so that a strategy past its time limit can be left running
         // with its copy while the assembly goes on (see `ParallelExecutor`).
-        let vector = vector.map(Arc::new);
-        let server_vector: Option<Arc<dyn VectorBackend>> = server_vector.map(|b| Arc::new(b) as _);
         let owned = Arc::new(agents_acms::retrieval::OwnedBackends {
             root: root.clone(),
             index_id: index_id.clone(),
             store: self.store.clone(),
             search: ContextSearch::new(self.store.clone()),
             tokenizer: Arc::new(self.tokenizer),
-            text: Some(Arc::from(text)),
-            vector: match (&vector, &server_vector, &embedder) {
-                (Some(backend), _, Ok(embedder)) => Some((backend.clone() as _, embedder.clone() as _)),
-                (None, Some(backend), Ok(embedder)) => Some((backend.clone(), embedder.clone() as _)),
+            text: Some(text),
+            vector: match (vector, &embedder) {
+                (Some(backend), Ok(embedder)) => Some((backend, embedder.clone() as _)),
                 _ => None,
             },
             history: history.map(Arc::new),
             missing,
         });
-        let result = f(&owned.view(), sync, served);
-        drop(owned);
-        // A strategy left running still holds the vector index: it is not kept.
-        if let (Ok(_), Some(index)) = (&result, vector)
-            && let Ok(index) = Arc::try_unwrap(index)
-        {
-            self.keep_vector_index(resource_id, index);
+        Ok((owned, sync, served))
+    }
+
+    /// The shared backends when each holds the file list of `digest`, else `None`.
+    fn ready_backends(
+        &self,
+        resource_id: &str,
+        index_id: &str,
+        digest: &str,
+        embedder: &Result<Arc<StaticEmbedder>, NoEmbedder>,
+    ) -> Result<Option<SharedBackends>, EngineError> {
+        let Some((text, text_stamp)) = self.shared_text(resource_id, index_id) else { return Ok(None) };
+        if !self.search.is_current(index_id, text.name(), text.doc_count().map_err(QueryError::from)? == 0, digest)? {
+            return Ok(None);
         }
-        tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "backends used and released");
-        result
+        let mut vector_stamp_held = None;
+        let vector: Option<Arc<dyn VectorBackend>> = match (&self.server, embedder) {
+            (_, Err(_)) => None,
+            (Some(server), Ok(e)) => Some(Arc::new(self.server_vector(server, index_id, e.as_ref())?)),
+            (None, Ok(e)) => match self.shared_vector(resource_id, e.as_ref()) {
+                Some((index, stamp)) => {
+                    vector_stamp_held = Some(stamp);
+                    Some(index)
+                }
+                None => return Ok(None),
+            },
+        };
+        if let Some(vector) = &vector {
+            let key = agents_acms::query::vector_state_key(vector.name());
+            if !self.search.is_current(index_id, &key, vector.is_empty(), digest)? {
+                return Ok(None);
+            }
+        }
+        // A writer that committed after the engine opened these, and recorded
+        // it before the checks above, would have them searched as if they
+        // held what it wrote.
+        if let Some(stamp) = text_stamp
+            && file_stamp(&self.text_dir(resource_id).join("meta.json")) != Some(stamp)
+        {
+            return Ok(None);
+        }
+        if let Some(stamp) = vector_stamp_held
+            && vector_stamp(&self.home.search_dir(resource_id, "vector")) != stamp
+        {
+            return Ok(None);
+        }
+        Ok(Some((text, vector)))
+    }
+
+    /// The team server's vector table of an index for the model.
+    fn server_vector(
+        &self,
+        server: &Arc<PostgresStore>,
+        index_id: &str,
+        embedder: &StaticEmbedder,
+    ) -> Result<PgVectorBackend, QueryError> {
+        // Keyed by the model and the embedded text's version, as the local index is.
+        let key = format!("{index_id}/{}/{}", embedder.model_id(), agents_acms::query::EMBEDDING_TEXT_VERSION);
+        Ok(PgVectorBackend::open(server.clone(), &key, embedder.dim())?
+            // A server answers many clients at once: its exact scans cost
+            // the database's CPU, so it goes through HNSW from pgvector's
+            // own threshold even where a local index would still scan.
+            .with_ann_threshold(
+                self.config.config().context.backends.ann_threshold.min(agents_postgres::vector::ANN_THRESHOLD),
+            ))
+    }
+
+    /// Opens the resource's backends for writing and syncs them with
+    /// `outcome`'s file list; the caller holds the resource's lock. Returns
+    /// the report and the backends the queries share from then on (the
+    /// writers are closed: nothing a strategy keeps holds a writer lock).
+    fn sync_locked(
+        &self,
+        outcome: &IndexOutcome,
+        digest: &str,
+        embedder: &Result<Arc<StaticEmbedder>, NoEmbedder>,
+    ) -> Result<(SyncReport, SharedBackends), EngineError> {
+        let started = std::time::Instant::now();
+        let root = PathBuf::from(&outcome.resource.path);
+        let resource_id = &outcome.resource.resource_id;
+        let index_id = &outcome.index.metadata.index_id;
+        let kind = self.config.config().context.backends.text;
+        let mut text: Box<dyn agents_search::TextBackend> = match &self.server {
+            // On the team server, keyed like the local folder by the analyzer's version.
+            Some(server) => Box::new(PgTextBackend::open(
+                server.clone(),
+                &format!("{index_id}/v{}", agents_search::TEXT_INDEX_VERSION),
+            )),
+            None => {
+                // The folder of the analyzer version before goes.
+                let text_dir = self.text_dir(resource_id);
+                let old_dir = self.home.search_dir(resource_id, kind.as_str());
+                if old_dir.is_dir() {
+                    let _ = std::fs::remove_dir_all(&old_dir);
+                }
+                let (text, damage) =
+                    agents_search::open_or_reset_text_backend(kind, &text_dir).map_err(QueryError::from)?;
+                if let Some(damage) = damage {
+                    warn_rebuilt("text index", &text_dir, &damage);
+                }
+                text
+            }
+        };
+        // A vector index already holding this file list is not written: the
+        // shared one stays with the queries reading it.
+        let shared_vector = match (&self.server, embedder) {
+            (None, Ok(e)) => self.shared_vector(resource_id, e.as_ref()).map(|(index, _)| index).filter(|index| {
+                let key = agents_acms::query::vector_state_key(index.name());
+                self.search.is_current(index_id, &key, index.is_empty(), digest).unwrap_or(false)
+            }),
+            _ => None,
+        };
+        let (mut vector, mut server_vector) = (None, None);
+        match (&self.server, embedder) {
+            (Some(server), Ok(e)) => server_vector = Some(self.server_vector(server, index_id, e.as_ref())?),
+            (None, Ok(e)) if shared_vector.is_none() => {
+                vector = Some(self.vector_for_writing(resource_id, e.as_ref())?)
+            }
+            _ => {}
+        }
+        let sink_backend: Option<&mut dyn VectorBackend> = match (&mut vector, &mut server_vector) {
+            (Some(local), _) => Some(local),
+            (None, Some(server)) => Some(server),
+            (None, None) => None,
+        };
+        let sink = match (sink_backend, embedder) {
+            (Some(backend), Ok(embedder)) => Some(VectorSink { backend, embedder: embedder.as_ref() }),
+            _ => None,
+        };
+        let sync = self.search.sync_with_digest(&root, index_id, &outcome.index.files, digest, text.as_mut(), sink)?;
+        // The strategies only search: a strategy left running past its time
+        // limit must not hold the writer lock into the next writer's turn.
+        text.finish_writing();
+        let text: Arc<dyn agents_search::TextBackend> = match (&self.server, kind) {
+            // The committed index, opened for searching as every query shares it.
+            (None, agents_search::TextBackendKind::Tantivy) => {
+                drop(text);
+                self.texts.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.text_dir(resource_id));
+                match self.shared_text(resource_id, index_id) {
+                    Some((text, _)) => text,
+                    None => Arc::from(
+                        agents_search::open_text_reader(kind, &self.text_dir(resource_id)).map_err(QueryError::from)?,
+                    ),
+                }
+            }
+            _ => Arc::from(text),
+        };
+        let vector: Option<Arc<dyn VectorBackend>> = match (vector, server_vector, shared_vector) {
+            (Some(local), _, _) => Some(self.keep_vector_index(resource_id, local)),
+            (None, Some(server), _) => Some(Arc::new(server)),
+            (None, None, Some(shared)) => Some(shared),
+            (None, None, None) => None,
+        };
+        tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "search indexes synced");
+        Ok((sync, (text, vector)))
     }
 
     /// Every registered strategy and whether it can run on the resource now.
@@ -890,6 +1248,7 @@ impl Engine {
         let held = self.indexing.lock_resource(&resource.resource_id, Path::new(&resource.path))?;
         let search = self.home.root().join("search").join(&resource.resource_id);
         self.vectors.lock().unwrap_or_else(|e| e.into_inner()).retain(|dir, _| !dir.starts_with(&search));
+        self.texts.lock().unwrap_or_else(|e| e.into_inner()).retain(|dir, _| !dir.starts_with(&search));
         let lock = self.indexing.lock_file(&resource.resource_id);
         for (path, removed) in [(&search, std::fs::remove_dir_all(&search)), (&lock, std::fs::remove_file(&lock))] {
             match removed {

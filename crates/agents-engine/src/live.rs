@@ -49,6 +49,73 @@ pub struct LiveIndex {
     debounce: Duration,
     on_refresh: Arc<OnRefresh>,
     watched: Mutex<BTreeMap<PathBuf, Arc<Watched>>>,
+    /// The refreshes callers share, by the path they asked for.
+    flights: Mutex<BTreeMap<PathBuf, Arc<Flight>>>,
+}
+
+/// The refreshes of one path: at most one runs; callers that arrive while it
+/// runs share the next.
+#[derive(Default)]
+struct Flight {
+    state: Mutex<FlightState>,
+    ended: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct FlightState {
+    running: bool,
+    /// How many refreshes have started (each one's number).
+    started: u64,
+    /// The last refresh that succeeded: its number and outcome.
+    last: Option<(u64, Arc<IndexOutcome>)>,
+    /// Callers waiting for a refresh that started after them.
+    waiting: usize,
+}
+
+impl Flight {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FlightState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The outcome of a refresh that started after this call: one that
+    /// another caller runs, or `refresh` (when none runs, or the shared one
+    /// failed: its error is its caller's).
+    fn share<E>(&self, refresh: impl FnOnce() -> Result<IndexOutcome, E>) -> Result<Arc<IndexOutcome>, E> {
+        let mut state = self.lock();
+        let needed = state.started + 1;
+        loop {
+            if let Some((number, outcome)) = &state.last
+                && *number >= needed
+            {
+                return Ok(outcome.clone());
+            }
+            if !state.running {
+                break;
+            }
+            state.waiting += 1;
+            state = self.ended.wait(state).unwrap_or_else(|e| e.into_inner());
+            state.waiting -= 1;
+        }
+        state.running = true;
+        state.started += 1;
+        let number = state.started;
+        drop(state);
+        // Ends the run however `refresh` ends, a panic included.
+        let _running = Running(self);
+        let outcome = Arc::new(refresh()?);
+        self.lock().last = Some((number, outcome.clone()));
+        Ok(outcome)
+    }
+}
+
+/// Marks a [`Flight`]'s refresh ended when dropped, and wakes its waiters.
+struct Running<'a>(&'a Flight);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.lock().running = false;
+        self.0.ended.notify_all();
+    }
 }
 
 /// One watched resource.
@@ -90,7 +157,13 @@ impl LiveIndex {
         debounce: Duration,
         on_refresh: impl Fn(&LiveRefresh) + Send + Sync + 'static,
     ) -> LiveIndex {
-        LiveIndex { engine, debounce, on_refresh: Arc::new(on_refresh), watched: Mutex::new(BTreeMap::new()) }
+        LiveIndex {
+            engine,
+            debounce,
+            on_refresh: Arc::new(on_refresh),
+            watched: Mutex::new(BTreeMap::new()),
+            flights: Mutex::new(BTreeMap::new()),
+        }
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
@@ -153,19 +226,33 @@ impl LiveIndex {
     /// The index of the resource holding `path`: the watched resource's last
     /// refresh while nothing changed since it started, else `refresh()`'s
     /// result (recorded for the next call when the resource is watched).
+    ///
+    /// Callers that need a refresh of the same path at the same time share
+    /// one: a refresh that started after a caller asked answers it (so it
+    /// sees every change made before the call), and the callers that arrive
+    /// while one runs wait for it to end and share the next. A server whose
+    /// many requests each refresh (`--no-watch`) then walks the tree once
+    /// per round of requests, not once per request.
     pub fn outcome<E>(
         &self,
         path: &Path,
         refresh: impl FnOnce() -> Result<IndexOutcome, E>,
     ) -> Result<Arc<IndexOutcome>, E> {
-        let Some(watched) = self.watched_for(path) else { return refresh().map(Arc::new) };
+        let flight = self.flight(path);
+        let Some(watched) = self.watched_for(path) else { return flight.share(refresh) };
         if let Some(outcome) = watched.current() {
             return Ok(outcome);
         }
         let generation = watched.generation.load(Ordering::SeqCst);
-        let outcome = Arc::new(refresh()?);
+        let outcome = flight.share(refresh)?;
         watched.record(generation, outcome.clone());
         Ok(outcome)
+    }
+
+    /// The shared refreshes of `path`.
+    fn flight(&self, path: &Path) -> Arc<Flight> {
+        let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
+        flights.entry(path.to_path_buf()).or_default().clone()
     }
 
     /// Refreshes the resource at `root` now and records the outcome.
@@ -306,6 +393,52 @@ mod tests {
     }
 
     /// `path` relative to the current directory, however deep that is.
+    #[test]
+    fn callers_arriving_during_a_refresh_share_the_next_one() {
+        let (_tmp, repo, engine) = setup(false);
+        let live = LiveIndex::new(engine.clone(), DEFAULT_DEBOUNCE, |_| {});
+        // Borrowed, so that the first caller's thread can own its channel ends.
+        let (live, repo, engine) = (&live, &repo, &engine);
+        let (inside_tx, inside_rx) = mpsc::channel::<()>();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let calls = Arc::new(AtomicU64::new(0));
+        std::thread::scope(|scope| {
+            // The first caller's refresh runs until the test lets it end.
+            let first = scope.spawn(move || {
+                live.outcome(repo, || {
+                    inside_tx.send(()).unwrap();
+                    go_rx.recv().unwrap();
+                    refresh(engine, repo)
+                })
+            });
+            inside_rx.recv().unwrap();
+            let later: Vec<_> = (0..3)
+                .map(|_| {
+                    scope.spawn(|| {
+                        live.outcome(repo, || {
+                            calls.fetch_add(1, Ordering::SeqCst);
+                            refresh(engine, repo)
+                        })
+                    })
+                })
+                .collect();
+            let flight = live.flight(repo);
+            assert!(eventually(|| flight.lock().waiting == 3), "the later callers never waited");
+            go_tx.send(()).unwrap();
+            first.join().unwrap().unwrap();
+            let outcomes: Vec<Arc<IndexOutcome>> = later.into_iter().map(|c| c.join().unwrap().unwrap()).collect();
+            assert_eq!(calls.load(Ordering::SeqCst), 1, "one refresh, started after them, answered all three");
+            assert!(outcomes.iter().all(|o| Arc::ptr_eq(o, &outcomes[0])));
+        });
+        // Alone, a caller refreshes for itself.
+        live.outcome(repo, || {
+            calls.fetch_add(1, Ordering::SeqCst);
+            refresh(engine, repo)
+        })
+        .unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
     fn relative_to_cwd(path: &Path) -> PathBuf {
         let cwd = std::env::current_dir().unwrap();
         let mut relative = PathBuf::new();
