@@ -63,7 +63,8 @@ impl Settings {
     pub fn engine(&self) -> anyhow::Result<Engine> {
         let engine = Engine::open(self.home.clone(), self.config.clone()).with_context(|| {
             match &self.config.config().store.url {
-                Some(url) => format!("cannot open the team store at {}", agents_core::config::redact_url(url)),
+                // The store's own errors name the server (its URL, redacted).
+                Some(_) => "cannot open the team store".to_owned(),
                 None => format!("cannot open the store in {}", self.home.root().display()),
             }
         })?;

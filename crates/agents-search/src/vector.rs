@@ -629,15 +629,17 @@ impl LocalVectorIndex {
         let Some(&first) = rows.first() else { return sums };
         let len = self.dim.min(query.len());
         // Missing rows repeat the first; their sums are not returned.
+        // A row's values and scale live in its entry's slot.
+        let slot = |row: usize| self.entries[row].slot;
         let values: [&[u8]; SCAN_BLOCK] =
-            std::array::from_fn(|i| &self.rows.row(rows.get(i).copied().unwrap_or(first), self.dim)[..len]);
+            std::array::from_fn(|i| &self.rows.row(slot(rows.get(i).copied().unwrap_or(first)), self.dim)[..len]);
         for (j, q) in query[..len].iter().enumerate() {
             for (sum, row) in sums.iter_mut().zip(&values) {
                 *sum += f32::from(row[j] as i8) * q;
             }
         }
         for (sum, row) in sums.iter_mut().zip(rows) {
-            *sum *= self.scales[*row];
+            *sum *= self.scales[slot(*row)];
         }
         sums
     }
@@ -1190,6 +1192,15 @@ mod tests {
         docs[5].vector = vec![0.0; 32];
         index.upsert(&docs).unwrap();
         index.commit().unwrap();
+        // Rows replaced after the commit keep their old slots empty, so a
+        // row's place in the entries and its slot part (as after an edit).
+        let mut replaced: Vec<VectorDoc> = docs[10..30].to_vec();
+        for (i, doc) in replaced.iter_mut().enumerate() {
+            doc.vector = unit(500 + i as u64, 32);
+        }
+        index.upsert(&replaced).unwrap();
+        index.commit().unwrap();
+        assert!((0..index.len()).any(|row| index.entries[row].slot != row), "slots and rows part");
         for query in [unit(999, 32), vec![-0.25; 32], docs[7].vector.clone()] {
             let rows: Vec<usize> = (0..index.len()).collect();
             for block in rows.chunks(SCAN_BLOCK) {
