@@ -215,3 +215,44 @@ fn a_disabled_strategy_never_runs_as_a_fallback() {
         "{line}"
     );
 }
+
+#[test]
+fn a_refresh_that_changed_nothing_finds_the_search_indexes_current_unless_their_files_say_otherwise() {
+    let fx = Fixture::new();
+    let index = |what: &str| {
+        let out = common::agents(&fx.home)
+            .env("AGENTS_EMBEDDING_MODEL", &fx.model)
+            .args(["--json", "index"])
+            .arg(&fx.repo)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{what}: {}", common::stderr(&out));
+        common::parse(&out.stdout)["search"].clone()
+    };
+    let first = index("first");
+    let files = first["files_indexed"].as_u64().unwrap();
+    assert!(files > 0 && first["vectors_indexed"].as_u64().unwrap() > 0, "{first:#}");
+    assert_eq!(index("again")["files_indexed"], 0, "nothing changed, nothing re-indexed");
+
+    // The text index lost: found without opening it, and rebuilt.
+    let search = fx.home.join("search");
+    let resource = std::fs::read_dir(&search).unwrap().next().unwrap().unwrap().path();
+    let text = std::fs::read_dir(&resource)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("tantivy"))
+        .unwrap();
+    std::fs::remove_dir_all(&text).unwrap();
+    let rebuilt = index("text lost");
+    assert_eq!(rebuilt["files_indexed"], files, "{rebuilt:#}");
+
+    // A vector file whose header names another format: the full check opens
+    // it, finds it unreadable and rebuilds it.
+    let vectors = resource.join("vector").join("vectors.bin");
+    let mut bytes = std::fs::read(&vectors).unwrap();
+    bytes[..8].copy_from_slice(b"AGVECXX\n");
+    std::fs::write(&vectors, bytes).unwrap();
+    let re_embedded = index("vector header damaged");
+    assert!(re_embedded["vectors_indexed"].as_u64().unwrap() > 0, "{re_embedded:#}");
+    assert_eq!(index("after the rebuild")["files_indexed"], 0);
+}

@@ -756,7 +756,50 @@ impl Engine {
 
     /// Brings the resource's text index and (with a model) vector index up to date.
     pub fn sync_search(&self, outcome: &IndexOutcome) -> Result<SyncReport, EngineError> {
+        if self.search_saved_current(outcome)? {
+            return Ok(SyncReport::default());
+        }
         self.with_backends(outcome, |_, sync, _| Ok(sync))
+    }
+
+    /// Whether the local search indexes on disk already hold `outcome`'s file
+    /// list, known without opening them: the digest each recorded at its last
+    /// sync, its files present, and the vectors of the model in use. What a
+    /// refresh that changed nothing asks (opening Tantivy's writer and the
+    /// vector rows cost it a third of its time); `false` sends it to the
+    /// full check.
+    fn search_saved_current(&self, outcome: &IndexOutcome) -> Result<bool, EngineError> {
+        if self.server.is_some() {
+            return Ok(false);
+        }
+        let resource_id = &outcome.resource.resource_id;
+        let index_id = &outcome.index.metadata.index_id;
+        let kind = self.config.config().context.backends.text;
+        let text_file = match kind {
+            agents_search::TextBackendKind::Tantivy => "meta.json",
+            agents_search::TextBackendKind::Fts5 => "fts5.db",
+        };
+        if !self.text_dir(resource_id).join(text_file).is_file() {
+            return Ok(false);
+        }
+        let digest = self.files_digest(&outcome.index);
+        if !self.search.is_current(index_id, kind.as_str(), false, &digest)? {
+            return Ok(false);
+        }
+        match self.embedder() {
+            Err(_) => Ok(true),
+            Ok(embedder) => {
+                let dir = self.home.search_dir(resource_id, "vector");
+                let model = (vector_model_id(embedder.as_ref()), embedder.dim());
+                Ok(agents_search::vector::saved_model(&dir) == Some(model)
+                    && self.search.is_current(
+                        index_id,
+                        &agents_acms::query::vector_state_key(agents_search::vector::LOCAL_NAME),
+                        false,
+                        &digest,
+                    )?)
+            }
+        }
     }
 
     /// The plan `plan_id` and its ancestors' decisions, nearest first.

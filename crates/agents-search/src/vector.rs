@@ -645,9 +645,12 @@ impl LocalVectorIndex {
     }
 }
 
+/// [`LocalVectorIndex`]'s backend name.
+pub const LOCAL_NAME: &str = "local";
+
 impl VectorBackend for LocalVectorIndex {
     fn name(&self) -> &'static str {
-        "local"
+        LOCAL_NAME
     }
 
     fn dim(&self) -> usize {
@@ -788,6 +791,22 @@ struct Stored {
     /// Where the rows start in the file.
     rows_offset: usize,
     scales: Vec<f32>,
+}
+
+/// The model and dimension of the vectors a saved index in `dir` holds, read
+/// from its base file's header alone; `None` when there is no base file or it
+/// is of an older format (which the next open rewrites).
+pub fn saved_model(dir: &Path) -> Option<(String, usize)> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(1024);
+    std::fs::File::open(dir.join(ROWS_FILE)).ok()?.take(1024).read_to_end(&mut head).ok()?;
+    let mut r = Reader(&head);
+    if r.take(MAGIC.len()).ok()? != MAGIC {
+        return None;
+    }
+    let model_id = r.string().ok()?;
+    let dim = r.u32().ok()? as usize;
+    Some((model_id, dim))
 }
 
 /// A whole base file: every entry of `index`.
