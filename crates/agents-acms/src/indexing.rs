@@ -741,6 +741,14 @@ mod tests {
     }
 
     impl Fixture {
+        /// Takes the resource's lock, as another indexer or a syncing query would.
+        pub(super) fn hold_lock(&self) -> ResourceLock {
+            match lock::try_lock(&lock::lock_path(&self.service.locks_dir, &self.resource_id)).unwrap() {
+                LockAttempt::Acquired(l) => l,
+                LockAttempt::Busy { .. } => panic!("busy"),
+            }
+        }
+
         pub(super) fn write(&self, rel: &str, content: &[u8]) {
             let path = self.repo.path().join(rel);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -948,11 +956,7 @@ mod tests {
         let fx = fixture();
         fx.write("a.py", b"a = 1\n");
         fx.refresh(&IndexOptions::default());
-        let lock_path = lock::lock_path(&fx.service.locks_dir, &fx.resource_id);
-        let held = match lock::try_lock(&lock_path).unwrap() {
-            LockAttempt::Acquired(l) => l,
-            LockAttempt::Busy { .. } => panic!("busy"),
-        };
+        let held = fx.hold_lock();
         // Another holder of the lock (a query syncing, an indexer) does not
         // hold up a refresh that writes nothing.
         let waiting = IndexOptions { wait_for_lock: true, ..IndexOptions::default() };
@@ -967,11 +971,7 @@ mod tests {
         let fx = fixture();
         fx.write("a.py", b"a = 1\n");
         fx.refresh(&IndexOptions::default());
-        let lock_path = lock::lock_path(&fx.service.locks_dir, &fx.resource_id);
-        let held = match lock::try_lock(&lock_path).unwrap() {
-            LockAttempt::Acquired(l) => l,
-            LockAttempt::Busy { .. } => panic!("busy"),
-        };
+        let held = fx.hold_lock();
         let err = fx
             .service
             .refresh_index(&fx.resource_id, fx.repo.path(), &IndexOptions::default(), &NoProgress)
