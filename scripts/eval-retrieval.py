@@ -210,6 +210,46 @@ def ranked_from_output(data, workdir):
     return out
 
 
+def terms_met(text):
+    """(share, count) of the query's words a fragment's node holds, from its `terms`
+    metadata (`met/words`); (0, 0) when absent."""
+    try:
+        met, words = (int(x) for x in str(text).split("/"))
+        return (met / words if words else 0.0, float(met))
+    except ValueError:
+        return (0.0, 0.0)
+
+
+def fragment_rows(data, workdir):
+    """Every packed fragment of the engine's JSON, in the columns scripts/eval-nl.py keeps
+    (`all`), for scripts/fit-chunk-ranker.py: [path, first line, last line, evidence,
+    relevance_score, depth, tokens, kind, node, name_match, file standing, share of the query's
+    words met, words met]. A fragment without a line range (a whole file) has None for its lines."""
+    rows = []
+    prefix = str(workdir).rstrip("/") + "/"
+    for f in data.get("fragments") or []:
+        prov = f.get("provenance") or {}
+        meta = f.get("metadata") or {}
+        path = (prov.get("source_path") or "").removeprefix(prefix).removeprefix("./")
+        m = re.fullmatch(r"\s*(\d+):(\d+)-(\d+):(\d+)\s*", prov.get("source_range") or "")
+        first = last = None
+        if m:
+            first, _, last, col = map(int, m.groups())
+            if col == 0 and last > first:
+                last -= 1
+
+        def num(key):
+            try:
+                return float(meta.get(key) or 0.0)
+            except ValueError:
+                return 0.0
+        score = f.get("relevance_score")
+        rows.append([path, first, last, num("evidence"), float(score) if isinstance(score, (int, float)) else 0.0,
+                     f.get("detail_depth"), f.get("token_count"), meta.get("kind") or "", f.get("uko_node") or "",
+                     num("name_match"), num("standing"), *terms_met(meta.get("terms"))])
+    return rows
+
+
 def reports_unavailable(data):
     for key in ("unavailable",):
         if data.get(key):
@@ -424,7 +464,7 @@ class Runner:
                         cmd += ["--strategy", name]
                 cmd += ["--", case["query"], str(workdir)]
                 elapsed, out, err = run_engine(args.agents, self.env, cmd, args.timeout)
-                ranked = []
+                ranked, rows = [], []
                 if err is None:
                     try:
                         data = json.loads(out)
@@ -433,10 +473,11 @@ class Runner:
                             err = f"unavailable: {why}"
                         else:
                             ranked = ranked_from_output(data, workdir)
+                            rows = fragment_rows(data, workdir)
                     except (json.JSONDecodeError, AttributeError) as e:
                         err = f"bad JSON: {e}"
                 res["systems"][key] = {"ranked": ranked[:50], "scores": score(ranked, case["files"]),
-                                       "seconds": elapsed if err is None else None, "error": err}
+                                       "seconds": elapsed if err is None else None, "error": err, "all": rows}
                 with self.lock:
                     if err is None:
                         self.consecutive_failures[strat] = 0

@@ -4,12 +4,18 @@
 Reads the JSON of a natural-language evaluation run (scripts/eval-nl.py --out X.json: every
 packed fragment of each engine answer, with its evidence, kind, lines, name match and file
 standing), labels each fragment by whether its lines meet an annotated span of its question,
-and fits P(meets a span) by L2-regularised logistic regression (Newton steps, numpy) over:
+and fits a logistic model (L2-regularised, Newton steps, numpy) over:
 
   ln(file standing), 1/(1 + place among its file's pieces), evidence, name match,
   function/method, class-like container, whole-file node (module, file, document),
   ln(lines) of a node that is not a whole file,
-  test / document / example / stub-or-generated file (the engine's FileRole rules).
+  test / document / example / stub-or-generated file (the engine's FileRole rules),
+  the share and the number of the query's words the node's text contains.
+
+The weights are fitted pairwise by default (RankNet: within each question, the log-odds that a
+fragment meeting a span outranks one that does not, each question weighing the same), then the
+constant term alone pointwise so the probabilities stay calibrated; `--objective pointwise`
+fits P(meets a span) over all fragments at once instead.
 
 A whole-file node's range meets every span of its file whatever it shows: it is labelled as
 meeting a span only when it was delivered with its text (depth 9), not as a skeleton.
@@ -21,9 +27,10 @@ same packed fragments: the run's own (relevance_score), the model fitted on ever
 and "hindsight": the same fragments in the best order knowing the annotated spans, the bound
 of any re-ranking of what the answers pack.
 
-Usage: python3 scripts/fit-chunk-ranker.py RUN.json [--l2 1.0]
+Usage: python3 scripts/fit-chunk-ranker.py RUN.json [--l2 1.0] [--objective pairwise|pointwise]
 Needs numpy (pip install numpy); the run must come from an engine whose JSON fragments carry
-the `evidence`, `name_match` and `standing` metadata.
+the `evidence`, `name_match`, `standing`, `term_coverage` and `terms_met` metadata (a run
+from before those last two counts them as 0).
 """
 
 import argparse
@@ -42,7 +49,7 @@ eval_nl = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(eval_nl)
 
 FEATURES = ["bias", "ln_standing", "inv_ordinal", "evidence", "name_match", "function", "container", "whole_file",
-            "ln_lines", "test", "doc", "example", "stub_or_generated"]
+            "ln_lines", "test", "doc", "example", "stub_or_generated", "term_coverage", "terms_met"]
 FUNCTION = {"function", "method"}
 CONTAINER = {"class", "struct", "interface", "trait", "enum", "impl", "type", "protocol", "record", "object"}
 WHOLE_FILE = {"module", "file", "document"}
@@ -100,7 +107,8 @@ def features(case):
         rows.append([1.0, math.log(max(standing, 1e-3)), 1 / (1 + ordinal[id(f)]), evidence, name_match,
                      kind in FUNCTION, kind in CONTAINER, kind in WHOLE_FILE,
                      0.0 if kind in WHOLE_FILE else math.log(max(lines, 1)),
-                     role == "test", role == "doc", role == "example", role in ("stub", "generated")])
+                     role == "test", role == "doc", role == "example", role in ("stub", "generated"),
+                     f[11] if len(f) > 11 else 0.0, f[12] if len(f) > 12 else 0.0])
     return np.array(rows, dtype=float), fragments
 
 
@@ -111,22 +119,67 @@ def meets_a_span(f, spans):
                for s in spans)
 
 
-def fit(data, l2):
+def standardise(data):
     x = np.vstack([d[1] for d in data])
-    y = np.concatenate([d[2] for d in data])
     mu, sd = x.mean(0), x.std(0)
     mu[0], sd[0] = 0.0, 1.0
     sd[sd == 0] = 1.0
-    z = (x - mu) / sd
-    w = np.zeros(x.shape[1])
+    return mu, sd
+
+
+def unstandardise(w, mu, sd):
+    raw = w / sd
+    raw[0] = w[0] - (w[1:] * mu[1:] / sd[1:]).sum()
+    return raw
+
+
+def fit_pointwise(data, l2):
+    """Logistic regression of P(meets a span) over every fragment (Newton steps)."""
+    mu, sd = standardise(data)
+    z = (np.vstack([d[1] for d in data]) - mu) / sd
+    y = np.concatenate([d[2] for d in data])
+    w = np.zeros(z.shape[1])
     for _ in range(50):
         p = 1 / (1 + np.exp(-z @ w))
         gradient = z.T @ (p - y) + l2 * w
         hessian = (z * (p * (1 - p))[:, None]).T @ z + l2 * np.eye(len(w))
         w -= np.linalg.solve(hessian, gradient)
-    raw = w / sd
-    raw[0] = w[0] - (w[1:] * mu[1:] / sd[1:]).sum()
-    return raw
+    return unstandardise(w, mu, sd)
+
+
+def fit_pairwise(data, l2):
+    """RankNet: within each question, the log-odds that a fragment meeting a span outranks
+    one that does not, every question weighing the same; then the constant term alone,
+    fitted pointwise, so the model's probabilities stay calibrated."""
+    mu, sd = standardise(data)
+    pairs, weights = [], []
+    for d in data:
+        z, y = (d[1] - mu) / sd, d[2]
+        good, bad = np.where(y > 0)[0], np.where(y == 0)[0]
+        if len(good) and len(bad):
+            diff = (z[good][:, None, :] - z[bad][None, :, :]).reshape(-1, z.shape[1])
+            pairs.append(diff)
+            weights.append(np.full(len(diff), 1.0 / len(diff)))
+    diff, weight = np.vstack(pairs), np.concatenate(weights)
+    penalty = 0.01 * l2 * np.eye(diff.shape[1])
+    penalty[0, 0] = 1.0  # the constant cancels in a difference
+    w = np.zeros(diff.shape[1])
+    for _ in range(30):
+        p = 1 / (1 + np.exp(-diff @ w))
+        gradient = -(diff * (weight * (1 - p))[:, None]).sum(0) + penalty @ w
+        hessian = (diff * (weight * p * (1 - p))[:, None]).T @ diff + penalty
+        w -= np.linalg.solve(hessian, gradient)
+    # The constant term: with the other weights fixed, Newton steps on the pointwise loss.
+    z = (np.vstack([d[1] for d in data]) - mu) / sd
+    y = np.concatenate([d[2] for d in data])
+    w[0] = 0.0
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-z @ w))
+        w[0] -= (p - y).sum() / max((p * (1 - p)).sum(), 1e-9)
+    return unstandardise(w, mu, sd)
+
+
+FIT = {"pairwise": fit_pairwise, "pointwise": fit_pointwise}
 
 
 def hindsight(case, fragments):
@@ -156,6 +209,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", help="JSON written by scripts/eval-nl.py --out")
     ap.add_argument("--l2", type=float, default=1.0, help="ridge penalty on standardised weights (default 1)")
+    ap.add_argument("--objective", choices=sorted(FIT), default="pairwise",
+                    help="pairwise (default: order within each question) or pointwise (P(meets a span))")
     args = ap.parse_args()
     run = json.load(open(args.run))
     data = []
@@ -167,6 +222,7 @@ def main():
         data.append((case, x, y, fragments))
     if not data:
         sys.exit(f"{args.run}: no engine answers with their fragments (run scripts/eval-nl.py from this tree)")
+    fit = FIT[args.objective]
     weights = fit(data, args.l2)
     print(f"{len(data)} questions, {sum(len(d[3]) for d in data)} fragments, "
           f"{int(sum(d[2].sum() for d in data))} meeting a span\n")

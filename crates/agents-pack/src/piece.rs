@@ -74,6 +74,13 @@ pub struct Piece {
     /// (`agents_acms::retrieval::name_match`); 0 when unknown.
     #[serde(default)]
     pub name_match: f64,
+    /// How many of the query's words the node's source text contains
+    /// (`agents_search::QueryTerms`), of [`Piece::query_words`]; 0 when unknown.
+    #[serde(default)]
+    pub terms_met: u32,
+    /// How many words the query has (`agents_search::QueryTerms::len`).
+    #[serde(default)]
+    pub query_words: u32,
 }
 
 fn one() -> f64 {
@@ -113,6 +120,17 @@ impl Piece {
             file_standing: 0.0,
             boost: 1.0,
             name_match: 0.0,
+            terms_met: 0,
+            query_words: 0,
+        }
+    }
+
+    /// The share of the query's words its node's text contains, in [0, 1].
+    pub fn term_coverage(&self) -> f64 {
+        if self.query_words == 0 {
+            0.0
+        } else {
+            f64::from(self.terms_met.min(self.query_words)) / f64::from(self.query_words)
         }
     }
 
@@ -179,6 +197,12 @@ pub trait DepthRenderer: Sync {
     /// The length in bytes of the stored node `uri`'s source text, when known:
     /// lets a caller see that a node's full text cannot fit before rendering it.
     fn source_bytes(&self, _uri: &str) -> Option<usize> {
+        None
+    }
+
+    /// The stored node `uri`'s source text, whole, when known: what the
+    /// ranker reads for the query's words whatever depth the piece is shown at.
+    fn source_text(&self, _uri: &str) -> Option<String> {
         None
     }
 }

@@ -247,6 +247,76 @@ pub fn query_tokens(query: &str) -> Vec<String> {
     tokens
 }
 
+/// The content words of a query (its identifiers and their parts, without
+/// function words and question words: `how`, `does`, `where`), each with its
+/// English stem, so that how many of them a piece of text contains can be
+/// counted ([`QueryTerms::met`]). A word and its inflections are one word
+/// (`retries` meets `retry`); the words two spellings share (`parse`,
+/// `parsing`) count once. The chunk ranker weighs a piece by the share of
+/// the question it speaks to, which its BM25 evidence (dominated by the
+/// rarest word) does not tell.
+#[derive(Clone, Debug, Default)]
+pub struct QueryTerms {
+    /// Each token that meets a word (the word, its stem) -> the word's number.
+    keys: std::collections::HashMap<String, usize>,
+    words: usize,
+}
+
+impl QueryTerms {
+    pub fn new(query: &str) -> QueryTerms {
+        let mut keys = std::collections::HashMap::new();
+        let mut by_root: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        tokenize::for_each_code_token(query, |token, _| {
+            if is_stop_word(token) || is_question_word(token) || keys.contains_key(token) {
+                return;
+            }
+            let mut stem = None;
+            if token.len() >= 4 && token.bytes().all(|b| b.is_ascii_lowercase()) {
+                tokenize::with_stem(token, |s| stem = Some(s.to_owned()));
+            }
+            let root = stem.clone().unwrap_or_else(|| token.to_owned());
+            let next = by_root.len();
+            let word = *by_root.entry(root.clone()).or_insert(next);
+            keys.insert(token.to_owned(), word);
+            keys.insert(root, word);
+        });
+        QueryTerms { words: by_root.len(), keys }
+    }
+
+    /// How many words the query has.
+    pub fn len(&self) -> usize {
+        self.words
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.words == 0
+    }
+
+    /// How many of the query's words `text` contains (as a token or by its stem).
+    pub fn met(&self, text: &str) -> usize {
+        if self.words == 0 {
+            return 0;
+        }
+        let mut seen = vec![false; self.words];
+        let mut count = 0;
+        tokenize::for_each_search_token(text, |token, _| {
+            if count < self.words
+                && let Some(&word) = self.keys.get(token)
+                && !seen[word]
+            {
+                seen[word] = true;
+                count += 1;
+            }
+        });
+        count
+    }
+}
+
+/// Words that ask rather than say (`how does X work`): never a query's content.
+fn is_question_word(token: &str) -> bool {
+    matches!(token, "how" | "what" | "where" | "why" | "who" | "whose" | "does" | "do" | "did" | "can" | "is")
+}
+
 /// English function words a query is searched without.
 fn is_stop_word(token: &str) -> bool {
     const STOP_WORDS: [&str; 33] = [
@@ -265,6 +335,18 @@ pub fn sort_hits(hits: &mut [TextHit]) {
 #[cfg(test)]
 mod query_tests {
     use super::*;
+
+    #[test]
+    fn query_terms_count_the_words_a_text_meets_once_each_whatever_their_form() {
+        let terms = QueryTerms::new("How does the session retry requests with RetryPolicy?");
+        // session, retry, requests, retrypolicy, policy (retry counted once)
+        assert_eq!(terms.len(), 5);
+        assert_eq!(terms.met("fn retries(req: Request) { session.retry(); }"), 3);
+        assert_eq!(terms.met("class RetryPolicy: pass"), 3);
+        assert_eq!(terms.met("nothing here"), 0);
+        assert_eq!(QueryTerms::new("how does it").met("how does it"), 0);
+        assert!(QueryTerms::new("").is_empty());
+    }
 
     #[test]
     fn queries_drop_function_words_unless_nothing_else_is_left() {

@@ -90,7 +90,7 @@ thread_local! {
 }
 
 /// Calls `f` with `word`'s stem when it differs from the word.
-fn with_stem(word: &str, f: impl FnOnce(&str)) {
+pub(crate) fn with_stem(word: &str, f: impl FnOnce(&str)) {
     let stem = STEMS.with(|cell| {
         let mut cache = cell.borrow_mut();
         if let Some(stem) = cache.get(word) {

@@ -731,32 +731,36 @@ impl FragmentScorer for WeightedScorer {
 /// (docs/benchmarks.md#chunk-ranking).
 pub mod ranker {
     /// Constant term.
-    pub const BIAS: f64 = -6.7858;
+    pub const BIAS: f64 = -8.8624;
     /// `ln` of the file's standing (1 for the best file, `3 / (2 + rank)`).
-    pub const LN_STANDING: f64 = 2.0811;
+    pub const LN_STANDING: f64 = 1.8750;
     /// `1 / (1 + j)` for the `j`-th piece of its file by its own score: the
     /// learned weight of a further piece of a file already represented.
-    pub const INV_ORDINAL: f64 = 0.7641;
+    pub const INV_ORDINAL: f64 = 0.7733;
     /// The strategies' relevance of the piece itself, in [0, 1].
-    pub const EVIDENCE: f64 = 3.0658;
+    pub const EVIDENCE: f64 = 2.6398;
     /// How strongly the query names the node ([`crate::retrieval::name_match`]).
-    pub const NAME_MATCH: f64 = 1.3440;
+    pub const NAME_MATCH: f64 = 1.1702;
     /// A function or method.
-    pub const FUNCTION: f64 = 1.8117;
+    pub const FUNCTION: f64 = 3.3800;
     /// A class, struct, interface, trait, enum or impl.
-    pub const CONTAINER: f64 = 1.3431;
+    pub const CONTAINER: f64 = 2.6546;
     /// A whole file's node (a module, a file, a document).
-    pub const WHOLE_FILE: f64 = 1.0384;
+    pub const WHOLE_FILE: f64 = -0.9077;
     /// `ln` of the lines of a node that is not a whole file.
-    pub const LN_LINES: f64 = 0.5740;
+    pub const LN_LINES: f64 = 0.2923;
     /// A test file's piece ([`crate::retrieval::FileRole::Test`]).
-    pub const TEST: f64 = -2.7907;
+    pub const TEST: f64 = -4.5131;
     /// A document's piece.
-    pub const DOC: f64 = -3.0141;
+    pub const DOC: f64 = -5.6678;
     /// An example's or benchmark's piece.
-    pub const EXAMPLE: f64 = -3.7011;
+    pub const EXAMPLE: f64 = -7.9887;
     /// A type stub's or generated file's piece.
-    pub const STUB_OR_GENERATED: f64 = -5.5192;
+    pub const STUB_OR_GENERATED: f64 = -4.6687;
+    /// The share of the query's words the node's text contains.
+    pub const TERM_COVERAGE: f64 = -1.0900;
+    /// How many of the query's words the node's text contains.
+    pub const TERMS_MET: f64 = 0.6550;
 }
 
 /// The log-odds [`ranker`] gives a piece: `ordinal` is its place among its
@@ -787,6 +791,8 @@ pub fn ranker_logit(piece: &Piece, ordinal: usize) -> f64 {
         + kind
         + ranker::LN_LINES * size
         + role
+        + ranker::TERM_COVERAGE * piece.term_coverage()
+        + ranker::TERMS_MET * f64::from(piece.terms_met)
 }
 
 /// One story for files and pieces: every piece of a ranked file (one with a
@@ -1325,6 +1331,23 @@ pub(crate) mod tests {
             named,
         ];
         assert_eq!(order(&scored(pieces)), ["Session.merge_settings", "close", "test_merge"]);
+    }
+
+    #[test]
+    fn a_piece_whose_text_meets_more_of_the_question_ranks_higher() {
+        // Two functions of two equally ranked files with the same evidence: the
+        // one whose text holds four of the query's words leads the one holding one.
+        let with_terms = |mut p: Piece, met: u32, of: u32| {
+            p.file_standing = 1.0;
+            p.terms_met = met;
+            p.query_words = of;
+            p
+        };
+        let pieces = vec![
+            with_terms(code_piece("uko://r/a.py#thin", "a.py", 0.8, 1), 1, 5),
+            with_terms(code_piece("uko://r/b.py#full", "b.py", 0.8, 1), 4, 5),
+        ];
+        assert_eq!(order(&scored(pieces)), ["full", "thin"]);
     }
 
     #[test]

@@ -722,6 +722,7 @@ impl Pipeline {
     ) -> (Vec<Piece>, Vec<Enforcement>, usize) {
         let mut pieces = Vec::new();
         let names = crate::retrieval::QueryNames::new(&input.query.text());
+        let terms = agents_search::QueryTerms::new(&input.query.text());
         let mut excluded: BTreeMap<&str, usize> = BTreeMap::new();
         let allowed = |c: &&crate::retrieval::Candidate| {
             c.content.is_some() || c.path.is_empty() || input.view.is_none_or(|v| v.allows_path(&c.path))
@@ -848,6 +849,12 @@ impl Pipeline {
                     let asked_for = !input.request.focus().is_empty() && c.hops == Some(0);
                     let size = if asked_for { 1.0 } else { components::size_prior(&piece) };
                     piece.name_match = names.of(&piece.uko_node);
+                    if !terms.is_empty() {
+                        let text = input.renderer.source_text(&piece.uko_node);
+                        let met = terms.met(text.as_deref().unwrap_or(&piece.content));
+                        piece.terms_met = u32::try_from(met).unwrap_or(u32::MAX);
+                        piece.query_words = u32::try_from(terms.len()).unwrap_or(u32::MAX);
+                    }
                     piece.boost = components::chunk_boost(&piece.path, piece.name_match) * size;
                 }
                 piece.file_standing = standing.get(piece.path.as_str()).copied().unwrap_or(0.0);
@@ -1251,6 +1258,10 @@ fn to_fragment(
     metadata.insert("evidence".to_owned(), format!("{:.6}", piece.relevance));
     metadata.insert("name_match".to_owned(), format!("{:.6}", piece.name_match));
     metadata.insert("standing".to_owned(), format!("{:.6}", piece.file_standing));
+    // `met/words`: how many of the query's words the node's text holds.
+    if piece.terms_met > 0 {
+        metadata.insert("terms".to_owned(), format!("{}/{}", piece.terms_met, piece.query_words));
+    }
     metadata.insert("strategies".to_owned(), piece.strategies.join(","));
     metadata.insert("requested_depth".to_owned(), piece.requested_depth.to_string());
     if piece.role == PieceRole::Skeleton {

@@ -110,4 +110,16 @@ impl DepthRenderer for StoreRenderer<'_> {
         let node = self.node(uri)?;
         usize::try_from(node.node.end_byte - node.node.start_byte).ok()
     }
+
+    fn source_text(&self, uri: &str) -> Option<String> {
+        let node = self.node(uri)?;
+        let source = self.source(&node.node.path)?;
+        let start = usize::try_from(node.node.start_byte).ok()?;
+        let end = usize::try_from(node.node.end_byte).ok()?;
+        // A whole file's node may record no byte range: it is the whole text.
+        if end <= start {
+            return Some(source.as_ref().clone());
+        }
+        source.get(start..end.min(source.len())).map(str::to_owned)
+    }
 }
