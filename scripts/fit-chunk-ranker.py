@@ -27,7 +27,12 @@ same packed fragments: the run's own (relevance_score), the model fitted on ever
 and "hindsight": the same fragments in the best order knowing the annotated spans, the bound
 of any re-ranking of what the answers pack.
 
+With `--commits LOC.json` (a scripts/eval-retrieval.py run, which keeps every fragment too) it
+fits on the commit-message cases as well: a fragment of a file the commit changed is a positive,
+and the report adds file MRR and recall@10 of the files in the order of their first fragment.
+
 Usage: python3 scripts/fit-chunk-ranker.py RUN.json [--l2 1.0] [--objective pairwise|pointwise]
+                                          [--commits LOC.json [--commit-weight 1.0]]
 Needs numpy (pip install numpy); the run must come from an engine whose JSON fragments carry
 the `evidence`, `name_match`, `standing`, `term_coverage` and `terms_met` metadata (a run
 from before those last two counts them as 0).
@@ -159,7 +164,7 @@ def fit_pairwise(data, l2):
         if len(good) and len(bad):
             diff = (z[good][:, None, :] - z[bad][None, :, :]).reshape(-1, z.shape[1])
             pairs.append(diff)
-            weights.append(np.full(len(diff), 1.0 / len(diff)))
+            weights.append(np.full(len(diff), d[0].get("weight", 1.0) / len(diff)))
     diff, weight = np.vstack(pairs), np.concatenate(weights)
     penalty = 0.01 * l2 * np.eye(diff.shape[1])
     penalty[0, 0] = 1.0  # the constant cancels in a difference
@@ -205,10 +210,48 @@ def ndcg(case, ordered):
     return metrics["chunk_ndcg"]
 
 
+def file_order(case, ordered):
+    """Files in the order their first fragment comes, then the run's other ranked files."""
+    seen, out = set(), []
+    for path in [f[0] for f in ordered] + list(case["systems"]["engine"]["files"]):
+        if path and path not in seen:
+            seen.add(path)
+            out.append(path)
+    return out
+
+
+def file_scores(case, ordered):
+    """MRR and recall@10 of the changed files (a commit-message case) in `ordered`'s file order."""
+    files, truth = file_order(case, ordered), set(case["changed"])
+    mrr = next((1 / (i + 1) for i, p in enumerate(files) if p in truth), 0.0)
+    return mrr, len(truth & set(files[:10])) / len(truth)
+
+
+def commit_cases(path, weight):
+    """The commit-message cases of a scripts/eval-retrieval.py run, as cases of this script:
+    a fragment is a positive when its file is one the commit changed."""
+    out = []
+    for case in json.load(open(path))["results"]:
+        engine = case["systems"].get("agents:default") or {}
+        if not engine.get("all"):
+            continue
+        as_case = {"repo": case["repo"], "category": "commit", "query": case["query"], "relevant": [],
+                   "changed": case["files"], "weight": weight,
+                   "systems": {"engine": {"all": engine["all"], "files": engine.get("ranked") or []}}}
+        x, fragments = features(as_case)
+        y = np.array([1.0 if f[0] in set(case["files"]) else 0.0 for f in fragments])
+        out.append((as_case, x, y, fragments))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", help="JSON written by scripts/eval-nl.py --out")
     ap.add_argument("--l2", type=float, default=1.0, help="ridge penalty on standardised weights (default 1)")
+    ap.add_argument("--commits", help="also fit on a scripts/eval-retrieval.py run (JSON with every fragment): "
+                    "a fragment of a file the commit changed is a positive")
+    ap.add_argument("--commit-weight", type=float, default=1.0,
+                    help="weight of each commit-message case against a question's 1 (default 1)")
     ap.add_argument("--objective", choices=sorted(FIT), default="pairwise",
                     help="pairwise (default: order within each question) or pointwise (P(meets a span))")
     args = ap.parse_args()
@@ -222,18 +265,29 @@ def main():
         data.append((case, x, y, fragments))
     if not data:
         sys.exit(f"{args.run}: no engine answers with their fragments (run scripts/eval-nl.py from this tree)")
+    if args.commits:
+        data += commit_cases(args.commits, args.commit_weight)
     fit = FIT[args.objective]
     weights = fit(data, args.l2)
-    print(f"{len(data)} questions, {sum(len(d[3]) for d in data)} fragments, "
-          f"{int(sum(d[2].sum() for d in data))} meeting a span\n")
+    print(f"{len(data)} cases, {sum(len(d[3]) for d in data)} fragments, "
+          f"{int(sum(d[2].sum() for d in data))} positives\n")
     print("| feature | weight |\n|---|---:|")
     for name, w in zip(FEATURES, weights):
         print(f"| {name} | {w:+.4f} |")
     scores = {k: collections.defaultdict(list) for k in ("run", "in-sample", "held-out", "hindsight")}
+    commits = {k: collections.defaultdict(list) for k in ("run", "in-sample", "held-out")}
     repos = sorted({d[0]["repo"] for d in data})
     for repo in repos:
         held = fit([d for d in data if d[0]["repo"] != repo], args.l2)
         for case, x, _, fragments in (d for d in data if d[0]["repo"] == repo):
+            if case["category"] == "commit":
+                for name, w in (("run", None), ("in-sample", weights), ("held-out", held)):
+                    ordered = (sorted(fragments, key=lambda f: -f[4]) if w is None
+                               else [fragments[i] for i in np.argsort(-(x @ w), kind="stable")])
+                    mrr, r10 = file_scores(case, ordered)
+                    commits[name]["mrr"].append(mrr)
+                    commits[name]["r@10"].append(r10)
+                continue
             orders = {
                 "run": sorted(fragments, key=lambda f: -f[4]),
                 "in-sample": [fragments[i] for i in np.argsort(-(x @ weights), kind="stable")],
@@ -251,6 +305,12 @@ def main():
         mean = {k: sum(scores[k][g]) / len(scores[k][g]) for k in scores}
         print(f"| {g} | {len(scores['run'][g])} | {mean['run']:.3f} | {mean['in-sample']:.3f} | {mean['held-out']:.3f} "
               f"| {mean['hindsight']:.3f} |")
+    if commits["run"]:
+        print("\nCommit messages (files in the order of their first fragment, then the run's ranked files):\n")
+        print("| measure | cases | run | in-sample | held out |\n|---|---:|---:|---:|---:|")
+        for m in ("mrr", "r@10"):
+            v = {k: sum(commits[k][m]) / len(commits[k][m]) for k in commits}
+            print(f"| {m} | {len(commits['run'][m])} | {v['run']:.3f} | {v['in-sample']:.3f} | {v['held-out']:.3f} |")
 
 
 if __name__ == "__main__":
