@@ -94,14 +94,21 @@ impl StaticEmbedder {
     /// The model shipped inside the binary: nothing to download or install.
     pub fn bundled() -> Result<StaticEmbedder, SearchError> {
         let dir = Path::new("<bundled>").join(BUNDLED_MODEL);
+        let model = StaticEmbedder::model(bundled::TOKENIZER, bundled::WEIGHTS, bundled::CONFIG, &dir)?;
+        Ok(StaticEmbedder { id: StaticEmbedder::bundled_id(), model })
+    }
+
+    /// The [`Embedder::model_id`] of [`StaticEmbedder::bundled`], without
+    /// loading the model (tens of milliseconds): what a refresh that changed
+    /// nothing compares with the vector file's header.
+    pub fn bundled_id() -> String {
         // The weights' SHA-256 is in the metadata (a test checks it against
         // the bytes): no need to hash 8 MB on every start.
         let digest = serde_json::from_str::<serde_json::Value>(bundled::METADATA)
             .ok()
             .and_then(|m| m["files"]["model.safetensors"].as_str().and_then(|h| h.get(..16)).map(str::to_owned));
-        let model = StaticEmbedder::model(bundled::TOKENIZER, bundled::WEIGHTS, bundled::CONFIG, &dir)?;
         let digest = digest.unwrap_or_else(|| weights_digest(bundled::WEIGHTS));
-        Ok(StaticEmbedder { id: format!("{BUNDLED_MODEL}@{digest}"), model })
+        format!("{BUNDLED_MODEL}@{digest}")
     }
 
     fn from_parts(
@@ -1336,6 +1343,7 @@ mod tests {
         }
         let model = StaticEmbedder::bundled().unwrap();
         assert_eq!(model.dim(), 256);
+        assert_eq!(model.model_id(), StaticEmbedder::bundled_id());
         // The id names the weights as hashing them would.
         assert_eq!(model.model_id(), format!("minilm-code-static@{}", weights_digest(bundled::WEIGHTS)));
         let texts: Vec<String> = [
