@@ -25,6 +25,8 @@
 //! `vectors.delta`, what changed since the base was written (the base's generation, the
 //! keys of its rows removed since, and the rows added since, laid out as in the base);
 //! and `hnsw.usearch` + `hnsw.generation` (the graph, and the generation it matches).
+//! Opening keeps the base's ids in the mapped file, decoded on demand (see `BaseIds`),
+//! so a refresh of a few files does not copy hundreds of thousands of ids.
 //! A commit writes the delta alone, so its cost follows the change, not the index;
 //! once the delta's rows and removed keys pass [`MAX_DELTA_PERCENT`] of the base, the
 //! commit writes a new base instead (and removes the delta). A delta written for another
