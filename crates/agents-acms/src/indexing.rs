@@ -50,6 +50,11 @@ pub trait Progress: Sync {
     fn finish(&self) {}
 }
 
+/// The phase a run reports once it found files to read (and not before): a
+/// caller that will sync search indexes after it can start loading what the
+/// sync needs then.
+pub const PHASE_INDEXING: &str = "indexing";
+
 /// Progress that goes nowhere.
 pub struct NoProgress;
 impl Progress for NoProgress {}
@@ -299,6 +304,12 @@ impl RepoIndexingService {
                 continue;
             }
 
+            // Files will be read and counted: the tokenizer's tables (tens of
+            // milliseconds to decode) are built while the stored records are
+            // gathered and the write transaction opens. A thread that cannot
+            // start only loses the head start.
+            let tokenizer = self.tokenizer;
+            let _ = std::thread::Builder::new().name("tokenizer-preload".into()).spawn(move || tokenizer.preload());
             self.store.set_index_status(&metadata.index_id, IndexStatus::Indexing, None)?;
             return match self.run_locked(&metadata, candidates, last, report, options, mode, progress, started) {
                 Ok(index) => Ok(index),
@@ -334,7 +345,7 @@ impl RepoIndexingService {
         // chunk by chunk; nothing is visible (and a crash changes nothing)
         // until it commits.
         let mut writer = self.store.begin_index_write(&metadata.index_id)?;
-        progress.start("indexing", candidates.len() as u64);
+        progress.start(PHASE_INDEXING, candidates.len() as u64);
         let mut commit = IndexCommit::default();
         let mut files: Vec<FileRecord> = Vec::with_capacity(candidates.len());
         let mut pending = Vec::new();

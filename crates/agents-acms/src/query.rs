@@ -181,15 +181,8 @@ impl ContextSearch {
         state_key: &str,
         backend_is_empty: bool,
     ) -> Result<(Vec<&'f FileRecord>, Vec<String>), QueryError> {
-        let mut held: HashMap<String, String> = self.store.search_state(index_id, state_key)?.into_iter().collect();
-        let current: std::collections::HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
-        let mut removed: Vec<String> = held.keys().filter(|p| !current.contains(p.as_str())).cloned().collect();
-        removed.sort();
-        if backend_is_empty {
-            held.clear();
-        }
-        let changed = files.iter().filter(|f| held.get(&f.path) != Some(&f.content_hash)).collect();
-        Ok((changed, removed))
+        let held = self.store.search_state(index_id, state_key)?;
+        Ok(stale_files(files, held, backend_is_empty))
     }
 
     /// Brings the text backend, and the vector backend when given, up to date with
@@ -340,6 +333,50 @@ pub fn files_digest(files: &[FileRecord]) -> String {
     hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The files of `files` whose content hash differs from the one `held` records
+/// for their path (or that it does not record; every file when the backend
+/// is `empty`), in `files`' order, and the paths `held` records that `files`
+/// lacks, sorted. Both lists are walked side by side in path order (the
+/// store and a refresh give them sorted, so sorting them is only a check): a
+/// refresh of a few files among tens of thousands compares them without
+/// hashing a path or building a map.
+fn stale_files(files: &[FileRecord], mut held: Vec<(String, String)>, empty: bool) -> (Vec<&FileRecord>, Vec<String>) {
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    if !files.is_sorted_by(|a, b| a.path <= b.path) {
+        order.sort_by(|&a, &b| files[a].path.cmp(&files[b].path));
+    }
+    if !held.is_sorted_by(|a, b| a.0 <= b.0) {
+        held.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    let mut changed: Vec<usize> = Vec::new();
+    let mut removed: Vec<String> = Vec::new();
+    let mut held = held.into_iter().peekable();
+    let (mut last_path, mut recorded): (Option<&str>, Option<String>) = (None, None);
+    for i in order {
+        let path = files[i].path.as_str();
+        // Recorded paths before this one are gone from the list.
+        while let Some((gone, _)) = held.next_if(|(p, _)| p.as_str() < path) {
+            removed.push(gone);
+        }
+        // A path recorded twice (no store does) counts as its last record; a
+        // path listed twice (no refresh does) compares with it each time.
+        if last_path != Some(path) {
+            recorded = None;
+        }
+        while let Some((_, hash)) = held.next_if(|(p, _)| p == path) {
+            recorded = Some(hash);
+        }
+        last_path = Some(path);
+        if empty || recorded.as_deref() != Some(files[i].content_hash.as_str()) {
+            changed.push(i);
+        }
+    }
+    removed.extend(held.map(|(path, _)| path));
+    removed.dedup();
+    changed.sort_unstable();
+    (changed.into_iter().map(|i| &files[i]).collect(), removed)
+}
+
 /// The full-text documents of one file's nodes. Containers inside a file (classes,
 /// namespaces) are indexed without a body: their members carry it, and the file's
 /// own node carries the whole text, so no text is indexed three times.
@@ -457,5 +494,45 @@ mod tests {
         assert_eq!(last_of_each_id(unique.clone()), unique);
         let repeated = vec![doc("a", "1"), doc("b", "2"), doc("a", "3"), doc("c", "4")];
         assert_eq!(last_of_each_id(repeated), vec![doc("b", "2"), doc("a", "3"), doc("c", "4")]);
+    }
+
+    /// What [`stale_files`] computes, the obvious way: a map of what is held.
+    fn stale_by_map(files: &[FileRecord], held: Vec<(String, String)>, empty: bool) -> (Vec<&FileRecord>, Vec<String>) {
+        let held: HashMap<String, String> = held.into_iter().collect();
+        let current: std::collections::HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        let mut removed: Vec<String> = held.keys().filter(|p| !current.contains(p.as_str())).cloned().collect();
+        removed.sort();
+        let changed = files.iter().filter(|f| empty || held.get(&f.path) != Some(&f.content_hash)).collect();
+        (changed, removed)
+    }
+
+    proptest::proptest! {
+        /// The side-by-side walk finds what a map of the held records finds,
+        /// whatever the order of either list (and with paths repeated).
+        #[test]
+        fn stale_files_are_those_a_map_finds(
+            files in proptest::collection::vec((0..40u8, 0..3u8), 0..40),
+            held in proptest::collection::vec((0..40u8, 0..3u8), 0..40),
+            sorted in proptest::bool::ANY,
+            empty in proptest::bool::ANY,
+        ) {
+            let mut files: Vec<FileRecord> = files
+                .into_iter()
+                .map(|(p, h)| FileRecord {
+                    path: format!("f{p}"),
+                    content_hash: format!("h{h}"),
+                    token_count: 0,
+                    size_bytes: 0,
+                    language: String::new(),
+                    last_modified: String::new(),
+                })
+                .collect();
+            let mut held: Vec<(String, String)> = held.into_iter().map(|(p, h)| (format!("f{p}"), format!("h{h}"))).collect();
+            if sorted {
+                files.sort_by(|a, b| a.path.cmp(&b.path));
+                held.sort();
+            }
+            proptest::prop_assert_eq!(stale_files(&files, held.clone(), empty), stale_by_map(&files, held, empty));
+        }
     }
 }

@@ -179,6 +179,23 @@ fn iso_mtime(t: SystemTime) -> String {
 }
 
 fn relative(root: &Path, path: &Path) -> String {
+    // What the walk passes: the root, a separator and a clean UTF-8 rest,
+    // which the components below would give back as it is. Taken apart
+    // only otherwise (a stat-bound walk spent a tenth of its CPU here).
+    if cfg!(unix)
+        && !root.as_os_str().is_empty()
+        && let Some(rest) = path.as_os_str().as_encoded_bytes().strip_prefix(root.as_os_str().as_encoded_bytes())
+        && let Some(rest) = rest.strip_prefix(b"/")
+        && let Ok(rest) = std::str::from_utf8(rest)
+        && is_clean(rest)
+    {
+        return rest.to_owned();
+    }
+    relative_by_components(root, path)
+}
+
+/// `path` relative to `root`, `/`-separated, component by component.
+fn relative_by_components(root: &Path, path: &Path) -> String {
     let rel = path.strip_prefix(root).unwrap_or(path);
     let mut out = String::new();
     for (i, part) in rel.components().enumerate() {
@@ -188,6 +205,12 @@ fn relative(root: &Path, path: &Path) -> String {
         out.push_str(&part.as_os_str().to_string_lossy());
     }
     out
+}
+
+/// Whether `rest` is a relative path that [`Path::components`] keeps as it
+/// is: not empty, no empty or `.` component.
+fn is_clean(rest: &str) -> bool {
+    !rest.is_empty() && rest.split('/').all(|part| !part.is_empty() && part != ".")
 }
 
 fn classify_error(root: &Path, err: &ignore::Error) -> (SkipReason, String) {
@@ -211,6 +234,24 @@ fn classify_error(root: &Path, err: &ignore::Error) -> (SkipReason, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config { cases: 2000, ..Default::default() })]
+
+        /// The shortcut gives what taking the paths apart gives, for roots
+        /// and paths with empty, `.` and `..` components and trailing or
+        /// doubled separators.
+        #[test]
+        fn relative_paths_are_those_of_the_components(
+            root in "(/|[a./]{0,3})[ab./]{0,6}",
+            rest in "[ab./é]{0,8}",
+            join in proptest::bool::ANY,
+        ) {
+            let path = if join { format!("{root}/{rest}") } else { format!("{root}{rest}") };
+            let (root, path) = (Path::new(&root), Path::new(&path));
+            proptest::prop_assert_eq!(relative(root, path), relative_by_components(root, path));
+        }
+    }
 
     fn opts() -> WalkOptions {
         WalkOptions { hidden: false, follow_symlinks: false, threads: 2 }

@@ -588,6 +588,37 @@ impl Engine {
         });
     }
 
+    /// Starts loading the embedding model on a background thread (the half of
+    /// [`Engine::preload`] a sync needs): an index run calls it once it found
+    /// files to read, so the model loads while they are parsed.
+    pub fn preload_model(&self) {
+        if self.embedder.get().is_some() {
+            return;
+        }
+        let (cell, home, config) = (self.embedder.clone(), self.home.clone(), self.config.config().clone());
+        let _ = std::thread::Builder::new().name("model-preload".into()).spawn(move || {
+            cell.get_or_init(|| load_embedder(&home, &config).map(Arc::new));
+        });
+    }
+
+    /// The id ([`vector_model_id`]) and length of the vectors the embedding
+    /// model makes, `None` without a model. The bundled model's id is known
+    /// without loading it (its length is its file's business: the id names
+    /// its weights), so a refresh that changed nothing loads no model.
+    fn embedder_id(&self) -> Option<(String, Option<usize>)> {
+        let backends = &self.config.config().context.backends;
+        let bundled = self.embedder.get().is_none()
+            && backends.vector != agents_core::config::VectorBackendKind::Disabled
+            && backends.embedding_model.is_empty()
+            && !self.home.default_model_dir().join("model.safetensors").exists();
+        if bundled {
+            let id = format!("{}/{}", StaticEmbedder::bundled_id(), agents_acms::query::EMBEDDING_TEXT_VERSION);
+            return Some((id, None));
+        }
+        let embedder = self.embedder().ok()?;
+        Some((vector_model_id(embedder.as_ref()), Some(embedder.dim())))
+    }
+
     /// Whether the project's settings keep its resources refreshed live
     /// (`agents project context set --auto-refresh`; on by default).
     pub fn auto_refresh(&self, project_id: &str) -> Result<bool, EngineError> {
@@ -786,12 +817,14 @@ impl Engine {
         if !self.search.is_current(index_id, kind.as_str(), false, &digest)? {
             return Ok(false);
         }
-        match self.embedder() {
-            Err(_) => Ok(true),
-            Ok(embedder) => {
+        match self.embedder_id() {
+            None => Ok(true),
+            Some((id, dim)) => {
                 let dir = self.home.search_dir(resource_id, "vector");
-                let model = (vector_model_id(embedder.as_ref()), embedder.dim());
-                Ok(agents_search::vector::saved_model(&dir) == Some(model)
+                let saved = agents_search::vector::saved_model(&dir);
+                let same_model =
+                    saved.is_some_and(|(saved_id, saved_dim)| saved_id == id && dim.is_none_or(|d| d == saved_dim));
+                Ok(same_model
                     && self.search.is_current(
                         index_id,
                         &agents_acms::query::vector_state_key(agents_search::vector::LOCAL_NAME),

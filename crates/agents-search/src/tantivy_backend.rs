@@ -140,12 +140,18 @@ impl TantivyBackend {
                 field(TEXT_FIELDS[5].0)?,
             ],
         };
-        // Two indexing threads: the machines this runs on have a few cores, and
-        // a first sync of a large repository is bound by tokenizing bodies.
+        // Two indexing threads for an empty index: the machines this runs on
+        // have a few cores, and a first sync of a large repository is bound by
+        // tokenizing bodies. One for an index that holds documents: a sync
+        // then replaces a few files' documents, and each thread that gets
+        // some builds a segment of its own (setting one up took a refresh
+        // of ten files more time than indexing their documents).
         let writer = match write {
             true => {
+                let empty = index.searchable_segment_metas().map_err(error("read segments"))?.is_empty();
+                let threads = if empty { 2 } else { 1 };
                 let mut writer: IndexWriter =
-                    index.writer_with_num_threads(2, WRITER_MEMORY_BYTES).map_err(error("open index writer"))?;
+                    index.writer_with_num_threads(threads, WRITER_MEMORY_BYTES).map_err(error("open index writer"))?;
                 writer.set_merge_policy(Box::new(NoMergePolicy));
                 // Files of segments no commit refers to: what a killed writer left.
                 writer.garbage_collect_files().wait().map_err(error("remove unused files"))?;

@@ -25,6 +25,8 @@
 //! `vectors.delta`, what changed since the base was written (the base's generation, the
 //! keys of its rows removed since, and the rows added since, laid out as in the base);
 //! and `hnsw.usearch` + `hnsw.generation` (the graph, and the generation it matches).
+//! Opening keeps the base's ids in the mapped file, decoded on demand (see `BaseIds`),
+//! so a refresh of a few files does not copy hundreds of thousands of ids.
 //! A commit writes the delta alone, so its cost follows the change, not the index;
 //! once the delta's rows and removed keys pass [`MAX_DELTA_PERCENT`] of the base, the
 //! commit writes a new base instead (and removes the delta). A delta written for another
@@ -94,14 +96,21 @@ impl StaticEmbedder {
     /// The model shipped inside the binary: nothing to download or install.
     pub fn bundled() -> Result<StaticEmbedder, SearchError> {
         let dir = Path::new("<bundled>").join(BUNDLED_MODEL);
+        let model = StaticEmbedder::model(bundled::TOKENIZER, bundled::WEIGHTS, bundled::CONFIG, &dir)?;
+        Ok(StaticEmbedder { id: StaticEmbedder::bundled_id(), model })
+    }
+
+    /// The [`Embedder::model_id`] of [`StaticEmbedder::bundled`], without
+    /// loading the model (tens of milliseconds): what a refresh that changed
+    /// nothing compares with the vector file's header.
+    pub fn bundled_id() -> String {
         // The weights' SHA-256 is in the metadata (a test checks it against
         // the bytes): no need to hash 8 MB on every start.
         let digest = serde_json::from_str::<serde_json::Value>(bundled::METADATA)
             .ok()
             .and_then(|m| m["files"]["model.safetensors"].as_str().and_then(|h| h.get(..16)).map(str::to_owned));
-        let model = StaticEmbedder::model(bundled::TOKENIZER, bundled::WEIGHTS, bundled::CONFIG, &dir)?;
         let digest = digest.unwrap_or_else(|| weights_digest(bundled::WEIGHTS));
-        Ok(StaticEmbedder { id: format!("{BUNDLED_MODEL}@{digest}"), model })
+        format!("{BUNDLED_MODEL}@{digest}")
     }
 
     fn from_parts(
@@ -245,9 +254,52 @@ struct Entry {
     key: u64,
     /// Where the entry's row lies in [`Rows`] and its scale in `scales`.
     slot: usize,
+    /// The id in [`Names`]; unused (empty) for a row of the base file, whose
+    /// id is decoded from the file when asked for ([`BaseIds`]).
     id: Span,
+    /// [`id_hash`] of the id: what [`VectorBackend::upsert`] compares before
+    /// it decodes an id.
+    id_hash: u64,
     path: Span,
     kind: Span,
+}
+
+/// Base rows per group of [`BaseIds`]: decoding one id reads at most this
+/// many records of the file.
+const ID_GROUP: usize = 16;
+
+/// The ids of the base file's rows, decoded on demand. Each id is stored as
+/// what it does not share with the one before, so an id needs the ids
+/// before it: opening keeps the whole id of every [`ID_GROUP`]th row and
+/// where its record starts, and an id is decoded from its group's first.
+/// Opening an index of hundreds of thousands of rows then copies no id
+/// (which took a refresh of ten files about a tenth of a second), and a
+/// small edit decodes only the ids it looks at.
+#[derive(Default)]
+struct BaseIds {
+    /// Per group: the offset in the file of its first row's record, and that
+    /// row's id in `text`.
+    groups: Vec<(usize, Span)>,
+    text: String,
+}
+
+/// An id decoded from the base file, and where the next row's record starts:
+/// what lets [`encode`] read the ids in order without starting each from its
+/// group.
+#[derive(Default)]
+struct IdCursor {
+    /// The slot whose id `id` holds.
+    slot: Option<usize>,
+    next_record: usize,
+    id: String,
+}
+
+/// The hash [`Entry::id_hash`] holds (in memory only: it is never written).
+fn id_hash(id: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = rustc_hash::FxHasher::default();
+    hasher.write(id.as_bytes());
+    hasher.finish()
 }
 
 /// Where one string lies in [`Names`].
@@ -301,6 +353,9 @@ pub struct LocalVectorIndex {
     names: Names,
     /// `dim` quantized components (i8 stored as bytes) per slot.
     rows: Rows,
+    /// The ids of the slots the base file's map holds ([`Rows::base`]);
+    /// `None` when those ids are in `names` (a file of the first format).
+    base_ids: Option<BaseIds>,
     /// One per slot of `rows`.
     scales: Vec<f32>,
     next_key: u64,
@@ -341,6 +396,7 @@ impl LocalVectorIndex {
             entries: Vec::new(),
             names: Names::default(),
             rows: Rows::default(),
+            base_ids: None,
             scales: Vec::new(),
             next_key: 0,
             generation: 0,
@@ -367,6 +423,7 @@ impl LocalVectorIndex {
                     index.rewrite = !stored.current;
                     index.entries = stored.entries;
                     index.names = stored.names;
+                    index.base_ids = stored.ids;
                     index.rows =
                         Rows { base: Some((map, stored.rows_offset)), base_slots: index.base_len, added: Vec::new() };
                     index.scales = stored.scales;
@@ -576,13 +633,35 @@ impl LocalVectorIndex {
             && (filter.kinds.is_empty() || filter.kinds.iter().any(|k| k == kind))
     }
 
-    fn id(&self, row: usize) -> &str {
-        self.names.get(self.entries[row].id)
+    fn id(&self, row: usize) -> std::borrow::Cow<'_, str> {
+        let entry = &self.entries[row];
+        match (&self.base_ids, &self.rows.base) {
+            (Some(ids), Some((map, _))) if entry.slot < self.rows.base_slots => {
+                let mut cursor = IdCursor::default();
+                ids.decode(map, entry.slot, &mut cursor);
+                std::borrow::Cow::Owned(cursor.id)
+            }
+            _ => std::borrow::Cow::Borrowed(self.names.get(entry.id)),
+        }
+    }
+
+    /// [`LocalVectorIndex::id`] of `entry`, decoded into `cursor` or
+    /// borrowed from the names: what [`encode_entries`] reads the ids with,
+    /// in order, without starting each from its group.
+    fn id_with<'a>(&'a self, entry: &Entry, cursor: &'a mut IdCursor) -> &'a str {
+        match (&self.base_ids, &self.rows.base) {
+            (Some(ids), Some((map, _))) if entry.slot < self.rows.base_slots => {
+                ids.decode(map, entry.slot, cursor);
+                &cursor.id
+            }
+            _ => self.names.get(entry.id),
+        }
     }
 
     fn hits(&self, mut scored: Vec<(f32, usize)>, limit: usize) -> Vec<VectorHit> {
+        // Ties (equal scores) alone need ids, decoded as they come.
         let order =
-            |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then_with(|| self.id(a.1).cmp(self.id(b.1)));
+            |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then_with(|| self.id(a.1).cmp(&self.id(b.1)));
         if scored.len() > limit && limit > 0 {
             scored.select_nth_unstable_by(limit - 1, order);
             scored.truncate(limit);
@@ -592,7 +671,7 @@ impl LocalVectorIndex {
         scored
             .into_iter()
             .map(|(score, row)| VectorHit {
-                id: self.id(row).to_owned(),
+                id: self.id(row).into_owned(),
                 path: self.names.get(self.entries[row].path).to_owned(),
                 score,
             })
@@ -658,9 +737,16 @@ impl VectorBackend for LocalVectorIndex {
     }
 
     fn upsert(&mut self, docs: &[VectorDoc]) -> Result<(), SearchError> {
+        // Hashes first: only an entry whose id hashes as one of the docs'
+        // has its id decoded and compared.
+        let hashes: rustc_hash::FxHashSet<u64> = docs.iter().map(|d| id_hash(&d.id)).collect();
         let replaced: HashSet<&str> = docs.iter().map(|d| d.id.as_str()).collect();
-        if self.entries.iter().any(|e| replaced.contains(self.names.get(e.id))) {
-            self.remove_rows(|names, e| replaced.contains(names.get(e.id)));
+        let matching: Vec<u64> = (0..self.entries.len())
+            .filter(|&row| hashes.contains(&self.entries[row].id_hash) && replaced.contains(&*self.id(row)))
+            .map(|row| self.entries[row].key)
+            .collect();
+        if !matching.is_empty() {
+            self.remove_rows(|e| matching.binary_search(&e.key).is_ok());
         }
         self.insert(docs)
     }
@@ -680,6 +766,7 @@ impl VectorBackend for LocalVectorIndex {
                 key: self.next_key,
                 slot,
                 id: self.names.push(&doc.id),
+                id_hash: id_hash(&doc.id),
                 path: self.names.intern(&doc.path),
                 kind: self.names.intern(&doc.kind),
             };
@@ -691,9 +778,12 @@ impl VectorBackend for LocalVectorIndex {
     }
 
     fn delete_paths(&mut self, paths: &[String]) -> Result<(), SearchError> {
-        let paths: HashSet<&str> = paths.iter().map(String::as_str).collect();
-        if self.entries.iter().any(|e| paths.contains(self.names.get(e.path))) {
-            self.remove_rows(|names, e| paths.contains(names.get(e.path)));
+        // Every entry's path is interned: an entry of one of these paths
+        // holds its interned span, so spans are compared, not strings.
+        let spans: rustc_hash::FxHashSet<usize> =
+            paths.iter().filter_map(|p| self.names.interned.get(p.as_str())).map(|span| span.start).collect();
+        if !spans.is_empty() && self.entries.iter().any(|e| spans.contains(&e.path.start)) {
+            self.remove_rows(|e| spans.contains(&e.path.start));
             self.dirty = true;
         }
         Ok(())
@@ -763,11 +853,10 @@ impl VectorBackend for LocalVectorIndex {
 impl LocalVectorIndex {
     /// Removes the entries `drop` picks; their rows stay in their slots (in
     /// memory, unused) until the process ends.
-    fn remove_rows(&mut self, mut drop: impl FnMut(&Names, &Entry) -> bool) {
-        let (names, removed, tombstones, base_next_key) =
-            (&self.names, &mut self.removed_keys, &mut self.tombstones, self.base_next_key);
+    fn remove_rows(&mut self, mut drop: impl FnMut(&Entry) -> bool) {
+        let (removed, tombstones, base_next_key) = (&mut self.removed_keys, &mut self.tombstones, self.base_next_key);
         self.entries.retain(|entry| {
-            if !drop(names, entry) {
+            if !drop(entry) {
                 return true;
             }
             removed.push(entry.key);
@@ -788,6 +877,8 @@ struct Stored {
     current: bool,
     entries: Vec<Entry>,
     names: Names,
+    /// The rows' ids, unless they are in `names` (the first format).
+    ids: Option<BaseIds>,
     /// Where the rows start in the file.
     rows_offset: usize,
     scales: Vec<f32>,
@@ -864,17 +955,19 @@ fn encode_entries(out: &mut Vec<u8>, index: &LocalVectorIndex, entries: &[Entry]
     for name in &strings {
         put_str(out, name);
     }
-    let mut previous = "";
+    let mut previous = String::new();
+    let mut cursor = IdCursor::default();
     for entry in entries {
         out.extend_from_slice(&entry.key.to_le_bytes());
         out.extend_from_slice(&index.scales[entry.slot].to_le_bytes());
         out.extend_from_slice(&table[index.names.get(entry.path)].to_le_bytes());
         out.extend_from_slice(&table[index.names.get(entry.kind)].to_le_bytes());
-        let id = index.names.get(entry.id);
-        let shared = shared_prefix(previous, id).min(u16::MAX as usize);
+        let id = index.id_with(entry, &mut cursor);
+        let shared = shared_prefix(&previous, id).min(u16::MAX as usize);
         out.extend_from_slice(&(shared as u16).to_le_bytes());
         put_str(out, &id[shared..]);
-        previous = id;
+        previous.clear();
+        previous.push_str(id);
     }
     for entry in entries {
         out.extend_from_slice(index.rows.row(entry.slot, index.dim));
@@ -950,6 +1043,8 @@ impl<'a> Reader<'a> {
 /// The entries of a base or delta file, their slots numbered from `first_slot`.
 struct DecodedEntries {
     entries: Vec<Entry>,
+    /// The ids, when asked for on demand ([`BaseIds`]); else in the names.
+    ids: Option<BaseIds>,
     scales: Vec<f32>,
     rows_offset: usize,
     rows_len: usize,
@@ -968,9 +1063,9 @@ fn decode(bytes: &[u8]) -> Result<Stored, DecodeError> {
     let next_key = r.u64()?;
     let generation = r.u64()?;
     let mut names = Names::default();
-    let decoded = decode_entries(bytes, &mut r, &mut names, 0, dim, v1)?;
-    let DecodedEntries { entries, scales, rows_offset, .. } = decoded;
-    Ok(Stored { model_id, dim, next_key, generation, current, entries, names, rows_offset, scales })
+    let decoded = decode_entries(bytes, &mut r, &mut names, 0, dim, v1, true)?;
+    let DecodedEntries { entries, ids, scales, rows_offset, .. } = decoded;
+    Ok(Stored { model_id, dim, next_key, generation, current, entries, names, ids, rows_offset, scales })
 }
 
 /// What a delta file holds.
@@ -1004,8 +1099,8 @@ fn decode_delta(bytes: &[u8], names: &mut Names, first_slot: usize) -> Result<De
     for _ in 0..count {
         tombstones.push(r.u64()?);
     }
-    let DecodedEntries { entries, scales, rows_offset, rows_len } =
-        decode_entries(bytes, &mut r, names, first_slot, dim, false)?;
+    let DecodedEntries { entries, scales, rows_offset, rows_len, .. } =
+        decode_entries(bytes, &mut r, names, first_slot, dim, false, false)?;
     Ok(Delta {
         model_id,
         dim,
@@ -1021,7 +1116,9 @@ fn decode_delta(bytes: &[u8], names: &mut Names, first_slot: usize) -> Result<De
 }
 
 /// Decodes what [`encode_entries`] wrote (or the first format's rows, `v1`),
-/// which must end the file.
+/// which must end the file. With `lazy` (a base file), the ids are checked
+/// and hashed but not kept: [`BaseIds`] decodes them again when asked.
+#[allow(clippy::too_many_arguments)]
 fn decode_entries(
     bytes: &[u8],
     r: &mut Reader<'_>,
@@ -1029,56 +1126,71 @@ fn decode_entries(
     first_slot: usize,
     dim: usize,
     v1: bool,
+    lazy: bool,
 ) -> Result<DecodedEntries, DecodeError> {
     let count = usize::try_from(r.u64()?).map_err(|_| DecodeError::BadRowCount)?;
     let mut entries = Vec::with_capacity(count.min(bytes.len()));
     let mut scales = Vec::with_capacity(count.min(bytes.len()));
+    let mut ids = None;
     if v1 {
         names.text.reserve(bytes.len().saturating_sub(count.saturating_mul(dim)));
         for slot in first_slot..first_slot + count {
             let key = r.u64()?;
             scales.push(f32::from_bits(r.u32()?));
             let (id, path, kind) = (r.str()?, r.str()?, r.str()?);
-            entries.push(Entry { key, slot, id: names.push(id), path: names.intern(path), kind: names.intern(kind) });
+            let (id_hash, id) = (id_hash(id), names.push(id));
+            entries.push(Entry { key, slot, id, id_hash, path: names.intern(path), kind: names.intern(kind) });
         }
     } else {
         let strings = r.u32()? as usize;
-        // The names' exact length, read ahead: growing the buffer as the ids
-        // come (tens of megabytes on a large tree) cost an unchanged refresh
-        // a fifth of its time in copies and page faults.
-        let mut ahead = Reader(r.0);
-        let mut length = 0;
-        for _ in 0..strings {
-            length += ahead.str()?.len();
-        }
-        for _ in 0..count {
-            ahead.take(20)?;
-            let shared = u16::from_le_bytes(ahead.array()?) as usize;
-            length += shared + ahead.str()?.len();
-        }
-        names.text.reserve(length);
         let mut table = Vec::with_capacity(strings.min(bytes.len()));
         for _ in 0..strings {
             let name = r.str()?;
             table.push(names.intern(name));
         }
+        if !lazy {
+            // The ids' exact length, read ahead: growing the buffer as the ids
+            // come cost a large delta copies and page faults.
+            let mut ahead = Reader(r.0);
+            let mut length = 0;
+            for _ in 0..count {
+                ahead.take(20)?;
+                let shared = u16::from_le_bytes(ahead.array()?) as usize;
+                length += shared + ahead.str()?.len();
+            }
+            names.text.reserve(length);
+        }
+        let mut base_ids =
+            lazy.then(|| BaseIds { groups: Vec::with_capacity(count / ID_GROUP + 1), ..Default::default() });
         let lookup = |i: u32| table.get(i as usize).copied().ok_or(DecodeError::BadStringIndex);
-        let mut previous: Option<Span> = None;
+        // The current id: each record cuts the one before and appends to it.
         let mut id = String::new();
-        for slot in first_slot..first_slot + count {
+        for (i, slot) in (first_slot..first_slot + count).enumerate() {
+            let record = bytes.len() - r.0.len();
             let key = r.u64()?;
             scales.push(f32::from_bits(r.u32()?));
             let (path, kind) = (lookup(r.u32()?)?, lookup(r.u32()?)?);
             let shared = u16::from_le_bytes(r.array()?) as usize;
             let suffix = r.str()?;
-            id.clear();
-            let before = previous.map_or("", |span| names.get(span));
-            id.push_str(before.get(..shared).ok_or(DecodeError::BadStringIndex)?);
+            if !id.is_char_boundary(shared) {
+                return Err(DecodeError::BadStringIndex);
+            }
+            id.truncate(shared);
             id.push_str(suffix);
-            let span = names.push(&id);
-            previous = Some(span);
-            entries.push(Entry { key, slot, id: span, path, kind });
+            let span = match &mut base_ids {
+                Some(base) => {
+                    if i % ID_GROUP == 0 {
+                        let start = base.text.len();
+                        base.text.push_str(&id);
+                        base.groups.push((record, Span { start, len: id.len() as u32 }));
+                    }
+                    Span { start: 0, len: 0 }
+                }
+                None => names.push(&id),
+            };
+            entries.push(Entry { key, slot, id: span, id_hash: id_hash(&id), path, kind });
         }
+        ids = base_ids;
     }
     if entries.windows(2).any(|pair| pair[0].key >= pair[1].key) {
         return Err(DecodeError::BadKey);
@@ -1089,7 +1201,58 @@ fn decode_entries(
     if !r.0.is_empty() {
         return Err(DecodeError::TrailingBytes);
     }
-    Ok(DecodedEntries { entries, scales, rows_offset, rows_len })
+    Ok(DecodedEntries { entries, ids, scales, rows_offset, rows_len })
+}
+
+impl BaseIds {
+    /// The id of base `slot` into `cursor`, read from `file` (the base file
+    /// these groups were made from); from the record after the cursor's when
+    /// it holds the slot before, else from the slot's group.
+    fn decode(&self, file: &[u8], slot: usize, cursor: &mut IdCursor) {
+        let mut next = match cursor.slot {
+            Some(held) if held == slot => return,
+            Some(held) if held + 1 == slot => cursor.next_record,
+            _ => {
+                let Some(&(record, span)) = self.groups.get(slot / ID_GROUP) else {
+                    cursor.slot = None;
+                    cursor.id.clear();
+                    return;
+                };
+                cursor.id.clear();
+                cursor.id.push_str(&self.text[span.start..span.start + span.len as usize]);
+                cursor.slot = Some(slot - slot % ID_GROUP);
+                cursor.next_record = skip_record(file, record);
+                if cursor.slot == Some(slot) {
+                    return;
+                }
+                cursor.next_record
+            }
+        };
+        // Opening checked every record: what follows cannot fail on the
+        // same bytes, and would leave the id as far as it got if it did.
+        let start = cursor.slot.map_or(slot, |held| held + 1);
+        for at in start..=slot {
+            let mut r = Reader(file.get(next..).unwrap_or_default());
+            let Ok(_) = r.take(20) else { break };
+            let (Ok(shared), Ok(suffix)) = (r.array::<2>(), r.str()) else { break };
+            let shared = u16::from_le_bytes(shared) as usize;
+            if !cursor.id.is_char_boundary(shared) {
+                break;
+            }
+            cursor.id.truncate(shared);
+            cursor.id.push_str(suffix);
+            cursor.slot = Some(at);
+            next = file.len() - r.0.len();
+        }
+        cursor.next_record = next;
+    }
+}
+
+/// Where the record after the one at `record` starts.
+fn skip_record(file: &[u8], record: usize) -> usize {
+    let mut r = Reader(file.get(record..).unwrap_or_default());
+    let _ = r.take(22).and_then(|_| r.str());
+    file.len() - r.0.len()
 }
 
 /// The quantized rows by slot: the base file's, mapped as opened (nothing is
@@ -1182,6 +1345,7 @@ mod tests {
         }
         let model = StaticEmbedder::bundled().unwrap();
         assert_eq!(model.dim(), 256);
+        assert_eq!(model.model_id(), StaticEmbedder::bundled_id());
         // The id names the weights as hashing them would.
         assert_eq!(model.model_id(), format!("minilm-code-static@{}", weights_digest(bundled::WEIGHTS)));
         let texts: Vec<String> = [
@@ -1346,10 +1510,11 @@ mod tests {
         out.extend_from_slice(&index.next_key.to_le_bytes());
         out.extend_from_slice(&index.generation.to_le_bytes());
         out.extend_from_slice(&(index.entries.len() as u64).to_le_bytes());
-        for entry in &index.entries {
+        for (row, entry) in index.entries.iter().enumerate() {
             out.extend_from_slice(&entry.key.to_le_bytes());
             out.extend_from_slice(&index.scales[entry.slot].to_le_bytes());
-            for span in [entry.id, entry.path, entry.kind] {
+            put_str(&mut out, &index.id(row));
+            for span in [entry.path, entry.kind] {
                 put_str(&mut out, index.names.get(span));
             }
         }
@@ -1373,13 +1538,9 @@ mod tests {
             let mut rows: Vec<_> = index
                 .entries
                 .iter()
-                .map(|e| {
-                    (
-                        e.key,
-                        index.names.get(e.id).into(),
-                        index.names.get(e.path).into(),
-                        index.names.get(e.kind).into(),
-                    )
+                .enumerate()
+                .map(|(row, e)| {
+                    (e.key, index.id(row).into_owned(), index.names.get(e.path).into(), index.names.get(e.kind).into())
                 })
                 .collect();
             rows.sort();
@@ -1573,6 +1734,46 @@ mod tests {
             proptest::prop_assert_eq!(answers(&index), answers(&fresh));
             drop(index);
             proptest::prop_assert_eq!(answers(&open(&dir.path().join("edited"), 1000)), answers(&fresh));
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config { cases: 24, ..Default::default() })]
+
+        /// The base file's ids, decoded on demand in any order (one cursor
+        /// carried from each to the next, or a fresh one each time), are the
+        /// ids written, whatever they share with the ones before.
+        #[test]
+        fn base_ids_decode_in_any_order(
+            ids in proptest::collection::btree_set("(uko://r/)?[ab/#ä]{0,6}", 1..80),
+            order in proptest::collection::vec(0..80usize, 0..120),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let ids: Vec<String> = ids.into_iter().collect();
+            {
+                let mut index = open(dir.path(), usize::MAX);
+                let docs: Vec<VectorDoc> = ids
+                    .iter()
+                    .enumerate()
+                    .map(|(i, id)| VectorDoc {
+                        id: id.clone(),
+                        path: "p.py".into(),
+                        kind: "function".into(),
+                        vector: unit(i as u64 + 1, 32),
+                    })
+                    .collect();
+                index.insert(&docs).unwrap();
+                index.commit().unwrap();
+            }
+            let index = open(dir.path(), usize::MAX);
+            proptest::prop_assert!(index.base_ids.is_some());
+            let mut cursor = IdCursor::default();
+            for row in order.into_iter().map(|i| i % ids.len()).chain(0..ids.len()) {
+                let entry = index.entries[row];
+                proptest::prop_assert_eq!(index.id_with(&entry, &mut cursor), ids[row].as_str());
+                proptest::prop_assert_eq!(index.id(row), ids[row].as_str());
+                proptest::prop_assert_eq!(entry.id_hash, id_hash(&ids[row]));
+            }
         }
     }
 

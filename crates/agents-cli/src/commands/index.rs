@@ -65,7 +65,8 @@ pub fn index(settings: &Settings, args: IndexArgs) -> anyhow::Result<()> {
     options.wait_for_lock = args.wait;
     let mode = if args.full { IndexMode::Full } else { IndexMode::Refresh };
     let bar = Bar::new(settings.progress);
-    let outcome = engine.index_path(&args.path, mode, &options, &bar)?;
+    let progress = PreloadOnWork { inner: &bar, engine: (!args.no_search).then_some(&engine) };
+    let outcome = engine.index_path(&args.path, mode, &options, &progress)?;
     let mut summary = IndexSummary::of(&outcome);
     if !args.no_search {
         let started = std::time::Instant::now();
@@ -74,6 +75,32 @@ pub fn index(settings: &Settings, args: IndexArgs) -> anyhow::Result<()> {
         summary.search = Some(sync);
     }
     settings.printer.emit(&summary, || render_summary(&summary))
+}
+
+/// Progress that, once the run finds files to read, starts loading the
+/// embedding model the search sync after it will need: the model (tens of
+/// milliseconds) then loads while the files are parsed, and a run that
+/// changed nothing loads none.
+struct PreloadOnWork<'a> {
+    inner: &'a dyn agents_acms::indexing::Progress,
+    engine: Option<&'a agents_engine::Engine>,
+}
+
+impl agents_acms::indexing::Progress for PreloadOnWork<'_> {
+    fn start(&self, phase: &str, total: u64) {
+        if phase == agents_acms::indexing::PHASE_INDEXING
+            && let Some(engine) = self.engine
+        {
+            engine.preload_model();
+        }
+        self.inner.start(phase, total);
+    }
+    fn advance(&self, n: u64) {
+        self.inner.advance(n);
+    }
+    fn finish(&self) {
+        self.inner.finish();
+    }
 }
 
 pub fn render_summary(s: &IndexSummary<'_>) -> String {

@@ -540,14 +540,31 @@ pub fn for_each_symbol(
             emit(&mut st.query([g.id])?)
         }
         Some(names) => {
-            let sql = format!(
-                "{COLUMNS} FROM uko_nodes n INDEXED BY ix_uko_nodes_name JOIN uko_paths p ON p.path_id = n.path_id \
-                 {JOINS} WHERE n.name_id = ?1 AND n.is_current = 1"
-            );
-            let mut st = conn.prepare_cached(&sql)?;
+            // The name is the one asked for, and kinds are few: each row
+            // joins its path and symbol path only, and a kind's text is
+            // looked up once (a refresh of a few files asks for hundreds of
+            // names, some defined thousands of times).
+            let mut st = conn.prepare_cached(
+                "SELECT p.path, s.text, n.kind_id FROM uko_nodes n INDEXED BY ix_uko_nodes_name \
+                 JOIN uko_paths p ON p.path_id = n.path_id JOIN uko_strings s ON s.string_id = n.symbol_id \
+                 WHERE n.name_id = ?1 AND n.is_current = 1",
+            )?;
+            let mut kinds: FxHashMap<i64, String> = FxHashMap::default();
+            let mut kind_text = conn.prepare_cached("SELECT text FROM uko_strings WHERE string_id = ?1")?;
             for name in names {
-                if let Some(id) = g.string_id(conn, name)? {
-                    emit(&mut st.query([id])?)?;
+                let Some(id) = g.string_id(conn, name)? else { continue };
+                let mut rows = st.query([id])?;
+                while let Some(row) = rows.next()? {
+                    let kind_id: i64 = row.get(2)?;
+                    let kind = match kinds.entry(kind_id) {
+                        std::collections::hash_map::Entry::Occupied(held) => held.into_mut(),
+                        std::collections::hash_map::Entry::Vacant(slot) => {
+                            let text: Option<String> = kind_text.query_row([kind_id], |r| r.get(0)).optional()?;
+                            slot.insert(text.unwrap_or_default())
+                        }
+                    };
+                    let get = |i| row.get_ref(i).ok().and_then(|v| v.as_str().ok()).unwrap_or("");
+                    f(get(0), get(1), name, kind);
                 }
             }
             Ok(())
