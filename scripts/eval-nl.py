@@ -250,16 +250,6 @@ def parse_range(text, path, tree):
     return None
 
 
-def terms_met(text):
-    """(share, count) of the query's words a fragment's node holds, from its `terms`
-    metadata (`met/words`); (0, 0) when absent."""
-    try:
-        met, words = (int(x) for x in str(text).split("/"))
-        return (met / words if words else 0.0, float(met))
-    except ValueError:
-        return (0.0, 0.0)
-
-
 def parse_output(data, tree):
     frags = []
     for i, f in enumerate(data.get("fragments") or []):
@@ -284,7 +274,7 @@ def parse_output(data, tree):
             "kind": (f.get("metadata") or {}).get("kind") or "", "node": f.get("uko_node") or "",
             "name_match": float((f.get("metadata") or {}).get("name_match") or 0.0),
             "standing": float((f.get("metadata") or {}).get("standing") or 0.0),
-            "terms": terms_met((f.get("metadata") or {}).get("terms")),
+            "terms": (f.get("metadata") or {}).get("terms"),
         })
     ranked = sorted(frags, key=lambda x: -x["score"])  # stable: ties keep output order
     if isinstance(data.get("ranked_files"), list):
@@ -513,11 +503,11 @@ class Runner:
                     entry["fragments"] = len(frags)
                     # Every packed fragment, for re-ranking studies offline:
                     # [path, first line, last line, evidence, relevance_score, depth, tokens, kind, node,
-                    # name_match, file standing, share of the query's words met, words met]
+                    # name_match, file standing, query words met (`met/words`)]
                     # (scripts/fit-chunk-ranker.py reads them).
                     entry["all"] = [[f["path"] or f["raw_path"], *(f["range"] or (None, None)), f["evidence"],
                                      f["score"], f["depth"], f["tokens"], f["kind"], f["node"], f["name_match"],
-                                     f["standing"], *f["terms"]] for f in frags]
+                                     f["standing"], f["terms"]] for f in frags]
                     entry["strategies_used"] = main["strategies_used"]
                     entry["backends"] = main["backends"]
                     entry["diag"] = diagnostics(frags)

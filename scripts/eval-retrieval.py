@@ -210,21 +210,11 @@ def ranked_from_output(data, workdir):
     return out
 
 
-def terms_met(text):
-    """(share, count) of the query's words a fragment's node holds, from its `terms`
-    metadata (`met/words`); (0, 0) when absent."""
-    try:
-        met, words = (int(x) for x in str(text).split("/"))
-        return (met / words if words else 0.0, float(met))
-    except ValueError:
-        return (0.0, 0.0)
-
-
 def fragment_rows(data, workdir):
     """Every packed fragment of the engine's JSON, in the columns scripts/eval-nl.py keeps
     (`all`), for scripts/fit-chunk-ranker.py: [path, first line, last line, evidence,
-    relevance_score, depth, tokens, kind, node, name_match, file standing, share of the query's
-    words met, words met]. A fragment without a line range (a whole file) has None for its lines."""
+    relevance_score, depth, tokens, kind, node, name_match, file standing, query words met
+    (`met/words`)]. A fragment without a line range (a whole file) has None for its lines."""
     rows = []
     prefix = str(workdir).rstrip("/") + "/"
     for f in data.get("fragments") or []:
@@ -246,7 +236,7 @@ def fragment_rows(data, workdir):
         score = f.get("relevance_score")
         rows.append([path, first, last, num("evidence"), float(score) if isinstance(score, (int, float)) else 0.0,
                      f.get("detail_depth"), f.get("token_count"), meta.get("kind") or "", f.get("uko_node") or "",
-                     num("name_match"), num("standing"), *terms_met(meta.get("terms"))])
+                     num("name_match"), num("standing"), meta.get("terms")])
     return rows
 
 

@@ -88,6 +88,18 @@ def file_role(path):
     return "source"
 
 
+def words_met(f):
+    """(share, number) of the query's words a fragment's node holds: its `met/words` column
+    (runs from before it: the two numbers, or nothing)."""
+    if len(f) > 12 and isinstance(f[11], (int, float)):
+        return float(f[11]), float(f[12])
+    try:
+        met, words = (int(x) for x in str(f[11]).split("/"))
+        return (met / words if words else 0.0), float(met)
+    except (IndexError, ValueError):
+        return 0.0, 0.0
+
+
 def features(case):
     """One row per packed fragment of the case's engine answer, and the fragments."""
     engine = case["systems"]["engine"]
@@ -113,7 +125,7 @@ def features(case):
                      kind in FUNCTION, kind in CONTAINER, kind in WHOLE_FILE,
                      0.0 if kind in WHOLE_FILE else math.log(max(lines, 1)),
                      role == "test", role == "doc", role == "example", role in ("stub", "generated"),
-                     f[11] if len(f) > 11 else 0.0, f[12] if len(f) > 12 else 0.0])
+                     *words_met(f)])
     return np.array(rows, dtype=float), fragments
 
 
