@@ -331,6 +331,7 @@ pub struct ContextFragment {
     provenance: FragmentProvenance,
     tier: ContextTier,
     metadata: BTreeMap<String, String>,
+    #[serde(serialize_with = "crate::ids::serialize_fixed_time")]
     created_at: DateTime<Utc>,
 }
 
@@ -708,6 +709,7 @@ pub struct AssembledContext {
     context_hash: String,
     preamble: Option<String>,
     provenance_map: BTreeMap<String, FragmentProvenance>,
+    #[serde(serialize_with = "crate::ids::serialize_fixed_time")]
     assembled_at: DateTime<Utc>,
 }
 

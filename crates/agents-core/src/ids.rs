@@ -46,6 +46,14 @@ pub fn now_utc() -> DateTime<Utc> {
     Utc::now()
 }
 
+/// Serializes a timestamp as RFC 3339 with all nine digits of its fraction:
+/// the default drops trailing zeros, so the same document's token count
+/// (which the output formats keep inside the budget) would depend on the
+/// clock. Parsing accepts any RFC 3339 form.
+pub fn serialize_fixed_time<S: serde::Serializer>(time: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&time.to_rfc3339_opts(SecondsFormat::Nanos, true))
+}
+
 /// The UTC time `secs` seconds after the Unix epoch (an injected clock, e.g.
 /// `$SOURCE_DATE_EPOCH`); `None` when out of range.
 pub fn from_epoch_secs(secs: i64) -> Option<DateTime<Utc>> {
@@ -64,6 +72,21 @@ pub fn from_iso(text: &str) -> Option<DateTime<Utc>> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_serialized_timestamp_has_a_fixed_width_whatever_its_clock() {
+        let ser = |nanos: u32| {
+            let time = DateTime::from_timestamp(1_764_000_000, nanos).unwrap();
+            let mut out = Vec::new();
+            serialize_fixed_time(&time, &mut serde_json::Serializer::new(&mut out)).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            let back: DateTime<Utc> = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, time);
+            text
+        };
+        assert_eq!(ser(998_087_000), "\"2025-11-24T16:00:00.998087000Z\"");
+        assert_eq!(ser(0).len(), ser(123_456_789).len());
+    }
+
     use super::*;
 
     #[test]

@@ -241,6 +241,10 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// Times [`Pipeline::fit`] packs again, each holding back more (the last
+/// overshoot, or twice what it held back before), before it drops fragments.
+const REPACK_ROUNDS: usize = 6;
+
 impl Pipeline {
     /// Keeps the hard budget in `format`: renders the context as it will be
     /// delivered, counts that text, and while it is over the available tokens
@@ -265,8 +269,24 @@ impl Pipeline {
         let mut downgraded = 0;
         let mut measured = assembly.measure(format, tokenizer);
         if !assembly.pieces.is_empty() && measured.bound > available {
-            downgraded = self.repack(assembly, format, query, &resource_id, renderer, tokenizer)?;
-            measured = assembly.measure(format, tokenizer);
+            // What a fragment costs beside its element (its provenance entry,
+            // a preamble written for fewer fragments) shows only in the whole
+            // text: when the repacked text is still over, pack again with that
+            // much less room, rather than drop a fragment that a shallower
+            // depth would have fitted.
+            let pieces = assembly.pieces.clone();
+            let mut reserve = 0;
+            for _ in 0..REPACK_ROUNDS {
+                assembly.pieces = pieces.clone();
+                downgraded = self.repack(assembly, format, query, renderer, tokenizer, reserve)?;
+                measured = assembly.measure(format, tokenizer);
+                if measured.bound <= available {
+                    break;
+                }
+                // Held back: the overshoot, doubling when that was not
+                // enough (a fragment's cost moves in steps of its depths).
+                reserve = (reserve + measured.bound - available).max(2 * reserve);
+            }
         }
         // Then drop the worst fragment while the text can be over.
         while !assembly.pieces.is_empty() && measured.bound > available {
@@ -309,17 +329,21 @@ impl Pipeline {
     /// Packs the assembly's pieces again into what the format leaves of the
     /// budget: best score first, each at the deepest depth of its ladder (its
     /// depth, then 4, 2, 0) whose element fits, the rest left out; the order
-    /// stays the orderer's. Returns how many pieces went shallower.
+    /// stays the orderer's; `reserve` tokens are held back. Returns how
+    /// many pieces went shallower.
     fn repack(
         &self,
         assembly: &mut Assembly,
         format: OutputFormat,
         query: &str,
-        resource_id: &str,
         renderer: &dyn DepthRenderer,
         tokenizer: &dyn TokenCounter,
+        reserve: usize,
     ) -> Result<usize, PipelineError> {
         let available = assembly.context.budget().available_tokens() as usize;
+        let resource_id =
+            assembly.context.fragments().first().map(|f| f.provenance().resource_id().to_owned()).unwrap_or_default();
+        let resource_id = resource_id.as_str();
         let pieces = std::mem::take(&mut assembly.pieces);
         // The frame: the format's text without a fragment, with the preamble
         // written for all of them (a preamble for fewer is no longer).
@@ -333,7 +357,7 @@ impl Pipeline {
         let full = std::mem::replace(&mut assembly.context, frame.build()?);
         let frame_tokens = assembly.measure(format, tokenizer).bound;
         assembly.context = full;
-        let mut left = available.saturating_sub(frame_tokens);
+        let mut left = available.saturating_sub(frame_tokens).saturating_sub(reserve);
         let mut best: Vec<usize> = (0..pieces.len()).collect();
         // A parent's skeleton first (it has its own share of the budget), then
         // the retrieved pieces, best first.
