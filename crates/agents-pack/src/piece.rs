@@ -200,10 +200,11 @@ pub trait DepthRenderer: Sync {
         None
     }
 
-    /// The stored node `uri`'s source text, whole, when known: what the
-    /// ranker reads for the query's words whatever depth the piece is shown at.
-    fn source_text(&self, _uri: &str) -> Option<String> {
-        None
+    /// Lends the stored node `uri`'s source text, whole, to `read` when it is
+    /// known (and says whether it was): what the ranker reads for the query's
+    /// words whatever depth the piece is shown at, without copying the file.
+    fn with_source_text(&self, _uri: &str, _read: &mut dyn FnMut(&str)) -> bool {
+        false
     }
 }
 

@@ -270,11 +270,8 @@ impl QueryTerms {
             if is_stop_word(token) || is_question_word(token) || keys.contains_key(token) {
                 return;
             }
-            let mut stem = None;
-            if token.len() >= 4 && token.bytes().all(|b| b.is_ascii_lowercase()) {
-                tokenize::with_stem(token, |s| stem = Some(s.to_owned()));
-            }
-            let root = stem.clone().unwrap_or_else(|| token.to_owned());
+            let mut root = token.to_owned();
+            tokenize::with_search_stem(token, |stem| root = stem.to_owned());
             let next = by_root.len();
             let word = *by_root.entry(root.clone()).or_insert(next);
             keys.insert(token.to_owned(), word);

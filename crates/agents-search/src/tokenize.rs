@@ -68,10 +68,17 @@ pub fn search_tokens(text: &str) -> Vec<String> {
 pub(crate) fn for_each_search_token(text: &str, mut sink: impl FnMut(&str, Range<usize>)) {
     for_each_code_token(text, |token, span| {
         sink(token, span.clone());
-        if token.len() >= MIN_STEMMED_BYTES && token.bytes().all(|b| b.is_ascii_lowercase()) {
-            with_stem(token, |stem| sink(stem, span));
-        }
+        with_search_stem(token, |stem| sink(stem, span));
     });
+}
+
+/// Calls `f` with the stem [`search_tokens`] adds after `token`, when it adds
+/// one: words of [`MIN_STEMMED_BYTES`] or more, lowercase ASCII letters only,
+/// whose English stem differs.
+pub(crate) fn with_search_stem(token: &str, f: impl FnOnce(&str)) {
+    if token.len() >= MIN_STEMMED_BYTES && token.bytes().all(|b| b.is_ascii_lowercase()) {
+        with_stem(token, f);
+    }
 }
 
 /// Shortest word that [`search_tokens`] stems: shorter ones (`get`, `map`,
@@ -90,7 +97,7 @@ thread_local! {
 }
 
 /// Calls `f` with `word`'s stem when it differs from the word.
-pub(crate) fn with_stem(word: &str, f: impl FnOnce(&str)) {
+fn with_stem(word: &str, f: impl FnOnce(&str)) {
     let stem = STEMS.with(|cell| {
         let mut cache = cell.borrow_mut();
         if let Some(stem) = cache.get(word) {

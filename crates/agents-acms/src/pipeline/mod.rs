@@ -850,8 +850,10 @@ impl Pipeline {
                     let size = if asked_for { 1.0 } else { components::size_prior(&piece) };
                     piece.name_match = names.of(&piece.uko_node);
                     if !terms.is_empty() {
-                        let text = input.renderer.source_text(&piece.uko_node);
-                        let met = terms.met(text.as_deref().unwrap_or(&piece.content));
+                        let mut met = 0;
+                        if !input.renderer.with_source_text(&piece.uko_node, &mut |text| met = terms.met(text)) {
+                            met = terms.met(&piece.content);
+                        }
                         piece.terms_met = u32::try_from(met).unwrap_or(u32::MAX);
                         piece.query_words = u32::try_from(terms.len()).unwrap_or(u32::MAX);
                     }

@@ -111,15 +111,13 @@ impl DepthRenderer for StoreRenderer<'_> {
         usize::try_from(node.node.end_byte - node.node.start_byte).ok()
     }
 
-    fn source_text(&self, uri: &str) -> Option<String> {
-        let node = self.node(uri)?;
-        let source = self.source(&node.node.path)?;
-        let start = usize::try_from(node.node.start_byte).ok()?;
-        let end = usize::try_from(node.node.end_byte).ok()?;
+    fn with_source_text(&self, uri: &str, read: &mut dyn FnMut(&str)) -> bool {
+        let Some(node) = self.node(uri) else { return false };
+        let Some(source) = self.source(&node.node.path) else { return false };
+        let start = usize::try_from(node.node.start_byte).unwrap_or(0);
+        let end = usize::try_from(node.node.end_byte).unwrap_or(0).min(source.len());
         // A whole file's node may record no byte range: it is the whole text.
-        if end <= start {
-            return Some(source.as_ref().clone());
-        }
-        source.get(start..end.min(source.len())).map(str::to_owned)
+        let text = if end <= start { Some(source.as_str()) } else { source.get(start..end) };
+        text.map(read).is_some()
     }
 }
