@@ -12,7 +12,7 @@ are the ground truth) the harness
      a git work tree at PARENT with only PARENT's ancestors reachable);
   2. refreshes the engine's index of it (`agents index DIR`, timed apart);
   3. asks the engine, once per strategy, for a ranked file list:
-         agents query --json --max-tokens 8000 [--strategy NAME] -- "QUERY" DIR
+         agents query --json --max-tokens 8000 [--strategy NAME] [EXTRA ARGS] -- "QUERY" DIR
      using `ranked_files` from the JSON when present, else the first
      occurrence of each fragment path (`path` or `source_path`) in rank order;
   4. ranks the tree's files with a plain whole-file BM25 baseline computed
@@ -27,6 +27,7 @@ stderr.
     scripts/eval-retrieval.py [--agents target/release/agents] [--strategies a,b|default]
                               [--no-strategy-flag] [--repos gin-gonic/gin,...] [--limit N]
                               [--work DIR] [--out results.json] [--jobs 1]
+                              [--extra-args '--candidates 100']
 
 Strategy "default" (or --no-strategy-flag) runs the engine without --strategy.
 A strategy whose run exits non-zero, or whose JSON says it is unavailable, is
@@ -47,6 +48,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -447,7 +449,7 @@ class Runner:
                     res["systems"][key] = {"ranked": [], "scores": score([], case["files"]), "seconds": None,
                                            "error": f"skipped: {disabled}"}
                     continue
-                cmd = ["query", "--json", "--quiet", "--max-tokens", str(args.max_tokens)]
+                cmd = ["query", "--json", "--quiet", "--max-tokens", str(args.max_tokens), *shlex.split(args.extra_args)]
                 if strat != "default":
                     # `a+b` asks for several strategies at once.
                     for name in strat.split("+"):
@@ -564,6 +566,7 @@ def main():
     ap.add_argument("--limit", type=int, default=0, help="at most N cases per repository (evenly spaced)")
     ap.add_argument("--jobs", type=int, default=1, help="repositories evaluated in parallel")
     ap.add_argument("--max-tokens", type=int, default=8000)
+    ap.add_argument("--extra-args", default="", help="extra arguments for every `agents query` (shell-split)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per engine call")
     ap.add_argument("--max-failures", type=int, default=5,
                     help="stop asking a strategy after this many consecutive failures")
@@ -633,6 +636,7 @@ def main():
         "index_s_total": sum(r.get("index_s", 0) for r in results),
         "agents": args.agents if strategies else None,
         "max_tokens": args.max_tokens,
+        "extra_args": args.extra_args,
         "overall": {s: aggregate(results, s) for s in systems},
         "per_repo": {repo: {s: aggregate([r for r in results if r["repo"] == repo], s) for s in systems}
                      for repo in repos},

@@ -9,7 +9,8 @@ and fits a logistic model (L2-regularised, Newton steps, numpy) over:
   ln(file standing), 1/(1 + place among its file's pieces), evidence, name match,
   function/method, class-like container, whole-file node (module, file, document),
   ln(lines) of a node that is not a whole file,
-  test / document / example / stub-or-generated file (the engine's FileRole rules),
+  test / document / example / stub-or-generated file (the engine's FileRole rules; an example
+  counts as source when the query asks for examples, as RolesAsked has it),
   the share and the number of the query's words the node's text contains.
 
 The weights are fitted pairwise by default (RankNet: within each question, the log-odds that a
@@ -44,6 +45,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -88,6 +90,15 @@ def file_role(path):
     return "source"
 
 
+EXAMPLE_WORDS = {"example", "examples", "sample", "samples", "bench", "benches", "benchmark", "benchmarks"}
+
+
+def asks_for_examples(query):
+    """The engine's RolesAsked::of (crates/agents-acms/src/retrieval/mod.rs): the query names
+    examples or benchmarks as a word, and their files then rank as source."""
+    return any(w.lower() in EXAMPLE_WORDS for w in re.split(r"[^0-9A-Za-z]+", query or "") if w)
+
+
 def words_met(f):
     """(share, number) of the query's words a fragment's node holds: its `met/words` column
     (runs from before it: the two numbers, or nothing)."""
@@ -103,6 +114,7 @@ def words_met(f):
 def features(case):
     """One row per packed fragment of the case's engine answer, and the fragments."""
     engine = case["systems"]["engine"]
+    asks_example = asks_for_examples(case.get("query"))
     fragments = engine["all"]
     files = engine["files"]
     by_file = collections.defaultdict(list)
@@ -121,6 +133,8 @@ def features(case):
             standing = 1 / (1 + i / 3)
         lines = (last - first + 1) if first is not None else 1
         role = file_role(path or "")
+        if role == "example" and asks_example:
+            role = "source"
         rows.append([1.0, math.log(max(standing, 1e-3)), 1 / (1 + ordinal[id(f)]), evidence, name_match,
                      kind in FUNCTION, kind in CONTAINER, kind in WHOLE_FILE,
                      0.0 if kind in WHOLE_FILE else math.log(max(lines, 1)),

@@ -81,6 +81,11 @@ pub struct Piece {
     /// How many words the query has (`agents_search::QueryTerms::len`).
     #[serde(default)]
     pub query_words: u32,
+    /// The query asks for files of this piece's file's role by name (its
+    /// examples: `agents_acms::retrieval::RolesAsked`): the piece ranks as
+    /// source would.
+    #[serde(default)]
+    pub role_asked: bool,
 }
 
 fn one() -> f64 {
@@ -122,6 +127,7 @@ impl Piece {
             name_match: 0.0,
             terms_met: 0,
             query_words: 0,
+            role_asked: false,
         }
     }
 

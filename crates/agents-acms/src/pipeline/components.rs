@@ -771,6 +771,7 @@ pub mod ranker {
 pub fn ranker_logit(piece: &Piece, ordinal: usize) -> f64 {
     use crate::retrieval::FileRole;
     let role = match FileRole::of(&piece.path) {
+        _ if piece.role_asked => 0.0,
         FileRole::Source => 0.0,
         FileRole::Test => ranker::TEST,
         FileRole::Doc => ranker::DOC,
@@ -837,10 +838,11 @@ pub const NAME_BOOST: f64 = 1.0;
 /// What a piece's score is multiplied by for where it lives and what it is
 /// named: its file's role prior ([`crate::retrieval::FileRole::prior`]: tests,
 /// examples, docs, stubs and generated code after source), times `1 +
-/// NAME_BOOST x name_match`. Kept to six places. ([`diversify`] scales the
-/// final scores back into [0, 1].)
-pub fn chunk_boost(path: &str, name_match: f64) -> f64 {
-    let prior = f64::from(crate::retrieval::role_prior(path));
+/// NAME_BOOST x name_match`; the prior is 1 for a role the query asks for
+/// ([`crate::retrieval::RolesAsked`]). Kept to six places. ([`diversify`]
+/// scales the final scores back into [0, 1].)
+pub fn chunk_boost(path: &str, name_match: f64, roles: crate::retrieval::RolesAsked) -> f64 {
+    let prior = f64::from(roles.prior(path));
     let boost = prior * (1.0 + NAME_BOOST * name_match.clamp(0.0, 1.0));
     (boost * 1e6).round() / 1e6
 }
@@ -1234,7 +1236,11 @@ pub(crate) mod tests {
     /// Each piece's boost for `query`, as the pipeline gives it.
     fn boost_for(query: &str, pieces: &mut [Piece]) {
         for p in pieces {
-            p.boost = chunk_boost(&p.path, crate::retrieval::name_match(query, &p.uko_node));
+            p.boost = chunk_boost(
+                &p.path,
+                crate::retrieval::name_match(query, &p.uko_node),
+                crate::retrieval::RolesAsked::of(query),
+            );
         }
     }
 
@@ -1253,6 +1259,20 @@ pub(crate) mod tests {
         let out = scored(pieces);
         assert_eq!(order(&out), ["f", "test_f", "F"]);
         assert!(out[1].score <= out[0].score * 0.4 + 1e-9, "{out:?}");
+    }
+
+    #[test]
+    fn an_example_the_query_asks_for_ranks_as_source() {
+        let source = Piece { file_standing: 1.0, ..code_piece("uko://r/src/a.py#f", "src/a.py", 0.8, 1) };
+        let mut example =
+            Piece { file_standing: 1.0, ..code_piece("uko://r/examples/a.py#f", "examples/a.py", 0.8, 1) };
+        assert!(ranker_logit(&example, 0) < ranker_logit(&source, 0) - 1.0);
+        example.role_asked = true;
+        assert_eq!(ranker_logit(&example, 0), ranker_logit(&source, 0));
+        let roles = crate::retrieval::RolesAsked::of("how does the websocket example send frames");
+        assert_eq!(chunk_boost(&example.path, 0.0, roles), chunk_boost(&source.path, 0.0, roles));
+        let unasked = chunk_boost(&example.path, 0.0, crate::retrieval::RolesAsked::NONE);
+        assert!(unasked < chunk_boost(&source.path, 0.0, roles));
     }
 
     #[test]

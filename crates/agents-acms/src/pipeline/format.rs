@@ -241,6 +241,24 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// A `budget_used` as wide in tokens as any: seventeen significant digits,
+/// the most the shortest form of an `f64` below 1 takes.
+const WIDEST_SHARE: &str = "0.99999999999999989";
+
+/// Tokens the frame [`Pipeline::repack`] measures (the text without a
+/// fragment) lacks against the packed text's: the frame states
+/// `total_tokens` 0 (JSON and XML) and `budget_used` 0.0 (JSON), where the
+/// packed text states up to `available` and a share with all its digits.
+fn frame_widening(format: OutputFormat, available: usize, tokenizer: &dyn TokenCounter) -> usize {
+    let wider = |widest: &str, stated: &str| tokenizer.count(widest).saturating_sub(tokenizer.count(stated));
+    let total = wider(&available.to_string(), "0");
+    match format {
+        OutputFormat::Md => 0,
+        OutputFormat::Xml => total,
+        OutputFormat::Json => total + wider(WIDEST_SHARE, "0.0"),
+    }
+}
+
 /// Times [`Pipeline::fit`] packs again, each holding back more (the last
 /// overshoot, or twice what it held back before), before it drops fragments.
 const REPACK_ROUNDS: usize = 6;
@@ -355,7 +373,7 @@ impl Pipeline {
             frame = frame.preamble(p.clone());
         }
         let full = std::mem::replace(&mut assembly.context, frame.build()?);
-        let frame_tokens = assembly.measure(format, tokenizer).bound;
+        let frame_tokens = assembly.measure(format, tokenizer).bound + frame_widening(format, available, tokenizer);
         assembly.context = full;
         let mut left = available.saturating_sub(frame_tokens).saturating_sub(reserve);
         let mut best: Vec<usize> = (0..pieces.len()).collect();
@@ -537,6 +555,27 @@ mod tests {
                     })
                     .collect();
                 assert_eq!(hashes.len(), 1, "{format} at {available}: {hashes:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn one_repack_fits_the_budget_as_the_frame_is_measured_at_its_widest() {
+        // The frame (the text without a fragment) states `total_tokens` 0 and
+        // `budget_used` 0.0; the packed text states more digits. Counted at
+        // their widest, the first repack's text is within the budget, with
+        // nothing held back.
+        let bodies: Vec<(String, usize, f64, u8)> =
+            (0..40).map(|i| (format!("let value_{i} = compute(<{i}> & \"x\");"), 1, i as f64 / 40.0, 9)).collect();
+        let fragments = fragments(&bodies);
+        for available in (500..1600).step_by(53) {
+            let budget = ContextBudget::new(available, 0).unwrap();
+            for format in [OutputFormat::Json, OutputFormat::Xml] {
+                let mut out = pipeline().assemble(&new_ulid(), &fragments, budget, "relevance", &tok()).unwrap();
+                pipeline().repack(&mut out, format, "q", &InlineRenderer, &tok(), 0).unwrap();
+                assert!(!out.pieces.is_empty(), "{format} at {available}");
+                let bound = out.measure(format, &tok()).bound;
+                assert!(bound as u64 <= available, "{format} at {available}: {bound}");
             }
         }
     }

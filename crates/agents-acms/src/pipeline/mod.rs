@@ -723,6 +723,7 @@ impl Pipeline {
         let mut pieces = Vec::new();
         let names = crate::retrieval::QueryNames::new(&input.query.text());
         let terms = agents_search::QueryTerms::new(&input.query.text());
+        let roles = crate::retrieval::RolesAsked::of(&input.query.text());
         let mut excluded: BTreeMap<&str, usize> = BTreeMap::new();
         let allowed = |c: &&crate::retrieval::Candidate| {
             c.content.is_some() || c.path.is_empty() || input.view.is_none_or(|v| v.allows_path(&c.path))
@@ -746,6 +747,7 @@ impl Pipeline {
                     // Only a look-up ranks the files defining what it names first.
                     (c.path.as_str(), boosted, c.whole_file, if names.is_lookup() { named } else { 0.0 })
                 }),
+            roles,
         );
         let standing: std::collections::HashMap<&str, f64> =
             ranked.iter().enumerate().map(|(i, p)| (p.as_str(), 1.0 / (1.0 + i as f64 / 3.0))).collect();
@@ -857,7 +859,8 @@ impl Pipeline {
                         piece.terms_met = u32::try_from(met).unwrap_or(u32::MAX);
                         piece.query_words = u32::try_from(terms.len()).unwrap_or(u32::MAX);
                     }
-                    piece.boost = components::chunk_boost(&piece.path, piece.name_match) * size;
+                    piece.role_asked = roles.asks(crate::retrieval::FileRole::of(&piece.path));
+                    piece.boost = components::chunk_boost(&piece.path, piece.name_match, roles) * size;
                 }
                 piece.file_standing = standing.get(piece.path.as_str()).copied().unwrap_or(0.0);
                 if !piece.path.is_empty() && !piece.inline {
