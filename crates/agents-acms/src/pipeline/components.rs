@@ -564,11 +564,12 @@ pub trait DetailDepthResolver: Send + Sync {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BudgetDepthResolver;
 
-/// How many of the most relevant pieces get the larger share.
-pub const RESOLVER_LEADERS: usize = 3;
+/// How many of the most relevant pieces get the larger share (the packer's
+/// first leaders get the same).
+pub const RESOLVER_LEADERS: usize = agents_pack::FIRST_LEADERS;
 /// Budget divisors: a leader may take a quarter, any other piece a twelfth.
-const RESOLVER_LEADER_SHARE: usize = 4;
-const RESOLVER_SHARE: usize = 12;
+const RESOLVER_LEADER_SHARE: usize = agents_pack::LEADER_SHARE;
+const RESOLVER_SHARE: usize = agents_pack::PIECE_SHARE;
 
 /// The depth to render a node proposed at `depth` first: its full text (depth
 /// 9) only when `source_bytes` of it could fit the share the resolver may give
@@ -733,35 +734,35 @@ impl FragmentScorer for WeightedScorer {
 /// (docs/benchmarks.md#chunk-ranking).
 pub mod ranker {
     /// Constant term.
-    pub const BIAS: f64 = -4.4038;
+    pub const BIAS: f64 = -4.5333;
     /// `ln` of the file's standing (1 for the best file, `3 / (2 + rank)`).
-    pub const LN_STANDING: f64 = 1.8921;
+    pub const LN_STANDING: f64 = 1.8023;
     /// `1 / (1 + j)` for the `j`-th piece of its file by its own score: the
     /// learned weight of a further piece of a file already represented.
-    pub const INV_ORDINAL: f64 = 0.3908;
+    pub const INV_ORDINAL: f64 = 0.2297;
     /// The strategies' relevance of the piece itself, in [0, 1].
-    pub const EVIDENCE: f64 = 1.2961;
+    pub const EVIDENCE: f64 = 1.4063;
     /// How strongly the query names the node ([`crate::retrieval::name_match`]).
-    pub const NAME_MATCH: f64 = 0.9631;
+    pub const NAME_MATCH: f64 = 1.0318;
     /// A function or method.
-    pub const FUNCTION: f64 = 1.4163;
+    pub const FUNCTION: f64 = 1.4667;
     /// A class, struct, interface, trait, enum or impl.
-    pub const CONTAINER: f64 = 1.1073;
+    pub const CONTAINER: f64 = 1.1313;
     /// A whole file's node (a module, a file, a document).
-    pub const WHOLE_FILE: f64 = 0.2984;
+    pub const WHOLE_FILE: f64 = 0.3560;
     /// `ln` of the lines of a node that is not a whole file.
-    pub const LN_LINES: f64 = 0.1744;
+    pub const LN_LINES: f64 = 0.1729;
     /// A test file's piece ([`crate::retrieval::FileRole::Test`]).
-    pub const TEST: f64 = -4.4986;
+    pub const TEST: f64 = -4.6800;
     /// A document's piece.
-    pub const DOC: f64 = -7.6165;
+    pub const DOC: f64 = -7.7390;
     /// An example's or benchmark's piece.
-    pub const EXAMPLE: f64 = -1.3103;
+    pub const EXAMPLE: f64 = -3.8352;
     /// A type stub's or generated file's piece (its file's standing already
     /// carries the path prior that ranks such files last).
-    pub const STUB_OR_GENERATED: f64 = 0.4362;
+    pub const STUB_OR_GENERATED: f64 = 0.3199;
     /// The share of the query's words the node's text contains.
-    pub const TERM_COVERAGE: f64 = 2.5036;
+    pub const TERM_COVERAGE: f64 = 2.7145;
     /// How many of the query's words the node's text contains.
     pub const TERMS_MET: f64 = 0.0669;
 }
