@@ -16,6 +16,30 @@ pub const REPRESENTED_FILES: usize = 10;
 /// node (code runs 3-5; long whitespace runs and repeated words stay far below 16).
 pub const MAX_BYTES_PER_TOKEN: usize = 16;
 
+/// The best-scored pieces the [`GreedyPacker`] first tries at the depth they
+/// were asked for (full source, normally) rather than the one they were
+/// rendered at: a piece the ranker put at the top comes whole when it fits,
+/// whatever depth its strategy's own relevance gave it.
+pub const PACK_LEADERS: usize = 10;
+/// How many of the leaders may take a quarter of the budget ([`LEADER_SHARE`]);
+/// the others may take a twelfth ([`PIECE_SHARE`]).
+pub const FIRST_LEADERS: usize = 3;
+/// Budget divisor for one of the [`FIRST_LEADERS`]: a quarter.
+pub const LEADER_SHARE: usize = 4;
+/// Budget divisor for any other piece: a twelfth.
+pub const PIECE_SHARE: usize = 12;
+
+/// The most tokens the piece ranked `rank` (from 0) may take when the packer
+/// renders it deeper than it came: `None` past the [`PACK_LEADERS`].
+fn leader_room(rank: usize, budget: usize) -> Option<usize> {
+    let share = match rank {
+        r if r < FIRST_LEADERS => LEADER_SHARE,
+        r if r < PACK_LEADERS => PIECE_SHARE,
+        _ => return None,
+    };
+    Some((budget / share).max(MIN_FRAGMENT_TOKENS))
+}
+
 /// A strategy's share of the budget.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Allocation {
@@ -88,7 +112,9 @@ pub trait BudgetPacker: Send + Sync {
 }
 
 /// Greedy knapsack, best score first, with depth fallback through `[9, 4, 2, 0]`
-/// and a 10-token minimum. A strategy past its allocation waits for a second pass
+/// and a 10-token minimum. The [`PACK_LEADERS`] first try the depth they were
+/// asked for ([`Piece::requested_depth`]) when it is deeper, within their
+/// share of the budget ([`leader_room`]). A strategy past its allocation waits for a second pass
 /// that spends what the others left. A node inside one already packed with its
 /// source (depth >= 5) is skipped; one with parts already packed gets at most
 /// depth 4. The files of the best standing (the first ten, see
@@ -119,7 +145,8 @@ impl BudgetPacker for GreedyPacker {
         let mut place = |item: ScoredFragment,
                          out: &mut PackOutcome,
                          enforce_share: bool,
-                         reserved: &mut HashMap<String, usize>|
+                         reserved: &mut HashMap<String, usize>,
+                         lead: Option<usize>|
          -> Option<ScoredFragment> {
             let own = reserved.get(&item.piece.path).copied().unwrap_or(0);
             let held = reserved.values().sum::<usize>() - own;
@@ -136,13 +163,26 @@ impl BudgetPacker for GreedyPacker {
                 // With room held for other files, it may still fit once that is released.
                 return (held > 0).then_some(item);
             }
+            // A leader asks for its requested depth, when its source could fit
+            // its share even at the densest code.
+            let asked = match lead {
+                Some(cap)
+                    if piece.requested_depth > piece.depth
+                        && !piece.inline
+                        && piece.role == PieceRole::Context
+                        && renderer.source_bytes(&piece.uko_node).is_none_or(|b| b <= cap * MAX_BYTES_PER_TOKEN) =>
+                {
+                    piece.requested_depth
+                }
+                _ => piece.depth,
+            };
             let top = if packed_nodes
                 .iter()
                 .any(|(uri, range)| source_inside(uri, range, &piece.uko_node, &piece.source_range))
             {
-                piece.depth.min(4)
+                asked.min(4)
             } else {
-                piece.depth
+                asked
             };
             let strategy = piece.strategy().to_owned();
             let room = if enforce_share {
@@ -155,6 +195,8 @@ impl BudgetPacker for GreedyPacker {
             };
             for depth in depth_ladder(top) {
                 let Some(candidate) = at_depth(piece, depth, renderer, tokenizer) else { continue };
+                // Deeper than it came: only within the leader's share.
+                let room = if depth > piece.depth { room.min(lead.unwrap_or(0)) } else { room };
                 if candidate.tokens >= MIN_FRAGMENT_TOKENS && candidate.tokens <= room {
                     if depth < piece.depth {
                         out.downgraded += 1;
@@ -174,15 +216,16 @@ impl BudgetPacker for GreedyPacker {
             }
             Some(item)
         };
-        for item in scored {
-            if let Some(left) = place(item, &mut out, !allocations.is_empty(), &mut reserved) {
-                deferred.push(left);
+        for (rank, item) in scored.into_iter().enumerate() {
+            let lead = leader_room(rank, budget);
+            if let Some(left) = place(item, &mut out, !allocations.is_empty(), &mut reserved, lead) {
+                deferred.push((rank, left));
             }
         }
         if !allocations.is_empty() || !reserved.is_empty() {
             reserved.clear();
-            for item in deferred {
-                let _ = place(item, &mut out, false, &mut reserved);
+            for (rank, item) in deferred {
+                let _ = place(item, &mut out, false, &mut reserved, leader_room(rank, budget));
             }
         }
         deepen(&mut out, budget, renderer, tokenizer);
@@ -344,6 +387,51 @@ mod tests {
         let out = GreedyPacker.pack(plain, budget, &[], &InlineRenderer, &tok());
         assert_eq!(out.packed.len(), 2);
         assert_eq!(out.tokens, budget);
+    }
+
+    /// Renders a stored node: its ten-line body from depth 5, its first line below.
+    struct Bodies;
+
+    impl Bodies {
+        fn full(uri: &str) -> String {
+            (0..10).map(|i| format!("{uri} statement {i} of the body\n")).collect()
+        }
+    }
+
+    impl DepthRenderer for Bodies {
+        fn render(&self, piece: &Piece, depth: u8) -> Option<String> {
+            let full = Bodies::full(&piece.uko_node);
+            Some(if depth >= 5 { full } else { full.lines().next().unwrap_or_default().to_owned() })
+        }
+    }
+
+    #[test]
+    fn the_best_pieces_come_whole_though_they_were_rendered_shallower() {
+        // Thirty stored nodes rendered at depth 4 (their strategy's relevance
+        // was low), asked for at 9, and a budget their shallow renderings fill.
+        let pieces: Vec<Piece> = (0..30)
+            .map(|i| {
+                let uri = format!("u:f{i:02}");
+                let mut p = Piece {
+                    source_range: format!("{}:0-{}:0", i * 20 + 1, i * 20 + 10),
+                    relevance: 1.0 - f64::from(i) / 100.0,
+                    strategies: vec!["s".to_owned()],
+                    requested_depth: 9,
+                    ..Piece::new(&uri, "function", format!("f{i:02}.py"), "", 4)
+                };
+                p.content = Bodies.render(&p, 4).unwrap();
+                p.measure(&tok());
+                p
+            })
+            .collect();
+        let budget: usize = pieces.iter().map(|p| p.tokens).sum();
+        let out = GreedyPacker.pack(scored(pieces), budget, &[], &Bodies, &tok());
+        assert!(out.tokens <= budget);
+        // The first leader comes with its body; past the leaders, none does.
+        assert_eq!(out.packed[0].piece.depth, 9, "{:?}", out.packed[0].piece.uko_node);
+        assert_eq!(out.packed[0].piece.content, Bodies::full("u:f00"));
+        assert!(out.packed.iter().skip(PACK_LEADERS).all(|s| s.piece.depth == 4));
+        assert!(out.packed.len() < 30, "the leaders' bodies take the room of the last pieces");
     }
 
     #[test]
