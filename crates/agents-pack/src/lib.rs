@@ -13,8 +13,9 @@ pub mod piece;
 pub mod summary;
 
 pub use packer::{
-    Allocation, BudgetPacker, FIRST_LEADERS, GreedyPacker, LEADER_SHARE, MAX_BYTES_PER_TOKEN, PACK_LEADERS,
-    PIECE_SHARE, PackOutcome, REPRESENTED_FILES, ScoreParts, ScoredFragment, at_depth, depth_ladder, sort_scored,
+    Allocation, BudgetPacker, FIRST_LEADERS, GreedyPacker, LEADER_SHARE, MAX_BYTES_PER_TOKEN, PACK_LEADER_SHARE,
+    PACK_LEADERS, PIECE_SHARE, PackOutcome, REPRESENTED_FILES, ScoreParts, ScoredFragment, at_depth, depth_ladder,
+    sort_scored,
 };
 pub use piece::{
     DEPTH_STEPS, DepthRenderer, InlineRenderer, MIN_FRAGMENT_TOKENS, Piece, PieceRole, cost, heading, is_inside,
