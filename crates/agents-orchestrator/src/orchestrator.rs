@@ -178,6 +178,7 @@ impl Orchestrator<'_> {
             tasks: BTreeMap::new(),
             handoffs: BTreeMap::new(),
             agents: Vec::new(),
+            dispatching: None,
             history: Vec::new(),
         };
         self.event(&mut state, "started", None);
@@ -342,6 +343,19 @@ impl Orchestrator<'_> {
                     agent.task_id
                 ),
                 process::Leftover::Gone => {}
+            }
+        }
+        // An agent started just before the kill, not yet recorded: found by
+        // the dispatch's marker.
+        if let Some(marker) = state.dispatching.take() {
+            for (pgid, task) in process::stop_marked(&marker) {
+                let what = format!(
+                    "the agent of task `{}` (process group {pgid}) was still running from a run that was killed; it was stopped",
+                    task.as_deref().unwrap_or("?")
+                );
+                tracing::warn!("{what}");
+                self.event(state, "stopped a leftover agent", Some(what.clone()));
+                stopped.push(what);
             }
         }
         stopped

@@ -198,6 +198,27 @@ pub fn stop_leftover(pgid: u32, marker: &str) -> Leftover {
     }
 }
 
+/// Stops every process group holding a live process with `marker` in its
+/// environment (a dispatch's agents, recorded or not), as [`stop_leftover`]
+/// does; returns each stopped group with the task id its agent ran for
+/// (`AGENTS_TASK_ID`), sorted by group. Nothing where `/proc` cannot tell.
+pub fn stop_marked(marker: &str) -> Vec<(u32, Option<String>)> {
+    #[cfg(target_os = "linux")]
+    {
+        let groups = linux::marked_groups(RUN_MARKER_ENV, marker);
+        let groups: Vec<(u32, Option<String>)> = groups.into_iter().filter(|(pgid, _)| valid_group(*pgid)).collect();
+        for (pgid, _) in &groups {
+            stop_group(*pgid, None);
+        }
+        groups
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = marker;
+        Vec::new()
+    }
+}
+
 /// Whether any live (not zombie) process belongs to group `pgid`.
 #[cfg(unix)]
 pub fn group_alive(pgid: u32) -> bool {
@@ -291,6 +312,40 @@ mod linux {
         let wanted = format!("{name}={value}");
         environ.split(|&b| b == 0).any(|entry| entry == wanted.as_bytes())
     }
+
+    /// The groups of the live processes that started with `name=value` in
+    /// their environment, each with the first such process's
+    /// `AGENTS_TASK_ID`, sorted by group.
+    pub fn marked_groups(name: &str, value: &str) -> Vec<(u32, Option<String>)> {
+        let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+        let wanted = format!("{name}={value}");
+        let mut groups: std::collections::BTreeMap<u32, Option<String>> = std::collections::BTreeMap::new();
+        for entry in entries.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+            let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { continue };
+            let mut vars = environ.split(|&b| b == 0);
+            if !vars.clone().any(|entry| entry == wanted.as_bytes()) {
+                continue;
+            }
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+            let Some(close) = stat.rfind(')') else { continue };
+            let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+            let (Some(state), Some(Ok(pgrp))) = (fields.first(), fields.get(2).map(|g| g.parse::<u32>())) else {
+                continue;
+            };
+            if matches!(*state, "Z" | "X" | "x") {
+                continue;
+            }
+            let task = vars
+                .find_map(|entry| entry.strip_prefix(b"AGENTS_TASK_ID="))
+                .map(|id| String::from_utf8_lossy(id).into_owned());
+            let slot = groups.entry(pgrp).or_default();
+            if slot.is_none() {
+                *slot = task;
+            }
+        }
+        groups.into_iter().collect()
+    }
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -321,6 +376,19 @@ mod tests {
         assert_eq!(stop_leftover(pgid, "run-a"), Leftover::Stopped);
         assert!(!group_alive(pgid));
         assert_eq!(stop_leftover(pgid, "run-a"), Leftover::Gone);
+    }
+
+    #[test]
+    fn the_groups_of_a_dispatchs_marker_are_found_and_stopped_whoever_recorded_them() {
+        let (pgid, pid) = orphaned_group("run-c");
+        let (other, _) = orphaned_group("run-d");
+        assert_eq!(linux::marked_groups(RUN_MARKER_ENV, "run-c"), [(pgid, None)]);
+        assert!(linux::members(pgid).unwrap().contains(&pid));
+        assert_eq!(stop_marked("run-c"), [(pgid, None)]);
+        assert!(!group_alive(pgid));
+        assert!(stop_marked("run-c").is_empty(), "nothing left");
+        assert!(group_alive(other), "another dispatch's group is left alone");
+        assert_eq!(stop_leftover(other, "run-d"), Leftover::Stopped);
     }
 
     #[test]

@@ -445,6 +445,10 @@ impl Orchestrator<'_> {
             return;
         }
         let marker = process::new_marker();
+        // Saved before the first agent starts: a kill between an agent's
+        // start and its entry in `agents` leaves the marker to find it by.
+        state.dispatching = Some(marker.clone());
+        self.save_progress(state);
         let setup = dispatch::Dispatch {
             template: &self.config.agent_command,
             repo: &self.repo,
@@ -488,6 +492,8 @@ impl Orchestrator<'_> {
         };
         dispatch::run_jobs(&setup, jobs, &started, &done);
         let state = shared.into_inner().unwrap_or_else(|e| e.into_inner());
+        state.dispatching = None;
+        self.save_progress(state);
         if let Some(signal) = process::interrupted() {
             // The agents are stopped; now the orchestrator ends as the
             // signal meant, its state saved for `resume`.

@@ -160,6 +160,12 @@ pub struct State {
     /// is gone are stopped by the next run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentProcess>,
+    /// The marker of the dispatch running now (its agents' value of
+    /// `AGENTS_ORCHESTRATOR_RUN`), saved before its first agent starts: an
+    /// agent a killed run had started but not yet recorded in
+    /// [`State::agents`] is found by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatching: Option<String>,
     /// Every decision and event, in order.
     pub history: Vec<Event>,
 }

@@ -629,6 +629,43 @@ fn abort_after_a_killed_run_stops_its_leftover_agents() {
 
 #[cfg(target_os = "linux")]
 #[test]
+fn abort_finds_an_agent_the_killed_run_started_but_never_recorded() {
+    let (dir, repo) = setup();
+    let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
+    let config = config();
+    let clock = || "2026-11-30T00:00:00Z".to_owned();
+    let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
+    o.start(&dir.path().join("plan.json")).unwrap();
+    // Killed between starting T1's agent and saving it: only the dispatch's
+    // marker is in the state.
+    let mut command = Command::new("sh");
+    command
+        .args(["-c", "sleep 300 > /dev/null 2>&1 & echo $!"])
+        .env(process::RUN_MARKER_ENV, "unrecorded-run")
+        .env("AGENTS_TASK_ID", "T1")
+        .stdout(std::process::Stdio::piped());
+    process::new_group(&mut command);
+    let out = command.spawn().unwrap().wait_with_output().unwrap();
+    let sleeper: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let mut state = o.load().unwrap().unwrap();
+    (state.stage, state.phase, state.status) = (Stage::Execute, 1, Status::Running);
+    state.dispatching = Some("unrecorded-run".into());
+    o.save(&state).unwrap();
+    let s = o.abort();
+    let alive = live_group(sleeper).is_some();
+    if alive {
+        let _ = Command::new("kill").arg(sleeper.to_string()).status();
+    }
+    let s = s.unwrap();
+    assert!(!alive, "the unrecorded agent {sleeper} still runs");
+    let event = s.history.iter().find(|e| e.action == "stopped a leftover agent").expect("an event");
+    assert!(event.reason.as_deref().unwrap_or_default().contains("the agent of task `T1`"), "{event:?}");
+    assert_eq!(s.dispatching, None);
+    assert_eq!(o.load().unwrap().unwrap(), s, "saved");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
 fn resume_after_a_killed_run_stops_its_leftover_agents_before_dispatching() {
     let (dir, repo) = setup();
     let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
