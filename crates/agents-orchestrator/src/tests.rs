@@ -581,15 +581,16 @@ fn a_second_resume_while_a_run_holds_the_lock_is_refused_naming_its_pid() {
     assert_eq!(o.approve().unwrap().stage, Stage::Review);
 }
 
-/// Makes the state that of a run killed mid-EXECUTE: Running, with T1's
-/// agent (a process group with the run's marker: a `sleep` whose shell
-/// has exited) still alive. Returns the group's id and the sleep's pid.
+/// A killed run's agent for task T1: a process group with `marker` and
+/// `AGENTS_TASK_ID` in its environment (a `sleep` whose shell has exited),
+/// still alive. Returns the group's id and the sleep's pid.
 #[cfg(target_os = "linux")]
-fn killed_mid_execute(o: &Orchestrator<'_>) -> (u32, u32) {
+fn leftover_agent(marker: &str) -> (u32, u32) {
     let mut command = Command::new("sh");
     command
         .args(["-c", "sleep 300 > /dev/null 2>&1 & echo $!"])
-        .env(process::RUN_MARKER_ENV, "killed-run")
+        .env(process::RUN_MARKER_ENV, marker)
+        .env("AGENTS_TASK_ID", "T1")
         .stdout(std::process::Stdio::piped());
     process::new_group(&mut command);
     let child = command.spawn().unwrap();
@@ -597,11 +598,42 @@ fn killed_mid_execute(o: &Orchestrator<'_>) -> (u32, u32) {
     let out = child.wait_with_output().unwrap();
     let sleeper: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     assert_eq!(live_group(sleeper), Some(pgid));
+    (pgid, sleeper)
+}
+
+/// Makes the state that of a run killed mid-EXECUTE: Running, with T1's
+/// agent ([`leftover_agent`]) recorded and still alive, or, with
+/// `recorded` false, only the dispatch's marker saved (killed between
+/// starting the agent and recording it). Returns the group's id and the
+/// sleep's pid.
+#[cfg(target_os = "linux")]
+fn killed_mid_execute_as(o: &Orchestrator<'_>, recorded: bool) -> (u32, u32) {
+    let (pgid, sleeper) = leftover_agent("killed-run");
     let mut state = o.load().unwrap().unwrap();
     (state.stage, state.phase, state.status) = (Stage::Execute, 1, Status::Running);
-    state.agents = vec![AgentProcess { task_id: "T1".into(), pid: pgid, pgid, marker: "killed-run".into() }];
+    if recorded {
+        state.agents = vec![AgentProcess { task_id: "T1".into(), pid: pgid, pgid, marker: "killed-run".into() }];
+    } else {
+        state.dispatching = Some("killed-run".into());
+    }
     o.save(&state).unwrap();
     (pgid, sleeper)
+}
+
+#[cfg(target_os = "linux")]
+fn killed_mid_execute(o: &Orchestrator<'_>) -> (u32, u32) {
+    killed_mid_execute_as(o, true)
+}
+
+/// `abort`, then whether the `sleeper` still ran after it (stopping it if so).
+#[cfg(target_os = "linux")]
+fn abort_leaving(o: &Orchestrator<'_>, sleeper: u32) -> (State, bool) {
+    let s = o.abort();
+    let alive = live_group(sleeper).is_some();
+    if alive {
+        let _ = Command::new("kill").arg(sleeper.to_string()).status();
+    }
+    (s.unwrap(), alive)
 }
 
 #[cfg(target_os = "linux")]
@@ -614,51 +646,19 @@ fn abort_after_a_killed_run_stops_its_leftover_agents() {
     let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
     o.start(&dir.path().join("plan.json")).unwrap();
     let (_, sleeper) = killed_mid_execute(&o);
-    let s = o.abort();
-    let alive = live_group(sleeper).is_some();
-    if alive {
-        let _ = Command::new("kill").arg(sleeper.to_string()).status();
-    }
-    let s = s.unwrap();
+    let (s, alive) = abort_leaving(&o, sleeper);
     assert!(!alive, "the leftover agent {sleeper} still runs");
     assert!(s.agents.is_empty() && s.history.iter().any(|e| e.action == "stopped a leftover agent"));
     assert_eq!((s.stage, s.status), (Stage::Execute, Status::Aborted));
     assert_eq!(o.load().unwrap().unwrap(), s, "saved");
     assert!(!repo.join("runs.log").exists(), "nothing dispatched");
-}
 
-#[cfg(target_os = "linux")]
-#[test]
-fn abort_finds_an_agent_the_killed_run_started_but_never_recorded() {
-    let (dir, repo) = setup();
-    let knowledge = Fake { repo: repo.clone(), ..Fake::default() };
-    let config = config();
-    let clock = || "2026-11-30T00:00:00Z".to_owned();
-    let o = Orchestrator { repo: repo.clone(), config: &config, knowledge: &knowledge, clock: &clock };
-    o.start(&dir.path().join("plan.json")).unwrap();
-    // Killed between starting T1's agent and saving it: only the dispatch's
-    // marker is in the state.
-    let mut command = Command::new("sh");
-    command
-        .args(["-c", "sleep 300 > /dev/null 2>&1 & echo $!"])
-        .env(process::RUN_MARKER_ENV, "unrecorded-run")
-        .env("AGENTS_TASK_ID", "T1")
-        .stdout(std::process::Stdio::piped());
-    process::new_group(&mut command);
-    let out = command.spawn().unwrap().wait_with_output().unwrap();
-    let sleeper: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
-    let mut state = o.load().unwrap().unwrap();
-    (state.stage, state.phase, state.status) = (Stage::Execute, 1, Status::Running);
-    state.dispatching = Some("unrecorded-run".into());
-    o.save(&state).unwrap();
-    let s = o.abort();
-    let alive = live_group(sleeper).is_some();
-    if alive {
-        let _ = Command::new("kill").arg(sleeper.to_string()).status();
-    }
-    let s = s.unwrap();
+    // Killed between starting an agent and recording it: found by the
+    // dispatch's marker, named by its task.
+    let (_, sleeper) = killed_mid_execute_as(&o, false);
+    let (s, alive) = abort_leaving(&o, sleeper);
     assert!(!alive, "the unrecorded agent {sleeper} still runs");
-    let event = s.history.iter().find(|e| e.action == "stopped a leftover agent").expect("an event");
+    let event = s.history.iter().rfind(|e| e.action == "stopped a leftover agent").expect("an event");
     assert!(event.reason.as_deref().unwrap_or_default().contains("the agent of task `T1`"), "{event:?}");
     assert_eq!(s.dispatching, None);
     assert_eq!(o.load().unwrap().unwrap(), s, "saved");
