@@ -287,23 +287,26 @@ const KILL_WAIT: Duration = Duration::from_secs(5);
 
 #[cfg(target_os = "linux")]
 mod linux {
+    /// The ids of the processes in `/proc`; `None` when it cannot be read.
+    fn pids() -> Option<impl Iterator<Item = u32>> {
+        let entries = std::fs::read_dir("/proc").ok()?;
+        Some(entries.flatten().filter_map(|entry| entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok())))
+    }
+
+    /// The process group of `pid` when it is live (not a zombie).
+    fn live_group(pid: u32) -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
+        let close = stat.rfind(')')?;
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        let (state, pgrp) = (fields.first()?, fields.get(2)?.parse::<u32>().ok()?);
+        (!matches!(*state, "Z" | "X" | "x")).then_some(pgrp)
+    }
+
     /// The live (not zombie) processes of group `pgid`, from `/proc`; `None`
     /// when `/proc` cannot be read.
     pub fn members(pgid: u32) -> Option<Vec<u32>> {
-        let entries = std::fs::read_dir("/proc").ok()?;
-        let mut members = Vec::new();
-        for entry in entries.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-            // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parentheses.
-            let Some(close) = stat.rfind(')') else { continue };
-            let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-            let (Some(state), Some(pgrp)) = (fields.first(), fields.get(2)) else { continue };
-            if pgrp.parse::<u32>() == Ok(pgid) && !matches!(*state, "Z" | "X" | "x") {
-                members.push(pid);
-            }
-        }
-        Some(members)
+        Some(pids()?.filter(|&pid| live_group(pid) == Some(pgid)).collect())
     }
 
     /// Whether process `pid` started with `name=value` in its environment.
@@ -317,25 +320,15 @@ mod linux {
     /// their environment, each with the first such process's
     /// `AGENTS_TASK_ID`, sorted by group.
     pub fn marked_groups(name: &str, value: &str) -> Vec<(u32, Option<String>)> {
-        let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
         let wanted = format!("{name}={value}");
         let mut groups: std::collections::BTreeMap<u32, Option<String>> = std::collections::BTreeMap::new();
-        for entry in entries.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        for pid in pids().into_iter().flatten() {
             let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { continue };
             let mut vars = environ.split(|&b| b == 0);
             if !vars.clone().any(|entry| entry == wanted.as_bytes()) {
                 continue;
             }
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-            let Some(close) = stat.rfind(')') else { continue };
-            let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-            let (Some(state), Some(Ok(pgrp))) = (fields.first(), fields.get(2).map(|g| g.parse::<u32>())) else {
-                continue;
-            };
-            if matches!(*state, "Z" | "X" | "x") {
-                continue;
-            }
+            let Some(pgrp) = live_group(pid) else { continue };
             let task = vars
                 .find_map(|entry| entry.strip_prefix(b"AGENTS_TASK_ID="))
                 .map(|id| String::from_utf8_lossy(id).into_owned());
