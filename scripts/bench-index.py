@@ -218,7 +218,7 @@ def markdown(results):
     return "\n".join(lines)
 
 
-def cold_markdown(results, binary):
+def cold_markdown(results, binary, tables=None):
     lines = [
         "| corpus | MB | ctags -R | first `agents query` (fresh home) | ratio | peak RSS (ctags / agents) | store on disk (SQLite + search) | store / source |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
@@ -233,7 +233,37 @@ def cold_markdown(results, binary):
             f"{st['bytes'] / 1e6:.0f} MB ({st['database'] / 1e6:.0f} + {st['search'] / 1e6:.0f}) | {st['bytes'] / r['bytes']:.2f}x |"
         )
     lines += ["", f"Binary: `{binary}`, {os.path.getsize(binary) / 1e6:.1f} MB."]
+    if tables:
+        lines.append(
+            f"Tokenizer tables: a query on a one-file tree takes {tables['cold']['seconds']:.2f} s as the first "
+            f"process on a machine (the tables built and cached; the runs above found them cached) and "
+            f"{tables['warm']['seconds']:.2f} s after."
+        )
     return "\n".join(lines)
+
+
+def bench_tables(binary, runs):
+    """The tokenizer tables' one-time cost: a query on a one-file tree with an
+    empty $AGENTS_CACHE_DIR (the first process on a machine builds the tables)
+    against the same with the tables cached (what every later process pays)."""
+    work = Path(tempfile.mkdtemp(prefix="agents-bench-tables-"))
+    tree = work / "tree"
+    tree.mkdir()
+    (tree / "main.py").write_text("def main():\n    return 1\n")
+    warm_cache = work / "cache"
+
+    def once(cache):
+        home = tempfile.mkdtemp(prefix="agents-bench-", dir=work)
+        env = dict(os.environ, AGENTS_HOME=home, AGENTS_CACHE_DIR=str(cache or tempfile.mkdtemp(dir=work)))
+        return run_measured([binary, "--quiet", "query", "main", str(tree)], env=env)
+
+    try:
+        once(warm_cache)
+        cold = median_run(runs, lambda: once(None))
+        warm = median_run(runs, lambda: once(warm_cache))
+        return {"cold": {"seconds": cold[0], "cpu": cold[3]}, "warm": {"seconds": warm[0], "cpu": warm[3]}}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def edit_files(files):
@@ -342,13 +372,15 @@ def main():
         print(f"benchmarking {corpus} ...", file=sys.stderr)
         results.append(bench_corpus(binary, corpus, args.runs))
 
+    tables = bench_tables(binary, args.runs)
+
     print(markdown(results))
     print()
-    print(cold_markdown(results, binary))
+    print(cold_markdown(results, binary, tables))
     print()
     print(graph_markdown(results))
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+        Path(args.json).write_text(json.dumps({"corpora": results, "tables": tables}, indent=2, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 //! Token counting: the one tokenizer every part of the engine measures text with.
 //!
 //! Budgets are hard ceilings, so counts must be exact for the model's real
-//! encoding, not estimates. Both OpenAI encodings that current models use are
-//! compiled into the binary (no download, works offline). Two well-kept BPE
+//! encoding, not estimates. Both OpenAI encodings that current models use
+//! come with the binary (no download, works offline): their vocabularies are
+//! compiled in, and the default implementation's tables are built from them
+//! once per machine and cached ([`tables`]). Two well-kept BPE
 //! implementations are wired behind [`Tokenizer`]; `bpe-openai` is the default
 //! because it measured several times faster than `tiktoken-rs` on real code
 //! (see the tokenizer table in docs/benchmarks.md and `cargo bench -p agents-core`), while
@@ -12,6 +14,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
+
+mod tables;
 
 /// Something that can count tokens. Every budget computation goes through this.
 pub trait TokenCounter: Send + Sync {
@@ -102,8 +106,8 @@ impl Tokenizer {
         self.implementation
     }
 
-    /// Builds the encoding's tables now instead of on the first count (decoding
-    /// them takes tens of milliseconds): a caller that will count soon runs
+    /// Loads the encoding's tables now instead of on the first count (reading
+    /// them takes tens of milliseconds, building them the first time a second): a caller that will count soon runs
     /// this on another thread while it does other work.
     pub fn preload(&self) {
         self.count("preload");
@@ -119,8 +123,10 @@ impl Default for Tokenizer {
 impl TokenCounter for Tokenizer {
     fn count(&self, text: &str) -> usize {
         match (self.implementation, self.encoding) {
-            (TokenizerImpl::BpeOpenai, Encoding::O200kBase) => cached_count(bpe_openai::o200k_base(), 0, text),
-            (TokenizerImpl::BpeOpenai, Encoding::Cl100kBase) => cached_count(bpe_openai::cl100k_base(), 1, text),
+            (TokenizerImpl::BpeOpenai, Encoding::O200kBase) => cached_count(tables::get(Encoding::O200kBase), 0, text),
+            (TokenizerImpl::BpeOpenai, Encoding::Cl100kBase) => {
+                cached_count(tables::get(Encoding::Cl100kBase), 1, text)
+            }
             (TokenizerImpl::Tiktoken, Encoding::O200kBase) => {
                 tiktoken_rs::o200k_base_singleton().encode_ordinary(text).len()
             }
