@@ -9,6 +9,16 @@ use std::path::Path;
 
 /// Writes `bytes` to `path` atomically, creating parent directories.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    atomic_write_with(path, |file| file.write_all(bytes))
+}
+
+/// [`atomic_write`] of what `write` writes, streamed through a buffer: a
+/// large file (the vector rows) never needs a second copy in memory. An
+/// error from `write` leaves `path` as it was and no temporary file.
+pub fn atomic_write_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -17,8 +27,9 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
+        let mut file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+        write(&mut file)?;
+        let file = file.into_inner().map_err(std::io::IntoInnerError::into_error)?;
         file.sync_all()?;
         drop(file);
         std::fs::rename(&tmp, path)?;
@@ -85,6 +96,26 @@ mod tests {
         let names: Vec<_> =
             std::fs::read_dir(path.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn a_streamed_write_lands_whole_and_a_failed_one_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rows.bin");
+        let big = vec![7u8; 3 << 20];
+        atomic_write_with(&path, |w| {
+            w.write_all(b"head")?;
+            w.write_all(&big)
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&path).unwrap().len(), 4 + big.len());
+        let failed = atomic_write_with(&path, |w| {
+            w.write_all(&big)?;
+            Err(std::io::Error::other("encoder gave up"))
+        });
+        assert_eq!(failed.unwrap_err().to_string(), "encoder gave up");
+        assert_eq!(std::fs::read(&path).unwrap().len(), 4 + big.len(), "the old file stays");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary left");
     }
 
     #[test]

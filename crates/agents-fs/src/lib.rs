@@ -1,7 +1,8 @@
 //! File utilities of the agents engine, one implementation each, used by
 //! the store, search, the context and knowledge halves and the CLI:
 //!
-//! - [`atomic_write`]: temp file, fsync, rename, fsync of the directory;
+//! - [`atomic_write`]: temp file, fsync, rename, fsync of the directory
+//!   ([`atomic_write_with`] streams what a closure writes);
 //! - [`confine`]: whether a path, with every symbolic link followed, lies
 //!   inside a root;
 //! - [`read`]: reading a file of an untrusted tree with bounded work (only
@@ -16,7 +17,7 @@ pub mod confine;
 pub mod lock;
 pub mod read;
 
-pub use atomic::atomic_write;
+pub use atomic::{atomic_write, atomic_write_with};
 pub use confine::{is_within, within};
 pub use lock::{LockAttempt, ResourceLock};
 pub use read::{ReadError, RegularFile, read_capped, read_prefix};

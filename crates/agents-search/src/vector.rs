@@ -798,7 +798,14 @@ impl VectorBackend for LocalVectorIndex {
         let first_added = self.entries.partition_point(|e| e.key < self.base_next_key);
         let delta = self.tombstones.len() + (self.entries.len() - first_added);
         if self.rewrite || delta * 100 > self.base_len * MAX_DELTA_PERCENT {
-            write_atomically(&self.dir.join(ROWS_FILE), &encode(self))?;
+            // Streamed: the rows (hundreds of megabytes on a large tree) are
+            // written from where they are, never copied into one buffer.
+            let path = self.dir.join(ROWS_FILE);
+            agents_fs::atomic_write_with(&path, |w| write_encoded(self, w)).map_err(|source| SearchError::Io {
+                path,
+                action: "write atomically",
+                source,
+            })?;
             // A delta left now would name the base before: ignored, but removed.
             let delta_path = self.dir.join(DELTA_FILE);
             match std::fs::remove_file(&delta_path) {
@@ -901,15 +908,29 @@ pub fn saved_model(dir: &Path) -> Option<(String, usize)> {
 }
 
 /// A whole base file: every entry of `index`.
+#[cfg(test)]
 fn encode(index: &LocalVectorIndex) -> Vec<u8> {
-    let mut out = Vec::with_capacity(index.entries.len() * (index.dim + 48));
-    out.extend_from_slice(MAGIC);
-    put_str(&mut out, &index.model_id);
-    out.extend_from_slice(&(index.dim as u32).to_le_bytes());
-    out.extend_from_slice(&index.next_key.to_le_bytes());
-    out.extend_from_slice(&index.generation.to_le_bytes());
-    encode_entries(&mut out, index, &index.entries);
+    let mut out = Vec::new();
+    write_encoded(index, &mut out).expect("writing to memory");
     out
+}
+
+/// `vectors.bin`: the header and entries, then the rows, each written to `w`
+/// as they are read (only the entries' part is built in memory first).
+fn write_encoded(index: &LocalVectorIndex, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let mut head = Vec::with_capacity(index.entries.len() * 48 + 64);
+    head.extend_from_slice(MAGIC);
+    put_str(&mut head, &index.model_id);
+    head.extend_from_slice(&(index.dim as u32).to_le_bytes());
+    head.extend_from_slice(&index.next_key.to_le_bytes());
+    head.extend_from_slice(&index.generation.to_le_bytes());
+    encode_entry_names(&mut head, index, &index.entries);
+    w.write_all(&head)?;
+    drop(head);
+    for entry in &index.entries {
+        w.write_all(index.rows.row(entry.slot, index.dim))?;
+    }
+    Ok(())
 }
 
 /// A delta file: the base's removed keys and the entries from `first_added` on.
@@ -939,6 +960,14 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
 
 /// The entries' count, names, keys and scales, then their rows.
 fn encode_entries(out: &mut Vec<u8>, index: &LocalVectorIndex, entries: &[Entry]) {
+    encode_entry_names(out, index, entries);
+    for entry in entries {
+        out.extend_from_slice(index.rows.row(entry.slot, index.dim));
+    }
+}
+
+/// The entries' count, names, keys and scales ([`encode_entries`] without the rows).
+fn encode_entry_names(out: &mut Vec<u8>, index: &LocalVectorIndex, entries: &[Entry]) {
     out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
     // The distinct paths and kinds, in order of first use.
     let mut table: rustc_hash::FxHashMap<&str, u32> = rustc_hash::FxHashMap::default();
@@ -968,9 +997,6 @@ fn encode_entries(out: &mut Vec<u8>, index: &LocalVectorIndex, entries: &[Entry]
         put_str(out, &id[shared..]);
         previous.clear();
         previous.push_str(id);
-    }
-    for entry in entries {
-        out.extend_from_slice(index.rows.row(entry.slot, index.dim));
     }
 }
 
