@@ -10,7 +10,9 @@ and fits a logistic model (L2-regularised, Newton steps, numpy) over:
   function/method, class-like container, whole-file node (module, file, document),
   ln(lines) of a node that is not a whole file,
   test / document / example / stub-or-generated file (the engine's FileRole rules; an example
-  counts as source when the query asks for examples, as RolesAsked has it),
+  counts as source when the query asks for examples, as RolesAsked has it, and so does a
+  definition the query names outright, name match 1, that is not a test case, in a file whose
+  own name is not a test's or a document's, as ranker_logit has it),
   the share and the number of the query's words the node's text contains.
 
 The weights are fitted pairwise by default (RankNet: within each question, the log-odds that a
@@ -133,7 +135,8 @@ def features(case):
             standing = 1 / (1 + i / 3)
         lines = (last - first + 1) if first is not None else 1
         role = file_role(path or "")
-        if role == "example" and asks_example:
+        named = name_match >= 1.0 and kind != "test" and file_role((path or "").rsplit("/", 1)[-1]) == "source"
+        if (role == "example" and asks_example) or named:
             role = "source"
         rows.append([1.0, math.log(max(standing, 1e-3)), 1 / (1 + ordinal[id(f)]), evidence, name_match,
                      kind in FUNCTION, kind in CONTAINER, kind in WHOLE_FILE,

@@ -771,8 +771,16 @@ pub mod ranker {
 /// file's pieces by their own score (0 for the best).
 pub fn ranker_logit(piece: &Piece, ordinal: usize) -> f64 {
     use crate::retrieval::FileRole;
+    // A definition the query names outright in a file that is not a test, a
+    // document or the like by its own name, only by its folder
+    // (`HttpCommunicator` in a library's `testing/` package): no role penalty.
+    // Test cases are left out: their names are descriptions that repeat the
+    // API they test (`req.hostname` in `test/req.hostname.js`).
+    let named = piece.name_match >= 1.0
+        && piece.kind != "test"
+        && FileRole::of(piece.path.rsplit('/').next().unwrap_or(&piece.path)) == FileRole::Source;
     let role = match FileRole::of(&piece.path) {
-        _ if piece.role_asked => 0.0,
+        _ if piece.role_asked || named => 0.0,
         FileRole::Source => 0.0,
         FileRole::Test => ranker::TEST,
         FileRole::Doc => ranker::DOC,
@@ -1274,6 +1282,25 @@ pub(crate) mod tests {
         assert_eq!(chunk_boost(&example.path, 0.0, roles), chunk_boost(&source.path, 0.0, roles));
         let unasked = chunk_boost(&example.path, 0.0, crate::retrieval::RolesAsked::NONE);
         assert!(unasked < chunk_boost(&source.path, 0.0, roles));
+    }
+
+    #[test]
+    fn a_node_the_query_names_outright_keeps_no_role_penalty() {
+        let source =
+            Piece { file_standing: 1.0, name_match: 1.0, ..code_piece("uko://r/src/a.py#F.g", "src/a.py", 0.8, 1) };
+        let mut helper = Piece {
+            file_standing: 1.0,
+            name_match: 0.5,
+            ..code_piece("uko://r/pkg/testing/http.py#F.g", "pkg/testing/http.py", 0.8, 1)
+        };
+        assert!(ranker_logit(&helper, 0) < ranker_logit(&source, 0) - 1.0);
+        helper.name_match = 1.0;
+        assert_eq!(ranker_logit(&helper, 0), ranker_logit(&source, 0));
+        // A test case, or any piece of a file named as a test, keeps it.
+        let mut case = Piece { kind: "test".into(), ..helper.clone() };
+        assert!(ranker_logit(&case, 0) < ranker_logit(&source, 0) - 1.0);
+        case = Piece { kind: "function".into(), path: "pkg/testing/test_http.py".into(), ..case };
+        assert!(ranker_logit(&case, 0) < ranker_logit(&source, 0) - 1.0);
     }
 
     #[test]

@@ -502,7 +502,11 @@ impl RolesAsked {
 /// [0, 1]: 1 when the query holds its qualified name (`Outer.name`,
 /// `Outer::name`), or an identifier-like name of its own (one with `_` or an
 /// inner capital) as a word, or a plain name of 4 characters or more together
-/// with an enclosing name; 0.3 for a plain name of 4 characters or more alone
+/// with an enclosing name; 0.5 for an identifier-like name the query holds
+/// only as the qualifier of a member (`InteractivePrinter` in
+/// `InteractivePrinter::print_line`) or only as a member of another
+/// (`runEffects` of `OParser` in `ORunner.runEffects`); an ordinal of a name
+/// defined again (`field_validator~4`) is ignored; 0.3 for a plain name of 4 characters or more alone
 /// (`decorator`, `send`: many nodes share such words);
 /// 0.5 when every word of a two-or-more-word name (`merge_settings`,
 /// `mergeSettings`) is a word of the query. Short names (`get`, `run`) and
@@ -516,6 +520,8 @@ pub fn name_match(query: &str, uri: &str) -> f64 {
 pub struct QueryNames {
     words: std::collections::HashSet<String>,
     compact: String,
+    /// The query split at white space, lower case.
+    tokens: Vec<String>,
     /// Words in the query, repeats counted.
     length: usize,
 }
@@ -528,8 +534,8 @@ impl QueryNames {
             .map(str::to_lowercase)
             .collect();
         let compact = query.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_lowercase();
-        let length = query.split_whitespace().count();
-        QueryNames { words, compact, length }
+        let tokens: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
+        QueryNames { words, compact, length: tokens.len(), tokens }
     }
 
     /// Whether the query reads as a look-up of a name (`InteractivePrinter::print_line`,
@@ -539,10 +545,76 @@ impl QueryNames {
         self.length <= LOOKUP_WORDS
     }
 
+    /// Whether the query holds `lower` only as the qualifier of a member
+    /// (`x::y`, `x.y`), never as a name of its own.
+    fn only_qualifier(&self, lower: &str) -> bool {
+        let mut qualifier = false;
+        for token in &self.tokens {
+            let mut rest = token.as_str();
+            while let Some(at) = rest.find(lower) {
+                let before = rest[..at].chars().next_back();
+                let after = &rest[at + lower.len()..];
+                rest = &rest[at + lower.len()..];
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                    continue;
+                }
+                let member = after
+                    .strip_prefix("::")
+                    .or_else(|| after.strip_prefix('.'))
+                    .is_some_and(|m| m.starts_with(|c: char| c.is_alphabetic() || c == '_'));
+                if member {
+                    qualifier = true;
+                } else if !after.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+                    return false;
+                }
+            }
+        }
+        qualifier
+    }
+
+    /// Whether the query holds `lower` only as a member of something other
+    /// than `outer` (`x.lower`, `x::lower` with `x` not `outer`), never alone.
+    fn only_member_of_other(&self, lower: &str, outer: Option<&str>) -> bool {
+        let mut other = false;
+        for token in &self.tokens {
+            let mut rest = token.as_str();
+            let mut start = 0;
+            while let Some(at) = rest.find(lower) {
+                let before = &token[..start + at];
+                let after = &rest[at + lower.len()..];
+                start += at + lower.len();
+                rest = after;
+                if after.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+                    continue;
+                }
+                let qualifier = before.strip_suffix("::").or_else(|| before.strip_suffix('.'));
+                match qualifier {
+                    Some(q) => {
+                        let q = q.rsplit(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or(q);
+                        if q.is_empty() || Some(q) == outer {
+                            return false;
+                        }
+                        other = true;
+                    }
+                    None if before.ends_with(|c: char| c.is_alphanumeric() || c == '_') => {}
+                    None => return false,
+                }
+            }
+        }
+        other
+    }
+
     /// [`name_match`] of the node `uri` against this query.
     pub fn of(&self, uri: &str) -> f64 {
         let Some((_, symbol)) = uri.split_once('#') else { return 0.0 };
-        let segments: Vec<&str> = symbol.split(['.', ':']).filter(|s| !s.is_empty()).collect();
+        // A name defined more than once in its scope carries its ordinal
+        // (`field_validator~4`: the implementation after three overloads);
+        // the query names it without.
+        let segments: Vec<&str> = symbol
+            .split(['.', ':'])
+            .map(|s| s.split_once('~').map_or(s, |(name, _)| name))
+            .filter(|s| !s.is_empty())
+            .collect();
         let Some(name) = segments.last().copied() else { return 0.0 };
         let lower = name.to_lowercase();
         let has = |w: &str| self.words.contains(&w.to_lowercase());
@@ -557,7 +629,12 @@ impl QueryNames {
             // An identifier, not a word: `version_option`, `HTTPAdapter`, `isTTY`.
             let distinctive = name.contains('_') || name.chars().skip(1).any(char::is_uppercase);
             if distinctive {
-                return 1.0;
+                // Named only to qualify a member (`InteractivePrinter::print_line`
+                // asks for the method, not the struct), or only as the member
+                // of another (`ORunner.runEffects` for `OParser.runEffects`): half.
+                let outer = (segments.len() >= 2).then(|| segments[segments.len() - 2].to_lowercase());
+                let elsewhere = self.only_member_of_other(&lower, outer.as_deref());
+                return if elsewhere || self.only_qualifier(&lower) { 0.5 } else { 1.0 };
             }
             if name.len() >= 4 {
                 let outer = segments.iter().rev().skip(1).any(|s| s.len() >= 3 && has(s));
@@ -748,6 +825,23 @@ mod tests {
         assert_eq!(name_match("merge environment settings", uri), 0.5);
         assert_eq!(name_match("HTTPAdapter send method", "uko://R/a.py#HTTPAdapter.send"), 1.0);
         assert_eq!(name_match("Router::nest", "uko://R/src/routing/mod.rs#Router.nest"), 1.0);
+        // The ordinal of a name defined again (after overloads) is not part of it.
+        assert_eq!(name_match("field_validator decorator", "uko://R/f.py#field_validator~4"), 1.0);
+        assert_eq!(name_match("Printer::print_line", "uko://R/p.rs#Printer.print_line~2"), 1.0);
+        // A type named only to qualify its member is half named.
+        let printer = "uko://R/src/printer.rs#InteractivePrinter";
+        assert_eq!(name_match("InteractivePrinter::print_line", printer), 0.5);
+        assert_eq!(name_match("where is InteractivePrinter.print_line", printer), 0.5);
+        assert_eq!(name_match("InteractivePrinter::print_line and InteractivePrinter", printer), 1.0);
+        assert_eq!(name_match("the InteractivePrinter.", printer), 1.0);
+        assert_eq!(name_match("MyInteractivePrinter::new", printer), 0.0);
+        // A member of another type is half named; of its own, or alone, fully.
+        let other = "uko://R/s/OParser.scala#OParser~2.runEffects";
+        assert_eq!(name_match("ORunner.runEffects", other), 0.5);
+        assert_eq!(name_match("ORunner.runEffects", "uko://R/s/ORunner.scala#ORunner.runEffects"), 1.0);
+        assert_eq!(name_match("OParser.runEffects", other), 1.0);
+        assert_eq!(name_match("where is runEffects defined", other), 1.0);
+        assert_eq!(name_match("ORunner.runEffects or runEffects", other), 1.0);
         // Plain words alone say little; short names and files nothing.
         assert_eq!(name_match("the version decorator", "uko://R/d.py#argument.decorator"), 0.3);
         assert_eq!(name_match("get the value", "uko://R/d.py#get"), 0.0);
