@@ -16,8 +16,9 @@
 //! directory (`~/.cache/agents` on Linux), else the temporary directory. A
 //! file is named by the binary's version and the format, written to a
 //! temporary name and renamed into place, and carries its length and CRC32: a
-//! file that is missing, truncated or altered is rebuilt, never trusted. When
-//! nothing is writable the tables are built in memory, each process again.
+//! file that is missing, truncated or altered is rebuilt, never trusted. A
+//! directory that cannot be written is passed over for the next; when none
+//! can, the tables are built in memory, each process again.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -52,10 +53,7 @@ pub(super) fn get(encoding: Encoding) -> &'static Tokenizer {
 }
 
 fn tokenizer(encoding: Encoding) -> Tokenizer {
-    let bpe = match cache_dir() {
-        Some(dir) => cached(&dir, encoding),
-        None => build(encoding),
-    };
+    let bpe = cached(&cache_dirs(), encoding);
     let o200k;
     let patterns: [(&str, bool); 3] = match encoding {
         // `bpe-openai`'s patterns: tiktoken's with its negative look-ahead
@@ -84,30 +82,36 @@ fn tokenizer(encoding: Encoding) -> Tokenizer {
     Tokenizer::new_lookahead(bpe, &patterns, false).expect("the pre-tokenization patterns are valid")
 }
 
-/// Where the tables are cached, created if needed; `None` when no candidate
-/// directory can be created.
-fn cache_dir() -> Option<PathBuf> {
+/// Where the tables may be cached, in order of preference.
+fn cache_dirs() -> Vec<PathBuf> {
     let candidates = [
         std::env::var_os("AGENTS_CACHE_DIR").filter(|d| !d.is_empty()).map(PathBuf::from),
         dirs::cache_dir().map(|d| d.join("agents")),
         Some(std::env::temp_dir().join("agents-cache")),
     ];
-    candidates.into_iter().flatten().find(|dir| std::fs::create_dir_all(dir).is_ok())
+    candidates.into_iter().flatten().collect()
 }
 
 fn file_name(encoding: Encoding) -> String {
     format!("bpe-{}-{}-v{}.bin", encoding.name(), env!("CARGO_PKG_VERSION"), MAGIC[7])
 }
 
-/// The table from `dir`, or built and written there (best effort: a failed
-/// write only means the next process builds it again).
-fn cached(dir: &Path, encoding: Encoding) -> BytePairEncoding {
-    let path = dir.join(file_name(encoding));
-    if let Some(bpe) = read(&path) {
+/// The table from the first of `dirs` that holds a valid one, or built and
+/// written to the first that takes it (a directory that cannot be created
+/// or written, a read-only home say, is passed over; when none takes it the
+/// next process builds it again).
+fn cached(dirs: &[PathBuf], encoding: Encoding) -> BytePairEncoding {
+    let name = file_name(encoding);
+    if let Some(bpe) = dirs.iter().find_map(|dir| read(&dir.join(&name))) {
         return bpe;
     }
     let bpe = build(encoding);
-    let _ = write_atomically(&path, &encode(&bpe));
+    let bytes = encode(&bpe);
+    for dir in dirs {
+        if std::fs::create_dir_all(dir).is_ok() && write_atomically(&dir.join(&name), &bytes).is_ok() {
+            break;
+        }
+    }
     bpe
 }
 
@@ -202,11 +206,16 @@ mod tests {
         let path = dir.path().join(file_name(Encoding::Cl100kBase));
         let reference = &get(Encoding::Cl100kBase).bpe;
 
-        // Missing: built and written; read back, the same table.
-        assert_same_table(&cached(dir.path(), Encoding::Cl100kBase), reference, "built");
+        // Missing: built and written; read back, the same table. A
+        // candidate that cannot be a directory (a file is in the way) is
+        // passed over.
+        let blocked = dir.path().join("not-a-dir");
+        std::fs::write(&blocked, "x").unwrap();
+        let dirs = [blocked.join("agents"), dir.path().to_owned()];
+        assert_same_table(&cached(&dirs, Encoding::Cl100kBase), reference, "built");
         let written = std::fs::read(&path).unwrap();
         assert_same_table(&decode(&written).unwrap(), reference, "read back");
-        assert_same_table(&cached(dir.path(), Encoding::Cl100kBase), reference, "cached");
+        assert_same_table(&cached(&dirs, Encoding::Cl100kBase), reference, "cached");
 
         // Truncated, a flipped byte, another magic: each refused.
         assert!(decode(&written[..written.len() - 1]).is_none());
@@ -221,7 +230,7 @@ mod tests {
 
         // A damaged file is rebuilt and replaced.
         std::fs::write(&path, &flipped).unwrap();
-        assert_same_table(&cached(dir.path(), Encoding::Cl100kBase), reference, "rebuilt");
+        assert_same_table(&cached(&dirs, Encoding::Cl100kBase), reference, "rebuilt");
         assert_same_table(&decode(&std::fs::read(&path).unwrap()).unwrap(), reference, "replaced");
     }
 }
