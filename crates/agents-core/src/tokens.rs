@@ -107,8 +107,9 @@ impl Tokenizer {
     }
 
     /// Loads the encoding's tables now instead of on the first count (reading
-    /// them takes tens of milliseconds, building them the first time a second): a caller that will count soon runs
-    /// this on another thread while it does other work.
+    /// them takes tens of milliseconds; building them, the first time on a
+    /// machine, a second): a caller that will count soon runs this on another
+    /// thread while it does other work.
     pub fn preload(&self) {
         self.count("preload");
     }

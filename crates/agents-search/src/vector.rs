@@ -800,12 +800,7 @@ impl VectorBackend for LocalVectorIndex {
         if self.rewrite || delta * 100 > self.base_len * MAX_DELTA_PERCENT {
             // Streamed: the rows (hundreds of megabytes on a large tree) are
             // written from where they are, never copied into one buffer.
-            let path = self.dir.join(ROWS_FILE);
-            agents_fs::atomic_write_with(&path, |w| write_encoded(self, w)).map_err(|source| SearchError::Io {
-                path,
-                action: "write atomically",
-                source,
-            })?;
+            write_atomically_with(&self.dir.join(ROWS_FILE), |w| write_encoded(self, w))?;
             // A delta left now would name the base before: ignored, but removed.
             let delta_path = self.dir.join(DELTA_FILE);
             match std::fs::remove_file(&delta_path) {
@@ -1317,7 +1312,16 @@ fn map_file(path: &Path) -> std::io::Result<memmap2::Mmap> {
 /// Writes `bytes` to `path` atomically ([`agents_fs::atomic_write`]: a
 /// temporary file, synced, renamed, then the directory synced).
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), SearchError> {
-    agents_fs::atomic_write(path, bytes).map_err(|source| SearchError::Io {
+    write_atomically_with(path, |w| w.write_all(bytes))
+}
+
+/// [`write_atomically`] of what `write` writes, streamed
+/// ([`agents_fs::atomic_write_with`]).
+fn write_atomically_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), SearchError> {
+    agents_fs::atomic_write_with(path, write).map_err(|source| SearchError::Io {
         path: path.to_owned(),
         action: "write atomically",
         source,

@@ -16,7 +16,8 @@
 //! directory (`~/.cache/agents` on Linux), else the temporary directory. A
 //! file is named by the binary's version and the format, written to a
 //! temporary name and renamed into place, and carries its length and CRC32: a
-//! file that is missing, truncated or altered is rebuilt, never trusted. A
+//! file that is missing, truncated or altered is rebuilt, never trusted
+//! (and a temporary file a killed writer left is removed by a later write). A
 //! directory that cannot be written is passed over for the next; when none
 //! can, the tables are built in memory, each process again.
 
@@ -160,12 +161,33 @@ fn decode(bytes: &[u8]) -> Option<BytePairEncoding> {
     valid.then(|| rmp_serde::from_slice(payload).ok()).flatten()
 }
 
+/// Prefix of the temporary files tables are written to before the rename.
+const TEMPORARY_PREFIX: &str = ".bpe-";
+
+/// A temporary file older than this was left by a process killed while
+/// writing (a write takes well under a second).
+const STALE_TEMPORARY: std::time::Duration = std::time::Duration::from_secs(600);
+
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    remove_stale_temporaries(dir);
+    let mut file = tempfile::Builder::new().prefix(TEMPORARY_PREFIX).tempfile_in(dir)?;
     file.write_all(bytes)?;
     file.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Removes what killed writers left in `dir` (32 MB each), best effort.
+fn remove_stale_temporaries(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let stale = entry.file_name().to_string_lossy().starts_with(TEMPORARY_PREFIX)
+            && entry.metadata().ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok())
+                > Some(STALE_TEMPORARY);
+        if stale {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -228,9 +250,20 @@ mod tests {
         other[7] ^= 0xff;
         assert!(decode(&other).is_none());
 
+        // A temporary file a killed writer left long ago goes with the next
+        // write; a fresh one (a writer at work) stays.
+        let left = dir.path().join(".bpe-left");
+        let working = dir.path().join(".bpe-working");
+        for file in [&left, &working] {
+            std::fs::write(file, "half").unwrap();
+        }
+        let long_ago = std::time::SystemTime::now() - 2 * STALE_TEMPORARY;
+        std::fs::File::options().write(true).open(&left).unwrap().set_modified(long_ago).unwrap();
+
         // A damaged file is rebuilt and replaced.
         std::fs::write(&path, &flipped).unwrap();
         assert_same_table(&cached(&dirs, Encoding::Cl100kBase), reference, "rebuilt");
         assert_same_table(&decode(&std::fs::read(&path).unwrap()).unwrap(), reference, "replaced");
+        assert!(!left.exists() && working.exists());
     }
 }
