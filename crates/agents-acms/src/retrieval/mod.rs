@@ -545,63 +545,31 @@ impl QueryNames {
         self.length <= LOOKUP_WORDS
     }
 
-    /// Whether the query holds `lower` only as the qualifier of a member
-    /// (`x::y`, `x.y`), never as a name of its own.
-    fn only_qualifier(&self, lower: &str) -> bool {
-        let mut qualifier = false;
+    /// Each place the query holds `lower` as a whole identifier: the
+    /// identifier qualifying it there (`x` in `x.lower`, `x::lower`), and
+    /// whether it qualifies a member itself (`lower.y`, `lower::y`).
+    fn occurrences(&self, lower: &str) -> Vec<(Option<&str>, bool)> {
+        let ident = |c: char| c.is_alphanumeric() || c == '_';
+        let mut found = Vec::new();
         for token in &self.tokens {
-            let mut rest = token.as_str();
-            while let Some(at) = rest.find(lower) {
-                let before = rest[..at].chars().next_back();
-                let after = &rest[at + lower.len()..];
-                rest = &rest[at + lower.len()..];
-                if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                    continue;
+            let mut from = 0;
+            while let Some(at) = token[from..].find(lower) {
+                let (start, end) = (from + at, from + at + lower.len());
+                from = end;
+                let (before, after) = (&token[..start], &token[end..]);
+                let qualified = before.strip_suffix("::").or_else(|| before.strip_suffix('.'));
+                if after.starts_with(ident) || (qualified.is_none() && before.ends_with(ident)) {
+                    continue; // part of a longer identifier
                 }
+                let qualifier = qualified.and_then(|q| q.rsplit(|c: char| !ident(c)).next()).filter(|q| !q.is_empty());
                 let member = after
                     .strip_prefix("::")
                     .or_else(|| after.strip_prefix('.'))
                     .is_some_and(|m| m.starts_with(|c: char| c.is_alphabetic() || c == '_'));
-                if member {
-                    qualifier = true;
-                } else if !after.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
-                    return false;
-                }
+                found.push((qualifier, member));
             }
         }
-        qualifier
-    }
-
-    /// Whether the query holds `lower` only as a member of something other
-    /// than `outer` (`x.lower`, `x::lower` with `x` not `outer`), never alone.
-    fn only_member_of_other(&self, lower: &str, outer: Option<&str>) -> bool {
-        let mut other = false;
-        for token in &self.tokens {
-            let mut rest = token.as_str();
-            let mut start = 0;
-            while let Some(at) = rest.find(lower) {
-                let before = &token[..start + at];
-                let after = &rest[at + lower.len()..];
-                start += at + lower.len();
-                rest = after;
-                if after.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
-                    continue;
-                }
-                let qualifier = before.strip_suffix("::").or_else(|| before.strip_suffix('.'));
-                match qualifier {
-                    Some(q) => {
-                        let q = q.rsplit(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or(q);
-                        if q.is_empty() || Some(q) == outer {
-                            return false;
-                        }
-                        other = true;
-                    }
-                    None if before.ends_with(|c: char| c.is_alphanumeric() || c == '_') => {}
-                    None => return false,
-                }
-            }
-        }
-        other
+        found
     }
 
     /// [`name_match`] of the node `uri` against this query.
@@ -633,8 +601,10 @@ impl QueryNames {
                 // asks for the method, not the struct), or only as the member
                 // of another (`ORunner.runEffects` for `OParser.runEffects`): half.
                 let outer = (segments.len() >= 2).then(|| segments[segments.len() - 2].to_lowercase());
-                let elsewhere = self.only_member_of_other(&lower, outer.as_deref());
-                return if elsewhere || self.only_qualifier(&lower) { 0.5 } else { 1.0 };
+                let found = self.occurrences(&lower);
+                let only_qualifier = found.iter().all(|(_, member)| *member);
+                let only_of_other = found.iter().all(|(q, _)| q.is_some_and(|q| Some(q) != outer.as_deref()));
+                return if !found.is_empty() && (only_qualifier || only_of_other) { 0.5 } else { 1.0 };
             }
             if name.len() >= 4 {
                 let outer = segments.iter().rev().skip(1).any(|s| s.len() >= 3 && has(s));
@@ -842,6 +812,8 @@ mod tests {
         assert_eq!(name_match("OParser.runEffects", other), 1.0);
         assert_eq!(name_match("where is runEffects defined", other), 1.0);
         assert_eq!(name_match("ORunner.runEffects or runEffects", other), 1.0);
+        // Inside a longer identifier it is not named at all.
+        assert_eq!(name_match("InteractivePrinter::print_line MyInteractivePrinter", printer), 0.5);
         // Plain words alone say little; short names and files nothing.
         assert_eq!(name_match("the version decorator", "uko://R/d.py#argument.decorator"), 0.3);
         assert_eq!(name_match("get the value", "uko://R/d.py#get"), 0.0);
