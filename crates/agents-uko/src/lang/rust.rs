@@ -148,7 +148,16 @@ impl<'t> Walker<'t> {
                     self.b.add(ctx.scope, NodeKind::Macro, name, Span::of_node(&node), Some(sig), doc);
                 }
             }
-            "macro_invocation" => self.macro_call(node, ctx.scope, ctx),
+            // A macro whose braces hold items adds them (their calls with
+            // them); any other records the calls its tokens seem to make.
+            "macro_invocation" => {
+                if !self.macro_items(node, ctx) {
+                    self.macro_call(node, ctx.scope, ctx);
+                } else if let Some(mac) = node.child_by_field_name("macro") {
+                    let name = callee(mac, self.text, ctx.self_type.as_deref(), 0);
+                    self.call(ctx.scope, format!("{name}!"), Span::of_node(&node));
+                }
+            }
             // `thread_local!(..);`, `include!(..);` at item level.
             "expression_statement" => {
                 if let Some(mac) = node.named_child(0).filter(|m| m.kind() == "macro_invocation") {
@@ -498,6 +507,51 @@ impl<'t> Walker<'t> {
     }
 
     /// A macro invocation: a call of `name!`, plus calls written in its tokens.
+    /// The items an item-level macro's braces hold when they are Rust items
+    /// as written (`pin_project! { pub struct RouteFuture<E> { .. } }`,
+    /// `thread_local! { static X: .. }`): tree-sitter leaves a macro's body as
+    /// tokens, so the body alone is parsed again, at its own offsets, and its
+    /// items added where the macro stands.
+    /// A body that does not parse cleanly as items (`bitflags!`'s
+    /// `struct F: u32`, `cfg_if!`) adds nothing.
+    /// Returns whether it added any.
+    fn macro_items(&mut self, node: Node<'_>, ctx: &Ctx) -> bool {
+        let mut cursor = node.walk();
+        let Some(body) = node.named_children(&mut cursor).find(|c| c.kind() == "token_tree") else { return false };
+        let (start, end) = (body.start_byte(), body.end_byte());
+        if !self.text[start..end].starts_with('{') || end - start < 3 {
+            return false;
+        }
+        // Only the body is parsed (tree-sitter's included ranges): nodes keep
+        // their offsets in the file, and a file of many macros is not read
+        // once per macro.
+        let (open, close) = (body.start_position(), body.end_position());
+        let inner = tree_sitter::Range {
+            start_byte: start + 1,
+            end_byte: end - 1,
+            start_point: tree_sitter::Point { row: open.row, column: open.column + 1 },
+            end_point: tree_sitter::Point { row: close.row, column: close.column.saturating_sub(1) },
+        };
+        let mut parser = tree_sitter::Parser::new();
+        if parser.set_language(&LANGUAGE).is_err() || parser.set_included_ranges(&[inner]).is_err() {
+            return false;
+        }
+        let Some(tree) = parser.parse(self.text, None) else { return false };
+        let root = tree.root_node();
+        let mut items = root.walk();
+        let declares = root.named_children(&mut items).any(|c| {
+            matches!(
+                c.kind(),
+                "struct_item" | "enum_item" | "union_item" | "function_item" | "static_item" | "const_item"
+            )
+        });
+        if root.has_error() || !declares {
+            return false;
+        }
+        self.items(root, ctx);
+        true
+    }
+
     fn macro_call(&mut self, node: Node<'_>, from: usize, ctx: &Ctx) {
         if let Some(mac) = node.child_by_field_name("macro") {
             let name = callee(mac, self.text, ctx.self_type.as_deref(), 0);
@@ -1311,6 +1365,45 @@ mod tests {
     }
 
     #[test]
+    fn items_inside_an_item_macros_braces_are_nodes_where_they_stand() {
+        let text = r#"use pin_project_lite::pin_project;
+pin_project! {
+    /// Response future for [`Route`].
+    pub struct RouteFuture<E> {
+        #[pin]
+        inner: Oneshot<E>,
+        top_level: bool,
+    }
+}
+
+impl<E> RouteFuture<E> {
+    fn new(inner: Oneshot<E>) -> Self { Self { inner, top_level: true } }
+}
+
+thread_local! { static DEPTH: Cell<u32> = Cell::new(0); }
+
+bitflags! {
+    pub struct Flags: u32 { const A = 1; }
+}
+
+vec_like! { 1, 2, 3 }
+"#;
+        let analysis = analyze(text);
+        assert!(analysis.warnings.is_empty(), "{:?}", analysis.warnings);
+        assert_provenance(&analysis, text);
+        let future = analysis.nodes.iter().find(|n| n.symbol_path == "RouteFuture").unwrap();
+        assert_eq!(future.kind, NodeKind::Struct);
+        assert_eq!(future.doc.as_deref(), Some("Response future for [`Route`]."));
+        assert!(future.span.slice(text).starts_with("pub struct RouteFuture<E> {"));
+        assert!(future.span.slice(text).ends_with("top_level: bool,\n    }"));
+        let new = analysis.nodes.iter().find(|n| n.symbol_path == "RouteFuture.new").unwrap();
+        assert_eq!(analysis.nodes[new.parent.unwrap()].symbol_path, "RouteFuture");
+        assert!(analysis.nodes.iter().any(|n| n.symbol_path == "DEPTH"));
+        // Bodies that are not Rust items as written add nothing.
+        assert!(!analysis.nodes.iter().any(|n| n.name == "Flags" || n.name == "A"));
+    }
+
+    #[test]
     fn docs_keep_code_block_indentation() {
         let analysis = analyze(FIXTURE);
         let point = analysis.nodes.iter().find(|n| n.symbol_path == "Point").unwrap();
@@ -1341,7 +1434,10 @@ mod tests {
         let text = "lazy_static! { static ref X: u8 = make(); }\nthread_local!(static Y: u8 = init());\n";
         let analysis = analyze(text);
         let calls: Vec<(usize, &str)> = analysis.references.iter().map(|r| (r.from, r.target.as_str())).collect();
-        assert_eq!(calls, [(0, "lazy_static!"), (0, "make"), (0, "thread_local!"), (0, "init")]);
+        // `lazy_static!`'s braces hold a static as tree-sitter reads it
+        // (`static ref`): a node, calling `make` itself.
+        assert_eq!(calls, [(0, "lazy_static!"), (1, "make"), (0, "thread_local!"), (0, "init")]);
+        assert_eq!(analysis.nodes[1].symbol_path, "X");
     }
 
     #[test]
