@@ -151,11 +151,10 @@ impl<'t> Walker<'t> {
             // A macro whose braces hold items adds them (their calls with
             // them); any other records the calls its tokens seem to make.
             "macro_invocation" => {
-                if !self.macro_items(node, ctx) {
+                if self.macro_items(node, ctx) {
+                    self.macro_name_call(node, ctx.scope, ctx);
+                } else {
                     self.macro_call(node, ctx.scope, ctx);
-                } else if let Some(mac) = node.child_by_field_name("macro") {
-                    let name = callee(mac, self.text, ctx.self_type.as_deref(), 0);
-                    self.call(ctx.scope, format!("{name}!"), Span::of_node(&node));
                 }
             }
             // `thread_local!(..);`, `include!(..);` at item level.
@@ -506,7 +505,6 @@ impl<'t> Walker<'t> {
         self.b.reference(from, RefKind::Calls, target, span);
     }
 
-    /// A macro invocation: a call of `name!`, plus calls written in its tokens.
     /// The items an item-level macro's braces hold when they are Rust items
     /// as written (`pin_project! { pub struct RouteFuture<E> { .. } }`,
     /// `thread_local! { static X: .. }`): tree-sitter leaves a macro's body as
@@ -552,15 +550,21 @@ impl<'t> Walker<'t> {
         true
     }
 
+    /// A macro invocation: a call of `name!`, plus calls written in its tokens.
     fn macro_call(&mut self, node: Node<'_>, from: usize, ctx: &Ctx) {
-        if let Some(mac) = node.child_by_field_name("macro") {
-            let name = callee(mac, self.text, ctx.self_type.as_deref(), 0);
-            self.call(from, format!("{name}!"), Span::of_node(&node));
-        }
+        self.macro_name_call(node, from, ctx);
         let mut cursor = node.walk();
         let trees: Vec<Node<'_>> = node.named_children(&mut cursor).filter(|c| c.kind() == "token_tree").collect();
         for tree in trees {
             self.token_calls(tree, from, ctx, 0);
+        }
+    }
+
+    /// The call of `name!` a macro invocation is.
+    fn macro_name_call(&mut self, node: Node<'_>, from: usize, ctx: &Ctx) {
+        if let Some(mac) = node.child_by_field_name("macro") {
+            let name = callee(mac, self.text, ctx.self_type.as_deref(), 0);
+            self.call(from, format!("{name}!"), Span::of_node(&node));
         }
     }
 
