@@ -12,14 +12,15 @@
 //! the cache directory and every later one reads it back, which costs what
 //! decoding the compiled-in copy did (about 35 ms).
 //!
-//! The cache directory is `$AGENTS_CACHE_DIR`, else the platform's cache
-//! directory (`~/.cache/agents` on Linux), else the temporary directory. A
-//! file is named by the binary's version and the format, written to a
-//! temporary name and renamed into place, and carries its length and CRC32: a
-//! file that is missing, truncated or altered is rebuilt, never trusted
-//! (and a temporary file a killed writer left is removed by a later write). A
-//! directory that cannot be written is passed over for the next; when none
-//! can, the tables are built in memory, each process again.
+//! The cache directory is `$AGENTS_CACHE_DIR` (that one only), else the
+//! platform's cache directory (`~/.cache/agents` on Linux), else the
+//! temporary directory. A file is named by the binary's version and the
+//! format, written to a temporary name and renamed into place, and carries
+//! its length and CRC32: a file that is missing, truncated or altered is
+//! rebuilt, never trusted (and a temporary file a killed writer left is
+//! removed by a later write). A directory that cannot be written is passed
+//! over for the next; when none can, the tables are built in memory, each
+//! process again.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -83,14 +84,18 @@ fn tokenizer(encoding: Encoding) -> Tokenizer {
     Tokenizer::new_lookahead(bpe, &patterns, false).expect("the pre-tokenization patterns are valid")
 }
 
-/// Where the tables may be cached, in order of preference.
+/// Where the tables may be cached, in order of preference: only
+/// `$AGENTS_CACHE_DIR` when it is set (a user or a benchmark that names a
+/// directory gets exactly that one), else the platform's cache directory,
+/// then the temporary directory.
 fn cache_dirs() -> Vec<PathBuf> {
-    let candidates = [
-        std::env::var_os("AGENTS_CACHE_DIR").filter(|d| !d.is_empty()).map(PathBuf::from),
-        dirs::cache_dir().map(|d| d.join("agents")),
-        Some(std::env::temp_dir().join("agents-cache")),
-    ];
-    candidates.into_iter().flatten().collect()
+    if let Some(dir) = std::env::var_os("AGENTS_CACHE_DIR").filter(|d| !d.is_empty()) {
+        return vec![PathBuf::from(dir)];
+    }
+    [dirs::cache_dir().map(|d| d.join("agents")), Some(std::env::temp_dir().join("agents-cache"))]
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 fn file_name(encoding: Encoding) -> String {
