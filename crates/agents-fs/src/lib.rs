@@ -1,5 +1,6 @@
 //! File utilities of the agents engine, one implementation each, used by
-//! the store, search, the context and knowledge halves and the CLI:
+//! the tokenizer's table cache, the store, search, the context and
+//! knowledge halves and the CLI:
 //!
 //! - [`atomic_write`]: temp file, fsync, rename, fsync of the directory
 //!   ([`atomic_write_with`] streams what a closure writes);

@@ -22,7 +22,6 @@
 //! over for the next; when none can, the tables are built in memory, each
 //! process again.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
@@ -114,7 +113,9 @@ fn cached(dirs: &[PathBuf], encoding: Encoding) -> BytePairEncoding {
     let bpe = build(encoding);
     let bytes = encode(&bpe);
     for dir in dirs {
-        if std::fs::create_dir_all(dir).is_ok() && write_atomically(&dir.join(&name), &bytes).is_ok() {
+        // What a killed writer left (32 MB each) goes first, best effort.
+        let _ = agents_fs::atomic::remove_stale_temporaries(dir, &[&name]);
+        if agents_fs::atomic_write(&dir.join(&name), &bytes).is_ok() {
             break;
         }
     }
@@ -134,7 +135,7 @@ fn read(path: &Path) -> Option<BytePairEncoding> {
 }
 
 /// The table built from the encoding's vocabulary, ranks in order.
-pub(super) fn build(encoding: Encoding) -> BytePairEncoding {
+fn build(encoding: Encoding) -> BytePairEncoding {
     let (core, expected) = match encoding {
         Encoding::O200kBase => (tiktoken_rs::o200k_base_singleton(), O200K_TOKENS),
         Encoding::Cl100kBase => (tiktoken_rs::cl100k_base_singleton(), CL100K_TOKENS),
@@ -164,35 +165,6 @@ fn decode(bytes: &[u8]) -> Option<BytePairEncoding> {
     let len = u64::from_le_bytes(bytes[12..20].try_into().ok()?);
     let valid = &bytes[..8] == MAGIC && len == payload.len() as u64 && crc32fast::hash(payload) == crc;
     valid.then(|| rmp_serde::from_slice(payload).ok()).flatten()
-}
-
-/// Prefix of the temporary files tables are written to before the rename.
-const TEMPORARY_PREFIX: &str = ".bpe-";
-
-/// A temporary file older than this was left by a process killed while
-/// writing (a write takes well under a second).
-const STALE_TEMPORARY: std::time::Duration = std::time::Duration::from_secs(600);
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    remove_stale_temporaries(dir);
-    let mut file = tempfile::Builder::new().prefix(TEMPORARY_PREFIX).tempfile_in(dir)?;
-    file.write_all(bytes)?;
-    file.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
-
-/// Removes what killed writers left in `dir` (32 MB each), best effort.
-fn remove_stale_temporaries(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let stale = entry.file_name().to_string_lossy().starts_with(TEMPORARY_PREFIX)
-            && entry.metadata().ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok())
-                > Some(STALE_TEMPORARY);
-        if stale {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
 }
 
 #[cfg(test)]
@@ -255,20 +227,21 @@ mod tests {
         other[7] ^= 0xff;
         assert!(decode(&other).is_none());
 
-        // A temporary file a killed writer left long ago goes with the next
-        // write; a fresh one (a writer at work) stays.
-        let left = dir.path().join(".bpe-left");
-        let working = dir.path().join(".bpe-working");
+        // A temporary file a killed writer left goes with the next write; a
+        // live writer's stays (agents-fs names them `.<name>.tmp-<pid>`; no
+        // pid reaches four billion, and pid 1 always runs).
+        let name = file_name(Encoding::Cl100kBase);
+        let left = dir.path().join(format!(".{name}.tmp-4000000000"));
+        let working = dir.path().join(format!(".{name}.tmp-1"));
         for file in [&left, &working] {
             std::fs::write(file, "half").unwrap();
         }
-        let long_ago = std::time::SystemTime::now() - 2 * STALE_TEMPORARY;
-        std::fs::File::options().write(true).open(&left).unwrap().set_modified(long_ago).unwrap();
 
         // A damaged file is rebuilt and replaced.
         std::fs::write(&path, &flipped).unwrap();
         assert_same_table(&cached(&dirs, Encoding::Cl100kBase), reference, "rebuilt");
         assert_same_table(&decode(&std::fs::read(&path).unwrap()).unwrap(), reference, "replaced");
-        assert!(!left.exists() && working.exists());
+        assert!(!left.exists());
+        assert_eq!(working.exists(), cfg!(target_os = "linux"), "pid 1 runs (Linux reads /proc)");
     }
 }
