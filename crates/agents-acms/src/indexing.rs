@@ -25,6 +25,7 @@ use agents_core::indexing::{FileRecord, GraphReport, IndexMetadata, IndexReport,
 use agents_core::tokens::{TokenCounter, Tokenizer};
 use agents_fs::read::{ReadError, RegularFile};
 use agents_store::{IndexCommit, SkippedFile, Store, StoreError};
+use agents_uko::lang::ANALYZER_VERSION;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
@@ -121,6 +122,9 @@ pub struct RepoIndexingService {
     store: Arc<dyn Store>,
     tokenizer: Tokenizer,
     locks_dir: PathBuf,
+    /// The analyzers' version this service builds graphs with
+    /// ([`ANALYZER_VERSION`]; another one only in tests).
+    analyzer_version: u32,
 }
 
 /// What processing one walked file produced, unless it was skipped.
@@ -135,7 +139,7 @@ type Outcome = Result<Fresh, SkipReason>;
 
 impl RepoIndexingService {
     pub fn new(store: Arc<dyn Store>, tokenizer: Tokenizer, locks_dir: PathBuf) -> RepoIndexingService {
-        RepoIndexingService { store, tokenizer, locks_dir }
+        RepoIndexingService { store, tokenizer, locks_dir, analyzer_version: ANALYZER_VERSION }
     }
 
     /// Indexes `root` for `resource_id`, reading every file. The stored index
@@ -266,6 +270,7 @@ impl RepoIndexingService {
                     Ok(LastRun {
                         files: self.store.file_records(&metadata.index_id)?,
                         skips: self.store.skipped_files(&metadata.index_id)?,
+                        analyzer_version: self.store.last_report(&metadata.index_id)?.map(|r| r.analyzer_version),
                     })
                 });
                 let walked = walk(root, &walk_options);
@@ -275,13 +280,24 @@ impl RepoIndexingService {
                 }
             });
             let last = last?;
-            let mut report = IndexReport::default();
+            // A graph built by other analyzers is rebuilt whole, unchanged
+            // files included (a first index has nothing to rebuild).
+            let reanalyse = !last.files.is_empty() && last.analyzer_version != Some(self.analyzer_version);
+            let mut report = IndexReport {
+                analyzer_version: self.analyzer_version,
+                reanalysed: reanalyse,
+                ..IndexReport::default()
+            };
             for (reason, path) in walked.skipped {
                 note_skip(&mut report, reason, path);
             }
             let candidates = plan_candidates(walked.files, &filter, options, &mut report);
             tracing::info!(files = candidates.len(), elapsed_ms = started.elapsed().as_millis() as u64, "walked");
-            if mode == Mode::Refresh && metadata.status == IndexStatus::Ready && last.unchanged(&candidates, options) {
+            if mode == Mode::Refresh
+                && metadata.status == IndexStatus::Ready
+                && !reanalyse
+                && last.unchanged(&candidates, options)
+            {
                 // Nothing to read and nothing to write: the stored index stands.
                 for entry in &candidates {
                     if let Some(reason) = last.skip_reason(entry, options) {
@@ -340,6 +356,15 @@ impl RepoIndexingService {
     ) -> Result<RepoIndex, IndexError> {
         let stored: HashMap<String, FileRecord> = last.files.into_iter().map(|f| (f.path.clone(), f)).collect();
         let known_skips: HashMap<String, SkippedFile> = last.skips.into_iter().map(|f| (f.path.clone(), f)).collect();
+        // Re-analysing, no stored record lets a file be passed over.
+        let reanalyse = report.reanalysed;
+        if reanalyse {
+            tracing::info!(
+                "the index was built by other analyzers (version {:?}, these are {}): re-analysing every file",
+                last.analyzer_version,
+                self.analyzer_version
+            );
+        }
 
         // One write transaction for the whole run: graph rows stream into it
         // chunk by chunk; nothing is visible (and a crash changes nothing)
@@ -358,7 +383,8 @@ impl RepoIndexingService {
             chunk
                 .par_iter()
                 .map(|entry| {
-                    let known = Known { record: stored.get(&entry.rel_path), skip: known_skips.get(&entry.rel_path) };
+                    let record = if reanalyse { None } else { stored.get(&entry.rel_path) };
+                    let known = Known { record, skip: known_skips.get(&entry.rel_path) };
                     let result = self.process(&metadata.resource_id, entry, known, options, mode);
                     progress.advance(1);
                     result
@@ -407,8 +433,9 @@ impl RepoIndexingService {
         let changed_paths: Vec<String> =
             pending.iter().map(|p| p.path.clone()).chain(removed.iter().cloned()).collect();
         let linker = Linker { resource_id: &metadata.resource_id, files: &paths, languages: &languages };
-        // A first index has no other files whose references could rebind.
-        let rebind_others = !stored.is_empty();
+        // A first index has no other files whose references could rebind;
+        // a re-analysis resolves every file's references afresh.
+        let rebind_others = !stored.is_empty() && !reanalyse;
         let introduced: Vec<String> = introduced.into_iter().collect();
         let (stats, re_resolved) = linker.link(writer.as_mut(), pending, &changed_paths, &introduced, rebind_others)?;
         progress.finish();
@@ -418,6 +445,7 @@ impl RepoIndexingService {
         report.graph = graph;
         commit.uko.re_resolved = re_resolved;
         commit.removed = removed;
+        commit.reset_search_state = reanalyse;
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, rss_mb = rss_mb(), "references resolved");
 
         let languages = RepoIndex::language_stats(&files);
@@ -496,6 +524,8 @@ struct LastRun {
     files: Vec<FileRecord>,
     /// Files skipped for their content, sorted by path.
     skips: Vec<SkippedFile>,
+    /// The analyzers' version its report records (`None` before a first run).
+    analyzer_version: Option<u32>,
 }
 
 impl LastRun {
@@ -785,6 +815,47 @@ mod tests {
 
     fn report(index: &RepoIndex) -> &IndexReport {
         index.report.as_ref().unwrap()
+    }
+
+    #[test]
+    fn a_graph_of_other_analyzers_is_rebuilt_whole_once() {
+        use agents_store::SearchStateStore;
+        let mut fx = fixture();
+        fx.write("a.py", b"def one():\n    return 1\n");
+        fx.write("b.py", b"def two():\n    return one()\n");
+        fx.write("logo.png", b"\x89PNG\0\0");
+        // Built by the analyzers before these.
+        fx.service.analyzer_version = ANALYZER_VERSION - 1;
+        let old = fx.refresh(&IndexOptions::default());
+        assert_eq!((report(&old).analyzer_version, report(&old).reanalysed), (ANALYZER_VERSION - 1, false));
+        let index_id = old.metadata.index_id.clone();
+        fx.store.set_search_state(&index_id, "tantivy", &[("a.py".into(), "h".into())], &[], "d").unwrap();
+
+        fx.service.analyzer_version = ANALYZER_VERSION;
+        let new = fx.refresh(&IndexOptions::default());
+        let r = report(&new);
+        assert!(r.reanalysed);
+        assert_eq!((r.analyzer_version, r.changed, r.unchanged, r.added), (ANALYZER_VERSION, 2, 0, 0));
+        assert_eq!(r.graph.files_analyzed, 2);
+        assert_eq!(r.skipped.get(&SkipReason::Binary), Some(&1));
+        assert_eq!(new.files, old.files, "same content, same records");
+        assert_eq!(fx.store.search_digest(&index_id, "tantivy").unwrap(), None, "the search indexes re-sync");
+        assert!(fx.store.search_state(&index_id, "tantivy").unwrap().is_empty());
+        let stored = fx.service.get_index(&fx.resource_id).unwrap().unwrap();
+        assert_eq!(stored.report.map(|r| r.analyzer_version), Some(ANALYZER_VERSION));
+
+        // Once rebuilt, a refresh reads nothing.
+        let again = fx.refresh(&IndexOptions::default());
+        let r = report(&again);
+        assert_eq!((r.reanalysed, r.unchanged, r.files_read, r.graph.files_analyzed), (false, 2, 0, 0));
+
+        // A report from before the version was recorded reads as version 0.
+        let legacy: IndexReport = serde_json::from_str(
+            r#"{"added":1,"changed":0,"removed":0,"unchanged":0,
+            "skipped":{},"skipped_examples":{},"files_read":1,"bytes_read":1,"duration_ms":1}"#,
+        )
+        .unwrap();
+        assert_eq!((legacy.analyzer_version, legacy.reanalysed), (0, false));
     }
 
     #[test]

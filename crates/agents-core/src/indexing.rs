@@ -222,6 +222,15 @@ pub struct IndexReport {
     /// What the run did to the code graph.
     #[serde(default)]
     pub graph: GraphReport,
+    /// The version of the analyzers that built the graph this run left
+    /// (`agents_uko::lang::ANALYZER_VERSION`); 0 in the reports of builds
+    /// that did not record it.
+    #[serde(default)]
+    pub analyzer_version: u32,
+    /// Whether the run re-analysed every file because the graph was built
+    /// by another analyzer version.
+    #[serde(default)]
+    pub reanalysed: bool,
 }
 
 /// The code-graph (UKO) part of a run.

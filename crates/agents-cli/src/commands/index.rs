@@ -118,6 +118,12 @@ pub fn render_summary(s: &IndexSummary<'_>) -> String {
             thousands(r.unchanged)
         ));
         out.push_str(&format!("  read       {} files, {:.1} MB\n", thousands(r.files_read), r.bytes_read as f64 / 1e6));
+        if r.reanalysed {
+            out.push_str(&format!(
+                "  analyzers  version {}: the graph was built by other analyzers, so every file was parsed again\n",
+                r.analyzer_version
+            ));
+        }
         if r.skipped_total() > 0 {
             let parts: Vec<String> =
                 r.skipped.iter().map(|(reason, n)| format!("{} {}", thousands(*n), reason.as_str())).collect();

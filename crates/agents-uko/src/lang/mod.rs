@@ -28,6 +28,15 @@ pub mod query;
 pub mod rust;
 pub mod signature;
 
+/// The version of what the analyzers produce (nodes, spans, signatures,
+/// references) and of how `agents-acms` links their references. An index
+/// records the version that built its graph, and a run that finds another
+/// re-analyses every file, unchanged ones included: an upgrade never leaves
+/// an index half built by the old analyzers. Bump it with any change to
+/// their output; `tests::analyzer_version_follows_the_snapshots` fails when
+/// the analyzers' snapshots change and this number does not.
+pub const ANALYZER_VERSION: u32 = 1;
+
 /// Extracts structure from files of some languages.
 pub trait Analyzer: Send + Sync {
     /// Language names (as `agents-acms` detects them) this analyzer handles.
@@ -420,6 +429,41 @@ pub(crate) mod test_support {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The analyzers' snapshots (`src/lang/snapshots`, bodies without insta's
+    /// header) digested, with the [`ANALYZER_VERSION`] they go with.
+    const SNAPSHOTS_OF_VERSION: (u32, &str) = (1, "545c9427fc7066865801da9d8cb3b2f33a697ed3b60d2db71f7287073026be95");
+
+    #[test]
+    fn analyzer_version_follows_the_snapshots() {
+        use sha2::{Digest, Sha256};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lang/snapshots");
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".snap"))
+            .collect();
+        names.sort();
+        let mut hasher = Sha256::new();
+        for name in &names {
+            let text = std::fs::read_to_string(dir.join(name)).unwrap().replace("\r\n", "\n");
+            // insta's header (`---`, source, expression, `---`) names the
+            // test, not the output.
+            let body =
+                text.strip_prefix("---\n").and_then(|t| t.split_once("\n---\n")).map_or(text.as_str(), |(_, b)| b);
+            hasher.update(name.as_bytes());
+            hasher.update([0]);
+            hasher.update(body.as_bytes());
+            hasher.update([0]);
+        }
+        let digest: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        assert!(
+            SNAPSHOTS_OF_VERSION == (ANALYZER_VERSION, digest.as_str()),
+            "the analyzers' snapshots changed (or ANALYZER_VERSION did): an index built by the old \
+             analyzers must be re-analysed, so bump ANALYZER_VERSION (it is {ANALYZER_VERSION}) and set \
+             SNAPSHOTS_OF_VERSION to (the new version, \"{digest}\")"
+        );
+    }
 
     #[test]
     fn clean_doc_strips_markers() {
