@@ -376,6 +376,9 @@ impl RepoIndexingService {
         let mut pending = Vec::new();
         let mut introduced: BTreeSet<String> = BTreeSet::new();
         let mut graph = GraphReport::default();
+        // A first index has no other files whose references could rebind;
+        // a re-analysis resolves every file's references afresh.
+        let rebind_others = !stored.is_empty() && !reanalyse;
         // Two-stage pipeline: while the pool reads and parses chunk k+1, this
         // thread writes chunk k. Chunks keep memory bounded and the write
         // order (hence row ids) deterministic.
@@ -410,6 +413,7 @@ impl RepoIndexingService {
                     graph: &mut graph,
                     pending: &mut pending,
                     introduced: &mut introduced,
+                    rebind_others,
                 };
                 sink.absorb(chunk, outcomes, writer.as_mut())?;
             }
@@ -433,9 +437,6 @@ impl RepoIndexingService {
         let changed_paths: Vec<String> =
             pending.iter().map(|p| p.path.clone()).chain(removed.iter().cloned()).collect();
         let linker = Linker { resource_id: &metadata.resource_id, files: &paths, languages: &languages };
-        // A first index has no other files whose references could rebind;
-        // a re-analysis resolves every file's references afresh.
-        let rebind_others = !stored.is_empty() && !reanalyse;
         let introduced: Vec<String> = introduced.into_iter().collect();
         let (stats, re_resolved) = linker.link(writer.as_mut(), pending, &changed_paths, &introduced, rebind_others)?;
         progress.finish();
@@ -603,6 +604,9 @@ struct Sink<'a> {
     pending: &'a mut Vec<uko_index::PendingRefs>,
     /// Names of symbols that changed files did not define before.
     introduced: &'a mut BTreeSet<String>,
+    /// Whether references of unchanged files will be re-bound (then
+    /// `introduced` is gathered).
+    rebind_others: bool,
 }
 
 impl Sink<'_> {
@@ -644,7 +648,13 @@ impl Sink<'_> {
                     } else {
                         self.report.added += 1;
                     }
-                    self.introduced.extend(writer.write_nodes(&analyzed.path, &analyzed.nodes)?);
+                    let introduced = writer.write_nodes(&analyzed.path, &analyzed.nodes)?;
+                    // Only other files' references rebind to new names, and
+                    // a first index has none (nor does a re-analysis: every
+                    // file's references are resolved afresh).
+                    if self.rebind_others {
+                        self.introduced.extend(introduced);
+                    }
                     self.graph.files_analyzed += 1;
                     self.graph.nodes += analyzed.nodes.len() as u64;
                     self.graph.parse_warnings += analyzed.warnings as u64;

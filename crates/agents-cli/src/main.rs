@@ -20,7 +20,31 @@ use clap::Parser;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc's `mi_option_purge_delay` (v3's option enum; the bindings name
+/// no constant for it): how long freed pages stay committed before they go
+/// back to the system.
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+const PURGE_DELAY_MS: std::ffi::c_long = 10;
+
+/// Freed pages go back to the system after 10 ms (mimalloc v2's default)
+/// instead of v3's second. A first index frees the parse phase's memory
+/// (symbol table, pending references, the graph writer's strings) just
+/// before the search sync allocates its own on other threads; kept a
+/// second longer, both count in the peak. First query on 10,000 files:
+/// peak 358 -> 300 MiB, wall time within noise (0.99x, 3 paired runs); a
+/// whole 35,000-file tree: 669 -> 574 MB. A `MIMALLOC_PURGE_DELAY` in the
+/// environment still decides.
+fn release_freed_memory_soon() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
+    // SAFETY: mi_option_set only stores an integer option of the allocator;
+    // it is safe to call from any thread at any time.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) }
+}
+
 fn main() -> ExitCode {
+    release_freed_memory_soon();
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -50,4 +74,24 @@ fn init_tracing(verbose: u8, quiet: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The option set is the purge delay: the only option whose default is
+    /// v3's 1000 ms (nothing in this test binary sets it).
+    #[test]
+    fn the_purge_delay_option_is_the_one_set() {
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+            return;
+        }
+        // SAFETY: reads an integer option.
+        let default = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
+        assert_eq!(default, 1000, "option {MI_OPTION_PURGE_DELAY} is not mimalloc's purge delay");
+        release_freed_memory_soon();
+        // SAFETY: as above.
+        assert_eq!(unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) }, PURGE_DELAY_MS);
+    }
 }
