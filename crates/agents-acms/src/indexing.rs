@@ -446,7 +446,6 @@ impl RepoIndexingService {
         report.graph = graph;
         commit.uko.re_resolved = re_resolved;
         commit.removed = removed;
-        commit.reset_search_state = reanalyse;
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, rss_mb = rss_mb(), "references resolved");
 
         let languages = RepoIndex::language_stats(&files);
@@ -829,7 +828,6 @@ mod tests {
 
     #[test]
     fn a_graph_of_other_analyzers_is_rebuilt_whole_once() {
-        use agents_store::SearchStateStore;
         let mut fx = fixture();
         fx.write("a.py", b"def one():\n    return 1\n");
         fx.write("b.py", b"def two():\n    return one()\n");
@@ -838,8 +836,6 @@ mod tests {
         fx.service.analyzer_version = ANALYZER_VERSION - 1;
         let old = fx.refresh(&IndexOptions::default());
         assert_eq!((report(&old).analyzer_version, report(&old).reanalysed), (ANALYZER_VERSION - 1, false));
-        let index_id = old.metadata.index_id.clone();
-        fx.store.set_search_state(&index_id, "tantivy", &[("a.py".into(), "h".into())], &[], "d").unwrap();
 
         fx.service.analyzer_version = ANALYZER_VERSION;
         let new = fx.refresh(&IndexOptions::default());
@@ -849,8 +845,6 @@ mod tests {
         assert_eq!(r.graph.files_analyzed, 2);
         assert_eq!(r.skipped.get(&SkipReason::Binary), Some(&1));
         assert_eq!(new.files, old.files, "same content, same records");
-        assert_eq!(fx.store.search_digest(&index_id, "tantivy").unwrap(), None, "the search indexes re-sync");
-        assert!(fx.store.search_state(&index_id, "tantivy").unwrap().is_empty());
         let stored = fx.service.get_index(&fx.resource_id).unwrap().unwrap();
         assert_eq!(stored.report.map(|r| r.analyzer_version), Some(ANALYZER_VERSION));
 

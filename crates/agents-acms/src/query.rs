@@ -16,6 +16,7 @@ use agents_core::indexing::FileRecord;
 use agents_search::vector::{Embedder, VectorBackend, VectorDoc};
 use agents_search::{SearchError, TextBackend, TextDoc};
 use agents_store::{Store, StoreError, UkoNodeRecord};
+use agents_uko::lang::ANALYZER_VERSION;
 use serde::Serialize;
 
 use crate::graph::{CodeGraph, GraphError};
@@ -244,10 +245,10 @@ impl ContextSearch {
             Some(key) if !vector_current => self.stale(index_id, files, key, vector_empty)?,
             _ => (Vec::new(), Vec::new()),
         };
-        let for_text: HashMap<&str, &str> =
-            text_changed.iter().map(|f| (f.path.as_str(), f.content_hash.as_str())).collect();
-        let for_vector: HashMap<&str, &str> =
-            vector_changed.iter().map(|f| (f.path.as_str(), f.content_hash.as_str())).collect();
+        let for_text: HashMap<&str, String> =
+            text_changed.iter().map(|f| (f.path.as_str(), search_hash(&f.content_hash))).collect();
+        let for_vector: HashMap<&str, String> =
+            vector_changed.iter().map(|f| (f.path.as_str(), search_hash(&f.content_hash))).collect();
         let mut paths: Vec<&str> = for_text.keys().chain(for_vector.keys()).copied().collect();
         paths.sort_unstable();
         paths.dedup();
@@ -263,19 +264,20 @@ impl ContextSearch {
             if let Some(hash) = for_text.get(path)
                 && let Ok(bytes) = std::fs::read(root.join(path))
             {
-                let docs = text_docs(&nodes, &String::from_utf8_lossy(&bytes));
-                // An index that was empty holds none of these: nothing to replace
-                // (but a node id given twice keeps its last document, as upserts do).
-                let docs = if text_empty { last_of_each_id(docs) } else { docs };
-                if text_empty {
-                    text.insert(&docs)?;
-                } else {
+                // A node's id is its URI, which holds its path: once the
+                // path's documents are deleted (or the index was empty),
+                // none of these is stored, so they are added without a
+                // replacement queued for each (what made a first sync of a
+                // large tree cost gigabytes); a node id given twice keeps
+                // its last document, as upserts do.
+                let docs = last_of_each_id(text_docs(&nodes, &String::from_utf8_lossy(&bytes)));
+                if !text_empty {
                     text.delete_paths(&[path.to_owned()])?;
-                    text.upsert(&docs)?;
                 }
+                text.insert(&docs)?;
                 report.files_indexed += 1;
                 report.docs_indexed += docs.len() as u64;
-                text_indexed.push((path.to_owned(), (*hash).to_owned()));
+                text_indexed.push((path.to_owned(), hash.clone()));
             }
             if let (Some(hash), Some(sink)) = (for_vector.get(path), vector.as_mut()) {
                 for (doc, text) in vector_docs(&nodes) {
@@ -285,7 +287,7 @@ impl ContextSearch {
                 if pending.len() >= EMBED_BATCH {
                     report.vectors_indexed += embed_into(sink, &mut pending, &mut pending_texts, vector_empty)?;
                 }
-                vector_indexed.push((path.to_owned(), (*hash).to_owned()));
+                vector_indexed.push((path.to_owned(), hash.clone()));
             }
         }
         if !text_removed.is_empty() {
@@ -320,10 +322,15 @@ pub fn vector_state_key(name: &str) -> String {
     format!("vector-{name}")
 }
 
-/// SHA-256 over a file list's paths and content hashes: equal digests, equal lists.
+/// SHA-256 over a file list's paths and content hashes, and the analyzers'
+/// version ([`ANALYZER_VERSION`]) whose graph the search documents come
+/// from: equal digests, equal lists of the same graph.
 pub fn files_digest(files: &[FileRecord]) -> String {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
+    hasher.update(b"analyzers ");
+    hasher.update(ANALYZER_VERSION.to_le_bytes());
+    hasher.update(b"\n");
     for f in files {
         hasher.update(f.path.as_bytes());
         hasher.update([0]);
@@ -333,9 +340,30 @@ pub fn files_digest(files: &[FileRecord]) -> String {
     hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The files of `files` whose content hash differs from the one `held` records
-/// for their path (or that it does not record; every file when the backend
-/// is `empty`), in `files`' order, and the paths `held` records that `files`
+/// What a search backend records of a file it holds: the SHA-256 of the
+/// file's content hash and the analyzers' version ([`ANALYZER_VERSION`])
+/// whose graph nodes its documents were made from. When an upgrade has the
+/// graph re-analysed, the records of unchanged files no longer match, so the
+/// next sync makes their documents again from the new nodes, while every
+/// path a backend holds stays recorded (a file removed meanwhile still goes).
+pub fn search_hash(content_hash: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(content_hash.as_bytes());
+    hasher.update(b" analyzers ");
+    hasher.update(ANALYZER_VERSION.to_le_bytes());
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(64);
+    for b in hasher.finalize() {
+        hex.push(DIGITS[usize::from(b >> 4)] as char);
+        hex.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    hex
+}
+
+/// The files of `files` whose [`search_hash`] differs from the one `held`
+/// records for their path (or that it does not record; every file when the
+/// backend is `empty`), in `files`' order, and the paths `held` records that `files`
 /// lacks, sorted. Both lists are walked side by side in path order (the
 /// store and a refresh give them sorted, so sorting them is only a check): a
 /// refresh of a few files among tens of thousands compares them without
@@ -367,7 +395,7 @@ fn stale_files(files: &[FileRecord], mut held: Vec<(String, String)>, empty: boo
             recorded = Some(hash);
         }
         last_path = Some(path);
-        if empty || recorded.as_deref() != Some(files[i].content_hash.as_str()) {
+        if empty || recorded.as_deref() != Some(search_hash(&files[i].content_hash).as_str()) {
             changed.push(i);
         }
     }
@@ -496,13 +524,43 @@ mod tests {
         assert_eq!(last_of_each_id(repeated), vec![doc("b", "2"), doc("a", "3"), doc("c", "4")]);
     }
 
+    fn record(path: &str, hash: &str) -> FileRecord {
+        FileRecord {
+            path: path.into(),
+            content_hash: hash.into(),
+            token_count: 0,
+            size_bytes: 0,
+            language: String::new(),
+            last_modified: String::new(),
+        }
+    }
+
+    /// Records made from another analyzers' graph (before the version was
+    /// recorded: the plain content hash) leave every file stale, and a path
+    /// held and no longer listed is still removed.
+    #[test]
+    fn another_graph_leaves_every_file_stale_and_removals_known() {
+        let files = vec![record("a.py", "ha"), record("b.py", "hb")];
+        let older: Vec<(String, String)> =
+            [("a.py", "ha"), ("b.py", "hb"), ("gone.py", "hg")].map(|(p, h)| (p.into(), h.into())).into();
+        let (changed, removed) = stale_files(&files, older, false);
+        assert_eq!(changed.len(), 2);
+        assert_eq!(removed, ["gone.py"]);
+        let current: Vec<(String, String)> =
+            [("a.py", "ha"), ("b.py", "hb")].map(|(p, h)| (p.to_owned(), search_hash(h))).into();
+        assert_eq!(stale_files(&files, current, false), (Vec::new(), Vec::new()));
+        assert_ne!(search_hash("ha"), search_hash("hb"));
+        assert_eq!(search_hash("ha").len(), 64);
+    }
+
     /// What [`stale_files`] computes, the obvious way: a map of what is held.
     fn stale_by_map(files: &[FileRecord], held: Vec<(String, String)>, empty: bool) -> (Vec<&FileRecord>, Vec<String>) {
         let held: HashMap<String, String> = held.into_iter().collect();
         let current: std::collections::HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
         let mut removed: Vec<String> = held.keys().filter(|p| !current.contains(p.as_str())).cloned().collect();
         removed.sort();
-        let changed = files.iter().filter(|f| empty || held.get(&f.path) != Some(&f.content_hash)).collect();
+        let changed =
+            files.iter().filter(|f| empty || held.get(&f.path) != Some(&search_hash(&f.content_hash))).collect();
         (changed, removed)
     }
 
@@ -527,7 +585,8 @@ mod tests {
                     last_modified: String::new(),
                 })
                 .collect();
-            let mut held: Vec<(String, String)> = held.into_iter().map(|(p, h)| (format!("f{p}"), format!("h{h}"))).collect();
+            let mut held: Vec<(String, String)> =
+                held.into_iter().map(|(p, h)| (format!("f{p}"), search_hash(&format!("h{h}")))).collect();
             if sorted {
                 files.sort_by(|a, b| a.path.cmp(&b.path));
                 held.sort();

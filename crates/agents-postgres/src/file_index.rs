@@ -288,10 +288,6 @@ fn finish_commit(c: &mut Conn, index_id: &str, commit: &IndexCommit, now: &str) 
         )?
         .map(|r| r.get(0))
         .ok_or_else(|| StoreError::NotFound { what: "index", name: index_id.to_string() })?;
-    if commit.reset_search_state {
-        c.execute("DELETE FROM search_state WHERE index_id = $1", &[&index_id])?;
-        c.execute("DELETE FROM search_digest WHERE index_id = $1", &[&index_id])?;
-    }
     c.execute("DELETE FROM index_runs WHERE index_id = $1", &[&index_id])?;
     c.execute(
         "INSERT INTO index_runs (index_id, finished_at, report) VALUES ($1, $2, $3)",

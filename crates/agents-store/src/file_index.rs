@@ -60,11 +60,6 @@ pub struct IndexCommit {
     pub primary_language: String,
     /// What the run did, kept in `index_runs` for `status`.
     pub report: IndexReport,
-    /// Forget what the search indexes recorded of this index
-    /// (`search_state` and `search_digest`): the run rebuilt graph nodes of
-    /// files whose content did not change, so the text and vector
-    /// documents made from them must be made again at the next sync.
-    pub reset_search_state: bool,
 }
 
 /// Repository indexes: the index row of each resource, its status, the file
@@ -82,8 +77,6 @@ pub struct IndexCommit {
 /// - file records and skipped files are sorted by path; the skipped list is
 ///   replaced whole by each commit;
 /// - [`FileIndexStore::last_report`] is the latest commit's report;
-/// - a commit with [`IndexCommit::reset_search_state`] leaves no search
-///   state or digest of its index (in the same transaction);
 /// - unknown ids read as `None` or an empty list; setting the status of an
 ///   unknown index is [`StoreError::NotFound`].
 pub trait FileIndexStore: Send + Sync {

@@ -79,7 +79,6 @@ macro_rules! store_conformance {
                 search_state_round_trips_sorted_with_its_digest,
                 backends_and_indexes_are_independent,
                 state_goes_with_its_index,
-                a_reset_commit_forgets_the_state_of_its_index,
             }
         );
     };

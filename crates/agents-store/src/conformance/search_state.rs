@@ -1,7 +1,7 @@
 //! Conformance cases of [`SearchStateStore`].
 
-use super::{commit_of, file, indexed};
-use crate::{FileIndexStore, IndexCommit, ProjectStore, SearchStateStore};
+use super::indexed;
+use crate::{FileIndexStore, ProjectStore, SearchStateStore};
 
 fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
     items.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect()
@@ -54,32 +54,4 @@ pub fn state_goes_with_its_index<S: SearchStateStore + ProjectStore + FileIndexS
     assert!(store.remove_index(&r.resource_id).unwrap());
     assert!(store.search_state(&meta.index_id, "tantivy").unwrap().is_empty());
     assert_eq!(store.search_digest(&meta.index_id, "tantivy").unwrap(), None);
-}
-
-/// A commit that resets the search state forgets every backend's state and
-/// digest of its index, and of no other; a commit without it keeps them.
-pub fn a_reset_commit_forgets_the_state_of_its_index<S: SearchStateStore + ProjectStore + FileIndexStore>(
-    make: &dyn Fn() -> S,
-) {
-    let store = make();
-    let (_, one) = indexed(&store, "/src/one");
-    let (_, two) = indexed(&store, "/src/two");
-    for index in [&one.index_id, &two.index_id] {
-        for backend in ["tantivy", "vector-local"] {
-            store.set_search_state(index, backend, &pairs(&[("a.py", "h")]), &[], "d").unwrap();
-        }
-    }
-    store.commit_index(&one.index_id, &commit_of(vec![file("a.py", 'a', 1)])).unwrap();
-    assert_eq!(store.search_digest(&one.index_id, "tantivy").unwrap().as_deref(), Some("d"), "kept without reset");
-    let reset = IndexCommit { reset_search_state: true, ..commit_of(vec![file("a.py", 'a', 1)]) };
-    store.commit_index(&one.index_id, &reset).unwrap();
-    for backend in ["tantivy", "vector-local"] {
-        assert!(store.search_state(&one.index_id, backend).unwrap().is_empty(), "{backend}");
-        assert_eq!(store.search_digest(&one.index_id, backend).unwrap(), None, "{backend}");
-        assert_eq!(store.search_state(&two.index_id, backend).unwrap(), pairs(&[("a.py", "h")]), "{backend}");
-        assert_eq!(store.search_digest(&two.index_id, backend).unwrap().as_deref(), Some("d"), "{backend}");
-    }
-    // The state can be recorded again afterwards.
-    store.set_search_state(&one.index_id, "tantivy", &pairs(&[("a.py", "h2")]), &[], "d2").unwrap();
-    assert_eq!(store.search_state(&one.index_id, "tantivy").unwrap(), pairs(&[("a.py", "h2")]));
 }

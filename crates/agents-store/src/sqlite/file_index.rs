@@ -308,16 +308,6 @@ fn finish_commit(
         .optional()
         .map_err(sql)?
         .ok_or_else(|| StoreError::NotFound { what: "index", name: index_id.to_string() })?;
-    if commit.reset_search_state {
-        // `search_state` rows go with their set (ON DELETE CASCADE).
-        tx.execute(
-            "DELETE FROM search_state WHERE set_id IN (SELECT set_id FROM search_sets WHERE index_id = ?1)",
-            [index_id],
-        )
-        .map_err(sql)?;
-        tx.execute("DELETE FROM search_sets WHERE index_id = ?1", [index_id]).map_err(sql)?;
-        tx.execute("DELETE FROM search_digest WHERE index_id = ?1", [index_id]).map_err(sql)?;
-    }
     tx.execute("DELETE FROM index_runs WHERE index_id = ?1", [index_id]).map_err(sql)?;
     tx.execute(
         "INSERT INTO index_runs (index_id, finished_at, report) VALUES (?1, ?2, ?3)",
