@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use agents_core::digest::sha256_hex;
 use agents_core::indexing::{FileRecord, GraphReport, IndexMetadata, IndexReport, IndexStatus, RepoIndex, SkipReason};
 use agents_core::tokens::{TokenCounter, Tokenizer};
 use agents_fs::read::{ReadError, RegularFile};
@@ -28,7 +29,6 @@ use agents_store::{IndexCommit, SkippedFile, Store, StoreError};
 use agents_uko::lang::ANALYZER_VERSION;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use rayon::prelude::*;
-use sha2::{Digest, Sha256};
 
 use crate::language::{detect_language, needs_first_line};
 use crate::uko_index::{self, Analyzed, Linker};
@@ -496,7 +496,7 @@ impl RepoIndexingService {
         if options.max_file_size.is_some_and(|max| read > max) {
             return (Err(SkipReason::TooLarge), Some(read));
         }
-        let content_hash = hex(&Sha256::digest(&bytes));
+        let content_hash = sha256_hex(&bytes);
         if let Some(old) = known.record
             && old.content_hash == content_hash
         {
@@ -717,16 +717,6 @@ fn check_root(root: &Path) -> Result<(), IndexError> {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[(b >> 4) as usize] as char);
-        out.push(DIGITS[(b & 0xf) as usize] as char);
-    }
-    out
-}
-
 fn note_skip(report: &mut IndexReport, reason: SkipReason, path: String) {
     *report.skipped.entry(reason).or_default() += 1;
     let examples = report.skipped_examples.entry(reason).or_default();
@@ -902,7 +892,7 @@ mod tests {
             [("bin/tool", "python"), ("src/app.py", "python"), ("src/big.py", "python"), ("src/lib.rs", "rust")]
         );
         let app = &index.files[1];
-        assert_eq!(app.content_hash, hex(&Sha256::digest(b"def main():\n    print('hello world')\n")));
+        assert_eq!(app.content_hash, sha256_hex(b"def main():\n    print('hello world')\n"));
         assert_eq!(app.token_count as usize, Tokenizer::default().count("def main():\n    print('hello world')\n"));
         assert_eq!(index.metadata.token_estimate, index.files.iter().map(|f| f.token_count).sum::<u64>());
         assert_eq!(index.metadata.primary_language, "python");
@@ -936,7 +926,7 @@ mod tests {
         assert_eq!((r.added, r.changed, r.removed, r.unchanged), (1, 1, 1, 18));
         assert_eq!(r.files_read, 3, "only the changed, touched and new files are read");
         let by_path: HashMap<_, _> = idx.files.iter().map(|f| (f.path.as_str(), f)).collect();
-        assert_eq!(by_path["m00.py"].content_hash, hex(&Sha256::digest(b"x = 'changed'\n")));
+        assert_eq!(by_path["m00.py"].content_hash, sha256_hex(b"x = 'changed'\n"));
         assert!(!by_path.contains_key("m02.py"));
 
         // The touched file's new mtime was stored, so the next refresh reads nothing.

@@ -337,7 +337,7 @@ pub fn files_digest(files: &[FileRecord]) -> String {
         hasher.update(f.content_hash.as_bytes());
         hasher.update([b'\n']);
     }
-    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    agents_core::digest::hex(&hasher.finalize())
 }
 
 /// What a search backend records of a file it holds: the SHA-256 of the
@@ -352,13 +352,7 @@ pub fn search_hash(content_hash: &str) -> String {
     hasher.update(content_hash.as_bytes());
     hasher.update(b" analyzers ");
     hasher.update(ANALYZER_VERSION.to_le_bytes());
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut hex = String::with_capacity(64);
-    for b in hasher.finalize() {
-        hex.push(DIGITS[usize::from(b >> 4)] as char);
-        hex.push(DIGITS[usize::from(b & 0xf)] as char);
-    }
-    hex
+    agents_core::digest::hex(&hasher.finalize())
 }
 
 /// The files of `files` whose [`search_hash`] differs from the one `held`

@@ -17,7 +17,6 @@ use agents_uko::lang::analyzer_for;
 use agents_uko::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use agents_uko::resolve::{FileScope, ResolveContext, SymbolEntry, SymbolTable, imported_name, reference_name};
 use rayon::prelude::*;
-use sha2::{Digest, Sha256};
 
 /// Stored docs are capped: depth 3 shows a summary line and depth 9 shows
 /// the source itself, so a long docstring adds nothing but bytes.
@@ -161,7 +160,7 @@ fn graph_nodes(
             content_hash: if n.span.start_byte == 0 && n.span.end_byte == text.len() {
                 file_hash.to_string()
             } else {
-                hex_digest(n.span.slice(text).as_bytes())
+                agents_core::digest::sha256_hex(n.span.slice(text).as_bytes())
             },
         })
         .collect()
@@ -452,17 +451,6 @@ const NAMED_LOOKUP_LIMIT: usize = 5000;
 /// The last segment of an import specifier (`os.path`, `./util`, `crate::a::b`).
 pub fn target_name(target: &str) -> &str {
     target.rsplit(['.', ':', '>', '/']).find(|s| !s.is_empty()).unwrap_or(target).trim_end_matches('!')
-}
-
-fn hex_digest(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push(DIGITS[(b >> 4) as usize] as char);
-        out.push(DIGITS[(b & 0xf) as usize] as char);
-    }
-    out
 }
 
 #[cfg(test)]

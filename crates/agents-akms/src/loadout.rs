@@ -71,8 +71,7 @@ pub enum LoadoutError {
 /// The `graph_version` of a compiled graph: the first 16 hex digits of the
 /// SHA-256 of `graph.json`'s bytes.
 pub fn graph_version(graph_json: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(graph_json).iter().take(8).map(|b| format!("{b:02x}")).collect()
+    agents_core::digest::sha256_hex(graph_json)[..16].to_owned()
 }
 
 /// Spec 5.4's estimate of the tokens left for a loadout (may be negative).
@@ -724,7 +723,7 @@ pub fn inputs_hash(
             part(doc.body.as_bytes());
         }
     }
-    hasher.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
+    agents_core::digest::hex(&hasher.finalize()[..8])
 }
 
 /// Whether two loadout texts are the same loadout: equal but for the

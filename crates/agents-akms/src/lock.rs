@@ -47,7 +47,7 @@ pub struct KnowledgeLock {
 pub fn lock_path(locks_dir: &Path, repo_root: &Path) -> PathBuf {
     let canonical = repo_root.canonicalize().unwrap_or_else(|_| repo_root.to_path_buf());
     let digest = Sha256::digest(canonical.to_string_lossy().as_bytes());
-    let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let name = agents_core::digest::hex(&digest[..8]);
     lock::lock_path(locks_dir, &format!("knowledge-{name}"))
 }
 

@@ -122,7 +122,7 @@ pub fn mirror_id(source_file: &str) -> String {
         format!("mirror-{slug}")
     } else {
         let hash = Sha256::digest(source_file.as_bytes());
-        let short: String = hash.iter().take(4).map(|b| format!("{b:02x}")).collect();
+        let short = agents_core::digest::hex(&hash[..4]);
         format!("mirror-{slug}-{short}")
     }
 }
@@ -167,7 +167,7 @@ pub fn render(source_file: &str, language: &str, text: &str, options: &MirrorOpt
     out.push_str("confidence: 1.0\nsource: generated\nauto_update: true\n");
     out.push_str(&format!("content_ref: {}\n", quote(&mirror_ref(source_file))));
     out.push_str(&format!("source_file: {}\n", quote(source_file)));
-    out.push_str(&format!("source_hash: sha256:{}\n", hex(&Sha256::digest(text.as_bytes()))));
+    out.push_str(&format!("source_hash: sha256:{}\n", agents_core::digest::sha256_hex(text.as_bytes())));
     out.push_str(&format!("language: {language}\n"));
     if let Some(phase) = options.phase {
         out.push_str(&format!("generated_by_phase: {phase}\n"));
@@ -245,10 +245,6 @@ fn longest_backtick_run(text: &str) -> usize {
         longest = longest.max(run);
     }
     longest
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AkmsError + '_ {

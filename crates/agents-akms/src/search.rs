@@ -116,7 +116,7 @@ fn node_text(file: &Path, ref_root: &Path, limits: &LimitsConfig) -> Option<(Str
 pub fn index_dir(search_root: &Path, repo_root: &Path) -> PathBuf {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(repo_root.to_string_lossy().as_bytes());
-    let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let name = agents_core::digest::hex(&digest[..8]);
     search_root.join("knowledge").join(name)
 }
 
@@ -411,7 +411,7 @@ pub fn cached_passages(
     let model = embedder.map_or("bm25", |e| e.model_id());
     let key = format!("{model}\n{semantic_floor}\n{query}\n{}", sorted.join("\n"));
     let digest = Sha256::digest(key.as_bytes());
-    let hash: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let hash = agents_core::digest::hex(&digest[..8]);
     let path = layout.knowledge().join("cache").join("search").join(format!("{graph_version}-{hash}.json"));
     // A cache entry is a regular file inside knowledge/ (a FIFO planted under
     // its name is refused, not waited on); anything else is recomputed.

@@ -626,8 +626,7 @@ pub fn update_until(
 /// The SHA-256 of a document's text, in hex: its identity for "already
 /// applied".
 pub fn content_hash(text: &str) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    agents_core::digest::sha256_hex(text.as_bytes())
 }
 
 /// The registered session node a document was applied as: the one that

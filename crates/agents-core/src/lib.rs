@@ -8,6 +8,7 @@
 //! [`ValidationError`] naming model and field.
 
 pub mod config;
+pub mod digest;
 pub mod error;
 pub mod fragment;
 pub mod ids;

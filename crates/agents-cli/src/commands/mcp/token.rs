@@ -138,7 +138,7 @@ pub fn read(path: &Path) -> Result<Token, TokenError> {
 fn generate(path: &Path) -> Result<Token, TokenError> {
     let mut bytes = [0u8; TOKEN_BYTES];
     getrandom::fill(&mut bytes).map_err(|e| TokenError::Random { path: path.to_path_buf(), reason: e.to_string() })?;
-    Ok(Token(bytes.iter().map(|b| format!("{b:02x}")).collect()))
+    Ok(Token(agents_core::digest::hex(&bytes)))
 }
 
 /// A suffix no other temporary token file of this process has.
