@@ -95,7 +95,15 @@ fn every_format_keeps_the_hard_budget_and_reports_what_it_printed() {
             if format == "json" {
                 let delivered: Value = serde_json::from_slice(&out.stdout).unwrap();
                 assert_eq!(delivered["rendered_tokens"].as_u64().unwrap() as usize, printed);
-                assert!(delivered["fragments"].as_array().is_some_and(|f| !f.is_empty()), "{delivered:#}");
+                // At 500 tokens the envelope and the one fragment that fits
+                // come within about ten tokens of the budget, and the resource
+                // id (a ULID from the temporary directory's path, in the
+                // fragment's node and provenance) takes more or fewer tokens
+                // from one run to the next: whether it fits is the fixture's
+                // luck, not the packer's.
+                if budget >= 1000 {
+                    assert!(delivered["fragments"].as_array().is_some_and(|f| !f.is_empty()), "{delivered:#}");
+                }
             }
         }
     }
