@@ -456,7 +456,7 @@ mod tests {
             hasher.update(body.as_bytes());
             hasher.update([0]);
         }
-        let digest: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let digest = agents_core::digest::hex(&hasher.finalize());
         assert!(
             SNAPSHOTS_OF_VERSION == (ANALYZER_VERSION, digest.as_str()),
             "the analyzers' snapshots changed (or ANALYZER_VERSION did): an index built by the old \
