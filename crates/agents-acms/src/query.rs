@@ -8,7 +8,7 @@
 //! A retrieval strategy (`crate::retrieval`) then ranks [`Candidate`]s, and the
 //! assembly pipeline (`crate::pipeline`) renders and packs them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -245,13 +245,11 @@ impl ContextSearch {
             Some(key) if !vector_current => self.stale(index_id, files, key, vector_empty)?,
             _ => (Vec::new(), Vec::new()),
         };
-        let for_text: HashMap<&str, String> =
-            text_changed.iter().map(|f| (f.path.as_str(), search_hash(&f.content_hash))).collect();
-        let for_vector: HashMap<&str, String> =
-            vector_changed.iter().map(|f| (f.path.as_str(), search_hash(&f.content_hash))).collect();
-        let mut paths: Vec<&str> = for_text.keys().chain(for_vector.keys()).copied().collect();
-        paths.sort_unstable();
-        paths.dedup();
+        let for_text: HashSet<&str> = text_changed.iter().map(|f| f.path.as_str()).collect();
+        let for_vector: HashSet<&str> = vector_changed.iter().map(|f| f.path.as_str()).collect();
+        // Each path once, with what both backends record of it.
+        let paths: BTreeMap<&str, &str> =
+            text_changed.iter().chain(&vector_changed).map(|f| (f.path.as_str(), f.content_hash.as_str())).collect();
         if let Some(sink) = vector.as_mut() {
             let stale: Vec<String> = vector_changed.iter().map(|f| f.path.clone()).collect();
             sink.backend.delete_paths(&stale)?;
@@ -259,9 +257,10 @@ impl ContextSearch {
         let (mut text_indexed, mut vector_indexed) = (Vec::new(), Vec::new());
         let mut pending: Vec<VectorDoc> = Vec::new();
         let mut pending_texts: Vec<String> = Vec::new();
-        for path in paths {
+        for (path, content_hash) in paths {
             let nodes = self.store.uko_file_nodes(index_id, path)?;
-            if let Some(hash) = for_text.get(path)
+            let hash = search_hash(content_hash);
+            if for_text.contains(path)
                 && let Ok(bytes) = std::fs::read(root.join(path))
             {
                 // A node's id is its URI, which holds its path: once the
@@ -279,7 +278,9 @@ impl ContextSearch {
                 report.docs_indexed += docs.len() as u64;
                 text_indexed.push((path.to_owned(), hash.clone()));
             }
-            if let (Some(hash), Some(sink)) = (for_vector.get(path), vector.as_mut()) {
+            if for_vector.contains(path)
+                && let Some(sink) = vector.as_mut()
+            {
                 for (doc, text) in vector_docs(&nodes) {
                     pending.push(doc);
                     pending_texts.push(text);
@@ -287,7 +288,7 @@ impl ContextSearch {
                 if pending.len() >= EMBED_BATCH {
                     report.vectors_indexed += embed_into(sink, &mut pending, &mut pending_texts, vector_empty)?;
                 }
-                vector_indexed.push((path.to_owned(), hash.clone()));
+                vector_indexed.push((path.to_owned(), hash));
             }
         }
         if !text_removed.is_empty() {
