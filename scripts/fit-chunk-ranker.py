@@ -12,7 +12,8 @@ and fits a logistic model (L2-regularised, Newton steps, numpy) over:
   test / document / example / stub-or-generated file (the engine's FileRole rules; an example
   counts as source when the query asks for examples, as RolesAsked has it, and so does a
   definition the query names outright, name match 1, that is not a test case, in a file whose
-  own name is not a test's or a document's, as ranker_logit has it),
+  own name is not a test's or a document's, as ranker_logit has it; otherwise a test case or a
+  piece of a test module, Rust's `mod tests`, counts as a test whatever its file),
   the share and the number of the query's words the node's text contains.
 
 The weights are fitted pairwise by default (RankNet: within each question, the log-odds that a
@@ -101,6 +102,15 @@ def asks_for_examples(query):
     return any(w.lower() in EXAMPLE_WORDS for w in re.split(r"[^0-9A-Za-z]+", query or "") if w)
 
 
+def in_test_module(uri):
+    """The engine's in_test_module (crates/agents-acms/src/retrieval/mod.rs): the node is a test
+    module of its file (`#tests`) or lies in one (a `tests` or `test` segment before its own name)."""
+    if "#" not in (uri or ""):
+        return False
+    *outer, own = uri.split("#", 1)[1].split(".")
+    return own == "tests" or any(s in ("tests", "test") for s in outer)
+
+
 def words_met(f):
     """(share, number) of the query's words a fragment's node holds: its `met/words` column
     (runs from before it: the two numbers, or nothing)."""
@@ -138,6 +148,8 @@ def features(case):
         named = name_match >= 1.0 and kind != "test" and file_role((path or "").rsplit("/", 1)[-1]) == "source"
         if (role == "example" and asks_example) or named:
             role = "source"
+        elif kind == "test" or in_test_module(_node):
+            role = "test"
         rows.append([1.0, math.log(max(standing, 1e-3)), 1 / (1 + ordinal[id(f)]), evidence, name_match,
                      kind in FUNCTION, kind in CONTAINER, kind in WHOLE_FILE,
                      0.0 if kind in WHOLE_FILE else math.log(max(lines, 1)),

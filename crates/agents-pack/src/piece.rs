@@ -212,6 +212,28 @@ pub trait DepthRenderer: Sync {
     fn with_source_text(&self, _uri: &str, _read: &mut dyn FnMut(&str)) -> bool {
         false
     }
+
+    /// The stored nodes of the file `path`, in source order; empty when this
+    /// renderer has no store.
+    fn file_members(&self, _path: &str) -> Vec<FileMember> {
+        Vec::new()
+    }
+
+    /// Lends the whole text of the file `path` to `read` when it is known (and
+    /// says whether it was).
+    fn with_file_text(&self, _path: &str, _read: &mut dyn FnMut(&str)) -> bool {
+        false
+    }
+}
+
+/// A stored node of a file, as [`DepthRenderer::file_members`] lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileMember {
+    pub uri: String,
+    /// The UKO node kind (`function`, `method`, `class`, ...).
+    pub kind: String,
+    /// Where its source lies in the file's text.
+    pub bytes: std::ops::Range<usize>,
 }
 
 /// Renders inline content at a shallower depth by summarising it

@@ -307,6 +307,32 @@ impl QueryTerms {
         });
         count
     }
+
+    /// Where `text` meets the query's words: `(byte offset, word number)` of
+    /// each token that does, in text order. With [`QueryTerms::met_within`],
+    /// a file is tokenized once for all its members.
+    pub fn occurrences(&self, text: &str) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        if self.words == 0 {
+            return out;
+        }
+        tokenize::for_each_search_token(text, |token, span| {
+            if let Some(&word) = self.keys.get(token) {
+                out.push((span.start, word));
+            }
+        });
+        out
+    }
+
+    /// How many of the query's words the bytes `range` of a text contain,
+    /// given that text's [`QueryTerms::occurrences`]: what [`QueryTerms::met`]
+    /// of the slice counts.
+    pub fn met_within(&self, occurrences: &[(usize, usize)], range: std::ops::Range<usize>) -> usize {
+        let lo = occurrences.partition_point(|(at, _)| *at < range.start);
+        let hi = occurrences.partition_point(|(at, _)| *at < range.end);
+        let mut seen = vec![false; self.words];
+        occurrences[lo..hi.max(lo)].iter().filter(|(_, word)| !std::mem::replace(&mut seen[*word], true)).count()
+    }
 }
 
 /// Words that ask rather than say (`how does X work`): never a query's content.
@@ -343,6 +369,22 @@ mod query_tests {
         assert_eq!(terms.met("nothing here"), 0);
         assert_eq!(QueryTerms::new("how does it").met("how does it"), 0);
         assert!(QueryTerms::new("").is_empty());
+    }
+
+    #[test]
+    fn words_met_within_a_range_of_a_text_are_those_the_slice_meets() {
+        let terms = QueryTerms::new("How does the session retry requests with RetryPolicy?");
+        let text = "fn retries(req: Request) { session.retry(); }\nclass RetryPolicy: pass\nnothing here\n";
+        let occurrences = terms.occurrences(text);
+        let mut at = 0;
+        for line in text.split_inclusive('\n') {
+            let range = at..at + line.len();
+            assert_eq!(terms.met_within(&occurrences, range.clone()), terms.met(line), "{line:?}");
+            at = range.end;
+        }
+        assert_eq!(terms.met_within(&occurrences, 0..text.len()), terms.met(text));
+        assert_eq!(terms.met_within(&occurrences, 5..5), 0);
+        assert!(QueryTerms::new("how does it").occurrences(text).is_empty());
     }
 
     #[test]

@@ -779,8 +779,12 @@ pub fn ranker_logit(piece: &Piece, ordinal: usize) -> f64 {
     let named = piece.name_match >= 1.0
         && piece.kind != "test"
         && FileRole::of(piece.path.rsplit('/').next().unwrap_or(&piece.path)) == FileRole::Source;
+    // A test case, or a piece of a test module inside a source file (Rust's
+    // `mod tests`), is a test whatever its file.
+    let test_piece = piece.kind == "test" || crate::retrieval::in_test_module(&piece.uko_node);
     let role = match FileRole::of(&piece.path) {
         _ if piece.role_asked || named => 0.0,
+        _ if test_piece => ranker::TEST,
         FileRole::Source => 0.0,
         FileRole::Test => ranker::TEST,
         FileRole::Doc => ranker::DOC,
@@ -1268,6 +1272,24 @@ pub(crate) mod tests {
         let out = scored(pieces);
         assert_eq!(order(&out), ["f", "test_f", "F"]);
         assert!(out[1].score <= out[0].score * 0.4 + 1e-9, "{out:?}");
+    }
+
+    #[test]
+    fn a_test_module_in_a_source_file_ranks_as_a_test() {
+        let source = Piece { file_standing: 1.0, ..code_piece("uko://r/src/a.rs#path_params", "src/a.rs", 0.8, 1) };
+        let in_tests = Piece {
+            file_standing: 1.0,
+            ..code_piece("uko://r/src/a.rs#tests.extracts_path_params", "src/a.rs", 0.8, 1)
+        };
+        let test_file =
+            Piece { file_standing: 1.0, ..code_piece("uko://r/tests/a.rs#extracts_path_params", "tests/a.rs", 0.8, 1) };
+        assert!(ranker_logit(&in_tests, 0) < ranker_logit(&source, 0) - 1.0);
+        assert_eq!(ranker_logit(&in_tests, 0), ranker_logit(&test_file, 0));
+        // A test case is one wherever it is; a method named `test` is not.
+        let case = Piece { kind: "test".to_owned(), ..source.clone() };
+        assert!(ranker_logit(&case, 0) < ranker_logit(&source, 0) - 1.0);
+        let method = Piece { file_standing: 1.0, ..code_piece("uko://r/src/re.js#Regex.test", "src/re.js", 0.8, 1) };
+        assert_eq!(ranker_logit(&method, 0), ranker_logit(&source, 0));
     }
 
     #[test]

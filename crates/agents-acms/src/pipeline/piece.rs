@@ -111,6 +111,26 @@ impl DepthRenderer for StoreRenderer<'_> {
         usize::try_from(node.node.end_byte - node.node.start_byte).ok()
     }
 
+    fn file_members(&self, path: &str) -> Vec<agents_pack::piece::FileMember> {
+        let Ok(records) = self.store.uko_file_nodes(self.index_id, path) else { return Vec::new() };
+        let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
+        records
+            .into_iter()
+            .map(|r| {
+                let bytes =
+                    usize::try_from(r.node.start_byte).unwrap_or(0)..usize::try_from(r.node.end_byte).unwrap_or(0);
+                let member =
+                    agents_pack::piece::FileMember { uri: r.node.uri.clone(), kind: r.node.kind.clone(), bytes };
+                nodes.entry(r.node.uri.clone()).or_insert(Some(r));
+                member
+            })
+            .collect()
+    }
+
+    fn with_file_text(&self, path: &str, read: &mut dyn FnMut(&str)) -> bool {
+        self.source(path).map(|text| read(&text)).is_some()
+    }
+
     fn with_source_text(&self, uri: &str, read: &mut dyn FnMut(&str)) -> bool {
         let Some(node) = self.node(uri) else { return false };
         let Some(source) = self.source(&node.node.path) else { return false };
