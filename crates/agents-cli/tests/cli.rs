@@ -111,6 +111,7 @@ fn snapshot_filters(fx: &Fixture) -> Vec<(String, String)> {
         (r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC".into(), "[DATETIME]".into()),
         (r"\b\d+\.\d{2} s\b".into(), "[SECONDS] s".into()),
         (r#""duration_ms": \d+"#.into(), r#""duration_ms": "[MS]""#.into()),
+        (r#""search_ms": \d+"#.into(), r#""search_ms": "[MS]""#.into()),
         (r"(?m)[ \t]+$".into(), String::new()),
     ]
 }

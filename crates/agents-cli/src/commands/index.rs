@@ -28,6 +28,10 @@ pub struct IndexSummary<'a> {
     pub languages: &'a BTreeMap<String, LanguageStats>,
     /// What syncing the text and vector indexes did (absent with `--no-search`).
     pub search: Option<SyncReport>,
+    /// Milliseconds that sync took: the report's `duration_ms` covers the
+    /// files and the code graph only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search_ms: Option<u64>,
 }
 
 impl<'a> IndexSummary<'a> {
@@ -41,7 +45,20 @@ impl<'a> IndexSummary<'a> {
             report: outcome.index.report.as_ref(),
             languages: &outcome.index.languages,
             search: None,
+            search_ms: None,
         }
+    }
+
+    /// Brings the text and vector indexes up to date with the outcome, and
+    /// records what that did and how long it took.
+    pub fn sync_search(&mut self, engine: &agents_engine::Engine, outcome: &IndexOutcome) -> anyhow::Result<()> {
+        let started = std::time::Instant::now();
+        let sync = engine.sync_search(outcome)?;
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        tracing::info!(elapsed_ms, ?sync, "search indexes synced");
+        self.search = Some(sync);
+        self.search_ms = Some(elapsed_ms);
+        Ok(())
     }
 }
 
@@ -69,10 +86,7 @@ pub fn index(settings: &Settings, args: IndexArgs) -> anyhow::Result<()> {
     let outcome = engine.index_path(&args.path, mode, &options, &progress)?;
     let mut summary = IndexSummary::of(&outcome);
     if !args.no_search {
-        let started = std::time::Instant::now();
-        let sync = engine.sync_search(&outcome)?;
-        tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, ?sync, "search indexes synced");
-        summary.search = Some(sync);
+        summary.sync_search(&engine, &outcome)?;
     }
     settings.printer.emit(&summary, || render_summary(&summary))
 }
@@ -155,7 +169,16 @@ pub fn render_summary(s: &IndexSummary<'_>) -> String {
     }
     out.push_str(&format!("  tokens     {} (primary language: {})\n", thousands(m.token_estimate), m.primary_language));
     if let Some(r) = s.report {
-        out.push_str(&format!("  time       {:.2} s\n", r.duration_ms as f64 / 1000.0));
+        let seconds = |ms: u64| ms as f64 / 1000.0;
+        match s.search_ms {
+            Some(search_ms) => out.push_str(&format!(
+                "  time       {:.2} s (files and graph {:.2} s, text and vectors {:.2} s)\n",
+                seconds(r.duration_ms + search_ms),
+                seconds(r.duration_ms),
+                seconds(search_ms)
+            )),
+            None => out.push_str(&format!("  time       {:.2} s\n", seconds(r.duration_ms))),
+        }
     }
     out.push_str(&render_languages(s.languages));
     out

@@ -531,7 +531,7 @@ impl ContextServer {
                 let path = state.allowed(params.path.as_deref())?;
                 let outcome = state.live.refresh_now(&path).map_err(anyhow::Error::from)?;
                 let mut summary = IndexSummary::of(&outcome);
-                summary.search = Some(state.engine.sync_search(&outcome).map_err(anyhow::Error::from)?);
+                summary.sync_search(&state.engine, &outcome)?;
                 json_result(&summary)
             })
             .await,
