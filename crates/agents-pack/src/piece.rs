@@ -206,10 +206,15 @@ pub trait DepthRenderer: Sync {
         None
     }
 
-    /// Lends the stored node `uri`'s source text, whole, to `read` when it is
-    /// known (and says whether it was): what the ranker reads for the query's
-    /// words whatever depth the piece is shown at, without copying the file.
-    fn with_source_text(&self, _uri: &str, _read: &mut dyn FnMut(&str)) -> bool {
+    /// Lends the stored node `uri`'s text as a reader meets it to `read`, when
+    /// it is known (and says whether it was): the first paragraph of its doc
+    /// comment (empty when it has none), then its source, whole. What the
+    /// ranker reads for the query's words whatever depth the piece is shown
+    /// at, without copying the file; the doc comment counts because in most
+    /// languages (Go, Rust, JavaScript, Java) it lies outside the node's
+    /// source, above it, and only its summary because a long one (a type's
+    /// guide with examples) mentions everything.
+    fn with_node_text(&self, _uri: &str, _read: &mut dyn FnMut(&str, &str)) -> bool {
         false
     }
 
@@ -234,6 +239,9 @@ pub struct FileMember {
     pub kind: String,
     /// Where its source lies in the file's text.
     pub bytes: std::ops::Range<usize>,
+    /// The first paragraph of its doc comment, empty when it has none
+    /// (outside `bytes` in most languages).
+    pub doc: String,
 }
 
 /// Renders inline content at a shallower depth by summarising it

@@ -291,21 +291,34 @@ impl QueryTerms {
 
     /// How many of the query's words `text` contains (as a token or by its stem).
     pub fn met(&self, text: &str) -> usize {
+        self.met_all(&[text])
+    }
+
+    /// How many of the query's words the texts hold between them (a node's
+    /// doc comment and its source).
+    pub fn met_all(&self, texts: &[&str]) -> usize {
         if self.words == 0 {
             return 0;
         }
         let mut seen = vec![false; self.words];
         let mut count = 0;
+        for text in texts {
+            self.mark(text, &mut seen, &mut count);
+        }
+        count
+    }
+
+    /// Marks in `seen` the words `text` holds, counting the new ones.
+    fn mark(&self, text: &str, seen: &mut [bool], count: &mut usize) {
         tokenize::for_each_search_token(text, |token, _| {
-            if count < self.words
+            if *count < self.words
                 && let Some(&word) = self.keys.get(token)
                 && !seen[word]
             {
                 seen[word] = true;
-                count += 1;
+                *count += 1;
             }
         });
-        count
     }
 
     /// Where `text` meets the query's words: `(byte offset, word number)` of
@@ -324,14 +337,21 @@ impl QueryTerms {
         out
     }
 
-    /// How many of the query's words the bytes `range` of a text contain,
-    /// given that text's [`QueryTerms::occurrences`]: what [`QueryTerms::met`]
-    /// of the slice counts.
-    pub fn met_within(&self, occurrences: &[(usize, usize)], range: std::ops::Range<usize>) -> usize {
+    /// How many of the query's words the bytes `range` of a text and `also`
+    /// (a doc comment outside the range) hold between them, given that text's
+    /// [`QueryTerms::occurrences`]: what [`QueryTerms::met_all`] of the slice
+    /// and `also` counts.
+    pub fn met_within(&self, occurrences: &[(usize, usize)], range: std::ops::Range<usize>, also: &str) -> usize {
+        if self.words == 0 {
+            return 0;
+        }
         let lo = occurrences.partition_point(|(at, _)| *at < range.start);
         let hi = occurrences.partition_point(|(at, _)| *at < range.end);
         let mut seen = vec![false; self.words];
-        occurrences[lo..hi.max(lo)].iter().filter(|(_, word)| !std::mem::replace(&mut seen[*word], true)).count()
+        let mut count =
+            occurrences[lo..hi.max(lo)].iter().filter(|(_, word)| !std::mem::replace(&mut seen[*word], true)).count();
+        self.mark(also, &mut seen, &mut count);
+        count
     }
 }
 
@@ -379,11 +399,17 @@ mod query_tests {
         let mut at = 0;
         for line in text.split_inclusive('\n') {
             let range = at..at + line.len();
-            assert_eq!(terms.met_within(&occurrences, range.clone()), terms.met(line), "{line:?}");
+            assert_eq!(terms.met_within(&occurrences, range.clone(), ""), terms.met(line), "{line:?}");
             at = range.end;
         }
-        assert_eq!(terms.met_within(&occurrences, 0..text.len()), terms.met(text));
-        assert_eq!(terms.met_within(&occurrences, 5..5), 0);
+        assert_eq!(terms.met_within(&occurrences, 0..text.len(), ""), terms.met(text));
+        assert_eq!(terms.met_within(&occurrences, 5..5, ""), 0);
+        // A doc comment outside the range adds the words the slice lacks, once.
+        let doc = "Retry a session's requests.";
+        assert_eq!(terms.met_within(&occurrences, 0..5, doc), terms.met_all(&[&text[..5], doc]));
+        assert_eq!(terms.met_all(&[doc, text]), terms.met(&format!("{doc}\n{text}")));
+        assert_eq!(terms.met_within(&occurrences, 0..text.len(), doc), terms.met_all(&[text, doc]));
+        assert!(terms.met_within(&occurrences, 0..5, doc) > terms.met_within(&occurrences, 0..5, ""));
         assert!(QueryTerms::new("how does it").occurrences(text).is_empty());
     }
 

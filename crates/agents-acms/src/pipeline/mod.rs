@@ -558,7 +558,7 @@ fn member_candidates(
             {
                 continue;
             }
-            let met = terms.met_within(&occurrences, member.bytes.clone());
+            let met = terms.met_within(&occurrences, member.bytes.clone(), &member.doc);
             if met as f64 >= needed {
                 found.push((met, member.bytes.len(), member.uri));
             }
@@ -961,7 +961,11 @@ impl Pipeline {
                     piece.name_match = names.of(&piece.uko_node);
                     if !terms.is_empty() {
                         let mut met = 0;
-                        if !input.renderer.with_source_text(&piece.uko_node, &mut |text| met = terms.met(text)) {
+                        let callable = matches!(piece.kind.as_str(), "function" | "method");
+                        let counted = input.renderer.with_node_text(&piece.uko_node, &mut |doc, text| {
+                            met = terms.met_all(&[if callable { doc } else { "" }, text])
+                        });
+                        if !counted {
                             met = terms.met(&piece.content);
                         }
                         piece.terms_met = u32::try_from(met).unwrap_or(u32::MAX);
@@ -1456,6 +1460,8 @@ mod tests {
                         "match the path case-insensitively against the tree's nodes",
                     ),
                     ("node", "struct", "match a request path against the route tree"),
+                    // Its doc comment, outside its source, holds the words.
+                    ("node.nextSegment", "function", "i := strings.IndexByte(s, '/')"),
                 ],
                 "tree_test.go" => vec![("TestTreeWildcard", "test", "match a request path against the route tree")],
                 _ => Vec::new(),
@@ -1475,10 +1481,17 @@ mod tests {
                 .map(|(name, kind, text)| {
                     let bytes = at..at + text.len();
                     at = bytes.end + 1;
+                    let doc = match name {
+                        "node.nextSegment" => {
+                            "nextSegment finds where the next segment of a request path ends in the route tree"
+                        }
+                        _ => "",
+                    };
                     agents_pack::piece::FileMember {
                         uri: format!("uko://r/{path}#{name}"),
                         kind: kind.to_owned(),
                         bytes,
+                        doc: doc.to_owned(),
                     }
                 })
                 .collect()
@@ -1500,7 +1513,14 @@ mod tests {
         // Not a test file's, not one already proposed, not a variable, a struct
         // or a test module's, and those whose text holds enough of the question.
         let uris: Vec<&str> = out.iter().map(|c| c.uri.as_str()).collect();
-        assert_eq!(uris, ["uko://r/tree.go#node.getValue", "uko://r/tree.go#node.findCaseInsensitivePath"]);
+        assert_eq!(
+            uris,
+            [
+                "uko://r/tree.go#node.getValue",
+                "uko://r/tree.go#node.findCaseInsensitivePath",
+                "uko://r/tree.go#node.nextSegment"
+            ]
+        );
         assert!(out.iter().all(|c| c.score == 0.0 && c.path == "tree.go" && c.strategy == "arce" && c.depth == 9));
         assert!(
             out[0].note.as_deref().is_some_and(|n| n.contains("holds 5 of the query's 7 words")),

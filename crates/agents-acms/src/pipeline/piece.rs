@@ -82,6 +82,22 @@ impl<'a> StoreRenderer<'a> {
     }
 }
 
+/// The first paragraph of a doc comment: what it says of its node, before
+/// the details, examples and caveats after the first blank line.
+pub(crate) fn doc_summary(doc: &str) -> &str {
+    let doc = doc.trim_start();
+    let mut end = doc.len();
+    let mut at = 0;
+    for line in doc.split_inclusive('\n') {
+        if line.trim().is_empty() {
+            end = at;
+            break;
+        }
+        at += line.len();
+    }
+    doc[..end].trim_end()
+}
+
 impl DepthRenderer for StoreRenderer<'_> {
     fn render(&self, piece: &Piece, depth: u8) -> Option<String> {
         if piece.inline {
@@ -119,8 +135,12 @@ impl DepthRenderer for StoreRenderer<'_> {
             .map(|r| {
                 let bytes =
                     usize::try_from(r.node.start_byte).unwrap_or(0)..usize::try_from(r.node.end_byte).unwrap_or(0);
-                let member =
-                    agents_pack::piece::FileMember { uri: r.node.uri.clone(), kind: r.node.kind.clone(), bytes };
+                let member = agents_pack::piece::FileMember {
+                    uri: r.node.uri.clone(),
+                    kind: r.node.kind.clone(),
+                    bytes,
+                    doc: doc_summary(r.node.doc.as_deref().unwrap_or("")).to_owned(),
+                };
                 nodes.entry(r.node.uri.clone()).or_insert(Some(r));
                 member
             })
@@ -131,13 +151,28 @@ impl DepthRenderer for StoreRenderer<'_> {
         self.source(path).map(|text| read(&text)).is_some()
     }
 
-    fn with_source_text(&self, uri: &str, read: &mut dyn FnMut(&str)) -> bool {
+    fn with_node_text(&self, uri: &str, read: &mut dyn FnMut(&str, &str)) -> bool {
         let Some(node) = self.node(uri) else { return false };
         let Some(source) = self.source(&node.node.path) else { return false };
         let start = usize::try_from(node.node.start_byte).unwrap_or(0);
         let end = usize::try_from(node.node.end_byte).unwrap_or(0).min(source.len());
         // A whole file's node may record no byte range: it is the whole text.
         let text = if end <= start { Some(source.as_str()) } else { source.get(start..end) };
-        text.map(read).is_some()
+        let doc = doc_summary(node.node.doc.as_deref().unwrap_or(""));
+        text.map(|text| read(doc, text)).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::doc_summary;
+
+    #[test]
+    fn a_doc_summary_is_the_first_paragraph() {
+        let rust = "Extractor that will get captures from the URL.\nThey are parsed with serde.\n\n# Example\n\n```rust\nuse axum::Router;\n```";
+        assert_eq!(doc_summary(rust), "Extractor that will get captures from the URL.\nThey are parsed with serde.");
+        assert_eq!(doc_summary("\n  One paragraph only.\n"), "One paragraph only.");
+        assert_eq!(doc_summary("Windows lines.\r\n\r\nMore."), "Windows lines.");
+        assert_eq!(doc_summary(""), "");
     }
 }

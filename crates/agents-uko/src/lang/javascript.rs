@@ -24,8 +24,8 @@ use std::collections::HashSet;
 use tree_sitter::{Node, TreeCursor};
 
 use crate::lang::{
-    Analyzer, FileBuilder, field_text, named_children, node_text, parse_or_warn, preceding_comments, signature_until,
-    strip_quotes,
+    Analyzer, FileBuilder, clean_doc, field_text, named_children, node_text, parse_or_warn, preceding_comments,
+    signature_until, strip_quotes,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of, join_normalized};
@@ -814,13 +814,21 @@ fn header(text: &str, start: usize, end: usize) -> String {
     trimmed.trim_end_matches(['{', ':', ' ', ';', '=']).to_string()
 }
 
-/// The JSDoc (`/** ... */`) right before `node`.
+/// The JSDoc (`/** ... */`) right before `node`, or one blank line above it
+/// (express writes each `res.status = function status(code) {` one blank line
+/// under its JSDoc): a `/**` block is a doc comment whatever the spacing.
 fn jsdoc(node: Node<'_>, text: &str) -> Option<String> {
     // Finding siblings is linear in their number: look at the text first.
     if !text.get(..node.start_byte()).unwrap_or("").trim_end().ends_with("*/") {
         return None;
     }
-    preceding_comments(&node, text, |c| c.kind() == "comment" && node_text(c, text).starts_with("/**"))
+    let is_jsdoc = |c: &Node<'_>| c.kind() == "comment" && node_text(c, text).starts_with("/**");
+    if let Some(doc) = preceding_comments(&node, text, is_jsdoc) {
+        return Some(doc);
+    }
+    let prev = node.prev_sibling().filter(is_jsdoc)?;
+    let gap = text.get(prev.end_byte()..node.start_byte())?;
+    (gap.trim().is_empty() && gap.matches('\n').count() <= 2).then(|| clean_doc(node_text(&prev, text))).flatten()
 }
 
 fn span_between(first: Node<'_>, last: Node<'_>) -> Span {
@@ -1303,6 +1311,10 @@ class Loader extends events.EventEmitter {
 }
 
 module.exports = { load, Loader };
+/**
+ * Helps.
+ */
+
 exports.helper = function (a) {
   return util.go(a);
 };
@@ -1442,6 +1454,17 @@ class Holder {
         assert_eq!(find("add").doc.as_deref(), Some("Adds two numbers."));
         assert_eq!(find("Shape.name").doc.as_deref(), Some("The name."));
         assert_eq!(find("Color.Red").doc.as_deref(), Some("Red."));
+    }
+
+    #[test]
+    fn a_jsdoc_one_blank_line_above_its_definition_is_its_doc() {
+        let text = "/*!\n * app\n * MIT Licensed\n */\n\n/**\n * Set the status `code`.\n */\n\nres.status = function status(code) {\n  return this;\n};\n\n/**\n * Far away.\n */\n\n\nres.send = function send(body) {};\n\n// plain\n\nres.end = function end() {};\n";
+        let analysis = analyze("javascript", "lib/response.js", text);
+        let find = |path: &str| analysis.nodes.iter().find(|n| n.symbol_path == path).unwrap();
+        assert_eq!(find("status").doc.as_deref(), Some("Set the status `code`."));
+        // Two blank lines part them; a plain comment is no doc.
+        assert_eq!(find("send").doc, None);
+        assert_eq!(find("end").doc, None);
     }
 
     #[test]
