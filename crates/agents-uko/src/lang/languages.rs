@@ -762,6 +762,10 @@ count store = length (items store)
     Repo.insert(item)
   end
 
+  @doc """
+  Counts the items.
+  """
+  @spec count(map) :: integer
   def count(%{items: items}), do: length(items)
 
   defp validate(nil), do: raise("missing")
@@ -1313,9 +1317,12 @@ end
         assert_eq!(save.kind, NodeKind::Function);
         assert_eq!(save.signature.as_deref(), Some("def save(store, %Item{} = item)"));
         assert_eq!(save.doc.as_deref(), Some("Saves an item."));
+        // A `@spec` between the `@doc` and the definition.
+        let count = node(&a, "Shop.Store.count");
+        assert_eq!((count.doc.as_deref(), count.span.start.line), (Some("Counts the items."), 19));
         // Two clauses, one function.
         let validate = node(&a, "Shop.Store.validate");
-        assert_eq!((validate.span.start.line, validate.span.end.line), (17, 18));
+        assert_eq!((validate.span.start.line, validate.span.end.line), (21, 22));
         assert!(!a.nodes.iter().any(|n| n.symbol_path == "Shop.Store.validate~2"));
         assert_eq!(node(&a, "Shop.Store.debug").kind, NodeKind::Macro);
         assert_eq!(node(&a, "Shop.StoreTest.save/2.saves items").kind, NodeKind::Test);

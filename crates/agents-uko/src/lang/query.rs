@@ -18,6 +18,7 @@
 //! | `@import.wildcard` | the import brings every name of the module (`import a.b._`): names `*` |
 //! | `@import.name` | a name it brings into scope (default: the path's last segment; `.` is `*`, `_` none) |
 //! | `@call` | a call; `@call.name` is the callee as written (`f`, `obj.m`) |
+//! | `@no_calls` | a region whose calls are none (Elixir's `@spec assign(t, atom) :: t` names types and the function it describes) |
 //!
 //! Captures whose names start with `_` are for predicates only.
 //!
@@ -142,6 +143,7 @@ struct Compiled {
     import_wildcard: Option<u32>,
     call: Option<u32>,
     call_name: Option<u32>,
+    no_calls: Option<u32>,
 }
 
 /// Why a query file does not load (a bug in the shipped `.scm`; the tests
@@ -183,6 +185,7 @@ fn compile(spec: &QueryLanguage) -> Result<Compiled, QueryLoadError> {
         import_wildcard: index("import.wildcard"),
         call: index("call"),
         call_name: index("call.name"),
+        no_calls: index("no_calls"),
         definition,
         language,
         query,
@@ -527,6 +530,7 @@ impl QueryAnalyzer {
         let mut defs = Vec::new();
         let mut imports = Vec::new();
         let mut calls = Vec::new();
+        let mut quiet: Vec<std::ops::Range<usize>> = Vec::new();
         let mut cursor = QueryCursor::new();
         cursor.set_max_start_depth(Some(MAX_START_DEPTH));
         let mut matches = cursor.matches(&c.query, tree.root_node(), text.as_bytes());
@@ -633,6 +637,8 @@ impl QueryAnalyzer {
                     names: captured(c.import_name, &collapse),
                     wildcard: first(c.import_wildcard).map(|w| collapse(t(&w))),
                 });
+            } else if let Some(node) = first(c.no_calls) {
+                quiet.push(node.byte_range());
             } else if let Some(node) = first(c.call) {
                 let target: Vec<String> = m
                     .captures()
@@ -658,6 +664,7 @@ impl QueryAnalyzer {
                 }
             }
         }
+        calls.retain(|f| f.kind != RefKind::Calls || !quiet.iter().any(|r| r.contains(&f.start)));
         (defs, imports, calls)
     }
 }

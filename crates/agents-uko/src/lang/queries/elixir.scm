@@ -36,6 +36,28 @@
       (binary_operator left: (call target: (identifier) @name))])
    (do_block)? @body) @definition.function)
 
+; `@doc` above a definition with its `@spec` between them (plug's style).
+((unary_operator
+   operand: (call
+     target: (identifier) @_d
+     (#eq? @_d "doc")
+     (arguments . (string (quoted_content) @doc))))
+ .
+ (unary_operator
+   operand: (call
+     target: (identifier) @_s
+     (#eq? @_s "spec")))
+ .
+ (call
+   target: (identifier) @_k
+   (#any-of? @_k "def" "defp")
+   (arguments
+     .
+     [(call target: (identifier) @name)
+      (identifier) @name
+      (binary_operator left: (call target: (identifier) @name))])
+   (do_block)? @body) @definition.function)
+
 (call
   target: (identifier) @_k
   (#any-of? @_k "defmacro" "defmacrop")
@@ -67,6 +89,12 @@
   target: (identifier) @_k
   (#any-of? @_k "alias" "import" "require" "use")
   (arguments . (alias) @import.path)) @import
+
+; A typespec names types and the function it describes: no calls.
+(unary_operator
+  operand: (call
+    target: (identifier) @_t
+    (#any-of? @_t "spec" "type" "typep" "opaque" "callback" "macrocallback"))) @no_calls
 
 (call
   target: (identifier) @call.name
