@@ -268,7 +268,7 @@ fn render_status(v: &StatusView, path: &Path) -> String {
     }
     if let Some(r) = &v.report {
         out.push_str(&format!(
-            "  last run   {} added, {} changed, {} removed, {} unchanged, {} skipped in {:.2} s\n",
+            "  last run   {} added, {} changed, {} removed, {} unchanged, {} skipped; files and graph in {:.2} s\n",
             r.added,
             r.changed,
             r.removed,
