@@ -19,24 +19,8 @@
   (arguments . (alias) @name)
   (do_block)? @body) @definition.namespace
 
-; `@doc` directly above a definition.
-((unary_operator
-   operand: (call
-     target: (identifier) @_d
-     (#eq? @_d "doc")
-     (arguments . (string (quoted_content) @doc))))
- .
- (call
-   target: (identifier) @_k
-   (#any-of? @_k "def" "defp")
-   (arguments
-     .
-     [(call target: (identifier) @name)
-      (identifier) @name
-      (binary_operator left: (call target: (identifier) @name))])
-   (do_block)? @body) @definition.function)
-
-; `@doc` above a definition with its `@spec` between them (plug's style).
+; `@doc` above a definition, directly or with its `@spec` between them
+; (plug's style).
 ((unary_operator
    operand: (call
      target: (identifier) @_d
@@ -46,7 +30,7 @@
  (unary_operator
    operand: (call
      target: (identifier) @_s
-     (#eq? @_s "spec")))
+     (#eq? @_s "spec")))?
  .
  (call
    target: (identifier) @_k
