@@ -1128,6 +1128,25 @@ mod graph_tests {
         assert_eq!(call.resolved_uri.as_deref(), Some(r.uri("src/util.rs#helper").as_str()));
     }
 
+    #[test]
+    fn a_run_naming_more_symbols_than_a_lookup_by_name_takes_still_resolves() {
+        // More distinct names than `NAMED_LOOKUP_LIMIT`: the symbol table is
+        // read whole and keeps only the names references use.
+        let r = repo();
+        r.put("src/lib.rs", LIB_V1);
+        r.put("src/util.rs", UTIL);
+        let calls: String = (0..crate::uko_index::NAMED_LOOKUP_LIMIT + 10).map(|i| format!("    f{i}();\n")).collect();
+        r.put("src/many.rs", &format!("pub fn many() {{\n{calls}}}\n\nfn f7() {{}}\n"));
+        let idx = r.update();
+        let index_id = &idx.metadata.index_id;
+        let refs = r.store.uko_refs_within(index_id, &r.uri("src/lib.rs#run")).unwrap();
+        let call = refs.iter().find(|x| x.kind == "calls" && x.target.ends_with("helper")).expect("a call");
+        assert_eq!(call.resolved_uri.as_deref(), Some(r.uri("src/util.rs#helper").as_str()));
+        let refs = r.store.uko_refs_within(index_id, &r.uri("src/many.rs#many")).unwrap();
+        let resolved: Vec<&str> = refs.iter().filter_map(|x| x.resolved_uri.as_deref()).collect();
+        assert_eq!(resolved, [r.uri("src/many.rs#f7").as_str()]);
+    }
+
     fn report(index: &RepoIndex) -> &IndexReport {
         index.report.as_ref().unwrap()
     }

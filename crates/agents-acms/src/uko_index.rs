@@ -9,7 +9,7 @@
 //! file defines, are resolved again, so edges stay right without
 //! re-reading the resource.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use agents_store::{IndexWrite, Rebinding, StoreError, UkoNode, UkoRef};
@@ -245,7 +245,7 @@ impl Linker<'_> {
         }
         let names: Option<Vec<String>> =
             (wanted.len() <= NAMED_LOOKUP_LIMIT).then(|| wanted.iter().map(|s| s.to_string()).collect());
-        let table = self.symbol_table(writer, names.as_deref())?;
+        let table = self.symbol_table(writer, names.as_deref(), &wanted)?;
         let ctx = ResolveContext::new(self.files);
         // Resolve a chunk of files in parallel, then write it, in path order.
         for chunk in pending.chunks(256) {
@@ -276,11 +276,23 @@ impl Linker<'_> {
     }
 
     /// The current symbols (as the open transaction sees them) named one of
-    /// `names`, or all of them; compact.
-    fn symbol_table(&self, writer: &mut dyn IndexWrite, names: Option<&[String]>) -> Result<SymbolTable, StoreError> {
+    /// `names` (read by name), else every symbol named one of `wanted` (read
+    /// whole and filtered: a first index resolves by a few hundred thousand
+    /// names, and the symbols no reference names, locals, fields and
+    /// parameters among them, would be held for nothing); compact.
+    fn symbol_table(
+        &self,
+        writer: &mut dyn IndexWrite,
+        names: Option<&[String]>,
+        wanted: &BTreeSet<&str>,
+    ) -> Result<SymbolTable, StoreError> {
+        let wanted: HashSet<&str> = if names.is_some() { HashSet::new() } else { wanted.iter().copied().collect() };
         let mut table = SymbolTable::default();
         let mut last_path: Option<Arc<str>> = None;
         let mut add = |path: &str, symbol_path: &str, name: &str, kind: &str| {
+            if names.is_none() && !wanted.contains(name) {
+                return;
+            }
             let Some(kind) = NodeKind::parse(kind) else { return };
             let shared = match &last_path {
                 Some(p) if &**p == path => p.clone(),
@@ -446,7 +458,7 @@ fn stored_reference(r: &UkoRef) -> Reference {
 
 /// Past this many distinct names, reading every symbol is cheaper than
 /// looking names up one by one.
-const NAMED_LOOKUP_LIMIT: usize = 5000;
+pub(crate) const NAMED_LOOKUP_LIMIT: usize = 5000;
 
 /// The last segment of an import specifier (`os.path`, `./util`, `crate::a::b`).
 pub fn target_name(target: &str) -> &str {
