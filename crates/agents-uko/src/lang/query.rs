@@ -664,7 +664,13 @@ impl QueryAnalyzer {
                 }
             }
         }
-        calls.retain(|f| f.kind != RefKind::Calls || !quiet.iter().any(|r| r.contains(&f.start)));
+        // `@no_calls` regions (typespecs) do not nest: the one starting last
+        // before a call is the only one that can hold it.
+        quiet.sort_by_key(|r| r.start);
+        calls.retain(|f| {
+            let before = quiet.partition_point(|r| r.start <= f.start);
+            f.kind != RefKind::Calls || before == 0 || !quiet[before - 1].contains(&f.start)
+        });
         (defs, imports, calls)
     }
 }
