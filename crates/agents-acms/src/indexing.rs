@@ -455,6 +455,10 @@ impl RepoIndexingService {
         report.duration_ms = started.elapsed().as_millis() as u64;
         commit.report = report.clone();
         let metadata = writer.finish(&commit)?;
+        // The pool's threads parsed what this thread has just freed: each
+        // hands its pages back before the next phase allocates elsewhere.
+        rayon::broadcast(|_| agents_core::memory::release_freed_memory());
+        agents_core::memory::release_freed_memory();
         report.duration_ms = started.elapsed().as_millis() as u64;
         tracing::info!(elapsed_ms = report.duration_ms, rss_mb = rss_mb(), "committed");
         Ok(RepoIndex { metadata, files, languages, report: Some(report) })

@@ -43,8 +43,19 @@ fn release_freed_memory_soon() {
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) }
 }
 
+/// What [`agents_core::memory::release_freed_memory`] runs on a thread:
+/// mimalloc's collect, forced (the thread's delayed frees are taken in, its
+/// empty pages and, on the main thread, the heaps of threads that ended go
+/// back to the system).
+fn collect_freed_memory() {
+    // SAFETY: mi_collect only walks and frees the calling thread's own
+    // heap (and abandoned ones); it may be called from any thread.
+    unsafe { libmimalloc_sys::mi_collect(true) }
+}
+
 fn main() -> ExitCode {
     release_freed_memory_soon();
+    agents_core::memory::set_release_hook(collect_freed_memory);
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

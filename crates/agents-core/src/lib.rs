@@ -13,6 +13,7 @@ pub mod error;
 pub mod fragment;
 pub mod ids;
 pub mod indexing;
+pub mod memory;
 pub mod policy;
 pub mod project_context;
 pub mod request;
