@@ -26,7 +26,7 @@ pub const MAX_BYTES_PER_TOKEN: usize = 16;
 /// ([`PACK_PIECE_SHARE`]); chunk NDCG@10 0.691 in both.
 pub const PACK_LEADERS: usize = 40;
 /// How many of the leaders may take the larger share ([`PACK_LEADER_SHARE`]);
-/// the others may take a twelfth ([`PIECE_SHARE`]). The depth resolver's
+/// the others may take a sixth ([`PACK_PIECE_SHARE`]). The depth resolver's
 /// leaders are as many.
 pub const FIRST_LEADERS: usize = 3;
 /// Budget divisor for one of the depth resolver's leaders (by relevance,
