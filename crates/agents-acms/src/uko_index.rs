@@ -243,9 +243,7 @@ impl Linker<'_> {
         for (_, r) in &affected {
             wanted.insert(reference_name(&r.target));
         }
-        let names: Option<Vec<String>> =
-            (wanted.len() <= NAMED_LOOKUP_LIMIT).then(|| wanted.iter().map(|s| s.to_string()).collect());
-        let table = self.symbol_table(writer, names.as_deref(), &wanted)?;
+        let table = self.symbol_table(writer, &wanted)?;
         let ctx = ResolveContext::new(self.files);
         // Resolve a chunk of files in parallel, then write it, in path order.
         for chunk in pending.chunks(256) {
@@ -276,21 +274,17 @@ impl Linker<'_> {
     }
 
     /// The current symbols (as the open transaction sees them) named one of
-    /// `names` (read by name), else every symbol named one of `wanted` (read
-    /// whole and filtered: a first index resolves by a few hundred thousand
-    /// names, and the symbols no reference names, locals, fields and
-    /// parameters among them, would be held for nothing); compact.
-    fn symbol_table(
-        &self,
-        writer: &mut dyn IndexWrite,
-        names: Option<&[String]>,
-        wanted: &BTreeSet<&str>,
-    ) -> Result<SymbolTable, StoreError> {
-        let wanted: HashSet<&str> = if names.is_some() { HashSet::new() } else { wanted.iter().copied().collect() };
+    /// `wanted`; compact. Up to [`NAMED_LOOKUP_LIMIT`] names are looked up
+    /// one by one; past it every symbol is read and those no reference names
+    /// (locals, fields and parameters among them: a first index resolves by
+    /// a few hundred thousand names) are dropped as they come.
+    fn symbol_table(&self, writer: &mut dyn IndexWrite, wanted: &BTreeSet<&str>) -> Result<SymbolTable, StoreError> {
+        let by_name = wanted.len() <= NAMED_LOOKUP_LIMIT;
+        let filter: HashSet<&str> = if by_name { HashSet::new() } else { wanted.iter().copied().collect() };
         let mut table = SymbolTable::default();
         let mut last_path: Option<Arc<str>> = None;
         let mut add = |path: &str, symbol_path: &str, name: &str, kind: &str| {
-            if names.is_none() && !wanted.contains(name) {
+            if !by_name && !filter.contains(name) {
                 return;
             }
             let Some(kind) = NodeKind::parse(kind) else { return };
@@ -304,9 +298,11 @@ impl Linker<'_> {
             };
             table.insert(SymbolEntry { path: shared, symbol_path: symbol_path.into(), name: name.into(), kind });
         };
-        match names {
-            Some(names) => writer.for_each_symbol_named(names, &mut add)?,
-            None => writer.for_each_symbol(&mut add)?,
+        if by_name {
+            let names: Vec<String> = wanted.iter().map(|s| s.to_string()).collect();
+            writer.for_each_symbol_named(&names, &mut add)?;
+        } else {
+            writer.for_each_symbol(&mut add)?;
         }
         table.finish();
         Ok(table)
