@@ -42,6 +42,8 @@ use rayon::prelude::*;
 
 /// Rows an exact scan scores side by side ([`LocalVectorIndex::score_rows`]).
 const SCAN_BLOCK: usize = 8;
+/// Rows an exact scan reads before it lets go of their pages ([`LocalVectorIndex::search_exact`]).
+const SCAN_CHUNK: usize = 16_384;
 /// Where `Iterator::sum` of `f32`s starts: negative zero, so that a sum of
 /// nothing but negative zeros stays negative, as `score_row`'s does.
 const SUM_START: f32 = -0.0;
@@ -424,8 +426,11 @@ impl LocalVectorIndex {
                     index.entries = stored.entries;
                     index.names = stored.names;
                     index.base_ids = stored.ids;
-                    index.rows =
-                        Rows { base: Some((map, stored.rows_offset)), base_slots: index.base_len, added: Vec::new() };
+                    index.rows = Rows {
+                        base: Some((map, stored.rows_offset)),
+                        base_slots: index.base_len,
+                        ..Rows::default()
+                    };
                     index.scales = stored.scales;
                     index.apply_delta()?;
                 } else {
@@ -678,13 +683,17 @@ impl LocalVectorIndex {
             .collect()
     }
 
-    /// Exact search: every row scored.
+    /// Exact search: every row scored, [`SCAN_CHUNK`] rows at a time. The
+    /// base file's pages a chunk read are let go of after it (they stay in
+    /// the page cache, for the next scan): a scan of a large index would
+    /// otherwise keep the whole file in the process's resident set.
     pub fn search_exact(&self, query: &[f32], limit: usize, filter: &SearchFilter) -> Vec<VectorHit> {
-        let scored: Vec<(f32, usize)> = (0..self.entries.len().div_ceil(SCAN_BLOCK))
-            .into_par_iter()
-            .flat_map_iter(|block| {
-                let start = block * SCAN_BLOCK;
-                let end = (start + SCAN_BLOCK).min(self.entries.len());
+        let mut scored: Vec<(f32, usize)> = Vec::new();
+        for chunk in (0..self.entries.len()).step_by(SCAN_CHUNK) {
+            let end = (chunk + SCAN_CHUNK).min(self.entries.len());
+            scored.par_extend((0..(end - chunk).div_ceil(SCAN_BLOCK)).into_par_iter().flat_map_iter(|block| {
+                let start = chunk + block * SCAN_BLOCK;
+                let end = (start + SCAN_BLOCK).min(end);
                 let mut rows = [0usize; SCAN_BLOCK];
                 let mut kept = 0;
                 for row in (start..end).filter(|&row| self.keep(row, filter)) {
@@ -693,8 +702,13 @@ impl LocalVectorIndex {
                 }
                 let scores = self.score_rows(&rows[..kept], query);
                 (0..kept).map(move |i| (scores[i], rows[i]))
-            })
-            .collect();
+            }));
+            // The base's rows come first, in slot order.
+            let base = self.entries[chunk..end].partition_point(|e| e.slot < self.rows.base_slots);
+            if base > 0 {
+                self.rows.release(self.entries[chunk].slot..self.entries[chunk + base - 1].slot + 1, self.dim);
+            }
+        }
         self.hits(scored, limit)
     }
 
@@ -774,7 +788,7 @@ impl VectorBackend for LocalVectorIndex {
             self.next_key += 1;
         }
         self.dirty = true;
-        Ok(())
+        self.rows.spill_if_large(&self.dir, self.dim)
     }
 
     fn delete_paths(&mut self, paths: &[String]) -> Result<(), SearchError> {
@@ -814,6 +828,7 @@ impl VectorBackend for LocalVectorIndex {
             self.base_len = self.entries.len();
             self.tombstones.clear();
             self.rewrite = false;
+            self.adopt_base()?;
         } else {
             write_atomically(&self.dir.join(DELTA_FILE), &encode_delta(self, first_added))?;
         }
@@ -853,6 +868,21 @@ impl VectorBackend for LocalVectorIndex {
 }
 
 impl LocalVectorIndex {
+    /// Reads the base file just written back as the rows and ids, as opening
+    /// it would: the rows and ids held in memory (or spilled) since the last
+    /// base go, and the next query reads them from the file's map.
+    fn adopt_base(&mut self) -> Result<(), SearchError> {
+        let path = self.dir.join(ROWS_FILE);
+        let map = map_file(&path).map_err(|source| SearchError::Io { path: path.clone(), action: "read", source })?;
+        let stored = decode(&map).map_err(|source| SearchError::Corrupt { path: path.clone(), source })?;
+        self.entries = stored.entries;
+        self.names = stored.names;
+        self.base_ids = stored.ids;
+        self.scales = stored.scales;
+        self.rows = Rows { base: Some((map, stored.rows_offset)), base_slots: self.entries.len(), ..Rows::default() };
+        Ok(())
+    }
+
     /// Removes the entries `drop` picks; their rows stay in their slots (in
     /// memory, unused) until the process ends.
     fn remove_rows(&mut self, mut drop: impl FnMut(&Entry) -> bool) {
@@ -922,10 +952,7 @@ fn write_encoded(index: &LocalVectorIndex, w: &mut dyn std::io::Write) -> std::i
     encode_entry_names(&mut head, index, &index.entries);
     w.write_all(&head)?;
     drop(head);
-    for entry in &index.entries {
-        w.write_all(index.rows.row(entry.slot, index.dim))?;
-    }
-    Ok(())
+    index.rows.write_rows(index.entries.iter().map(|e| e.slot), index.dim, w)
 }
 
 /// A delta file: the base's removed keys and the entries from `first_added` on.
@@ -1277,26 +1304,149 @@ fn skip_record(file: &[u8], record: usize) -> usize {
 }
 
 /// The quantized rows by slot: the base file's, mapped as opened (nothing is
-/// read until a row is scored), then the delta's and those added since, in
-/// memory. Removing an entry leaves its row in place.
+/// read until a row is scored), then the delta's and those added since: in
+/// memory up to [`SPILL_BYTES`], past it in a spill file. Removing an entry
+/// leaves its row in place.
 #[derive(Default)]
 struct Rows {
     /// The base file's map and where its rows start in it.
     base: Option<(memmap2::Mmap, usize)>,
     /// Slots below this are the base's.
     base_slots: usize,
+    /// The first rows added since the base, moved out of memory.
+    spill: Option<Spill>,
+    /// The rows added after the spilled ones.
     added: Vec<u8>,
 }
 
+/// Rows added since the base, written to an unnamed temporary file in the
+/// index directory (gone when closed, even by a killed process) and mapped.
+/// A first index of a large tree adds hundreds of thousands of rows before
+/// its commit; held in memory, they were a hundred megabytes of the run's
+/// peak, written once to the base and never read again.
+struct Spill {
+    file: std::fs::File,
+    /// The file mapped, once written to; its first `slots` rows are the spilled ones.
+    map: Option<memmap2::Mmap>,
+    slots: usize,
+}
+
+/// Bytes of added rows kept in memory before they go to the spill file
+/// (a few rows in this crate's tests, so that every history they try spills).
+const SPILL_BYTES: usize = if cfg!(test) { 1 << 10 } else { 8 << 20 };
+
+/// Spilled rows read at once by [`Rows::write_rows`].
+const SPILL_READ_ROWS: usize = 4096;
+
 impl Rows {
     fn row(&self, slot: usize, dim: usize) -> &[u8] {
-        match &self.base {
-            Some((map, offset)) if slot < self.base_slots => &map[offset + slot * dim..offset + (slot + 1) * dim],
-            _ => {
-                let slot = slot - self.base_slots;
-                &self.added[slot * dim..(slot + 1) * dim]
+        if let Some((map, offset)) = &self.base
+            && slot < self.base_slots
+        {
+            return &map[offset + slot * dim..offset + (slot + 1) * dim];
+        }
+        let mut slot = slot - self.base_slots;
+        if let Some(spill) = &self.spill {
+            if let Some(map) = &spill.map
+                && slot < spill.slots
+            {
+                return &map[slot * dim..(slot + 1) * dim];
+            }
+            slot -= spill.slots;
+        }
+        &self.added[slot * dim..(slot + 1) * dim]
+    }
+
+    /// Lets go of the base file's pages holding the rows of `slots`: the
+    /// process maps them again from the page cache when they are read next.
+    fn release(&self, slots: std::ops::Range<usize>, dim: usize) {
+        #[cfg(unix)]
+        if let Some((map, offset)) = &self.base {
+            let (start, end) = (offset + slots.start * dim, (offset + slots.end * dim).min(map.len()));
+            if start < end {
+                // SAFETY: the map is of a file opened read-only and shared,
+                // never changed in place (commits write a new file and rename
+                // it): pages let go of read back as they were. A failure only
+                // leaves them resident.
+                let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start) };
             }
         }
+        #[cfg(not(unix))]
+        let _ = (slots, dim);
+    }
+
+    /// The spill file's index of `slot`, if its row is there.
+    fn spilled(&self, slot: usize) -> Option<usize> {
+        let spill = self.spill.as_ref()?;
+        let index = slot.checked_sub(self.base_slots)?;
+        (index < spill.slots).then_some(index)
+    }
+
+    /// Moves the rows held in memory to the spill file once they pass
+    /// [`SPILL_BYTES`]; on an error nothing moves.
+    fn spill_if_large(&mut self, dir: &Path, dim: usize) -> Result<(), SearchError> {
+        use std::io::{Seek, Write};
+        if self.added.len() < SPILL_BYTES || dim == 0 {
+            return Ok(());
+        }
+        let failed = |source| SearchError::Io { path: dir.to_owned(), action: "spill vector rows into", source };
+        let spill = match &mut self.spill {
+            Some(spill) => spill,
+            None => {
+                self.spill.insert(Spill { file: tempfile::tempfile_in(dir).map_err(failed)?, map: None, slots: 0 })
+            }
+        };
+        (&spill.file)
+            .seek(std::io::SeekFrom::Start((spill.slots * dim) as u64))
+            .and_then(|_| (&spill.file).write_all(&self.added))
+            .map_err(failed)?;
+        // SAFETY: the file is this index's alone (unnamed, never reopened) and
+        // only ever written past what a map of it shows, so what a map shows
+        // never changes while it lives.
+        let map = unsafe { memmap2::Mmap::map(&spill.file) }.map_err(failed)?;
+        spill.map = Some(map);
+        spill.slots += self.added.len() / dim;
+        self.added.clear();
+        Ok(())
+    }
+
+    /// Writes the rows of `slots`, in order. Spilled rows are read from the
+    /// file, consecutive ones together, not through its map: pages read
+    /// through a map stay in the process's resident set, pages read with
+    /// `read` only in the page cache.
+    fn write_rows(
+        &self,
+        slots: impl Iterator<Item = usize>,
+        dim: usize,
+        w: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let mut buffer = Vec::new();
+        // The spilled rows waiting to be read: the first one's index and how many.
+        let mut run: Option<(usize, usize)> = None;
+        let mut flush = |run: &mut Option<(usize, usize)>, w: &mut dyn std::io::Write| -> std::io::Result<()> {
+            use std::io::{Read, Seek};
+            let (Some((first, count)), Some(spill)) = (run.take(), &self.spill) else { return Ok(()) };
+            buffer.resize(count * dim, 0);
+            (&spill.file).seek(std::io::SeekFrom::Start((first * dim) as u64))?;
+            (&spill.file).read_exact(&mut buffer)?;
+            w.write_all(&buffer)
+        };
+        for slot in slots {
+            match (self.spilled(slot), &mut run) {
+                (Some(index), Some((first, count))) if *first + *count == index && *count < SPILL_READ_ROWS => {
+                    *count += 1;
+                }
+                (Some(index), _) => {
+                    flush(&mut run, w)?;
+                    run = Some((index, 1));
+                }
+                (None, _) => {
+                    flush(&mut run, w)?;
+                    w.write_all(self.row(slot, dim))?;
+                }
+            }
+        }
+        flush(&mut run, w)
     }
 }
 
@@ -1405,9 +1555,10 @@ mod tests {
         docs[5].vector = vec![0.0; 32];
         index.upsert(&docs).unwrap();
         index.commit().unwrap();
-        // Rows replaced after the commit keep their old slots empty, so a
-        // row's place in the entries and its slot part (as after an edit).
-        let mut replaced: Vec<VectorDoc> = docs[10..30].to_vec();
+        // Rows replaced after the commit (few enough for a delta) keep their
+        // old slots empty, so a row's place in the entries and its slot part
+        // (as after an edit).
+        let mut replaced: Vec<VectorDoc> = docs[10..15].to_vec();
         for (i, doc) in replaced.iter_mut().enumerate() {
             doc.vector = unit(500 + i as u64, 32);
         }
@@ -1665,6 +1816,31 @@ mod tests {
         bad[2].vector.pop();
         assert!(inserted.insert(&bad).is_err());
         assert_eq!(inserted.len(), 60, "nothing of the bad batch was added");
+    }
+
+    #[test]
+    fn rows_past_the_memory_share_are_spilled_read_alike_and_gone_after_the_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let all = docs(1090, 32);
+        let mut index = open(dir.path(), usize::MAX);
+        index.insert(&all[..1000]).unwrap();
+        let spilled = index.rows.spill.as_ref().map_or(0, |spill| spill.slots);
+        assert!(spilled > 0 && index.rows.added.len() < SPILL_BYTES, "spilled {spilled}");
+        // Searched before the commit (spilled rows through their map), after
+        // it (the base file) and reopened: the same answers.
+        let before = answers(&index);
+        index.commit().unwrap();
+        assert!(index.rows.spill.is_none() && index.rows.added.is_empty(), "the base file holds the rows now");
+        assert_eq!(answers(&index), before);
+        assert_eq!(answers(&open(dir.path(), usize::MAX)), before);
+        // A delta (under a tenth of the base) whose rows were spilled too.
+        index.upsert(&all[1000..]).unwrap();
+        assert!(index.rows.spill.is_some());
+        let after = answers(&index);
+        index.commit().unwrap();
+        assert!(dir.path().join(DELTA_FILE).exists(), "a delta, not a new base");
+        assert_eq!(answers(&index), after);
+        assert_eq!(answers(&open(dir.path(), usize::MAX)), after);
     }
 
     /// A document of the generated histories: id `n`, in file `f{n % 9}.py`.
