@@ -10,7 +10,6 @@
 //! re-reading the resource.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
 
 use agents_store::{IndexWrite, Rebinding, StoreError, UkoNode, UkoRef};
 use agents_uko::lang::analyzer_for;
@@ -282,21 +281,12 @@ impl Linker<'_> {
         let by_name = wanted.len() <= NAMED_LOOKUP_LIMIT;
         let filter: HashSet<&str> = if by_name { HashSet::new() } else { wanted.iter().copied().collect() };
         let mut table = SymbolTable::default();
-        let mut last_path: Option<Arc<str>> = None;
         let mut add = |path: &str, symbol_path: &str, name: &str, kind: &str| {
             if !by_name && !filter.contains(name) {
                 return;
             }
             let Some(kind) = NodeKind::parse(kind) else { return };
-            let shared = match &last_path {
-                Some(p) if &**p == path => p.clone(),
-                _ => {
-                    let p: Arc<str> = Arc::from(path);
-                    last_path = Some(p.clone());
-                    p
-                }
-            };
-            table.insert(SymbolEntry { path: shared, symbol_path: symbol_path.into(), name: name.into(), kind });
+            table.insert(SymbolEntry { path, symbol_path, name, kind });
         };
         if by_name {
             let names: Vec<String> = wanted.iter().map(|s| s.to_string()).collect();
@@ -308,8 +298,8 @@ impl Linker<'_> {
         Ok(table)
     }
 
-    fn uri_of(&self, e: &SymbolEntry) -> String {
-        node_uri(self.resource_id, &e.path, &e.symbol_path)
+    fn uri_of(&self, e: SymbolEntry<'_>) -> String {
+        node_uri(self.resource_id, e.path, e.symbol_path)
     }
 
     fn resolve_file(&self, file: &PendingRefs, ctx: &ResolveContext<'_>, table: &SymbolTable) -> Vec<UkoRef> {
@@ -488,8 +478,7 @@ mod tests {
         for (path, symbol) in
             [("src/_types.py", "is_prepared"), ("src/_types.py", "has_read"), ("src/x.py", "has_read")]
         {
-            let name: Box<str> = symbol.into();
-            table.insert(SymbolEntry { path: path.into(), symbol_path: symbol.into(), name, kind: NodeKind::Function });
+            table.insert(SymbolEntry { path, symbol_path: symbol, name: symbol, kind: NodeKind::Function });
         }
         table.finish();
         let mut scope = FileScope { path: "src/adapters.py".into(), ..FileScope::default() };

@@ -426,11 +426,8 @@ impl LocalVectorIndex {
                     index.entries = stored.entries;
                     index.names = stored.names;
                     index.base_ids = stored.ids;
-                    index.rows = Rows {
-                        base: Some((map, stored.rows_offset)),
-                        base_slots: index.base_len,
-                        ..Rows::default()
-                    };
+                    index.rows =
+                        Rows { base: Some((map, stored.rows_offset)), base_slots: index.base_len, ..Rows::default() };
                     index.scales = stored.scales;
                     index.apply_delta()?;
                 } else {
@@ -1392,9 +1389,7 @@ impl Rows {
         let failed = |source| SearchError::Io { path: dir.to_owned(), action: "spill vector rows into", source };
         let spill = match &mut self.spill {
             Some(spill) => spill,
-            None => {
-                self.spill.insert(Spill { file: tempfile::tempfile_in(dir).map_err(failed)?, map: None, slots: 0 })
-            }
+            None => self.spill.insert(Spill { file: tempfile::tempfile_in(dir).map_err(failed)?, map: None, slots: 0 }),
         };
         (&spill.file)
             .seek(std::io::SeekFrom::Start((spill.slots * dim) as u64))

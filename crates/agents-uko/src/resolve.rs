@@ -114,24 +114,41 @@ mod tests {
     }
 }
 
-/// One symbol known to resolution. Compact: a resource can hold hundreds of
-/// thousands; the path is shared by every symbol of a file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SymbolEntry {
-    pub path: std::sync::Arc<str>,
-    pub symbol_path: Box<str>,
-    pub name: Box<str>,
+/// One symbol known to resolution, as given to [`SymbolTable::insert`] and
+/// lent back by its lookups (the table keeps its own compact copy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SymbolEntry<'a> {
+    pub path: &'a str,
+    pub symbol_path: &'a str,
+    pub name: &'a str,
     pub kind: crate::model::NodeKind,
+}
+
+/// A symbol as the table keeps it: its file's index, where its symbol path
+/// and name lie in the table's text, its kind (24 bytes: a resource can hold
+/// hundreds of thousands, which cost two allocations each as strings).
+#[derive(Clone, Copy, Debug)]
+struct Symbol {
+    path: u32,
+    symbol_path: (u32, u32),
+    name: (u32, u32),
+    kind: crate::model::NodeKind,
 }
 
 /// Every symbol of a resource by name and by file, for binding calls,
 /// inheritance and type mentions.
 #[derive(Default)]
 pub struct SymbolTable {
-    entries: Vec<SymbolEntry>,
-    by_name: HashMap<String, Vec<u32>>,
-    /// Entry ids sorted by (path, name), for (file, name) lookups by binary
-    /// search: files can hold thousands of symbols. Built by [`SymbolTable::finish`].
+    symbols: Vec<Symbol>,
+    /// The symbols' symbol paths back to back; a name is the end of its
+    /// symbol path where it is one (nearly always), else stored after it.
+    text: String,
+    /// Each file's path once, by index.
+    paths: Vec<Box<str>>,
+    path_index: HashMap<Box<str>, u32>,
+    /// Symbol ids sorted by (name, id) and by (path, name, id), for lookups
+    /// by binary search. Built by [`SymbolTable::finish`].
+    by_name: Vec<u32>,
     by_file: Vec<u32>,
 }
 
@@ -155,47 +172,89 @@ pub struct FileScope {
 impl SymbolTable {
     /// Adds a symbol (file nodes, with an empty symbol path, are reached by
     /// path and not added). Call [`SymbolTable::finish`] before resolving.
-    pub fn insert(&mut self, entry: SymbolEntry) {
+    /// A symbol past the 4 GiB the table's offsets reach is left out (its
+    /// references stay unresolved).
+    pub fn insert(&mut self, entry: SymbolEntry<'_>) {
         if entry.symbol_path.is_empty() {
             return;
         }
-        let id = self.entries.len() as u32;
-        match self.by_name.get_mut(&*entry.name) {
-            Some(ids) => ids.push(id),
-            None => {
-                self.by_name.insert(entry.name.to_string(), vec![id]);
-            }
-        }
-        self.entries.push(entry);
+        let Some(path) = self.path_id(entry.path) else { return };
+        let Some(symbol_path) = push_span(&mut self.text, entry.symbol_path) else { return };
+        let name = if entry.symbol_path.ends_with(entry.name) {
+            let len = entry.name.len() as u32;
+            (symbol_path.0 + symbol_path.1 - len, len)
+        } else {
+            let Some(name) = push_span(&mut self.text, entry.name) else { return };
+            name
+        };
+        self.symbols.push(Symbol { path, symbol_path, name, kind: entry.kind });
     }
 
-    /// Builds the (file, name) lookup once every symbol is inserted.
+    fn path_id(&mut self, path: &str) -> Option<u32> {
+        // Symbols come file by file: the last path is the likeliest.
+        if let Some(last) = self.paths.last()
+            && **last == *path
+        {
+            return Some(self.paths.len() as u32 - 1);
+        }
+        if let Some(&id) = self.path_index.get(path) {
+            return Some(id);
+        }
+        let id = u32::try_from(self.paths.len()).ok()?;
+        self.paths.push(path.into());
+        self.path_index.insert(path.into(), id);
+        Some(id)
+    }
+
+    /// Builds the lookups once every symbol is inserted.
     pub fn finish(&mut self) {
-        let mut ids: Vec<u32> = (0..self.entries.len() as u32).collect();
-        ids.sort_by(|&a, &b| {
-            let (a, b) = (&self.entries[a as usize], &self.entries[b as usize]);
-            (&a.path, &a.name).cmp(&(&b.path, &b.name))
+        let ids = || (0..self.symbols.len() as u32).collect::<Vec<u32>>();
+        let mut by_name = ids();
+        by_name.sort_by(|&a, &b| self.entry(a).name.cmp(self.entry(b).name).then(a.cmp(&b)));
+        let mut by_file = ids();
+        by_file.sort_by(|&a, &b| {
+            let (ea, eb) = (self.entry(a), self.entry(b));
+            (ea.path, ea.name, a).cmp(&(eb.path, eb.name, b))
         });
-        self.by_file = ids;
+        (self.by_name, self.by_file) = (by_name, by_file);
+    }
+
+    /// The symbol `id`.
+    fn entry(&self, id: u32) -> SymbolEntry<'_> {
+        let symbol = &self.symbols[id as usize];
+        let text = |(start, len): (u32, u32)| &self.text[start as usize..(start + len) as usize];
+        SymbolEntry {
+            path: &self.paths[symbol.path as usize],
+            symbol_path: text(symbol.symbol_path),
+            name: text(symbol.name),
+            kind: symbol.kind,
+        }
     }
 
     /// Ids of the symbols named `name` in file `path`.
     fn in_file(&self, path: &str, name: &str) -> &[u32] {
         let key = |&id: &u32| {
-            let e = &self.entries[id as usize];
-            (&*e.path, &*e.name)
+            let e = self.entry(id);
+            (e.path, e.name)
         };
         let start = self.by_file.partition_point(|id| key(id) < (path, name));
         let end = start + self.by_file[start..].partition_point(|id| key(id) == (path, name));
         &self.by_file[start..end]
     }
 
+    /// Ids of the symbols named `name`.
+    fn named(&self, name: &str) -> &[u32] {
+        let start = self.by_name.partition_point(|&id| self.entry(id).name < name);
+        let end = start + self.by_name[start..].partition_point(|&id| self.entry(id).name == name);
+        &self.by_name[start..end]
+    }
+
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.symbols.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.symbols.is_empty()
     }
 
     /// Binds a by-name reference written in `scope.path` inside the node
@@ -219,9 +278,9 @@ impl SymbolTable {
         from_symbol_path: &str,
         kind: crate::model::RefKind,
         target: &str,
-    ) -> Option<&SymbolEntry> {
+    ) -> Option<SymbolEntry<'_>> {
         let found = self.bind(scope, from_symbol_path, kind, target)?;
-        let self_loop = *found.path == *scope.path && *found.symbol_path == *from_symbol_path;
+        let self_loop = found.path == scope.path && found.symbol_path == from_symbol_path;
         if self_loop && kind == crate::model::RefKind::Calls {
             return None;
         }
@@ -234,7 +293,7 @@ impl SymbolTable {
         from_symbol_path: &str,
         kind: crate::model::RefKind,
         target: &str,
-    ) -> Option<&SymbolEntry> {
+    ) -> Option<SymbolEntry<'_>> {
         let segments: Vec<&str> = segments(target).collect();
         let name = reference_name(target);
         if name.is_empty() {
@@ -244,32 +303,35 @@ impl SymbolTable {
             && let (Some(original), Some(path)) = (scope.renamed.get(name), scope.aliases.get(name))
         {
             // `c()` after `from m import b as c`: `b` of `m`.
-            let found = self.in_file(path, original).iter().map(|&i| &self.entries[i as usize]);
+            let found = self.in_file(path, original).iter().map(|&i| self.entry(i));
             return unique(found.filter(|e| kind_fits(kind, e.kind) && !e.symbol_path.contains('.')));
         }
         let is_call = kind == crate::model::RefKind::Calls;
         let family = family_of(&scope.path);
         let qualifier = (segments.len() > 1).then(|| segments[0]);
-        let ids = self.by_name.get(name)?;
-        let fits = |e: &&SymbolEntry| kind_fits(kind, e.kind);
-        let not_self = |e: &&SymbolEntry| !(*e.path == *scope.path && *e.symbol_path == *from_symbol_path);
+        let ids = self.named(name);
+        if ids.is_empty() {
+            return None;
+        }
+        let fits = |e: &SymbolEntry| kind_fits(kind, e.kind);
+        let not_self = |e: &SymbolEntry| !(e.path == scope.path && e.symbol_path == from_symbol_path);
         // Symbols of one file with this name (files hold few; names can be
         // shared by thousands across a resource).
-        let in_file = |path: &str| -> Vec<&SymbolEntry> {
-            self.in_file(path, name).iter().map(|&i| &self.entries[i as usize]).filter(fits).collect()
+        let in_file = |path: &str| -> Vec<SymbolEntry<'_>> {
+            self.in_file(path, name).iter().map(|&i| self.entry(i)).filter(fits).collect()
         };
-        let top_level = |path: &str| -> Option<&SymbolEntry> {
+        let top_level = |path: &str| -> Option<SymbolEntry<'_>> {
             unique(in_file(path).into_iter().filter(|e| !e.symbol_path.contains('.')))
         };
         // A Go package is its directory: the symbol of that package with
         // this exact symbol path.
-        let in_package = |dir: &str, symbol_path: &str| -> Option<&SymbolEntry> {
+        let in_package = |dir: &str, symbol_path: &str| -> Option<SymbolEntry<'_>> {
             unique(
                 ids.iter()
-                    .map(|&i| &self.entries[i as usize])
+                    .map(|&i| self.entry(i))
                     .filter(fits)
-                    .filter(|e| family_of(&e.path) == Family::Go && dir_of(&e.path) == dir)
-                    .filter(|e| *e.symbol_path == *symbol_path),
+                    .filter(|e| family_of(e.path) == Family::Go && dir_of(e.path) == dir)
+                    .filter(|e| e.symbol_path == symbol_path),
             )
         };
         let same_file = in_file(&scope.path);
@@ -295,11 +357,11 @@ impl SymbolTable {
             if let Some(path) = scope.aliases.get(q) {
                 // `module.func`, `Class.method` of an imported class, or
                 // `module.Class.method`.
-                if let Some(e) = in_file(path).into_iter().find(|e| *e.symbol_path == *member) {
+                if let Some(e) = in_file(path).into_iter().find(|e| e.symbol_path == member) {
                     return Some(e);
                 }
                 let rest = segments[1..].join(".");
-                if let Some(e) = in_file(path).into_iter().find(|e| *e.symbol_path == *rest) {
+                if let Some(e) = in_file(path).into_iter().find(|e| e.symbol_path == rest) {
                     return Some(e);
                 }
                 if family == Family::Go && family_of(path) == Family::Go {
@@ -312,7 +374,7 @@ impl SymbolTable {
             }
             // `Type.method` / `Type::new` written against a type of this
             // file (or, in Go, of this package).
-            if let Some(e) = same_file.iter().copied().find(|e| *e.symbol_path == *member) {
+            if let Some(e) = same_file.iter().copied().find(|e| e.symbol_path == member) {
                 return Some(e);
             }
             if family == Family::Go
@@ -327,8 +389,8 @@ impl SymbolTable {
         }
         // A bare name never means a method, except where members are in
         // scope unqualified (Java, C++).
-        let in_scope = |e: &&SymbolEntry| family.implicit_members() || e.kind != crate::model::NodeKind::Method;
-        let visible: Vec<&SymbolEntry> = same_file.iter().copied().filter(in_scope).filter(not_self).collect();
+        let in_scope = |e: &SymbolEntry| family.implicit_members() || e.kind != crate::model::NodeKind::Method;
+        let visible: Vec<SymbolEntry<'_>> = same_file.iter().copied().filter(in_scope).filter(not_self).collect();
         if let Some(found) = innermost(&visible, from_symbol_path, false) {
             return Some(found);
         }
@@ -355,10 +417,10 @@ impl SymbolTable {
             // outside the function that holds it.
             return unique(
                 ids.iter()
-                    .map(|&i| &self.entries[i as usize])
+                    .map(|&i| self.entry(i))
                     .filter(fits)
                     .filter(in_scope)
-                    .filter(|e| family_of(&e.path) == family)
+                    .filter(|e| family_of(e.path) == family)
                     .filter(|e| kind != crate::model::RefKind::Calls || !e.symbol_path.contains('.')),
             );
         }
@@ -375,7 +437,7 @@ impl SymbolTable {
         from: &str,
         name: &str,
         kind: crate::model::RefKind,
-    ) -> Option<&SymbolEntry> {
+    ) -> Option<SymbolEntry<'_>> {
         let mut owner = from;
         let bases = loop {
             if let Some(bases) = scope.bases.get(owner) {
@@ -392,8 +454,8 @@ impl SymbolTable {
             seen.push(base);
             let (path, class) = base;
             let member = format!("{class}.{name}");
-            let found = self.in_file(path, name).iter().map(|&i| &self.entries[i as usize]);
-            if let Some(e) = found.filter(|e| kind_fits(kind, e.kind)).find(|e| *e.symbol_path == *member) {
+            let found = self.in_file(path, name).iter().map(|&i| self.entry(i));
+            if let Some(e) = found.filter(|e| kind_fits(kind, e.kind)).find(|e| e.symbol_path == member) {
                 return Some(e);
             }
             if *path == scope.path
@@ -457,11 +519,11 @@ pub fn reference_name(target: &str) -> &str {
 
 /// The candidate in the innermost scope enclosing `from` (longest shared
 /// symbol-path prefix); with `members_only`, only members of a type.
-fn innermost<'e>(same_file: &[&'e SymbolEntry], from: &str, members_only: bool) -> Option<&'e SymbolEntry> {
+fn innermost<'e>(same_file: &[SymbolEntry<'e>], from: &str, members_only: bool) -> Option<SymbolEntry<'e>> {
     let scope_of = |e: &SymbolEntry| e.symbol_path.rsplit_once('.').map_or("", |(p, _)| p).to_string();
-    let mut best: Option<(usize, &SymbolEntry)> = None;
-    for e in same_file {
-        let parent = scope_of(e);
+    let mut best: Option<(usize, SymbolEntry<'e>)> = None;
+    for &e in same_file {
+        let parent = scope_of(&e);
         if members_only && (parent.is_empty() || e.kind == crate::model::NodeKind::Function) {
             continue;
         }
@@ -477,7 +539,16 @@ fn innermost<'e>(same_file: &[&'e SymbolEntry], from: &str, members_only: bool) 
     best.map(|(_, e)| e)
 }
 
-fn unique<'e>(mut it: impl Iterator<Item = &'e SymbolEntry>) -> Option<&'e SymbolEntry> {
+/// Appends `s` to `text` and returns where it lies; `None` past 4 GiB.
+fn push_span(text: &mut String, s: &str) -> Option<(u32, u32)> {
+    let start = u32::try_from(text.len()).ok()?;
+    let len = u32::try_from(s.len()).ok()?;
+    start.checked_add(len)?;
+    text.push_str(s);
+    Some((start, len))
+}
+
+fn unique<'e>(mut it: impl Iterator<Item = SymbolEntry<'e>>) -> Option<SymbolEntry<'e>> {
     let first = it.next()?;
     if it.next().is_some() { None } else { Some(first) }
 }
@@ -499,9 +570,9 @@ mod table_tests {
     use super::*;
     use crate::model::{NodeKind, RefKind};
 
-    fn entry(path: &str, symbol_path: &str, kind: NodeKind) -> SymbolEntry {
+    fn entry<'a>(path: &'a str, symbol_path: &'a str, kind: NodeKind) -> SymbolEntry<'a> {
         let name = symbol_path.rsplit('.').next().unwrap();
-        SymbolEntry { path: path.into(), symbol_path: symbol_path.into(), name: name.into(), kind }
+        SymbolEntry { path, symbol_path, name, kind }
     }
 
     fn table() -> SymbolTable {
@@ -533,13 +604,33 @@ mod table_tests {
     }
 
     #[test]
+    fn a_name_that_does_not_end_its_symbol_path_is_found_by_that_name_alone() {
+        let mut t = SymbolTable::default();
+        t.insert(SymbolEntry { path: "a.go", symbol_path: "Server.ServeHTTP", name: "serve", kind: NodeKind::Method });
+        t.insert(entry("a.go", "helper", NodeKind::Function));
+        t.insert(entry("b.go", "helper", NodeKind::Function));
+        t.insert(SymbolEntry { path: "b.go", symbol_path: "", name: "b.go", kind: NodeKind::File });
+        t.finish();
+        assert_eq!(t.len(), 3, "a file node is reached by path, not kept");
+        let found: Vec<SymbolEntry> = t.named("serve").iter().map(|&i| t.entry(i)).collect();
+        assert_eq!(
+            found,
+            [SymbolEntry { path: "a.go", symbol_path: "Server.ServeHTTP", name: "serve", kind: NodeKind::Method }]
+        );
+        assert!(t.named("ServeHTTP").is_empty());
+        assert_eq!(t.named("helper").len(), 2);
+        let in_b: Vec<&str> = t.in_file("b.go", "helper").iter().map(|&i| t.entry(i).path).collect();
+        assert_eq!(in_b, ["b.go"]);
+    }
+
+    #[test]
     fn self_calls_bind_to_the_enclosing_type() {
         let t = table();
         let s = scope("a.py", &[]);
-        assert_eq!(t.resolve(&s, "App.run", RefKind::Calls, "self.save").unwrap().symbol_path.as_ref(), "App.save");
-        assert_eq!(t.resolve(&s, "main", RefKind::Calls, "save").unwrap().symbol_path.as_ref(), "save");
+        assert_eq!(t.resolve(&s, "App.run", RefKind::Calls, "self.save").unwrap().symbol_path, "App.save");
+        assert_eq!(t.resolve(&s, "main", RefKind::Calls, "save").unwrap().symbol_path, "save");
         assert_eq!(
-            t.resolve(&s, "App.run", RefKind::Calls, "save").unwrap().symbol_path.as_ref(),
+            t.resolve(&s, "App.run", RefKind::Calls, "save").unwrap().symbol_path,
             "save",
             "a bare name in a Python method is not a method"
         );
@@ -613,7 +704,7 @@ mod table_tests {
         assert!(t.resolve(&s, "main", RefKind::Calls, "obj.save").is_none(), "not a.py's save");
         assert!(t.resolve(&s, "main", RefKind::Calls, "obj.helper").is_none(), "not an imported helper");
         assert!(t.resolve(&s, "main", RefKind::Calls, "obj.only_here").is_none(), "not the unique one");
-        assert_eq!(t.resolve(&s, "main", RefKind::Calls, "helper").unwrap().path.as_ref(), "a.py");
+        assert_eq!(t.resolve(&s, "main", RefKind::Calls, "helper").unwrap().path, "a.py");
     }
 
     #[test]
@@ -625,10 +716,10 @@ mod table_tests {
         t.insert(entry("app.ts", "App.save", NodeKind::Method));
         t.finish();
         let found = t.resolve(&scope("App.java", &[]), "App.run", RefKind::Calls, "save").unwrap();
-        assert_eq!(found.symbol_path.as_ref(), "App.save", "Java: implicit this");
+        assert_eq!(found.symbol_path, "App.save", "Java: implicit this");
         assert!(t.resolve(&scope("app.ts", &[]), "App.run", RefKind::Calls, "save").is_none(), "TS needs this.");
         let found = t.resolve(&scope("app.ts", &[]), "App.run", RefKind::Calls, "this.save").unwrap();
-        assert_eq!(found.symbol_path.as_ref(), "App.save");
+        assert_eq!(found.symbol_path, "App.save");
     }
 
     #[test]
@@ -640,14 +731,14 @@ mod table_tests {
         t.finish();
         assert!(t.resolve(&scope("env.ts", &[]), "make", RefKind::Calls, "resolve").is_none());
         let found = t.resolve(&scope("fetch.ts", &[]), "FetchState.create", RefKind::Calls, "resolve").unwrap();
-        assert_eq!(found.symbol_path.as_ref(), "FetchState.create.resolve", "inside its function it is");
+        assert_eq!(found.symbol_path, "FetchState.create.resolve", "inside its function it is");
     }
 
     #[test]
     fn a_bare_name_binds_only_within_its_language() {
         let t = table();
         assert!(t.resolve(&scope("web/x.ts", &[]), "", RefKind::Calls, "only_here").is_none());
-        assert_eq!(t.resolve(&scope("d.py", &[]), "", RefKind::Calls, "only_here").unwrap().path.as_ref(), "c.py");
+        assert_eq!(t.resolve(&scope("d.py", &[]), "", RefKind::Calls, "only_here").unwrap().path, "c.py");
     }
 
     #[test]
@@ -662,34 +753,30 @@ mod table_tests {
         t.finish();
         let s = scope("response.go", &[]);
         let found = t.resolve(&s, "Context.Header", RefKind::Calls, "Context.Abort").unwrap();
-        assert_eq!((found.path.as_ref(), found.symbol_path.as_ref()), ("context.go", "Context.Abort"));
-        assert_eq!(t.resolve(&s, "Context.Header", RefKind::Calls, "isASCII").unwrap().path.as_ref(), "utils.go");
+        assert_eq!((found.path, found.symbol_path), ("context.go", "Context.Abort"));
+        assert_eq!(t.resolve(&s, "Context.Header", RefKind::Calls, "isASCII").unwrap().path, "utils.go");
         assert!(t.resolve(&s, "Context.Header", RefKind::Calls, "w.Abort").is_none(), "not the receiver");
         let mut s = scope("gin.go", &["render/render.go"]);
         s.aliases.insert("render".into(), "render/render.go".into());
-        assert_eq!(t.resolve(&s, "New", RefKind::Calls, "render.isASCII").unwrap().path.as_ref(), "render/render.go");
+        assert_eq!(t.resolve(&s, "New", RefKind::Calls, "render.isASCII").unwrap().path, "render/render.go");
         let found = t.resolve(&s, "New", RefKind::Calls, "render.JSON.Render").unwrap();
-        assert_eq!((found.path.as_ref(), found.symbol_path.as_ref()), ("render/json.go", "JSON.Render"), "pkg.Type.M");
+        assert_eq!((found.path, found.symbol_path), ("render/json.go", "JSON.Render"), "pkg.Type.M");
     }
 
     #[test]
     fn imports_disambiguate_and_ambiguity_stays_unresolved() {
         let t = table();
-        assert_eq!(t.resolve(&scope("d.py", &["c.py"]), "", RefKind::Inherits, "Base").unwrap().path.as_ref(), "c.py");
+        assert_eq!(t.resolve(&scope("d.py", &["c.py"]), "", RefKind::Inherits, "Base").unwrap().path, "c.py");
         assert!(t.resolve(&scope("d.py", &[]), "", RefKind::Inherits, "Base").is_none(), "two Bases, no import");
-        assert_eq!(t.resolve(&scope("d.py", &[]), "", RefKind::Calls, "only_here").unwrap().path.as_ref(), "c.py");
+        assert_eq!(t.resolve(&scope("d.py", &[]), "", RefKind::Calls, "only_here").unwrap().path, "c.py");
         assert!(t.resolve(&scope("d.py", &[]), "", RefKind::Calls, "print").is_none());
         let mut s = scope("d.py", &[]);
         s.aliases.insert("bmod".into(), "b.py".into());
-        assert_eq!(t.resolve(&s, "", RefKind::Calls, "bmod.helper").unwrap().path.as_ref(), "b.py");
+        assert_eq!(t.resolve(&s, "", RefKind::Calls, "bmod.helper").unwrap().path, "b.py");
         let mut s = scope("d.py", &["a.py"]);
         s.aliases.insert("App".into(), "a.py".into());
         let found = t.resolve(&s, "main", RefKind::Calls, "App.save").unwrap();
-        assert_eq!(
-            (found.path.as_ref(), found.symbol_path.as_ref()),
-            ("a.py", "App.save"),
-            "a method of an imported class"
-        );
+        assert_eq!((found.path, found.symbol_path), ("a.py", "App.save"), "a method of an imported class");
         assert!(
             t.resolve(&scope("d.py", &[]), "", RefKind::Calls, "os.only_here").is_none(),
             "qualified by an unknown module"

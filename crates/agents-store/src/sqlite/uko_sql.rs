@@ -580,7 +580,7 @@ pub struct GraphWriter {
     /// Every path of the graph (loaded when the writer opens).
     paths: FxHashMap<String, i64>,
     /// Strings interned or looked up so far.
-    strings: FxHashMap<String, i64>,
+    strings: StringIds,
     /// Whether `strings` holds every string of the graph (it had none when
     /// the writer opened), so a miss needs no lookup.
     strings_complete: bool,
@@ -590,6 +590,55 @@ pub struct GraphWriter {
     /// The `uko_runs` row of this transaction, once something needed it.
     run: Option<i64>,
     now: String,
+}
+
+/// The strings a [`GraphWriter`] interned or looked up, and their ids: each
+/// text once in one buffer, and a table of where it lies with its id (16
+/// bytes a string). A first index of a large tree interns hundreds of
+/// thousands (every node's symbol path, every reference's target name); a
+/// map of `String` keys cost each its own allocation besides a 32-byte slot.
+#[derive(Default)]
+struct StringIds {
+    text: String,
+    table: hashbrown::HashTable<StringId>,
+}
+
+#[derive(Clone, Copy)]
+struct StringId {
+    start: u32,
+    len: u32,
+    id: i64,
+}
+
+impl StringIds {
+    fn hash(text: &str) -> u64 {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(text)
+    }
+
+    fn text_of(&self, entry: &StringId) -> &str {
+        &self.text[entry.start as usize..entry.start as usize + entry.len as usize]
+    }
+
+    /// The id of `text`, whose [`StringIds::hash`] is `hash`.
+    fn get(&self, hash: u64, text: &str) -> Option<i64> {
+        self.table.find(hash, |entry| self.text_of(entry) == text).map(|entry| entry.id)
+    }
+
+    /// Keeps `text` (not kept yet) and its id; `false` when the buffer's
+    /// offsets (32 bits) cannot reach it and it is not kept.
+    fn insert(&mut self, hash: u64, text: &str, id: i64) -> bool {
+        let (Ok(start), Ok(len)) = (u32::try_from(self.text.len()), u32::try_from(text.len())) else { return false };
+        if start.checked_add(len).is_none() {
+            return false;
+        }
+        self.text.push_str(text);
+        let Self { text: buffer, table } = self;
+        table.insert_unique(hash, StringId { start, len, id }, |entry| {
+            Self::hash(&buffer[entry.start as usize..entry.start as usize + entry.len as usize])
+        });
+        true
+    }
 }
 
 fn invalid(model: &'static str, field: &'static str, value: &str, path: &str) -> Failure {
@@ -627,7 +676,7 @@ impl GraphWriter {
             fresh: paths.is_empty(),
             graph,
             paths,
-            strings: FxHashMap::default(),
+            strings: StringIds::default(),
             strings_complete: !has_strings,
             run: None,
             now: now.to_owned(),
@@ -646,8 +695,9 @@ impl GraphWriter {
     }
 
     fn string_id(&mut self, conn: &Connection, text: &str) -> WriteResult<i64> {
-        if let Some(id) = self.strings.get(text) {
-            return Ok(*id);
+        let hash = StringIds::hash(text);
+        if let Some(id) = self.strings.get(hash, text) {
+            return Ok(id);
         }
         let known = if self.strings_complete { None } else { self.graph.string_id(conn, text)? };
         let id = match known {
@@ -658,7 +708,10 @@ impl GraphWriter {
                 conn.last_insert_rowid()
             }
         };
-        self.strings.insert(text.to_owned(), id);
+        if !self.strings.insert(hash, text, id) {
+            // Not kept: a later miss must look in the database.
+            self.strings_complete = false;
+        }
         Ok(id)
     }
 
@@ -920,8 +973,25 @@ impl GraphWriter {
 
 #[cfg(test)]
 mod tests {
-    use super::{NODE_SELECT, REF_ORDER, REF_SELECT};
+    use super::{NODE_SELECT, REF_ORDER, REF_SELECT, StringIds};
     use crate::SqliteStore;
+
+    #[test]
+    fn interned_strings_come_back_with_their_ids_and_others_do_not() {
+        let mut ids = StringIds::default();
+        let texts: Vec<String> = (0..5000).map(|i| format!("module.Class{}.method{}", i % 97, i)).collect();
+        for (i, text) in texts.iter().enumerate() {
+            assert_eq!(ids.get(StringIds::hash(text), text), None);
+            assert!(ids.insert(StringIds::hash(text), text, i as i64 + 1));
+        }
+        // The empty string and a prefix of a kept one are strings of their own.
+        assert!(ids.insert(StringIds::hash(""), "", -7));
+        for (i, text) in texts.iter().enumerate() {
+            assert_eq!(ids.get(StringIds::hash(text), text), Some(i as i64 + 1), "{text}");
+        }
+        assert_eq!(ids.get(StringIds::hash(""), ""), Some(-7));
+        assert_eq!(ids.get(StringIds::hash("module.Class1"), "module.Class1"), None);
+    }
 
     /// Every graph (and search-state) query searches an index or a primary
     /// key for each table; none scans a whole table.
