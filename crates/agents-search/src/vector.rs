@@ -258,12 +258,23 @@ struct Entry {
     slot: usize,
     /// The id in [`Names`]; unused (empty) for a row of the base file, whose
     /// id is decoded from the file when asked for ([`BaseIds`]).
-    id: Span,
+    id: IdSpan,
     /// [`id_hash`] of the id: what [`VectorBackend::upsert`] compares before
     /// it decodes an id.
     id_hash: u64,
     path: Span,
     kind: Span,
+}
+
+/// Where an entry's id lies in [`Names`]: whole, or, for an id made of the
+/// index's id prefix, the entry's path and a rest (a node URI:
+/// `uko://<resource>/` + path + `#symbol`), the rest alone. A first sync
+/// adds hundreds of thousands of rows before it writes them; their whole
+/// ids were about 30 MB of its peak.
+#[derive(Clone, Copy, Debug)]
+enum IdSpan {
+    Whole(Span),
+    AfterPath(Span),
 }
 
 /// Base rows per group of [`BaseIds`]: decoding one id reads at most this
@@ -353,6 +364,9 @@ pub struct LocalVectorIndex {
     dim: usize,
     entries: Vec<Entry>,
     names: Names,
+    /// What the ids of added rows start with before their path (learnt from
+    /// the first one that has its path after a `/`; see [`IdSpan`]).
+    id_prefix: Option<Box<str>>,
     /// `dim` quantized components (i8 stored as bytes) per slot.
     rows: Rows,
     /// The ids of the slots the base file's map holds ([`Rows::base`]);
@@ -397,6 +411,7 @@ impl LocalVectorIndex {
             dim,
             entries: Vec::new(),
             names: Names::default(),
+            id_prefix: None,
             rows: Rows::default(),
             base_ids: None,
             scales: Vec::new(),
@@ -643,7 +658,40 @@ impl LocalVectorIndex {
                 ids.decode(map, entry.slot, &mut cursor);
                 std::borrow::Cow::Owned(cursor.id)
             }
-            _ => std::borrow::Cow::Borrowed(self.names.get(entry.id)),
+            _ => match entry.id {
+                IdSpan::Whole(span) => std::borrow::Cow::Borrowed(self.names.get(span)),
+                IdSpan::AfterPath(rest) => {
+                    let mut id = String::new();
+                    self.join_id(entry, rest, &mut id);
+                    std::borrow::Cow::Owned(id)
+                }
+            },
+        }
+    }
+
+    /// The id of `entry`, whose rest after its path is `rest`, into `out`.
+    fn join_id(&self, entry: &Entry, rest: Span, out: &mut String) {
+        out.clear();
+        out.push_str(self.id_prefix.as_deref().unwrap_or_default());
+        out.push_str(self.names.get(entry.path));
+        out.push_str(self.names.get(rest));
+    }
+
+    /// Where `id` (of a row of `path`) goes in the names: its rest after the
+    /// path when it has the index's prefix (learnt here if there is none
+    /// yet), else whole.
+    fn push_id(&mut self, id: &str, path: &str) -> IdSpan {
+        if self.id_prefix.is_none()
+            && !path.is_empty()
+            && let Some(at) = id.find(path)
+            && (at == 0 || id[..at].ends_with('/'))
+        {
+            self.id_prefix = Some(id[..at].into());
+        }
+        let prefix = self.id_prefix.as_deref().unwrap_or_default();
+        match id.strip_prefix(prefix).and_then(|after| after.strip_prefix(path)) {
+            Some(rest) if self.id_prefix.is_some() => IdSpan::AfterPath(self.names.push(rest)),
+            _ => IdSpan::Whole(self.names.push(id)),
         }
     }
 
@@ -656,7 +704,15 @@ impl LocalVectorIndex {
                 ids.decode(map, entry.slot, cursor);
                 &cursor.id
             }
-            _ => self.names.get(entry.id),
+            _ => match entry.id {
+                IdSpan::Whole(span) => self.names.get(span),
+                IdSpan::AfterPath(rest) => {
+                    // The cursor no longer holds a base row's id.
+                    cursor.slot = None;
+                    self.join_id(entry, rest, &mut cursor.id);
+                    &cursor.id
+                }
+            },
         }
     }
 
@@ -776,7 +832,7 @@ impl VectorBackend for LocalVectorIndex {
             let entry = Entry {
                 key: self.next_key,
                 slot,
-                id: self.names.push(&doc.id),
+                id: self.push_id(&doc.id, &doc.path),
                 id_hash: id_hash(&doc.id),
                 path: self.names.intern(&doc.path),
                 kind: self.names.intern(&doc.kind),
@@ -869,9 +925,33 @@ impl LocalVectorIndex {
     /// it would: the rows and ids held in memory (or spilled) since the last
     /// base go, and the next query reads them from the file's map.
     fn adopt_base(&mut self) -> Result<(), SearchError> {
+        // What was held goes first: the file holds all of it, and both at
+        // once were a first sync's peak.
+        self.entries = Vec::new();
+        self.names = Names::default();
+        self.base_ids = None;
+        self.scales = Vec::new();
+        self.rows = Rows::default();
         let path = self.dir.join(ROWS_FILE);
-        let map = map_file(&path).map_err(|source| SearchError::Io { path: path.clone(), action: "read", source })?;
-        let stored = decode(&map).map_err(|source| SearchError::Corrupt { path: path.clone(), source })?;
+        let read = map_file(&path)
+            .map_err(|source| SearchError::Io { path: path.clone(), action: "read", source })
+            .and_then(|map| match decode(&map) {
+                Ok(stored) => Ok((map, stored)),
+                Err(source) => Err(SearchError::Corrupt { path: path.clone(), source }),
+            });
+        let (map, stored) = match read {
+            Ok(read) => read,
+            Err(error) => {
+                // Unreadable just after it was written: the index starts
+                // over empty, and the next commit writes a whole base.
+                self.base_len = 0;
+                self.base_next_key = self.next_key;
+                self.tombstones.clear();
+                self.rewrite = true;
+                self.dirty = true;
+                return Err(error);
+            }
+        };
         self.entries = stored.entries;
         self.names = stored.names;
         self.base_ids = stored.ids;
@@ -1183,7 +1263,7 @@ fn decode_entries(
             let key = r.u64()?;
             scales.push(f32::from_bits(r.u32()?));
             let (id, path, kind) = (r.str()?, r.str()?, r.str()?);
-            let (id_hash, id) = (id_hash(id), names.push(id));
+            let (id_hash, id) = (id_hash(id), IdSpan::Whole(names.push(id)));
             entries.push(Entry { key, slot, id, id_hash, path: names.intern(path), kind: names.intern(kind) });
         }
     } else {
@@ -1229,9 +1309,9 @@ fn decode_entries(
                         base.text.push_str(&id);
                         base.groups.push((record, Span { start, len: id.len() as u32 }));
                     }
-                    Span { start: 0, len: 0 }
+                    IdSpan::Whole(Span { start: 0, len: 0 })
                 }
-                None => names.push(&id),
+                None => IdSpan::Whole(names.push(&id)),
             };
             entries.push(Entry { key, slot, id: span, id_hash: id_hash(&id), path, kind });
         }
@@ -1836,6 +1916,32 @@ mod tests {
         assert!(dir.path().join(DELTA_FILE).exists(), "a delta, not a new base");
         assert_eq!(answers(&index), after);
         assert_eq!(answers(&open(dir.path(), usize::MAX)), after);
+    }
+
+    #[test]
+    fn ids_kept_as_their_rest_after_the_path_and_whole_ones_read_back_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut docs = docs(40, 32);
+        // Ids of other forms: no path in it, a path under another prefix,
+        // the path itself.
+        docs[3].id = "plain-id".into();
+        docs[4].id = format!("other://x/{}#s4", docs[4].path);
+        docs[5].id = docs[5].path.clone();
+        let mut index = open(dir.path(), usize::MAX);
+        index.insert(&docs).unwrap();
+        assert!(matches!(index.entries[0].id, IdSpan::AfterPath(_)));
+        assert!(matches!(index.entries[3].id, IdSpan::Whole(_)));
+        let ids =
+            |index: &LocalVectorIndex| -> Vec<String> { (0..index.len()).map(|r| index.id(r).into_owned()).collect() };
+        let expected: Vec<String> = docs.iter().map(|d| d.id.clone()).collect();
+        assert_eq!(ids(&index), expected);
+        let before = answers(&index);
+        index.commit().unwrap();
+        assert_eq!(ids(&index), expected);
+        assert_eq!(answers(&open(dir.path(), usize::MAX)), before);
+        // Replacing by id finds the rows whatever form their id was kept in.
+        index.upsert(&docs[2..6]).unwrap();
+        assert_eq!(index.len(), 40);
     }
 
     /// A document of the generated histories: id `n`, in file `f{n % 9}.py`.
