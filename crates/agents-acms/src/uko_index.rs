@@ -244,8 +244,15 @@ impl Linker<'_> {
         }
         let table = self.symbol_table(writer, &wanted)?;
         let ctx = ResolveContext::new(self.files);
-        // Resolve a chunk of files in parallel, then write it, in path order.
-        for chunk in pending.chunks(256) {
+        // Resolve a chunk of files in parallel, then write it, in path order;
+        // each chunk's pending references are freed once written (a first
+        // index of a large tree holds tens of megabytes of them).
+        let mut pending = pending.into_iter();
+        loop {
+            let chunk: Vec<PendingRefs> = pending.by_ref().take(256).collect();
+            if chunk.is_empty() {
+                break;
+            }
             let resolved: Vec<Vec<UkoRef>> = chunk.par_iter().map(|f| self.resolve_file(f, &ctx, &table)).collect();
             for (file, refs) in chunk.iter().zip(resolved) {
                 stats.references += refs.len() as u64;
@@ -253,7 +260,6 @@ impl Linker<'_> {
                 writer.write_refs(&file.path, &refs)?;
             }
         }
-        drop(pending);
         let mut re_resolved = Vec::new();
         if rebind_others {
             let mut scopes: HashMap<String, FileScope> = HashMap::new();
