@@ -151,7 +151,7 @@ impl TantivyBackend {
                 let empty = index.searchable_segment_metas().map_err(error("read segments"))?.is_empty();
                 let threads = if empty { 2 } else { 1 };
                 let mut writer: IndexWriter =
-                    index.writer_with_num_threads(threads, WRITER_MEMORY_BYTES).map_err(error("open index writer"))?;
+                    writer_when_unlocked(&index, threads).map_err(error("open index writer"))?;
                 writer.set_merge_policy(Box::new(NoMergePolicy));
                 // Files of segments no commit refers to: what a killed writer left.
                 writer.garbage_collect_files().wait().map_err(error("remove unused files"))?;
@@ -226,6 +226,31 @@ impl TantivyBackend {
             clauses.push(unscored(Box::new(BooleanQuery::new(kinds.collect()))));
         }
         BooleanQuery::new(clauses)
+    }
+}
+
+/// How long opening a writer waits for the index's lock to be free, in
+/// steps of [`LOCK_RETRY`]. The lock is an `flock` on a file: a process
+/// forked (to run `git`, an agent) between another writer's open and its
+/// drop shares it until its `exec`, so a writer dropped a moment ago can
+/// still look busy. Writers of one index never overlap otherwise (the
+/// callers hold the resource's lock), so a lock that stays busy is an error.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// `index`'s writer with `threads` indexing threads, waiting up to
+/// [`LOCK_WAIT`] for a lock another handle is letting go of.
+fn writer_when_unlocked(index: &Index, threads: usize) -> tantivy::Result<IndexWriter> {
+    let started = std::time::Instant::now();
+    loop {
+        match index.writer_with_num_threads(threads, WRITER_MEMORY_BYTES) {
+            Err(tantivy::TantivyError::LockFailure(tantivy::directory::error::LockError::LockBusy, _))
+                if started.elapsed() < LOCK_WAIT =>
+            {
+                std::thread::sleep(LOCK_RETRY);
+            }
+            result => return result,
+        }
     }
 }
 
@@ -548,6 +573,21 @@ mod tests {
         assert_eq!(first.doc_count().unwrap(), 1);
         assert_eq!(second.doc_count().unwrap(), 1);
         assert!(first.upsert(&[doc("b", "b.rs")]).is_err());
+    }
+
+    /// A writer let go of while another opens (or whose lock a forked child
+    /// still shares for a moment) is waited for, not reported busy.
+    #[test]
+    fn opening_waits_for_a_writer_being_let_go_of() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = TantivyBackend::open(dir.path()).unwrap();
+        let letting_go = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            drop(first);
+        });
+        let second = TantivyBackend::open(dir.path());
+        letting_go.join().unwrap();
+        assert_eq!(second.unwrap().doc_count().unwrap(), 0);
     }
 
     #[test]
