@@ -17,6 +17,7 @@ pub mod memory;
 pub mod policy;
 pub mod project_context;
 pub mod request;
+pub mod text_arena;
 pub mod tier;
 pub mod tokens;
 

@@ -438,12 +438,7 @@ impl LocalVectorIndex {
                     index.base_generation = stored.generation;
                     index.base_next_key = stored.next_key;
                     index.rewrite = !stored.current;
-                    index.entries = stored.entries;
-                    index.names = stored.names;
-                    index.base_ids = stored.ids;
-                    index.rows =
-                        Rows { base: Some((map, stored.rows_offset)), base_slots: index.base_len, ..Rows::default() };
-                    index.scales = stored.scales;
+                    index.hold_base(map, stored);
                     index.apply_delta()?;
                 } else {
                     // Another model: start over; commit rewrites the file.
@@ -952,12 +947,18 @@ impl LocalVectorIndex {
                 return Err(error);
             }
         };
+        self.hold_base(map, stored);
+        Ok(())
+    }
+
+    /// Takes the rows, ids and scales of a base file decoded from `map` as
+    /// the index's own (the delta's and added rows come after them).
+    fn hold_base(&mut self, map: memmap2::Mmap, stored: Stored) {
         self.entries = stored.entries;
         self.names = stored.names;
         self.base_ids = stored.ids;
         self.scales = stored.scales;
         self.rows = Rows { base: Some((map, stored.rows_offset)), base_slots: self.entries.len(), ..Rows::default() };
-        Ok(())
     }
 
     /// Removes the entries `drop` picks; their rows stay in their slots (in

@@ -8,6 +8,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use agents_core::text_arena::{TextArena, TextSpan};
+
 use crate::model::file_name;
 
 /// The files of a resource, for resolving import specifiers.
@@ -130,8 +132,8 @@ pub struct SymbolEntry<'a> {
 #[derive(Clone, Copy, Debug)]
 struct Symbol {
     path: u32,
-    symbol_path: (u32, u32),
-    name: (u32, u32),
+    symbol_path: TextSpan,
+    name: TextSpan,
     kind: crate::model::NodeKind,
 }
 
@@ -140,9 +142,9 @@ struct Symbol {
 #[derive(Default)]
 pub struct SymbolTable {
     symbols: Vec<Symbol>,
-    /// The symbols' symbol paths back to back; a name is the end of its
-    /// symbol path where it is one (nearly always), else stored after it.
-    text: String,
+    /// The symbols' symbol paths; a name is the end of its symbol path where
+    /// it is one (nearly always), else kept after it.
+    text: TextArena,
     /// Each file's path once, by index.
     paths: Vec<Box<str>>,
     path_index: HashMap<Box<str>, u32>,
@@ -179,12 +181,12 @@ impl SymbolTable {
             return;
         }
         let Some(path) = self.path_id(entry.path) else { return };
-        let Some(symbol_path) = push_span(&mut self.text, entry.symbol_path) else { return };
+        let Some(symbol_path) = self.text.push(entry.symbol_path) else { return };
         let name = if entry.symbol_path.ends_with(entry.name) {
             let len = entry.name.len() as u32;
-            (symbol_path.0 + symbol_path.1 - len, len)
+            TextSpan { start: symbol_path.start + symbol_path.len - len, len }
         } else {
-            let Some(name) = push_span(&mut self.text, entry.name) else { return };
+            let Some(name) = self.text.push(entry.name) else { return };
             name
         };
         self.symbols.push(Symbol { path, symbol_path, name, kind: entry.kind });
@@ -222,11 +224,10 @@ impl SymbolTable {
     /// The symbol `id`.
     fn entry(&self, id: u32) -> SymbolEntry<'_> {
         let symbol = &self.symbols[id as usize];
-        let text = |(start, len): (u32, u32)| &self.text[start as usize..(start + len) as usize];
         SymbolEntry {
             path: &self.paths[symbol.path as usize],
-            symbol_path: text(symbol.symbol_path),
-            name: text(symbol.name),
+            symbol_path: self.text.get(symbol.symbol_path),
+            name: self.text.get(symbol.name),
             kind: symbol.kind,
         }
     }
@@ -537,15 +538,6 @@ fn innermost<'e>(same_file: &[SymbolEntry<'e>], from: &str, members_only: bool) 
         }
     }
     best.map(|(_, e)| e)
-}
-
-/// Appends `s` to `text` and returns where it lies; `None` past 4 GiB.
-fn push_span(text: &mut String, s: &str) -> Option<(u32, u32)> {
-    let start = u32::try_from(text.len()).ok()?;
-    let len = u32::try_from(s.len()).ok()?;
-    start.checked_add(len)?;
-    text.push_str(s);
-    Some((start, len))
 }
 
 fn unique<'e>(mut it: impl Iterator<Item = SymbolEntry<'e>>) -> Option<SymbolEntry<'e>> {

@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use agents_core::ValidationError;
+use agents_core::text_arena::{TextArena, TextSpan};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use rustc_hash::FxHashMap;
 
@@ -593,21 +594,14 @@ pub struct GraphWriter {
 }
 
 /// The strings a [`GraphWriter`] interned or looked up, and their ids: each
-/// text once in one buffer, and a table of where it lies with its id (16
+/// text once in an arena, and a table of where it lies with its id (16
 /// bytes a string). A first index of a large tree interns hundreds of
 /// thousands (every node's symbol path, every reference's target name); a
 /// map of `String` keys cost each its own allocation besides a 32-byte slot.
 #[derive(Default)]
 struct StringIds {
-    text: String,
-    table: hashbrown::HashTable<StringId>,
-}
-
-#[derive(Clone, Copy)]
-struct StringId {
-    start: u32,
-    len: u32,
-    id: i64,
+    text: TextArena,
+    table: hashbrown::HashTable<(TextSpan, i64)>,
 }
 
 impl StringIds {
@@ -616,27 +610,17 @@ impl StringIds {
         BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(text)
     }
 
-    fn text_of(&self, entry: &StringId) -> &str {
-        &self.text[entry.start as usize..entry.start as usize + entry.len as usize]
-    }
-
     /// The id of `text`, whose [`StringIds::hash`] is `hash`.
     fn get(&self, hash: u64, text: &str) -> Option<i64> {
-        self.table.find(hash, |entry| self.text_of(entry) == text).map(|entry| entry.id)
+        self.table.find(hash, |(span, _)| self.text.get(*span) == text).map(|(_, id)| *id)
     }
 
-    /// Keeps `text` (not kept yet) and its id; `false` when the buffer's
-    /// offsets (32 bits) cannot reach it and it is not kept.
+    /// Keeps `text` (not kept yet) and its id; `false` when the arena's
+    /// offsets cannot reach it and it is not kept.
     fn insert(&mut self, hash: u64, text: &str, id: i64) -> bool {
-        let (Ok(start), Ok(len)) = (u32::try_from(self.text.len()), u32::try_from(text.len())) else { return false };
-        if start.checked_add(len).is_none() {
-            return false;
-        }
-        self.text.push_str(text);
-        let Self { text: buffer, table } = self;
-        table.insert_unique(hash, StringId { start, len, id }, |entry| {
-            Self::hash(&buffer[entry.start as usize..entry.start as usize + entry.len as usize])
-        });
+        let Some(span) = self.text.push(text) else { return false };
+        let Self { text: arena, table } = self;
+        table.insert_unique(hash, (span, id), |(span, _)| Self::hash(arena.get(*span)));
         true
     }
 }
