@@ -106,13 +106,12 @@ def nomic_code(args: argparse.Namespace) -> None:
     print(f"{args.out}: {len(words)} words, variance kept {ratio[args.drop:args.drop + args.dims].sum():.3f}")
 
 
-WORD_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+")
-
-
 def split_words(text: str) -> str:
+    """Each identifier lowercased, then its words when it has several, as the engine's
+    code tokens are (`parse_http` -> `parse_http parse http`)."""
     out = []
-    for ident in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text):
-        parts = [p for part in ident.split("_") for p in WORD_PART.findall(part)]
+    for ident in dm.IDENTIFIER.findall(text):
+        parts = dm.identifier_words(ident)
         out.append(ident.lower())
         if len(parts) > 1:
             out.extend(p.lower() for p in parts)
