@@ -163,16 +163,7 @@ fn registry(fakes: &[&Arc<Fake>], enabled: &[&str]) -> ContextStrategyRegistry {
 }
 
 fn query(request: &ContextRequest) -> RetrievalQuery<'_> {
-    RetrievalQuery {
-        request,
-        depth: 9,
-        limit: 10,
-        filter: Default::default(),
-        arce_max_rounds: 1,
-        max_hops: 2,
-        cancel: None,
-        deadline: None,
-    }
+    RetrievalQuery::for_tests(request)
 }
 
 fn stage<'a>(

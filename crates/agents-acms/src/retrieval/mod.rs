@@ -286,6 +286,24 @@ impl<'a> RetrievalQuery<'a> {
     }
 }
 
+#[cfg(test)]
+impl<'a> RetrievalQuery<'a> {
+    /// What the tests ask: the request at full depth, ten candidates, no
+    /// filter, one ARCE round, two hops, no time limit.
+    pub(crate) fn for_tests(request: &'a ContextRequest) -> RetrievalQuery<'a> {
+        RetrievalQuery {
+            request,
+            depth: 9,
+            limit: 10,
+            filter: SearchFilter::default(),
+            arce_max_rounds: 1,
+            max_hops: 2,
+            cancel: None,
+            deadline: None,
+        }
+    }
+}
+
 /// A [`RetrievalQuery`] owning its request (see [`RetrievalQuery::to_owned_query`]).
 #[derive(Clone, Debug)]
 pub struct OwnedQuery {

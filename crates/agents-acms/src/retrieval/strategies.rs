@@ -785,16 +785,7 @@ mod tests {
             owned: None,
         };
         let request = ContextRequest::builder().query("retry the request after a pause").build().unwrap();
-        let query = RetrievalQuery {
-            request: &request,
-            depth: 9,
-            limit: 10,
-            filter: Default::default(),
-            arce_max_rounds: 1,
-            max_hops: 2,
-            cancel: None,
-            deadline: None,
-        };
+        let query = RetrievalQuery::for_tests(&request);
         let files = whole_file_scores("arce", "retry the request after a pause", &query, &backends).unwrap();
         let paths: Vec<&str> = files.iter().map(|(_, path, _)| path.as_str()).collect();
         // The document and the unparsed file mention the words more often:
