@@ -63,17 +63,30 @@ fn text_scores(
     Ok(hits.into_iter().map(|h| (h.id, h.path, (h.score / best).clamp(0.0, 1.0))).collect())
 }
 
-/// Node kinds whose text is a whole source file's: a module, the file node of
-/// what an analyzer parsed. A Markdown document (`document`) and a file no
-/// analyzer parsed (`file`: templates, data, patches, man pages) are left out
-/// of the whole-file ranking: in a tree with many of them (bat's syntax
-/// assets, completions and manual) they took its head from the code a change
-/// touches, while their own sections and text still rank as nodes. Measured
-/// on the commit set: R@10 0.894 -> 0.897, MRR 0.710 -> 0.714 (bat 0.691 ->
-/// 0.727); questions unchanged (0.702 -> 0.703 over all 430).
-const WHOLE_FILE_KINDS: [&str; 1] = ["module"];
+/// Node kinds whose text is a whole file's: a module (a file an analyzer
+/// parsed) and a file no analyzer parsed, of which [`is_whole_source_file`]
+/// keeps the source. A Markdown document (`document`) is left out.
+const WHOLE_FILE_KINDS: [&str; 2] = ["module", "file"];
 
-/// BM25 hits for `text` among whole source files only ([`WHOLE_FILE_KINDS`]),
+/// Languages of source files no analyzer parses: single-file components,
+/// whose files hold a project's code as much as its modules do.
+const COMPONENT_LANGUAGES: [&str; 3] = ["astro", "svelte", "vue"];
+
+/// Whether a whole file ranks in the whole-file list: a parsed source file
+/// (its language has a structural analyzer other than Markdown's) or a
+/// component ([`COMPONENT_LANGUAGES`]). Data, prose, templates, patches and
+/// man pages are left out: in a tree with many of them (bat's syntax
+/// assets, completions and manual) they took the list's head from the code
+/// a change touches, while their own text still ranks as nodes. Measured on
+/// the commit set: R@10 0.894 -> 0.898, MRR 0.710 -> 0.714 (bat 0.691 ->
+/// 0.727; with every unparsed file kept, 0.895 and bat 0.691); questions
+/// 0.702 -> 0.703 over all 430.
+fn is_whole_source_file(path: &str, structured: &[&str]) -> bool {
+    let language = agents_uko::language::detect_language(path, None);
+    COMPONENT_LANGUAGES.contains(&language) || (language != "markdown" && structured.contains(&language))
+}
+
+/// BM25 hits for `text` among whole source files only ([`is_whole_source_file`]),
 /// scores scaled so the best is 1; nothing when the request already restricts
 /// kinds.
 fn whole_file_scores(
@@ -90,7 +103,13 @@ fn whole_file_scores(
         kinds: WHOLE_FILE_KINDS.iter().map(|k| (*k).to_owned()).collect(),
         body_only: true,
     };
-    text_scores(strategy, text, query, backends, &filter)
+    let structured = agents_uko::lang::structured_languages();
+    let mut hits = text_scores(strategy, text, query, backends, &filter)?;
+    hits.retain(|(_, path, _)| is_whole_source_file(path, &structured));
+    // Scaled again: the best kept file is 1.
+    let best = hits.first().map_or(1.0, |h| h.2.max(f32::MIN_POSITIVE));
+    hits.iter_mut().for_each(|h| h.2 = (h.2 / best).clamp(0.0, 1.0));
+    Ok(hits)
 }
 
 /// Nearest node summaries to `text`, cosine scaled between the worst hit drawn (0) and the best (1).
@@ -328,7 +347,7 @@ impl ContextStrategy for BreadthDepthNavigator {
 /// `arce`: text 40% + vector 40% + graph 20% (personalised PageRank seeded from the
 /// fused hits), merged per node; then up to `max_rounds` refinement rounds that add the
 /// best hits' identifiers to the query and fold the new hits in at a quarter weight.
-/// Beside the nodes, it ranks whole source files ([`WHOLE_FILE_KINDS`]) by BM25
+/// Beside the nodes, it ranks whole source files ([`is_whole_source_file`]) by BM25
 /// over their body alone and returns them as [`Candidate::whole_file`] evidence:
 /// a second file ranking that [`super::rank_paths`] fuses with the nodes' by
 /// reciprocal rank.
@@ -765,6 +784,8 @@ mod tests {
             doc("src/retry.py", "module", "def retry(request): pause before the next attempt"),
             doc("README.md", "document", "retry the request: retry, pause, retry again"),
             doc("assets/retry.txt.in", "file", "retry request pause retry request pause"),
+            doc("data/retry.json", "file", "{\"retry\": \"request\", \"pause\": \"retry request\"}"),
+            doc("src/Retry.vue", "file", "<script>retry(request); pause()</script>"),
             doc("src/retry.py#retry", "function", "retry the request after a pause"),
         ])
         .unwrap();
@@ -788,9 +809,12 @@ mod tests {
         let query = RetrievalQuery::for_tests(&request);
         let files = whole_file_scores("arce", "retry the request after a pause", &query, &backends).unwrap();
         let paths: Vec<&str> = files.iter().map(|(_, path, _)| path.as_str()).collect();
-        // The document and the unparsed file mention the words more often:
-        // neither ranks as a whole file, nor does the function.
-        assert_eq!(paths, ["src/retry.py"]);
+        // The document, the template and the data mention the words more
+        // often: none ranks as a whole file, nor does the function; a
+        // component no analyzer parses does.
+        let mut sorted = paths.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, ["src/Retry.vue", "src/retry.py"], "{files:?}");
         assert_eq!(files[0].2, 1.0);
     }
 
