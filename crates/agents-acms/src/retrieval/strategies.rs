@@ -57,10 +57,25 @@ fn text_scores(
     backends: &Backends<'_>,
     filter: &SearchFilter,
 ) -> Result<Vec<(String, String, f32)>, StrategyError> {
+    Ok(scaled_to_best(text_hits(strategy, text, query, backends, filter)?))
+}
+
+/// The text backend's [`RetrievalQuery::pool`] best hits for `text` under `filter`.
+fn text_hits(
+    strategy: &str,
+    text: &str,
+    query: &RetrievalQuery<'_>,
+    backends: &Backends<'_>,
+    filter: &SearchFilter,
+) -> Result<Vec<agents_search::TextHit>, StrategyError> {
     let backend = backends.text.ok_or_else(|| missing(strategy, backends, BackendKind::Text))?;
-    let hits = backend.search(text, query.pool(), filter)?;
+    Ok(backend.search(text, query.pool(), filter)?)
+}
+
+/// Hits as (id, path, score) with their scores scaled so the first (best) is 1.
+fn scaled_to_best(hits: Vec<agents_search::TextHit>) -> Vec<(String, String, f32)> {
     let best = hits.first().map_or(1.0, |h| h.score.max(f32::MIN_POSITIVE));
-    Ok(hits.into_iter().map(|h| (h.id, h.path, (h.score / best).clamp(0.0, 1.0))).collect())
+    hits.into_iter().map(|h| (h.id, h.path, (h.score / best).clamp(0.0, 1.0))).collect()
 }
 
 /// Node kinds whose text is a whole file's: a module (a file an analyzer
@@ -104,12 +119,9 @@ fn whole_file_scores(
         body_only: true,
     };
     let structured = agents_uko::lang::structured_languages();
-    let mut hits = text_scores(strategy, text, query, backends, &filter)?;
-    hits.retain(|(_, path, _)| is_whole_source_file(path, &structured));
-    // Scaled again: the best kept file is 1.
-    let best = hits.first().map_or(1.0, |h| h.2.max(f32::MIN_POSITIVE));
-    hits.iter_mut().for_each(|h| h.2 = (h.2 / best).clamp(0.0, 1.0));
-    Ok(hits)
+    let mut hits = text_hits(strategy, text, query, backends, &filter)?;
+    hits.retain(|h| is_whole_source_file(&h.path, &structured));
+    Ok(scaled_to_best(hits))
 }
 
 /// Nearest node summaries to `text`, cosine scaled between the worst hit drawn (0) and the best (1).
@@ -770,7 +782,7 @@ mod tests {
     use agents_store::SqliteStore;
 
     #[test]
-    fn whole_files_ranked_by_their_text_are_source_modules() {
+    fn whole_files_ranked_by_their_text_are_source_files() {
         let dir = tempfile::tempdir().unwrap();
         let mut text = agents_search::open_text_backend(TextBackendKind::Tantivy, dir.path()).unwrap();
         let doc = |path: &str, kind: &str, body: &str| TextDoc {
