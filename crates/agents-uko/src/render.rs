@@ -11,9 +11,13 @@
 //! | 9 | everything | the complete source |
 //!
 //! Each depth's text is the previous depth's text with more appended (for
-//! 5-9, a longer prefix of the same source), so token counts never decrease
-//! with depth. Rendering is pure: the caller supplies the node, its
-//! children, its resolved edges and the file text.
+//! 5-8, a longer prefix of the same source). Depth 9 shows the complete
+//! source under the title and the relationships, and leaves out what the
+//! source itself shows (the children's names, summaries and signatures, the
+//! node's signature and size, a summary its own lines hold): the whole
+//! answer for fewer tokens. [`render_all`] keeps token counts from
+//! decreasing with depth. Rendering is pure: the caller supplies the node,
+//! its children, its resolved edges and the file text.
 
 use agents_core::tokens::TokenCounter;
 
@@ -76,6 +80,9 @@ pub struct RenderInput<'a> {
 /// The node rendered at `depth` (values above 9 render as 9).
 pub fn render(input: &RenderInput<'_>, depth: u8) -> String {
     let depth = depth.min(MAX_DEPTH);
+    if depth == MAX_DEPTH {
+        return render_complete(input);
+    }
     let mut out = input.node.title();
     out.push('\n');
     if depth >= 1 && !input.children.is_empty() {
@@ -84,26 +91,7 @@ pub fn render(input: &RenderInput<'_>, depth: u8) -> String {
         out.push_str(&format!("contains: {}\n", names.join(", ")));
     }
     if depth >= 2 {
-        let mut edges = input.edges.clone();
-        edges.sort();
-        edges.dedup();
-        let depends: Vec<String> = edges
-            .iter()
-            .filter(|e| e.kind != RefKind::Mentions)
-            // An unresolved call (`options.get`, `bp.lstrip`, `print`) costs
-            // tokens and tells an agent nothing it can open: only resolved calls,
-            // and external imports and bases, are kept.
-            .filter(|e| !(e.external && e.kind == RefKind::Calls))
-            .map(|e| format!("{} ({}{})", e.target, e.kind.as_str(), if e.external { ", external" } else { "" }))
-            .collect();
-        let mentions: Vec<&str> =
-            edges.iter().filter(|e| e.kind == RefKind::Mentions).map(|e| e.target.as_str()).collect();
-        if !depends.is_empty() {
-            out.push_str(&format!("depends on: {}\n", depends.join(", ")));
-        }
-        if !mentions.is_empty() {
-            out.push_str(&format!("references: {}\n", mentions.join(", ")));
-        }
+        out.push_str(&relationships(input));
     }
     if depth >= 3 {
         if let Some(summary) = input.node.summary() {
@@ -170,6 +158,89 @@ pub fn render(input: &RenderInput<'_>, depth: u8) -> String {
     out
 }
 
+/// Depth 9: the title, the relationships, the node's summary when its own
+/// lines do not hold it (a doc comment above a Go or Rust function), and the
+/// complete source.
+fn render_complete(input: &RenderInput<'_>) -> String {
+    let mut out = input.node.title();
+    out.push('\n');
+    out.push_str(&relationships(input));
+    let source = source_lines(input);
+    if let Some(summary) = input.node.summary()
+        && !source.iter().any(|line| line.contains(summary))
+    {
+        out.push_str(&format!("summary: {summary}\n"));
+    }
+    out.push_str("```\n");
+    for line in &source {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str("```\n");
+    out
+}
+
+/// Depth 2's lines: the `dependsOn` edges an agent can follow and the
+/// references, one file's symbols of one kind grouped
+/// (`src/utils.py#{quote, unquote} (calls)`); edges to the node's own
+/// members (a class's method calling another) are left out: its children
+/// list them.
+fn relationships(input: &RenderInput<'_>) -> String {
+    let node = &input.node;
+    let own = if node.symbol_path.is_empty() {
+        format!("{}#", node.path)
+    } else {
+        format!("{}#{}.", node.path, node.symbol_path)
+    };
+    let mut edges: Vec<&EdgeView> = input.edges.iter().filter(|e| e.external || !e.target.starts_with(&own)).collect();
+    edges.sort();
+    edges.dedup();
+    let (mentions, depends): (Vec<&EdgeView>, Vec<&EdgeView>) = edges
+        .into_iter()
+        // An unresolved call (`options.get`, `bp.lstrip`, `print`) costs
+        // tokens and tells an agent nothing it can open: only resolved calls,
+        // and external imports and bases, are kept.
+        .filter(|e| !(e.external && e.kind == RefKind::Calls))
+        .partition(|e| e.kind == RefKind::Mentions);
+    let mut out = String::new();
+    if !depends.is_empty() {
+        let grouped = grouped(&depends, |e| format!(" ({}{})", e.kind.as_str(), if e.external { ", external" } else { "" }));
+        out.push_str(&format!("depends on: {grouped}\n"));
+    }
+    if !mentions.is_empty() {
+        out.push_str(&format!("references: {}\n", grouped(&mentions, |_| String::new())));
+    }
+    out
+}
+
+/// Sorted edges as `file#symbol` targets, consecutive ones of one file and
+/// one `suffix` (their kind) grouped as `file#{a, b}`.
+fn grouped(edges: &[&EdgeView], suffix: impl Fn(&EdgeView) -> String) -> String {
+    let mut groups: Vec<(&str, Vec<&str>, String)> = Vec::new();
+    for e in edges {
+        let (file, symbol) = match e.target.split_once('#') {
+            Some((file, symbol)) if !e.external => (file, Some(symbol)),
+            _ => (e.target.as_str(), None),
+        };
+        let tail = suffix(e);
+        match (groups.last_mut(), symbol) {
+            (Some((f, symbols, t)), Some(symbol)) if *f == file && *t == tail && !symbols.is_empty() => {
+                symbols.push(symbol)
+            }
+            _ => groups.push((file, symbol.into_iter().collect(), tail)),
+        }
+    }
+    let shown: Vec<String> = groups
+        .into_iter()
+        .map(|(file, symbols, tail)| match symbols.as_slice() {
+            [] => format!("{file}{tail}"),
+            [one] => format!("{file}#{one}{tail}"),
+            many => format!("{file}#{{{}}}{tail}", many.join(", ")),
+        })
+        .collect();
+    shown.join(", ")
+}
+
 /// Whether a node's members belong in its parent's header view (depth 4):
 /// classes, interfaces, traits, structs, namespaces and test classes.
 pub fn is_container(kind: NodeKind) -> bool {
@@ -200,8 +271,10 @@ fn plural(n: usize, noun: &str) -> String {
 
 /// Every depth's rendering with its token count, depth 0 first, with token
 /// counts that never decrease: at depths 5-8 an excerpt's `... (N more
-/// lines)` marker can cost more than the lines it leaves out, and then the
-/// next depth's text (which is cheaper and has more detail) is used instead.
+/// lines)` marker can cost more than the lines it leaves out, and depth 9
+/// leaves out the header lines its source repeats, so a shallower depth can
+/// cost more than a deeper one; the deeper text (cheaper, and with more
+/// detail) is then used instead.
 pub fn render_all(input: &RenderInput<'_>, tokenizer: &dyn TokenCounter) -> Vec<(u8, String, usize)> {
     let mut all: Vec<(u8, String, usize)> = (0..=MAX_DEPTH)
         .map(|d| {
@@ -210,7 +283,7 @@ pub fn render_all(input: &RenderInput<'_>, tokenizer: &dyn TokenCounter) -> Vec<
             (d, text, tokens)
         })
         .collect();
-    for d in (5..MAX_DEPTH as usize).rev() {
+    for d in (0..MAX_DEPTH as usize).rev() {
         if all[d].2 >= all[d + 1].2 {
             let (_, text, tokens) = all[d + 1].clone();
             all[d].1 = text;
@@ -299,6 +372,36 @@ mod tests {
         let d9 = render(&i, 9);
         assert!(d9.contains(FILE[FILE.find("class App").unwrap()..].trim_end()));
         assert!(!d9.contains("more lines"));
+    }
+
+    #[test]
+    fn the_complete_source_is_not_repeated_by_its_header() {
+        let mut i = input();
+        i.edges.extend([
+            EdgeView { kind: RefKind::Calls, target: "src/app.py#App.stop".into(), external: false },
+            EdgeView { kind: RefKind::Calls, target: "src/util.py#quote".into(), external: false },
+            EdgeView { kind: RefKind::Calls, target: "src/util.py#unquote".into(), external: false },
+            EdgeView { kind: RefKind::Mentions, target: "src/util.py#Token".into(), external: false },
+        ]);
+        let d9 = render(&i, 9);
+        assert!(d9.starts_with("class App\ndepends on: "), "{d9}");
+        for repeated in ["contains:", "signature:", "size:", "summary:", "- run:", "\n  def run(self, n: int) -> str\n"] {
+            assert!(!d9.contains(repeated), "`{repeated}` is in the source shown: {d9}");
+        }
+        // One file's symbols of one kind grouped; the class's own methods
+        // are its children, not its dependencies.
+        assert!(
+            d9.contains("depends on: src/base.py#Base (inherits), src/util.py#{quote, unquote} (calls)\n"),
+            "{d9}"
+        );
+        assert!(d9.contains("references: src/util.py#Token\n"), "{d9}");
+        assert!(!d9.contains("App.stop"), "{d9}");
+        // A summary the source does not hold (a doc comment above a Rust or Go
+        // function lies outside its span) is kept.
+        i.node.doc = Some("Serves the requests.");
+        assert!(render(&i, 9).contains("summary: Serves the requests.\n```"), "{}", render(&i, 9));
+        let all = render_all(&i, &Tokenizer::default());
+        assert!(all.windows(2).all(|w| w[0].2 <= w[1].2), "{all:?}");
     }
 
     #[test]
