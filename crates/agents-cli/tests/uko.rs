@@ -366,10 +366,7 @@ fn show_finds_files_symbol_paths_names_and_uris() {
     // Relationships across files and languages, at depth 2.
     let main = fx.show("main", "2");
     // `Store().save(1)`: the constructor call and the method of what it made.
-    assert_eq!(
-        main["content"],
-        "function main\ndepends on: pkg/models.py#{Store, Store.save} (calls)\n"
-    );
+    assert_eq!(main["content"], "function main\ndepends on: pkg/models.py#{Store, Store.save} (calls)\n");
     let app = fx.show("pkg/app.py", "2")["content"].as_str().unwrap().to_string();
     assert!(app.contains("depends on: pkg/models.py (import), pkg/models.py#{Store, Store.save} (calls)"), "{app}");
     assert_eq!(fx.show("run", "2")["content"], "function run\ndepends on: src/util.rs#helper (calls)\n");

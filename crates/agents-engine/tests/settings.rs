@@ -86,13 +86,14 @@ struct Setup {
 /// An engine with `toml` as its configuration (only the recorder enabled) over
 /// a small repository.
 fn setup(toml: &str) -> Setup {
+    setup_with(toml, "def send_invoice(invoice):\n    \"\"\"Send the invoice.\"\"\"\n    return invoice\n")
+}
+
+/// [`setup`] with `invoice` as the text of `billing/invoice.py`.
+fn setup_with(toml: &str, invoice: &str) -> Setup {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
-    write(
-        &repo,
-        "billing/invoice.py",
-        "def send_invoice(invoice):\n    \"\"\"Send the invoice.\"\"\"\n    return invoice\n",
-    );
+    write(&repo, "billing/invoice.py", invoice);
     write(
         &repo,
         "billing/refund.py",
@@ -127,14 +128,29 @@ fn paths(assembly: &agents_acms::pipeline::Assembly) -> Vec<String> {
 }
 
 #[test]
-fn a_candidate_below_context_query_min_relevance_is_not_packed() {
+fn a_candidate_below_context_query_min_relevance_only_fills_what_the_others_leave() {
     let request = ContextRequest::builder().query("invoice").build().unwrap();
-    let default = setup("");
-    let out = assemble(&default, &request);
-    // 0.2 is below the default 0.3; a node a graph walk reached is the
-    // breadth's to decide.
+    // The whole source of what ranks above the floor could fill the budget:
+    // `misc/notes.py` (0.2, below the default 0.3) is left out. A node a graph
+    // walk reached is the breadth's to decide.
+    let long = format!(
+        "def send_invoice(invoice):\n    \"\"\"Send the invoice.\"\"\"\n{}    return invoice\n",
+        "    invoice = apply_the_next_adjustment(invoice)\n".repeat(1500)
+    );
+    let out = assemble(&setup_with("", &long), &request);
     assert_eq!(paths(&out), ["billing/invoice.py", "billing/refund.py", "graph/walked.py"]);
     assert_eq!(out.below_min_relevance, 1);
+    // Room to spare: it fills what the others leave, ranked after them all.
+    let out = assemble(&setup(""), &request);
+    assert_eq!(paths(&out), ["billing/invoice.py", "billing/refund.py", "graph/walked.py", "misc/notes.py"]);
+    assert_eq!(out.below_min_relevance, 0);
+    let score = |path: &str| {
+        out.context.fragments().iter().find(|f| f.provenance().source_path() == path).unwrap().relevance_score()
+    };
+    for path in ["billing/invoice.py", "billing/refund.py", "graph/walked.py"] {
+        assert!(score(path) > score("misc/notes.py"), "{path}: {} <= {}", score(path), score("misc/notes.py"));
+    }
+    // A lower floor takes it in with the others.
     let lower = setup("[context.query]\nmin-relevance = 0.1\n");
     let out = assemble(&lower, &request);
     assert_eq!(paths(&out), ["billing/invoice.py", "billing/refund.py", "graph/walked.py", "misc/notes.py"]);

@@ -86,6 +86,11 @@ pub struct Piece {
     /// source would.
     #[serde(default)]
     pub role_asked: bool,
+    /// Its strategy ranked it below the relevance floor
+    /// (`context.query.min-relevance`): it fills what the budget has left
+    /// once every piece above the floor is placed, and ranks after them all.
+    #[serde(default)]
+    pub below_floor: bool,
 }
 
 fn one() -> f64 {
@@ -128,6 +133,7 @@ impl Piece {
             terms_met: 0,
             query_words: 0,
             role_asked: false,
+            below_floor: false,
         }
     }
 

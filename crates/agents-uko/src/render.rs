@@ -204,7 +204,8 @@ fn relationships(input: &RenderInput<'_>) -> String {
         .partition(|e| e.kind == RefKind::Mentions);
     let mut out = String::new();
     if !depends.is_empty() {
-        let grouped = grouped(&depends, |e| format!(" ({}{})", e.kind.as_str(), if e.external { ", external" } else { "" }));
+        let grouped =
+            grouped(&depends, |e| format!(" ({}{})", e.kind.as_str(), if e.external { ", external" } else { "" }));
         out.push_str(&format!("depends on: {grouped}\n"));
     }
     if !mentions.is_empty() {
@@ -385,15 +386,13 @@ mod tests {
         ]);
         let d9 = render(&i, 9);
         assert!(d9.starts_with("class App\ndepends on: "), "{d9}");
-        for repeated in ["contains:", "signature:", "size:", "summary:", "- run:", "\n  def run(self, n: int) -> str\n"] {
+        for repeated in ["contains:", "signature:", "size:", "summary:", "- run:", "\n  def run(self, n: int) -> str\n"]
+        {
             assert!(!d9.contains(repeated), "`{repeated}` is in the source shown: {d9}");
         }
         // One file's symbols of one kind grouped; the class's own methods
         // are its children, not its dependencies.
-        assert!(
-            d9.contains("depends on: src/base.py#Base (inherits), src/util.py#{quote, unquote} (calls)\n"),
-            "{d9}"
-        );
+        assert!(d9.contains("depends on: src/base.py#Base (inherits), src/util.py#{quote, unquote} (calls)\n"), "{d9}");
         assert!(d9.contains("references: src/util.py#Token\n"), "{d9}");
         assert!(!d9.contains("App.stop"), "{d9}");
         // A summary the source does not hold (a doc comment above a Rust or Go

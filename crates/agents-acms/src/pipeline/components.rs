@@ -827,7 +827,15 @@ fn calibrate(scored: &mut [ScoredFragment]) {
     }
     let mut probability = vec![None; scored.len()];
     for group in by_file.values_mut() {
-        group.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        // Pieces below the relevance floor take the places after the others.
+        group.sort_by(|a, b| {
+            scored[a.2]
+                .piece
+                .below_floor
+                .cmp(&scored[b.2].piece.below_floor)
+                .then(b.0.total_cmp(&a.0))
+                .then_with(|| a.1.cmp(b.1))
+        });
         for (ordinal, &(_, _, i)) in group.iter().enumerate() {
             let logit = ranker_logit(&scored[i].piece, ordinal);
             probability[i] = Some(1.0 / (1.0 + (-logit).exp()));
@@ -898,10 +906,32 @@ const SCORE_STEP: f64 = 1e-6;
 /// is 1, kept to six places and made strictly lower than the one before
 /// it (never below 0), so the
 /// scores delivered as `relevance_score` tell the same order as the list.
-pub fn diversify(mut rest: Vec<ScoredFragment>) -> Vec<ScoredFragment> {
-    sort_scored(&mut rest);
+pub fn diversify(rest: Vec<ScoredFragment>) -> Vec<ScoredFragment> {
+    // Pieces below the relevance floor come after every piece above it.
+    let (above, below): (Vec<_>, Vec<_>) = rest.into_iter().partition(|s| !s.piece.below_floor);
     let mut taken: HashMap<String, Vec<Option<(u32, u32)>>> = HashMap::new();
-    let mut out = Vec::with_capacity(rest.len());
+    let mut out = Vec::with_capacity(above.len() + below.len());
+    take_diverse(above, &mut taken, &mut out);
+    take_diverse(below, &mut taken, &mut out);
+    // Scaled so the best is 1: a boosted score may pass 1, and a consumer reads
+    // the scores as shares of the best.
+    let scale = out.first().map_or(1.0, |s| if s.score > 0.0 { 1.0 / s.score } else { 1.0 });
+    let mut previous = f64::INFINITY;
+    for s in &mut out {
+        let score = ((s.score * scale * 1e6).round() / 1e6).min(previous - SCORE_STEP).max(0.0);
+        s.score = (score * 1e6).round() / 1e6;
+        previous = s.score;
+    }
+    out
+}
+
+/// [`diversify`]'s greedy rounds over `rest`, appending to `out`.
+fn take_diverse(
+    mut rest: Vec<ScoredFragment>,
+    taken: &mut HashMap<String, Vec<Option<(u32, u32)>>>,
+    out: &mut Vec<ScoredFragment>,
+) {
+    sort_scored(&mut rest);
     while !rest.is_empty() {
         let adjusted = |s: &ScoredFragment| {
             // A ranked file's pieces carry the ranker's own weight for their place
@@ -934,16 +964,6 @@ pub fn diversify(mut rest: Vec<ScoredFragment>) -> Vec<ScoredFragment> {
         }
         out.push(s);
     }
-    // Scaled so the best is 1: a boosted score may pass 1, and a consumer reads
-    // the scores as shares of the best.
-    let scale = out.first().map_or(1.0, |s| if s.score > 0.0 { 1.0 / s.score } else { 1.0 });
-    let mut previous = f64::INFINITY;
-    for s in &mut out {
-        let score = ((s.score * scale * 1e6).round() / 1e6).min(previous - SCORE_STEP).max(0.0);
-        s.score = (score * 1e6).round() / 1e6;
-        previous = s.score;
-    }
-    out
 }
 
 /// Reports which files depend on which, for reading order.

@@ -47,6 +47,10 @@ use piece::StoreRenderer;
 /// Most tokens the preamble may take (the spec's 200).
 pub const PREAMBLE_MAX_TOKENS: usize = 200;
 
+/// Bytes of source per token assumed when estimating whether the pieces above
+/// the relevance floor, whole, could fill the budget (code runs 3-5).
+const BYTES_PER_TOKEN_ESTIMATE: usize = 4;
+
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
     #[error("unknown backend {0:?} in required_backends; known: text, vector, graph, temporal")]
@@ -83,8 +87,9 @@ pub struct PipelineSettings {
     pub skeleton_ratio: f64,
     pub min_useful_budget: u64,
     pub refresh_threshold: f64,
-    /// `context.query.min-relevance`: a candidate whose relevance is below it is
-    /// not packed (see [`Pipeline::assemble_request`]).
+    /// `context.query.min-relevance`: a candidate whose relevance is below it
+    /// only fills what the others leave of the budget, ranked after them (see
+    /// [`Pipeline::assemble_request`]).
     pub min_relevance: f64,
 }
 
@@ -354,8 +359,9 @@ pub struct Assembly {
     /// Candidates the strategies proposed, and how many the packer left out.
     pub candidates: usize,
     pub omitted: usize,
-    /// Candidates not packed because their relevance is below
-    /// `context.query.min-relevance`.
+    /// Candidates left out because their relevance is below
+    /// `context.query.min-relevance` and the pieces above it could fill the
+    /// budget (with room to spare they fill it, ranked after the others).
     pub below_min_relevance: usize,
     /// Tokens of the whole rendered output (preamble included).
     pub rendered_tokens: usize,
@@ -794,9 +800,12 @@ impl Pipeline {
 
     /// Renders the strategies' candidates into pieces: each run's best `limit`,
     /// in selection order, with facts for recency. Ranked candidates whose
-    /// relevance is below `context.query.min-relevance` are not rendered (their
-    /// count is the third value); nodes a graph walk reached, and a file standing
-    /// in for the imports or fields that rank it among the best, are kept.
+    /// relevance is below `context.query.min-relevance` are rendered only when
+    /// the whole source of the others could not fill the budget, flagged
+    /// [`Piece::below_floor`] (they fill what the others leave and rank after
+    /// them); else they are left out (their count is the third value). Nodes a
+    /// graph walk reached, and a file standing in for the imports or fields that
+    /// rank it among the best, are kept.
     /// Candidates on paths the policy view excludes are dropped here, before they
     /// take a place, and reported once per path.
     fn materialize(
@@ -818,7 +827,6 @@ impl Pipeline {
         // reached (its distance is the request's breadth to decide) is kept.
         let min_relevance = self.settings.min_relevance;
         let relevant = |c: &&crate::retrieval::Candidate| c.hops.is_some() || f64::from(c.score) >= min_relevance;
-        let mut below: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
         // Each file's standing over every candidate of every run (evidence-only
         // ones included): the order `ranked_files` gives them, as a share of the best.
         let ranked = crate::retrieval::rank_paths_named(
@@ -841,6 +849,7 @@ impl Pipeline {
         // evidence is imports or fields): the files that matter most are all
         // represented.
         let mut chosen: Vec<(&crate::retrieval::Candidate, f64)> = Vec::new();
+        let mut below_floor: Vec<(&crate::retrieval::Candidate, f64)> = Vec::new();
         for run in runs {
             for c in run.candidates.iter().filter(|c| !c.evidence_only && !allowed(c)) {
                 *excluded.entry(c.path.as_str()).or_default() += 1;
@@ -849,7 +858,7 @@ impl Pipeline {
             let quality = input.registry.get(strategy).map_or(0.5, |s| s.capabilities().quality_score);
             let usable: Vec<&crate::retrieval::Candidate> =
                 run.candidates.iter().filter(|c| !c.evidence_only).filter(allowed).take(input.query.limit).collect();
-            below.extend(usable.iter().filter(|c| !relevant(c)).map(|c| c.uri.as_str()));
+            below_floor.extend(usable.iter().filter(|c| !relevant(c)).map(|c| (*c, quality)));
             chosen.extend(usable.into_iter().filter(relevant).map(|c| (c, quality)));
         }
         let mut file_nodes: Vec<crate::retrieval::Candidate> = Vec::new();
@@ -910,16 +919,41 @@ impl Pipeline {
         let file_quality = chosen.first().map_or(0.5, |(_, q)| *q);
         let chosen: Vec<(&crate::retrieval::Candidate, f64)> =
             chosen.into_iter().chain(file_nodes.iter().map(|c| (c, file_quality))).collect();
+        // Below the floor: rendered, to fill what the others leave and rank
+        // after them, only when the others' whole source could not fill the
+        // budget (a large budget on a small answer); else left out.
+        // Each file counts its candidates' sources, at most its own (a class
+        // and its methods overlap).
+        let mut by_file: BTreeMap<&str, usize> = BTreeMap::new();
+        for (c, _) in &chosen {
+            let file = c.uri.split('#').next().unwrap_or(&c.uri);
+            *by_file.entry(file).or_default() += input.renderer.source_bytes(&c.uri).unwrap_or(0);
+        }
+        let whole: usize = by_file
+            .into_iter()
+            .map(|(file, bytes)| input.renderer.source_bytes(file).map_or(bytes, |all| bytes.min(all)))
+            .sum();
+        let fills = whole / BYTES_PER_TOKEN_ESTIMATE < fragment_budget;
+        let mut seen: std::collections::HashSet<&str> = chosen.iter().map(|(c, _)| c.uri.as_str()).collect();
+        let below_floor: Vec<(&crate::retrieval::Candidate, f64)> =
+            below_floor.into_iter().filter(|(c, _)| seen.insert(c.uri.as_str())).collect();
+        let left_out = if fills { 0 } else { below_floor.len() };
+        let chosen: Vec<(&crate::retrieval::Candidate, f64, bool)> = chosen
+            .into_iter()
+            .map(|(c, q)| (c, q, false))
+            .chain(below_floor.into_iter().filter(|_| fills).map(|(c, q)| (c, q, true)))
+            .collect();
         // Those that may rank among the resolver's leaders (by relevance, with
         // room for deduplication to reorder them) may be rendered whole.
-        let mut by_relevance: Vec<&crate::retrieval::Candidate> = chosen.iter().map(|(c, _)| *c).collect();
+        let mut by_relevance: Vec<&crate::retrieval::Candidate> =
+            chosen.iter().filter(|(_, _, below)| !below).map(|(c, _, _)| *c).collect();
         by_relevance.sort_by(|a, b| {
             b.score.clamp(0.0, 1.0).total_cmp(&a.score.clamp(0.0, 1.0)).then_with(|| a.uri.cmp(&b.uri))
         });
         let may_lead: std::collections::HashSet<&str> =
             by_relevance.iter().take(2 * components::RESOLVER_LEADERS).map(|c| c.uri.as_str()).collect();
         {
-            for (c, quality) in chosen {
+            for (c, quality, below) in chosen {
                 let piece = match &c.content {
                     Some(content) => Some(Piece {
                         inline: true,
@@ -940,6 +974,7 @@ impl Pipeline {
                 };
                 let Some(piece) = piece else { continue };
                 let mut piece = c.propose(piece, quality);
+                piece.below_floor = below;
                 // What the request asks for this node, which the deepen pass may
                 // give it when room is left: the request's depth, less the depth
                 // gradient's cut by hops when the request names a focus (the cuts
@@ -991,7 +1026,7 @@ impl Pipeline {
                 reason: format!("path excluded by the policy view ({n} candidate(s))"),
             })
             .collect();
-        (pieces, excluded, below.len())
+        (pieces, excluded, left_out)
     }
 
     /// Fragment-driven assembly (the spec's `ACMSPipeline.assemble`): the given
@@ -1306,7 +1341,7 @@ struct Extra {
     allocations: Vec<Allocation>,
     runs: Vec<StrategyRun>,
     candidates: usize,
-    /// Candidates below `context.query.min-relevance`.
+    /// Candidates below `context.query.min-relevance` left out.
     below_min_relevance: usize,
     /// What the policy excluded before fusion.
     excluded: Vec<Enforcement>,

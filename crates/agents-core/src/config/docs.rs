@@ -77,7 +77,10 @@ const KEY_DOCS: &[(&str, &str)] = &[
     ("context.file.max-size", "largest single file taken into context, in bytes (1 MB)"),
     ("context.file.max-total-size", "largest total of files taken into context, in bytes (50 MB)"),
     ("context.hot.max-tokens", "hot tier token budget"),
-    ("context.query.min-relevance", "candidates whose relevance (0 to 1) is below this are not packed"),
+    (
+        "context.query.min-relevance",
+        "candidates whose relevance (0 to 1) is below this only fill what the others leave of the budget",
+    ),
     ("context.phases.*.strategies", "preferred strategies of this plan phase (empty: the registry chooses)"),
     ("context.phases.*.depth", "depth a query of this phase starts from, 0-9 or a level name (unset: the command's)"),
     ("context.phases.*.tiers", "tiers whose context entries join this phase's assembly: hot, warm, cold"),

@@ -327,7 +327,9 @@ impl Default for NavigatorConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
 pub struct QueryConfig {
-    /// Fragments scoring below this relevance are dropped, in `[0, 1]`.
+    /// Candidates below this relevance, in `[0, 1]`, only fill what the others
+    /// leave of the budget (fragments handed to `Pipeline::assemble` below it
+    /// are dropped).
     pub min_relevance: f64,
 }
 
