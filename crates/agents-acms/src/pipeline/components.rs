@@ -902,10 +902,11 @@ const SCORE_STEP: f64 = 1e-6;
 /// [`OVERLAP_DECAY`] when its lines overlap one of theirs, is highest
 /// (ties by URI), and gives it that score. A piece of a ranked file (one with
 /// a standing) keeps its calibrated score: [`ranker`] already weighs its place
-/// in its file, and on the dev set any further decay cost answers. Then the scores are scaled so the best
-/// is 1, kept to six places and made strictly lower than the one before
-/// it (never below 0), so the
-/// scores delivered as `relevance_score` tell the same order as the list.
+/// in its file, and on the dev set any further decay cost answers. Pieces
+/// below the relevance floor ([`Piece::below_floor`]) are taken after every
+/// other. Then the scores are scaled so the best is 1, kept to six places and
+/// made strictly lower than the one before it (never below 0), so the scores
+/// delivered as `relevance_score` tell the same order as the list.
 pub fn diversify(rest: Vec<ScoredFragment>) -> Vec<ScoredFragment> {
     // Pieces below the relevance floor come after every piece above it.
     let (above, below): (Vec<_>, Vec<_>) = rest.into_iter().partition(|s| !s.piece.below_floor);
