@@ -134,28 +134,32 @@ pub fn render(input: &RenderInput<'_>, depth: u8) -> String {
         }
     }
     if depth >= 5 {
+        // Depths 5-8 (9 is `render_complete`): an excerpt from the start.
         let source = source_lines(input);
         let percent = match depth {
             5 => 25,
             6 => 50,
             7 => 75,
-            8 => 90,
-            _ => 100,
+            _ => 90,
         };
         let total = source.len();
-        let keep = if percent == 100 { total } else { (total * percent).div_ceil(100).max(1).min(total) };
-        out.push_str("```\n");
-        for line in &source[..keep] {
-            out.push_str(line);
-            out.push('\n');
-        }
-        if keep < total {
-            let more = total - keep;
-            out.push_str(&format!("... ({more} more {})\n", if more == 1 { "line" } else { "lines" }));
-        }
-        out.push_str("```\n");
+        let keep = (total * percent).div_ceil(100).max(1).min(total);
+        push_source(&mut out, &source[..keep], total - keep);
     }
     out
+}
+
+/// `lines` in a fence, then how many more the excerpt leaves out, if any.
+fn push_source(out: &mut String, lines: &[&str], more: usize) {
+    out.push_str("```\n");
+    for line in lines {
+        out.push_str(line);
+        out.push('\n');
+    }
+    if more > 0 {
+        out.push_str(&format!("... ({more} more {})\n", if more == 1 { "line" } else { "lines" }));
+    }
+    out.push_str("```\n");
 }
 
 /// Depth 9: the title, the relationships, the node's summary when its own
@@ -171,12 +175,7 @@ fn render_complete(input: &RenderInput<'_>) -> String {
     {
         out.push_str(&format!("summary: {summary}\n"));
     }
-    out.push_str("```\n");
-    for line in &source {
-        out.push_str(line);
-        out.push('\n');
-    }
-    out.push_str("```\n");
+    push_source(&mut out, &source, 0);
     out
 }
 

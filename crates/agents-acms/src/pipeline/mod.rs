@@ -922,21 +922,23 @@ impl Pipeline {
         // Below the floor: rendered, to fill what the others leave and rank
         // after them, only when the others' whole source could not fill the
         // budget (a large budget on a small answer); else left out.
-        // Each file counts its candidates' sources, at most its own (a class
-        // and its methods overlap).
-        let mut by_file: BTreeMap<&str, usize> = BTreeMap::new();
-        for (c, _) in &chosen {
-            let file = c.uri.split('#').next().unwrap_or(&c.uri);
-            *by_file.entry(file).or_default() += input.renderer.source_bytes(&c.uri).unwrap_or(0);
-        }
-        let whole: usize = by_file
-            .into_iter()
-            .map(|(file, bytes)| input.renderer.source_bytes(file).map_or(bytes, |all| bytes.min(all)))
-            .sum();
-        let fills = whole / BYTES_PER_TOKEN_ESTIMATE < fragment_budget;
         let mut seen: std::collections::HashSet<&str> = chosen.iter().map(|(c, _)| c.uri.as_str()).collect();
         let below_floor: Vec<(&crate::retrieval::Candidate, f64)> =
             below_floor.into_iter().filter(|(c, _)| seen.insert(c.uri.as_str())).collect();
+        let fills = !below_floor.is_empty() && {
+            // Each file counts its candidates' sources, at most its own (a
+            // class and its methods overlap).
+            let mut by_file: BTreeMap<&str, usize> = BTreeMap::new();
+            for (c, _) in &chosen {
+                let file = c.uri.split('#').next().unwrap_or(&c.uri);
+                *by_file.entry(file).or_default() += input.renderer.source_bytes(&c.uri).unwrap_or(0);
+            }
+            let whole: usize = by_file
+                .into_iter()
+                .map(|(file, bytes)| input.renderer.source_bytes(file).map_or(bytes, |all| bytes.min(all)))
+                .sum();
+            whole / BYTES_PER_TOKEN_ESTIMATE < fragment_budget
+        };
         let left_out = if fills { 0 } else { below_floor.len() };
         let chosen: Vec<(&crate::retrieval::Candidate, f64, bool)> = chosen
             .into_iter()
