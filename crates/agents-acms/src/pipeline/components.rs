@@ -967,6 +967,72 @@ fn take_diverse(
     }
 }
 
+/// Weight of each further packed piece of a file already listed higher, in
+/// the delivered ranking ([`spread_over_files`]): the second piece of a file
+/// counts 0.9 of its score, the third 0.81, ...
+pub const PACKED_FILE_DECAY: f64 = 0.9;
+
+/// The delivered ranking of what was packed: each round takes the packed
+/// piece whose score, times [`PACKED_FILE_DECAY`] per packed piece of its file
+/// already taken, is highest (ties by URI), so the top of the list spreads
+/// over more files while the packer chose the pieces, and their depths, by
+/// their own scores. A file's best piece keeps its score, so files keep their
+/// order (`ranked_files`). Scores are then made strictly decreasing as in
+/// [`diversify`]. Measured on the natural-language sets (430 questions):
+/// distinct files in the top ten 3.44 -> 3.86, chunk NDCG@10 0.704 -> 0.707,
+/// the packed context unchanged (a decay before packing spent the budget on
+/// more files: relevant lines at 8k 0.783 -> 0.774).
+pub fn spread_over_files(packed: &mut Vec<ScoredFragment>) {
+    if packed.is_empty() {
+        return;
+    }
+    // Pieces below the relevance floor stay after every piece above it.
+    let (above, below): (Vec<_>, Vec<_>) = std::mem::take(packed).into_iter().partition(|s| !s.piece.below_floor);
+    let mut taken: HashMap<String, i32> = HashMap::new();
+    take_spread(above, &mut taken, packed);
+    take_spread(below, &mut taken, packed);
+    let mut previous = f64::INFINITY;
+    for s in packed.iter_mut() {
+        let score = ((s.score * 1e6).round() / 1e6).min(previous - SCORE_STEP).max(0.0);
+        s.score = (score * 1e6).round() / 1e6;
+        previous = s.score;
+    }
+}
+
+/// [`spread_over_files`]'s greedy rounds over `rest`, appending to `out`.
+fn take_spread(mut rest: Vec<ScoredFragment>, taken: &mut HashMap<String, i32>, out: &mut Vec<ScoredFragment>) {
+    sort_scored(&mut rest);
+    let adjusted = |s: &ScoredFragment, taken: &HashMap<String, i32>| {
+        if s.piece.path.is_empty() || s.piece.inline {
+            return s.score;
+        }
+        s.score * PACKED_FILE_DECAY.powi(taken.get(&s.piece.path).copied().unwrap_or(0))
+    };
+    while !rest.is_empty() {
+        let mut best = 0;
+        let mut best_score = adjusted(&rest[0], taken);
+        for (i, s) in rest.iter().enumerate().skip(1) {
+            // A piece's score only falls as its file's pieces are taken: once
+            // the unadjusted score is below the best adjusted one, none after
+            // it can win.
+            if s.score <= best_score {
+                break;
+            }
+            let a = adjusted(s, taken);
+            if a > best_score {
+                best = i;
+                best_score = a;
+            }
+        }
+        let mut s = rest.remove(best);
+        s.score = best_score;
+        if !s.piece.path.is_empty() && !s.piece.inline {
+            *taken.entry(s.piece.path.clone()).or_default() += 1;
+        }
+        out.push(s);
+    }
+}
+
 /// Reports which files depend on which, for reading order.
 pub trait FileDependencies: Sync {
     /// `(from, to)` pairs among `paths`: `from` imports or calls into `to`.
@@ -1425,6 +1491,40 @@ pub(crate) mod tests {
             named,
         ];
         assert_eq!(order(&scored(pieces)), ["Session.merge_settings", "close", "test_merge"]);
+    }
+
+    #[test]
+    fn the_delivered_ranking_spreads_packed_pieces_over_files() {
+        let with = |uri: &str, path: &str, score: f64, below_floor: bool| {
+            let mut piece = code_piece(uri, path, 0.5, 1);
+            piece.file_standing = 1.0;
+            piece.below_floor = below_floor;
+            ScoredFragment { piece, score, parts: ScoreParts::default() }
+        };
+        let mut packed = vec![
+            with("uko://r/a.py#a1", "a.py", 1.0, false),
+            with("uko://r/a.py#a2", "a.py", 0.95, false),
+            with("uko://r/a.py#a3", "a.py", 0.9, false),
+            with("uko://r/b.py#b1", "b.py", 0.88, false),
+            with("uko://r/b.py#b2", "b.py", 0.5, false),
+            with("uko://r/c.py#c1", "c.py", 0.2, true),
+        ];
+        spread_over_files(&mut packed);
+        // a2 (0.95 x 0.9 = 0.855) gives way to b.py's best (0.88); a3 weighs
+        // 0.9 x 0.81 = 0.729; b2 0.5 x 0.9 = 0.45. A piece below the
+        // relevance floor stays last, whatever the decay did to the others.
+        assert_eq!(order(&packed), ["a1", "b1", "a2", "a3", "b2", "c1"]);
+        let scores: Vec<f64> = packed.iter().map(|s| s.score).collect();
+        assert_eq!(scores, [1.0, 0.88, 0.855, 0.729, 0.45, 0.2]);
+        // Each file's best piece keeps its score, so files keep their order.
+        let mut alone = vec![with("uko://r/a.py#a1", "a.py", 1.0, false), with("uko://r/b.py#b1", "b.py", 0.7, false)];
+        spread_over_files(&mut alone);
+        assert_eq!(alone.iter().map(|s| s.score).collect::<Vec<_>>(), [1.0, 0.7]);
+        // Equal scores stay strict, decided by the URI.
+        let mut equal = vec![with("uko://r/b.py#x", "b.py", 0.5, false), with("uko://r/a.py#x", "a.py", 0.5, false)];
+        spread_over_files(&mut equal);
+        assert_eq!(equal[0].piece.uko_node, "uko://r/a.py#x");
+        assert!(equal[0].score > equal[1].score);
     }
 
     #[test]

@@ -1220,6 +1220,8 @@ impl Pipeline {
             }
             packed = kept;
         }
+        // The delivered ranking spreads over files; what was packed stays.
+        spread_over_files(&mut packed);
         // A node the packer kept is not repeated by the skeleton.
         let packed_nodes: std::collections::HashSet<String> = packed.iter().map(|s| s.piece.uko_node.clone()).collect();
         packed.extend(
