@@ -123,7 +123,9 @@ impl Assembly {
     }
 
     fn json_stating(&self, rendered_tokens: usize, is_within_budget: bool, remaining_tokens: u64) -> String {
-        let payload = JsonPayload { context: &self.context, rendered_tokens, is_within_budget, remaining_tokens };
+        let delivered = delivered_context(&self.context);
+        let context = delivered.as_ref().unwrap_or(&self.context);
+        let payload = JsonPayload { context, rendered_tokens, is_within_budget, remaining_tokens };
         let mut text = serde_json::to_string(&payload).unwrap_or_default();
         text.push('\n');
         text
@@ -181,6 +183,40 @@ impl Assembly {
     }
 }
 
+/// Metadata the chunk ranker reads and writes (its final `score`, a copy of
+/// `relevance_score`; the strategy's `evidence`; `name_match`; the file's
+/// `standing`; the query's `terms` met; the `requested_depth`): the run's
+/// report (`--json`) shows them, the context delivered as JSON leaves them out.
+/// At 8,000 tokens they were about a sixth of the delivered JSON's tokens,
+/// taken from the code it could carry.
+pub const RANKER_METADATA: [&str; 6] = ["evidence", "name_match", "requested_depth", "score", "standing", "terms"];
+
+/// `fragment` as the JSON format delivers it: without [`RANKER_METADATA`].
+fn delivered_fragment(fragment: &ContextFragment) -> Result<ContextFragment, PipelineError> {
+    let metadata = fragment
+        .metadata()
+        .iter()
+        .filter(|(key, _)| !RANKER_METADATA.contains(&key.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    Ok(fragment.clone().into_builder().metadata(metadata).build()?)
+}
+
+/// `context` as the JSON format delivers it ([`delivered_fragment`]); `None`
+/// when a fragment could not be rebuilt (then the context goes as it is).
+fn delivered_context(context: &AssembledContext) -> Option<AssembledContext> {
+    let fragments = context.fragments().iter().map(delivered_fragment).collect::<Result<Vec<_>, _>>().ok()?;
+    let mut builder = AssembledContext::builder(context.plan_id(), *context.budget())
+        .payload_id(context.payload_id())
+        .fragments(fragments)
+        .strategies_used(context.strategies_used().iter().cloned())
+        .assembled_at(context.assembled_at());
+    if let Some(preamble) = context.preamble() {
+        builder = builder.preamble(preamble);
+    }
+    builder.build().ok()
+}
+
 /// One `<fragment>` element.
 fn xml_fragment(p: &Piece, f: &ContextFragment) -> String {
     format!(
@@ -212,7 +248,7 @@ fn element_tokens(
             tokenizer.count(&xml_fragment(&s.piece, &to_fragment(&s.piece, s.score, resource_id, tokenizer)?))
         }
         OutputFormat::Json => {
-            let f = to_fragment(&s.piece, s.score, resource_id, tokenizer)?;
+            let f = delivered_fragment(&to_fragment(&s.piece, s.score, resource_id, tokenizer)?)?;
             let element = serde_json::to_string(&f).unwrap_or_default();
             let provenance = serde_json::to_string(f.provenance()).unwrap_or_default();
             // The element, its map entry `"id":{...}` and two commas.
@@ -487,6 +523,35 @@ mod tests {
                     .unwrap()
             })
             .collect()
+    }
+
+    #[test]
+    fn the_json_delivered_leaves_the_rankers_metadata_to_the_report() {
+        let bodies: Vec<(String, usize, f64, u8)> =
+            (0..6).map(|i| (format!("fn step_{i}() {{ work({i}); }}"), 3, 0.5 + i as f64 / 12.0, 9)).collect();
+        let out =
+            pipeline().assemble("p", &fragments(&bodies), ContextBudget::new(4000, 0).unwrap(), "relevance", &tok());
+        let out = out.unwrap();
+        // The assembly (what `--json` reports) keeps the ranker's keys (`terms`
+        // only comes with a query's words).
+        let kept = out.context.fragments();
+        assert!(!kept.is_empty());
+        let reported = ["evidence", "name_match", "requested_depth", "score", "standing"];
+        assert!(kept.iter().all(|f| reported.iter().all(|k| f.metadata().contains_key(*k))), "{kept:?}");
+        let delivered: serde_json::Value = serde_json::from_str(&out.render(OutputFormat::Json)).unwrap();
+        let fragments = delivered["fragments"].as_array().unwrap();
+        assert_eq!(fragments.len(), kept.len());
+        for (f, k) in fragments.iter().zip(kept) {
+            let metadata = f["metadata"].as_object().unwrap();
+            assert!(RANKER_METADATA.iter().all(|key| !metadata.contains_key(*key)), "{f}");
+            assert_eq!(metadata["kind"], k.metadata()["kind"].as_str());
+            assert_eq!(f["relevance_score"].as_f64(), Some(k.relevance_score()));
+            assert_eq!(f["content"].as_str(), Some(k.content()));
+        }
+        // The rest of the payload is the assembly's own.
+        assert_eq!(delivered["context_hash"].as_str(), Some(out.context.context_hash()));
+        assert_eq!(delivered["payload_id"].as_str(), Some(out.context.payload_id()));
+        assert_eq!(delivered["assembled_at"], serde_json::to_value(&out.context).unwrap()["assembled_at"]);
     }
 
     #[test]
