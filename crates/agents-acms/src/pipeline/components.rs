@@ -908,63 +908,29 @@ const SCORE_STEP: f64 = 1e-6;
 /// made strictly lower than the one before it (never below 0), so the scores
 /// delivered as `relevance_score` tell the same order as the list.
 pub fn diversify(rest: Vec<ScoredFragment>) -> Vec<ScoredFragment> {
-    // Pieces below the relevance floor come after every piece above it.
-    let (above, below): (Vec<_>, Vec<_>) = rest.into_iter().partition(|s| !s.piece.below_floor);
-    let mut taken: HashMap<String, Vec<Option<(u32, u32)>>> = HashMap::new();
-    let mut out = Vec::with_capacity(above.len() + below.len());
-    take_diverse(above, &mut taken, &mut out);
-    take_diverse(below, &mut taken, &mut out);
+    let mut out = Vec::with_capacity(rest.len());
+    take_by_weight(rest, &mut out, diversity_weight);
     // Scaled so the best is 1: a boosted score may pass 1, and a consumer reads
     // the scores as shares of the best.
     let scale = out.first().map_or(1.0, |s| if s.score > 0.0 { 1.0 / s.score } else { 1.0 });
-    let mut previous = f64::INFINITY;
-    for s in &mut out {
-        let score = ((s.score * scale * 1e6).round() / 1e6).min(previous - SCORE_STEP).max(0.0);
-        s.score = (score * 1e6).round() / 1e6;
-        previous = s.score;
-    }
+    make_strict(&mut out, scale);
     out
 }
 
-/// [`diversify`]'s greedy rounds over `rest`, appending to `out`.
-fn take_diverse(
-    mut rest: Vec<ScoredFragment>,
-    taken: &mut HashMap<String, Vec<Option<(u32, u32)>>>,
-    out: &mut Vec<ScoredFragment>,
-) {
-    sort_scored(&mut rest);
-    while !rest.is_empty() {
-        let adjusted = |s: &ScoredFragment| {
-            // A ranked file's pieces carry the ranker's own weight for their place
-            // in their file: measured, a further decay only costs answers.
-            if s.piece.path.is_empty() || s.piece.inline || s.piece.file_standing > 0.0 {
-                return s.score;
-            }
-            let Some(before) = taken.get(&s.piece.path) else { return s.score };
-            let lines = line_span(&s.piece.source_range);
-            let overlaps = before.iter().any(|b| match (lines, b) {
-                (Some((a0, a1)), Some((b0, b1))) => a0 <= *b1 && *b0 <= a1,
-                _ => false,
-            });
-            s.score * DIVERSITY_DECAY.powi(before.len() as i32) * if overlaps { OVERLAP_DECAY } else { 1.0 }
-        };
-        let mut best = 0;
-        let mut best_score = adjusted(&rest[0]);
-        for (i, s) in rest.iter().enumerate().skip(1) {
-            let a = adjusted(s);
-            // `rest` is sorted best first, ties by URI: the first of equals wins.
-            if a > best_score {
-                best = i;
-                best_score = a;
-            }
-        }
-        let mut s = rest.remove(best);
-        s.score = best_score;
-        if !s.piece.path.is_empty() && !s.piece.inline {
-            taken.entry(s.piece.path.clone()).or_default().push(line_span(&s.piece.source_range));
-        }
-        out.push(s);
+/// [`diversify`]'s weight of a piece, given the lines of its file's pieces
+/// taken before it. A ranked file's pieces (with a standing) carry the
+/// ranker's own weight for their place in their file: measured, a further
+/// decay there only costs answers.
+fn diversity_weight(s: &ScoredFragment, before: &[Option<(u32, u32)>]) -> f64 {
+    if s.piece.file_standing > 0.0 {
+        return 1.0;
     }
+    let lines = line_span(&s.piece.source_range);
+    let overlaps = before.iter().any(|b| match (lines, b) {
+        (Some((a0, a1)), Some((b0, b1))) => a0 <= *b1 && *b0 <= a1,
+        _ => false,
+    });
+    DIVERSITY_DECAY.powi(before.len() as i32) * if overlaps { OVERLAP_DECAY } else { 1.0 }
 }
 
 /// Weight of each further packed piece of a file already listed higher, in
@@ -983,53 +949,66 @@ pub const PACKED_FILE_DECAY: f64 = 0.9;
 /// the packed context unchanged (a decay before packing spent the budget on
 /// more files: relevant lines at 8k 0.783 -> 0.774).
 pub fn spread_over_files(packed: &mut Vec<ScoredFragment>) {
-    if packed.is_empty() {
-        return;
-    }
-    // Pieces below the relevance floor stay after every piece above it.
-    let (above, below): (Vec<_>, Vec<_>) = std::mem::take(packed).into_iter().partition(|s| !s.piece.below_floor);
-    let mut taken: HashMap<String, i32> = HashMap::new();
-    take_spread(above, &mut taken, packed);
-    take_spread(below, &mut taken, packed);
-    let mut previous = f64::INFINITY;
-    for s in packed.iter_mut() {
-        let score = ((s.score * 1e6).round() / 1e6).min(previous - SCORE_STEP).max(0.0);
-        s.score = (score * 1e6).round() / 1e6;
-        previous = s.score;
+    let rest = std::mem::take(packed);
+    take_by_weight(rest, packed, |_, before| PACKED_FILE_DECAY.powi(before.len() as i32));
+    make_strict(packed, 1.0);
+}
+
+/// Greedy rounds over `rest`, appending to `out`: pieces below the relevance
+/// floor ([`Piece::below_floor`]) after every other; in each group, each round
+/// takes the piece whose score times its `weight` (at most 1; given the lines
+/// of its file's pieces already taken, in either group) is highest, ties by
+/// URI, and gives it that score. Pieces without a file, and inline ones, weigh
+/// 1 and count for no file.
+fn take_by_weight(
+    rest: Vec<ScoredFragment>,
+    out: &mut Vec<ScoredFragment>,
+    weight: impl Fn(&ScoredFragment, &[Option<(u32, u32)>]) -> f64,
+) {
+    let (above, below): (Vec<_>, Vec<_>) = rest.into_iter().partition(|s| !s.piece.below_floor);
+    let mut taken: HashMap<String, Vec<Option<(u32, u32)>>> = HashMap::new();
+    for mut group in [above, below] {
+        sort_scored(&mut group);
+        let adjusted = |s: &ScoredFragment, taken: &HashMap<String, Vec<Option<(u32, u32)>>>| {
+            if s.piece.path.is_empty() || s.piece.inline {
+                return s.score;
+            }
+            taken.get(&s.piece.path).map_or(s.score, |before| s.score * weight(s, before))
+        };
+        while !group.is_empty() {
+            let mut best = 0;
+            let mut best_score = adjusted(&group[0], &taken);
+            for (i, s) in group.iter().enumerate().skip(1) {
+                // `group` is sorted best first, ties by URI, and a weight is at
+                // most 1: once a score is no higher than the best adjusted one,
+                // no piece after it can win (the first of equals does).
+                if s.score <= best_score {
+                    break;
+                }
+                let a = adjusted(s, &taken);
+                if a > best_score {
+                    best = i;
+                    best_score = a;
+                }
+            }
+            let mut s = group.remove(best);
+            s.score = best_score;
+            if !s.piece.path.is_empty() && !s.piece.inline {
+                taken.entry(s.piece.path.clone()).or_default().push(line_span(&s.piece.source_range));
+            }
+            out.push(s);
+        }
     }
 }
 
-/// [`spread_over_files`]'s greedy rounds over `rest`, appending to `out`.
-fn take_spread(mut rest: Vec<ScoredFragment>, taken: &mut HashMap<String, i32>, out: &mut Vec<ScoredFragment>) {
-    sort_scored(&mut rest);
-    let adjusted = |s: &ScoredFragment, taken: &HashMap<String, i32>| {
-        if s.piece.path.is_empty() || s.piece.inline {
-            return s.score;
-        }
-        s.score * PACKED_FILE_DECAY.powi(taken.get(&s.piece.path).copied().unwrap_or(0))
-    };
-    while !rest.is_empty() {
-        let mut best = 0;
-        let mut best_score = adjusted(&rest[0], taken);
-        for (i, s) in rest.iter().enumerate().skip(1) {
-            // A piece's score only falls as its file's pieces are taken: once
-            // the unadjusted score is below the best adjusted one, none after
-            // it can win.
-            if s.score <= best_score {
-                break;
-            }
-            let a = adjusted(s, taken);
-            if a > best_score {
-                best = i;
-                best_score = a;
-            }
-        }
-        let mut s = rest.remove(best);
-        s.score = best_score;
-        if !s.piece.path.is_empty() && !s.piece.inline {
-            *taken.entry(s.piece.path.clone()).or_default() += 1;
-        }
-        out.push(s);
+/// Scores times `scale`, kept to six places and each strictly lower than the
+/// one before it (never below 0), so the order of the scores is the list's.
+fn make_strict(out: &mut [ScoredFragment], scale: f64) {
+    let mut previous = f64::INFINITY;
+    for s in out {
+        let score = ((s.score * scale * 1e6).round() / 1e6).min(previous - SCORE_STEP).max(0.0);
+        s.score = (score * 1e6).round() / 1e6;
+        previous = s.score;
     }
 }
 
