@@ -18,7 +18,7 @@ pub use packer::{
     sort_scored,
 };
 pub use piece::{
-    DEPTH_STEPS, DepthRenderer, InlineRenderer, MIN_FRAGMENT_TOKENS, Piece, PieceRole, cost, heading, is_inside,
-    line_span, source_inside,
+    DEPTH_STEPS, DepthRenderer, InlineRenderer, MIN_FRAGMENT_TOKENS, Piece, PieceRole, cost, file_uri, heading,
+    is_inside, line_span, source_inside,
 };
 pub use summary::{extractive_summary, summary_lines};

@@ -299,6 +299,11 @@ pub fn source_inside(inner_uri: &str, inner_range: &str, outer_uri: &str, outer_
         }
 }
 
+/// The URI of the file node `uri` lies in (`uri` itself for a file).
+pub fn file_uri(uri: &str) -> &str {
+    uri.split_once('#').map_or(uri, |(file, _)| file)
+}
+
 /// Whether `uri` names a node inside the node `ancestor` (`file#A` is inside
 /// `file`, `file#A.b` inside `file#A`).
 pub fn is_inside(uri: &str, ancestor: &str) -> bool {
@@ -312,6 +317,8 @@ mod tests {
 
     #[test]
     fn containment_by_uri() {
+        assert_eq!(file_uri("uko://r/a.py#A.b"), "uko://r/a.py");
+        assert_eq!(file_uri("uko://r/a.py"), "uko://r/a.py");
         assert!(is_inside("uko://r/a.py#A", "uko://r/a.py"));
         assert!(is_inside("uko://r/a.py#A.b", "uko://r/a.py#A"));
         assert!(!is_inside("uko://r/a.py#AB", "uko://r/a.py#A"));

@@ -880,7 +880,7 @@ impl Pipeline {
             let Some((c, quality)) = best else { continue };
             if c.evidence_only {
                 // Stand in with the file itself, at its structure.
-                let file_uri = c.uri.split('#').next().unwrap_or(&c.uri).to_owned();
+                let file_uri = agents_pack::file_uri(&c.uri).to_owned();
                 file_nodes.push(crate::retrieval::Candidate {
                     uri: file_uri,
                     depth: c.depth.min(4),
@@ -930,7 +930,7 @@ impl Pipeline {
             // class and its methods overlap).
             let mut by_file: BTreeMap<&str, usize> = BTreeMap::new();
             for (c, _) in &chosen {
-                let file = c.uri.split('#').next().unwrap_or(&c.uri);
+                let file = agents_pack::file_uri(&c.uri);
                 *by_file.entry(file).or_default() += input.renderer.source_bytes(&c.uri).unwrap_or(0);
             }
             let whole: usize = by_file
