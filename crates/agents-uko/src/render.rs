@@ -11,7 +11,9 @@
 //! | 9 | everything | the complete source |
 //!
 //! Each depth's text is the previous depth's text with more appended (for
-//! 5-8, a longer prefix of the same source). Depth 9 shows the complete
+//! 5-8, a longer prefix of the same source), save that from depth 2 the
+//! imports leave `contains:` for `depends on:`, which lists each resolved to
+//! its file or as an external name (one list of them, not two). Depth 9 shows the complete
 //! source under the title and the relationships, and leaves out what the
 //! source itself shows (the children's names, summaries and signatures, the
 //! node's signature and size, a summary its own lines hold): the whole
@@ -85,9 +87,8 @@ pub fn render(input: &RenderInput<'_>, depth: u8) -> String {
     }
     let mut out = input.node.title();
     out.push('\n');
-    if depth >= 1 && !input.children.is_empty() {
-        let names: Vec<String> =
-            input.children.iter().map(|c| format!("{} {}", c.kind.as_str().replace('_', " "), c.name)).collect();
+    let names = child_names(input, depth);
+    if !names.is_empty() {
         out.push_str(&format!("contains: {}\n", names.join(", ")));
     }
     if depth >= 2 {
@@ -147,6 +148,23 @@ pub fn render(input: &RenderInput<'_>, depth: u8) -> String {
         push_source(&mut out, &source[..keep], total - keep);
     }
     out
+}
+
+/// The `contains:` entries at `depth` (none at 0): each child as `kind name`,
+/// in source order. From depth 2 on, imports are left out when the edges
+/// hold them: `depends on` lists each import, resolved to its file or
+/// external by name.
+fn child_names(input: &RenderInput<'_>, depth: u8) -> Vec<String> {
+    if depth == 0 {
+        return Vec::new();
+    }
+    let imports_listed = depth >= 2 && input.edges.iter().any(|e| e.kind == RefKind::Import);
+    input
+        .children
+        .iter()
+        .filter(|c| !(imports_listed && c.kind == NodeKind::Import))
+        .map(|c| format!("{} {}", c.kind.as_str().replace('_', " "), c.name))
+        .collect()
 }
 
 /// `lines` in a fence, then how many more the excerpt leaves out, if any.
@@ -400,6 +418,38 @@ mod tests {
         assert!(render(&i, 9).contains("summary: Serves the requests.\n```"), "{}", render(&i, 9));
         let all = render_all(&i, &Tokenizer::default());
         assert!(all.windows(2).all(|w| w[0].2 <= w[1].2), "{all:?}");
+    }
+
+    #[test]
+    fn from_depth_two_the_imports_are_listed_once_in_depends_on() {
+        let class = input();
+        let child = |kind, name| NodeView { kind, name, symbol_path: name, ..class.node.clone() };
+        let module = RenderInput {
+            node: NodeView { kind: NodeKind::Module, name: "app.py", symbol_path: "", ..class.node.clone() },
+            children: vec![
+                child(NodeKind::Import, "os"),
+                child(NodeKind::Import, ".util"),
+                child(NodeKind::Function, "load"),
+                child(NodeKind::Function, "load"),
+                child(NodeKind::Class, "App"),
+            ],
+            members: vec![],
+            edges: vec![
+                EdgeView { kind: RefKind::Import, target: "os".into(), external: true },
+                EdgeView { kind: RefKind::Import, target: "src/util.py".into(), external: false },
+            ],
+            file_text: FILE,
+        };
+        assert!(render(&module, 1).contains("contains: import os, import .util, function load, function load, class App\n"));
+        let d2 = render(&module, 2);
+        assert!(d2.contains("contains: function load, function load, class App\n"), "{d2}");
+        assert!(d2.contains("depends on: os (import, external), src/util.py (import)\n"), "{d2}");
+        let imports_only = RenderInput { children: module.children[..2].to_vec(), ..module.clone() };
+        assert!(!render(&imports_only, 2).contains("contains"), "{}", render(&imports_only, 2));
+        // Without the import edges (a caller that supplies none) the
+        // children still name the imports.
+        let no_edges = RenderInput { edges: vec![], ..module.clone() };
+        assert!(render(&no_edges, 2).contains("contains: import os, import .util, function load, function load, class App\n"));
     }
 
     #[test]
