@@ -336,3 +336,56 @@ fn a_session_spends_what_each_run_delivered() {
     assert_eq!(resized["used_tokens"], status["used_tokens"]);
     assert!(fx.engine.session_budget(&session, None, Some(0)).is_err(), "max_tokens 0 leaves no budget");
 }
+
+#[test]
+fn a_c_prototype_brings_its_definition_with_the_headers_words() {
+    // The header documents the API; the source file defines it without a
+    // comment. A question in the header's words gets the definition, whose
+    // body is the answer, ahead of the one-line prototype.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (home, repo) = (root.join("home"), root.join("repo"));
+    let files = [
+        (
+            "include/journal.h",
+            "#ifndef JOURNAL_H\n#define JOURNAL_H\n\nstruct journal;\n\n\
+             /* Write every pending record to the journal file and flush it to disk. */\n\
+             int journal_sync(struct journal *j);\n\n\
+             /* Open the journal kept at path, creating it when missing. */\n\
+             struct journal *journal_open(const char *path);\n\n#endif\n",
+        ),
+        (
+            "src/journal.c",
+            "#include \"journal.h\"\n#include <stdio.h>\n\n\
+             struct journal { FILE *fp; int n; char **rows; };\n\n\
+             int journal_sync(struct journal *j) {\n    for (int i = 0; i < j->n; i++) {\n        \
+             fputs(j->rows[i], j->fp);\n    }\n    j->n = 0;\n    return fflush(j->fp);\n}\n\n\
+             struct journal *journal_open(const char *path) {\n    static struct journal one;\n    \
+             one.fp = fopen(path, \"a\");\n    return one.fp ? &one : NULL;\n}\n",
+        ),
+        ("src/util.c", "int clamp(int v, int lo, int hi) {\n    return v < lo ? lo : v > hi ? hi : v;\n}\n"),
+    ];
+    for (path, text) in files {
+        let file = repo.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    let engine = Engine::open(Home::new(&home), ResolvedConfig::default()).unwrap();
+    let mut options = QueryOptions::new(&repo);
+    options.overrides.text = Some("write pending records to the journal and flush them to disk".to_owned());
+    let v = serde_json::to_value(engine.query(&options).unwrap().report()).unwrap();
+    let fragments = v["fragments"].as_array().unwrap();
+    let score = |f: &Value| f["relevance_score"].as_f64().unwrap();
+    let of = |uri_end: &str| fragments.iter().find(|f| f["uko_node"].as_str().unwrap().ends_with(uri_end));
+    let definition = of("src/journal.c#journal_sync").unwrap_or_else(|| panic!("no definition: {v:#}"));
+    assert!(
+        definition["metadata"]["note"].as_str().is_some_and(|n| n.contains("include/journal.h")),
+        "the note names the header: {definition:#}"
+    );
+    assert_eq!(definition["detail_depth"], 9, "{definition:#}");
+    assert!(definition["content"].as_str().unwrap().contains("fflush(j->fp)"), "{definition:#}");
+    if let Some(prototype) = of("include/journal.h#journal_sync") {
+        assert!(score(definition) > score(prototype), "{v:#}");
+    }
+    assert_eq!(v["ranked_files"][0], "src/journal.c", "{v:#}");
+}

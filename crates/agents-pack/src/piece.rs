@@ -224,6 +224,15 @@ pub trait DepthRenderer: Sync {
         false
     }
 
+    /// The node that defines what the stored node `uri` only declares, as its
+    /// URI and its file's path: a function or method prototype in a C or C++
+    /// header (no body, ending in `;`) whose definition, with its body, is a
+    /// node of the same symbol path elsewhere. `None` when `uri` is no such
+    /// declaration, no definition is indexed, or this renderer has no store.
+    fn definition_of(&self, _uri: &str) -> Option<(String, String)> {
+        None
+    }
+
     /// The stored nodes of the file `path`, in source order; empty when this
     /// renderer has no store.
     fn file_members(&self, _path: &str) -> Vec<FileMember> {

@@ -440,7 +440,9 @@ mod tests {
             ],
             file_text: FILE,
         };
-        assert!(render(&module, 1).contains("contains: import os, import .util, function load, function load, class App\n"));
+        assert!(
+            render(&module, 1).contains("contains: import os, import .util, function load, function load, class App\n")
+        );
         let d2 = render(&module, 2);
         assert!(d2.contains("contains: function load, function load, class App\n"), "{d2}");
         assert!(d2.contains("depends on: os (import, external), src/util.py (import)\n"), "{d2}");
@@ -449,7 +451,10 @@ mod tests {
         // Without the import edges (a caller that supplies none) the
         // children still name the imports.
         let no_edges = RenderInput { edges: vec![], ..module.clone() };
-        assert!(render(&no_edges, 2).contains("contains: import os, import .util, function load, function load, class App\n"));
+        assert!(
+            render(&no_edges, 2)
+                .contains("contains: import os, import .util, function load, function load, class App\n")
+        );
     }
 
     #[test]

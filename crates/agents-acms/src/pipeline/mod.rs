@@ -22,7 +22,7 @@ pub mod enforcer;
 pub mod format;
 pub mod piece;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -590,6 +590,35 @@ fn member_candidates(
     out
 }
 
+/// Replaces each candidate that only declares a function (a C or C++
+/// prototype in a header, [`DepthRenderer::definition_of`]) by its
+/// definition, which takes its place, score and strategy, and a note naming
+/// the header: the header's doc comment is what matches a question, and the
+/// body that does the work is the answer. A definition a run already holds
+/// keeps its better place. Returns each definition proposed so with the
+/// declaration it stands for, whose doc comment the ranker then counts.
+fn definitions_for_declarations(runs: &mut [StrategyRun], renderer: &dyn DepthRenderer) -> HashMap<String, String> {
+    let mut declared: HashMap<String, String> = HashMap::new();
+    for run in runs.iter_mut() {
+        let mut replaced = std::collections::HashSet::new();
+        for c in run.candidates.iter_mut().filter(|c| c.content.is_none() && !c.evidence_only && !c.whole_file) {
+            let Some((uri, path)) = renderer.definition_of(&c.uri) else { continue };
+            if c.note.is_none() {
+                c.note = Some(format!("the definition of what {} declares", c.path));
+            }
+            declared.entry(uri.clone()).or_insert_with(|| c.uri.clone());
+            replaced.insert(uri.clone());
+            c.uri = uri;
+            c.path = path;
+        }
+        if !replaced.is_empty() {
+            let mut seen = std::collections::HashSet::new();
+            run.candidates.retain(|c| !replaced.contains(&c.uri) || seen.insert(c.uri.clone()));
+        }
+    }
+    declared
+}
+
 /// Tokens the preamble is guaranteed: 200, or a tenth of a small budget.
 fn preamble_reserve(available: usize) -> usize {
     PREAMBLE_MAX_TOKENS.min(available / 10)
@@ -710,8 +739,9 @@ impl Pipeline {
                 error: None,
             });
         }
+        let declared = definitions_for_declarations(&mut runs, input.renderer);
         let candidates: usize = runs.iter().map(|r| r.candidates.len()).sum();
-        let (pieces, excluded, below_min_relevance) = self.materialize(&input, &runs, fragment_budget);
+        let (pieces, excluded, below_min_relevance) = self.materialize(&input, &runs, &declared, fragment_budget);
         let skeleton = tracer.run(
             PipelineComponent::SkeletonCompressor,
             &self.skeleton.0,
@@ -812,6 +842,7 @@ impl Pipeline {
         &self,
         input: &RequestInput<'_>,
         runs: &[StrategyRun],
+        declared: &HashMap<String, String>,
         fragment_budget: usize,
     ) -> (Vec<Piece>, Vec<Enforcement>, usize) {
         let mut pieces = Vec::new();
@@ -999,8 +1030,14 @@ impl Pipeline {
                     if !terms.is_empty() {
                         let mut met = 0;
                         let callable = matches!(piece.kind.as_str(), "function" | "method");
+                        // A definition proposed for its declaration also
+                        // holds the words of the declaration's doc comment.
+                        let mut declaration_doc = String::new();
+                        if let Some(declaration) = declared.get(&piece.uko_node) {
+                            input.renderer.with_node_text(declaration, &mut |doc, _| declaration_doc = doc.to_owned());
+                        }
                         let counted = input.renderer.with_node_text(&piece.uko_node, &mut |doc, text| {
-                            met = terms.met_all(&[if callable { doc } else { "" }, text])
+                            met = terms.met_all(&[if callable { doc } else { "" }, &declaration_doc, text])
                         });
                         if !counted {
                             met = terms.met(&piece.content);
@@ -1478,6 +1515,63 @@ mod tests {
     }
 
     /// A store of two files' members and their texts.
+    /// Knows one header prototype, `db.h#DB.Put`, defined in `db.cc`.
+    struct Prototypes;
+
+    impl DepthRenderer for Prototypes {
+        fn render(&self, _piece: &Piece, _depth: u8) -> Option<String> {
+            None
+        }
+
+        fn definition_of(&self, uri: &str) -> Option<(String, String)> {
+            (uri == "uko://r/db.h#DB.Put").then(|| ("uko://r/db.cc#DB.Put".to_owned(), "db.cc".to_owned()))
+        }
+    }
+
+    #[test]
+    fn a_declaration_gives_its_place_to_its_definition() {
+        let candidate = |uri: &str, path: &str, score: f32| crate::retrieval::Candidate {
+            uri: uri.to_owned(),
+            path: path.to_owned(),
+            score,
+            depth: 9,
+            strategy: "arce".to_owned(),
+            note: None,
+            content: None,
+            evidence_only: false,
+            whole_file: false,
+            hops: None,
+            entry: None,
+        };
+        let run = |candidates| StrategyRun {
+            selected: "arce".to_owned(),
+            strategy: Some("arce".to_owned()),
+            fallbacks: Vec::new(),
+            candidates,
+            elapsed_ms: 0,
+            error: None,
+        };
+        let mut runs = vec![
+            run(vec![
+                candidate("uko://r/db.h#DB.Put", "db.h", 0.9),
+                candidate("uko://r/db.h#DB.Get", "db.h", 0.5),
+                candidate("uko://r/db.cc#DB.Put", "db.cc", 0.2),
+            ]),
+            run(vec![candidate("uko://r/db.cc#DB.Put", "db.cc", 0.7), candidate("uko://r/db.h#DB.Put", "db.h", 0.6)]),
+        ];
+        let declared = definitions_for_declarations(&mut runs, &Prototypes);
+        fn listed(run: &StrategyRun) -> Vec<(&str, &str, f32)> {
+            run.candidates.iter().map(|c| (c.uri.as_str(), c.path.as_str(), c.score)).collect()
+        }
+        // The definition takes the prototype's place and score; where the run
+        // held it already, its better place is kept, once.
+        assert_eq!(listed(&runs[0]), [("uko://r/db.cc#DB.Put", "db.cc", 0.9), ("uko://r/db.h#DB.Get", "db.h", 0.5)]);
+        assert_eq!(listed(&runs[1]), [("uko://r/db.cc#DB.Put", "db.cc", 0.7)]);
+        assert_eq!(runs[0].candidates[0].note.as_deref(), Some("the definition of what db.h declares"));
+        assert_eq!(declared.get("uko://r/db.cc#DB.Put").map(String::as_str), Some("uko://r/db.h#DB.Put"));
+        assert_eq!(declared.len(), 1);
+    }
+
     struct Members;
 
     impl Members {

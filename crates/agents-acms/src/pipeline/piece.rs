@@ -82,6 +82,38 @@ impl<'a> StoreRenderer<'a> {
     }
 }
 
+impl StoreRenderer<'_> {
+    /// Whether the function or method `node` comes with its body: its text
+    /// holds a `{` and does not end in `;` (a C or C++ prototype does).
+    fn has_body(&self, node: &UkoNodeRecord) -> Option<bool> {
+        let source = self.source(&node.node.path)?;
+        let start = usize::try_from(node.node.start_byte).ok()?;
+        let end = usize::try_from(node.node.end_byte).ok()?.min(source.len());
+        let text = source.get(start..end)?;
+        Some(text.contains('{') && !text.trim_end().ends_with(';'))
+    }
+}
+
+/// Whether `path` is a C or C++ header, where prototypes declare what a
+/// source file defines.
+fn is_header(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    [".h", ".hh", ".hpp", ".hxx", ".h++", ".inl"].iter().any(|ext| name.ends_with(ext))
+}
+
+/// `symbol` without the ordinals that tell apart a name defined again in
+/// one scope (`Cache.Insert~2` -> `Cache.Insert`).
+fn strip_ordinals(symbol: &str) -> String {
+    symbol
+        .split('.')
+        .map(|segment| match segment.rsplit_once('~') {
+            Some((name, n)) if !name.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
+            _ => segment,
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
 /// The first paragraph of a doc comment: what it says of its node, before
 /// the details, examples and caveats after the first blank line.
 pub(crate) fn doc_summary(doc: &str) -> &str {
@@ -127,6 +159,36 @@ impl DepthRenderer for StoreRenderer<'_> {
         usize::try_from(node.node.end_byte - node.node.start_byte).ok()
     }
 
+    fn definition_of(&self, uri: &str) -> Option<(String, String)> {
+        // Only a symbol of a header (`uko://<resource>/<path>#<symbol>`) can
+        // be one: every other candidate costs no read.
+        if !is_header(uri.split_once('#')?.0) {
+            return None;
+        }
+        let node = self.node(uri)?;
+        if !matches!(node.node.kind.as_str(), "function" | "method") || !is_header(&node.node.path) {
+            return None;
+        }
+        if self.has_body(&node)? {
+            return None;
+        }
+        let symbol = strip_ordinals(&node.node.symbol_path);
+        let found = self.store.uko_find(self.index_id, &symbol).ok()?;
+        // One definition, the same every time: a source file's before a
+        // header's (an inline one), then by URI (the store's order).
+        let mut definitions: Vec<&UkoNodeRecord> = found
+            .iter()
+            .filter(|d| {
+                d.node.uri != node.node.uri
+                    && matches!(d.node.kind.as_str(), "function" | "method")
+                    && strip_ordinals(&d.node.symbol_path) == symbol
+                    && self.has_body(d) == Some(true)
+            })
+            .collect();
+        definitions.sort_by_key(|d| is_header(&d.node.path));
+        definitions.first().map(|d| (d.node.uri.clone(), d.node.path.clone()))
+    }
+
     fn file_members(&self, path: &str) -> Vec<agents_pack::piece::FileMember> {
         let Ok(records) = self.store.uko_file_nodes(self.index_id, path) else { return Vec::new() };
         let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
@@ -165,7 +227,21 @@ impl DepthRenderer for StoreRenderer<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::doc_summary;
+    use super::{doc_summary, is_header, strip_ordinals};
+
+    #[test]
+    fn headers_and_ordinals() {
+        for header in ["include/leveldb/db.h", "src/a.HPP", "x.hh", "y.hxx", "z.inl", "uko://r/cJSON.h"] {
+            assert!(is_header(header), "{header}");
+        }
+        for other in ["src/a.c", "db/db_impl.cc", "a.hs", "h", "include/x.html"] {
+            assert!(!is_header(other), "{other}");
+        }
+        assert_eq!(strip_ordinals("leveldb.LRUCache.Insert~2"), "leveldb.LRUCache.Insert");
+        assert_eq!(strip_ordinals("Cache~2.Cache"), "Cache.Cache");
+        assert_eq!(strip_ordinals("operator~"), "operator~");
+        assert_eq!(strip_ordinals("Foo.~Foo"), "Foo.~Foo");
+    }
 
     #[test]
     fn a_doc_summary_is_the_first_paragraph() {
