@@ -81,6 +81,33 @@ pub struct Candidate {
 }
 
 impl Candidate {
+    /// A candidate for the stored node `uri` of the file `path`, with its
+    /// relevance, depth and strategy, and nothing else: no note, no inline
+    /// content, packed on its own, found by no graph walk, no context entry.
+    /// The other fields are set with struct update syntax
+    /// (`Candidate { note: Some(..), ..Candidate::new(..) }`).
+    pub fn new(
+        uri: impl Into<String>,
+        path: impl Into<String>,
+        score: f32,
+        depth: u8,
+        strategy: impl Into<String>,
+    ) -> Candidate {
+        Candidate {
+            uri: uri.into(),
+            path: path.into(),
+            score,
+            depth,
+            strategy: strategy.into(),
+            note: None,
+            content: None,
+            evidence_only: false,
+            whole_file: false,
+            hops: None,
+            entry: None,
+        }
+    }
+
     /// `piece` as proposed by this candidate of a strategy of `quality`: its
     /// relevance (f32, kept to six places so it prints as computed), hops,
     /// strategy and note.

@@ -42,17 +42,8 @@ impl ContextStrategy for ReadmeFirst {
             .iter()
             .filter(|n| n.node.parent_uri.is_none())
             .map(|n| Candidate {
-                uri: n.node.uri.clone(),
-                path: n.node.path.clone(),
-                score: 1.0,
-                depth: query.depth,
-                strategy: self.name().to_owned(),
                 note: Some("always first".to_owned()),
-                content: None,
-                evidence_only: false,
-                whole_file: false,
-                hops: None,
-                entry: None,
+                ..Candidate::new(n.node.uri.clone(), n.node.path.clone(), 1.0, query.depth, self.name())
             })
             .collect())
     }

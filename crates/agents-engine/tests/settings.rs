@@ -47,22 +47,14 @@ impl ContextStrategy for Recorder {
                 if n.node.parent_uri.is_some() {
                     continue;
                 }
+                let score = match path {
+                    "misc/notes.py" => 0.2,
+                    "graph/walked.py" => 0.1,
+                    _ => 1.0,
+                };
                 out.push(Candidate {
-                    uri: n.node.uri.clone(),
-                    path: n.node.path.clone(),
-                    score: match path {
-                        "misc/notes.py" => 0.2,
-                        "graph/walked.py" => 0.1,
-                        _ => 1.0,
-                    },
-                    depth: 9,
-                    strategy: self.name().to_owned(),
-                    note: None,
-                    content: None,
-                    evidence_only: false,
-                    whole_file: false,
                     hops: path.starts_with("graph/").then_some(3),
-                    entry: None,
+                    ..Candidate::new(n.node.uri.clone(), n.node.path.clone(), score, 9, self.name())
                 });
             }
         }

@@ -87,19 +87,13 @@ impl ContextStrategy for Fake {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let fail = |reason: &str| StrategyError::NothingToDo { strategy: self.name.to_owned(), reason: reason.into() };
         match self.behaviour {
-            Behaviour::Answer => Ok(vec![Candidate {
-                uri: format!("uko://r/{}.py", self.name),
-                path: format!("{}.py", self.name),
-                score: 1.0,
-                depth: 9,
-                strategy: self.name.to_owned(),
-                note: None,
-                content: None,
-                evidence_only: false,
-                whole_file: false,
-                hops: None,
-                entry: None,
-            }]),
+            Behaviour::Answer => Ok(vec![Candidate::new(
+                format!("uko://r/{}.py", self.name),
+                format!("{}.py", self.name),
+                1.0,
+                9,
+                self.name,
+            )]),
             Behaviour::Fail => Err(fail("broken on purpose")),
             Behaviour::UntilCancelled => {
                 // A hang guard, not a timing: the executor stops it long before.

@@ -571,20 +571,11 @@ fn member_candidates(
         }
         found.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then_with(|| a.2.cmp(&b.2)));
         out.extend(found.into_iter().take(MEMBERS_PER_FILE).map(|(met, _, uri)| crate::retrieval::Candidate {
-            uri,
-            path: path.clone(),
-            score: 0.0,
-            depth,
-            strategy: strategy.to_owned(),
             note: Some(format!(
                 "a member of a leading file; its text holds {met} of the query's {} words",
                 terms.len()
             )),
-            content: None,
-            evidence_only: false,
-            whole_file: false,
-            hops: None,
-            entry: None,
+            ..crate::retrieval::Candidate::new(uri, path.clone(), 0.0, depth, strategy)
         }));
     }
     out
@@ -1530,19 +1521,8 @@ mod tests {
 
     #[test]
     fn a_declaration_gives_its_place_to_its_definition() {
-        let candidate = |uri: &str, path: &str, score: f32| crate::retrieval::Candidate {
-            uri: uri.to_owned(),
-            path: path.to_owned(),
-            score,
-            depth: 9,
-            strategy: "arce".to_owned(),
-            note: None,
-            content: None,
-            evidence_only: false,
-            whole_file: false,
-            hops: None,
-            entry: None,
-        };
+        let candidate =
+            |uri: &str, path: &str, score: f32| crate::retrieval::Candidate::new(uri, path, score, 9, "arce");
         let run = |candidates| StrategyRun {
             selected: "arce".to_owned(),
             strategy: Some("arce".to_owned()),

@@ -149,19 +149,7 @@ fn vector_scores(
 fn candidates_from(strategy: &str, scored: Vec<(String, String, f32)>, query: &RetrievalQuery<'_>) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = scored
         .into_iter()
-        .map(|(uri, path, score)| Candidate {
-            depth: query.depth_for_score(score),
-            uri,
-            path,
-            score,
-            strategy: strategy.to_owned(),
-            note: None,
-            content: None,
-            evidence_only: false,
-            whole_file: false,
-            hops: None,
-            entry: None,
-        })
+        .map(|(uri, path, score)| Candidate::new(uri, path, score, query.depth_for_score(score), strategy))
         .collect();
     sort_candidates(&mut out);
     out
@@ -339,17 +327,9 @@ impl ContextStrategy for BreadthDepthNavigator {
             .expand()
             .into_iter()
             .map(|hit| Candidate {
-                depth: query.depth_at(hit.hops),
-                uri: hit.id,
-                path: String::new(),
-                score: hit.score.clamp(0.0, 1.0),
-                strategy: self.name().to_owned(),
                 note: (hit.hops > 0).then(|| format!("{} hop(s) from the focus", hit.hops)),
-                content: None,
-                evidence_only: false,
-                whole_file: false,
                 hops: Some(hit.hops),
-                entry: None,
+                ..Candidate::new(hit.id, "", hit.score.clamp(0.0, 1.0), query.depth_at(hit.hops), self.name())
             })
             .collect();
         keep_useful(backends, &query.filter, candidates, query.pool())
@@ -514,19 +494,8 @@ impl ContextStrategy for Arce {
             .map(|(uri, (path, score))| {
                 let score = (score / best).clamp(0.0, 1.0);
                 let hop = hops.get(&uri).copied().filter(|h| *h != u32::MAX);
-                Candidate {
-                    depth: query.depth_for_score(score).min(query.depth_at(hop.unwrap_or(0))),
-                    uri,
-                    path,
-                    score,
-                    strategy: self.name().to_owned(),
-                    note: None,
-                    content: None,
-                    evidence_only: false,
-                    whole_file: false,
-                    hops: hop,
-                    entry: None,
-                }
+                let depth = query.depth_for_score(score).min(query.depth_at(hop.unwrap_or(0)));
+                Candidate { hops: hop, ..Candidate::new(uri, path, score, depth, self.name()) }
             })
             .collect();
         sort_candidates(&mut candidates);
@@ -635,17 +604,8 @@ impl ContextStrategy for TemporalArchaeology {
                 ),
             };
             candidates.push(Candidate {
-                depth: query.depth_for_score(score),
-                uri,
-                path: path.clone(),
-                score,
-                strategy: self.name().to_owned(),
                 note: Some(format!("changed in {} matching commit(s): {}{history}", touched.len(), shown.join("; "))),
-                content: None,
-                evidence_only: false,
-                whole_file: false,
-                hops: None,
-                entry: None,
+                ..Candidate::new(uri, path.clone(), score, query.depth_for_score(score), self.name())
             });
         }
         // Phase two: neighbours of the best files, at a discount.
@@ -660,17 +620,9 @@ impl ContextStrategy for TemporalArchaeology {
                 .into_iter()
                 .filter(|hit| hit.hops > 0 && !known.contains(&hit.id))
                 .map(|hit| Candidate {
-                    depth: query.depth_at(hit.hops),
-                    uri: hit.id,
-                    path: String::new(),
-                    score: 0.5 * hit.score.clamp(0.0, 1.0),
-                    strategy: self.name().to_owned(),
                     note: Some("next to a file the matching commits changed".to_owned()),
-                    content: None,
-                    evidence_only: false,
-                    whole_file: false,
                     hops: Some(hit.hops),
-                    entry: None,
+                    ..Candidate::new(hit.id, "", 0.5 * hit.score.clamp(0.0, 1.0), query.depth_at(hit.hops), self.name())
                 })
                 .collect();
             candidates.extend(keep_useful(backends, &query.filter, extra, query.pool())?);
@@ -752,18 +704,11 @@ impl ContextStrategy for PlanDecisionContext {
                 let text = format!("{}\n{}", decision.title, decision.body);
                 let overlap = code_tokens(&text).iter().filter(|w| words.contains(*w)).count() as f32;
                 let score = (base * (0.8 + 0.2 * (overlap / words.len().max(1) as f32))).clamp(0.0, 1.0);
+                let uri = format!("plan://{}/decision/{}", ancestor.plan_id, decision.decision_id);
                 candidates.push(Candidate {
-                    uri: format!("plan://{}/decision/{}", ancestor.plan_id, decision.decision_id),
-                    path: String::new(),
-                    score,
-                    depth: query.depth,
-                    strategy: self.name().to_owned(),
                     note: Some(format!("decision on plan {:?} ({} tier)", ancestor.title, decision.tier)),
                     content: Some(format!("Decision: {}\n{}\n", decision.title, decision.body.trim_end())),
-                    evidence_only: false,
-                    whole_file: false,
-                    hops: None,
-                    entry: None,
+                    ..Candidate::new(uri, "", score, query.depth, self.name())
                 });
             }
         }

@@ -696,21 +696,20 @@ pub fn entry_candidates(fragments: &[TieredFragment], query: &str) -> Vec<crate:
             let overlap = words.iter().filter(|w| own.contains(*w)).count() as f32 / words.len().max(1) as f32;
             let label = ["title", "source"].iter().find_map(|k| fragment.metadata().get(*k)).map_or("", String::as_str);
             crate::query::Candidate {
-                uri: format!("context://{}/{}", tiered.project_name(), tiered.fragment_id()),
-                path: String::new(),
-                score: (base + 0.1 * overlap).clamp(0.0, 1.0),
-                depth: fragment.detail_depth(),
-                strategy: CONTEXT_ENTRIES.to_owned(),
                 note: Some(format!("context entry, {} tier: {label}", tiered.tier())),
                 content: Some(format!("{}\n", fragment.content().trim_end())),
-                evidence_only: false,
-                whole_file: false,
-                hops: None,
                 entry: Some(crate::query::EntryOrigin {
                     tier: tiered.tier(),
                     // File and symbol entries name the UKO node they were taken from.
                     node: fragment.uko_node().starts_with("uko://").then(|| fragment.uko_node().to_owned()),
                 }),
+                ..crate::query::Candidate::new(
+                    format!("context://{}/{}", tiered.project_name(), tiered.fragment_id()),
+                    "",
+                    (base + 0.1 * overlap).clamp(0.0, 1.0),
+                    fragment.detail_depth(),
+                    CONTEXT_ENTRIES,
+                )
             }
         })
         .collect();

@@ -156,18 +156,12 @@ impl ContextStrategy for KnowledgeGraphStrategy {
                 text.push_str(&warnings.join("\n"));
                 text.push('\n');
             }
+            let score = (1.0 - i as f32 / (count + 1.0)).clamp(0.0, 1.0);
             candidates.push(Candidate {
-                uri: format!("knowledge://{}", node.id),
-                path: String::new(),
-                score: (1.0 - i as f32 / (count + 1.0)).clamp(0.0, 1.0),
-                depth: query.depth,
-                strategy: KNOWLEDGE_GRAPH.to_owned(),
                 note: Some(if node.pitfall { "knowledge pitfall".into() } else { "knowledge node".into() }),
                 content: Some(text),
-                evidence_only: false,
-                whole_file: false,
                 hops: Some(node.hops),
-                entry: None,
+                ..Candidate::new(format!("knowledge://{}", node.id), "", score, query.depth, KNOWLEDGE_GRAPH)
             });
         }
         Ok(candidates)
