@@ -337,14 +337,28 @@ fn a_session_spends_what_each_run_delivered() {
     assert!(fx.engine.session_budget(&session, None, Some(0)).is_err(), "max_tokens 0 leaves no budget");
 }
 
+/// `files` written under a fresh repository, queried once with `text`: the
+/// `--json` report.
+fn query_tree(files: &[(&str, &str)], text: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (home, repo) = (root.join("home"), root.join("repo"));
+    for (path, content) in files {
+        let file = repo.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, content).unwrap();
+    }
+    let engine = Engine::open(Home::new(&home), ResolvedConfig::default()).unwrap();
+    let mut options = QueryOptions::new(&repo);
+    options.overrides.text = Some(text.to_owned());
+    serde_json::to_value(engine.query(&options).unwrap().report()).unwrap()
+}
+
 #[test]
 fn a_c_prototype_brings_its_definition_with_the_headers_words() {
     // The header documents the API; the source file defines it without a
     // comment. A question in the header's words gets the definition, whose
     // body is the answer, ahead of the one-line prototype.
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    let (home, repo) = (root.join("home"), root.join("repo"));
     let files = [
         (
             "include/journal.h",
@@ -365,15 +379,7 @@ fn a_c_prototype_brings_its_definition_with_the_headers_words() {
         ),
         ("src/util.c", "int clamp(int v, int lo, int hi) {\n    return v < lo ? lo : v > hi ? hi : v;\n}\n"),
     ];
-    for (path, text) in files {
-        let file = repo.join(path);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, text).unwrap();
-    }
-    let engine = Engine::open(Home::new(&home), ResolvedConfig::default()).unwrap();
-    let mut options = QueryOptions::new(&repo);
-    options.overrides.text = Some("write pending records to the journal and flush them to disk".to_owned());
-    let v = serde_json::to_value(engine.query(&options).unwrap().report()).unwrap();
+    let v = query_tree(&files, "write pending records to the journal and flush them to disk");
     let fragments = v["fragments"].as_array().unwrap();
     let score = |f: &Value| f["relevance_score"].as_f64().unwrap();
     let of = |uri_end: &str| fragments.iter().find(|f| f["uko_node"].as_str().unwrap().ends_with(uri_end));
@@ -388,4 +394,41 @@ fn a_c_prototype_brings_its_definition_with_the_headers_words() {
         assert!(score(definition) > score(prototype), "{v:#}");
     }
     assert_eq!(v["ranked_files"][0], "src/journal.c", "{v:#}");
+}
+
+#[test]
+fn an_interface_method_brings_its_one_implementation() {
+    // Java: the interface documents the method, the class that implements
+    // it holds the code under another symbol path.
+    let files = [
+        (
+            "src/main/java/shop/Journal.java",
+            "package shop;\n\npublic interface Journal {\n    \
+             /** Write every pending record to the journal file and flush it to disk. */\n    \
+             int sync();\n\n    /** How many records wait. */\n    int pending();\n}\n",
+        ),
+        (
+            "src/main/java/shop/FileJournal.java",
+            "package shop;\n\nimport java.io.Writer;\nimport java.util.List;\n\n\
+             public class FileJournal implements Journal {\n    private Writer out;\n    private List<String> rows;\n\n    \
+             public int sync() {\n        for (String row : rows) {\n            out.write(row);\n        }\n        \
+             rows.clear();\n        out.flush();\n        return 0;\n    }\n\n    \
+             public int pending() {\n        return rows.size();\n    }\n}\n",
+        ),
+    ];
+    let v = query_tree(&files, "write pending records to the journal and flush them to disk");
+    let fragments = v["fragments"].as_array().unwrap();
+    let implementation = fragments
+        .iter()
+        .find(|f| f["uko_node"].as_str().unwrap().ends_with("FileJournal.java#FileJournal.sync"))
+        .unwrap_or_else(|| panic!("no implementation: {v:#}"));
+    assert!(
+        implementation["metadata"]["note"].as_str().is_some_and(|n| n.contains("Journal.java")),
+        "the note names the interface's file: {implementation:#}"
+    );
+    assert!(implementation["content"].as_str().unwrap().contains("out.flush()"), "{implementation:#}");
+    assert!(
+        !fragments.iter().any(|f| f["uko_node"].as_str().unwrap().ends_with("/Journal.java#Journal.sync")),
+        "the declaration gave its place: {v:#}"
+    );
 }

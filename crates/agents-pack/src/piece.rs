@@ -225,10 +225,13 @@ pub trait DepthRenderer: Sync {
     }
 
     /// The node that defines what the stored node `uri` only declares, as its
-    /// URI and its file's path: a function or method prototype in a C or C++
-    /// header (no body, ending in `;`) whose definition, with its body, is a
-    /// node of the same symbol path elsewhere. `None` when `uri` is no such
-    /// declaration, no definition is indexed, or this renderer has no store.
+    /// URI and its file's path: for a function or method prototype in a C or
+    /// C++ header (no body, ending in `;`), the node of the same symbol path
+    /// that has its body; for a method an interface declares without a body
+    /// (Java, C#, Kotlin, TypeScript, Swift, Scala, PHP), the one method of
+    /// that name, with a body, of the classes that inherit the interface.
+    /// `None` when `uri` is no such declaration, there is no such definition
+    /// (or, for an interface, more than one), or this renderer has no store.
     fn definition_of(&self, _uri: &str) -> Option<(String, String)> {
         None
     }

@@ -582,10 +582,10 @@ fn member_candidates(
 }
 
 /// Replaces each candidate that only declares a function (a C or C++
-/// prototype in a header, [`DepthRenderer::definition_of`]) by its
-/// definition, which takes its place, score and strategy, and a note naming
-/// the header: the header's doc comment is what matches a question, and the
-/// body that does the work is the answer. A definition a run already holds
+/// prototype in a header, an interface's method: [`DepthRenderer::definition_of`])
+/// by its definition, which takes its place, score and strategy, and a note
+/// naming the declaring file: the declaration's doc comment is what matches a
+/// question, and the body that does the work is the answer. A definition a run already holds
 /// keeps its better place. Returns each definition proposed so with the
 /// declaration it stands for, whose doc comment the ranker then counts.
 fn definitions_for_declarations(runs: &mut [StrategyRun], renderer: &dyn DepthRenderer) -> HashMap<String, String> {

@@ -83,6 +83,34 @@ impl<'a> StoreRenderer<'a> {
 }
 
 impl StoreRenderer<'_> {
+    /// The one implementation of the interface method `node` (declared
+    /// without a body): the method of the same name, with a body, of the
+    /// classes whose `inherits` edges resolve to its interface. `None` when
+    /// its parent is no interface or there is not exactly one.
+    fn implementation_of(&self, node: &UkoNodeRecord) -> Option<(String, String)> {
+        let parent = self.node(node.node.parent_uri.as_deref()?)?;
+        if parent.node.kind != "interface" {
+            return None;
+        }
+        let refs = self.store.uko_refs_to(self.index_id, &parent.node.uri).ok()?;
+        let mut classes: Vec<&str> =
+            refs.iter().filter(|r| r.kind == "inherits").map(|r| r.from_uri.as_str()).collect();
+        classes.sort_unstable();
+        classes.dedup();
+        let mut found: Vec<(String, String)> = Vec::new();
+        for class in classes {
+            for member in self.store.uko_children(self.index_id, class).ok()? {
+                if member.node.name == node.node.name
+                    && member.node.kind == "method"
+                    && self.has_body(&member) == Some(true)
+                {
+                    found.push((member.node.uri, member.node.path));
+                }
+            }
+        }
+        (found.len() == 1).then(|| found.remove(0))
+    }
+
     /// Whether the function or method `node` comes with its body: its text
     /// holds a `{` and does not end in `;` (a C or C++ prototype does).
     fn has_body(&self, node: &UkoNodeRecord) -> Option<bool> {
@@ -99,6 +127,14 @@ impl StoreRenderer<'_> {
 fn is_header(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
     [".h", ".hh", ".hpp", ".hxx", ".h++", ".inl"].iter().any(|ext| name.ends_with(ext))
+}
+
+/// Whether `path` is in a language whose interfaces declare methods that
+/// classes implement under other names (`Connection.execute`,
+/// `HttpConnection.execute`).
+fn has_interfaces(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    [".java", ".cs", ".kt", ".ts", ".tsx", ".swift", ".scala", ".php"].iter().any(|ext| name.ends_with(ext))
 }
 
 /// `symbol` without the ordinals that tell apart a name defined again in
@@ -160,17 +196,20 @@ impl DepthRenderer for StoreRenderer<'_> {
     }
 
     fn definition_of(&self, uri: &str) -> Option<(String, String)> {
-        // Only a symbol of a header (`uko://<resource>/<path>#<symbol>`) can
-        // be one: every other candidate costs no read.
-        if !is_header(uri.split_once('#')?.0) {
+        // Only a symbol of a header or of a language with interfaces
+        // (`uko://<resource>/<path>#<symbol>`) can be one: every other
+        // candidate costs no read.
+        let file = uri.split_once('#')?.0;
+        let header = is_header(file);
+        if !header && !has_interfaces(file) {
             return None;
         }
         let node = self.node(uri)?;
-        if !matches!(node.node.kind.as_str(), "function" | "method") || !is_header(&node.node.path) {
+        if !matches!(node.node.kind.as_str(), "function" | "method") || self.has_body(&node)? {
             return None;
         }
-        if self.has_body(&node)? {
-            return None;
+        if !header {
+            return self.implementation_of(&node);
         }
         let symbol = strip_ordinals(&node.node.symbol_path);
         let found = self.store.uko_find(self.index_id, &symbol).ok()?;
@@ -227,7 +266,7 @@ impl DepthRenderer for StoreRenderer<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{doc_summary, is_header, strip_ordinals};
+    use super::{doc_summary, has_interfaces, is_header, strip_ordinals};
 
     #[test]
     fn headers_and_ordinals() {
@@ -236,6 +275,14 @@ mod tests {
         }
         for other in ["src/a.c", "db/db_impl.cc", "a.hs", "h", "include/x.html"] {
             assert!(!is_header(other), "{other}");
+        }
+        for interfaces in
+            ["src/main/java/a/B.java", "Src/Store.CS", "a.kt", "b.ts", "c.tsx", "d.swift", "e.scala", "f.php"]
+        {
+            assert!(has_interfaces(interfaces), "{interfaces}");
+        }
+        for other in ["a.py", "b.go", "c.rs", "d.js", "e.h"] {
+            assert!(!has_interfaces(other), "{other}");
         }
         assert_eq!(strip_ordinals("leveldb.LRUCache.Insert~2"), "leveldb.LRUCache.Insert");
         assert_eq!(strip_ordinals("Cache~2.Cache"), "Cache.Cache");
