@@ -582,12 +582,13 @@ fn member_candidates(
 }
 
 /// Replaces each candidate that only declares a function (a C or C++
-/// prototype in a header, an interface's method: [`DepthRenderer::definition_of`])
-/// by its definition, which takes its place, score and strategy, and a note
-/// naming the declaring file: the declaration's doc comment is what matches a
-/// question, and the body that does the work is the answer. A definition a run already holds
-/// keeps its better place. Returns each definition proposed so with the
-/// declaration it stands for, whose doc comment the ranker then counts.
+/// prototype in a header, an interface's method:
+/// [`DepthRenderer::definition_of`]) by its definition, which takes its
+/// place, score and strategy, and a note naming the declaring file: the
+/// declaration's doc comment is what matches a question, and the body that
+/// does the work is the answer. A definition a run already holds keeps its
+/// better place. Returns each definition proposed so with the declaration it
+/// stands for, whose doc comment the ranker then counts.
 fn definitions_for_declarations(runs: &mut [StrategyRun], renderer: &dyn DepthRenderer) -> HashMap<String, String> {
     let mut declared: HashMap<String, String> = HashMap::new();
     for run in runs.iter_mut() {
@@ -1505,7 +1506,6 @@ mod tests {
         Tokenizer::new(Encoding::O200kBase)
     }
 
-    /// A store of two files' members and their texts.
     /// Knows one header prototype, `db.h#DB.Put`, defined in `db.cc`.
     struct Prototypes;
 
@@ -1552,6 +1552,7 @@ mod tests {
         assert_eq!(declared.len(), 1);
     }
 
+    /// A store of two files' members and their texts.
     struct Members;
 
     impl Members {

@@ -115,26 +115,36 @@ impl StoreRenderer<'_> {
     /// holds a `{` and does not end in `;` (a C or C++ prototype does).
     fn has_body(&self, node: &UkoNodeRecord) -> Option<bool> {
         let source = self.source(&node.node.path)?;
-        let start = usize::try_from(node.node.start_byte).ok()?;
-        let end = usize::try_from(node.node.end_byte).ok()?.min(source.len());
-        let text = source.get(start..end)?;
+        let text = node_text(&source, node)?;
         Some(text.contains('{') && !text.trim_end().ends_with(';'))
     }
+}
+
+/// The source of `node` in its file's text `source`; a whole file's node
+/// may record no byte range: it is the whole text.
+fn node_text<'s>(source: &'s str, node: &UkoNodeRecord) -> Option<&'s str> {
+    let start = usize::try_from(node.node.start_byte).unwrap_or(0);
+    let end = usize::try_from(node.node.end_byte).unwrap_or(0).min(source.len());
+    if end <= start { Some(source) } else { source.get(start..end) }
+}
+
+/// Whether the file name of `path` ends with one of `suffixes`, in any case.
+fn name_ends_with(path: &str, suffixes: &[&str]) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    suffixes.iter().any(|suffix| name.ends_with(suffix))
 }
 
 /// Whether `path` is a C or C++ header, where prototypes declare what a
 /// source file defines.
 fn is_header(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
-    [".h", ".hh", ".hpp", ".hxx", ".h++", ".inl"].iter().any(|ext| name.ends_with(ext))
+    name_ends_with(path, &[".h", ".hh", ".hpp", ".hxx", ".h++", ".inl"])
 }
 
 /// Whether `path` is in a language whose interfaces declare methods that
 /// classes implement under other names (`Connection.execute`,
 /// `HttpConnection.execute`).
 fn has_interfaces(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
-    [".java", ".cs", ".kt", ".ts", ".tsx", ".swift", ".scala", ".php"].iter().any(|ext| name.ends_with(ext))
+    name_ends_with(path, &[".java", ".cs", ".kt", ".ts", ".tsx", ".swift", ".scala", ".php"])
 }
 
 /// `symbol` without the ordinals that tell apart a name defined again in
@@ -255,10 +265,7 @@ impl DepthRenderer for StoreRenderer<'_> {
     fn with_node_text(&self, uri: &str, read: &mut dyn FnMut(&str, &str)) -> bool {
         let Some(node) = self.node(uri) else { return false };
         let Some(source) = self.source(&node.node.path) else { return false };
-        let start = usize::try_from(node.node.start_byte).unwrap_or(0);
-        let end = usize::try_from(node.node.end_byte).unwrap_or(0).min(source.len());
-        // A whole file's node may record no byte range: it is the whole text.
-        let text = if end <= start { Some(source.as_str()) } else { source.get(start..end) };
+        let text = node_text(&source, &node);
         let doc = doc_summary(node.node.doc.as_deref().unwrap_or(""));
         text.map(|text| read(doc, text)).is_some()
     }
