@@ -638,7 +638,9 @@ impl QueryNames {
                 return if !found.is_empty() && (only_qualifier || only_of_other) { 0.5 } else { 1.0 };
             }
             if name.len() >= 4 {
-                let outer = segments.iter().rev().skip(1).any(|s| s.len() >= 3 && has(s));
+                // An enclosing name the query holds too; a constructor's
+                // (`Range.Range`) is its own name, not a second word.
+                let outer = segments.iter().rev().skip(1).any(|s| s.len() >= 3 && !s.eq_ignore_ascii_case(name) && has(s));
                 return if outer { 1.0 } else { 0.3 };
             }
             return 0.0;
@@ -857,6 +859,10 @@ mod tests {
         assert_eq!(name_match("InteractivePrinter::print_line MyInteractivePrinter", printer), 0.5);
         // Plain words alone say little; short names and files nothing.
         assert_eq!(name_match("the version decorator", "uko://R/d.py#argument.decorator"), 0.3);
+        assert_eq!(name_match("the version of a decorator argument", "uko://R/d.py#argument.decorator"), 1.0);
+        // A constructor's enclosing name is its own: one plain word, not two.
+        assert_eq!(name_match("references in the 128-159 range", "uko://R/Range.java#Range.Range~3"), 0.3);
+        assert_eq!(name_match("decode a character", "uko://R/Token.java#Token.Character.Character"), 0.3);
         assert_eq!(name_match("get the value", "uko://R/d.py#get"), 0.0);
         assert_eq!(name_match("sessions", "uko://R/src/sessions.py"), 0.0);
     }
