@@ -516,8 +516,12 @@ pub const MEMBER_MIN_SHARE: f64 = 0.3;
 /// [`MEMBER_FILES`] best-standing source files (`ranked`: the files a strategy
 /// proposed pieces of, best first) whose text holds at least
 /// [`MEMBER_MIN_SHARE`] of the query's words (and two of them), the
-/// [`MEMBERS_PER_FILE`] holding most per file (the longer first on a tie), of
-/// the kinds and under the paths the request's `filter` lets through. A
+/// [`MEMBERS_PER_FILE`] holding most per file (the longer first on a tie),
+/// and every one the query names outright ([`crate::retrieval::QueryNames::of`]
+/// 1: `RouteFuture.poll` for "RouteFuture and its Future::poll
+/// implementation", whose text holds neither `RouteFuture` nor
+/// `implementation`), of the kinds and under the paths the request's `filter`
+/// lets through. A
 /// strategy's lists are ranked over the whole repository, so the long
 /// function that does the work in a file the evidence ranks high (gin's
 /// `node.getValue` for "how does gin match a request path against the route
@@ -532,6 +536,7 @@ fn member_candidates(
     ranked: &[String],
     proposed: &std::collections::HashSet<&str>,
     terms: &agents_search::QueryTerms,
+    names: &crate::retrieval::QueryNames,
     filter: &agents_search::SearchFilter,
     strategy: &str,
     depth: u8,
@@ -556,6 +561,7 @@ fn member_candidates(
             continue;
         }
         let mut found: Vec<(usize, usize, String)> = Vec::new();
+        let mut named: Vec<(usize, String)> = Vec::new();
         for member in renderer.file_members(path) {
             if !matches!(member.kind.as_str(), "function" | "method")
                 || !kind_allowed(&member.kind)
@@ -565,10 +571,19 @@ fn member_candidates(
                 continue;
             }
             let met = terms.met_within(&occurrences, member.bytes.clone(), &member.doc);
-            if met as f64 >= needed {
+            if names.of(&member.uri) >= 1.0 {
+                named.push((met, member.uri));
+            } else if met as f64 >= needed {
                 found.push((met, member.bytes.len(), member.uri));
             }
         }
+        out.extend(named.into_iter().map(|(met, uri)| crate::retrieval::Candidate {
+            note: Some(format!(
+                "a member of a leading file the query names; its text holds {met} of the query's {} words",
+                terms.len()
+            )),
+            ..crate::retrieval::Candidate::new(uri, path.clone(), 0.0, depth, strategy)
+        }));
         found.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then_with(|| a.2.cmp(&b.2)));
         out.extend(found.into_iter().take(MEMBERS_PER_FILE).map(|(met, _, uri)| crate::retrieval::Candidate {
             note: Some(format!(
@@ -933,6 +948,7 @@ impl Pipeline {
                 &leading,
                 &proposed,
                 &terms,
+                &names,
                 &input.query.filter,
                 &strategy,
                 input.query.depth,
@@ -1620,10 +1636,11 @@ mod tests {
 
     #[test]
     fn members_of_leading_files_that_hold_the_question_are_proposed() {
-        let terms = agents_search::QueryTerms::new("how does gin match a request path against the route tree");
+        let question = "how does gin match a request path against the route tree";
+        let (terms, names) = (agents_search::QueryTerms::new(question), crate::retrieval::QueryNames::new(question));
         let ranked = vec!["tree_test.go".to_owned(), "tree.go".to_owned()];
         let proposed: std::collections::HashSet<&str> = ["uko://r/tree.go#node.addRoute"].into_iter().collect();
-        let out = member_candidates(&Members, &ranked, &proposed, &terms, &Default::default(), "arce", 9);
+        let out = member_candidates(&Members, &ranked, &proposed, &terms, &names, &Default::default(), "arce", 9);
         // Not a test file's, not one already proposed, not a variable, a struct
         // or a test module's, and those whose text holds enough of the question.
         let uris: Vec<&str> = out.iter().map(|c| c.uri.as_str()).collect();
@@ -1643,9 +1660,24 @@ mod tests {
         );
         // Nor against the request's kinds or paths.
         let modules = agents_search::SearchFilter { kinds: vec!["module".to_owned()], ..Default::default() };
-        assert!(member_candidates(&Members, &ranked, &proposed, &terms, &modules, "arce", 9).is_empty());
+        assert!(member_candidates(&Members, &ranked, &proposed, &terms, &names, &modules, "arce", 9).is_empty());
         let elsewhere = agents_search::SearchFilter { paths_prefix: vec!["src/".to_owned()], ..Default::default() };
-        assert!(member_candidates(&Members, &ranked, &proposed, &terms, &elsewhere, "arce", 9).is_empty());
+        assert!(member_candidates(&Members, &ranked, &proposed, &terms, &names, &elsewhere, "arce", 9).is_empty());
+        // One the query names outright is proposed whatever words its text
+        // holds, beside the three holding most.
+        let question = "countParams in the route tree";
+        let (terms, names) = (agents_search::QueryTerms::new(question), crate::retrieval::QueryNames::new(question));
+        let out = member_candidates(&Members, &ranked, &proposed, &terms, &names, &Default::default(), "arce", 9);
+        let uris: Vec<&str> = out.iter().map(|c| c.uri.as_str()).collect();
+        assert_eq!(
+            uris,
+            ["uko://r/tree.go#countParams", "uko://r/tree.go#node.getValue", "uko://r/tree.go#node.nextSegment"]
+        );
+        assert!(
+            out[0].note.as_deref().is_some_and(|n| n.contains("the query names; its text holds 1 of")),
+            "{:?}",
+            out[0].note
+        );
         // A question without content words proposes nothing.
         assert!(
             member_candidates(
@@ -1653,6 +1685,7 @@ mod tests {
                 &ranked,
                 &proposed,
                 &agents_search::QueryTerms::new("how does it"),
+                &crate::retrieval::QueryNames::new("how does it"),
                 &Default::default(),
                 "arce",
                 9

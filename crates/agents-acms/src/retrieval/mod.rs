@@ -640,7 +640,8 @@ impl QueryNames {
             if name.len() >= 4 {
                 // An enclosing name the query holds too; a constructor's
                 // (`Range.Range`) is its own name, not a second word.
-                let outer = segments.iter().rev().skip(1).any(|s| s.len() >= 3 && !s.eq_ignore_ascii_case(name) && has(s));
+                let outer =
+                    segments.iter().rev().skip(1).any(|s| s.len() >= 3 && !s.eq_ignore_ascii_case(name) && has(s));
                 return if outer { 1.0 } else { 0.3 };
             }
             return 0.0;
