@@ -505,6 +505,15 @@ pub fn scaled_by_priority(value: u64, priority: f64) -> u64 {
     (value as f64 * (0.5 + priority.clamp(0.0, 1.0))).round() as u64
 }
 
+/// What a request asks of the members [`member_candidates`] proposes: the
+/// query's words, the names it gives, and the kinds and paths it lets through.
+#[derive(Clone, Copy)]
+struct MembersAsked<'a> {
+    terms: &'a agents_search::QueryTerms,
+    names: &'a crate::retrieval::QueryNames,
+    filter: &'a agents_search::SearchFilter,
+}
+
 /// How many of the best-standing files [`member_candidates`] reads.
 pub const MEMBER_FILES: usize = 12;
 /// How many members of one file [`member_candidates`] proposes at most.
@@ -535,12 +544,11 @@ fn member_candidates(
     renderer: &dyn DepthRenderer,
     ranked: &[String],
     proposed: &std::collections::HashSet<&str>,
-    terms: &agents_search::QueryTerms,
-    names: &crate::retrieval::QueryNames,
-    filter: &agents_search::SearchFilter,
+    asked: &MembersAsked<'_>,
     strategy: &str,
     depth: u8,
 ) -> Vec<crate::retrieval::Candidate> {
+    let MembersAsked { terms, names, filter } = *asked;
     if terms.is_empty() {
         return Vec::new();
     }
@@ -947,9 +955,7 @@ impl Pipeline {
                 input.renderer,
                 &leading,
                 &proposed,
-                &terms,
-                &names,
-                &input.query.filter,
+                &MembersAsked { terms: &terms, names: &names, filter: &input.query.filter },
                 &strategy,
                 input.query.depth,
             );
@@ -1634,13 +1640,22 @@ mod tests {
         }
     }
 
+    fn asked<'a>(
+        terms: &'a agents_search::QueryTerms,
+        names: &'a crate::retrieval::QueryNames,
+        filter: &'a agents_search::SearchFilter,
+    ) -> MembersAsked<'a> {
+        MembersAsked { terms, names, filter }
+    }
+
     #[test]
     fn members_of_leading_files_that_hold_the_question_are_proposed() {
+        let everything = agents_search::SearchFilter::default();
         let question = "how does gin match a request path against the route tree";
         let (terms, names) = (agents_search::QueryTerms::new(question), crate::retrieval::QueryNames::new(question));
         let ranked = vec!["tree_test.go".to_owned(), "tree.go".to_owned()];
         let proposed: std::collections::HashSet<&str> = ["uko://r/tree.go#node.addRoute"].into_iter().collect();
-        let out = member_candidates(&Members, &ranked, &proposed, &terms, &names, &Default::default(), "arce", 9);
+        let out = member_candidates(&Members, &ranked, &proposed, &asked(&terms, &names, &everything), "arce", 9);
         // Not a test file's, not one already proposed, not a variable, a struct
         // or a test module's, and those whose text holds enough of the question.
         let uris: Vec<&str> = out.iter().map(|c| c.uri.as_str()).collect();
@@ -1660,14 +1675,18 @@ mod tests {
         );
         // Nor against the request's kinds or paths.
         let modules = agents_search::SearchFilter { kinds: vec!["module".to_owned()], ..Default::default() };
-        assert!(member_candidates(&Members, &ranked, &proposed, &terms, &names, &modules, "arce", 9).is_empty());
+        assert!(
+            member_candidates(&Members, &ranked, &proposed, &asked(&terms, &names, &modules), "arce", 9).is_empty()
+        );
         let elsewhere = agents_search::SearchFilter { paths_prefix: vec!["src/".to_owned()], ..Default::default() };
-        assert!(member_candidates(&Members, &ranked, &proposed, &terms, &names, &elsewhere, "arce", 9).is_empty());
+        assert!(
+            member_candidates(&Members, &ranked, &proposed, &asked(&terms, &names, &elsewhere), "arce", 9).is_empty()
+        );
         // One the query names outright is proposed whatever words its text
         // holds, beside the three holding most.
         let question = "countParams in the route tree";
         let (terms, names) = (agents_search::QueryTerms::new(question), crate::retrieval::QueryNames::new(question));
-        let out = member_candidates(&Members, &ranked, &proposed, &terms, &names, &Default::default(), "arce", 9);
+        let out = member_candidates(&Members, &ranked, &proposed, &asked(&terms, &names, &everything), "arce", 9);
         let uris: Vec<&str> = out.iter().map(|c| c.uri.as_str()).collect();
         assert_eq!(
             uris,
@@ -1679,18 +1698,10 @@ mod tests {
             out[0].note
         );
         // A question without content words proposes nothing.
+        let (terms, names) =
+            (agents_search::QueryTerms::new("how does it"), crate::retrieval::QueryNames::new("how does it"));
         assert!(
-            member_candidates(
-                &Members,
-                &ranked,
-                &proposed,
-                &agents_search::QueryTerms::new("how does it"),
-                &crate::retrieval::QueryNames::new("how does it"),
-                &Default::default(),
-                "arce",
-                9
-            )
-            .is_empty()
+            member_candidates(&Members, &ranked, &proposed, &asked(&terms, &names, &everything), "arce", 9).is_empty()
         );
     }
 
