@@ -530,9 +530,8 @@ pub const MEMBER_MIN_SHARE: f64 = 0.3;
 /// 1: `RouteFuture.poll` for "RouteFuture and its Future::poll
 /// implementation", whose text holds neither `RouteFuture` nor
 /// `implementation`), of the kinds and under the paths the request's `filter`
-/// lets through. A
-/// strategy's lists are ranked over the whole repository, so the long
-/// function that does the work in a file the evidence ranks high (gin's
+/// lets through. A strategy's lists are ranked over the whole repository, so
+/// the long function that does the work in a file the evidence ranks high (gin's
 /// `node.getValue` for "how does gin match a request path against the route
 /// tree") can miss them all while its file leads. Classes and other
 /// containers are left out: a large one holds most words of any question
