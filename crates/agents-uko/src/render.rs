@@ -14,8 +14,8 @@
 //! 5-8, a longer prefix of the same source), save that from depth 2 the
 //! imports leave `contains:` for `depends on:`, which lists each resolved to
 //! its file or as an external name (one list of them, not two). Depth 9
-//! shows the complete source under the title and the relationships, and leaves out what the
-//! source itself shows (the children's names, summaries and signatures, the
+//! shows the complete source under the title and the relationships, and
+//! leaves out what the source itself shows (the children's names, summaries and signatures, the
 //! node's signature and size, a summary its own lines hold): the whole
 //! answer for fewer tokens. [`render_all`] keeps token counts from
 //! decreasing with depth. Rendering is pure: the caller supplies the node,

@@ -584,21 +584,16 @@ fn member_candidates(
                 found.push((met, member.bytes.len(), member.uri));
             }
         }
-        out.extend(named.into_iter().map(|(met, uri)| crate::retrieval::Candidate {
+        let propose = |uri: String, why: &str, met: usize| crate::retrieval::Candidate {
             note: Some(format!(
-                "a member of a leading file the query names; its text holds {met} of the query's {} words",
+                "a member of a leading file{why}; its text holds {met} of the query's {} words",
                 terms.len()
             )),
             ..crate::retrieval::Candidate::new(uri, path.clone(), 0.0, depth, strategy)
-        }));
+        };
+        out.extend(named.into_iter().map(|(met, uri)| propose(uri, " the query names", met)));
         found.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then_with(|| a.2.cmp(&b.2)));
-        out.extend(found.into_iter().take(MEMBERS_PER_FILE).map(|(met, _, uri)| crate::retrieval::Candidate {
-            note: Some(format!(
-                "a member of a leading file; its text holds {met} of the query's {} words",
-                terms.len()
-            )),
-            ..crate::retrieval::Candidate::new(uri, path.clone(), 0.0, depth, strategy)
-        }));
+        out.extend(found.into_iter().take(MEMBERS_PER_FILE).map(|(met, _, uri)| propose(uri, "", met)));
     }
     out
 }

@@ -144,20 +144,16 @@ fn is_header(path: &str) -> bool {
 /// classes implement under other names (`Connection.execute`,
 /// `HttpConnection.execute`).
 fn has_interfaces(path: &str) -> bool {
-    name_ends_with(path, &[".java", ".cs", ".kt", ".ts", ".tsx", ".swift", ".scala", ".php"])
+    matches!(
+        agents_uko::language::detect_language(path, None),
+        "java" | "csharp" | "kotlin" | "typescript" | "tsx" | "swift" | "scala" | "php"
+    )
 }
 
 /// `symbol` without the ordinals that tell apart a name defined again in
 /// one scope (`Cache.Insert~2` -> `Cache.Insert`).
 fn strip_ordinals(symbol: &str) -> String {
-    symbol
-        .split('.')
-        .map(|segment| match segment.rsplit_once('~') {
-            Some((name, n)) if !name.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
-            _ => segment,
-        })
-        .collect::<Vec<_>>()
-        .join(".")
+    symbol.split('.').map(crate::retrieval::without_ordinal).collect::<Vec<_>>().join(".")
 }
 
 /// The first paragraph of a doc comment: what it says of its node, before

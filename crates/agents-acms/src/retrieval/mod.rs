@@ -609,11 +609,7 @@ impl QueryNames {
         // A name defined more than once in its scope carries its ordinal
         // (`field_validator~4`: the implementation after three overloads);
         // the query names it without.
-        let segments: Vec<&str> = symbol
-            .split(['.', ':'])
-            .map(|s| s.split_once('~').map_or(s, |(name, _)| name))
-            .filter(|s| !s.is_empty())
-            .collect();
+        let segments: Vec<&str> = symbol.split(['.', ':']).map(without_ordinal).filter(|s| !s.is_empty()).collect();
         let Some(name) = segments.last().copied() else { return 0.0 };
         let lower = name.to_lowercase();
         let has = |w: &str| self.words.contains(&w.to_lowercase());
@@ -652,6 +648,16 @@ impl QueryNames {
             return 0.5;
         }
         0.0
+    }
+}
+
+/// A symbol path's segment without the ordinal that tells apart a name
+/// defined again in one scope (`field_validator~4` -> `field_validator`); a
+/// C++ destructor's `~` (`~Cache`) is part of its name.
+pub fn without_ordinal(segment: &str) -> &str {
+    match segment.rsplit_once('~') {
+        Some((name, n)) if !name.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => segment,
     }
 }
 
