@@ -455,9 +455,12 @@ pub trait FragmentDeduplicator: Send + Sync {
 }
 
 /// Merges pieces of the same UKO node (best relevance wins, strategies and the
-/// deepest requested depth are kept), then drops pieces whose content hashes
-/// equal an earlier one's, then near-duplicates: texts of at least 40 words whose
-/// word-trigram sets overlap by 90% or more (Jaccard). Input order is kept.
+/// deepest requested depth are kept), then drops copies: pieces whose content
+/// hashes equal another's, then near-duplicates (texts of at least 40 words whose
+/// word-trigram sets overlap by 90% or more, Jaccard). Of two copies the one
+/// whose file stands higher in the evidence stays (the earlier on a tie), so a
+/// helper pasted into two files does not take the better file's only piece.
+/// Input order is kept.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DefaultDeduplicator;
 
@@ -524,11 +527,16 @@ impl FragmentDeduplicator for DefaultDeduplicator {
                 }
             }
         }
-        // Content hash, then near-duplicate text.
+        // Content hash, then near-duplicate text: of two copies (a helper
+        // pasted into two files), the one whose file stands higher in the
+        // evidence is kept, the earlier on a tie; the kept keep their order.
+        let mut by_standing: Vec<usize> = (0..merged.len()).collect();
+        by_standing.sort_by(|&a, &b| merged[b].file_standing.total_cmp(&merged[a].file_standing).then(a.cmp(&b)));
         let mut hashes = HashSet::new();
         let mut kept_shingles: Vec<HashSet<u64>> = Vec::new();
-        let mut out = Vec::with_capacity(merged.len());
-        for piece in merged {
+        let mut keep = vec![false; merged.len()];
+        for i in by_standing {
+            let piece = &merged[i];
             if !hashes.insert(Sha256::digest(piece.content.as_bytes())) {
                 continue;
             }
@@ -538,9 +546,9 @@ impl FragmentDeduplicator for DefaultDeduplicator {
                 }
                 kept_shingles.push(set);
             }
-            out.push(piece);
+            keep[i] = true;
         }
-        out
+        merged.into_iter().zip(keep).filter_map(|(piece, keep)| keep.then_some(piece)).collect()
     }
 }
 
@@ -1636,6 +1644,27 @@ pub(crate) mod tests {
         assert_eq!(out[0].relevance, 0.9);
         assert_eq!(out[0].strategies, ["s", "t"]);
         assert_eq!(out[0].content, text, "the deeper rendering is kept");
+    }
+
+    #[test]
+    fn of_two_copies_dedup_keeps_the_one_whose_file_stands_higher() {
+        // A helper pasted into two files: the evidence ranks `cJSON.c` first,
+        // so its copy stays even though the other came first; order is kept.
+        let text = long_text("compare_double", 20);
+        let mut copy = piece("u:utils#compare_double", "cJSON_Utils.c", 0.37, &text);
+        copy.file_standing = 0.75;
+        let mut other = piece("u:utils#apply_patch", "cJSON_Utils.c", 0.3, "different");
+        other.file_standing = 0.75;
+        let mut original = piece("u:core#compare_double", "cJSON.c", 0.33, &text);
+        original.file_standing = 1.0;
+        let out = DefaultDeduplicator.dedup(vec![copy, other, original]);
+        let uris: Vec<&str> = out.iter().map(|p| p.uko_node.as_str()).collect();
+        assert_eq!(uris, ["u:utils#apply_patch", "u:core#compare_double"]);
+        // On a tie the earlier copy stays.
+        let (mut a, mut b) = (piece("u:a", "a.py", 0.3, &text), piece("u:b", "b.py", 0.9, &text));
+        (a.file_standing, b.file_standing) = (0.5, 0.5);
+        let out = DefaultDeduplicator.dedup(vec![a, b]);
+        assert_eq!(out.iter().map(|p| p.uko_node.as_str()).collect::<Vec<_>>(), ["u:a"]);
     }
 
     #[test]

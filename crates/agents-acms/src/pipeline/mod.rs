@@ -520,11 +520,23 @@ pub const MEMBER_FILES: usize = 12;
 pub const MEMBERS_PER_FILE: usize = 3;
 /// The share of the query's words a member's text must hold to be proposed.
 pub const MEMBER_MIN_SHARE: f64 = 0.3;
+/// The fewest of the query's words a proposed member's text holds.
+const MEMBER_MIN_WORDS: f64 = 2.0;
+
+/// A file whose members [`member_candidates`] may propose.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct LeadingFile {
+    path: String,
+    /// No strategy proposed a piece of it: its whole text matched the question
+    /// (ARCE's whole-file ranking), so its members need hold only
+    /// [`MEMBER_MIN_WORDS`] of the query's words.
+    by_text_only: bool,
+}
 
 /// Candidates no strategy proposed: the functions and methods of the
-/// [`MEMBER_FILES`] best-standing source files (`ranked`: the files a strategy
-/// proposed pieces of, best first) whose text holds at least
-/// [`MEMBER_MIN_SHARE`] of the query's words (and two of them), the
+/// [`MEMBER_FILES`] best-standing leading source files ([`LeadingFile`], best
+/// first) whose text holds at least [`MEMBER_MIN_SHARE`] of the query's words
+/// (and [`MEMBER_MIN_WORDS`]; only those in a file known by its whole text), the
 /// [`MEMBERS_PER_FILE`] holding most per file (the longer first on a tie),
 /// and every one the query names outright ([`crate::retrieval::QueryNames::of`]
 /// 1: `RouteFuture.poll` for "RouteFuture and its Future::poll
@@ -541,7 +553,7 @@ pub const MEMBER_MIN_SHARE: f64 = 0.3;
 /// kind, size and the words their text holds.
 fn member_candidates(
     renderer: &dyn DepthRenderer,
-    ranked: &[String],
+    leading: &[LeadingFile],
     proposed: &std::collections::HashSet<&str>,
     asked: &MembersAsked<'_>,
     strategy: &str,
@@ -555,13 +567,16 @@ fn member_candidates(
     let kind_allowed = |kind: &str| filter.kinds.is_empty() || filter.kinds.iter().any(|k| k == kind);
     let path_allowed =
         |path: &str| filter.paths_prefix.is_empty() || filter.paths_prefix.iter().any(|p| path.starts_with(p.as_str()));
-    let needed = (MEMBER_MIN_SHARE * terms.len() as f64).max(2.0);
+    let needed = (MEMBER_MIN_SHARE * terms.len() as f64).max(MEMBER_MIN_WORDS);
     let mut out = Vec::new();
-    for path in ranked
+    for LeadingFile { path, by_text_only } in leading
         .iter()
-        .filter(|p| crate::retrieval::FileRole::of(p) == crate::retrieval::FileRole::Source && path_allowed(p))
+        .filter(|f| {
+            crate::retrieval::FileRole::of(&f.path) == crate::retrieval::FileRole::Source && path_allowed(&f.path)
+        })
         .take(MEMBER_FILES)
     {
+        let needed = if *by_text_only { MEMBER_MIN_WORDS } else { needed };
         // The file is tokenized once; each member counts the words in its range.
         let mut occurrences = Vec::new();
         if !renderer.with_file_text(path, &mut |text| occurrences = terms.occurrences(text)) {
@@ -939,10 +954,26 @@ impl Pipeline {
         let strategy = runs.iter().find_map(|r| r.strategy.clone()).unwrap_or_default();
         let proposed: std::collections::HashSet<&str> =
             chosen.iter().map(|(c, _)| c.uri.as_str()).chain(file_nodes.iter().map(|c| c.uri.as_str())).collect();
-        // Only files a strategy proposed pieces of: one known only through an
-        // import or a field stays represented by its file.
-        let leading: Vec<String> =
-            ranked.iter().filter(|p| chosen.iter().any(|(c, _)| c.path == **p)).cloned().collect();
+        // Files a strategy proposed pieces of, and among the best-standing
+        // ones those whose whole text alone matched the question (cJSON's
+        // `cJSON.c`, whose `print_number` writes the shortest round-tripping
+        // double, while every node hit came from elsewhere); one known only
+        // through an import or a field stays represented by its file.
+        let whole_text_matched =
+            |path: &str| runs.iter().flat_map(|r| &r.candidates).any(|c| c.whole_file && c.path == path);
+        let leading: Vec<LeadingFile> = ranked
+            .iter()
+            .enumerate()
+            .filter_map(|(i, path)| {
+                if chosen.iter().any(|(c, _)| c.path == *path) {
+                    Some(LeadingFile { path: path.clone(), by_text_only: false })
+                } else if i < REPRESENTED_FILES && whole_text_matched(path) {
+                    Some(LeadingFile { path: path.clone(), by_text_only: true })
+                } else {
+                    None
+                }
+            })
+            .collect();
         // A request that names a focus asks for the graph around it: nothing is added.
         if input.request.focus().is_empty() {
             let members = member_candidates(
@@ -1634,6 +1665,10 @@ mod tests {
         }
     }
 
+    fn leading(paths: &[&str], by_text_only: bool) -> Vec<LeadingFile> {
+        paths.iter().map(|p| LeadingFile { path: (*p).to_owned(), by_text_only }).collect()
+    }
+
     fn asked<'a>(
         terms: &'a agents_search::QueryTerms,
         names: &'a crate::retrieval::QueryNames,
@@ -1647,7 +1682,7 @@ mod tests {
         let everything = agents_search::SearchFilter::default();
         let question = "how does gin match a request path against the route tree";
         let (terms, names) = (agents_search::QueryTerms::new(question), crate::retrieval::QueryNames::new(question));
-        let ranked = vec!["tree_test.go".to_owned(), "tree.go".to_owned()];
+        let ranked = leading(&["tree_test.go", "tree.go"], false);
         let proposed: std::collections::HashSet<&str> = ["uko://r/tree.go#node.addRoute"].into_iter().collect();
         let out = member_candidates(&Members, &ranked, &proposed, &asked(&terms, &names, &everything), "arce", 9);
         // Not a test file's, not one already proposed, not a variable, a struct
@@ -1696,6 +1731,32 @@ mod tests {
             (agents_search::QueryTerms::new("how does it"), crate::retrieval::QueryNames::new("how does it"));
         assert!(
             member_candidates(&Members, &ranked, &proposed, &asked(&terms, &names, &everything), "arce", 9).is_empty()
+        );
+    }
+
+    #[test]
+    fn a_file_known_by_its_whole_text_proposes_members_holding_two_words() {
+        let everything = agents_search::SearchFilter::default();
+        // Seven content words: a strategy's file needs three of them in a member.
+        let question = "where does a lookup walk the tree matching each segment wildcard";
+        let (terms, names) = (agents_search::QueryTerms::new(question), crate::retrieval::QueryNames::new(question));
+        let proposed = std::collections::HashSet::new();
+        let uris = |leading: &[LeadingFile]| -> Vec<String> {
+            member_candidates(&Members, leading, &proposed, &asked(&terms, &names, &everything), "arce", 9)
+                .into_iter()
+                .map(|c| c.uri)
+                .collect()
+        };
+        let by_pieces = uris(&leading(&["tree.go"], false));
+        let by_text = uris(&leading(&["tree.go"], true));
+        assert_eq!(by_pieces, ["uko://r/tree.go#node.getValue"]);
+        assert_eq!(
+            by_text,
+            [
+                "uko://r/tree.go#node.getValue",
+                "uko://r/tree.go#node.findCaseInsensitivePath",
+                "uko://r/tree.go#node.nextSegment"
+            ]
         );
     }
 
