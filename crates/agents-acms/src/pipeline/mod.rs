@@ -536,7 +536,7 @@ struct LeadingFile {
 /// Candidates no strategy proposed: the functions and methods of the
 /// [`MEMBER_FILES`] best-standing leading source files ([`LeadingFile`], best
 /// first) whose text holds at least [`MEMBER_MIN_SHARE`] of the query's words
-/// (and [`MEMBER_MIN_WORDS`]; only those in a file known by its whole text), the
+/// and [`MEMBER_MIN_WORDS`] (in a file known by its whole text, the latter alone), the
 /// [`MEMBERS_PER_FILE`] holding most per file (the longer first on a tie),
 /// and every one the query names outright ([`crate::retrieval::QueryNames::of`]
 /// 1: `RouteFuture.poll` for "RouteFuture and its Future::poll
@@ -959,19 +959,16 @@ impl Pipeline {
         // `cJSON.c`, whose `print_number` writes the shortest round-tripping
         // double, while every node hit came from elsewhere); one known only
         // through an import or a field stays represented by its file.
-        let whole_text_matched =
-            |path: &str| runs.iter().flat_map(|r| &r.candidates).any(|c| c.whole_file && c.path == path);
+        let with_pieces: std::collections::HashSet<&str> = chosen.iter().map(|(c, _)| c.path.as_str()).collect();
+        let whole_text: std::collections::HashSet<&str> =
+            runs.iter().flat_map(|r| &r.candidates).filter(|c| c.whole_file).map(|c| c.path.as_str()).collect();
         let leading: Vec<LeadingFile> = ranked
             .iter()
             .enumerate()
             .filter_map(|(i, path)| {
-                if chosen.iter().any(|(c, _)| c.path == *path) {
-                    Some(LeadingFile { path: path.clone(), by_text_only: false })
-                } else if i < REPRESENTED_FILES && whole_text_matched(path) {
-                    Some(LeadingFile { path: path.clone(), by_text_only: true })
-                } else {
-                    None
-                }
+                let by_text_only = !with_pieces.contains(path.as_str());
+                let leads = !by_text_only || (i < REPRESENTED_FILES && whole_text.contains(path.as_str()));
+                leads.then(|| LeadingFile { path: path.clone(), by_text_only })
             })
             .collect();
         // A request that names a focus asks for the graph around it: nothing is added.
