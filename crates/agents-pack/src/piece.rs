@@ -311,6 +311,19 @@ pub fn source_inside(inner_uri: &str, inner_range: &str, outer_uri: &str, outer_
         }
 }
 
+/// Whether `member` lies inside `container` (by URI and source range) and the
+/// query names it outright (a [`Piece::name_match`] of 1) while it names the
+/// container less: "Choice type convert method" names `Choice.convert`, which
+/// the whole `Choice` class would otherwise deliver, and credit, as one piece.
+/// Such a member is the answer and comes on its own, its container after it
+/// (the packer's [`crate::GreedyPacker`] and the context pipeline's ranking).
+pub fn names_member_of(member: &Piece, container: &Piece) -> bool {
+    member.name_match >= 1.0
+        && member.name_match > container.name_match
+        && member.uko_node != container.uko_node
+        && source_inside(&member.uko_node, &member.source_range, &container.uko_node, &container.source_range)
+}
+
 /// The URI of the file node `uri` lies in (`uri` itself for a file).
 pub fn file_uri(uri: &str) -> &str {
     uri.split_once('#').map_or(uri, |(file, _)| file)
@@ -339,6 +352,29 @@ mod tests {
         // A Rust method lies in an impl block outside its struct's lines.
         assert!(source_inside("uko://r/a.rs#S.f", "12:4-14:5", "uko://r/a.rs#S", "10:0-20:1"));
         assert!(!source_inside("uko://r/a.rs#S.f", "40:4-44:5", "uko://r/a.rs#S", "10:0-12:1"));
+    }
+
+    #[test]
+    fn a_named_member_is_one_the_query_names_outright_inside_its_container() {
+        let node = |uri: &str, range: &str, name_match: f64| Piece {
+            source_range: range.to_owned(),
+            name_match,
+            ..Piece::new(uri, "method", "a.py", "", 9)
+        };
+        let class = node("uko://r/a.py#Choice", "10:0-50:0", 0.3);
+        assert!(names_member_of(&node("uko://r/a.py#Choice.convert", "20:4-30:0", 1.0), &class));
+        // Named in part, outside the class's lines, the class itself, or a class named as well.
+        assert!(!names_member_of(&node("uko://r/a.py#Choice.convert", "20:4-30:0", 0.5), &class));
+        assert!(!names_member_of(&node("uko://r/a.py#Choice.convert", "60:4-70:0", 1.0), &class));
+        assert!(!names_member_of(
+            &node("uko://r/a.py#Choice", "10:0-50:0", 1.0),
+            &node("uko://r/a.py#Choice", "10:0-50:0", 0.3)
+        ));
+        assert!(!names_member_of(
+            &node("uko://r/a.py#Choice.convert", "20:4-30:0", 1.0),
+            &node("uko://r/a.py#Choice", "10:0-50:0", 1.0)
+        ));
+        assert!(!names_member_of(&node("uko://r/b.py#Other.convert", "20:4-30:0", 1.0), &class));
         assert_eq!(line_span("40:4-44:5"), Some((40, 44)));
     }
 

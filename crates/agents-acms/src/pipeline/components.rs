@@ -962,6 +962,33 @@ pub fn spread_over_files(packed: &mut Vec<ScoredFragment>) {
     make_strict(packed, 1.0);
 }
 
+/// A packed container whose member the query names outright, packed on its own
+/// ([`agents_pack::names_member_of`]), ranks just below the best such member:
+/// the member is the answer, the container (its outline, as the packer left
+/// it) the context around it. Run before [`spread_over_files`], which orders
+/// by the scores this leaves.
+pub fn named_members_first(packed: &mut [ScoredFragment]) {
+    let below: Vec<Option<f64>> = packed
+        .iter()
+        .map(|c| {
+            packed
+                .iter()
+                .filter(|m| agents_pack::names_member_of(&m.piece, &c.piece))
+                .map(|m| m.score * NAMED_MEMBER_GAP)
+                .reduce(f64::max)
+        })
+        .collect();
+    for (c, below) in packed.iter_mut().zip(below) {
+        if let Some(below) = below {
+            c.score = c.score.min(below);
+        }
+    }
+}
+
+/// What a container's score becomes, as a share of its named member's
+/// ([`named_members_first`]): just below it.
+const NAMED_MEMBER_GAP: f64 = 0.999;
+
 /// Greedy rounds over `rest`, appending to `out`: pieces below the relevance
 /// floor ([`Piece::below_floor`]) after every other; in each group, each round
 /// takes the piece whose score times its `weight` (at most 1; given the lines
@@ -1512,6 +1539,30 @@ pub(crate) mod tests {
         spread_over_files(&mut equal);
         assert_eq!(equal[0].piece.uko_node, "uko://r/a.py#x");
         assert!(equal[0].score > equal[1].score);
+    }
+
+    #[test]
+    fn a_container_ranks_just_below_the_member_the_query_names() {
+        let with = |uri: &str, range: &str, score: f64, name_match: f64| {
+            let mut piece = code_piece(uri, "a.py", 0.5, 1);
+            piece.source_range = range.to_owned();
+            piece.name_match = name_match;
+            piece.file_standing = 1.0;
+            ScoredFragment { piece, score, parts: ScoreParts::default() }
+        };
+        let mut packed = vec![
+            with("uko://r/a.py#Choice", "1:0-90:0", 1.0, 0.3),
+            with("uko://r/a.py#Other", "100:0-120:0", 0.8, 0.0),
+            with("uko://r/a.py#Choice.convert", "40:4-60:0", 0.6, 1.0),
+            with("uko://r/a.py#Choice.fail", "61:4-70:0", 0.7, 0.0),
+        ];
+        named_members_first(&mut packed);
+        let scores: Vec<f64> = packed.iter().map(|s| s.score).collect();
+        // The class takes 0.999 of its named member's score; the member that
+        // the query does not name leaves it alone, and so do the others.
+        assert_eq!(scores, [0.6 * 0.999, 0.8, 0.6, 0.7]);
+        spread_over_files(&mut packed);
+        assert_eq!(order(&packed), ["Other", "Choice.fail", "Choice.convert", "Choice"]);
     }
 
     #[test]

@@ -1293,7 +1293,9 @@ impl Pipeline {
             }
             packed = kept;
         }
-        // The delivered ranking spreads over files; what was packed stays.
+        // The delivered ranking puts a named member before its container and
+        // spreads over files; what was packed stays.
+        named_members_first(&mut packed);
         spread_over_files(&mut packed);
         // A node the packer kept is not repeated by the skeleton.
         let packed_nodes: std::collections::HashSet<String> = packed.iter().map(|s| s.piece.uko_node.clone()).collect();
