@@ -259,8 +259,8 @@ impl BudgetPacker for GreedyPacker {
 /// the query names outright ([`names_member_of`]). Measured on the 466
 /// questions of the natural-language sets, with the container ranked just
 /// after that member (agents-acms' `named_members_first`): chunk NDCG@10 0.692
-/// -> 0.697 (symbol look-ups 0.857 -> 0.870; 13 questions up, 2 down), the
-/// relevant lines at 8k 0.802 -> 0.801. Any member among the leaders instead
+/// -> 0.701 (symbol look-ups 0.857 -> 0.882; 26 questions up, 7 down), the
+/// relevant lines at 8k 0.802 -> 0.799. Any member among the leaders instead
 /// of a named one: 0.688, the shown lines down six points.
 fn with_named_members(scored: &[ScoredFragment]) -> HashSet<String> {
     let named: Vec<&Piece> =

@@ -312,16 +312,29 @@ pub fn source_inside(inner_uri: &str, inner_range: &str, outer_uri: &str, outer_
 }
 
 /// Whether `member` lies inside `container` (by URI and source range) and the
-/// query names it outright (a [`Piece::name_match`] of 1) while it names the
-/// container less: "Choice type convert method" names `Choice.convert`, which
-/// the whole `Choice` class would otherwise deliver, and credit, as one piece.
+/// query names it outright (a [`Piece::name_match`] of 1), by a name of its
+/// own (not a constructor's, which is its class's), at least as strongly as
+/// the container: "Choice type convert method" names `Choice.convert`, and
+/// "Plug.BasicAuth basic_auth" names `basic_auth`, which the whole class or
+/// module would otherwise deliver, and credit, as one piece.
 /// Such a member is the answer and comes on its own, its container after it
 /// (the packer's [`crate::GreedyPacker`] and the context pipeline's ranking).
 pub fn names_member_of(member: &Piece, container: &Piece) -> bool {
     member.name_match >= 1.0
-        && member.name_match > container.name_match
+        && member.name_match >= container.name_match
         && member.uko_node != container.uko_node
+        && !own_name(&member.uko_node).eq_ignore_ascii_case(own_name(&container.uko_node))
         && source_inside(&member.uko_node, &member.source_range, &container.uko_node, &container.source_range)
+}
+
+/// The last segment of a node's symbol path, without the ordinal of a name
+/// defined again (`Writer` of `uko://r/log.h#log.Writer.Writer~2`).
+fn own_name(uri: &str) -> &str {
+    let name = uri.rsplit(['#', '.', ':']).next().unwrap_or(uri);
+    match name.rsplit_once('~') {
+        Some((base, n)) if !base.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => name,
+    }
 }
 
 /// The URI of the file node `uri` lies in (`uri` itself for a file).
@@ -363,17 +376,22 @@ mod tests {
         };
         let class = node("uko://r/a.py#Choice", "10:0-50:0", 0.3);
         assert!(names_member_of(&node("uko://r/a.py#Choice.convert", "20:4-30:0", 1.0), &class));
-        // Named in part, outside the class's lines, the class itself, or a class named as well.
+        // "Plug.BasicAuth basic_auth": the module is named too, the function still comes first.
+        assert!(names_member_of(
+            &node("uko://r/a.py#Choice.convert", "20:4-30:0", 1.0),
+            &node("uko://r/a.py#Choice", "10:0-50:0", 1.0)
+        ));
+        // Named in part, outside the class's lines, the class itself, or a
+        // constructor, named only by its class's name.
         assert!(!names_member_of(&node("uko://r/a.py#Choice.convert", "20:4-30:0", 0.5), &class));
         assert!(!names_member_of(&node("uko://r/a.py#Choice.convert", "60:4-70:0", 1.0), &class));
         assert!(!names_member_of(
             &node("uko://r/a.py#Choice", "10:0-50:0", 1.0),
             &node("uko://r/a.py#Choice", "10:0-50:0", 0.3)
         ));
-        assert!(!names_member_of(
-            &node("uko://r/a.py#Choice.convert", "20:4-30:0", 1.0),
-            &node("uko://r/a.py#Choice", "10:0-50:0", 1.0)
-        ));
+        let writer = node("uko://r/log.h#log.Writer", "20:0-49:0", 1.0);
+        assert!(!names_member_of(&node("uko://r/log.h#log.Writer.Writer~2", "30:2-30:40", 1.0), &writer));
+        assert!(names_member_of(&node("uko://r/log.h#log.Writer.AddRecord", "32:2-32:40", 1.0), &writer));
         assert!(!names_member_of(&node("uko://r/b.py#Other.convert", "20:4-30:0", 1.0), &class));
         assert_eq!(line_span("40:4-44:5"), Some((40, 44)));
     }
