@@ -82,7 +82,7 @@ pub fn language_class(node: &NodeFacts<'_>) -> Option<&'static str> {
         }
         ("shell", K::Variable) => Some("uko-sh:ShellVariable"),
 
-        ("lua", K::Function) if sig.starts_with("local function") => Some("uko-lua:LocalFunction"),
+        ("lua", K::Function) if sig.starts_with("local ") => Some("uko-lua:LocalFunction"),
         ("lua", K::Function) if node.name.contains(':') => Some("uko-lua:TableMethod"),
         ("lua", K::Function) if node.name.contains('.') => Some("uko-lua:TableFunction"),
         ("lua", K::Variable) if sig.starts_with("local ") => Some("uko-lua:LocalVariable"),

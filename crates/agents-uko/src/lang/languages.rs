@@ -38,7 +38,9 @@ pub static BASH: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     merge_clauses: false,
 });
 
-/// Lua: functions (`function M.f`, `function M:m`, `local function f`),
+/// Lua: functions (`function M.f`, `function M:m`, `local function f`, and
+/// `M.f = function`, `local f = function`, `M.f = wrap(function ... end)` at
+/// the top of the file),
 /// top-level variables, `require "a.b"` imports (`a/b.lua` or
 /// `a/b/init.lua` as a unique path suffix), calls.
 pub static LUA: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
@@ -371,6 +373,19 @@ end
 local function helper(x)
   return tostring(x)
 end
+
+--- Empties the store.
+M.reset = function(self)
+  self.items = {}
+end
+
+local format = function(x)
+  return string.format("%s", x)
+end
+
+M.load = async.wrap(function(path, callback)
+  callback(format(path))
+end, 2)
 
 return M
 "#;
@@ -865,6 +880,16 @@ end
         assert_eq!(node(&a, "M:save").doc.as_deref(), Some("Saves an item."));
         assert_eq!(node(&a, "helper").signature.as_deref(), Some("local function helper(x)"));
         assert_eq!(node(&a, "M").kind, NodeKind::Variable);
+        // Functions bound to a name, directly or through a wrapper.
+        let reset = node(&a, "M.reset");
+        assert_eq!((reset.kind, reset.signature.as_deref()), (NodeKind::Function, Some("M.reset = function(self)")));
+        assert_eq!(reset.doc.as_deref(), Some("Empties the store."));
+        assert_eq!(node(&a, "format").kind, NodeKind::Function);
+        let load = node(&a, "M.load");
+        assert_eq!(
+            (load.kind, load.signature.as_deref()),
+            (NodeKind::Function, Some("M.load = async.wrap(function(path, callback)"))
+        );
         let imports: Vec<_> = a
             .references
             .iter()
@@ -879,7 +904,11 @@ end
                 ("M.new", "util.check"),
                 ("M:save", "table.insert"),
                 ("M:save", "self:flush"),
-                ("helper", "tostring")
+                ("helper", "tostring"),
+                ("format", "string.format"),
+                ("M.load", "async.wrap"),
+                ("M.load", "callback"),
+                ("M.load", "format"),
             ])
         );
         insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, LUA_FIXTURE, 4)));

@@ -4,6 +4,26 @@
   name: (_) @name
   body: (_)? @body) @definition.function
 
+; Functions bound to a name at the top of the file: `M.name = function(...) end`,
+; `local name = function(...) end`, and a function handed to a wrapper
+; (`M.name = a.wrap(function(...) end, 2)`). Before the variables: the same
+; `local` declaration is a function, not a variable.
+(chunk
+  (assignment_statement
+    (variable_list . name: (_) @name)
+    (expression_list . value: (function_definition body: (_)? @body))) @definition.function)
+
+(chunk
+  (variable_declaration
+    (assignment_statement
+      (variable_list . name: (_) @name)
+      (expression_list . value: (function_definition body: (_)? @body)))) @definition.function)
+
+(chunk
+  (assignment_statement
+    (variable_list . name: (_) @name)
+    (expression_list . value: (function_call arguments: (arguments (function_definition body: (_)? @body))))) @definition.function)
+
 ; `local M = {}`, `M = {}` at the top of the file.
 (chunk
   (variable_declaration
