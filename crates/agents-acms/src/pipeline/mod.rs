@@ -548,7 +548,10 @@ struct LeadingFile {
 /// tree") can miss them all while its file leads. Classes and other
 /// containers are left out: a large one holds most words of any question
 /// about its file (proposing them too measured 0.675 chunk NDCG@10 on the
-/// questions, against 0.684 without). They come with no evidence of their own
+/// questions, against 0.684 without). A member that only declares (an
+/// interface's method, a header's prototype) is proposed as its definition,
+/// as a strategy's candidate is ([`definitions_for_declarations`]), once.
+/// They come with no evidence of their own
 /// (relevance 0): the chunk ranker places them by their file's standing,
 /// kind, size and the words their text holds.
 fn member_candidates(
@@ -599,17 +602,29 @@ fn member_candidates(
                 found.push((met, member.bytes.len(), member.uri));
             }
         }
-        let propose = |uri: String, why: &str, met: usize| crate::retrieval::Candidate {
-            note: Some(format!(
-                "a member of a leading file{why}; its text holds {met} of the query's {} words",
-                terms.len()
-            )),
-            ..crate::retrieval::Candidate::new(uri, path.clone(), 0.0, depth, strategy)
+        // A member that only declares (an interface's method, a header's
+        // prototype) gives its place to its definition, as a strategy's
+        // candidate does ([`definitions_for_declarations`]).
+        let propose = |uri: String, why: &str, met: usize| match renderer.definition_of(&uri) {
+            Some((definition, definition_path)) => crate::retrieval::Candidate {
+                note: Some(format!("the definition of what {path} declares")),
+                ..crate::retrieval::Candidate::new(definition, definition_path, 0.0, depth, strategy)
+            },
+            None => crate::retrieval::Candidate {
+                note: Some(format!(
+                    "a member of a leading file{why}; its text holds {met} of the query's {} words",
+                    terms.len()
+                )),
+                ..crate::retrieval::Candidate::new(uri, path.clone(), 0.0, depth, strategy)
+            },
         };
         out.extend(named.into_iter().map(|(met, uri)| propose(uri, " the query names", met)));
         found.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then_with(|| a.2.cmp(&b.2)));
         out.extend(found.into_iter().take(MEMBERS_PER_FILE).map(|(met, _, uri)| propose(uri, "", met)));
     }
+    // A definition a strategy or an earlier member already stands for is not proposed again.
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|c| !proposed.contains(c.uri.as_str()) && seen.insert(c.uri.clone()));
     out
 }
 
@@ -1731,6 +1746,59 @@ mod tests {
         assert!(
             member_candidates(&Members, &ranked, &proposed, &asked(&terms, &names, &everything), "arce", 9).is_empty()
         );
+    }
+
+    /// [`Members`], where `node.getValue` only declares what `impl.go` defines.
+    struct Declaring;
+
+    impl DepthRenderer for Declaring {
+        fn render(&self, _piece: &Piece, _depth: u8) -> Option<String> {
+            None
+        }
+
+        fn file_members(&self, path: &str) -> Vec<agents_pack::piece::FileMember> {
+            Members.file_members(path)
+        }
+
+        fn with_file_text(&self, path: &str, read: &mut dyn FnMut(&str)) -> bool {
+            Members.with_file_text(path, read)
+        }
+
+        fn definition_of(&self, uri: &str) -> Option<(String, String)> {
+            (uri == "uko://r/tree.go#node.getValue")
+                .then(|| ("uko://r/impl.go#impl.getValue".to_owned(), "impl.go".to_owned()))
+        }
+    }
+
+    #[test]
+    fn a_member_that_only_declares_proposes_its_definition_once() {
+        let everything = agents_search::SearchFilter::default();
+        let question = "how does gin match a request path against the route tree";
+        let (terms, names) = (agents_search::QueryTerms::new(question), crate::retrieval::QueryNames::new(question));
+        let ranked = leading(&["tree.go"], false);
+        let uris = |proposed: &[&str]| -> Vec<(String, String)> {
+            let proposed: std::collections::HashSet<&str> = proposed.iter().copied().collect();
+            member_candidates(&Declaring, &ranked, &proposed, &asked(&terms, &names, &everything), "arce", 9)
+                .into_iter()
+                .map(|c| (c.uri, c.path))
+                .collect()
+        };
+        let out = uris(&["uko://r/tree.go#node.addRoute"]);
+        assert_eq!(out[0], ("uko://r/impl.go#impl.getValue".to_owned(), "impl.go".to_owned()));
+        assert_eq!(out.len(), 3, "{out:?}");
+        let first = member_candidates(
+            &Declaring,
+            &ranked,
+            &std::collections::HashSet::new(),
+            &asked(&terms, &names, &everything),
+            "arce",
+            9,
+        );
+        assert_eq!(first[0].note.as_deref(), Some("the definition of what tree.go declares"));
+        // A definition a strategy already proposed is not proposed again.
+        let out = uris(&["uko://r/tree.go#node.addRoute", "uko://r/impl.go#impl.getValue"]);
+        assert!(out.iter().all(|(uri, _)| uri.starts_with("uko://r/tree.go#")), "{out:?}");
+        assert_eq!(out.len(), 2, "{out:?}");
     }
 
     #[test]
