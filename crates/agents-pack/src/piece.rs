@@ -330,10 +330,16 @@ pub fn names_member_of(member: &Piece, container: &Piece) -> bool {
 /// The last segment of a node's symbol path, without the ordinal of a name
 /// defined again (`Writer` of `uko://r/log.h#log.Writer.Writer~2`).
 fn own_name(uri: &str) -> &str {
-    let name = uri.rsplit(['#', '.', ':']).next().unwrap_or(uri);
-    match name.rsplit_once('~') {
-        Some((base, n)) if !base.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base,
-        _ => name,
+    without_ordinal(uri.rsplit(['#', '.', ':']).next().unwrap_or(uri))
+}
+
+/// A symbol path's segment without the ordinal that tells apart a name
+/// defined again in one scope (`field_validator~4` -> `field_validator`); a
+/// C++ destructor's `~` (`~Cache`) is part of its name.
+pub fn without_ordinal(segment: &str) -> &str {
+    match segment.rsplit_once('~') {
+        Some((name, n)) if !name.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => segment,
     }
 }
 

@@ -605,18 +605,15 @@ fn member_candidates(
         // A member that only declares (an interface's method, a header's
         // prototype) gives its place to its definition, as a strategy's
         // candidate does ([`definitions_for_declarations`]).
-        let propose = |uri: String, why: &str, met: usize| match renderer.definition_of(&uri) {
-            Some((definition, definition_path)) => crate::retrieval::Candidate {
-                note: Some(format!("the definition of what {path} declares")),
-                ..crate::retrieval::Candidate::new(definition, definition_path, 0.0, depth, strategy)
-            },
-            None => crate::retrieval::Candidate {
-                note: Some(format!(
+        let propose = |uri: String, why: &str, met: usize| {
+            let mut c = crate::retrieval::Candidate::new(uri, path.clone(), 0.0, depth, strategy);
+            if !as_definition(&mut c, renderer) {
+                c.note = Some(format!(
                     "a member of a leading file{why}; its text holds {met} of the query's {} words",
                     terms.len()
-                )),
-                ..crate::retrieval::Candidate::new(uri, path.clone(), 0.0, depth, strategy)
-            },
+                ));
+            }
+            c
         };
         out.extend(named.into_iter().map(|(met, uri)| propose(uri, " the query names", met)));
         found.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then_with(|| a.2.cmp(&b.2)));
@@ -641,14 +638,12 @@ fn definitions_for_declarations(runs: &mut [StrategyRun], renderer: &dyn DepthRe
     for run in runs.iter_mut() {
         let mut replaced = std::collections::HashSet::new();
         for c in run.candidates.iter_mut().filter(|c| c.content.is_none() && !c.evidence_only && !c.whole_file) {
-            let Some((uri, path)) = renderer.definition_of(&c.uri) else { continue };
-            if c.note.is_none() {
-                c.note = Some(format!("the definition of what {} declares", c.path));
+            let declaration = c.uri.clone();
+            if !as_definition(c, renderer) {
+                continue;
             }
-            declared.entry(uri.clone()).or_insert_with(|| c.uri.clone());
-            replaced.insert(uri.clone());
-            c.uri = uri;
-            c.path = path;
+            declared.entry(c.uri.clone()).or_insert(declaration);
+            replaced.insert(c.uri.clone());
         }
         if !replaced.is_empty() {
             let mut seen = std::collections::HashSet::new();
@@ -656,6 +651,19 @@ fn definitions_for_declarations(runs: &mut [StrategyRun], renderer: &dyn DepthRe
         }
     }
     declared
+}
+
+/// Turns `c`, when its node only declares a function
+/// ([`DepthRenderer::definition_of`]), into that function's definition, with
+/// a note naming the declaring file unless it has one; whether it did.
+fn as_definition(c: &mut crate::retrieval::Candidate, renderer: &dyn DepthRenderer) -> bool {
+    let Some((uri, path)) = renderer.definition_of(&c.uri) else { return false };
+    if c.note.is_none() {
+        c.note = Some(format!("the definition of what {} declares", c.path));
+    }
+    c.uri = uri;
+    c.path = path;
+    true
 }
 
 /// Tokens the preamble is guaranteed: 200, or a tenth of a small budget.

@@ -651,15 +651,7 @@ impl QueryNames {
     }
 }
 
-/// A symbol path's segment without the ordinal that tells apart a name
-/// defined again in one scope (`field_validator~4` -> `field_validator`); a
-/// C++ destructor's `~` (`~Cache`) is part of its name.
-pub fn without_ordinal(segment: &str) -> &str {
-    match segment.rsplit_once('~') {
-        Some((name, n)) if !name.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => segment,
-    }
-}
+pub use agents_pack::without_ordinal;
 
 /// Files ranked by the evidence of their scored parts: the best eight scores of a
 /// file, halving in weight (`s1 + s2/2 + s3/4 ...`), times its [`role_prior`];
