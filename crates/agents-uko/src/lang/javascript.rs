@@ -585,6 +585,24 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             self.namespace(expr, node, ctx);
             return;
         }
+        if ctx.scope == Scope::Module
+            && expr.kind() == "call_expression"
+            && self.named_callback(expr, node, ctx)
+        {
+            return;
+        }
+        // A chain (`req.get = req.header = function header() {}`) binds its last
+        // value to every name: the innermost assignment holds the function.
+        let mut innermost = expr;
+        while let Some(inner) = innermost.child_by_field_name("right").filter(|r| r.kind() == "assignment_expression") {
+            innermost = inner;
+        }
+        let expr = match innermost.child_by_field_name("right") {
+            Some(value) if matches!(value.kind(), "arrow_function" | "function_expression" | "generator_function") => {
+                innermost
+            }
+            _ => expr,
+        };
         if expr.kind() == "assignment_expression"
             && let (Some(left), Some(right)) = (expr.child_by_field_name("left"), expr.child_by_field_name("right"))
             && left.kind() == "member_expression"
@@ -634,6 +652,45 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             }
         }
         self.push_children(node, ctx);
+    }
+
+    /// A call at the top of a file handed a named function expression
+    /// (`defineGetter(req, 'protocol', function protocol() {})`): the statement
+    /// defines function `protocol`, which the call registers somewhere. False
+    /// when the call is not one (nothing is added then).
+    fn named_callback(&mut self, call: Node<'tree>, statement: Node<'tree>, ctx: Ctx) -> bool {
+        let (Some(function), Some(arguments)) = (call.child_by_field_name("function"), call.child_by_field_name("arguments"))
+        else {
+            return false;
+        };
+        if is_test_callee(function, self.text) || import_call(call, self.text).is_some() {
+            return false;
+        }
+        let mut cursor = arguments.walk();
+        let Some((value, name)) = arguments
+            .named_children(&mut cursor)
+            .filter(|a| a.kind() == "function_expression")
+            .find_map(|a| a.child_by_field_name("name").map(|n| (a, node_text(&n, self.text))))
+        else {
+            return false;
+        };
+        let body = value.child_by_field_name("body").map_or(value.end_byte(), |b| b.start_byte());
+        let signature = header(self.text, statement.start_byte(), body);
+        let doc = jsdoc(statement, self.text);
+        let index =
+            self.b.add(ctx.parent, NodeKind::Function, name, Span::of_node(&statement), Some(signature), doc);
+        if let Some(callee) = dotted(function, self.text)
+            && !is_builtin_call(&callee)
+        {
+            self.reference(index, RefKind::Calls, callee, call);
+        }
+        let others = Ctx { parent: index, owner: index, scope: NESTED, ..ctx };
+        let mut cursor = arguments.walk();
+        let rest: Vec<_> =
+            arguments.named_children(&mut cursor).filter(|a| *a != value).map(|a| (Some(a), others)).collect();
+        self.push_all(&rest);
+        self.function_body(value, index, ctx, None);
+        true
     }
 
     fn call(&mut self, node: Node<'tree>, ctx: Ctx) {
@@ -1320,6 +1377,12 @@ exports.helper = function (a) {
 };
 module.exports.other = (b) => b;
 const lazy = async () => (await import('./lazy.js')).default;
+exports.get = exports.fetch = function fetch(key) {
+  return util.get(key);
+};
+defineGetter(exports, 'size', function size() {
+  return util.count(this);
+});
 "#;
 
     #[test]
@@ -1350,6 +1413,32 @@ const lazy = async () => (await import('./lazy.js')).default;
         // `res.count = 0` is no function, and assignments inside a function body
         // are statements of that function, not declarations.
         assert_eq!(functions, [("send", Some("Send a response.")), ("bar", None), ("f", None)]);
+    }
+
+    #[test]
+    fn chained_assignments_and_named_callbacks_at_the_top_level_are_functions() {
+        let text = "/** Get a header. */\nreq.get =\nreq.header = function header(name) {\n  return name;\n};\n\n/** The protocol. */\ndefineGetter(req, 'protocol', function protocol() {\n  return this.get('X-Forwarded-Proto');\n});\ndefineGetter(req, 'anon', function () {});\nreq.a = req.b = 0;\ndescribe('suite', function named() {});\n";
+        let analysis = analyze("javascript", "lib/request.js", text);
+        let functions: Vec<(&str, Option<&str>, Option<&str>)> = analysis
+            .nodes
+            .iter()
+            .filter(|s| s.kind == NodeKind::Function)
+            .map(|s| (s.name.as_str(), s.doc.as_deref(), s.signature.as_deref()))
+            .collect();
+        // An anonymous callback and a value chain define nothing; a test suite
+        // stays a test.
+        assert_eq!(
+            functions,
+            [
+                ("header", Some("Get a header."), Some("req.get = req.header = function header(name)")),
+                ("protocol", Some("The protocol."), Some("defineGetter(req, 'protocol', function protocol()")),
+            ]
+        );
+        let protocol = analysis.nodes.iter().position(|s| s.name == "protocol").unwrap();
+        let calls: Vec<&str> =
+            analysis.references.iter().filter(|r| r.from == protocol).map(|r| r.target.as_str()).collect();
+        assert!(calls.contains(&"defineGetter") && calls.contains(&"this.get"), "{calls:?}");
+        assert!(analysis.nodes.iter().any(|s| s.kind == NodeKind::Test && s.name == "suite"));
     }
 
     #[test]
@@ -1429,6 +1518,8 @@ class Holder {
                                     | "var"
                                     | "exports.helper"
                                     | "module.exports.other"
+                                    | "exports.get"
+                                    | "defineGetter"
                             )
                             || first.starts_with(node.name.as_str())
                     }
