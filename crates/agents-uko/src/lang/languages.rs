@@ -1,7 +1,7 @@
 //! The languages the query analyzer ([`crate::lang::query`]) handles: each
 //! is a grammar, a query file under `queries/` and a few settings.
 
-use crate::lang::query::{ImportStyle, QueryAnalyzer, QueryLanguage};
+use crate::lang::query::{ImportStyle, QueryAnalyzer, QueryLanguage, Restarts, shell_function_start};
 
 /// Ruby: modules (namespaces whose `def`s are methods), classes with their
 /// superclass as `Inherits`, methods, constants, minitest/RSpec tests,
@@ -19,6 +19,7 @@ pub static RUBY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::RelativeOrSuffix(".rb"),
     methods_in_namespaces: true,
     merge_clauses: false,
+    restarts: None,
 });
 
 /// Bash: functions, top-level variables, `source`/`.` imports (relative to
@@ -36,6 +37,7 @@ pub static BASH: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::Relative(""),
     methods_in_namespaces: false,
     merge_clauses: false,
+    restarts: Some(Restarts { starts: shell_function_start, comment: "#" }),
 });
 
 /// Lua: functions (`function M.f`, `function M:m`, `local function f`, and
@@ -55,6 +57,7 @@ pub static LUA: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::Dotted(".lua"),
     methods_in_namespaces: false,
     merge_clauses: false,
+    restarts: None,
 });
 
 /// C#: namespaces (block and file-scoped), classes and records, structs,
@@ -75,6 +78,7 @@ pub static CSHARP: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::None,
     methods_in_namespaces: false,
     merge_clauses: false,
+    restarts: None,
 });
 
 /// PHP: namespaces, classes, interfaces, traits, enums and their cases,
@@ -95,6 +99,7 @@ pub static PHP: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::PathOrNamespace { sep: '\\', ext: ".php" },
     methods_in_namespaces: false,
     merge_clauses: false,
+    restarts: None,
 });
 
 /// Kotlin: classes, interfaces, enums with their entries, objects and named
@@ -114,6 +119,7 @@ pub static KOTLIN: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::PathOrNamespace { sep: '.', ext: ".kt" },
     methods_in_namespaces: false,
     merge_clauses: false,
+    restarts: None,
 });
 
 /// Scala (2 and 3): classes, objects, traits, enums and their cases,
@@ -133,6 +139,7 @@ pub static SCALA: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::PathOrNamespace { sep: '.', ext: ".scala" },
     methods_in_namespaces: false,
     merge_clauses: false,
+    restarts: None,
 });
 
 /// Swift: classes and actors, structs, enums with their cases, protocols,
@@ -152,6 +159,7 @@ pub static SWIFT: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::None,
     methods_in_namespaces: false,
     merge_clauses: false,
+    restarts: None,
 });
 
 /// Zig: container declarations (`const S = struct {..}` as structs, unions
@@ -171,6 +179,7 @@ pub static ZIG: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::Relative(""),
     methods_in_namespaces: false,
     merge_clauses: false,
+    restarts: None,
 });
 
 /// Haskell: data types (as enums, their constructors and record fields as
@@ -191,6 +200,7 @@ pub static HASKELL: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::PathOrNamespace { sep: '.', ext: ".hs" },
     methods_in_namespaces: false,
     merge_clauses: true,
+    restarts: None,
 });
 
 /// Elixir: modules, protocols and implementations (namespaces: `defimpl
@@ -211,6 +221,7 @@ pub static ELIXIR: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::SnakeModule(".ex"),
     methods_in_namespaces: false,
     merge_clauses: true,
+    restarts: None,
 });
 
 /// Go on the query analyzer: not registered (the hand-written
@@ -228,6 +239,7 @@ pub static GO_QUERY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::None,
     methods_in_namespaces: false,
     merge_clauses: false,
+    restarts: None,
 });
 
 /// Java on the query analyzer: not registered (the hand-written
@@ -245,6 +257,7 @@ pub static JAVA_QUERY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::None,
     methods_in_namespaces: false,
     merge_clauses: false,
+    restarts: None,
 });
 
 /// The differences between two analyses of one file, as sorted lines:
@@ -836,6 +849,28 @@ end
         assert!(calls.contains(&("Shop.Store.save".to_string(), "validate".to_string())), "{calls:?}");
         assert!(!calls.iter().any(|(_, t)| t == "require" || t == "it" || t == "describe"), "{calls:?}");
         insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, RUBY_FIXTURE, 4)));
+    }
+
+    #[test]
+    fn a_broken_shell_function_keeps_the_functions_after_it() {
+        // tree-sitter-bash cannot parse `$'...'` inside this expansion, and its
+        // error recovery swallows the rest of the file: `later` was lost.
+        let text = "# The first.\nfirst() {\n    echo one\n}\n\nbroken() {\n    x=\"${x/$'/:'*}\"\n}\n\n# The later one.\nlater() {\n    first\n}\n";
+        let a = BASH.analyze("shell", "bin/tool.sh", text);
+        assert!(!a.warnings.is_empty(), "the file still reports its syntax error");
+        let names: Vec<(&str, u32, u32)> = a
+            .nodes
+            .iter()
+            .filter(|n| n.kind == NodeKind::Function)
+            .map(|n| (n.name.as_str(), n.span.start.line, n.span.end.line))
+            .collect();
+        // `broken` itself does not parse, in the file or alone.
+        assert_eq!(names, [("first", 2, 4), ("later", 11, 13)]);
+        assert_eq!(node(&a, "later").doc.as_deref(), Some("The later one."));
+        assert!(refs(&a, RefKind::Calls).contains(&("later".to_string(), "first".to_string())));
+        // A file that parses is one piece, and the cut lines are function starts.
+        assert!(shell_function_start("deploy() {") && shell_function_start("function deploy {"));
+        assert!(!shell_function_start("  indented() {") && !shell_function_start("x=1"));
     }
 
     #[test]

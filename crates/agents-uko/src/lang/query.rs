@@ -118,6 +118,23 @@ pub struct QueryLanguage {
     /// of one declaration (Haskell equations after their signature, Elixir's
     /// `def f(0)` / `def f(n)`): they merge into the first, spanning all.
     pub merge_clauses: bool,
+    /// Lines at which a top-level declaration starts for certain (Bash's
+    /// `name() {` at the left margin). When a file does not parse, the
+    /// grammar's error recovery can swallow everything after the first
+    /// broken construct; the file is then parsed again in pieces cut at these
+    /// lines, each piece on its own, and the pieces' declarations are taken
+    /// when they are more than the whole tree's.
+    pub restarts: Option<Restarts>,
+}
+
+/// Where a file that does not parse is cut into pieces ([`QueryLanguage::restarts`]).
+#[derive(Clone, Copy)]
+pub struct Restarts {
+    /// A line at which a top-level declaration starts for certain.
+    pub starts: fn(&str) -> bool,
+    /// The line comment's marker: the comment lines right above a start go
+    /// with it (they are its doc).
+    pub comment: &'static str,
 }
 
 /// A [`QueryLanguage`] with its compiled query.
@@ -154,6 +171,73 @@ pub enum QueryLoadError {
     Query { language: &'static str, source: tree_sitter::QueryError },
     #[error("{language}: capture @{capture} names no node kind")]
     UnknownKind { language: &'static str, capture: String },
+}
+
+/// The text parsed again in pieces, cut before every line that starts a
+/// declaration (and the comment lines right above it): each piece is parsed
+/// alone (an included range, so positions stay those of the file), and an
+/// error stays inside its piece.
+fn parse_in_pieces(language: &Language, text: &str, restarts: Restarts) -> Vec<tree_sitter::Tree> {
+    let mut cuts = vec![0];
+    let mut offset = 0;
+    // Where the run of comment lines just above this line starts.
+    let mut comments_from = None;
+    for line in text.split_inclusive('\n') {
+        if (restarts.starts)(line) {
+            let cut = comments_from.unwrap_or(offset);
+            if cut > *cuts.last().unwrap_or(&0) {
+                cuts.push(cut);
+            }
+        }
+        if line.trim_start().starts_with(restarts.comment) {
+            comments_from.get_or_insert(offset);
+        } else {
+            comments_from = None;
+        }
+        offset += line.len();
+    }
+    if cuts.len() < 2 {
+        return Vec::new();
+    }
+    cuts.push(text.len());
+    let mut parser = tree_sitter::Parser::new();
+    if parser.set_language(language).is_err() {
+        return Vec::new();
+    }
+    let mut row = 0;
+    let mut pieces = Vec::new();
+    for pair in cuts.windows(2) {
+        let (start, end) = (pair[0], pair[1]);
+        let piece = &text[start..end];
+        let rows = piece.matches('\n').count();
+        let end_point = match piece.rfind('\n') {
+            Some(i) => tree_sitter::Point::new(row + rows, piece.len() - i - 1),
+            None => tree_sitter::Point::new(row, piece.len()),
+        };
+        let range = tree_sitter::Range {
+            start_byte: start,
+            end_byte: end,
+            start_point: tree_sitter::Point::new(row, 0),
+            end_point,
+        };
+        row += rows;
+        if parser.set_included_ranges(&[range]).is_ok()
+            && let Some(tree) = parser.parse(text, None)
+        {
+            pieces.push(tree);
+        }
+    }
+    pieces
+}
+
+/// A Bash function's first line at the left margin: `name() {`, `name ()`,
+/// `function name`.
+pub(crate) fn shell_function_start(line: &str) -> bool {
+    if let Some(rest) = line.strip_prefix("function ") {
+        return rest.trim_start().starts_with(|c: char| c.is_alphabetic() || c == '_');
+    }
+    let name = line.find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | ':' | '.' | '-'))).unwrap_or(line.len());
+    name > 0 && line[name..].trim_start().starts_with("()")
 }
 
 fn compile(spec: &QueryLanguage) -> Result<Compiled, QueryLoadError> {
@@ -279,7 +363,11 @@ impl Analyzer for QueryAnalyzer {
         let Some(tree) = parse_or_warn(&mut builder, &c.language, self.spec.display, text) else {
             return builder.finish();
         };
-        let (mut defs, raw_imports, mut refs) = self.collect(c, &tree, text);
+        let pieces = match self.spec.restarts {
+            Some(restarts) if tree.root_node().has_error() => parse_in_pieces(&c.language, text, restarts),
+            _ => Vec::new(),
+        };
+        let (mut defs, raw_imports, mut refs) = self.collect_recovering(c, &tree, &pieces, text);
         let imports = self.merge_imports(raw_imports);
         // The first pattern to claim a name node wins; then outer declarations first.
         defs.sort_by_key(|d| (d.name_id, d.pattern));
@@ -525,6 +613,30 @@ impl QueryAnalyzer {
     }
 
     /// Runs the query once and turns its matches into owned records.
+    /// [`Self::collect`] over the whole tree, or over the `pieces` of a file
+    /// that does not parse ([`QueryLanguage::restarts`]) when they declare
+    /// more. The trees are all alive here, so node ids stay distinct.
+    fn collect_recovering(
+        &self,
+        c: &Compiled,
+        tree: &tree_sitter::Tree,
+        pieces: &[tree_sitter::Tree],
+        text: &str,
+    ) -> (Vec<Def>, Vec<RawImport>, Vec<Found>) {
+        let whole = self.collect(c, tree, text);
+        if pieces.is_empty() {
+            return whole;
+        }
+        let mut parts = (Vec::new(), Vec::new(), Vec::new());
+        for piece in pieces {
+            let (defs, imports, refs) = self.collect(c, piece, text);
+            parts.0.extend(defs);
+            parts.1.extend(imports);
+            parts.2.extend(refs);
+        }
+        if parts.0.len() > whole.0.len() { parts } else { whole }
+    }
+
     fn collect(&self, c: &Compiled, tree: &tree_sitter::Tree, text: &str) -> (Vec<Def>, Vec<RawImport>, Vec<Found>) {
         let spec = self.spec;
         let mut defs = Vec::new();
