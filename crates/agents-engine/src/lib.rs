@@ -1387,3 +1387,19 @@ impl Engine {
         Ok(IndexOutcome { project, resource, new_resource, index })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::candidates_for_budget;
+
+    #[test]
+    fn the_candidates_grow_with_the_budget_within_bounds() {
+        assert_eq!(candidates_for_budget(1_800), 50);
+        assert_eq!(candidates_for_budget(7_800), 50);
+        assert_eq!(candidates_for_budget(31_800), 198);
+        assert_eq!(candidates_for_budget(100_000), 625);
+        assert_eq!(candidates_for_budget(1_000_000), 1_000);
+        let grown: Vec<usize> = (0..40).map(|k| candidates_for_budget(k * 5_000)).collect();
+        assert!(grown.windows(2).all(|w| w[0] <= w[1]), "{grown:?}");
+    }
+}

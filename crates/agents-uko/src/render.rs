@@ -92,7 +92,7 @@ pub fn render(input: &RenderInput<'_>, depth: u8) -> String {
         out.push_str(&format!("contains: {}\n", names.join(", ")));
     }
     if depth >= 2 {
-        out.push_str(&relationships(input));
+        out.push_str(&relationships(input, false));
     }
     if depth >= 3 {
         if let Some(summary) = input.node.summary() {
@@ -186,7 +186,7 @@ fn push_source(out: &mut String, lines: &[&str], more: usize) {
 fn render_complete(input: &RenderInput<'_>) -> String {
     let mut out = input.node.title();
     out.push('\n');
-    out.push_str(&relationships(input));
+    out.push_str(&relationships(input, true));
     let source = source_lines(input);
     if let Some(summary) = input.node.summary()
         && !source.iter().any(|line| line.contains(summary))
@@ -201,8 +201,10 @@ fn render_complete(input: &RenderInput<'_>) -> String {
 /// references, one file's symbols of one kind grouped
 /// (`src/utils.py#{quote, unquote} (calls)`); edges to the node's own
 /// members (a class's method calling another) are left out: its children
-/// list them.
-fn relationships(input: &RenderInput<'_>) -> String {
+/// list them. With the `complete` source below them, unresolved targets
+/// (external imports, bases and type names) are left out too: each is a
+/// name the node's own text shows, and only a resolved one adds where to go.
+fn relationships(input: &RenderInput<'_>, complete: bool) -> String {
     let node = &input.node;
     let own = if node.symbol_path.is_empty() {
         format!("{}#", node.path)
@@ -216,8 +218,8 @@ fn relationships(input: &RenderInput<'_>) -> String {
         .into_iter()
         // An unresolved call (`options.get`, `bp.lstrip`, `print`) costs
         // tokens and tells an agent nothing it can open: only resolved calls,
-        // and external imports and bases, are kept.
-        .filter(|e| !(e.external && e.kind == RefKind::Calls))
+        // and (without the complete source) external imports and bases, are kept.
+        .filter(|e| !(e.external && (complete || e.kind == RefKind::Calls)))
         .partition(|e| e.kind == RefKind::Mentions);
     let mut out = String::new();
     if !depends.is_empty() {
@@ -400,8 +402,15 @@ mod tests {
             EdgeView { kind: RefKind::Calls, target: "src/util.py#quote".into(), external: false },
             EdgeView { kind: RefKind::Calls, target: "src/util.py#unquote".into(), external: false },
             EdgeView { kind: RefKind::Mentions, target: "src/util.py#Token".into(), external: false },
+            EdgeView { kind: RefKind::Mentions, target: "_t.CertType".into(), external: true },
+            EdgeView { kind: RefKind::Inherits, target: "Generic".into(), external: true },
         ]);
         let d9 = render(&i, 9);
+        // Unresolved names are in the source shown; an outline keeps them.
+        assert!(!d9.contains("CertType") && !d9.contains("Generic"), "{d9}");
+        let d4 = render(&i, 4);
+        assert!(d4.contains("references: _t.CertType, src/util.py#Token\n"), "{d4}");
+        assert!(d4.contains("Generic (inherits, external)"), "{d4}");
         assert!(d9.starts_with("class App\ndepends on: "), "{d9}");
         for repeated in ["contains:", "signature:", "size:", "summary:", "- run:", "\n  def run(self, n: int) -> str\n"]
         {
