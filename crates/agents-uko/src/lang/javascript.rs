@@ -585,10 +585,7 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             self.namespace(expr, node, ctx);
             return;
         }
-        if ctx.scope == Scope::Module
-            && expr.kind() == "call_expression"
-            && self.named_callback(expr, node, ctx)
-        {
+        if ctx.scope == Scope::Module && expr.kind() == "call_expression" && self.named_callback(expr, node, ctx) {
             return;
         }
         // A chain (`req.get = req.header = function header() {}`) binds its last
@@ -659,7 +656,8 @@ impl<'t, 'tree> Walker<'t, 'tree> {
     /// defines function `protocol`, which the call registers somewhere. False
     /// when the call is not one (nothing is added then).
     fn named_callback(&mut self, call: Node<'tree>, statement: Node<'tree>, ctx: Ctx) -> bool {
-        let (Some(function), Some(arguments)) = (call.child_by_field_name("function"), call.child_by_field_name("arguments"))
+        let (Some(function), Some(arguments)) =
+            (call.child_by_field_name("function"), call.child_by_field_name("arguments"))
         else {
             return false;
         };
@@ -677,8 +675,7 @@ impl<'t, 'tree> Walker<'t, 'tree> {
         let body = value.child_by_field_name("body").map_or(value.end_byte(), |b| b.start_byte());
         let signature = header(self.text, statement.start_byte(), body);
         let doc = jsdoc(statement, self.text);
-        let index =
-            self.b.add(ctx.parent, NodeKind::Function, name, Span::of_node(&statement), Some(signature), doc);
+        let index = self.b.add(ctx.parent, NodeKind::Function, name, Span::of_node(&statement), Some(signature), doc);
         if let Some(callee) = dotted(function, self.text)
             && !is_builtin_call(&callee)
         {
