@@ -612,7 +612,6 @@ impl QueryAnalyzer {
         out
     }
 
-    /// Runs the query once and turns its matches into owned records.
     /// [`Self::collect`] over the whole tree, or over the `pieces` of a file
     /// that does not parse ([`QueryLanguage::restarts`]) when they declare
     /// more. The trees are all alive here, so node ids stay distinct.
@@ -637,6 +636,7 @@ impl QueryAnalyzer {
         if parts.0.len() > whole.0.len() { parts } else { whole }
     }
 
+    /// Runs the query once and turns its matches into owned records.
     fn collect(&self, c: &Compiled, tree: &tree_sitter::Tree, text: &str) -> (Vec<Def>, Vec<RawImport>, Vec<Found>) {
         let spec = self.spec;
         let mut defs = Vec::new();
