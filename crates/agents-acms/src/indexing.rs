@@ -37,6 +37,8 @@ use agents_fs::lock::{self, LockAttempt, ResourceLock};
 
 /// How many example paths a report keeps per skip reason.
 const SKIP_EXAMPLES: usize = 5;
+/// How many files' first syntax warning a report keeps.
+const WARNING_EXAMPLES: usize = 5;
 /// Files processed in parallel between two batches of graph writes: bounds
 /// memory (a chunk's parsed nodes) on large trees.
 const CHUNK: usize = 256;
@@ -661,6 +663,11 @@ impl Sink<'_> {
                     self.graph.files_analyzed += 1;
                     self.graph.nodes += analyzed.nodes.len() as u64;
                     self.graph.parse_warnings += analyzed.warnings as u64;
+                    if let Some(warning) = &analyzed.first_warning
+                        && self.graph.warning_examples.len() < WARNING_EXAMPLES
+                    {
+                        self.graph.warning_examples.push(format!("{}: {warning}", analyzed.path));
+                    }
                     self.pending.push(analyzed.pending);
                     self.commit.upserts.push(record.clone());
                     self.files.push(record);
@@ -1250,6 +1257,7 @@ mod graph_tests {
         let idx = r.update();
         assert_eq!(idx.files.len(), 1);
         assert!(report(&idx).graph.parse_warnings >= 1);
+        assert_eq!(report(&idx).graph.warning_examples, ["src/broken.rs: line 3: missing syntax; the tree is partial"]);
         let nodes = r.store.uko_file_nodes(&idx.metadata.index_id, "src/broken.rs").unwrap();
         assert_eq!(nodes[0].node.kind, "module");
         assert!(nodes.iter().any(|n| n.node.name == "ok"), "the parsable part is still extracted");

@@ -30,6 +30,8 @@ pub struct Analyzed {
     pub nodes: Vec<UkoNode>,
     pub pending: PendingRefs,
     pub warnings: usize,
+    /// The first of them.
+    pub first_warning: Option<String>,
 }
 
 /// A file's unresolved references in compact form: all of a file's strings
@@ -124,8 +126,9 @@ pub fn analyze(resource_id: &str, path: &str, language: &str, text: &str, file_h
     });
     let nodes = graph_nodes(resource_id, path, language, text, file_hash, &analysis);
     let warnings = analysis.warnings.len();
+    let first_warning = analysis.warnings.first().cloned();
     let pending = PendingRefs::new(path, language, analysis);
-    Analyzed { path: path.to_string(), language: language.to_string(), nodes, pending, warnings }
+    Analyzed { path: path.to_string(), language: language.to_string(), nodes, pending, warnings, first_warning }
 }
 
 fn graph_nodes(

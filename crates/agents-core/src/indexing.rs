@@ -248,6 +248,11 @@ pub struct GraphReport {
     pub re_resolved: u64,
     /// Syntax problems met (the trees were partial).
     pub parse_warnings: u64,
+    /// The first warning of each of the first few files that had one
+    /// (`src/x.sh: line 12: syntax error; the tree is partial`), in the
+    /// order the run met them, for the user to check.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warning_examples: Vec<String>,
 }
 
 impl IndexReport {

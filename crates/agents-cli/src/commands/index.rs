@@ -158,6 +158,9 @@ pub fn render_summary(s: &IndexSummary<'_>) -> String {
                 String::new()
             }
         ));
+        for example in &g.warning_examples {
+            out.push_str(&format!("  warning    {example}\n"));
+        }
     }
     if let Some(sync) = &s.search {
         out.push_str(&format!(
