@@ -602,9 +602,6 @@ fn member_candidates(
                 found.push((met, member.bytes.len(), member.uri));
             }
         }
-        // A member that only declares (an interface's method, a header's
-        // prototype) gives its place to its definition, as a strategy's
-        // candidate does ([`definitions_for_declarations`]).
         let propose = |uri: String, why: &str, met: usize| {
             let mut c = crate::retrieval::Candidate::new(uri, path.clone(), 0.0, depth, strategy);
             if !as_definition(&mut c, renderer) {

@@ -441,9 +441,7 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             let value = declarator.child_by_field_name("value");
             let simple_name = name_node.filter(|n| n.kind() == "identifier").map(|n| node_text(&n, self.text));
             match (simple_name, value) {
-                (Some(name), Some(value))
-                    if matches!(value.kind(), "arrow_function" | "function_expression" | "generator_function") =>
-                {
+                (Some(name), Some(value)) if is_function_value(value) => {
                     let body = value.child_by_field_name("body").map_or(value.end_byte(), |b| b.start_byte());
                     let signature = format!("{head} {}", header(self.text, declarator.start_byte(), body));
                     let index = self.b.add(
@@ -594,12 +592,7 @@ impl<'t, 'tree> Walker<'t, 'tree> {
         while let Some(inner) = innermost.child_by_field_name("right").filter(|r| r.kind() == "assignment_expression") {
             innermost = inner;
         }
-        let expr = match innermost.child_by_field_name("right") {
-            Some(value) if matches!(value.kind(), "arrow_function" | "function_expression" | "generator_function") => {
-                innermost
-            }
-            _ => expr,
-        };
+        let expr = if innermost.child_by_field_name("right").is_some_and(is_function_value) { innermost } else { expr };
         if expr.kind() == "assignment_expression"
             && let (Some(left), Some(right)) = (expr.child_by_field_name("left"), expr.child_by_field_name("right"))
             && left.kind() == "member_expression"
@@ -613,22 +606,9 @@ impl<'t, 'tree> Walker<'t, 'tree> {
                 // and functions hung on an object at the top level (`res.send =
                 // function send() {}`, `Foo.prototype.bar = function () {}`): each is
                 // a function named by its property.
-                Scope::Module
-                    if matches!(object, "exports" | "module.exports")
-                        || matches!(right.kind(), "arrow_function" | "function_expression" | "generator_function") =>
-                {
-                    if matches!(right.kind(), "arrow_function" | "function_expression" | "generator_function") {
-                        let body = right.child_by_field_name("body").map_or(right.end_byte(), |b| b.start_byte());
-                        let signature = header(self.text, node.start_byte(), body);
-                        let doc = jsdoc(node, self.text);
-                        let index = self.b.add(
-                            ctx.parent,
-                            NodeKind::Function,
-                            name,
-                            Span::of_node(&node),
-                            Some(signature),
-                            doc,
-                        );
+                Scope::Module if matches!(object, "exports" | "module.exports") || is_function_value(right) => {
+                    if is_function_value(right) {
+                        let index = self.statement_function(node, right, name, ctx);
                         self.function_body(right, index, ctx, None);
                         return;
                     }
@@ -672,15 +652,8 @@ impl<'t, 'tree> Walker<'t, 'tree> {
         else {
             return false;
         };
-        let body = value.child_by_field_name("body").map_or(value.end_byte(), |b| b.start_byte());
-        let signature = header(self.text, statement.start_byte(), body);
-        let doc = jsdoc(statement, self.text);
-        let index = self.b.add(ctx.parent, NodeKind::Function, name, Span::of_node(&statement), Some(signature), doc);
-        if let Some(callee) = dotted(function, self.text)
-            && !is_builtin_call(&callee)
-        {
-            self.reference(index, RefKind::Calls, callee, call);
-        }
+        let index = self.statement_function(statement, value, name, ctx);
+        self.callee(index, function, call);
         let others = Ctx { parent: index, owner: index, scope: NESTED, ..ctx };
         let mut cursor = arguments.walk();
         let rest: Vec<_> =
@@ -688,6 +661,26 @@ impl<'t, 'tree> Walker<'t, 'tree> {
         self.push_all(&rest);
         self.function_body(value, index, ctx, None);
         true
+    }
+
+    /// Function `name`, whose value `value` a whole top-level `statement`
+    /// binds: the statement is its span, its header up to the body its
+    /// signature, the JSDoc above it its doc.
+    fn statement_function(&mut self, statement: Node<'tree>, value: Node<'tree>, name: &str, ctx: Ctx) -> usize {
+        let body = value.child_by_field_name("body").map_or(value.end_byte(), |b| b.start_byte());
+        let signature = header(self.text, statement.start_byte(), body);
+        let doc = jsdoc(statement, self.text);
+        self.b.add(ctx.parent, NodeKind::Function, name, Span::of_node(&statement), Some(signature), doc)
+    }
+
+    /// A `Calls` reference from node `from` to the callee `function` of
+    /// `call`, unless it is a builtin (`console.log`).
+    fn callee(&mut self, from: usize, function: Node<'_>, call: Node<'_>) {
+        if let Some(name) = dotted(function, self.text)
+            && !is_builtin_call(&name)
+        {
+            self.reference(from, RefKind::Calls, name, call);
+        }
     }
 
     fn call(&mut self, node: Node<'tree>, ctx: Ctx) {
@@ -708,11 +701,7 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             self.push_all(&[(arguments, inner)]);
             return;
         }
-        if let Some(name) = dotted(function, self.text)
-            && !is_builtin_call(&name)
-        {
-            self.reference(ctx.parent, RefKind::Calls, name, node);
-        }
+        self.callee(ctx.parent, function, node);
         self.push_children(node, ctx);
     }
 
@@ -958,6 +947,11 @@ fn literal_string<'t>(node: Node<'_>, text: &'t str) -> Option<&'t str> {
 
 /// `describe`, `it`, `test` (Jest, Mocha, Vitest, Playwright), with
 /// modifiers (`it.only`, `test.describe.serial`) and tables (`test.each(t)`).
+/// A value that makes what it is bound to a function.
+fn is_function_value(node: Node<'_>) -> bool {
+    matches!(node.kind(), "arrow_function" | "function_expression" | "generator_function")
+}
+
 fn is_test_callee(node: Node<'_>, text: &str) -> bool {
     match node.kind() {
         "identifier" => matches!(

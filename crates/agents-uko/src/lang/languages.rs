@@ -868,7 +868,7 @@ end
         assert_eq!(names, [("first", 2, 4), ("later", 11, 13)]);
         assert_eq!(node(&a, "later").doc.as_deref(), Some("The later one."));
         assert!(refs(&a, RefKind::Calls).contains(&("later".to_string(), "first".to_string())));
-        // A file that parses is one piece, and the cut lines are function starts.
+        // The pieces are cut before a function's first line at the left margin.
         assert!(shell_function_start("deploy() {") && shell_function_start("function deploy {"));
         assert!(!shell_function_start("  indented() {") && !shell_function_start("x=1"));
     }
