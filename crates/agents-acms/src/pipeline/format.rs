@@ -79,6 +79,13 @@ const WIDEST_ULID: &str = "0A0A0A0A0A0A0A0A0A0A0A0A0A";
 /// A stated count as wide in tokens as any count below a million.
 const WIDEST_COUNT: usize = 999_999;
 
+/// Most spaces [`Pipeline::fit`] puts before JSON's closing brace to find a
+/// count the text can state: a text stating `N` can count `N + 1` tokens
+/// and the same text stating `N + 1` count `N` (a longer `rendered_tokens`,
+/// a shorter `remaining_tokens`: `1129` and `1000` against `1130` and
+/// `999`); the spaces, insignificant in JSON, shift where the text splits.
+const MAX_JSON_PADDING: usize = 4;
+
 /// [`Assembly::measure`]: the bound on the delivered text's tokens, and the
 /// text with its count when the bound is that count.
 pub(super) struct Measured {
@@ -123,10 +130,24 @@ impl Assembly {
     }
 
     fn json_stating(&self, rendered_tokens: usize, is_within_budget: bool, remaining_tokens: u64) -> String {
+        self.json_padded(rendered_tokens, is_within_budget, remaining_tokens, self.json_padding)
+    }
+
+    /// The JSON with `padding` spaces before its closing brace.
+    fn json_padded(
+        &self,
+        rendered_tokens: usize,
+        is_within_budget: bool,
+        remaining_tokens: u64,
+        padding: usize,
+    ) -> String {
         let delivered = delivered_context(&self.context);
         let context = delivered.as_ref().unwrap_or(&self.context);
         let payload = JsonPayload { context, rendered_tokens, is_within_budget, remaining_tokens };
         let mut text = serde_json::to_string(&payload).unwrap_or_default();
+        if padding > 0 && text.ends_with('}') {
+            text.insert_str(text.len() - 1, &" ".repeat(padding));
+        }
         text.push('\n');
         text
     }
@@ -148,7 +169,7 @@ impl Assembly {
             return Measured { bound: tokens, text: Some((text, tokens)) };
         }
         let mut text = match format {
-            OutputFormat::Json => self.json_stating(WIDEST_COUNT, false, WIDEST_COUNT as u64),
+            OutputFormat::Json => self.json_padded(WIDEST_COUNT, false, WIDEST_COUNT as u64, MAX_JSON_PADDING),
             _ => self.render(format),
         };
         if random_plan {
@@ -349,17 +370,29 @@ impl Pipeline {
             measured = assembly.measure(format, tokenizer);
         }
         // JSON states its own count: render until the count it states is the
-        // count of the text (a few rounds at most).
+        // count of the text (a few rounds at most); when no count is, with a
+        // space more before its closing brace ([`MAX_JSON_PADDING`]).
         let (mut text, mut tokens) = measured.text.unwrap_or_else(|| {
             let text = assembly.render(format);
             let tokens = tokenizer.count(&text);
             (text, tokens)
         });
-        for _ in 0..4 {
-            if tokens == assembly.rendered_tokens {
+        loop {
+            for _ in 0..4 {
+                if tokens == assembly.rendered_tokens {
+                    break;
+                }
+                assembly.rendered_tokens = tokens;
+                text = assembly.render(format);
+                tokens = tokenizer.count(&text);
+            }
+            if tokens == assembly.rendered_tokens
+                || format != OutputFormat::Json
+                || assembly.json_padding == MAX_JSON_PADDING
+            {
                 break;
             }
-            assembly.rendered_tokens = tokens;
+            assembly.json_padding += 1;
             text = assembly.render(format);
             tokens = tokenizer.count(&text);
         }
@@ -599,6 +632,33 @@ mod tests {
         assert_eq!(out.context.total_tokens() as usize, contents);
         assert!(out.rendered_tokens > contents);
         assert_eq!(out.rendered_tokens, tok().count(&out.to_markdown()));
+    }
+
+    /// Where the budget left crosses a power of ten (`999` against `1000`
+    /// tokens, a token fewer for one more rendered), JSON still states the
+    /// exact count of its own text.
+    #[test]
+    fn json_states_its_own_count_where_the_remainder_changes_width() {
+        let bodies: Vec<(String, usize, f64, u8)> =
+            (0..6).map(|i| (format!("fn step_{i}(x: u32) -> u32 {{ x + {i} }}"), 2, i as f64 / 6.0, 9)).collect();
+        let fragments = fragments(&bodies);
+        let fit = |available: u64| {
+            let budget = ContextBudget::new(available, 0).unwrap();
+            let mut out = pipeline().assemble("p", &fragments, budget, "relevance", &tok()).unwrap();
+            let text = pipeline().fit(&mut out, OutputFormat::Json, "q", &InlineRenderer, &tok()).unwrap();
+            (out, text)
+        };
+        let rendered = fit(100_000).0.rendered_tokens as u64;
+        for width in [10, 100, 1000, 10_000] {
+            for available in rendered + width - 4..rendered + width + 4 {
+                let (out, text) = fit(available);
+                assert_eq!(out.rendered_tokens, tok().count(&text), "at {available}");
+                assert_eq!(text, out.render(OutputFormat::Json), "at {available}");
+                let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(v["rendered_tokens"].as_u64(), Some(out.rendered_tokens as u64));
+                assert!(out.rendered_tokens as u64 <= available);
+            }
+        }
     }
 
     #[test]

@@ -373,6 +373,10 @@ pub struct Assembly {
     pub refresh_threshold: f64,
     #[serde(skip)]
     pub pieces: Vec<ScoredFragment>,
+    /// Spaces before the closing brace of the JSON rendering: what lets it
+    /// state its own token count ([`Pipeline::fit`]).
+    #[serde(skip)]
+    pub json_padding: usize,
 }
 
 impl Assembly {
@@ -1404,6 +1408,7 @@ impl Pipeline {
             assembly_micros: extra.started.elapsed().as_micros() as u64,
             refresh_threshold: self.settings.refresh_threshold,
             pieces: ordered,
+            json_padding: 0,
         })
     }
 }
