@@ -28,7 +28,7 @@ const MAX_BODY_CHARS: usize = 100_000;
 const MAX_UNPARSED_BODY_CHARS: usize = 20_000;
 /// Names what [`embedding_text`] produces; change it when that changes, so stored
 /// vectors are rebuilt.
-pub const EMBEDDING_TEXT_VERSION: &str = "summary-v2";
+pub const EMBEDDING_TEXT_VERSION: &str = "summary-v3";
 /// Texts embedded per batch while syncing.
 const EMBED_BATCH: usize = 512;
 
@@ -149,10 +149,74 @@ pub fn is_embedded_kind(kind: &str) -> bool {
     !matches!(kind, "field" | "import" | "variable")
 }
 
+/// Most identifiers of a body [`embedding_text`] adds: 24 and 96 did no
+/// better on the natural-language sets (docs/benchmarks.md).
+const MAX_BODY_IDENTIFIERS: usize = 48;
+
+/// Words of a body that say nothing about what it does: keywords and the
+/// receiver names most languages share.
+const BODY_NOISE: &[&str] = &[
+    "and",
+    "bool",
+    "break",
+    "case",
+    "char",
+    "const",
+    "continue",
+    "def",
+    "default",
+    "else",
+    "elif",
+    "end",
+    "false",
+    "fn",
+    "for",
+    "func",
+    "function",
+    "if",
+    "int",
+    "let",
+    "mut",
+    "new",
+    "nil",
+    "none",
+    "not",
+    "null",
+    "pub",
+    "public",
+    "private",
+    "protected",
+    "return",
+    "self",
+    "static",
+    "struct",
+    "the",
+    "this",
+    "true",
+    "var",
+    "void",
+    "while",
+];
+
+/// The distinct identifiers of `body` in their first order, each of three
+/// characters or more, not a number and not in [`BODY_NOISE`], at most
+/// [`MAX_BODY_IDENTIFIERS`]: what a function calls and names, the words a
+/// question about its behaviour uses when it has no docstring.
+fn body_identifiers(body: &str) -> Vec<&str> {
+    let mut seen = HashSet::new();
+    body.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| w.len() >= 3 && !w.starts_with(|c: char| c.is_ascii_digit()))
+        .filter(|w| !BODY_NOISE.iter().any(|noise| w.eq_ignore_ascii_case(noise)))
+        .filter(|w| seen.insert(*w))
+        .take(MAX_BODY_IDENTIFIERS)
+        .collect()
+}
+
 /// The text embedded for a node: its kind and name, signature, docstring, and the
 /// identifiers of its path and name split into words; a file adds the names of its
-/// top-level symbols.
-pub fn embedding_text(node: &agents_store::UkoNode, child_names: &[&str]) -> String {
+/// top-level symbols, and a node without members (a function, a method) the
+/// identifiers of its `body` ([`body_identifiers`]).
+pub fn embedding_text(node: &agents_store::UkoNode, child_names: &[&str], body: Option<&str>) -> String {
     let mut text = String::new();
     let words = |s: &str| agents_search::code_tokens(s).join(" ");
     text.push_str(&node.kind);
@@ -171,6 +235,13 @@ pub fn embedding_text(node: &agents_store::UkoNode, child_names: &[&str]) -> Str
     if !child_names.is_empty() {
         text.push_str(". ");
         text.push_str(&words(&child_names.join(" ")));
+    }
+    if let Some(body) = body {
+        let identifiers = body_identifiers(body);
+        if !identifiers.is_empty() {
+            text.push_str(". ");
+            text.push_str(&words(&identifiers.join(" ")));
+        }
     }
     text
 }
@@ -287,8 +358,9 @@ impl ContextSearch {
         for (path, content_hash) in paths {
             let nodes = self.store.uko_file_nodes(index_id, path)?;
             let hash = search_hash(content_hash);
+            let source = std::fs::read(root.join(path)).ok().map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
             if for_text.contains(path)
-                && let Ok(bytes) = std::fs::read(root.join(path))
+                && let Some(source) = &source
             {
                 // A node's id is its URI, which holds its path: once the
                 // path's documents are deleted (or the index was empty),
@@ -296,7 +368,7 @@ impl ContextSearch {
                 // replacement queued for each (what made a first sync of a
                 // large tree cost gigabytes); a node id given twice keeps
                 // its last document, as upserts do.
-                let docs = last_of_each_id(text_docs(&nodes, &String::from_utf8_lossy(&bytes)));
+                let docs = last_of_each_id(text_docs(&nodes, source));
                 if !text_empty {
                     text.delete_paths(&[path.to_owned()])?;
                 }
@@ -308,7 +380,7 @@ impl ContextSearch {
             if for_vector.contains(path)
                 && let Some(sink) = vector.as_mut()
             {
-                for (doc, text) in vector_docs(&nodes) {
+                for (doc, text) in vector_docs(&nodes, source.as_deref()) {
                     pending.push(doc);
                     pending_texts.push(text);
                 }
@@ -459,12 +531,17 @@ fn text_docs(nodes: &[UkoNodeRecord], source: &str) -> Vec<TextDoc> {
 
 /// The vector documents (still without vectors) of one file's embedded nodes, each
 /// with the text to embed. The file's own node (kind `file` or `module`) lists its
-/// members' names.
-fn vector_docs(nodes: &[UkoNodeRecord]) -> Vec<(VectorDoc, String)> {
+/// members' names; a node no other names as its parent adds its body's
+/// identifiers from `source`, the file's text (when it could be read).
+fn vector_docs(nodes: &[UkoNodeRecord], source: Option<&str>) -> Vec<(VectorDoc, String)> {
+    let parents: HashSet<&str> = nodes.iter().filter_map(|n| n.node.parent_uri.as_deref()).collect();
     nodes
         .iter()
         .filter(|n| is_embedded_kind(&n.node.kind))
         .map(|n| {
+            let body = source
+                .filter(|_| n.node.parent_uri.is_some() && !parents.contains(n.node.uri.as_str()))
+                .and_then(|source| source.get(n.node.start_byte.max(0) as usize..n.node.end_byte.max(0) as usize));
             let children: Vec<&str> = if n.node.parent_uri.is_none() {
                 nodes
                     .iter()
@@ -481,7 +558,7 @@ fn vector_docs(nodes: &[UkoNodeRecord]) -> Vec<(VectorDoc, String)> {
                 kind: n.node.kind.clone(),
                 vector: Vec::new(),
             };
-            (doc, embedding_text(&n.node, &children))
+            (doc, embedding_text(&n.node, &children, body))
         })
         .collect()
 }
@@ -544,6 +621,70 @@ mod tests {
         assert_eq!(last_of_each_id(unique.clone()), unique);
         let repeated = vec![doc("a", "1"), doc("b", "2"), doc("a", "3"), doc("c", "4")];
         assert_eq!(last_of_each_id(repeated), vec![doc("b", "2"), doc("a", "3"), doc("c", "4")]);
+    }
+
+    #[test]
+    fn body_identifiers_are_distinct_words_without_keywords_or_numbers() {
+        let body = "def merge_patch(target, patch):\n    if patch is None: return target  # null deletes\n    \
+                    for key in patch: merge_patch(target[key], patch[key]) or 0x10 or 42";
+        assert_eq!(body_identifiers(body), ["merge_patch", "target", "patch", "deletes", "key"]);
+        let long: String = (0..100).map(|i| format!("name{i} ")).collect();
+        assert_eq!(body_identifiers(&long).len(), MAX_BODY_IDENTIFIERS);
+    }
+
+    fn node(uri: &str, kind: &str, name: &str, parent: Option<&str>, bytes: (i64, i64)) -> UkoNodeRecord {
+        UkoNodeRecord {
+            node_id: 0,
+            node: agents_store::UkoNode {
+                uri: uri.into(),
+                path: "lib.c".into(),
+                symbol_path: name.into(),
+                kind: kind.into(),
+                name: name.into(),
+                parent_uri: parent.map(Into::into),
+                language: "c".into(),
+                start_byte: bytes.0,
+                end_byte: bytes.1,
+                start_line: 1,
+                start_col: 0,
+                end_line: 1,
+                end_col: 0,
+                signature: None,
+                doc: None,
+                content_hash: String::new(),
+            },
+            valid_from: String::new(),
+            valid_until: None,
+            is_current: true,
+            revision_of: None,
+        }
+    }
+
+    /// A function without members embeds the words of its body (a C
+    /// function has no docstring to say what it does); a class with members
+    /// leaves its body to them, and the file lists its symbols.
+    #[test]
+    fn a_leaf_embeds_its_body_words_and_a_container_its_members() {
+        let source = "struct Pool { int size; };\nvoid pool_release(Pool *p) { free_buffer(p->slots); }\n";
+        let release = source.find("void").unwrap() as i64;
+        let nodes = vec![
+            node("f", "module", "lib.c", None, (0, source.len() as i64)),
+            node("f#Pool", "struct", "Pool", Some("f"), (0, 26)),
+            node("f#Pool.size", "method", "size", Some("f#Pool"), (14, 23)),
+            node("f#pool_release", "function", "pool_release", Some("f"), (release, source.len() as i64 - 1)),
+        ];
+        let texts: HashMap<String, String> =
+            vector_docs(&nodes, Some(source)).into_iter().map(|(doc, text)| (doc.id, text)).collect();
+        assert!(
+            texts["f#pool_release"].ends_with(". pool_release pool release pool free_buffer free buffer slots"),
+            "{}",
+            texts["f#pool_release"]
+        );
+        assert!(!texts["f#Pool"].contains("size"), "{}", texts["f#Pool"]);
+        assert!(texts["f"].ends_with(". pool pool_release pool release"), "{}", texts["f"]);
+        let without_source: HashMap<String, String> =
+            vector_docs(&nodes, None).into_iter().map(|(doc, text)| (doc.id, text)).collect();
+        assert!(!without_source["f#pool_release"].contains("free"), "{}", without_source["f#pool_release"]);
     }
 
     fn record(path: &str, hash: &str) -> FileRecord {
