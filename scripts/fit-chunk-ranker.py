@@ -78,12 +78,12 @@ def file_role(path):
                  "__generated__") for d in dirs) or ends([".min.js", ".min.css", "_pb2.py", "_pb2_grpc.py",
                                                           ".pb.go", ".generated.ts", ".generated.js", ".g.dart"]):
         return "generated"
-    if any(d in ("test", "tests", "__tests__", "spec", "specs", "testing", "fixtures", "testdata", "e2e")
-           for d in dirs) or name.startswith("test_") or name == "conftest.py" or ends(
+    if any(d in ("test", "tests", "__tests__", "spec", "specs", "fixtures", "testdata", "e2e")
+           for d in dirs) or lower.startswith("testing/") or name.startswith("test_") or name == "conftest.py" or ends(
             ["_test.go", "_test.py", "_test.rs", ".test.ts", ".test.js", ".test.tsx", ".test.jsx", ".test.mjs",
              ".spec.ts", ".spec.js", ".spec.tsx", "_tests.rs", "tests.py", "_spec.rb"]):
         return "test"
-    if any(d in ("examples", "example", "benches", "benchmarks", "bench") for d in dirs):
+    if any(d in ("examples", "example", "samples", "sample", "benches", "benchmarks", "bench") for d in dirs):
         return "example"
     if any(d in ("docs", "doc", "documentation", "docs_src") for d in dirs) or ends(
             [".md", ".mdx", ".rst", ".txt", ".adoc"]) or name.startswith("changelog") or name.startswith("history"):

@@ -211,7 +211,11 @@ fn relationships(input: &RenderInput<'_>, complete: bool) -> String {
     } else {
         format!("{}#{}.", node.path, node.symbol_path)
     };
-    let mut edges: Vec<&EdgeView> = input.edges.iter().filter(|e| e.external || !e.target.starts_with(&own)).collect();
+    // A class naming itself (a constructor's return type, a classmethod's
+    // `cls`) is no relationship either.
+    let itself = own.strip_suffix('.').unwrap_or("");
+    let mut edges: Vec<&EdgeView> =
+        input.edges.iter().filter(|e| e.external || !(e.target.starts_with(&own) || e.target == itself)).collect();
     edges.sort();
     edges.dedup();
     let (mentions, depends): (Vec<&EdgeView>, Vec<&EdgeView>) = edges

@@ -780,8 +780,8 @@ pub mod ranker {
 pub fn ranker_logit(piece: &Piece, ordinal: usize) -> f64 {
     use crate::retrieval::FileRole;
     // A definition the query names outright in a file that is not a test, a
-    // document or the like by its own name, only by its folder
-    // (`HttpCommunicator` in a library's `testing/` package): no role penalty.
+    // document or the like by its own name, only by its folder (a helper
+    // class in a `fixtures/` folder): no role penalty.
     // Test cases are left out: their names are descriptions that repeat the
     // API they test (`req.hostname` in `test/req.hostname.js`).
     let named = piece.name_match >= 1.0
@@ -1414,7 +1414,7 @@ pub(crate) mod tests {
         let mut helper = Piece {
             file_standing: 1.0,
             name_match: 0.5,
-            ..code_piece("uko://r/pkg/testing/http.py#F.g", "pkg/testing/http.py", 0.8, 1)
+            ..code_piece("uko://r/pkg/fixtures/http.py#F.g", "pkg/fixtures/http.py", 0.8, 1)
         };
         assert!(ranker_logit(&helper, 0) < ranker_logit(&source, 0) - 1.0);
         helper.name_match = 1.0;
@@ -1422,7 +1422,7 @@ pub(crate) mod tests {
         // A test case, or any piece of a file named as a test, keeps it.
         let mut case = Piece { kind: "test".into(), ..helper.clone() };
         assert!(ranker_logit(&case, 0) < ranker_logit(&source, 0) - 1.0);
-        case = Piece { kind: "function".into(), path: "pkg/testing/test_http.py".into(), ..case };
+        case = Piece { kind: "function".into(), path: "pkg/fixtures/test_http.py".into(), ..case };
         assert!(ranker_logit(&case, 0) < ranker_logit(&source, 0) - 1.0);
     }
 

@@ -415,26 +415,29 @@ impl FileRole {
         ]) {
             return FileRole::Generated;
         }
-        let is_test =
-            in_dir(&["test", "tests", "__tests__", "spec", "specs", "testing", "fixtures", "testdata", "e2e"])
-                || name.starts_with("test_")
-                || name == "conftest.py"
-                || ends(&[
-                    "_test.go",
-                    "_test.py",
-                    "_test.rs",
-                    ".test.ts",
-                    ".test.js",
-                    ".test.tsx",
-                    ".test.jsx",
-                    ".test.mjs",
-                    ".spec.ts",
-                    ".spec.js",
-                    ".spec.tsx",
-                    "_tests.rs",
-                    "tests.py",
-                    "_spec.rb",
-                ]);
+        // A `testing` folder is a test suite at the top of the tree (pytest's
+        // `testing/`) and a library's test utilities, code its users import,
+        // inside a package (`channels/testing/`, `numpy/testing/`).
+        let is_test = in_dir(&["test", "tests", "__tests__", "spec", "specs", "fixtures", "testdata", "e2e"])
+            || lower.starts_with("testing/")
+            || name.starts_with("test_")
+            || name == "conftest.py"
+            || ends(&[
+                "_test.go",
+                "_test.py",
+                "_test.rs",
+                ".test.ts",
+                ".test.js",
+                ".test.tsx",
+                ".test.jsx",
+                ".test.mjs",
+                ".spec.ts",
+                ".spec.js",
+                ".spec.tsx",
+                "_tests.rs",
+                "tests.py",
+                "_spec.rb",
+            ]);
         if is_test {
             return FileRole::Test;
         }
@@ -874,6 +877,9 @@ mod tests {
         assert_eq!(FileRole::of("src/requests/sessions.py"), FileRole::Source);
         assert_eq!(FileRole::of("tests/test_sessions.py"), FileRole::Test);
         assert_eq!(FileRole::of("tree_test.go"), FileRole::Test);
+        assert_eq!(FileRole::of("testing/test_main.py"), FileRole::Test);
+        assert_eq!(FileRole::of("testing/conftest_helpers.py"), FileRole::Test);
+        assert_eq!(FileRole::of("channels/testing/websocket.py"), FileRole::Source);
         assert_eq!(FileRole::of("docs/api.md"), FileRole::Doc);
         assert_eq!(FileRole::of("examples/hello/main.rs"), FileRole::Example);
         assert_eq!(FileRole::of("samples/App.Examples/Runner.cs"), FileRole::Example);
