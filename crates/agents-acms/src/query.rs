@@ -28,7 +28,7 @@ const MAX_BODY_CHARS: usize = 100_000;
 const MAX_UNPARSED_BODY_CHARS: usize = 20_000;
 /// Names what [`embedding_text`] produces; change it when that changes, so stored
 /// vectors are rebuilt.
-pub const EMBEDDING_TEXT_VERSION: &str = "summary-v3";
+pub const EMBEDDING_TEXT_VERSION: &str = "summary-v4";
 /// Texts embedded per batch while syncing.
 const EMBED_BATCH: usize = 512;
 
@@ -198,18 +198,33 @@ const BODY_NOISE: &[&str] = &[
     "while",
 ];
 
-/// The distinct identifiers of `body` in their first order, each of three
-/// characters or more, not a number and not in [`BODY_NOISE`], at most
-/// [`MAX_BODY_IDENTIFIERS`]: what a function calls and names, the words a
-/// question about its behaviour uses when it has no docstring.
+/// The distinct identifiers of `body`, each of three characters or more,
+/// not a number and not in [`BODY_NOISE`], at most
+/// [`MAX_BODY_IDENTIFIERS`]: the names it calls (followed by `(`) first,
+/// then the others, each in their first order. What a function calls and
+/// names are the words a question about its behaviour uses when it has no
+/// docstring.
 fn body_identifiers(body: &str) -> Vec<&str> {
     let mut seen = HashSet::new();
-    body.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| w.len() >= 3 && !w.starts_with(|c: char| c.is_ascii_digit()))
-        .filter(|w| !BODY_NOISE.iter().any(|noise| w.eq_ignore_ascii_case(noise)))
-        .filter(|w| seen.insert(*w))
-        .take(MAX_BODY_IDENTIFIERS)
-        .collect()
+    let (mut calls, mut others) = (Vec::new(), Vec::new());
+    let mut rest = body;
+    while let Some(start) = rest.find(|c: char| c.is_alphanumeric() || c == '_') {
+        let after = &rest[start..];
+        let end = after.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(after.len());
+        let (word, tail) = after.split_at(end);
+        rest = tail;
+        if word.len() < 3
+            || word.starts_with(|c: char| c.is_ascii_digit())
+            || BODY_NOISE.iter().any(|noise| word.eq_ignore_ascii_case(noise))
+            || !seen.insert(word)
+        {
+            continue;
+        }
+        if tail.trim_start_matches([' ', '\t']).starts_with('(') { calls.push(word) } else { others.push(word) }
+    }
+    calls.extend(others);
+    calls.truncate(MAX_BODY_IDENTIFIERS);
+    calls
 }
 
 /// The text embedded for a node: its kind and name, signature, docstring, and the
@@ -628,6 +643,10 @@ mod tests {
         let body = "def merge_patch(target, patch):\n    if patch is None: return target  # null deletes\n    \
                     for key in patch: merge_patch(target[key], patch[key]) or 0x10 or 42";
         assert_eq!(body_identifiers(body), ["merge_patch", "target", "patch", "deletes", "key"]);
+        assert_eq!(
+            body_identifiers("let total = sum (items) + count(other)"),
+            ["sum", "count", "total", "items", "other"]
+        );
         let long: String = (0..100).map(|i| format!("name{i} ")).collect();
         assert_eq!(body_identifiers(&long).len(), MAX_BODY_IDENTIFIERS);
     }
@@ -675,8 +694,9 @@ mod tests {
         ];
         let texts: HashMap<String, String> =
             vector_docs(&nodes, Some(source)).into_iter().map(|(doc, text)| (doc.id, text)).collect();
+        // The names it calls first, then the others.
         assert!(
-            texts["f#pool_release"].ends_with(". pool_release pool release pool free_buffer free buffer slots"),
+            texts["f#pool_release"].ends_with(". pool_release pool release free_buffer free buffer pool slots"),
             "{}",
             texts["f#pool_release"]
         );
