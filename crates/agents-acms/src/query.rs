@@ -154,49 +154,10 @@ pub fn is_embedded_kind(kind: &str) -> bool {
 const MAX_BODY_IDENTIFIERS: usize = 48;
 
 /// Words of a body that say nothing about what it does: keywords and the
-/// receiver names most languages share.
-const BODY_NOISE: &[&str] = &[
-    "and",
-    "bool",
-    "break",
-    "case",
-    "char",
-    "const",
-    "continue",
-    "def",
-    "default",
-    "else",
-    "elif",
-    "end",
-    "false",
-    "fn",
-    "for",
-    "func",
-    "function",
-    "if",
-    "int",
-    "let",
-    "mut",
-    "new",
-    "nil",
-    "none",
-    "not",
-    "null",
-    "pub",
-    "public",
-    "private",
-    "protected",
-    "return",
-    "self",
-    "static",
-    "struct",
-    "the",
-    "this",
-    "true",
-    "var",
-    "void",
-    "while",
-];
+/// receiver names most languages share, separated by spaces.
+const BODY_NOISE: &str = "and bool break case char const continue def default elif else end false fn for func \
+                          function if int let mut new nil none not null private protected pub public return self \
+                          static struct the this true var void while";
 
 /// The distinct identifiers of `body`, each of three characters or more,
 /// not a number and not in [`BODY_NOISE`], at most
@@ -215,7 +176,7 @@ fn body_identifiers(body: &str) -> Vec<&str> {
         rest = tail;
         if word.len() < 3
             || word.starts_with(|c: char| c.is_ascii_digit())
-            || BODY_NOISE.iter().any(|noise| word.eq_ignore_ascii_case(noise))
+            || BODY_NOISE.split_whitespace().any(|noise| word.eq_ignore_ascii_case(noise))
             || !seen.insert(word)
         {
             continue;
