@@ -152,6 +152,8 @@ pub fn is_embedded_kind(kind: &str) -> bool {
 /// Most identifiers of a body [`embedding_text`] adds: 24 and 96 did no
 /// better on the natural-language sets (docs/benchmarks.md).
 const MAX_BODY_IDENTIFIERS: usize = 48;
+/// Most bytes of a body [`body_identifiers`] reads.
+const MAX_BODY_SCAN_BYTES: usize = 32_768;
 
 /// Words of a body that say nothing about what it does: keywords and the
 /// receiver names most languages share, separated by spaces.
@@ -166,9 +168,15 @@ const BODY_NOISE: &str = "and bool break case char const continue def default el
 /// names are the words a question about its behaviour uses when it has no
 /// docstring.
 fn body_identifiers(body: &str) -> Vec<&str> {
+    // A body's opening says what it does; a minified bundle's one huge
+    // function would otherwise be scanned whole.
+    let mut end = body.len().min(MAX_BODY_SCAN_BYTES);
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
     let mut seen = HashSet::new();
     let (mut calls, mut others) = (Vec::new(), Vec::new());
-    let mut rest = body;
+    let mut rest = &body[..end];
     while let Some(start) = rest.find(|c: char| c.is_alphanumeric() || c == '_') {
         let after = &rest[start..];
         let end = after.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(after.len());
@@ -181,7 +189,14 @@ fn body_identifiers(body: &str) -> Vec<&str> {
         {
             continue;
         }
-        if tail.trim_start_matches([' ', '\t']).starts_with('(') { calls.push(word) } else { others.push(word) }
+        if tail.trim_start_matches([' ', '\t']).starts_with('(') {
+            calls.push(word);
+            if calls.len() == MAX_BODY_IDENTIFIERS {
+                break;
+            }
+        } else {
+            others.push(word);
+        }
     }
     calls.extend(others);
     calls.truncate(MAX_BODY_IDENTIFIERS);
@@ -610,6 +625,9 @@ mod tests {
         );
         let long: String = (0..100).map(|i| format!("name{i} ")).collect();
         assert_eq!(body_identifiers(&long).len(), MAX_BODY_IDENTIFIERS);
+        // Only the opening of a huge body is read, and cut on a character.
+        let huge = format!("call_me() {}{}", "€".repeat(20_000), "late_call() ".repeat(1_000));
+        assert_eq!(body_identifiers(&huge), ["call_me"]);
     }
 
     fn node(uri: &str, kind: &str, name: &str, parent: Option<&str>, bytes: (i64, i64)) -> UkoNodeRecord {
