@@ -174,14 +174,11 @@ fn body_identifiers(body: &str) -> Vec<&str> {
     while !body.is_char_boundary(end) {
         end -= 1;
     }
+    let body = &body[..end];
     let mut seen = HashSet::new();
     let (mut calls, mut others) = (Vec::new(), Vec::new());
-    let mut rest = &body[..end];
-    while let Some(start) = rest.find(|c: char| c.is_alphanumeric() || c == '_') {
-        let after = &rest[start..];
-        let end = after.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(after.len());
-        let (word, tail) = after.split_at(end);
-        rest = tail;
+    for span in agents_search::identifiers(body) {
+        let word = &body[span.clone()];
         if word.len() < 3
             || word.starts_with(|c: char| c.is_ascii_digit())
             || BODY_NOISE.split_whitespace().any(|noise| word.eq_ignore_ascii_case(noise))
@@ -189,7 +186,7 @@ fn body_identifiers(body: &str) -> Vec<&str> {
         {
             continue;
         }
-        if tail.trim_start_matches([' ', '\t']).starts_with('(') {
+        if body[span.end..].trim_start_matches([' ', '\t']).starts_with('(') {
             calls.push(word);
             if calls.len() == MAX_BODY_IDENTIFIERS {
                 break;
@@ -349,7 +346,10 @@ impl ContextSearch {
         for (path, content_hash) in paths {
             let nodes = self.store.uko_file_nodes(index_id, path)?;
             let hash = search_hash(content_hash);
-            let source = std::fs::read(root.join(path)).ok().map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+            // Read once for both backends; valid UTF-8 (the usual case) is
+            // borrowed, not copied.
+            let bytes = std::fs::read(root.join(path)).ok();
+            let source = bytes.as_deref().map(String::from_utf8_lossy);
             if for_text.contains(path)
                 && let Some(source) = &source
             {

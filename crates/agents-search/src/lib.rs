@@ -52,7 +52,7 @@ use std::path::{Path, PathBuf};
 
 /// The kinds of text backend, defined with the configuration that names them.
 pub use agents_core::config::TextBackendKind;
-pub use tokenize::{code_tokens, search_tokens};
+pub use tokenize::{code_tokens, identifiers, search_tokens};
 
 /// The version of what the text indexes hold (the analyzer, the fields): a
 /// change makes every text index a new one, built from the store. 2: stems.

@@ -168,8 +168,9 @@ fn joins_with_dot(text: &str, start: usize) -> bool {
     before.next() == Some('.') && before.next().is_some_and(is_identifier_char)
 }
 
-/// Byte ranges of the maximal runs of identifier characters.
-fn identifiers(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
+/// Byte ranges of the maximal runs of identifier characters (alphanumeric
+/// or `_`): the identifiers of rule 1.
+pub fn identifiers(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
     let mut chars = text.char_indices().peekable();
     std::iter::from_fn(move || {
         let (start, _) = chars.by_ref().find(|&(_, c)| is_identifier_char(c))?;
