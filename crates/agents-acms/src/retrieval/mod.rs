@@ -561,6 +561,56 @@ pub struct QueryNames {
     tokens: Vec<String>,
     /// Words in the query, repeats counted.
     length: usize,
+    /// The query split at white space, as written.
+    original: Vec<String>,
+}
+
+/// Whether a word written before a name reads as the name's type or module:
+/// an identifier path (`Data.Map`, `axum::routing`, `requests.sessions`) or an
+/// identifier in upper camel case (`JsonUtf8Reader`); not a word of prose
+/// (`Where`, `e.g.`) nor another function's name (`tryAlloc allocType`).
+fn is_qualifier_word(word: &str) -> bool {
+    let word = word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+    let segments: Vec<&str> = word.split(['.', ':']).filter(|s| !s.is_empty()).collect();
+    let identifier = |s: &str| {
+        s.starts_with(|c: char| c.is_alphabetic() || c == '_') && s.chars().all(|c| c.is_alphanumeric() || c == '_')
+    };
+    if segments.is_empty() || !segments.iter().all(|s| identifier(s)) {
+        return false;
+    }
+    if segments.len() >= 2 {
+        return segments.iter().all(|s| s.len() >= 2);
+    }
+    // A type's name in upper camel case; a lower camel one (`tryAlloc`) is a
+    // function's or a variable's, listed beside the name, not holding it.
+    word.starts_with(char::is_uppercase)
+        && word.chars().skip(1).any(char::is_uppercase)
+        && word.chars().any(char::is_lowercase)
+}
+
+/// Whether `qualifier` (`data.map`, `jsonutf8reader`, lower case) names
+/// what holds the node `symbol` of the file `path`: one of the node's
+/// enclosing names, or folders and the file's stem in that order
+/// (`containers/src/Data/Map/Internal.hs` for `Data.Map`).
+fn qualifies(qualifier: &str, path: &str, symbol: &[&str]) -> bool {
+    let plain = |s: &str| s.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_')).to_lowercase();
+    let wanted: Vec<String> = qualifier.split(['.', ':']).map(plain).filter(|s| !s.is_empty()).collect();
+    let Some(last) = wanted.last() else { return false };
+    if symbol.iter().rev().skip(1).any(|s| plain(s) == *last) {
+        return true;
+    }
+    let lower = path.to_lowercase();
+    let mut parts: Vec<String> = lower.split('/').map(str::to_owned).collect();
+    if let Some(file) = parts.pop() {
+        parts.push(plain(file.split('.').next().unwrap_or(&file)));
+    }
+    let mut wanted = wanted.iter().peekable();
+    for part in &parts {
+        if wanted.peek().is_some_and(|w| *w == part) {
+            wanted.next();
+        }
+    }
+    wanted.peek().is_none()
 }
 
 impl QueryNames {
@@ -571,8 +621,9 @@ impl QueryNames {
             .map(str::to_lowercase)
             .collect();
         let compact = query.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_lowercase();
-        let tokens: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
-        QueryNames { words, compact, length: tokens.len(), tokens }
+        let original: Vec<String> = query.split_whitespace().map(str::to_owned).collect();
+        let tokens: Vec<String> = original.iter().map(|t| t.to_lowercase()).collect();
+        QueryNames { words, compact, length: tokens.len(), tokens, original }
     }
 
     /// Whether the query reads as a look-up of a name (`InteractivePrinter::print_line`,
@@ -583,12 +634,15 @@ impl QueryNames {
     }
 
     /// Each place the query holds `lower` as a whole identifier: the
-    /// identifier qualifying it there (`x` in `x.lower`, `x::lower`), and
-    /// whether it qualifies a member itself (`lower.y`, `lower::y`).
+    /// identifier qualifying it there (`x` in `x.lower`, `x::lower`), or,
+    /// where it starts its word, the word before when that reads as a type
+    /// or module name ([`loose_qualifier`]: `Data.Map` in `Data.Map
+    /// insertWith`), and whether it qualifies a member itself (`lower.y`,
+    /// `lower::y`).
     fn occurrences(&self, lower: &str) -> Vec<(Option<&str>, bool)> {
         let ident = |c: char| c.is_alphanumeric() || c == '_';
         let mut found = Vec::new();
-        for token in &self.tokens {
+        for (i, token) in self.tokens.iter().enumerate() {
             let mut from = 0;
             while let Some(at) = token[from..].find(lower) {
                 let (start, end) = (from + at, from + at + lower.len());
@@ -598,7 +652,13 @@ impl QueryNames {
                 if after.starts_with(ident) || (qualified.is_none() && before.ends_with(ident)) {
                     continue; // part of a longer identifier
                 }
-                let qualifier = qualified.and_then(|q| q.rsplit(|c: char| !ident(c)).next()).filter(|q| !q.is_empty());
+                let qualifier = match qualified {
+                    Some(q) => q.rsplit(|c: char| !ident(c)).next().filter(|q| !q.is_empty()),
+                    None if before.is_empty() && i > 0 && is_qualifier_word(&self.original[i - 1]) => {
+                        Some(self.tokens[i - 1].as_str())
+                    }
+                    None => None,
+                };
                 let member = after
                     .strip_prefix("::")
                     .or_else(|| after.strip_prefix('.'))
@@ -633,10 +693,10 @@ impl QueryNames {
                 // Named only to qualify a member (`InteractivePrinter::print_line`
                 // asks for the method, not the struct), or only as the member
                 // of another (`ORunner.runEffects` for `OParser.runEffects`): half.
-                let outer = (segments.len() >= 2).then(|| segments[segments.len() - 2].to_lowercase());
+                let path = uri.split_once('#').map_or("", |(p, _)| p).splitn(4, '/').nth(3).unwrap_or("");
                 let found = self.occurrences(&lower);
                 let only_qualifier = found.iter().all(|(_, member)| *member);
-                let only_of_other = found.iter().all(|(q, _)| q.is_some_and(|q| Some(q) != outer.as_deref()));
+                let only_of_other = found.iter().all(|(q, _)| q.is_some_and(|q| !qualifies(q, path, &segments)));
                 return if !found.is_empty() && (only_qualifier || only_of_other) { 0.5 } else { 1.0 };
             }
             if name.len() >= 4 {
@@ -860,6 +920,24 @@ mod tests {
         assert_eq!(name_match("OParser.runEffects", other), 1.0);
         assert_eq!(name_match("where is runEffects defined", other), 1.0);
         assert_eq!(name_match("ORunner.runEffects or runEffects", other), 1.0);
+        // A type or module written before the name qualifies it too: the
+        // node it names, by an enclosing name or by its file's path, fully;
+        // another of the same name, half.
+        let map = "uko://R/containers/src/Data/Map/Internal.hs#insertWith";
+        let int_map = "uko://R/containers/src/Data/IntMap/Internal.hs#insertWith";
+        assert_eq!(name_match("Data.Map insertWith", map), 1.0);
+        assert_eq!(name_match("Data.Map insertWith", int_map), 0.5);
+        assert_eq!(name_match("Data.IntMap insertWith", int_map), 1.0);
+        let utf8 = "uko://R/moshi/-JsonUtf8Reader.kt#-JsonUtf8Reader.skipValue";
+        let value = "uko://R/moshi/-JsonValueReader.kt#-JsonValueReader.skipValue";
+        assert_eq!(name_match("JsonUtf8Reader skipValue", utf8), 1.0);
+        assert_eq!(name_match("JsonUtf8Reader skipValue", value), 0.5);
+        assert_eq!(name_match("`JsonUtf8Reader` skipValue and JsonValueReader", value), 0.5);
+        // A word of prose before it qualifies nothing.
+        assert_eq!(name_match("Where is skipValue", value), 1.0);
+        assert_eq!(name_match("e.g. skipValue", value), 1.0);
+        assert_eq!(name_match("peek skipValue", value), 1.0);
+        assert_eq!(name_match("tryAlloc skipValue", value), 1.0);
         // Inside a longer identifier it is not named at all.
         assert_eq!(name_match("InteractivePrinter::print_line MyInteractivePrinter", printer), 0.5);
         // Plain words alone say little; short names and files nothing.
