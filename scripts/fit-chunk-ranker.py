@@ -14,7 +14,8 @@ and fits a logistic model (L2-regularised, Newton steps, numpy) over:
   definition the query names outright, name match 1, that is not a test case, in a file whose
   own name is not a test's or a document's, as ranker_logit has it; otherwise a test case or a
   piece of a test module, Rust's `mod tests`, counts as a test whatever its file),
-  the share and the number of the query's words the node's text contains.
+  the share and the number of the query's words the node's text contains, and the share that
+  a short passage of it holds together (`near`; 0 for a look-up).
 
 The weights are fitted pairwise by default (RankNet: within each question, the log-odds that a
 fragment meeting a span outranks one that does not, each question weighing the same), then the
@@ -38,8 +39,8 @@ and the report adds file MRR and recall@10 of the files in the order of their fi
 Usage: python3 scripts/fit-chunk-ranker.py RUN.json [--l2 1.0] [--objective pairwise|pointwise]
                                           [--commits LOC.json [--commit-weight 1.0]]
 Needs numpy (pip install numpy); the run must come from an engine whose JSON fragments carry
-the `evidence`, `name_match`, `standing`, `term_coverage` and `terms_met` metadata (a run
-from before those last two counts them as 0).
+the `evidence`, `name_match`, `standing`, `term_coverage`, `terms_met` and `near` metadata (a
+run from before those last three counts them as 0).
 """
 
 import argparse
@@ -59,7 +60,7 @@ eval_nl = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(eval_nl)
 
 FEATURES = ["bias", "ln_standing", "inv_ordinal", "evidence", "name_match", "function", "container", "whole_file",
-            "ln_lines", "test", "doc", "example", "stub_or_generated", "term_coverage", "terms_met"]
+            "ln_lines", "test", "doc", "example", "stub_or_generated", "term_coverage", "terms_met", "near_coverage"]
 FUNCTION = {"function", "method"}
 CONTAINER = {"class", "struct", "interface", "trait", "enum", "impl", "type", "protocol", "record", "object"}
 WHOLE_FILE = {"module", "file", "document"}
@@ -123,6 +124,16 @@ def words_met(f):
         return 0.0, 0.0
 
 
+def near_share(f):
+    """The share of the query's words a short passage of the fragment's node holds: its `near`
+    column over the `met/words` column's words (0 for runs from before it)."""
+    try:
+        words = int(str(f[11]).split("/")[1])
+        return f[12] / words if words and isinstance(f[12], (int, float)) else 0.0
+    except (IndexError, ValueError):
+        return 0.0
+
+
 def features(case):
     """One row per packed fragment of the case's engine answer, and the fragments."""
     engine = case["systems"]["engine"]
@@ -154,7 +165,7 @@ def features(case):
                      kind in FUNCTION, kind in CONTAINER, kind in WHOLE_FILE,
                      0.0 if kind in WHOLE_FILE else math.log(max(lines, 1)),
                      role == "test", role == "doc", role == "example", role in ("stub", "generated"),
-                     *words_met(f)])
+                     *words_met(f), near_share(f)])
     return np.array(rows, dtype=float), fragments
 
 

@@ -78,6 +78,10 @@ pub struct Piece {
     /// (`agents_search::QueryTerms`), of [`Piece::query_words`]; 0 when unknown.
     #[serde(default)]
     pub terms_met: u32,
+    /// The most of the query's words a short passage of the node's text holds
+    /// (`agents_search::QueryTerms::nearest`); 0 when unknown.
+    #[serde(default)]
+    pub terms_near: u32,
     /// How many words the query has (`agents_search::QueryTerms::len`).
     #[serde(default)]
     pub query_words: u32,
@@ -131,6 +135,7 @@ impl Piece {
             boost: 1.0,
             name_match: 0.0,
             terms_met: 0,
+            terms_near: 0,
             query_words: 0,
             role_asked: false,
             below_floor: false,
@@ -143,6 +148,16 @@ impl Piece {
             0.0
         } else {
             f64::from(self.terms_met.min(self.query_words)) / f64::from(self.query_words)
+        }
+    }
+
+    /// The share of the query's words a short passage of its node's text
+    /// holds, in [0, 1].
+    pub fn near_coverage(&self) -> f64 {
+        if self.query_words == 0 {
+            0.0
+        } else {
+            f64::from(self.terms_near.min(self.query_words)) / f64::from(self.query_words)
         }
     }
 

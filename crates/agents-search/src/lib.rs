@@ -321,6 +321,48 @@ impl QueryTerms {
         });
     }
 
+    /// The most of the query's words any `window` consecutive tokens of
+    /// `text` hold ([`code_tokens`], each met as a token or by its stem): a
+    /// passage that speaks of the question's words together, where
+    /// [`QueryTerms::met`] counts them wherever they are.
+    pub fn nearest(&self, text: &str, window: usize) -> usize {
+        if self.words == 0 || window == 0 {
+            return 0;
+        }
+        let mut hits: Vec<(usize, usize)> = Vec::new();
+        let mut index = 0;
+        tokenize::for_each_code_token(text, |token, _| {
+            let mut word = self.keys.get(token).copied();
+            if word.is_none() {
+                tokenize::with_search_stem(token, |stem| word = self.keys.get(stem).copied());
+            }
+            if let Some(word) = word {
+                hits.push((index, word));
+            }
+            index += 1;
+        });
+        let (mut in_window, mut distinct, mut best, mut first) = (vec![0usize; self.words], 0, 0, 0);
+        for &(at, word) in &hits {
+            in_window[word] += 1;
+            if in_window[word] == 1 {
+                distinct += 1;
+            }
+            while hits[first].0 + window <= at {
+                let gone = hits[first].1;
+                in_window[gone] -= 1;
+                if in_window[gone] == 0 {
+                    distinct -= 1;
+                }
+                first += 1;
+            }
+            best = best.max(distinct);
+            if best == self.words {
+                break;
+            }
+        }
+        best
+    }
+
     /// Where `text` meets the query's words: `(byte offset, word number)` of
     /// each token that does, in text order. With [`QueryTerms::met_within`],
     /// a file is tokenized once for all its members.
@@ -387,6 +429,12 @@ mod query_tests {
         assert_eq!(terms.met("fn retries(req: Request) { session.retry(); }"), 3);
         assert_eq!(terms.met("class RetryPolicy: pass"), 3);
         assert_eq!(terms.met("nothing here"), 0);
+        // Together in a few tokens, or far apart.
+        let near = "session.retry(requests)";
+        assert_eq!(terms.nearest(near, 8), 3);
+        let apart = format!("session {} retry", "x ".repeat(20));
+        assert_eq!(terms.nearest(&apart, 8), 1);
+        assert_eq!(terms.met(&apart), 2);
         assert_eq!(QueryTerms::new("how does it").met("how does it"), 0);
         assert!(QueryTerms::new("").is_empty());
     }

@@ -1096,13 +1096,20 @@ impl Pipeline {
                         if let Some(declaration) = declared.get(&piece.uko_node) {
                             input.renderer.with_node_text(declaration, &mut |doc, _| declaration_doc = doc.to_owned());
                         }
+                        let mut near = 0;
                         let counted = input.renderer.with_node_text(&piece.uko_node, &mut |doc, text| {
-                            met = terms.met_all(&[if callable { doc } else { "" }, &declaration_doc, text])
+                            met = terms.met_all(&[if callable { doc } else { "" }, &declaration_doc, text]);
+                            // A look-up asks for a name, not for words
+                            // said together.
+                            if !names.is_lookup() {
+                                near = terms.nearest(text, components::NEAR_WINDOW);
+                            }
                         });
                         if !counted {
                             met = terms.met(&piece.content);
                         }
                         piece.terms_met = u32::try_from(met).unwrap_or(u32::MAX);
+                        piece.terms_near = u32::try_from(near).unwrap_or(u32::MAX);
                         piece.query_words = u32::try_from(terms.len()).unwrap_or(u32::MAX);
                     }
                     piece.role_asked = roles.asks(crate::retrieval::FileRole::of(&piece.path));
@@ -1517,6 +1524,7 @@ fn to_fragment(
     // `met/words`: how many of the query's words the node's text holds.
     if piece.terms_met > 0 {
         metadata.insert("terms".to_owned(), format!("{}/{}", piece.terms_met, piece.query_words));
+        metadata.insert("near".to_owned(), piece.terms_near.to_string());
     }
     metadata.insert("strategies".to_owned(), piece.strategies.join(","));
     metadata.insert("requested_depth".to_owned(), piece.requested_depth.to_string());
