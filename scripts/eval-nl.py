@@ -276,6 +276,7 @@ def parse_output(data, tree):
             "standing": float((f.get("metadata") or {}).get("standing") or 0.0),
             "terms": (f.get("metadata") or {}).get("terms"),
             "near": int((f.get("metadata") or {}).get("near") or 0),
+            "file_near": int((f.get("metadata") or {}).get("file_near") or 0),
         })
     ranked = sorted(frags, key=lambda x: -x["score"])  # stable: ties keep output order
     if isinstance(data.get("ranked_files"), list):
@@ -505,11 +506,11 @@ class Runner:
                     # Every packed fragment, for re-ranking studies offline:
                     # [path, first line, last line, evidence, relevance_score, depth, tokens, kind, node,
                     # name_match, file standing, query words met (`met/words`), most of them in a
-                    # short passage (`near`)]
+                    # short passage of the node (`near`) and of its file (`file_near`)]
                     # (scripts/fit-chunk-ranker.py reads them).
                     entry["all"] = [[f["path"] or f["raw_path"], *(f["range"] or (None, None)), f["evidence"],
                                      f["score"], f["depth"], f["tokens"], f["kind"], f["node"], f["name_match"],
-                                     f["standing"], f["terms"], f["near"]] for f in frags]
+                                     f["standing"], f["terms"], f["near"], f["file_near"]] for f in frags]
                     entry["strategies_used"] = main["strategies_used"]
                     entry["backends"] = main["backends"]
                     entry["diag"] = diagnostics(frags)

@@ -15,7 +15,8 @@ and fits a logistic model (L2-regularised, Newton steps, numpy) over:
   own name is not a test's or a document's, as ranker_logit has it; otherwise a test case or a
   piece of a test module, Rust's `mod tests`, counts as a test whatever its file),
   the share and the number of the query's words the node's text contains, and the share that
-  a short passage of it holds together (`near`; 0 for a look-up).
+  a short passage of it, and of its whole file, holds together (`near`, `file_near`; 0 for a
+  look-up).
 
 The weights are fitted pairwise by default (RankNet: within each question, the log-odds that a
 fragment meeting a span outranks one that does not, each question weighing the same), then the
@@ -39,8 +40,8 @@ and the report adds file MRR and recall@10 of the files in the order of their fi
 Usage: python3 scripts/fit-chunk-ranker.py RUN.json [--l2 1.0] [--objective pairwise|pointwise]
                                           [--commits LOC.json [--commit-weight 1.0]]
 Needs numpy (pip install numpy); the run must come from an engine whose JSON fragments carry
-the `evidence`, `name_match`, `standing`, `term_coverage`, `terms_met` and `near` metadata (a
-run from before those last three counts them as 0).
+the `evidence`, `name_match`, `standing`, `term_coverage`, `terms_met`, `near` and `file_near`
+metadata (a run from before those last four counts them as 0).
 """
 
 import argparse
@@ -60,7 +61,8 @@ eval_nl = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(eval_nl)
 
 FEATURES = ["bias", "ln_standing", "inv_ordinal", "evidence", "name_match", "function", "container", "whole_file",
-            "ln_lines", "test", "doc", "example", "stub_or_generated", "term_coverage", "terms_met", "near_coverage"]
+            "ln_lines", "test", "doc", "example", "stub_or_generated", "term_coverage", "terms_met", "near_coverage",
+            "file_near_coverage"]
 FUNCTION = {"function", "method"}
 CONTAINER = {"class", "struct", "interface", "trait", "enum", "impl", "type", "protocol", "record", "object"}
 WHOLE_FILE = {"module", "file", "document"}
@@ -124,12 +126,13 @@ def words_met(f):
         return 0.0, 0.0
 
 
-def near_share(f):
-    """The share of the query's words a short passage of the fragment's node holds: its `near`
-    column over the `met/words` column's words (0 for runs from before it)."""
+def near_share(f, column=12):
+    """The share of the query's words a short passage of the fragment's node (column 12, `near`)
+    or of its file (column 13, `file_near`) holds, over the `met/words` column's words (0 for
+    runs from before it)."""
     try:
         words = int(str(f[11]).split("/")[1])
-        return f[12] / words if words and isinstance(f[12], (int, float)) else 0.0
+        return f[column] / words if words and isinstance(f[column], (int, float)) else 0.0
     except (IndexError, ValueError):
         return 0.0
 
@@ -165,7 +168,7 @@ def features(case):
                      kind in FUNCTION, kind in CONTAINER, kind in WHOLE_FILE,
                      0.0 if kind in WHOLE_FILE else math.log(max(lines, 1)),
                      role == "test", role == "doc", role == "example", role in ("stub", "generated"),
-                     *words_met(f), near_share(f)])
+                     *words_met(f), near_share(f), near_share(f, 13)])
     return np.array(rows, dtype=float), fragments
 
 

@@ -82,6 +82,9 @@ pub struct Piece {
     /// (`agents_search::QueryTerms::nearest`); 0 when unknown.
     #[serde(default)]
     pub terms_near: u32,
+    /// The same for the whole text of the piece's file; 0 when unknown.
+    #[serde(default)]
+    pub file_terms_near: u32,
     /// How many words the query has (`agents_search::QueryTerms::len`).
     #[serde(default)]
     pub query_words: u32,
@@ -136,6 +139,7 @@ impl Piece {
             name_match: 0.0,
             terms_met: 0,
             terms_near: 0,
+            file_terms_near: 0,
             query_words: 0,
             role_asked: false,
             below_floor: false,
@@ -158,6 +162,16 @@ impl Piece {
             0.0
         } else {
             f64::from(self.terms_near.min(self.query_words)) / f64::from(self.query_words)
+        }
+    }
+
+    /// The share of the query's words a short passage of its file holds, in
+    /// [0, 1].
+    pub fn file_near_coverage(&self) -> f64 {
+        if self.query_words == 0 {
+            0.0
+        } else {
+            f64::from(self.file_terms_near.min(self.query_words)) / f64::from(self.query_words)
         }
     }
 

@@ -1045,6 +1045,9 @@ impl Pipeline {
         });
         let may_lead: std::collections::HashSet<&str> =
             by_relevance.iter().take(2 * components::RESOLVER_LEADERS).map(|c| c.uri.as_str()).collect();
+        // The most of a question's words a passage of each file holds, read
+        // once per file.
+        let mut file_near: HashMap<String, u32> = HashMap::new();
         {
             for (c, quality, below) in chosen {
                 let piece = match &c.content {
@@ -1110,6 +1113,16 @@ impl Pipeline {
                         }
                         piece.terms_met = u32::try_from(met).unwrap_or(u32::MAX);
                         piece.terms_near = u32::try_from(near).unwrap_or(u32::MAX);
+                        // The same for the piece's whole file (questions only).
+                        if !names.is_lookup() {
+                            piece.file_terms_near = *file_near.entry(piece.path.clone()).or_insert_with(|| {
+                                let mut near = 0;
+                                input.renderer.with_file_text(&piece.path, &mut |text| {
+                                    near = terms.nearest(text, components::NEAR_WINDOW);
+                                });
+                                u32::try_from(near).unwrap_or(u32::MAX)
+                            });
+                        }
                         piece.query_words = u32::try_from(terms.len()).unwrap_or(u32::MAX);
                     }
                     piece.role_asked = roles.asks(crate::retrieval::FileRole::of(&piece.path));
@@ -1525,6 +1538,7 @@ fn to_fragment(
     if piece.terms_met > 0 {
         metadata.insert("terms".to_owned(), format!("{}/{}", piece.terms_met, piece.query_words));
         metadata.insert("near".to_owned(), piece.terms_near.to_string());
+        metadata.insert("file_near".to_owned(), piece.file_terms_near.to_string());
     }
     metadata.insert("strategies".to_owned(), piece.strategies.join(","));
     metadata.insert("requested_depth".to_owned(), piece.requested_depth.to_string());
