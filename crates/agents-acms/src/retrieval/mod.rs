@@ -636,7 +636,7 @@ impl QueryNames {
     /// Each place the query holds `lower` as a whole identifier: the
     /// identifier qualifying it there (`x` in `x.lower`, `x::lower`), or,
     /// where it starts its word, the word before when that reads as a type
-    /// or module name ([`loose_qualifier`]: `Data.Map` in `Data.Map
+    /// or module name ([`is_qualifier_word`]: `Data.Map` in `Data.Map
     /// insertWith`), and whether it qualifies a member itself (`lower.y`,
     /// `lower::y`).
     fn occurrences(&self, lower: &str) -> Vec<(Option<&str>, bool)> {
