@@ -148,31 +148,24 @@ impl Piece {
 
     /// The share of the query's words its node's text contains, in [0, 1].
     pub fn term_coverage(&self) -> f64 {
-        if self.query_words == 0 {
-            0.0
-        } else {
-            f64::from(self.terms_met.min(self.query_words)) / f64::from(self.query_words)
-        }
+        self.share_of_query(self.terms_met)
     }
 
     /// The share of the query's words a short passage of its node's text
     /// holds, in [0, 1].
     pub fn near_coverage(&self) -> f64 {
-        if self.query_words == 0 {
-            0.0
-        } else {
-            f64::from(self.terms_near.min(self.query_words)) / f64::from(self.query_words)
-        }
+        self.share_of_query(self.terms_near)
     }
 
     /// The share of the query's words a short passage of its file holds, in
     /// [0, 1].
     pub fn file_near_coverage(&self) -> f64 {
-        if self.query_words == 0 {
-            0.0
-        } else {
-            f64::from(self.file_terms_near.min(self.query_words)) / f64::from(self.query_words)
-        }
+        self.share_of_query(self.file_terms_near)
+    }
+
+    /// `words` of the query's [`Piece::query_words`], as a share in [0, 1].
+    fn share_of_query(&self, words: u32) -> f64 {
+        if self.query_words == 0 { 0.0 } else { f64::from(words.min(self.query_words)) / f64::from(self.query_words) }
     }
 
     /// The strategy whose relevance the piece carries.
