@@ -1046,8 +1046,10 @@ impl Pipeline {
         let may_lead: std::collections::HashSet<&str> =
             by_relevance.iter().take(2 * components::RESOLVER_LEADERS).map(|c| c.uri.as_str()).collect();
         // The most of a question's words a passage of each file holds, read
-        // once per file.
+        // once per file. A look-up asks for a name, not for words said
+        // together: neither passage is counted for it.
         let mut file_near: HashMap<String, u32> = HashMap::new();
+        let question = !names.is_lookup();
         {
             for (c, quality, below) in chosen {
                 let piece = match &c.content {
@@ -1102,9 +1104,7 @@ impl Pipeline {
                         let mut near = 0;
                         let counted = input.renderer.with_node_text(&piece.uko_node, &mut |doc, text| {
                             met = terms.met_all(&[if callable { doc } else { "" }, &declaration_doc, text]);
-                            // A look-up asks for a name, not for words
-                            // said together.
-                            if !names.is_lookup() {
+                            if question {
                                 near = terms.nearest(text, components::NEAR_WINDOW);
                             }
                         });
@@ -1113,8 +1113,7 @@ impl Pipeline {
                         }
                         piece.terms_met = u32::try_from(met).unwrap_or(u32::MAX);
                         piece.terms_near = u32::try_from(near).unwrap_or(u32::MAX);
-                        // The same for the piece's whole file (questions only).
-                        if !names.is_lookup() {
+                        if question {
                             piece.file_terms_near = *file_near.entry(piece.path.clone()).or_insert_with(|| {
                                 let mut near = 0;
                                 input.renderer.with_file_text(&piece.path, &mut |text| {
