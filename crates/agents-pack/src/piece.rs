@@ -85,6 +85,12 @@ pub struct Piece {
     /// The same for the whole text of the piece's file; 0 when unknown.
     #[serde(default)]
     pub file_terms_near: u32,
+    /// The most of the query's words one function calling this one (among
+    /// the answer's pieces) holds that this one's text does not: the question
+    /// split between a caller and the helper that does the work; 0 when
+    /// unknown.
+    #[serde(default)]
+    pub caller_terms: u32,
     /// How many words the query has (`agents_search::QueryTerms::len`).
     #[serde(default)]
     pub query_words: u32,
@@ -140,6 +146,7 @@ impl Piece {
             terms_met: 0,
             terms_near: 0,
             file_terms_near: 0,
+            caller_terms: 0,
             query_words: 0,
             role_asked: false,
             below_floor: false,
@@ -161,6 +168,12 @@ impl Piece {
     /// [0, 1].
     pub fn file_near_coverage(&self) -> f64 {
         self.share_of_query(self.file_terms_near)
+    }
+
+    /// The share of the query's words a caller of its node adds to its own
+    /// ([`Piece::caller_terms`]), in [0, 1].
+    pub fn caller_coverage(&self) -> f64 {
+        self.share_of_query(self.caller_terms)
     }
 
     /// `words` of the query's [`Piece::query_words`], as a share in [0, 1].
@@ -268,6 +281,14 @@ pub trait DepthRenderer: Sync {
     /// says whether it was).
     fn with_file_text(&self, _path: &str, _read: &mut dyn FnMut(&str)) -> bool {
         false
+    }
+
+    /// The names the stored node `uri` calls (the last segment of each call's
+    /// target, resolved or not: `group.engine.addRoute(...)` calls
+    /// `addRoute`), sorted and once each; empty when this renderer has no
+    /// store.
+    fn called_names(&self, _uri: &str) -> Vec<String> {
+        Vec::new()
     }
 }
 

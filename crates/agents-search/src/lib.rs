@@ -297,15 +297,22 @@ impl QueryTerms {
     /// How many of the query's words the texts hold between them (a node's
     /// doc comment and its source).
     pub fn met_all(&self, texts: &[&str]) -> usize {
-        if self.words == 0 {
-            return 0;
-        }
+        self.words_met(texts).iter().filter(|&&met| met).count()
+    }
+
+    /// Which of the query's words the texts hold between them, by the word's
+    /// number (`len` of them): what two texts hold together is the union of
+    /// theirs ([`QueryTerms::met_all`] counts it).
+    pub fn words_met(&self, texts: &[&str]) -> Vec<bool> {
         let mut seen = vec![false; self.words];
         let mut count = 0;
         for text in texts {
+            if count == self.words {
+                break;
+            }
             self.mark(text, &mut seen, &mut count);
         }
-        count
+        seen
     }
 
     /// Marks in `seen` the words `text` holds, counting the new ones.
@@ -437,6 +444,19 @@ mod query_tests {
         assert_eq!(terms.met(&apart), 2);
         assert_eq!(QueryTerms::new("how does it").met("how does it"), 0);
         assert!(QueryTerms::new("").is_empty());
+    }
+
+    #[test]
+    fn the_words_two_texts_meet_together_are_the_union_of_each_texts() {
+        let terms = QueryTerms::new("How does the session retry requests with RetryPolicy?");
+        let caller = terms.words_met(&["session.send(request)"]);
+        let callee = terms.words_met(&["fn retries() {}"]);
+        assert_eq!(caller.len(), terms.len());
+        assert_eq!(caller.iter().filter(|&&m| m).count(), 2);
+        assert_eq!(callee.iter().filter(|&&m| m).count(), 1);
+        assert!(caller.iter().zip(&callee).all(|(a, b)| !(a & b)));
+        assert_eq!(terms.met_all(&["session.send(request)", "fn retries() {}"]), 3);
+        assert!(QueryTerms::new("").words_met(&["anything"]).is_empty());
     }
 
     #[test]

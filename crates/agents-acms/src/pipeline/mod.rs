@@ -1050,6 +1050,9 @@ impl Pipeline {
         // together: neither passage is counted for it.
         let mut file_near: HashMap<String, u32> = HashMap::new();
         let question = !names.is_lookup();
+        // The query's words each function or method holds, by its place in
+        // `pieces` (questions only): what its callers add to them.
+        let mut callable_words: BTreeMap<usize, Vec<bool>> = BTreeMap::new();
         {
             for (c, quality, below) in chosen {
                 let piece = match &c.content {
@@ -1102,12 +1105,17 @@ impl Pipeline {
                             input.renderer.with_node_text(declaration, &mut |doc, _| declaration_doc = doc.to_owned());
                         }
                         let mut near = 0;
+                        let mut words = Vec::new();
                         let counted = input.renderer.with_node_text(&piece.uko_node, &mut |doc, text| {
-                            met = terms.met_all(&[if callable { doc } else { "" }, &declaration_doc, text]);
+                            words = terms.words_met(&[if callable { doc } else { "" }, &declaration_doc, text]);
+                            met = words.iter().filter(|&&w| w).count();
                             if question {
                                 near = terms.nearest(text, components::NEAR_WINDOW);
                             }
                         });
+                        if question && callable && counted {
+                            callable_words.insert(pieces.len(), words);
+                        }
                         if !counted {
                             met = terms.met(&piece.content);
                         }
@@ -1135,6 +1143,7 @@ impl Pipeline {
                 pieces.push(piece);
             }
         }
+        components::caller_terms(&mut pieces, &callable_words, input.renderer);
         let excluded = excluded
             .into_iter()
             .map(|(path, n)| Enforcement {
@@ -1538,6 +1547,9 @@ fn to_fragment(
         metadata.insert("terms".to_owned(), format!("{}/{}", piece.terms_met, piece.query_words));
         metadata.insert("near".to_owned(), piece.terms_near.to_string());
         metadata.insert("file_near".to_owned(), piece.file_terms_near.to_string());
+        if piece.caller_terms > 0 {
+            metadata.insert("caller".to_owned(), piece.caller_terms.to_string());
+        }
     }
     metadata.insert("strategies".to_owned(), piece.strategies.join(","));
     metadata.insert("requested_depth".to_owned(), piece.requested_depth.to_string());

@@ -258,6 +258,16 @@ impl DepthRenderer for StoreRenderer<'_> {
         self.source(path).map(|text| read(&text)).is_some()
     }
 
+    fn called_names(&self, uri: &str) -> Vec<String> {
+        let Ok(refs) = self.store.uko_refs_within(self.index_id, uri) else { return Vec::new() };
+        let names: std::collections::BTreeSet<String> = refs
+            .into_iter()
+            .filter(|r| r.kind == "calls" && !r.target_name.is_empty())
+            .map(|r| r.target_name)
+            .collect();
+        names.into_iter().collect()
+    }
+
     fn with_node_text(&self, uri: &str, read: &mut dyn FnMut(&str, &str)) -> bool {
         let Some(node) = self.node(uri) else { return false };
         let Some(source) = self.source(&node.node.path) else { return false };
