@@ -1543,7 +1543,7 @@ fn to_fragment(
     metadata.insert("name_match".to_owned(), format!("{:.6}", piece.name_match));
     metadata.insert("standing".to_owned(), format!("{:.6}", piece.file_standing));
     // `met/words`: how many of the query's words the node's text holds.
-    if piece.terms_met > 0 || piece.file_terms_near > 0 {
+    if piece.terms_met > 0 || piece.file_terms_near > 0 || piece.caller_terms > 0 {
         metadata.insert("terms".to_owned(), format!("{}/{}", piece.terms_met, piece.query_words));
         metadata.insert("near".to_owned(), piece.terms_near.to_string());
         metadata.insert("file_near".to_owned(), piece.file_terms_near.to_string());
