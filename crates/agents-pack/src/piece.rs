@@ -372,7 +372,7 @@ pub fn names_member_of(member: &Piece, container: &Piece) -> bool {
 
 /// The last segment of a node's symbol path, without the ordinal of a name
 /// defined again (`Writer` of `uko://r/log.h#log.Writer.Writer~2`).
-fn own_name(uri: &str) -> &str {
+pub fn own_name(uri: &str) -> &str {
     without_ordinal(uri.rsplit(['#', '.', ':']).next().unwrap_or(uri))
 }
 

@@ -807,24 +807,16 @@ pub const NEAR_WINDOW: usize = 40;
 /// them. A question about how a route ends up in a tree speaks of routes in
 /// the function a user calls and of trees in the helper it calls.
 pub fn caller_terms(pieces: &mut [Piece], words: &BTreeMap<usize, Vec<bool>>, renderer: &dyn DepthRenderer) {
-    let name_of = |piece: &Piece| -> Option<String> {
-        let symbol = piece.uko_node.split_once('#')?.1;
-        let last = symbol.rsplit(['.', ':']).next()?;
-        let name = crate::retrieval::without_ordinal(last);
-        (!name.is_empty()).then(|| name.to_owned())
-    };
-    let mut by_name: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let mut by_name: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for &i in words.keys() {
-        if let Some(name) = name_of(&pieces[i]) {
-            by_name.entry(name).or_default().push(i);
-        }
+        by_name.entry(agents_pack::own_name(&pieces[i].uko_node)).or_default().push(i);
     }
     let mut best: BTreeMap<usize, usize> = BTreeMap::new();
     for (&caller, caller_words) in words {
         let callees: BTreeSet<usize> = renderer
             .called_names(&pieces[caller].uko_node)
             .iter()
-            .flat_map(|name| by_name.get(name).map(Vec::as_slice).unwrap_or_default())
+            .flat_map(|name| by_name.get(name.as_str()).map(Vec::as_slice).unwrap_or_default())
             .copied()
             .filter(|&callee| callee != caller)
             .collect();
