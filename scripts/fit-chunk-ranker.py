@@ -86,7 +86,8 @@ def file_role(path):
             ["_test.go", "_test.py", "_test.rs", ".test.ts", ".test.js", ".test.tsx", ".test.jsx", ".test.mjs",
              ".spec.ts", ".spec.js", ".spec.tsx", "_tests.rs", "tests.py", "_spec.rb"]):
         return "test"
-    if any(d in ("examples", "example", "samples", "sample", "benches", "benchmarks", "bench") for d in dirs):
+    if any(d in ("examples", "example", "samples", "sample", "benches", "benchmarks", "bench", "benchmark", "profiling")
+           for d in dirs):
         return "example"
     if any(d in ("docs", "doc", "documentation", "docs_src") for d in dirs) or ends(
             [".md", ".mdx", ".rst", ".txt", ".adoc"]) or name.startswith("changelog") or name.startswith("history"):
@@ -96,7 +97,7 @@ def file_role(path):
     return "source"
 
 
-EXAMPLE_WORDS = {"example", "examples", "sample", "samples", "bench", "benches", "benchmark", "benchmarks"}
+EXAMPLE_WORDS = {"example", "examples", "sample", "samples", "bench", "benches", "benchmark", "benchmarks", "profiling"}
 
 
 def asks_for_examples(query):

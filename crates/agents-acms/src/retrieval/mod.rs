@@ -443,8 +443,20 @@ impl FileRole {
         }
         // The words [`RolesAsked`] reads as asking for them: MediatR's
         // `samples/` put 20 pieces in the top tens of 8 of its 10 questions,
-        // none relevant, while it ranked as source.
-        if in_dir(&["examples", "example", "samples", "sample", "benches", "benchmarks", "bench"]) {
+        // none relevant, while it ranked as source. Benchmark and profiling
+        // harnesses (astro's `benchmark/`, pydantic-core's `profiling/`) are
+        // the same kind of code: they drive the product, they are not it.
+        if in_dir(&[
+            "examples",
+            "example",
+            "samples",
+            "sample",
+            "benches",
+            "benchmarks",
+            "bench",
+            "benchmark",
+            "profiling",
+        ]) {
             return FileRole::Example;
         }
         if in_dir(&["docs", "doc", "documentation", "docs_src"])
@@ -512,12 +524,21 @@ impl RolesAsked {
     pub const NONE: RolesAsked = RolesAsked { example: false };
 
     /// The roles `query` names as a word: `example`, `examples`, `sample`,
-    /// `samples`, `bench`, `benches`, `benchmark`, `benchmarks`, in any case.
+    /// `samples`, `bench`, `benches`, `benchmark`, `benchmarks`, `profiling`,
+    /// in any case.
     pub fn of(query: &str) -> RolesAsked {
         let example = query.split(|c: char| !c.is_alphanumeric()).any(|word| {
             matches!(
                 word.to_ascii_lowercase().as_str(),
-                "example" | "examples" | "sample" | "samples" | "bench" | "benches" | "benchmark" | "benchmarks"
+                "example"
+                    | "examples"
+                    | "sample"
+                    | "samples"
+                    | "bench"
+                    | "benches"
+                    | "benchmark"
+                    | "benchmarks"
+                    | "profiling"
             )
         });
         RolesAsked { example }
@@ -961,6 +982,8 @@ mod tests {
         assert_eq!(FileRole::of("docs/api.md"), FileRole::Doc);
         assert_eq!(FileRole::of("examples/hello/main.rs"), FileRole::Example);
         assert_eq!(FileRole::of("samples/App.Examples/Runner.cs"), FileRole::Example);
+        assert_eq!(FileRole::of("benchmark/packages/timer/index.js"), FileRole::Example);
+        assert_eq!(FileRole::of("profiling/dict_model.py"), FileRole::Example);
         assert_eq!(FileRole::of("vendor/lib/x.go"), FileRole::Generated);
         assert_eq!(FileRole::of("static/app.min.js"), FileRole::Generated);
         assert_eq!(FileRole::of("pydantic/main.pyi"), FileRole::Stub);
@@ -972,6 +995,7 @@ mod tests {
     fn the_roles_a_query_names_rank_as_source() {
         let examples = RolesAsked::of("examples: use updated res.download in Example");
         assert!(examples.asks(FileRole::Example) && !examples.asks(FileRole::Test));
+        assert!(RolesAsked::of("speed up the profiling harness").asks(FileRole::Example));
         // Words, not parts of words; tests and documents are never asked for.
         for query in ["fix the test of the router", "update the docs and the README", "sampled counterexample"] {
             assert_eq!(RolesAsked::of(query), RolesAsked::NONE, "{query}");
