@@ -16,7 +16,9 @@ and fits a logistic model (L2-regularised, Newton steps, numpy) over:
   piece of a test module, Rust's `mod tests`, counts as a test whatever its file),
   the share and the number of the query's words the node's text contains, and the share that
   a short passage of it, and of its whole file, holds together (`near`, `file_near`; 0 for a
-  look-up), and the share a function calling it adds to its own (`caller`; 0 for a look-up).
+  look-up), the share a function calling it adds to its own (`caller`; 0 for a look-up), and
+  ln(1 + how many of the answer's functions it calls) (`callees`; 0 unless the question asks
+  how something works).
 
 The weights are fitted pairwise by default (RankNet: within each question, the log-odds that a
 fragment meeting a span outranks one that does not, each question weighing the same), then the
@@ -40,8 +42,8 @@ and the report adds file MRR and recall@10 of the files in the order of their fi
 Usage: python3 scripts/fit-chunk-ranker.py RUN.json [--l2 1.0] [--objective pairwise|pointwise]
                                           [--commits LOC.json [--commit-weight 1.0]]
 Needs numpy (pip install numpy); the run must come from an engine whose JSON fragments carry
-the `evidence`, `name_match`, `standing`, `term_coverage`, `terms_met`, `near`, `file_near` and
-`caller` metadata (a run from before those last five counts them as 0).
+the `evidence`, `name_match`, `standing`, `term_coverage`, `terms_met`, `near`, `file_near`,
+`caller` and `callees` metadata (a run from before those last six counts them as 0).
 """
 
 import argparse
@@ -62,7 +64,7 @@ _spec.loader.exec_module(eval_nl)
 
 FEATURES = ["bias", "ln_standing", "inv_ordinal", "evidence", "name_match", "function", "container", "whole_file",
             "ln_lines", "test", "doc", "example", "stub_or_generated", "term_coverage", "terms_met", "near_coverage",
-            "file_near_coverage", "caller_coverage"]
+            "file_near_coverage", "caller_coverage", "ln_callees"]
 FUNCTION = {"function", "method"}
 CONTAINER = {"class", "struct", "interface", "trait", "enum", "impl", "type", "protocol", "record", "object"}
 WHOLE_FILE = {"module", "file", "document"}
@@ -138,6 +140,12 @@ def near_share(f, column=12):
         return 0.0
 
 
+def ln_callees(f):
+    """ln(1 + how many of the answer's functions the fragment's node calls): column 15,
+    `callees`, set for a question asking how something works only (0 for runs from before it)."""
+    return math.log1p(f[15]) if len(f) > 15 and isinstance(f[15], (int, float)) else 0.0
+
+
 def features(case):
     """One row per packed fragment of the case's engine answer, and the fragments."""
     engine = case["systems"]["engine"]
@@ -169,7 +177,7 @@ def features(case):
                      kind in FUNCTION, kind in CONTAINER, kind in WHOLE_FILE,
                      0.0 if kind in WHOLE_FILE else math.log(max(lines, 1)),
                      role == "test", role == "doc", role == "example", role in ("stub", "generated"),
-                     *words_met(f), near_share(f), near_share(f, 13), near_share(f, 14)])
+                     *words_met(f), near_share(f), near_share(f, 13), near_share(f, 14), ln_callees(f)])
     return np.array(rows, dtype=float), fragments
 
 

@@ -91,6 +91,12 @@ pub struct Piece {
     /// unknown.
     #[serde(default)]
     pub caller_terms: u32,
+    /// How many of the answer's functions and methods this one calls, for a
+    /// question asking how something works or comes about (the function
+    /// tying the others together is the spine of such an answer); 0 for any
+    /// other query, and when unknown.
+    #[serde(default)]
+    pub callees: u32,
     /// How many words the query has (`agents_search::QueryTerms::len`).
     #[serde(default)]
     pub query_words: u32,
@@ -147,6 +153,7 @@ impl Piece {
             terms_near: 0,
             file_terms_near: 0,
             caller_terms: 0,
+            callees: 0,
             query_words: 0,
             role_asked: false,
             below_floor: false,

@@ -212,8 +212,18 @@ impl Assembly {
 /// report (`--json`) shows them, the context delivered as JSON leaves them out.
 /// They were 7% of the delivered JSON's characters; without them the JSON
 /// carries 5% more code at 8,000 tokens (docs/benchmarks.md).
-pub const RANKER_METADATA: [&str; 9] =
-    ["caller", "evidence", "file_near", "name_match", "near", "requested_depth", "score", "standing", "terms"];
+pub const RANKER_METADATA: [&str; 10] = [
+    "callees",
+    "caller",
+    "evidence",
+    "file_near",
+    "name_match",
+    "near",
+    "requested_depth",
+    "score",
+    "standing",
+    "terms",
+];
 
 /// `fragment` as the JSON format delivers it: without [`RANKER_METADATA`].
 fn delivered_fragment(fragment: &ContextFragment) -> Result<ContextFragment, PipelineError> {

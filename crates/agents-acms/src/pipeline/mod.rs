@@ -1143,7 +1143,7 @@ impl Pipeline {
                 pieces.push(piece);
             }
         }
-        components::caller_terms(&mut pieces, &callable_words, input.renderer);
+        components::link_calls(&mut pieces, &callable_words, input.renderer, names.asks_how());
         let excluded = excluded
             .into_iter()
             .map(|(path, n)| Enforcement {
@@ -1543,12 +1543,15 @@ fn to_fragment(
     metadata.insert("name_match".to_owned(), format!("{:.6}", piece.name_match));
     metadata.insert("standing".to_owned(), format!("{:.6}", piece.file_standing));
     // `met/words`: how many of the query's words the node's text holds.
-    if piece.terms_met > 0 || piece.file_terms_near > 0 || piece.caller_terms > 0 {
+    if piece.terms_met > 0 || piece.file_terms_near > 0 || piece.caller_terms > 0 || piece.callees > 0 {
         metadata.insert("terms".to_owned(), format!("{}/{}", piece.terms_met, piece.query_words));
         metadata.insert("near".to_owned(), piece.terms_near.to_string());
         metadata.insert("file_near".to_owned(), piece.file_terms_near.to_string());
         if piece.caller_terms > 0 {
             metadata.insert("caller".to_owned(), piece.caller_terms.to_string());
+        }
+        if piece.callees > 0 {
+            metadata.insert("callees".to_owned(), piece.callees.to_string());
         }
     }
     metadata.insert("strategies".to_owned(), piece.strategies.join(","));

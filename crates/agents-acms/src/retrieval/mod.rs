@@ -654,6 +654,23 @@ impl QueryNames {
         self.length <= LOOKUP_WORDS
     }
 
+    /// Whether the query asks how something works or comes about, as
+    /// architecture and flow questions do ("how are blueprints registered on
+    /// the app", "what happens when the queue is full", "trace the call path
+    /// from ..."): it opens with `how` (not `how many`, `much`, `long` or
+    /// `often`), `what happens`, `walk through`, `trace`, `explain` or
+    /// `lifecycle`. The answer to one is a path through several functions.
+    pub fn asks_how(&self) -> bool {
+        let word = |i: usize| self.tokens.get(i).map(|t| t.trim_matches(|c: char| !c.is_alphanumeric()));
+        match word(0) {
+            Some("how") => !matches!(word(1), Some("many" | "much" | "long" | "often")),
+            Some("what") => word(1) == Some("happens"),
+            Some("walk") => word(1) == Some("through"),
+            Some("trace" | "explain" | "lifecycle") => true,
+            _ => false,
+        }
+    }
+
     /// Each place the query holds `lower` as a whole identifier: the
     /// identifier qualifying it there (`x` in `x.lower`, `x::lower`), or,
     /// where it starts its word, the word before when that reads as a type
@@ -897,6 +914,29 @@ mod tests {
         assert!(QueryNames::new("InteractivePrinter::print_line").is_lookup());
         assert!(QueryNames::new("where is AsyncConsumer defined").is_lookup());
         assert!(!QueryNames::new("how does the printer decide when to call print_line for each input").is_lookup());
+    }
+
+    #[test]
+    fn how_questions_are_told_by_their_opening() {
+        for query in [
+            "how are blueprints registered on the app",
+            "How does shell tab completion work?",
+            "what happens when a channel's queue is at capacity",
+            "walk through the request from the socket to the handler",
+            "trace the call path from requests.post down to the pool",
+            "lifecycle of an async websocket consumer",
+        ] {
+            assert!(QueryNames::new(query).asks_how(), "{query}");
+        }
+        for query in [
+            "how many threads are used by default when -j is not given",
+            "how long does a session cookie live",
+            "terminate each printed result with a NUL byte",
+            "what is the default theme",
+            "work out how long the system has been running",
+        ] {
+            assert!(!QueryNames::new(query).asks_how(), "{query}");
+        }
     }
 
     #[test]
