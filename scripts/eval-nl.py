@@ -509,7 +509,7 @@ class Runner:
                     # [path, first line, last line, evidence, relevance_score, depth, tokens, kind, node,
                     # name_match, file standing, query words met (`met/words`), most of them in a
                     # short passage of the node (`near`) and of its file (`file_near`), the most
-                    # of them a caller adds (`caller`), how many of the answer's functions it
+                    # of them a caller adds (`caller`), how many names of the answer's functions it
                     # calls when the question asks how something works (`callees`)]
                     # (scripts/fit-chunk-ranker.py reads them).
                     entry["all"] = [[f["path"] or f["raw_path"], *(f["range"] or (None, None)), f["evidence"],

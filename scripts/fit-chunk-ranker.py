@@ -17,8 +17,8 @@ and fits a logistic model (L2-regularised, Newton steps, numpy) over:
   the share and the number of the query's words the node's text contains, and the share that
   a short passage of it, and of its whole file, holds together (`near`, `file_near`; 0 for a
   look-up), the share a function calling it adds to its own (`caller`; 0 for a look-up), and
-  ln(1 + how many of the answer's functions it calls) (`callees`; 0 unless the question asks
-  how something works).
+  ln(1 + how many distinct names of the answer's functions it calls) (`callees`; 0 unless the
+  question asks how something works).
 
 The weights are fitted pairwise by default (RankNet: within each question, the log-odds that a
 fragment meeting a span outranks one that does not, each question weighing the same), then the
@@ -141,7 +141,7 @@ def near_share(f, column=12):
 
 
 def ln_callees(f):
-    """ln(1 + how many of the answer's functions the fragment's node calls): column 15,
+    """ln(1 + how many distinct names of the answer's functions the fragment's node calls): column 15,
     `callees`, set for a question asking how something works only (0 for runs from before it)."""
     return math.log1p(f[15]) if len(f) > 15 and isinstance(f[15], (int, float)) else 0.0
 

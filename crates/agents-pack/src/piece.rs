@@ -91,10 +91,10 @@ pub struct Piece {
     /// unknown.
     #[serde(default)]
     pub caller_terms: u32,
-    /// How many of the answer's functions and methods this one calls, for a
-    /// question asking how something works or comes about (the function
-    /// tying the others together is the spine of such an answer); 0 for any
-    /// other query, and when unknown.
+    /// How many distinct names of the answer's functions and methods this
+    /// one calls, for a question asking how something works or comes about
+    /// (the function tying the others together is the spine of such an
+    /// answer); 0 for any other query, and when unknown.
     #[serde(default)]
     pub callees: u32,
     /// How many words the query has (`agents_search::QueryTerms::len`).

@@ -791,11 +791,12 @@ pub mod ranker {
     /// 0.728, 0.728, 0.720 and 0.706 over all 466 questions (0.723
     /// without), docs/benchmarks.md.
     pub const CALLER_TERMS: f64 = 2.0;
-    /// `ln(1 +` the answer's functions and methods a piece calls`)`
-    /// ([`Piece::callees`]; only for a question asking how something works,
-    /// [`crate::retrieval::QueryNames::asks_how`]). Set on top of the fitted
-    /// weights by measurement: 0.5, 0.75 and 1 gave chunk NDCG@10 0.733,
-    /// 0.733 and 0.730 over all 466 questions (0.728 without); for every
+    /// `ln(1 +` the names of the answer's functions and methods a piece
+    /// calls`)` ([`Piece::callees`]; only for a question asking how something
+    /// works, [`crate::retrieval::QueryNames::asks_how`]). Set on top of the
+    /// fitted weights by measurement: 0.5, 0.75 and 1 gave chunk NDCG@10
+    /// 0.733, 0.733 and 0.730 over all 466 questions counting the pieces
+    /// called (0.728 without), 0.734 at 0.5 counting their names; for every
     /// question, not only how-questions, 0.732 (symbol questions down),
     /// docs/benchmarks.md.
     pub const CALLEES: f64 = 0.5;
@@ -808,7 +809,7 @@ pub const NEAR_WINDOW: usize = 40;
 /// Sets each function's or method's [`Piece::caller_terms`]: the most of the
 /// query's words one of the pieces calling it holds that it does not; and,
 /// when `count_callees` (a question asking how something works), its
-/// [`Piece::callees`]: how many of those pieces it calls.
+/// [`Piece::callees`]: how many distinct names of those pieces it calls.
 /// `words` holds the query's words each callable piece meets, by its place in
 /// `pieces` (a question's only); a call is matched by the called name (the
 /// last segment of its target, resolved or not: a method called through a
@@ -828,15 +829,22 @@ pub fn link_calls(
     }
     let mut best: BTreeMap<usize, usize> = BTreeMap::new();
     for (&caller, caller_words) in words {
-        let callees: BTreeSet<usize> = renderer
-            .called_names(&pieces[caller].uko_node)
+        let names = renderer.called_names(&pieces[caller].uko_node);
+        let callees: BTreeSet<usize> = names
             .iter()
             .flat_map(|name| by_name.get(name.as_str()).map(Vec::as_slice).unwrap_or_default())
             .copied()
             .filter(|&callee| callee != caller)
             .collect();
         if count_callees {
-            pieces[caller].callees = u32::try_from(callees.len()).unwrap_or(u32::MAX);
+            // Names, not pieces: a call to a name several pieces bear
+            // (`get`, a trait's method) is one call.
+            let called: BTreeSet<&str> = names
+                .iter()
+                .map(String::as_str)
+                .filter(|name| by_name.get(name).is_some_and(|bearers| bearers.iter().any(|&b| b != caller)))
+                .collect();
+            pieces[caller].callees = u32::try_from(called.len()).unwrap_or(u32::MAX);
         }
         for callee in callees {
             let added = words[&callee].iter().zip(caller_words).filter(|&(&own, &theirs)| theirs && !own).count();
@@ -1715,26 +1723,30 @@ pub(crate) mod tests {
             code_piece("uko://r/tree.go#node.addRoute~2", "tree.go", 0.5, 1),
             code_piece("uko://r/main.go#main", "main.go", 0.5, 1),
             code_piece("uko://r/tree.go#node.insertChild", "tree.go", 0.5, 1),
+            code_piece("uko://r/gin.go#Engine.addRoute", "gin.go", 0.5, 1),
         ];
         // Words: register, route, group, tree.
         let words = BTreeMap::from([
             (0, vec![false, true, true, false]),
             (1, vec![false, true, false, true]),
             (2, vec![false, false, false, false]),
+            (4, vec![false, true, false, false]),
         ]);
         link_calls(&mut pieces, &words, &calls, false);
         let added: Vec<u32> = pieces.iter().map(|p| p.caller_terms).collect();
-        // `handle` adds "group" to `addRoute`; `main` adds nothing to
+        // `handle` adds "group" to each `addRoute` (the tree's and the
+        // engine's: the call is matched by name); `main` adds nothing to
         // `handle`; a piece without its words counted (not a function of
         // the question) takes none, and a caller nobody calls takes none.
-        assert_eq!(added, [0, 1, 0, 0]);
-        // Callees are counted for a how-question only: `handle` calls
-        // `addRoute` (`combine` is no piece), `main` calls `handle`, and
-        // `insertChild` is no function of the question.
+        assert_eq!(added, [0, 1, 0, 0, 1]);
+        // Callees are counted for a how-question only, by name: `handle`
+        // calls `addRoute` (two pieces bear it; `combine` is no piece),
+        // `main` calls `handle`, and `insertChild` is no function of the
+        // question.
         assert!(pieces.iter().all(|p| p.callees == 0));
         link_calls(&mut pieces, &words, &calls, true);
         let callees: Vec<u32> = pieces.iter().map(|p| p.callees).collect();
-        assert_eq!(callees, [1, 0, 1, 0]);
+        assert_eq!(callees, [1, 0, 1, 0, 0]);
     }
 
     #[test]
