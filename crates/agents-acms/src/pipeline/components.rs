@@ -796,9 +796,9 @@ pub mod ranker {
     /// works, [`crate::retrieval::QueryNames::asks_how`]). Set on top of the
     /// fitted weights by measurement: 0.5, 0.75 and 1 gave chunk NDCG@10
     /// 0.733, 0.733 and 0.730 over all 466 questions counting the pieces
-    /// called (0.728 without), 0.734 at 0.5 counting their names; for every
-    /// question, not only how-questions, 0.732 (symbol questions down),
-    /// docs/benchmarks.md.
+    /// called (0.728 without); counting their names, 0.4, 0.5 and 0.75 gave
+    /// 0.733, 0.734 and 0.731; for every question, not only how-questions,
+    /// 0.732 (symbol questions down), docs/benchmarks.md.
     pub const CALLEES: f64 = 0.5;
 }
 
