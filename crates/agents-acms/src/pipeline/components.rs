@@ -829,22 +829,19 @@ pub fn link_calls(
     }
     let mut best: BTreeMap<usize, usize> = BTreeMap::new();
     for (&caller, caller_words) in words {
-        let names = renderer.called_names(&pieces[caller].uko_node);
-        let callees: BTreeSet<usize> = names
-            .iter()
-            .flat_map(|name| by_name.get(name.as_str()).map(Vec::as_slice).unwrap_or_default())
-            .copied()
-            .filter(|&callee| callee != caller)
-            .collect();
+        // The pieces each called name links, and how many names link one:
+        // a call to a name several pieces bear (`get`, a trait's method) is
+        // one call.
+        let mut callees: BTreeSet<usize> = BTreeSet::new();
+        let mut called = 0u32;
+        for name in renderer.called_names(&pieces[caller].uko_node) {
+            let before = callees.len();
+            let bearers = by_name.get(name.as_str()).map(Vec::as_slice).unwrap_or_default();
+            callees.extend(bearers.iter().copied().filter(|&callee| callee != caller));
+            called += u32::from(callees.len() > before);
+        }
         if count_callees {
-            // Names, not pieces: a call to a name several pieces bear
-            // (`get`, a trait's method) is one call.
-            let called: BTreeSet<&str> = names
-                .iter()
-                .map(String::as_str)
-                .filter(|name| by_name.get(name).is_some_and(|bearers| bearers.iter().any(|&b| b != caller)))
-                .collect();
-            pieces[caller].callees = u32::try_from(called.len()).unwrap_or(u32::MAX);
+            pieces[caller].callees = called;
         }
         for callee in callees {
             let added = words[&callee].iter().zip(caller_words).filter(|&(&own, &theirs)| theirs && !own).count();
