@@ -6,7 +6,9 @@ packed fragment of each engine answer, with its evidence, kind, lines, name matc
 standing), labels each fragment by whether its lines meet an annotated span of its question,
 and fits a logistic model (L2-regularised, Newton steps, numpy) over:
 
-  ln(file standing), 1/(1 + place among its file's pieces), evidence, name match,
+  ln(file standing), the same again when the query asks how something works (QueryNames::asks_how:
+  it opens with `how`, not `how many`/`much`/`long`/`often`, or `what happens`, `walk through`,
+  `trace`, `explain`, `lifecycle`), 1/(1 + place among its file's pieces), evidence, name match,
   function/method, class-like container, whole-file node (module, file, document),
   ln(lines) of a node that is not a whole file,
   test / document / example / stub-or-generated file (the engine's FileRole rules; an example
@@ -62,7 +64,7 @@ _spec = importlib.util.spec_from_file_location("eval_nl", os.path.join(HERE, "ev
 eval_nl = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(eval_nl)
 
-FEATURES = ["bias", "ln_standing", "inv_ordinal", "evidence", "name_match", "function", "container", "whole_file",
+FEATURES = ["bias", "ln_standing", "ln_standing_how", "inv_ordinal", "evidence", "name_match", "function", "container", "whole_file",
             "ln_lines", "test", "doc", "example", "stub_or_generated", "term_coverage", "terms_met", "near_coverage",
             "file_near_coverage", "caller_coverage", "ln_callees"]
 FUNCTION = {"function", "method"}
@@ -146,10 +148,20 @@ def ln_callees(f):
     return math.log1p(f[15]) if len(f) > 15 and isinstance(f[15], (int, float)) else 0.0
 
 
+def asks_how(query):
+    """The engine's QueryNames::asks_how (crates/agents-acms/src/retrieval/mod.rs), in Python."""
+    words = [re.sub(r"^[\W_]+|[\W_]+$", "", t.lower()) for t in (query or "").split()]
+    first, second = (words + ["", ""])[:2]
+    if first == "how":
+        return second not in ("many", "much", "long", "often")
+    return (first, second) in (("what", "happens"), ("walk", "through")) or first in ("trace", "explain", "lifecycle")
+
+
 def features(case):
     """One row per packed fragment of the case's engine answer, and the fragments."""
     engine = case["systems"]["engine"]
     asks_example = asks_for_examples(case.get("query"))
+    how = asks_how(case.get("query"))
     fragments = engine["all"]
     files = engine["files"]
     by_file = collections.defaultdict(list)
@@ -173,7 +185,8 @@ def features(case):
             role = "source"
         elif kind == "test" or in_test_module(_node):
             role = "test"
-        rows.append([1.0, math.log(max(standing, 1e-3)), 1 / (1 + ordinal[id(f)]), evidence, name_match,
+        ln_standing = math.log(max(standing, 1e-3))
+        rows.append([1.0, ln_standing, ln_standing if how else 0.0, 1 / (1 + ordinal[id(f)]), evidence, name_match,
                      kind in FUNCTION, kind in CONTAINER, kind in WHOLE_FILE,
                      0.0 if kind in WHOLE_FILE else math.log(max(lines, 1)),
                      role == "test", role == "doc", role == "example", role in ("stub", "generated"),

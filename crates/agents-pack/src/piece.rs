@@ -100,6 +100,12 @@ pub struct Piece {
     /// How many words the query has (`agents_search::QueryTerms::len`).
     #[serde(default)]
     pub query_words: u32,
+    /// The query asks how something works or comes about
+    /// (`agents_acms::retrieval::QueryNames::asks_how`): its answer is a path
+    /// through several files, and the chunk ranker weighs the piece's file's
+    /// standing less than for any other query.
+    #[serde(default)]
+    pub asks_how: bool,
     /// The query asks for files of this piece's file's role by name (its
     /// examples: `agents_acms::retrieval::RolesAsked`): the piece ranks as
     /// source would.
@@ -155,6 +161,7 @@ impl Piece {
             caller_terms: 0,
             callees: 0,
             query_words: 0,
+            asks_how: false,
             role_asked: false,
             below_floor: false,
         }

@@ -1132,6 +1132,7 @@ impl Pipeline {
                         }
                         piece.query_words = u32::try_from(terms.len()).unwrap_or(u32::MAX);
                     }
+                    piece.asks_how = names.asks_how();
                     piece.role_asked = roles.asks(crate::retrieval::FileRole::of(&piece.path));
                     piece.boost = components::chunk_boost(&piece.path, piece.name_match, roles) * size;
                 }
