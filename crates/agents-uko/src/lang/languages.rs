@@ -19,6 +19,7 @@ pub static RUBY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::RelativeOrSuffix(".rb"),
     methods_in_namespaces: true,
     merge_clauses: false,
+    haddock_docs: false,
     restarts: None,
 });
 
@@ -37,6 +38,7 @@ pub static BASH: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::Relative(""),
     methods_in_namespaces: false,
     merge_clauses: false,
+    haddock_docs: false,
     restarts: Some(Restarts { starts: shell_function_start, comment: "#" }),
 });
 
@@ -57,6 +59,7 @@ pub static LUA: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::Dotted(".lua"),
     methods_in_namespaces: false,
     merge_clauses: false,
+    haddock_docs: false,
     restarts: None,
 });
 
@@ -78,6 +81,7 @@ pub static CSHARP: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::None,
     methods_in_namespaces: false,
     merge_clauses: false,
+    haddock_docs: false,
     restarts: None,
 });
 
@@ -99,6 +103,7 @@ pub static PHP: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::PathOrNamespace { sep: '\\', ext: ".php" },
     methods_in_namespaces: false,
     merge_clauses: false,
+    haddock_docs: false,
     restarts: None,
 });
 
@@ -119,6 +124,7 @@ pub static KOTLIN: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::PathOrNamespace { sep: '.', ext: ".kt" },
     methods_in_namespaces: false,
     merge_clauses: false,
+    haddock_docs: false,
     restarts: None,
 });
 
@@ -139,6 +145,7 @@ pub static SCALA: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::PathOrNamespace { sep: '.', ext: ".scala" },
     methods_in_namespaces: false,
     merge_clauses: false,
+    haddock_docs: false,
     restarts: None,
 });
 
@@ -159,6 +166,7 @@ pub static SWIFT: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::None,
     methods_in_namespaces: false,
     merge_clauses: false,
+    haddock_docs: false,
     restarts: None,
 });
 
@@ -179,6 +187,7 @@ pub static ZIG: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::Relative(""),
     methods_in_namespaces: false,
     merge_clauses: false,
+    haddock_docs: false,
     restarts: None,
 });
 
@@ -187,7 +196,8 @@ pub static ZIG: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
 /// method signatures), instances (`Show Color`), functions (a signature and
 /// its equations are one node); imports (with `as` aliases; `A.B.C`
 /// resolves as a unique `A/B/C.hs` suffix); applications as calls. Docs are
-/// Haddock `-- |` comments above.
+/// Haddock `-- |` comments above, across blank lines and plain comments, or
+/// a block comment right above (`{-| ... -}`, a `{- ... -}` banner).
 pub static HASKELL: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     languages: &["haskell"],
     display: "Haskell",
@@ -200,6 +210,7 @@ pub static HASKELL: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::PathOrNamespace { sep: '.', ext: ".hs" },
     methods_in_namespaces: false,
     merge_clauses: true,
+    haddock_docs: true,
     restarts: None,
 });
 
@@ -221,6 +232,7 @@ pub static ELIXIR: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::SnakeModule(".ex"),
     methods_in_namespaces: false,
     merge_clauses: true,
+    haddock_docs: false,
     restarts: None,
 });
 
@@ -239,6 +251,7 @@ pub static GO_QUERY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::None,
     methods_in_namespaces: false,
     merge_clauses: false,
+    haddock_docs: false,
     restarts: None,
 });
 
@@ -257,6 +270,7 @@ pub static JAVA_QUERY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     imports: ImportStyle::None,
     methods_in_namespaces: false,
     merge_clauses: false,
+    haddock_docs: false,
     restarts: None,
 });
 
@@ -1370,6 +1384,26 @@ end
         assert_eq!(imports_of(&a), [import("Data.Map", &["Map"]), import("Shop.Model", &["Model"])]);
         assert_calls(&a, &[("save", "Map.insert"), ("count", "length")]);
         insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, HASKELL_FIXTURE, 4)));
+    }
+
+    #[test]
+    fn haskell_docs_reach_across_blank_lines_and_banners() {
+        let text = "module M where\n\n\
+            -- | Builds a map from an ascending list in linear time.\n--\n-- > example\n\n\
+            -- See Note [impl] elsewhere.\n\
+            fromAsc :: [(k, a)] -> [a]\nfromAsc xs = map snd xs\n\n\
+            {------------------------\n  [link2 l r]: merges two trees.\n------------------------}\n\
+            link2 :: Int -> Int -> Int\nlink2 l r = l + r\n\n\
+            {-| Glues two trees. -}\nglue :: Int -> Int\nglue x = x\n\n\
+            {- A comment a blank line above. -}\n\nplain :: Int\nplain = 1\n\n\
+            -- | Direct.\ndirect :: Int\ndirect = 2\n";
+        let a = check(&HASKELL, "haskell", "src/M.hs", text);
+        let doc = |name: &str| node(&a, name).doc.clone();
+        assert_eq!(doc("fromAsc").as_deref(), Some("Builds a map from an ascending list in linear time.\n\n> example"));
+        assert_eq!(doc("link2").as_deref(), Some("[link2 l r]: merges two trees."));
+        assert_eq!(doc("glue").as_deref(), Some("Glues two trees."));
+        assert_eq!(doc("plain"), None, "a plain block comment documents only what comes right below it");
+        assert_eq!(doc("direct").as_deref(), Some("Direct."));
     }
 
     #[test]

@@ -118,6 +118,12 @@ pub struct QueryLanguage {
     /// of one declaration (Haskell equations after their signature, Elixir's
     /// `def f(0)` / `def f(n)`): they merge into the first, spanning all.
     pub merge_clauses: bool,
+    /// Haddock's reach (Haskell): a doc comment ([`Self::doc_prefix`])
+    /// documents the next declaration across blank lines and plain comments
+    /// (`-- See Note [...]` between them), and a block comment right above
+    /// one is its doc too: a Haddock `{-| ... -}`, or a `{- ... -}` banner
+    /// naming what follows (`[link2 l r]: merges two trees.`).
+    pub haddock_docs: bool,
     /// Lines at which a top-level declaration starts for certain (Bash's
     /// `name() {` at the left margin). When a file does not parse, the
     /// grammar's error recovery can swallow everything after the first
@@ -537,29 +543,21 @@ impl QueryAnalyzer {
             spec.comment_kinds.contains(&n.kind())
                 && text.get(n.byte_range()).unwrap_or("").starts_with(spec.doc_prefix)
         };
-        let raw = match (node.prev_sibling(), node.parent()) {
-            (None, Some(parent)) if parent.start_byte() == node.start_byte() => {
-                preceding_comments(&parent, text, is_doc)
-            }
-            _ => preceding_comments(&node, text, is_doc),
-        }?;
+        let anchor = match (node.prev_sibling(), node.parent()) {
+            (None, Some(parent)) if parent.start_byte() == node.start_byte() => parent,
+            _ => node,
+        };
+        if spec.haddock_docs {
+            return haddock_doc(anchor, text, spec);
+        }
+        let raw = preceding_comments(&anchor, text, is_doc)?;
         if raw.starts_with('<') {
             return strip_xml_tags(&raw);
         }
         if spec.doc_markers.is_empty() {
             return Some(raw);
         }
-        let lines: Vec<&str> = raw
-            .lines()
-            .map(|line| {
-                let t = line.trim_start();
-                spec.doc_markers
-                    .iter()
-                    .find_map(|m| t.strip_prefix(m))
-                    .map_or(line, |rest| rest.strip_prefix(' ').unwrap_or(rest))
-            })
-            .collect();
-        clean_doc(&lines.join("\n"))
+        clean_doc(&without_markers(&raw, spec.doc_markers))
     }
 
     /// Import statements from the import matches: of two patterns matching
@@ -848,6 +846,54 @@ fn erase_arguments(callee: &str) -> String {
         }
     }
     out
+}
+
+/// A Haskell declaration's doc ([`QueryLanguage::haddock_docs`]): among
+/// the comments between `node` and the declaration before it, the nearest
+/// Haddock `-- |` (or `{-|`) comment, whatever blank lines and plain
+/// comments lie between; else a block comment ending on the line right
+/// above `node`. Markers, delimiters and rules of dashes are left out.
+fn haddock_doc(node: tree_sitter::Node<'_>, text: &str, spec: &QueryLanguage) -> Option<String> {
+    let comment = |n: &tree_sitter::Node<'_>| spec.comment_kinds.contains(&n.kind());
+    let body = |n: &tree_sitter::Node<'_>| text.get(n.byte_range()).unwrap_or("");
+    let mut current = node.prev_sibling();
+    let mut nearest = None;
+    while let Some(sibling) = current.filter(comment) {
+        let raw = body(&sibling);
+        if raw.starts_with(spec.doc_prefix) || raw.starts_with("{-|") {
+            return haddock_text(raw, spec);
+        }
+        nearest.get_or_insert(sibling);
+        current = sibling.prev_sibling();
+    }
+    let block =
+        nearest.filter(|n| body(n).starts_with("{-") && n.end_position().row + 1 >= node.start_position().row)?;
+    haddock_text(body(&block), spec)
+}
+
+/// The text of a Haddock line or block comment without its markers.
+fn haddock_text(raw: &str, spec: &QueryLanguage) -> Option<String> {
+    match raw.strip_prefix("{-").map(|r| r.strip_suffix("-}").unwrap_or(r)) {
+        Some(block) => {
+            let lines: Vec<&str> =
+                block.trim_start_matches('|').lines().map(|line| line.trim().trim_matches('-').trim()).collect();
+            clean_doc(&lines.join("\n"))
+        }
+        None => clean_doc(&without_markers(raw, spec.doc_markers)),
+    }
+}
+
+/// `raw` with each line's doc marker (the first of `markers` it starts
+/// with, and one space after it) left out.
+fn without_markers(raw: &str, markers: &[&str]) -> String {
+    let lines: Vec<&str> = raw
+        .lines()
+        .map(|line| {
+            let t = line.trim_start();
+            markers.iter().find_map(|m| t.strip_prefix(m)).map_or(line, |rest| rest.strip_prefix(' ').unwrap_or(rest))
+        })
+        .collect();
+    lines.join("\n")
 }
 
 /// An XML doc comment (C#'s `<summary>`) as text: tags removed, a
