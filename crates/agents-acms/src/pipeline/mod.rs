@@ -1050,6 +1050,7 @@ impl Pipeline {
         // together: neither passage is counted for it.
         let mut file_near: HashMap<String, u32> = HashMap::new();
         let question = !names.is_lookup();
+        let asks_how = names.asks_how();
         // The query's words each function or method holds, by its place in
         // `pieces` (questions only): what its callers add to them.
         let mut callable_words: BTreeMap<usize, Vec<bool>> = BTreeMap::new();
@@ -1132,7 +1133,7 @@ impl Pipeline {
                         }
                         piece.query_words = u32::try_from(terms.len()).unwrap_or(u32::MAX);
                     }
-                    piece.asks_how = names.asks_how();
+                    piece.asks_how = asks_how;
                     piece.role_asked = roles.asks(crate::retrieval::FileRole::of(&piece.path));
                     piece.boost = components::chunk_boost(&piece.path, piece.name_match, roles) * size;
                 }
@@ -1144,7 +1145,7 @@ impl Pipeline {
                 pieces.push(piece);
             }
         }
-        components::link_calls(&mut pieces, &callable_words, input.renderer, names.asks_how());
+        components::link_calls(&mut pieces, &callable_words, input.renderer, asks_how);
         let excluded = excluded
             .into_iter()
             .map(|(path, n)| Enforcement {
