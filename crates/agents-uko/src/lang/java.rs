@@ -31,7 +31,10 @@ use std::sync::LazyLock;
 
 use tree_sitter::{Language, Node};
 
-use crate::lang::{Analyzer, FileBuilder, clean_doc, collapse, node_text, parse_or_warn, walk_preorder};
+use crate::lang::{
+    Analyzer, FileBuilder, clean_doc, collapse, node_text, parse_or_warn, plain_comment_doc, preceding_comments,
+    walk_preorder,
+};
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::ResolveContext;
 
@@ -169,7 +172,7 @@ impl<'t> Walker<'t> {
         let name = self.t(&name);
         let body = node.child_by_field_name("body");
         let sig = signature(node, body, self.text);
-        let doc = javadoc(prev, self.text);
+        let doc = doc_of(node, prev, self.text);
         let idx = self.b.add(parent, kind, name, Span::of_node(&node), Some(sig), doc);
         let mut generics = outer.to_vec();
         type_param_names(node, self.text, &mut generics);
@@ -245,7 +248,7 @@ impl<'t> Walker<'t> {
         let ty = node.child_by_field_name("type");
         let head_end = ty.map_or(node.start_byte(), |t| t.end_byte());
         let head = collapse(self.text.get(signature_start(node)..head_end).unwrap_or(""));
-        let doc = javadoc(prev, self.text);
+        let doc = doc_of(node, prev, self.text);
         let mut cursor = node.walk();
         let declarators: Vec<Node<'_>> = node.children_by_field_name("declarator", &mut cursor).collect();
         for declarator in declarators {
@@ -281,7 +284,7 @@ impl<'t> Walker<'t> {
         let body = node.child_by_field_name("body");
         let kind = if has_test_annotation(node, self.text) { NodeKind::Test } else { NodeKind::Method };
         let sig = signature(node, body, self.text);
-        let doc = javadoc(prev, self.text);
+        let doc = doc_of(node, prev, self.text);
         let idx = self.b.add(parent, kind, name, Span::of_node(&node), Some(sig), doc);
         let mut generics = outer.to_vec();
         type_param_names(node, self.text, &mut generics);
@@ -305,7 +308,7 @@ impl<'t> Walker<'t> {
         let name = self.t(&name);
         let body = node.child_by_field_name("body");
         let sig = signature(node, body, self.text);
-        let doc = javadoc(prev, self.text);
+        let doc = doc_of(node, prev, self.text);
         let idx = self.b.add(parent, NodeKind::Field, name, Span::of_node(&node), Some(sig), doc);
         if let Some(args) = node.child_by_field_name("arguments") {
             self.body(args, idx, generics);
@@ -423,6 +426,15 @@ fn javadoc(prev: Option<Node<'_>>, text: &str) -> Option<String> {
     let prev = prev?;
     let raw = node_text(&prev, text);
     if prev.kind() == "block_comment" && raw.starts_with("/**") && raw != "/**/" { clean_doc(raw) } else { None }
+}
+
+/// The Javadoc of `node` ([`javadoc`] of `prev`, its previous named
+/// sibling), else what plain comments right above it say of it.
+fn doc_of(node: Node<'_>, prev: Option<Node<'_>>, text: &str) -> Option<String> {
+    javadoc(prev, text).or_else(|| {
+        let plain = preceding_comments(&node, text, |c| matches!(c.kind(), "line_comment" | "block_comment"))?;
+        plain_comment_doc(&plain)
+    })
 }
 
 fn has_test_annotation(node: Node<'_>, text: &str) -> bool {
@@ -691,6 +703,16 @@ record Point(int x, int y) implements Shape {
             .map(|r| (analysis.nodes[r.from].symbol_path.as_str(), r.target.as_str()))
             .collect();
         assert_eq!(calls, [("A.run.Local.go", "work"), ("A.run", "Runnable"), ("A.run", "tick")]);
+    }
+
+    #[test]
+    fn plain_comments_right_above_document_what_has_no_javadoc() {
+        let text = "class A {\n    // Follows redirects until the limit.\n    @Override\n    void follow() {}\n\n    /** Javadoc. */\n    void documented() {}\n\n    // eslint-disable-line\n    void directive() {}\n}\n";
+        let analysis = analyze(text);
+        let doc = |name: &str| analysis.nodes.iter().find(|n| n.name == name).unwrap().doc.clone();
+        assert_eq!(doc("follow").as_deref(), Some("Follows redirects until the limit."));
+        assert_eq!(doc("documented").as_deref(), Some("Javadoc."));
+        assert_eq!(doc("directive"), None);
     }
 
     #[test]

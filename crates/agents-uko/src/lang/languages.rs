@@ -197,7 +197,8 @@ pub static ZIG: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
 /// its equations are one node); imports (with `as` aliases; `A.B.C`
 /// resolves as a unique `A/B/C.hs` suffix); applications as calls. Docs are
 /// Haddock `-- |` comments above, across blank lines and plain comments, or
-/// a block comment right above (`{-| ... -}`, a `{- ... -}` banner).
+/// a block comment right above (`{-| ... -}`, a `{- ... -}` banner), else
+/// plain `--` comments right above.
 pub static HASKELL: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     languages: &["haskell"],
     display: "Haskell",
@@ -1404,6 +1405,34 @@ end
         assert_eq!(doc("glue").as_deref(), Some("Glues two trees."));
         assert_eq!(doc("plain"), None, "a plain block comment documents only what comes right below it");
         assert_eq!(doc("direct").as_deref(), Some("Direct."));
+        // Without a Haddock comment, plain line comments right above say
+        // what a declaration does; a rule of dashes or commented-out code
+        // does not.
+        let text = "module M where\n\n\
+            -- Functions balanceL and balanceR are specialized versions of balance.\n\n\
+            -- balanceL is called when the left subtree\n-- might have grown.\n\
+            balanceL :: Int -> Int\nbalanceL x = x\n\n\
+            --------------------\nrule :: Int\nrule = 1\n\n\
+            -- | Haddock.\n\n-- plain note\nboth :: Int\nboth = 2\n";
+        let a = check(&HASKELL, "haskell", "src/M.hs", text);
+        let doc = |name: &str| node(&a, name).doc.clone();
+        assert_eq!(doc("balanceL").as_deref(), Some("balanceL is called when the left subtree\nmight have grown."));
+        assert_eq!(doc("rule"), None);
+        assert_eq!(doc("both").as_deref(), Some("Haddock."), "a Haddock comment wins over a plain one");
+    }
+
+    #[test]
+    fn plain_comments_right_above_document_what_has_no_doc_comment() {
+        let text = "// Parses the head of a request.\n// It stops at the blank line.\nfn parseHead() void {}\n\n\
+            /// Documented.\n// plain\nfn documented() void {}\n\n\
+            // A note a blank line away.\n\nfn far() void {}\n\n\
+            // const x = 1;\n// x += 2;\nfn commented() void {}\n";
+        let a = check(&ZIG, "zig", "src/head.zig", text);
+        let doc = |name: &str| node(&a, name).doc.clone();
+        assert_eq!(doc("parseHead").as_deref(), Some("Parses the head of a request.\nIt stops at the blank line."));
+        assert_eq!(doc("far"), None);
+        assert_eq!(doc("commented"), None, "code commented out is not a description");
+        assert!(doc("documented").is_some_and(|d| d.starts_with("Documented.")));
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub mod signature;
 /// an index half built by the old analyzers. Bump it with any change to
 /// their output; `tests::analyzer_version_follows_the_snapshots` fails when
 /// the analyzers' snapshots change and this number does not.
-pub const ANALYZER_VERSION: u32 = 7;
+pub const ANALYZER_VERSION: u32 = 8;
 
 /// Extracts structure from files of some languages.
 pub trait Analyzer: Send + Sync {
@@ -209,6 +209,43 @@ pub fn preceding_comments(node: &Node<'_>, text: &str, is_comment: impl Fn(&Node
     parts.reverse();
     let cleaned: Vec<String> = parts.iter().filter_map(|p| clean_doc(p)).collect();
     if cleaned.is_empty() { None } else { Some(cleaned.join("\n")) }
+}
+
+/// What a plain comment (not a doc comment) right above a declaration says
+/// of it, as its doc where the language's doc comment is missing (Haskell's
+/// `-- balanceL only checks whether the left subtree is too big`, a private
+/// Rust helper's `// ...`): `cleaned` (markers already removed) without the
+/// lines that direct a tool (`eslint-disable`, `@ts-ignore`, `NOLINT`) or
+/// only draw a rule, and nothing when what remains holds no word or reads as
+/// code commented out (most lines ending in `;`, `{` or `}`).
+pub fn plain_comment_doc(cleaned: &str) -> Option<String> {
+    const DIRECTIVES: [&str; 12] = [
+        "eslint",
+        "@ts-",
+        "prettier-ignore",
+        "istanbul ignore",
+        "c8 ignore",
+        "nolint",
+        "noqa",
+        "type: ignore",
+        "pragma",
+        "region",
+        "endregion",
+        "#region",
+    ];
+    let lines: Vec<&str> = cleaned
+        .lines()
+        .filter(|line| {
+            let lower = line.trim().to_lowercase();
+            !DIRECTIVES.iter().any(|d| lower.starts_with(d)) && line.chars().any(char::is_alphanumeric)
+        })
+        .collect();
+    let words = lines.iter().flat_map(|l| l.split(|c: char| !c.is_alphabetic())).filter(|w| w.len() >= 3).count();
+    let code = lines.iter().filter(|l| l.trim_end().ends_with([';', '{', '}'])).count();
+    if words == 0 || 2 * code >= lines.len() {
+        return None;
+    }
+    Some(lines.join("\n").trim().to_owned())
 }
 
 /// Builds a [`FileAnalysis`]: node 0 is the file; [`FileBuilder::add`]
@@ -432,7 +469,7 @@ mod tests {
 
     /// The analyzers' snapshots (`src/lang/snapshots`, bodies without insta's
     /// header) digested, with the [`ANALYZER_VERSION`] they go with.
-    const SNAPSHOTS_OF_VERSION: (u32, &str) = (7, "d50fba978a01117c811aa7b6a823075559f093673585ae82c00df6f9adcad696");
+    const SNAPSHOTS_OF_VERSION: (u32, &str) = (8, "d50fba978a01117c811aa7b6a823075559f093673585ae82c00df6f9adcad696");
 
     #[test]
     fn analyzer_version_follows_the_snapshots() {

@@ -39,7 +39,9 @@ use std::sync::OnceLock;
 use tree_sitter::{Language, Query, QueryCursor, StreamingIterator};
 
 use crate::lang::rust::source_ordered;
-use crate::lang::{Analyzer, FileBuilder, clean_doc, collapse, parse_or_warn, preceding_comments, strip_quotes};
+use crate::lang::{
+    Analyzer, FileBuilder, clean_doc, collapse, parse_or_warn, plain_comment_doc, preceding_comments, strip_quotes,
+};
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of, join_normalized};
 
@@ -102,7 +104,8 @@ pub struct QueryLanguage {
     /// Node kinds that are comments (for docs above a declaration).
     pub comment_kinds: &'static [&'static str],
     /// A prefix a comment must start with to be a doc comment (`///`, `---`);
-    /// empty for any comment.
+    /// empty for any comment. A declaration without one takes what plain
+    /// comments right above it say ([`plain_comment_doc`]).
     pub doc_prefix: &'static str,
     /// Line markers of doc comments that [`clean_doc`] does not know
     /// (Lua's `---` and `--`), longest first.
@@ -122,7 +125,8 @@ pub struct QueryLanguage {
     /// documents the next declaration across blank lines and plain comments
     /// (`-- See Note [...]` between them), and a block comment right above
     /// one is its doc too: a Haddock `{-| ... -}`, or a `{- ... -}` banner
-    /// naming what follows (`[link2 l r]: merges two trees.`).
+    /// naming what follows (`[link2 l r]: merges two trees.`); else plain
+    /// `--` comments right above.
     pub haddock_docs: bool,
     /// Lines at which a top-level declaration starts for certain (Bash's
     /// `name() {` at the left margin). When a file does not parse, the
@@ -550,7 +554,11 @@ impl QueryAnalyzer {
         if spec.haddock_docs {
             return haddock_doc(anchor, text, spec);
         }
-        let raw = preceding_comments(&anchor, text, is_doc)?;
+        let Some(raw) = preceding_comments(&anchor, text, is_doc) else {
+            // No doc comment: what a plain comment right above says.
+            let plain = preceding_comments(&anchor, text, |n| spec.comment_kinds.contains(&n.kind()))?;
+            return plain_comment_doc(&without_markers(&plain, spec.doc_markers));
+        };
         if raw.starts_with('<') {
             return strip_xml_tags(&raw);
         }
@@ -852,7 +860,9 @@ fn erase_arguments(callee: &str) -> String {
 /// the comments between `node` and the declaration before it, the nearest
 /// Haddock `-- |` (or `{-|`) comment, whatever blank lines and plain
 /// comments lie between; else a block comment ending on the line right
-/// above `node`. Markers, delimiters and rules of dashes are left out.
+/// above `node`; else the plain line comments right above it
+/// ([`plain_comment_doc`]). Markers, delimiters and rules of dashes are
+/// left out.
 fn haddock_doc(node: tree_sitter::Node<'_>, text: &str, spec: &QueryLanguage) -> Option<String> {
     let comment = |n: &tree_sitter::Node<'_>| spec.comment_kinds.contains(&n.kind());
     let body = |n: &tree_sitter::Node<'_>| text.get(n.byte_range()).unwrap_or("");
@@ -866,9 +876,17 @@ fn haddock_doc(node: tree_sitter::Node<'_>, text: &str, spec: &QueryLanguage) ->
         nearest.get_or_insert(sibling);
         current = sibling.prev_sibling();
     }
-    let block =
-        nearest.filter(|n| body(n).starts_with("{-") && n.end_position().row + 1 >= node.start_position().row)?;
-    haddock_text(body(&block), spec)
+    let nearest = nearest?;
+    if body(&nearest).starts_with("{-") {
+        return if nearest.end_position().row + 1 >= node.start_position().row {
+            haddock_text(body(&nearest), spec)
+        } else {
+            None
+        };
+    }
+    // Plain line comments right above: what they say of the declaration.
+    let plain = preceding_comments(&node, text, |n| comment(n) && body(n).starts_with("--"))?;
+    plain_comment_doc(&without_markers(&plain, spec.doc_markers))
 }
 
 /// The text of a Haddock line or block comment without its markers.
