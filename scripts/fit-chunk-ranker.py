@@ -72,6 +72,17 @@ CONTAINER = {"class", "struct", "interface", "trait", "enum", "impl", "type", "p
 WHOLE_FILE = {"module", "file", "document"}
 
 
+def is_test_class_file(name):
+    """The engine's is_test_class_file: `RouterTest.java`, `SessionTests.swift`, `MapSpec.hs`."""
+    if "." not in name:
+        return False
+    stem, ext = name.rsplit(".", 1)
+    if ext not in ("java", "kt", "scala", "groovy", "swift", "cs", "php", "hs"):
+        return False
+    return (stem.endswith("Test") or stem.endswith("Tests") or (ext == "java" and len(stem) > 2 and stem.endswith("IT"))
+            or (ext in ("scala", "groovy", "hs") and stem.endswith("Spec")))
+
+
 def file_role(path):
     """The engine's FileRole::of (crates/agents-acms/src/retrieval/mod.rs), in Python."""
     lower = path.lower()
@@ -85,10 +96,12 @@ def file_role(path):
                  "__generated__") for d in dirs) or ends([".min.js", ".min.css", "_pb2.py", "_pb2_grpc.py",
                                                           ".pb.go", ".generated.ts", ".generated.js", ".g.dart"]):
         return "generated"
-    if any(d in ("test", "tests", "__tests__", "spec", "specs", "fixtures", "testdata", "e2e")
+    if any(d in ("test", "tests", "__tests__", "spec", "specs", "fixtures", "testdata", "e2e", "fuzz", "fuzzing")
            for d in dirs) or lower.startswith("testing/") or name.startswith("test_") or name == "conftest.py" or ends(
             ["_test.go", "_test.py", "_test.rs", ".test.ts", ".test.js", ".test.tsx", ".test.jsx", ".test.mjs",
-             ".spec.ts", ".spec.js", ".spec.tsx", "_tests.rs", "tests.py", "_spec.rb"]):
+             ".test.cjs", ".spec.ts", ".spec.js", ".spec.tsx", ".spec.jsx", ".spec.mjs", "_tests.rs", "tests.py",
+             "_spec.rb", "_test.rb", "_test.exs", "_spec.lua", "_test.c", "_test.cc", "_test.cpp", "_test.cxx",
+             "_tests.cc", "_tests.cpp", "_unittest.cc", "_unittest.cpp"]) or is_test_class_file(path.split("/")[-1]):
         return "test"
     if any(d in ("examples", "example", "samples", "sample", "benches", "benchmarks", "bench", "benchmark", "profiling")
            for d in dirs):

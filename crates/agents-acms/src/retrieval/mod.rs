@@ -388,6 +388,20 @@ pub enum FileRole {
     Stub,
 }
 
+/// Whether a file's name (as written) is a test class's by the naming of
+/// JVM, .NET, Swift, PHP and Haskell test suites: `RouterTest.java`,
+/// `SessionTests.swift`, `MapSpec.hs`, `ParserIT.java`; `Spec` only where it
+/// names specifications (Scala, Groovy, Haskell), not Java's `KeySpec`.
+fn is_test_class_file(name: &str) -> bool {
+    let Some((stem, ext)) = name.rsplit_once('.') else { return false };
+    let jvm_like = matches!(ext, "java" | "kt" | "scala" | "groovy" | "swift" | "cs" | "php" | "hs");
+    jvm_like
+        && (stem.ends_with("Test")
+            || stem.ends_with("Tests")
+            || (ext == "java" && stem.len() > 2 && stem.ends_with("IT"))
+            || (matches!(ext, "scala" | "groovy" | "hs") && stem.ends_with("Spec")))
+}
+
 impl FileRole {
     pub fn of(path: &str) -> FileRole {
         let lower = path.to_ascii_lowercase();
@@ -418,26 +432,44 @@ impl FileRole {
         // A `testing` folder is a test suite at the top of the tree (pytest's
         // `testing/`) and a library's test utilities, code its users import,
         // inside a package (`channels/testing/`, `numpy/testing/`).
-        let is_test = in_dir(&["test", "tests", "__tests__", "spec", "specs", "fixtures", "testdata", "e2e"])
-            || lower.starts_with("testing/")
-            || name.starts_with("test_")
-            || name == "conftest.py"
-            || ends(&[
-                "_test.go",
-                "_test.py",
-                "_test.rs",
-                ".test.ts",
-                ".test.js",
-                ".test.tsx",
-                ".test.jsx",
-                ".test.mjs",
-                ".spec.ts",
-                ".spec.js",
-                ".spec.tsx",
-                "_tests.rs",
-                "tests.py",
-                "_spec.rb",
-            ]);
+        // Fuzzing harnesses (cJSON's `fuzzing/`) drive the code as tests do.
+        let is_test =
+            in_dir(&["test", "tests", "__tests__", "spec", "specs", "fixtures", "testdata", "e2e", "fuzz", "fuzzing"])
+                || lower.starts_with("testing/")
+                || name.starts_with("test_")
+                || name == "conftest.py"
+                || ends(&[
+                    "_test.go",
+                    "_test.py",
+                    "_test.rs",
+                    ".test.ts",
+                    ".test.js",
+                    ".test.tsx",
+                    ".test.jsx",
+                    ".test.mjs",
+                    ".test.cjs",
+                    ".spec.ts",
+                    ".spec.js",
+                    ".spec.tsx",
+                    ".spec.jsx",
+                    ".spec.mjs",
+                    "_tests.rs",
+                    "tests.py",
+                    "_spec.rb",
+                    "_test.rb",
+                    "_test.exs",
+                    "_spec.lua",
+                    // C and C++ beside the code they test (leveldb's `db/db_test.cc`).
+                    "_test.c",
+                    "_test.cc",
+                    "_test.cpp",
+                    "_test.cxx",
+                    "_tests.cc",
+                    "_tests.cpp",
+                    "_unittest.cc",
+                    "_unittest.cpp",
+                ])
+                || is_test_class_file(path.rsplit('/').next().unwrap_or(path));
         if is_test {
             return FileRole::Test;
         }
@@ -1027,6 +1059,16 @@ mod tests {
         assert_eq!(FileRole::of("vendor/lib/x.go"), FileRole::Generated);
         assert_eq!(FileRole::of("static/app.min.js"), FileRole::Generated);
         assert_eq!(FileRole::of("pydantic/main.pyi"), FileRole::Stub);
+        // Tests beside the code by their names, in each language's way.
+        for test in ["db/db_test.cc", "util/cache_unittest.cpp", "fuzzing/afl.c", "lib/plug/conn_test.exs"] {
+            assert_eq!(FileRole::of(test), FileRole::Test, "{test}");
+        }
+        for test in ["src/RouterTest.java", "Sources/SessionTests.swift", "src/ParserIT.java", "src/MapSpec.hs"] {
+            assert_eq!(FileRole::of(test), FileRole::Test, "{test}");
+        }
+        for source in ["src/KeySpec.java", "src/Contest.java", "src/IT.java", "db/db_impl.cc", "src/latest.c"] {
+            assert_eq!(FileRole::of(source), FileRole::Source, "{source}");
+        }
         assert!(role_prior("src/a.py") > role_prior("src/a.pyi"));
         assert!(role_prior("src/a.pyi") > role_prior("tests/a.py"));
     }
