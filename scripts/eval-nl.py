@@ -279,6 +279,7 @@ def parse_output(data, tree):
             "file_near": int((f.get("metadata") or {}).get("file_near") or 0),
             "caller": int((f.get("metadata") or {}).get("caller") or 0),
             "callees": int((f.get("metadata") or {}).get("callees") or 0),
+            "called_by_named": int((f.get("metadata") or {}).get("called_by_named") or 0),
         })
     ranked = sorted(frags, key=lambda x: -x["score"])  # stable: ties keep output order
     if isinstance(data.get("ranked_files"), list):
@@ -510,12 +511,13 @@ class Runner:
                     # name_match, file standing, query words met (`met/words`), most of them in a
                     # short passage of the node (`near`) and of its file (`file_near`), the most
                     # of them a caller adds (`caller`), how many names of the answer's functions it
-                    # calls when the question asks how something works (`callees`)]
+                    # calls when the question asks how something works (`callees`), whether the
+                    # function a look-up names calls it (`called_by_named`)]
                     # (scripts/fit-chunk-ranker.py reads them).
                     entry["all"] = [[f["path"] or f["raw_path"], *(f["range"] or (None, None)), f["evidence"],
                                      f["score"], f["depth"], f["tokens"], f["kind"], f["node"], f["name_match"],
                                      f["standing"], f["terms"], f["near"], f["file_near"], f["caller"],
-                                     f["callees"]] for f in frags]
+                                     f["callees"], f["called_by_named"]] for f in frags]
                     entry["strategies_used"] = main["strategies_used"]
                     entry["backends"] = main["backends"]
                     entry["diag"] = diagnostics(frags)

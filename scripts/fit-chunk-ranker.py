@@ -20,7 +20,8 @@ and fits a logistic model (L2-regularised, Newton steps, numpy) over:
   a short passage of it, and of its whole file, holds together (`near`, `file_near`; 0 for a
   look-up), the share a function calling it adds to its own (`caller`; 0 for a look-up), and
   ln(1 + how many distinct names of the answer's functions it calls) (`callees`; 0 unless the
-  question asks how something works).
+  question asks how something works), and whether the function a look-up names outright calls
+  it (`called_by_named`; 0 for a question).
 
 The weights are fitted pairwise by default (RankNet: within each question, the log-odds that a
 fragment meeting a span outranks one that does not, each question weighing the same), then the
@@ -45,7 +46,8 @@ Usage: python3 scripts/fit-chunk-ranker.py RUN.json [--l2 1.0] [--objective pair
                                           [--commits LOC.json [--commit-weight 1.0]]
 Needs numpy (pip install numpy); the run must come from an engine whose JSON fragments carry
 the `evidence`, `name_match`, `standing`, `term_coverage`, `terms_met`, `near`, `file_near`,
-`caller` and `callees` metadata (a run from before those last six counts them as 0).
+`caller`, `callees` and `called_by_named` metadata (a run from before those last seven counts
+them as 0).
 """
 
 import argparse
@@ -66,7 +68,7 @@ _spec.loader.exec_module(eval_nl)
 
 FEATURES = ["bias", "ln_standing", "ln_standing_how", "inv_ordinal", "evidence", "name_match", "function", "container", "whole_file",
             "ln_lines", "test", "doc", "example", "stub_or_generated", "term_coverage", "terms_met", "near_coverage",
-            "file_near_coverage", "caller_coverage", "ln_callees"]
+            "file_near_coverage", "caller_coverage", "ln_callees", "called_by_named"]
 FUNCTION = {"function", "method"}
 CONTAINER = {"class", "struct", "interface", "trait", "enum", "impl", "type", "protocol", "record", "object"}
 WHOLE_FILE = {"module", "file", "document"}
@@ -161,6 +163,12 @@ def ln_callees(f):
     return math.log1p(f[15]) if len(f) > 15 and isinstance(f[15], (int, float)) else 0.0
 
 
+def called_by_named(f):
+    """Whether the function a look-up names outright calls the fragment's node: column 16,
+    `called_by_named` (0 for runs from before it)."""
+    return float(f[16]) if len(f) > 16 and isinstance(f[16], (int, float)) else 0.0
+
+
 def asks_how(query):
     """The engine's QueryNames::asks_how (crates/agents-acms/src/retrieval/mod.rs), in Python."""
     words = [re.sub(r"^[\W_]+|[\W_]+$", "", t.lower()) for t in (query or "").split()]
@@ -203,7 +211,8 @@ def features(case):
                      kind in FUNCTION, kind in CONTAINER, kind in WHOLE_FILE,
                      0.0 if kind in WHOLE_FILE else math.log(max(lines, 1)),
                      role == "test", role == "doc", role == "example", role in ("stub", "generated"),
-                     *words_met(f), near_share(f), near_share(f, 13), near_share(f, 14), ln_callees(f)])
+                     *words_met(f), near_share(f), near_share(f, 13), near_share(f, 14), ln_callees(f),
+                     called_by_named(f)])
     return np.array(rows, dtype=float), fragments
 
 

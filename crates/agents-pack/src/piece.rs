@@ -97,6 +97,12 @@ pub struct Piece {
     /// answer); 0 for any other query, and when unknown.
     #[serde(default)]
     pub callees: u32,
+    /// A function or method that a function the look-up names outright
+    /// calls (`Opts::search_paths` and the helpers it calls): the named
+    /// piece's answer reads on into them. False for a question, and when
+    /// unknown.
+    #[serde(default)]
+    pub called_by_named: bool,
     /// How many words the query has (`agents_search::QueryTerms::len`).
     #[serde(default)]
     pub query_words: u32,
@@ -160,6 +166,7 @@ impl Piece {
             file_terms_near: 0,
             caller_terms: 0,
             callees: 0,
+            called_by_named: false,
             query_words: 0,
             asks_how: false,
             role_asked: false,

@@ -208,11 +208,14 @@ impl Assembly {
 /// `relevance_score`; the strategy's `evidence`; `name_match`; the file's
 /// `standing`; the query's `terms` met, how many of them a short passage
 /// of the node and of its file holds, `near` and `file_near`, and how many
-/// a caller adds, `caller`; the `requested_depth`): the run's
+/// a caller adds, `caller`; the names of the answer's functions it calls,
+/// `callees`; whether the function a look-up names calls it,
+/// `called_by_named`; the `requested_depth`): the run's
 /// report (`--json`) shows them, the context delivered as JSON leaves them out.
 /// They were 7% of the delivered JSON's characters; without them the JSON
 /// carries 5% more code at 8,000 tokens (docs/benchmarks.md).
-pub const RANKER_METADATA: [&str; 10] = [
+pub const RANKER_METADATA: [&str; 11] = [
+    "called_by_named",
     "callees",
     "caller",
     "evidence",

@@ -1146,6 +1146,9 @@ impl Pipeline {
             }
         }
         components::link_calls(&mut pieces, &callable_words, input.renderer, asks_how);
+        if !question {
+            components::link_named_callees(&mut pieces, input.renderer);
+        }
         let excluded = excluded
             .into_iter()
             .map(|(path, n)| Enforcement {
@@ -1555,6 +1558,9 @@ fn to_fragment(
         if piece.callees > 0 {
             metadata.insert("callees".to_owned(), piece.callees.to_string());
         }
+    }
+    if piece.called_by_named {
+        metadata.insert("called_by_named".to_owned(), "1".to_owned());
     }
     metadata.insert("strategies".to_owned(), piece.strategies.join(","));
     metadata.insert("requested_depth".to_owned(), piece.requested_depth.to_string());
