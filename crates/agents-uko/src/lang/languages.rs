@@ -21,6 +21,7 @@ pub static RUBY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     merge_clauses: false,
     haddock_docs: false,
     restarts: None,
+    rewrite: None,
 });
 
 /// Bash: functions, top-level variables, `source`/`.` imports (relative to
@@ -40,6 +41,7 @@ pub static BASH: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     merge_clauses: false,
     haddock_docs: false,
     restarts: Some(Restarts { starts: shell_function_start, comment: "#" }),
+    rewrite: None,
 });
 
 /// Lua: functions (`function M.f`, `function M:m`, `local function f`, and
@@ -61,6 +63,7 @@ pub static LUA: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     merge_clauses: false,
     haddock_docs: false,
     restarts: None,
+    rewrite: None,
 });
 
 /// C#: namespaces (block and file-scoped), classes and records, structs,
@@ -83,6 +86,7 @@ pub static CSHARP: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     merge_clauses: false,
     haddock_docs: false,
     restarts: None,
+    rewrite: None,
 });
 
 /// PHP: namespaces, classes, interfaces, traits, enums and their cases,
@@ -105,6 +109,7 @@ pub static PHP: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     merge_clauses: false,
     haddock_docs: false,
     restarts: None,
+    rewrite: None,
 });
 
 /// Kotlin: classes, interfaces, enums with their entries, objects and named
@@ -126,7 +131,65 @@ pub static KOTLIN: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     merge_clauses: false,
     haddock_docs: false,
     restarts: None,
+    rewrite: Some(kotlin_constructor_below_header),
 });
+
+/// Kotlin's primary constructor on the line below its class header with a
+/// visibility modifier, as ktfmt writes a long one (`public class Options`,
+/// then `private constructor(`): the grammar ends the class at the line break
+/// and loses it, and in error recovery the class around it too (moshi's
+/// whole `JsonReader`). The modifier moves up to the header's line and the
+/// line break after it (`public class Options private` / `constructor(`,
+/// which the grammar reads), in the same bytes: no line and nothing after
+/// the modifier moves.
+fn kotlin_constructor_below_header(text: &str) -> Option<String> {
+    if !text.contains("constructor") {
+        return None;
+    }
+    let blank = |c: char| c == ' ' || c == '\t';
+    let is_class_header = |line: &str| {
+        let line = line.trim();
+        !line.starts_with("//")
+            && !line.starts_with('*')
+            && !line.ends_with(['{', '(', ',', '=', ';'])
+            && line.split_whitespace().any(|word| word == "class")
+    };
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut line_start = 0;
+    for (newline, _) in text.match_indices('\n') {
+        let previous = &text[line_start..newline];
+        line_start = newline + 1;
+        let line = &text[line_start..];
+        let indent = line.len() - line.trim_start_matches(blank).len();
+        let after = &line[indent..];
+        let Some(modifier) = ["private", "internal", "protected", "public"]
+            .into_iter()
+            .find(|m| after.strip_prefix(m).is_some_and(|rest| rest.starts_with(blank)))
+        else {
+            continue;
+        };
+        let rest = &after[modifier.len()..];
+        let keyword = rest.trim_start_matches(blank);
+        let gap = rest.len() - keyword.len();
+        let opens = keyword.strip_prefix("constructor").is_some_and(|r| r.trim_start_matches(blank).starts_with('('));
+        if !opens || !is_class_header(previous) {
+            continue;
+        }
+        out.push_str(&text[copied..newline]);
+        out.push(' ');
+        out.push_str(modifier);
+        out.push('\n');
+        out.push_str(&line[..indent]);
+        out.extend(std::iter::repeat_n(' ', gap - 1));
+        copied = line_start + indent + modifier.len() + gap;
+    }
+    if copied == 0 {
+        return None;
+    }
+    out.push_str(&text[copied..]);
+    Some(out)
+}
 
 /// Scala (2 and 3): classes, objects, traits, enums and their cases,
 /// functions (ScalaTest/MUnit `test("...")` blocks are tests), vals and vars,
@@ -147,6 +210,7 @@ pub static SCALA: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     merge_clauses: false,
     haddock_docs: false,
     restarts: None,
+    rewrite: None,
 });
 
 /// Swift: classes and actors, structs, enums with their cases, protocols,
@@ -168,6 +232,7 @@ pub static SWIFT: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     merge_clauses: false,
     haddock_docs: false,
     restarts: None,
+    rewrite: None,
 });
 
 /// Zig: container declarations (`const S = struct {..}` as structs, unions
@@ -189,6 +254,7 @@ pub static ZIG: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     merge_clauses: false,
     haddock_docs: false,
     restarts: None,
+    rewrite: None,
 });
 
 /// Haskell: data types (as enums, their constructors and record fields as
@@ -213,6 +279,7 @@ pub static HASKELL: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     merge_clauses: true,
     haddock_docs: true,
     restarts: None,
+    rewrite: None,
 });
 
 /// Elixir: modules, protocols and implementations (namespaces: `defimpl
@@ -235,6 +302,7 @@ pub static ELIXIR: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     merge_clauses: true,
     haddock_docs: false,
     restarts: None,
+    rewrite: None,
 });
 
 /// Go on the query analyzer: not registered (the hand-written
@@ -254,6 +322,7 @@ pub static GO_QUERY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     merge_clauses: false,
     haddock_docs: false,
     restarts: None,
+    rewrite: None,
 });
 
 /// Java on the query analyzer: not registered (the hand-written
@@ -273,6 +342,7 @@ pub static JAVA_QUERY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     merge_clauses: false,
     haddock_docs: false,
     restarts: None,
+    rewrite: None,
 });
 
 /// The differences between two analyses of one file, as sorted lines:
@@ -1199,6 +1269,28 @@ end
             ],
         );
         insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, PHP_FIXTURE, 4)));
+    }
+
+    #[test]
+    fn kotlin_constructors_below_their_headers_keep_their_classes() {
+        // As ktfmt writes long headers: nested with an indent, and at the
+        // top of the file without one.
+        let text = "package a\n\npublic abstract class JsonReader {\n  /** Strings to select. */\n  public class Options\n  private  constructor(\n    internal val strings: Array<String>,\n  ) {\n    public fun strings(): List<String> = strings.toList()\n  }\n\n  public fun after(): Int = 1\n}\n\ninternal class Adapter<T>\ninternal constructor(private val t: T) : Base() {\n  fun read(): T = t\n}\n";
+        let rewritten = kotlin_constructor_below_header(text).expect("rewritten");
+        assert_eq!(rewritten.len(), text.len());
+        assert_eq!(rewritten.matches('\n').count(), text.matches('\n').count());
+        assert!(
+            rewritten.contains("public class Options private\n   constructor(")
+                && rewritten.contains("class Adapter<T> internal\nconstructor(")
+        );
+        let a = check(&KOTLIN, "kotlin", "src/a/JsonReader.kt", text);
+        let options = node(&a, "JsonReader.Options");
+        assert_eq!((options.kind, options.doc.as_deref()), (NodeKind::Class, Some("Strings to select.")));
+        assert_eq!((options.span.start.line, options.span.end.line), (5, 10));
+        assert_eq!(node(&a, "JsonReader.Options.strings").kind, NodeKind::Method);
+        assert_eq!(node(&a, "JsonReader.after").kind, NodeKind::Method);
+        assert_eq!(node(&a, "Adapter.read").span.start.line, 17);
+        assert_eq!(kotlin_constructor_below_header("class A(val x: Int)\nprivate fun f() = 1\n"), None);
     }
 
     #[test]

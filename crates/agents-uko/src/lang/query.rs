@@ -135,6 +135,11 @@ pub struct QueryLanguage {
     /// lines, each piece on its own, and the pieces' declarations are taken
     /// when they are more than the whole tree's.
     pub restarts: Option<Restarts>,
+    /// A rewrite of the source the grammar reads instead of the file, one
+    /// that moves no line and no byte outside what it changes (so every
+    /// span found in it holds in the file), for a construct the grammar
+    /// misreads; `None` from it: the file as it is.
+    pub rewrite: Option<fn(&str) -> Option<String>>,
 }
 
 /// Where a file that does not parse is cut into pieces ([`QueryLanguage::restarts`]).
@@ -366,6 +371,8 @@ impl Analyzer for QueryAnalyzer {
 
     fn analyze(&self, _language: &str, path: &str, text: &str) -> FileAnalysis {
         let mut builder = FileBuilder::new(NodeKind::Module, path, text);
+        let rewritten = self.spec.rewrite.and_then(|rewrite| rewrite(text));
+        let text = rewritten.as_deref().unwrap_or(text);
         let Some(c) = self.compiled() else {
             builder.warn(format!("could not parse: the {} query failed to load", self.spec.display));
             return builder.finish();
