@@ -90,6 +90,8 @@ impl Analyzer for CAnalyzer {
     }
 
     fn analyze(&self, language: &str, path: &str, text: &str) -> FileAnalysis {
+        let blanked = blank_annotation_macros(text);
+        let text = blanked.as_deref().unwrap_or(text);
         let Some(tree) = parse_c_family(language, path, text) else {
             let mut analysis = FileAnalysis::file_only(NodeKind::Module, path, text);
             analysis.warnings.push(format!("{language}: the grammar could not parse this file"));
@@ -126,6 +128,105 @@ impl Analyzer for CAnalyzer {
         }
         ctx.unique_ending_with(target)
     }
+}
+
+/// Clang's thread-safety annotations, as leveldb, Abseil and Chromium spell
+/// them (`Version* current GUARDED_BY(mutex_);`, `void Lock()
+/// EXCLUSIVE_LOCK_FUNCTION() { ... }`, `class LOCKABLE Mutex`): macros the
+/// grammar reads as a declarator or a method's name, so `Mutex::Lock`
+/// became a method `EXCLUSIVE_LOCK_FUNCTION` and the declarations after
+/// one in a class were cut apart. Each takes its arguments, if any.
+const ANNOTATION_MACROS: [&str; 20] = [
+    "GUARDED_BY",
+    "PT_GUARDED_BY",
+    "ACQUIRED_AFTER",
+    "ACQUIRED_BEFORE",
+    "EXCLUSIVE_LOCKS_REQUIRED",
+    "SHARED_LOCKS_REQUIRED",
+    "LOCKS_EXCLUDED",
+    "LOCK_RETURNED",
+    "LOCKABLE",
+    "SCOPED_LOCKABLE",
+    "EXCLUSIVE_LOCK_FUNCTION",
+    "SHARED_LOCK_FUNCTION",
+    "UNLOCK_FUNCTION",
+    "EXCLUSIVE_TRYLOCK_FUNCTION",
+    "SHARED_TRYLOCK_FUNCTION",
+    "ASSERT_EXCLUSIVE_LOCK",
+    "ASSERT_SHARED_LOCK",
+    "NO_THREAD_SAFETY_ANALYSIS",
+    "THREAD_ANNOTATION_ATTRIBUTE__",
+    "GUARDED_VAR",
+];
+
+/// `text` with each [`ANNOTATION_MACROS`] use (also `ABSL_`-prefixed) and
+/// its parenthesised arguments turned to spaces, line breaks kept, so the
+/// grammar reads the declarations around them and every span stays where
+/// it is in the file; `None` when there is none. A macro's own definition
+/// (`#define GUARDED_BY(x) ...`) is left as it is.
+fn blank_annotation_macros(text: &str) -> Option<String> {
+    if !ANNOTATION_MACROS.iter().any(|m| text.contains(m)) {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut blank: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        if !(bytes[at].is_ascii_uppercase() && (at == 0 || !ident(bytes[at - 1]))) {
+            at += 1;
+            continue;
+        }
+        let end = at + bytes[at..].iter().take_while(|&&b| ident(b)).count();
+        let word = &text[at..end];
+        let name = word.strip_prefix("ABSL_").unwrap_or(word);
+        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let defining = text[line_start..at].trim_start().starts_with('#');
+        if !ANNOTATION_MACROS.contains(&name) || defining {
+            at = end;
+            continue;
+        }
+        // Its arguments: balanced parentheses right after it.
+        let mut stop = end;
+        let open = end + bytes[end..].iter().take_while(|b| **b == b' ' || **b == b'\t').count();
+        if bytes.get(open) == Some(&b'(') {
+            let mut depth = 0usize;
+            for (i, &b) in bytes[open..].iter().enumerate() {
+                match b {
+                    b'(' => depth += 1,
+                    b')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            stop = open + i + 1;
+                            break;
+                        }
+                    }
+                    b';' | b'{' | b'}' => break,
+                    _ => {}
+                }
+            }
+            if stop == end {
+                at = end;
+                continue; // unbalanced: leave it
+            }
+        }
+        blank.push(at..stop);
+        at = stop;
+    }
+    if blank.is_empty() {
+        return None;
+    }
+    let mut out = text.as_bytes().to_vec();
+    for range in blank {
+        for b in &mut out[range] {
+            if *b != b'\n' {
+                *b = b' ';
+            }
+        }
+    }
+    // Every byte of a range became an ASCII space (a line break stayed): the
+    // text is as long as the file, line for line, and still UTF-8.
+    String::from_utf8(out).ok()
 }
 
 /// Parses with the grammar of `language`, re-parsing a C++-looking `.h` as C++.
@@ -1444,6 +1545,27 @@ struct Pair : Named {
                 assert!(end_line[..node.span.end.column as usize].ends_with(last), "{}", node.symbol_path);
             }
         }
+    }
+
+    #[test]
+    fn thread_safety_annotations_do_not_hide_declarations() {
+        let text = "#define GUARDED_BY(x) THREAD_ANNOTATION_ATTRIBUTE__(guarded_by(x))\nnamespace port {\nclass LOCKABLE Mutex {\n public:\n  void Lock() EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }\n  void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }\n  // Replays the log.\n  Status Recover(VersionEdit* edit)\n      EXCLUSIVE_LOCKS_REQUIRED(mutex_);\n  int count_ GUARDED_BY(mu_);\n};\n}  // namespace port\n";
+        let analysis = analyze("cpp", "port/port.h", text);
+        let paths: Vec<&str> = analysis.nodes.iter().map(|n| n.symbol_path.as_str()).collect();
+        for wanted in ["port.Mutex", "port.Mutex.Lock", "port.Mutex.Unlock", "port.Mutex.Recover", "port.Mutex.count_"]
+        {
+            assert!(paths.contains(&wanted), "{wanted} in {paths:?}");
+        }
+        // The macro's own definition is a node; no use of one is.
+        let uses = |p: &&str| p.starts_with("port.") && (p.contains("FUNCTION") || p.contains("REQUIRED"));
+        assert!(!paths.iter().any(uses) && paths.contains(&"GUARDED_BY"), "{paths:?}");
+        let lock = analysis.nodes.iter().find(|n| n.symbol_path == "port.Mutex.Lock").unwrap();
+        assert!(lock.span.slice(text).starts_with("void Lock() EXCLUSIVE_LOCK_FUNCTION()"), "spans read the file");
+        let recover = analysis.nodes.iter().find(|n| n.symbol_path == "port.Mutex.Recover").unwrap();
+        assert_eq!((recover.span.start.line, recover.doc.as_deref()), (8, Some("Replays the log.")));
+        // Nothing to blank, or only a definition of the macro: the file as it is.
+        assert_eq!(blank_annotation_macros("int f(void) { return 0; }\n"), None);
+        assert_eq!(blank_annotation_macros("#define GUARDED_BY(x) __attribute__((guarded_by(x)))\n"), None);
     }
 
     #[test]
