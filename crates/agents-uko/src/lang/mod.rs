@@ -35,7 +35,7 @@ pub mod signature;
 /// an index half built by the old analyzers. Bump it with any change to
 /// their output; `tests::analyzer_version_follows_the_snapshots` fails when
 /// the analyzers' snapshots change and this number does not.
-pub const ANALYZER_VERSION: u32 = 10;
+pub const ANALYZER_VERSION: u32 = 11;
 
 /// Extracts structure from files of some languages.
 pub trait Analyzer: Send + Sync {
@@ -213,8 +213,8 @@ pub fn preceding_comments(node: &Node<'_>, text: &str, is_comment: impl Fn(&Node
 
 /// What a plain comment (not a doc comment) right above a declaration says
 /// of it, as its doc where the language's doc comment is missing (Haskell's
-/// `-- balanceL only checks whether the left subtree is too big`, a private
-/// Rust helper's `// ...`): `cleaned` (markers already removed) without the
+/// `-- balanceL only checks whether the left subtree is too big`, a Zig
+/// helper's `// ...`): `cleaned` (markers already removed) without the
 /// lines that direct a tool (`eslint-disable`, `@ts-ignore`, `NOLINT`) or
 /// only draw a rule, and nothing when what remains holds no word or reads as
 /// code commented out (most lines ending in `;`, `{` or `}`).
@@ -228,10 +228,10 @@ pub fn plain_comment_doc(cleaned: &str) -> Option<String> {
         "nolint",
         "noqa",
         "type: ignore",
-        "pragma",
-        "region",
-        "endregion",
+        "pragma:",
         "#region",
+        "endregion",
+        "#endregion",
     ];
     let lines: Vec<&str> = cleaned
         .lines()
@@ -469,7 +469,23 @@ mod tests {
 
     /// The analyzers' snapshots (`src/lang/snapshots`, bodies without insta's
     /// header) digested, with the [`ANALYZER_VERSION`] they go with.
-    const SNAPSHOTS_OF_VERSION: (u32, &str) = (10, "d50fba978a01117c811aa7b6a823075559f093673585ae82c00df6f9adcad696");
+    const SNAPSHOTS_OF_VERSION: (u32, &str) = (11, "d50fba978a01117c811aa7b6a823075559f093673585ae82c00df6f9adcad696");
+
+    #[test]
+    fn plain_comments_say_what_they_describe_and_nothing_else() {
+        assert_eq!(
+            plain_comment_doc("Region of the buffer still free.").as_deref(),
+            Some("Region of the buffer still free.")
+        );
+        assert_eq!(
+            plain_comment_doc("pragma: no cover\nKeeps the cache warm.").as_deref(),
+            Some("Keeps the cache warm.")
+        );
+        for nothing in ["#region Helpers", "eslint-disable-next-line no-console", "----------", "x = 1;\ny += x;", "ok"]
+        {
+            assert_eq!(plain_comment_doc(nothing), None, "{nothing}");
+        }
+    }
 
     #[test]
     fn analyzer_version_follows_the_snapshots() {
