@@ -432,3 +432,34 @@ fn an_interface_method_brings_its_one_implementation() {
         "the declaration gave its place: {v:#}"
     );
 }
+
+#[test]
+fn a_look_up_brings_the_helpers_the_named_function_calls() {
+    // `fetch_page` calls two helpers whose names and text share nothing with
+    // the look-up, in a file beside sixty functions that all say "fetch
+    // page": no strategy proposes the helpers, the call does.
+    let fillers: String = (0..60)
+        .map(|i| {
+            format!(
+                "def fetch_page_variant_{i}(url):\n    \"\"\"Fetch page variant {i}.\"\"\"\n    return url * {i}\n\n"
+            )
+        })
+        .collect();
+    let files = [
+        (
+            "shop/pages.py",
+            "def fetch_page(url):\n    \"\"\"Fetch the page at url.\"\"\"\n    raw = _pull(url)\n    return _tidy(raw)\n\n\n\
+             def _tidy(raw):\n    return raw.strip().lower()\n\n\n\
+             def _pull(url):\n    with open(url) as handle:\n        return handle.read()\n",
+        ),
+        ("shop/variants.py", fillers.as_str()),
+    ];
+    let v = query_tree(&files, "fetch_page");
+    let fragments = v["fragments"].as_array().unwrap();
+    let of = |uri_end: &str| fragments.iter().find(|f| f["uko_node"].as_str().unwrap().ends_with(uri_end));
+    of("shop/pages.py#fetch_page").unwrap_or_else(|| panic!("no named function: {v:#}"));
+    for helper in ["shop/pages.py#_tidy", "shop/pages.py#_pull"] {
+        let f = of(helper).unwrap_or_else(|| panic!("no {helper}: {v:#}"));
+        assert_eq!(f["metadata"]["note"], "called by fetch_page", "{f:#}");
+    }
+}

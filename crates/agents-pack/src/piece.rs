@@ -311,6 +311,16 @@ pub trait DepthRenderer: Sync {
     fn called_names(&self, _uri: &str) -> Vec<String> {
         Vec::new()
     }
+
+    /// The functions and methods the stored function or method `uri` calls,
+    /// as (URI, file path), in the order of their first call: each call's
+    /// resolved target, else the one function or method bearing the called
+    /// name in the caller's file, else the one in the repository; a name
+    /// several bear elsewhere (`get`, `new`) names none. Empty for other
+    /// nodes and when this renderer has no store.
+    fn callees(&self, _uri: &str) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// A stored node of a file, as [`DepthRenderer::file_members`] lists it.

@@ -125,6 +125,24 @@ pub trait CodeGraphStore: Send + Sync {
     fn uko_node(&self, index_id: &str, uri: &str) -> Result<Option<UkoNodeRecord>, StoreError>;
     /// Current nodes whose symbol path or name equals `query`, sorted by uri.
     fn uko_find(&self, index_id: &str, query: &str) -> Result<Vec<UkoNodeRecord>, StoreError>;
+    /// The one current node named `name` (its own name, not its symbol path)
+    /// whose kind is one of `kinds`; `None` when there is none or more than
+    /// one. What a call by name alone (`ctx.find_object(...)`) can be bound
+    /// to. This default reads every node of the name; a store may stop at
+    /// the second.
+    fn uko_the_one_named(
+        &self,
+        index_id: &str,
+        name: &str,
+        kinds: &[&str],
+    ) -> Result<Option<UkoNodeRecord>, StoreError> {
+        let mut found = self
+            .uko_find(index_id, name)?
+            .into_iter()
+            .filter(|n| n.node.name == name && kinds.contains(&n.node.kind.as_str()));
+        let first = found.next();
+        Ok(if found.next().is_some() { None } else { first })
+    }
     /// Current children of a node, in source order.
     fn uko_children(&self, index_id: &str, uri: &str) -> Result<Vec<UkoNodeRecord>, StoreError>;
     /// Every revision of a node, newest first.

@@ -626,6 +626,52 @@ fn member_candidates(
     out
 }
 
+/// How many callers [`callee_candidates`] reads: a look-up's named
+/// definitions, or a question's best candidates.
+pub const CALLERS_READ: usize = 3;
+/// How many functions one caller brings at most.
+pub const CALLEES_PER_CALLER: usize = 8;
+
+/// Candidates no strategy proposed: the functions and methods each of
+/// `callers` calls ([`DepthRenderer::callees`], in the order of their first
+/// call), at most [`CALLEES_PER_CALLER`] each, that lie in a file the
+/// evidence ranks (`ranked`: they add no file to the answer) and are neither
+/// in a test module nor proposed already. A look-up that names a function
+/// is answered by its code and by the helpers that code calls (bat's
+/// `InteractivePrinter::print_line` by `preprocess` and
+/// `highlight_regions_for_line`), which no strategy finds by the name. They
+/// come with no evidence of their own (relevance 0), a note naming their
+/// caller, and are placed by the chunk ranker; on the dev set they fill the
+/// budget's tail: the relevant lines packed at 8,000 tokens rose from 0.817
+/// to 0.827 while the top ten barely moved (docs/benchmarks.md).
+fn callee_candidates(
+    renderer: &dyn DepthRenderer,
+    callers: &[&crate::retrieval::Candidate],
+    proposed: &std::collections::HashSet<&str>,
+    ranked: &dyn Fn(&str) -> bool,
+    strategy: &str,
+    depth: u8,
+) -> Vec<crate::retrieval::Candidate> {
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for caller in callers {
+        let name = agents_pack::own_name(&caller.uri);
+        let callees = renderer
+            .callees(&caller.uri)
+            .into_iter()
+            .filter(|(uri, path)| {
+                ranked(path) && !crate::retrieval::in_test_module(uri) && !proposed.contains(uri.as_str())
+            })
+            .filter(|(uri, _)| seen.insert(uri.clone()))
+            .take(CALLEES_PER_CALLER);
+        out.extend(callees.map(|(uri, path)| crate::retrieval::Candidate {
+            note: Some(format!("called by {name}")),
+            ..crate::retrieval::Candidate::new(uri, path, 0.0, depth, strategy)
+        }));
+    }
+    out
+}
+
 /// Replaces each candidate that only declares a function (a C or C++
 /// prototype in a header, an interface's method:
 /// [`DepthRenderer::definition_of`]) by its definition, which takes its
@@ -1006,6 +1052,32 @@ impl Pipeline {
                 input.query.depth,
             );
             file_nodes.extend(members);
+            // What the answer's functions call: for a look-up, the definitions
+            // it names; for a question, the best candidates (none when the
+            // request's kinds leave out functions or methods).
+            let kinds = &input.query.filter.kinds;
+            let callables_asked =
+                kinds.is_empty() || ["function", "method"].iter().all(|kind| kinds.iter().any(|k| k == kind));
+            let callers: Vec<&crate::retrieval::Candidate> = if !callables_asked {
+                Vec::new()
+            } else if names.is_lookup() {
+                chosen.iter().map(|(c, _)| *c).chain(file_nodes.iter()).filter(|c| names.of(&c.uri) >= 1.0).collect()
+            } else {
+                let mut best: Vec<&crate::retrieval::Candidate> = chosen.iter().map(|(c, _)| *c).collect();
+                best.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.uri.cmp(&b.uri)));
+                best
+            };
+            let proposed: std::collections::HashSet<&str> =
+                chosen.iter().map(|(c, _)| c.uri.as_str()).chain(file_nodes.iter().map(|c| c.uri.as_str())).collect();
+            let callees = callee_candidates(
+                input.renderer,
+                &callers[..callers.len().min(CALLERS_READ)],
+                &proposed,
+                &|path| standing.contains_key(path),
+                &strategy,
+                input.query.depth,
+            );
+            file_nodes.extend(callees);
         }
         let file_quality = chosen.first().map_or(0.5, |(_, q)| *q);
         let chosen: Vec<(&crate::retrieval::Candidate, f64)> =
@@ -1879,6 +1951,60 @@ mod tests {
                 "uko://r/tree.go#node.nextSegment"
             ]
         );
+    }
+
+    /// Who calls what, from a table: `Printer.print_line` calls a helper of
+    /// its file, a test module's function, a function of a file the evidence
+    /// does not rank, one a strategy proposed, and eleven more helpers.
+    struct Calls;
+
+    impl DepthRenderer for Calls {
+        fn render(&self, _piece: &Piece, _depth: u8) -> Option<String> {
+            None
+        }
+
+        fn callees(&self, uri: &str) -> Vec<(String, String)> {
+            let of = |names: &[String]| -> Vec<(String, String)> {
+                names.iter().map(|n| (format!("uko://r/printer.rs#{n}"), "printer.rs".to_owned())).collect()
+            };
+            match uri {
+                "uko://r/printer.rs#Printer.print_line" => {
+                    let mut out = of(&["Printer.preprocess".to_owned(), "tests.helper".to_owned()]);
+                    out.push(("uko://r/vendor.rs#strip".to_owned(), "vendor.rs".to_owned()));
+                    out.extend(of(&["Printer.new".to_owned()]));
+                    out.extend(of(&(0..11).map(|i| format!("Printer.step{i}")).collect::<Vec<_>>()));
+                    out
+                }
+                "uko://r/printer.rs#Printer.print_header" => {
+                    of(&["Printer.preprocess".to_owned(), "Printer.width".to_owned()])
+                }
+                _ => Vec::new(),
+            }
+        }
+    }
+
+    #[test]
+    fn what_the_answers_functions_call_is_proposed_once_from_ranked_files() {
+        let caller = |name: &str| {
+            crate::retrieval::Candidate::new(format!("uko://r/printer.rs#{name}"), "printer.rs", 0.9, 9, "arce")
+        };
+        let (line, header, class) = (caller("Printer.print_line"), caller("Printer.print_header"), caller("Printer"));
+        let proposed: std::collections::HashSet<&str> = ["uko://r/printer.rs#Printer.new"].into_iter().collect();
+        let ranked = |path: &str| path == "printer.rs";
+        let out = callee_candidates(&Calls, &[&line, &class, &header], &proposed, &ranked, "arce", 9);
+        let uris: Vec<&str> = out.iter().map(|c| c.uri.trim_start_matches("uko://r/printer.rs#")).collect();
+        // Not a test module's, not one of a file without standing, not one
+        // already proposed; at most eight from one caller, each once.
+        let mut expected = vec!["Printer.preprocess".to_owned()];
+        expected.extend((0..7).map(|i| format!("Printer.step{i}")));
+        expected.push("Printer.width".to_owned());
+        assert_eq!(uris, expected);
+        assert!(out.iter().all(|c| c.score == 0.0 && c.path == "printer.rs" && c.strategy == "arce" && c.depth == 9));
+        assert_eq!(out[0].note.as_deref(), Some("called by print_line"));
+        assert_eq!(out[8].note.as_deref(), Some("called by print_header"));
+        // Without callers, or from a renderer without a store, nothing.
+        assert!(callee_candidates(&Calls, &[], &proposed, &ranked, "arce", 9).is_empty());
+        assert!(callee_candidates(&Members, &[&line], &proposed, &ranked, "arce", 9).is_empty());
     }
 
     fn fragment(

@@ -268,6 +268,53 @@ impl DepthRenderer for StoreRenderer<'_> {
         names.into_iter().collect()
     }
 
+    fn callees(&self, uri: &str) -> Vec<(String, String)> {
+        let callable = |kind: &str| matches!(kind, "function" | "method");
+        let Some(caller) = self.node(uri).filter(|n| callable(&n.node.kind)) else { return Vec::new() };
+        let Ok(refs) = self.store.uko_refs_within(self.index_id, uri) else { return Vec::new() };
+        let mut out: Vec<(String, String)> = Vec::new();
+        let mut names = std::collections::HashSet::new();
+        // The caller's file's nodes, read at the first call by name alone.
+        let mut local: Option<Vec<UkoNodeRecord>> = None;
+        // A macro (`matches!`) is no function of the repository.
+        for r in refs.iter().filter(|r| r.kind == "calls" && !r.target.ends_with('!')) {
+            let found = match (&r.resolved_uri, &r.resolved_path) {
+                (Some(to), Some(path)) => {
+                    self.node(to).filter(|n| callable(&n.node.kind)).map(|_| (to.clone(), path.clone()))
+                }
+                _ => {
+                    let name = r.target_name.as_str();
+                    if name.len() < 3 || !names.insert(name) {
+                        continue;
+                    }
+                    let local = local.get_or_insert_with(|| {
+                        self.store.uko_file_nodes(self.index_id, &caller.node.path).unwrap_or_default()
+                    });
+                    let mut bearers = local
+                        .iter()
+                        .filter(|d| d.node.name == name && callable(&d.node.kind) && d.node.uri != caller.node.uri);
+                    match (bearers.next(), bearers.next()) {
+                        (Some(one), None) => Some((one.node.uri.clone(), one.node.path.clone())),
+                        (Some(_), Some(_)) => None,
+                        (None, _) => self
+                            .store
+                            .uko_the_one_named(self.index_id, name, &["function", "method"])
+                            .ok()
+                            .flatten()
+                            .map(|one| (one.node.uri, one.node.path)),
+                    }
+                }
+            };
+            if let Some((to, path)) = found
+                && to != caller.node.uri
+                && !out.iter().any(|(u, _)| *u == to)
+            {
+                out.push((to, path));
+            }
+        }
+        out
+    }
+
     fn with_node_text(&self, uri: &str, read: &mut dyn FnMut(&str, &str)) -> bool {
         let Some(node) = self.node(uri) else { return false };
         let Some(source) = self.source(&node.node.path) else { return false };

@@ -131,6 +131,14 @@ pub fn nodes_read_back_in_their_orders<S: Store>(make: &dyn Fn() -> S) {
     assert_eq!(uris(store.uko_children(&index, &u("a.py", "A")).unwrap()), [u("a.py", "A.run")]);
     assert_eq!(uris(store.uko_find(&index, "run").unwrap()), [u("a.py", "A.run"), u("b.py", "run")], "by name, by uri");
     assert_eq!(uris(store.uko_find(&index, "A.run").unwrap()), [u("a.py", "A.run")], "by symbol path");
+    let callable = ["function", "method"];
+    let one = |name: &str, kinds: &[&str]| store.uko_the_one_named(&index, name, kinds).unwrap().map(|n| n.node.uri);
+    assert_eq!(one("helper", &callable), Some(u("b.py", "helper")), "one bearer");
+    assert_eq!(one("run", &callable), None, "a method and a function bear `run`");
+    assert_eq!(one("run", &["method"]), Some(u("a.py", "A.run")), "one of the kinds asked");
+    assert_eq!(one("A.run", &callable), None, "a symbol path is no name");
+    assert_eq!(one("A", &callable), None, "a class is of no kind asked");
+    assert_eq!(one("missing", &callable), None);
     let mut all: Vec<String> = files.iter().flat_map(|f| f.nodes.iter().map(|n| n.uri.clone())).collect();
     all.sort();
     assert_eq!(uris(store.uko_all_nodes(&index).unwrap()), all, "every node, by uri");

@@ -17,6 +17,15 @@ impl CodeGraphStore for SqliteStore {
         self.read(|c| uko_sql::find(c, index_id, query))
     }
 
+    fn uko_the_one_named(
+        &self,
+        index_id: &str,
+        name: &str,
+        kinds: &[&str],
+    ) -> Result<Option<UkoNodeRecord>, StoreError> {
+        self.read(|c| uko_sql::the_one_named(c, index_id, name, kinds))
+    }
+
     fn uko_children(&self, index_id: &str, uri: &str) -> Result<Vec<UkoNodeRecord>, StoreError> {
         self.read(|c| uko_sql::children(c, index_id, uri))
     }

@@ -290,6 +290,37 @@ pub fn find(conn: &Connection, index_id: &str, query: &str) -> rusqlite::Result<
     Ok(by_uri(found))
 }
 
+/// The one current node named `name` of one of `kinds` (`None` when none or
+/// several): reads at most two rows of the name's index, however many
+/// nodes bear it.
+pub fn the_one_named(
+    conn: &Connection,
+    index_id: &str,
+    name: &str,
+    kinds: &[&str],
+) -> rusqlite::Result<Option<UkoNodeRecord>> {
+    let Some(g) = Graph::find(conn, index_id)? else { return Ok(None) };
+    let Some(id) = g.string_id(conn, name)? else { return Ok(None) };
+    let mut kind_ids = Vec::new();
+    for kind in kinds {
+        kind_ids.extend(g.string_id(conn, kind)?);
+    }
+    if kind_ids.is_empty() {
+        return Ok(None);
+    }
+    let listed = vec!["?"; kind_ids.len()].join(", ");
+    let mut params: Vec<&dyn rusqlite::ToSql> = vec![&id];
+    params.extend(kind_ids.iter().map(|k| k as &dyn rusqlite::ToSql));
+    let mut found = nodes(
+        conn,
+        &g,
+        &format!("n.name_id = ?1 AND n.is_current = 1 AND n.kind_id IN ({listed})"),
+        "LIMIT 2",
+        &params,
+    )?;
+    Ok(if found.len() == 1 { found.pop() } else { None })
+}
+
 /// Current children of a node, in source order.
 pub fn children(conn: &Connection, index_id: &str, uri: &str) -> rusqlite::Result<Vec<UkoNodeRecord>> {
     let Some((g, key)) = graph_key(conn, index_id, uri)? else { return Ok(Vec::new()) };
