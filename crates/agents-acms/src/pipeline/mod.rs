@@ -1057,7 +1057,7 @@ impl Pipeline {
             // request's kinds leave out functions or methods).
             let kinds = &input.query.filter.kinds;
             let callables_asked =
-                kinds.is_empty() || ["function", "method"].iter().all(|kind| kinds.iter().any(|k| k == kind));
+                kinds.is_empty() || piece::CALLABLE_KINDS.iter().all(|kind| kinds.iter().any(|k| k == kind));
             let callers: Vec<&crate::retrieval::Candidate> = if !callables_asked {
                 Vec::new()
             } else if names.is_lookup() {

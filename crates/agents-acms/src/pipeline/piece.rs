@@ -11,7 +11,7 @@ pub use agents_pack::piece::{
     DEPTH_STEPS, DepthRenderer, InlineRenderer, MIN_FRAGMENT_TOKENS, Piece, PieceRole, cost, heading, is_inside,
     line_span, source_inside,
 };
-use agents_store::{Store, UkoNodeRecord};
+use agents_store::{Store, UkoNodeRecord, UkoRef};
 
 use crate::graph::{CodeGraph, read_source, source_range};
 
@@ -27,7 +27,14 @@ pub struct StoreRenderer<'a> {
     /// Children and references of each node rendered so far: the resolver and
     /// the packer render a node again at shallower depths.
     contexts: Mutex<HashMap<String, crate::graph::NodeContext>>,
+    /// The references written inside each node asked about, read once: the
+    /// ranker reads a piece's called names and the callee proposals its
+    /// calls.
+    refs: Mutex<HashMap<String, std::sync::Arc<Vec<UkoRef>>>>,
 }
+
+/// The node kinds a call reaches: what [`DepthRenderer::callees`] lists.
+pub(crate) const CALLABLE_KINDS: [&str; 2] = ["function", "method"];
 
 impl<'a> StoreRenderer<'a> {
     pub fn new(root: &'a Path, index_id: &'a str, store: &'a dyn Store, graph: &'a CodeGraph) -> StoreRenderer<'a> {
@@ -39,6 +46,7 @@ impl<'a> StoreRenderer<'a> {
             sources: Mutex::new(HashMap::new()),
             nodes: Mutex::new(HashMap::new()),
             contexts: Mutex::new(HashMap::new()),
+            refs: Mutex::new(HashMap::new()),
         }
     }
 
@@ -51,6 +59,15 @@ impl<'a> StoreRenderer<'a> {
         let node = self.store.uko_node(self.index_id, uri).ok().flatten();
         nodes.insert(uri.to_owned(), node.clone());
         node
+    }
+
+    /// The references written anywhere inside the node `uri`, read once
+    /// (none when the store cannot answer).
+    fn refs_within(&self, uri: &str) -> std::sync::Arc<Vec<UkoRef>> {
+        let mut refs = self.refs.lock().unwrap_or_else(|e| e.into_inner());
+        refs.entry(uri.to_owned())
+            .or_insert_with(|| std::sync::Arc::new(self.store.uko_refs_within(self.index_id, uri).unwrap_or_default()))
+            .clone()
     }
 
     fn source(&self, path: &str) -> Option<std::sync::Arc<String>> {
@@ -259,19 +276,19 @@ impl DepthRenderer for StoreRenderer<'_> {
     }
 
     fn called_names(&self, uri: &str) -> Vec<String> {
-        let Ok(refs) = self.store.uko_refs_within(self.index_id, uri) else { return Vec::new() };
-        let names: std::collections::BTreeSet<String> = refs
-            .into_iter()
+        let names: std::collections::BTreeSet<String> = self
+            .refs_within(uri)
+            .iter()
             .filter(|r| r.kind == "calls" && !r.target_name.is_empty())
-            .map(|r| r.target_name)
+            .map(|r| r.target_name.clone())
             .collect();
         names.into_iter().collect()
     }
 
     fn callees(&self, uri: &str) -> Vec<(String, String)> {
-        let callable = |kind: &str| matches!(kind, "function" | "method");
+        let callable = |kind: &str| CALLABLE_KINDS.contains(&kind);
         let Some(caller) = self.node(uri).filter(|n| callable(&n.node.kind)) else { return Vec::new() };
-        let Ok(refs) = self.store.uko_refs_within(self.index_id, uri) else { return Vec::new() };
+        let refs = self.refs_within(uri);
         let mut out: Vec<(String, String)> = Vec::new();
         let mut names = std::collections::HashSet::new();
         // The caller's file's nodes, read at the first call by name alone.
@@ -298,7 +315,7 @@ impl DepthRenderer for StoreRenderer<'_> {
                         (Some(_), Some(_)) => None,
                         (None, _) => self
                             .store
-                            .uko_the_one_named(self.index_id, name, &["function", "method"])
+                            .uko_the_one_named(self.index_id, name, &CALLABLE_KINDS)
                             .ok()
                             .flatten()
                             .map(|one| (one.node.uri, one.node.path)),
