@@ -592,7 +592,9 @@ impl RolesAsked {
 /// [0, 1]: 1 when the query holds its qualified name (`Outer.name`,
 /// `Outer::name`), or an identifier-like name of its own (one with `_` or an
 /// inner capital) as a word, or a plain name of 4 characters or more together
-/// with an enclosing name; 0.5 for an identifier-like name the query holds
+/// with an enclosing name or, in a look-up, written as the member of what
+/// holds it (`res.download` for `lib/response.js#download`, see
+/// [`QueryNames::is_lookup`]); 0.5 for an identifier-like name the query holds
 /// only as the qualifier of a member (`InteractivePrinter` in
 /// `InteractivePrinter::print_line`) or only as a member of another
 /// (`runEffects` of `OParser` in `ORunner.runEffects`); an ordinal of a name
@@ -644,7 +646,9 @@ fn is_qualifier_word(word: &str) -> bool {
 /// Whether `qualifier` (`data.map`, `jsonutf8reader`, lower case) names
 /// what holds the node `symbol` of the file `path`: one of the node's
 /// enclosing names, or folders and the file's stem in that order
-/// (`containers/src/Data/Map/Internal.hs` for `Data.Map`).
+/// (`containers/src/Data/Map/Internal.hs` for `Data.Map`), the stem perhaps
+/// written short (3 characters or more: `res` for `lib/response.js`, as
+/// Express writes it).
 fn qualifies(qualifier: &str, path: &str, symbol: &[&str]) -> bool {
     let plain = |s: &str| s.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_')).to_lowercase();
     let wanted: Vec<String> = qualifier.split(['.', ':']).map(plain).filter(|s| !s.is_empty()).collect();
@@ -657,9 +661,11 @@ fn qualifies(qualifier: &str, path: &str, symbol: &[&str]) -> bool {
     if let Some(file) = parts.pop() {
         parts.push(plain(file.split('.').next().unwrap_or(&file)));
     }
+    let stem = parts.len() - 1;
     let mut wanted = wanted.iter().peekable();
-    for part in &parts {
-        if wanted.peek().is_some_and(|w| *w == part) {
+    for (i, part) in parts.iter().enumerate() {
+        // The file's stem may be written short (`res` for `response.js`).
+        if wanted.peek().is_some_and(|w| *w == part || (i == stem && w.len() >= 3 && part.starts_with(w.as_str()))) {
             wanted.next();
         }
     }
@@ -774,7 +780,15 @@ impl QueryNames {
                 // (`Range.Range`) is its own name, not a second word.
                 let outer =
                     segments.iter().rev().skip(1).any(|s| s.len() >= 3 && !s.eq_ignore_ascii_case(name) && has(s));
-                return if outer { 1.0 } else { 0.3 };
+                // A look-up writing it as a member of what holds it: `res.download`
+                // for lib/response.js's `download`, `Data.Map insert`.
+                let path = uri.split_once('#').map_or("", |(p, _)| p).splitn(4, '/').nth(3).unwrap_or("");
+                let qualified = self.is_lookup()
+                    && self
+                        .occurrences(&lower)
+                        .iter()
+                        .any(|(q, member)| !member && q.is_some_and(|q| qualifies(q, path, &segments)));
+                return if outer || qualified { 1.0 } else { 0.3 };
             }
             return 0.0;
         }
@@ -1026,6 +1040,17 @@ mod tests {
         assert_eq!(name_match("JsonUtf8Reader skipValue", utf8), 1.0);
         assert_eq!(name_match("JsonUtf8Reader skipValue", value), 0.5);
         assert_eq!(name_match("`JsonUtf8Reader` skipValue and JsonValueReader", value), 0.5);
+        // A plain name written as the member of what holds it, in a look-up:
+        // its file's stem, perhaps written short, or its folders.
+        let download = "uko://R/lib/response.js#download";
+        assert_eq!(name_match("res.download", download), 1.0);
+        assert_eq!(name_match("response.download", download), 1.0);
+        assert_eq!(name_match("req.download", download), 0.3);
+        assert_eq!(name_match("re.download", download), 0.3);
+        assert_eq!(name_match("Data.Map insert", "uko://R/containers/src/Data/Map/Internal.hs#insert"), 1.0);
+        assert_eq!(name_match("Data.Map insert", "uko://R/containers/src/Data/Set/Internal.hs#insert"), 0.3);
+        // A question is no look-up: the word stays a plain one there.
+        assert_eq!(name_match("how does res.download set the attachment header and stream the file", download), 0.3);
         // A word of prose before it qualifies nothing.
         assert_eq!(name_match("Where is skipValue", value), 1.0);
         assert_eq!(name_match("e.g. skipValue", value), 1.0);
