@@ -745,6 +745,16 @@ impl QueryNames {
         found
     }
 
+    /// Whether the query, spaces left out, holds `needle` as a whole
+    /// identifier path: `printer::print_line` is not in
+    /// `interactiveprinter::print_line`, nor `a.run` in `a.run_all`.
+    fn holds_identifier(&self, needle: &str) -> bool {
+        let ident = |c: char| c.is_alphanumeric() || c == '_';
+        self.compact.match_indices(needle).any(|(at, _)| {
+            !self.compact[..at].ends_with(ident) && !self.compact[at + needle.len()..].starts_with(ident)
+        })
+    }
+
     /// [`name_match`] of the node `uri` against this query.
     pub fn of(&self, uri: &str) -> f64 {
         let Some((_, symbol)) = uri.split_once('#') else { return 0.0 };
@@ -757,7 +767,7 @@ impl QueryNames {
         let has = |w: &str| self.words.contains(&w.to_lowercase());
         if segments.len() >= 2 {
             let outer = segments[segments.len() - 2].to_lowercase();
-            if self.compact.contains(&format!("{outer}.{lower}")) || self.compact.contains(&format!("{outer}::{lower}"))
+            if self.holds_identifier(&format!("{outer}.{lower}")) || self.holds_identifier(&format!("{outer}::{lower}"))
             {
                 return 1.0;
             }
@@ -1020,6 +1030,12 @@ mod tests {
         assert_eq!(name_match("InteractivePrinter::print_line and InteractivePrinter", printer), 1.0);
         assert_eq!(name_match("the InteractivePrinter.", printer), 1.0);
         assert_eq!(name_match("MyInteractivePrinter::new", printer), 0.0);
+        // A qualified name inside a longer one is not it: the trait's method
+        // is not the one `InteractivePrinter::print_line` names.
+        let trait_method = "uko://R/src/printer.rs#Printer.print_line";
+        assert_eq!(name_match("InteractivePrinter::print_line", trait_method), 0.5);
+        assert_eq!(name_match("Printer::print_line_numbers", trait_method), 0.0);
+        assert_eq!(name_match("(Printer::print_line)", trait_method), 1.0);
         // A member of another type is half named; of its own, or alone, fully.
         let other = "uko://R/s/OParser.scala#OParser~2.runEffects";
         assert_eq!(name_match("ORunner.runEffects", other), 0.5);
