@@ -647,8 +647,8 @@ fn is_qualifier_word(word: &str) -> bool {
 /// what holds the node `symbol` of the file `path`: one of the node's
 /// enclosing names, or folders and the file's stem in that order
 /// (`containers/src/Data/Map/Internal.hs` for `Data.Map`), the stem perhaps
-/// written short (3 characters or more: `res` for `lib/response.js`, as
-/// Express writes it).
+/// written short (3 characters or more, and 3 fewer than the stem: `res`
+/// for `lib/response.js`, as Express writes it; `Node` is not `Nodes.java`).
 fn qualifies(qualifier: &str, path: &str, symbol: &[&str]) -> bool {
     let plain = |s: &str| s.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_')).to_lowercase();
     let wanted: Vec<String> = qualifier.split(['.', ':']).map(plain).filter(|s| !s.is_empty()).collect();
@@ -664,8 +664,10 @@ fn qualifies(qualifier: &str, path: &str, symbol: &[&str]) -> bool {
     let stem = parts.len() - 1;
     let mut wanted = wanted.iter().peekable();
     for (i, part) in parts.iter().enumerate() {
-        // The file's stem may be written short (`res` for `response.js`).
-        if wanted.peek().is_some_and(|w| *w == part || (i == stem && w.len() >= 3 && part.starts_with(w.as_str()))) {
+        // The file's stem may be written short (`res` for `response.js`), by
+        // three letters at least and three fewer (`Node` is not `Nodes.java`).
+        let short = |w: &str| i == stem && w.len() >= 3 && part.len() >= w.len() + 3 && part.starts_with(w);
+        if wanted.peek().is_some_and(|w| *w == part || short(w)) {
             wanted.next();
         }
     }
@@ -1063,6 +1065,8 @@ mod tests {
         assert_eq!(name_match("response.download", download), 1.0);
         assert_eq!(name_match("req.download", download), 0.3);
         assert_eq!(name_match("re.download", download), 0.3);
+        // A plural stem is another file, not the name written short.
+        assert_eq!(name_match("Node.wrap", "uko://R/org/jsoup/nodes/Nodes.java#wrap"), 0.3);
         assert_eq!(name_match("Data.Map insert", "uko://R/containers/src/Data/Map/Internal.hs#insert"), 1.0);
         assert_eq!(name_match("Data.Map insert", "uko://R/containers/src/Data/Set/Internal.hs#insert"), 0.3);
         // A question is no look-up: the word stays a plain one there.
