@@ -434,6 +434,37 @@ fn an_interface_method_brings_its_one_implementation() {
 }
 
 #[test]
+fn a_look_up_written_as_an_objects_member_brings_what_the_function_calls() {
+    // Express hangs its functions on `res` in `lib/response.js`: the look-up
+    // `res.download` names `download` (the file's stem written short), and
+    // what it calls on `this` comes with it, past sixty functions elsewhere
+    // that all say "res download".
+    let fillers: String = (0..60)
+        .map(|i| {
+            format!(
+                "function resDownloadVariant{i}(res) {{\n  // res download variant {i}\n  return res + {i};\n}}\n\n"
+            )
+        })
+        .collect();
+    let files = [
+        (
+            "lib/response.js",
+            "var res = Object.create(null);\n\n\
+             res.download = function download(path) {\n  var full = path + '/';\n  return this.sendFile(full);\n};\n\n\
+             res.sendFile = function sendFile(path) {\n  return stream(path).pipe(out);\n};\n\n\
+             module.exports = res;\n",
+        ),
+        ("lib/variants.js", fillers.as_str()),
+    ];
+    let v = query_tree(&files, "res.download");
+    let fragments = v["fragments"].as_array().unwrap();
+    let of = |uri_end: &str| fragments.iter().find(|f| f["uko_node"].as_str().unwrap().ends_with(uri_end));
+    of("lib/response.js#download").unwrap_or_else(|| panic!("no named function: {v:#}"));
+    let helper = of("lib/response.js#sendFile").unwrap_or_else(|| panic!("no sendFile: {v:#}"));
+    assert_eq!(helper["metadata"]["note"], "called by download", "{helper:#}");
+}
+
+#[test]
 fn a_look_up_brings_the_helpers_the_named_function_calls() {
     // `fetch_page` calls two helpers whose names and text share nothing with
     // the look-up, in a file beside sixty functions that all say "fetch
