@@ -620,6 +620,26 @@ pub struct QueryNames {
     original: Vec<String>,
 }
 
+/// Whether a word of the query is written as code: a qualified path
+/// (`Router::nest`, `res.download`), a call (`sequence()`), or an
+/// identifier with `_` or in camel case (`build_walker`, `getRssString`).
+fn is_identifier_like(word: &str) -> bool {
+    let word = word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_' || c == '(' || c == ')'));
+    let core = word.trim_end_matches("()");
+    if core.is_empty() || !core.starts_with(|c: char| c.is_alphabetic() || c == '_') {
+        return false;
+    }
+    let ident = |s: &str| s.len() >= 2 && s.chars().all(|c| c.is_alphanumeric() || c == '_');
+    let segments: Vec<&str> = core.split("::").flat_map(|s| s.split('.')).collect();
+    if segments.len() >= 2 && segments.iter().all(|s| ident(s)) {
+        return true;
+    }
+    // Camel case turns from a small letter to a capital (`getRss`,
+    // `InputReader`); `ETag` and `URL` are words.
+    let camel = core.as_bytes().windows(2).any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase());
+    ident(core) && (word.ends_with("()") || core.trim_matches('_').contains('_') || camel)
+}
+
 /// Whether a word written before a name reads as the name's type or module:
 /// an identifier path (`Data.Map`, `axum::routing`, `requests.sessions`) or an
 /// identifier in upper camel case (`JsonUtf8Reader`); not a word of prose
@@ -688,10 +708,22 @@ impl QueryNames {
     }
 
     /// Whether the query reads as a look-up of a name (`InteractivePrinter::print_line`,
-    /// `where is AsyncConsumer defined`): a few words at most. A question about
-    /// behaviour that happens to hold an identifier is not one.
+    /// `where is AsyncConsumer defined`): a few words at most, or up to
+    /// [`LOOKUP_CODE_WORDS`] that name the code first (`ExitCode enum, its
+    /// exit method and merge_exitcodes`, `where is the build_walker method
+    /// that configures the walker`: past `where is the`, the first word is
+    /// written as code, [`is_identifier_like`]). A question about behaviour
+    /// that happens to hold an identifier is not one, nor a question asking
+    /// how ([`QueryNames::asks_how`]), nor a commit message, which names its
+    /// change first (`add ResponseAxumBodyLayer for ...`).
     pub fn is_lookup(&self) -> bool {
-        self.length <= LOOKUP_WORDS
+        if self.length <= LOOKUP_WORDS {
+            return true;
+        }
+        let framing = |w: &str| matches!(w.to_lowercase().as_str(), "where" | "is" | "are" | "the" | "a" | "an");
+        self.length <= LOOKUP_CODE_WORDS
+            && !self.asks_how()
+            && self.original.iter().find(|w| !framing(w)).is_some_and(|w| is_identifier_like(w))
     }
 
     /// Whether the query asks how something works or comes about, as
@@ -795,7 +827,9 @@ impl QueryNames {
                 // A look-up writing it as a member of what holds it: `res.download`
                 // for lib/response.js's `download`, `Data.Map insert`.
                 let path = uri.split_once('#').map_or("", |(p, _)| p).splitn(4, '/').nth(3).unwrap_or("");
-                let qualified = self.is_lookup()
+                let qualified = segments.len() == 1
+                    && self.is_lookup()
+                    && self.original.iter().any(|w| w.contains(name))
                     && self
                         .occurrences(&lower)
                         .iter()
@@ -900,6 +934,12 @@ pub fn rank_paths_named<'a>(
 
 /// The most words a query may have to read as a look-up ([`QueryNames::is_lookup`]).
 const LOOKUP_WORDS: usize = 5;
+/// The most words of a look-up that names the code first
+/// ([`QueryNames::is_lookup`]). Measured over the 466 questions (dev set
+/// symbol look-ups, of which 49 of 166 run past five words): 9, 12 and 15
+/// words gave chunk NDCG@10 0.7412, 0.7418 and 0.7408 (0.7406 at five
+/// alone), docs/benchmarks.md.
+const LOOKUP_CODE_WORDS: usize = 12;
 
 /// Weight of the named-definitions list in [`rank_paths_named`].
 const NAMED_WEIGHT: f32 = 1.0;
@@ -972,6 +1012,27 @@ mod tests {
         assert!(QueryNames::new("InteractivePrinter::print_line").is_lookup());
         assert!(QueryNames::new("where is AsyncConsumer defined").is_lookup());
         assert!(!QueryNames::new("how does the printer decide when to call print_line for each input").is_lookup());
+        // Longer, it names the code first; a commit message names its change first.
+        assert!(QueryNames::new("ExitCode enum, its exit method and merge_exitcodes").is_lookup());
+        assert!(QueryNames::new("where is the build_walker method that configures the walker").is_lookup());
+        assert!(QueryNames::new("sequence() helper that chains middleware handlers").is_lookup());
+        assert!(!QueryNames::new("axum: add ResponseAxumBodyLayer for mapping response bodies").is_lookup());
+        assert!(!QueryNames::new("the function that resolves the astro config file path").is_lookup());
+        assert!(!QueryNames::new("how does Router::nest hand requests to the nested router").is_lookup());
+        assert!(
+            !QueryNames::new("InputReader struct and its read_line method and every other word of this long query")
+                .is_lookup()
+        );
+    }
+
+    #[test]
+    fn words_written_as_code_are_told_from_prose() {
+        for code in ["Router::nest", "res.download", "sequence()", "build_walker", "getRssString", "`PathUrl.new`"] {
+            assert!(is_identifier_like(code), "{code}");
+        }
+        for prose in ["Where", "axum:", "refactor(binding):", "e.g.", "the", "URL", "1.5", "ETag"] {
+            assert!(!is_identifier_like(prose), "{prose}");
+        }
     }
 
     #[test]
