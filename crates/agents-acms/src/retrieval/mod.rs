@@ -618,6 +618,8 @@ pub struct QueryNames {
     length: usize,
     /// The query split at white space, as written.
     original: Vec<String>,
+    /// [`QueryNames::is_lookup`], read once.
+    lookup: bool,
 }
 
 /// Whether a word of the query is written as code: a qualified path
@@ -704,7 +706,9 @@ impl QueryNames {
         let compact = query.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_lowercase();
         let original: Vec<String> = query.split_whitespace().map(str::to_owned).collect();
         let tokens: Vec<String> = original.iter().map(|t| t.to_lowercase()).collect();
-        QueryNames { words, compact, length: tokens.len(), tokens, original }
+        let mut names = QueryNames { words, compact, length: tokens.len(), tokens, original, lookup: false };
+        names.lookup = names.reads_as_lookup();
+        names
     }
 
     /// Whether the query reads as a look-up of a name (`InteractivePrinter::print_line`,
@@ -717,6 +721,11 @@ impl QueryNames {
     /// how ([`QueryNames::asks_how`]), nor a commit message, which names its
     /// change first (`add ResponseAxumBodyLayer for ...`).
     pub fn is_lookup(&self) -> bool {
+        self.lookup
+    }
+
+    /// [`QueryNames::is_lookup`], worked out.
+    fn reads_as_lookup(&self) -> bool {
         if self.length <= LOOKUP_WORDS {
             return true;
         }
