@@ -31,6 +31,9 @@ pub struct StoreRenderer<'a> {
     /// ranker reads a piece's called names and the callee proposals its
     /// calls.
     refs: Mutex<HashMap<String, std::sync::Arc<Vec<UkoRef>>>>,
+    /// The nodes of each file asked about, read once: the member proposals
+    /// read the leading files' and the callee proposals a caller's.
+    file_nodes: Mutex<HashMap<String, std::sync::Arc<Vec<UkoNodeRecord>>>>,
 }
 
 /// The node kinds a call reaches: what [`DepthRenderer::callees`] lists.
@@ -47,6 +50,7 @@ impl<'a> StoreRenderer<'a> {
             nodes: Mutex::new(HashMap::new()),
             contexts: Mutex::new(HashMap::new()),
             refs: Mutex::new(HashMap::new()),
+            file_nodes: Mutex::new(HashMap::new()),
         }
     }
 
@@ -67,6 +71,16 @@ impl<'a> StoreRenderer<'a> {
         let mut refs = self.refs.lock().unwrap_or_else(|e| e.into_inner());
         refs.entry(uri.to_owned())
             .or_insert_with(|| std::sync::Arc::new(self.store.uko_refs_within(self.index_id, uri).unwrap_or_default()))
+            .clone()
+    }
+
+    /// The current nodes of the file `path`, read once (none when the store
+    /// cannot answer).
+    fn file_nodes(&self, path: &str) -> std::sync::Arc<Vec<UkoNodeRecord>> {
+        let mut files = self.file_nodes.lock().unwrap_or_else(|e| e.into_inner());
+        files
+            .entry(path.to_owned())
+            .or_insert_with(|| std::sync::Arc::new(self.store.uko_file_nodes(self.index_id, path).unwrap_or_default()))
             .clone()
     }
 
@@ -252,10 +266,10 @@ impl DepthRenderer for StoreRenderer<'_> {
     }
 
     fn file_members(&self, path: &str) -> Vec<agents_pack::piece::FileMember> {
-        let Ok(records) = self.store.uko_file_nodes(self.index_id, path) else { return Vec::new() };
+        let records = self.file_nodes(path);
         let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
         records
-            .into_iter()
+            .iter()
             .map(|r| {
                 let bytes =
                     usize::try_from(r.node.start_byte).unwrap_or(0)..usize::try_from(r.node.end_byte).unwrap_or(0);
@@ -265,7 +279,7 @@ impl DepthRenderer for StoreRenderer<'_> {
                     bytes,
                     doc: doc_summary(r.node.doc.as_deref().unwrap_or("")).to_owned(),
                 };
-                nodes.entry(r.node.uri.clone()).or_insert(Some(r));
+                nodes.entry(r.node.uri.clone()).or_insert_with(|| Some(r.clone()));
                 member
             })
             .collect()
@@ -292,7 +306,7 @@ impl DepthRenderer for StoreRenderer<'_> {
         let mut out: Vec<(String, String)> = Vec::new();
         let mut names = std::collections::HashSet::new();
         // The caller's file's nodes, read at the first call by name alone.
-        let mut local: Option<Vec<UkoNodeRecord>> = None;
+        let mut local: Option<std::sync::Arc<Vec<UkoNodeRecord>>> = None;
         // A macro (`matches!`) is no function of the repository.
         for r in refs.iter().filter(|r| r.kind == "calls" && !r.target.ends_with('!')) {
             let found = match (&r.resolved_uri, &r.resolved_path) {
@@ -304,9 +318,7 @@ impl DepthRenderer for StoreRenderer<'_> {
                     if name.len() < 3 || !names.insert(name) {
                         continue;
                     }
-                    let local = local.get_or_insert_with(|| {
-                        self.store.uko_file_nodes(self.index_id, &caller.node.path).unwrap_or_default()
-                    });
+                    let local = local.get_or_insert_with(|| self.file_nodes(&caller.node.path));
                     let mut bearers = local
                         .iter()
                         .filter(|d| d.node.name == name && callable(&d.node.kind) && d.node.uri != caller.node.uri);
