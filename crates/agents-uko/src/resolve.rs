@@ -348,6 +348,18 @@ impl SymbolTable {
                 if let Some(found) = innermost(&same_file, from_symbol_path, true) {
                     return Some(found);
                 }
+                // JavaScript's functions hung on an object (`res.download =
+                // function download`, Express's whole API) are top level in
+                // their file, and `this.sendFile` inside one is the object's
+                // other function, hung the same way: the file's only
+                // top-level function of that name.
+                if family == Family::Js
+                    && q == "this"
+                    && !from_symbol_path.contains('.')
+                    && let Some(found) = top_level(&scope.path).filter(|e| not_self(e))
+                {
+                    return Some(found);
+                }
                 return self.inherited(scope, from_symbol_path, name, kind);
             }
             if q == "super" {
@@ -712,6 +724,30 @@ mod table_tests {
         assert!(t.resolve(&scope("app.ts", &[]), "App.run", RefKind::Calls, "save").is_none(), "TS needs this.");
         let found = t.resolve(&scope("app.ts", &[]), "App.run", RefKind::Calls, "this.save").unwrap();
         assert_eq!(found.symbol_path, "App.save");
+    }
+
+    #[test]
+    fn this_in_a_javascript_function_hung_on_an_object_is_the_files_function_of_that_name() {
+        let mut t = SymbolTable::default();
+        t.insert(entry("lib/response.js", "download", NodeKind::Function));
+        t.insert(entry("lib/response.js", "sendFile", NodeKind::Function));
+        t.insert(entry("lib/other.js", "render", NodeKind::Function));
+        t.insert(entry("lib/view.js", "View", NodeKind::Class));
+        t.insert(entry("lib/view.js", "View.render", NodeKind::Method));
+        t.insert(entry("lib/view.js", "lookup", NodeKind::Function));
+        t.insert(entry("app.py", "download", NodeKind::Function));
+        t.insert(entry("app.py", "send_file", NodeKind::Function));
+        t.finish();
+        let found = t.resolve(&scope("lib/response.js", &[]), "download", RefKind::Calls, "this.sendFile").unwrap();
+        assert_eq!((found.path, found.symbol_path), ("lib/response.js", "sendFile"));
+        // Not another file's, not the caller itself, not a function nested in it.
+        assert!(t.resolve(&scope("lib/response.js", &[]), "download", RefKind::Calls, "this.render").is_none());
+        assert!(t.resolve(&scope("lib/response.js", &[]), "download", RefKind::Calls, "this.download").is_none());
+        assert!(t.resolve(&scope("lib/response.js", &[]), "download.inner", RefKind::Calls, "this.sendFile").is_none());
+        // A class method's `this` is its class: a top-level function is not a member.
+        assert!(t.resolve(&scope("lib/view.js", &[]), "View.render", RefKind::Calls, "this.lookup").is_none());
+        // Python's `self` stays a parameter of a method.
+        assert!(t.resolve(&scope("app.py", &[]), "download", RefKind::Calls, "self.send_file").is_none());
     }
 
     #[test]
