@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # Repositories indexed as a part only (the sample comes from that part).
 SUBTREES = {"withastro/astro": ["packages/astro/src", "packages/astro/package.json"]}
-LANGUAGES = ["python", "typescript", "javascript", "rust", "go"]
+LANGUAGES = ["python", "typescript", "javascript", "rust", "go", "lua"]
 
 
 def load_sample(directory):

@@ -369,8 +369,13 @@ impl SymbolTable {
             let member = segments.join(".");
             if let Some(path) = scope.aliases.get(q) {
                 // `module.func`, `Class.method` of an imported class, or
-                // `module.Class.method`.
-                if let Some(e) = in_file(path).into_iter().find(|e| e.symbol_path == member) {
+                // `module.Class.method`; a class imported under another
+                // name (`Pool as BufferPool`) by the name it is defined as.
+                let defined = match scope.renamed.get(q) {
+                    Some(original) => format!("{original}.{}", segments[1..].join(".")),
+                    None => member.clone(),
+                };
+                if let Some(e) = in_file(path).into_iter().find(|e| e.symbol_path == defined) {
                     return Some(e);
                 }
                 let rest = segments[1..].join(".");
@@ -424,6 +429,17 @@ impl SymbolTable {
         if family == Family::Go && qualifier.is_none() {
             // Another file of the same package.
             return in_package(dir_of(&scope.path), name);
+        }
+        if is_call
+            && self.in_file(&scope.path, name).iter().any(|&i| {
+                let e = self.entry(i);
+                e.kind == crate::model::NodeKind::Variable && e.symbol_path == name
+            })
+        {
+            // The file binds the name itself, to a value (`var resolve =
+            // path.resolve`, Lua `local eq = assert.are.same`): that
+            // binding, not a namesake elsewhere in the resource.
+            return None;
         }
         if qualifier.is_none() || !is_call {
             // Top-level symbols only: a nested function is not visible
@@ -760,6 +776,34 @@ mod table_tests {
         assert!(t.resolve(&scope("env.ts", &[]), "make", RefKind::Calls, "resolve").is_none());
         let found = t.resolve(&scope("fetch.ts", &[]), "FetchState.create", RefKind::Calls, "resolve").unwrap();
         assert_eq!(found.symbol_path, "FetchState.create.resolve", "inside its function it is");
+    }
+
+    #[test]
+    fn a_name_the_file_binds_to_a_value_is_not_a_namesake_elsewhere() {
+        let mut t = SymbolTable::default();
+        t.insert(entry("lib/view.js", "resolve", NodeKind::Function));
+        t.insert(entry("lib/response.js", "resolve", NodeKind::Variable));
+        t.insert(entry("lib/response.js", "send", NodeKind::Function));
+        t.finish();
+        // `var resolve = require('node:path').resolve` in response.js.
+        assert!(t.resolve(&scope("lib/response.js", &[]), "send", RefKind::Calls, "resolve").is_none());
+        // Elsewhere the unique namesake is still found.
+        let found = t.resolve(&scope("lib/app.js", &[]), "send", RefKind::Calls, "resolve").unwrap();
+        assert_eq!(found.path, "lib/view.js");
+    }
+
+    #[test]
+    fn a_class_imported_under_another_name_is_found_by_its_own() {
+        let mut t = SymbolTable::default();
+        t.insert(entry("src/buffer.zig", "Pool", NodeKind::Struct));
+        t.insert(entry("src/buffer.zig", "Pool.init", NodeKind::Method));
+        t.finish();
+        // `const BufferPool = @import("buffer.zig").Pool;`
+        let mut s = scope("src/worker.zig", &["src/buffer.zig"]);
+        s.aliases.insert("BufferPool".into(), "src/buffer.zig".into());
+        s.renamed.insert("BufferPool".into(), "Pool".into());
+        assert_eq!(t.resolve(&s, "run", RefKind::Calls, "BufferPool").unwrap().symbol_path, "Pool");
+        assert_eq!(t.resolve(&s, "run", RefKind::Calls, "BufferPool.init").unwrap().symbol_path, "Pool.init");
     }
 
     #[test]

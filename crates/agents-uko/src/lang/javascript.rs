@@ -491,6 +491,16 @@ impl<'t, 'tree> Walker<'t, 'tree> {
                         self.push_all(&[(declarator.child_by_field_name("type"), Ctx { owner, ..ctx })]);
                         continue;
                     }
+                    if let (Some(local), Some(value)) = (simple_name, value)
+                        && let Some((spec, member)) = import_member(value, self.text)
+                    {
+                        // `const etag = require('./utils').compileETag`:
+                        // the module's `compileETag`, bound to `etag`.
+                        let name = if member == local { local.to_string() } else { format!("{member} as {local}") };
+                        self.b.import(ctx.parent, spec, vec![name], false, Span::of_node(&value));
+                        self.push_all(&[(declarator.child_by_field_name("type"), Ctx { owner, ..ctx })]);
+                        continue;
+                    }
                     let typed = Ctx { owner, ..ctx };
                     self.push_all(&[(declarator.child_by_field_name("type"), typed), (value, typed)]);
                 }
@@ -932,6 +942,19 @@ fn import_call<'t>(node: Node<'_>, text: &'t str) -> Option<&'t str> {
         return None;
     }
     literal_string(arguments.named_child(0)?, text)
+}
+
+/// The specifier and member of `require('x').m` (or `(await import('x')).m`).
+fn import_member<'t>(node: Node<'_>, text: &'t str) -> Option<(&'t str, &'t str)> {
+    if node.kind() != "member_expression" {
+        return None;
+    }
+    let property = node.child_by_field_name("property").filter(|p| p.kind() == "property_identifier")?;
+    let mut object = node.child_by_field_name("object")?;
+    if object.kind() == "parenthesized_expression" {
+        object = object.named_child(0)?;
+    }
+    Some((import_call(object, text)?, node_text(&property, text)))
 }
 
 /// The value of a string literal or a template string without substitutions.
@@ -1389,6 +1412,28 @@ defineGetter(exports, 'size', function size() {
     #[test]
     fn commonjs_outline() {
         insta::assert_snapshot!(analyze("javascript", "lib/loader.js", JS).outline());
+    }
+
+    #[test]
+    fn a_member_taken_from_a_require_is_an_import_of_that_member() {
+        let text = "var compileETag = require('./utils').compileETag;\nvar etag = require('./utils').compileETag;\nconst resolve = (await import('node:path')).resolve;\nvar mime = require('send').mime.lookup;\n";
+        let analysis = analyze("javascript", "lib/application.js", text);
+        let imports: Vec<(&str, Vec<String>)> = analysis
+            .references
+            .iter()
+            .filter(|r| r.kind == RefKind::Import)
+            .map(|r| (r.target.as_str(), r.names.clone()))
+            .collect();
+        assert_eq!(
+            imports,
+            [
+                ("./utils", vec!["compileETag".to_string()]),
+                ("./utils", vec!["compileETag as etag".to_string()]),
+                ("node:path", vec!["resolve".to_string()]),
+                // A member of a member: the module only.
+                ("send", vec![]),
+            ]
+        );
     }
 
     #[test]

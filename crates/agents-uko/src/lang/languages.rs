@@ -48,7 +48,8 @@ pub static BASH: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
 /// `M.f = function`, `local f = function`, `M.f = wrap(function ... end)` at
 /// the top of the file),
 /// top-level variables, `require "a.b"` imports (`a/b.lua` or
-/// `a/b/init.lua` as a unique path suffix), calls.
+/// `a/b/init.lua` as a unique path suffix; `local f = require("a.b").f`
+/// imports `f`), calls.
 pub static LUA: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     languages: &["lua"],
     display: "Lua",
@@ -238,7 +239,8 @@ pub static SWIFT: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
 /// Zig: container declarations (`const S = struct {..}` as structs, unions
 /// as structs, enums), functions (methods inside containers), fields,
 /// `test "..."` blocks, file- and container-level constants; `@import`
-/// imports (a relative `.zig` path resolves, `std` does not); calls. Docs
+/// imports (a relative `.zig` path resolves, `std` does not; `const P =
+/// @import("pool.zig").Pool` imports `Pool` as `P`); calls. Docs
 /// are `///` comments above.
 pub static ZIG: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     languages: &["zig"],
@@ -1450,6 +1452,23 @@ end
             &[("Store.save", "validate"), ("Store.save", "self.items.append"), ("validate", "std.debug.assert")],
         );
         insta::assert_snapshot!(format!("{}\n{}", a.outline(), render_file(&a, ZIG_FIXTURE, 4)));
+    }
+
+    #[test]
+    fn a_member_taken_from_an_import_is_that_import() {
+        let zig = "const ThreadPool = @import(\"thread_pool.zig\").ThreadPool;\nconst BufferPool = @import(\"buffer.zig\").Pool;\n";
+        let a = check(&ZIG, "zig", "src/worker.zig", zig);
+        assert_eq!(
+            imports_of(&a),
+            [import("thread_pool.zig", &["ThreadPool"]), import("buffer.zig", &["Pool as BufferPool"])]
+        );
+        assert!(!a.nodes.iter().any(|n| n.kind == NodeKind::Variable), "imports, not variables");
+        let lua = "local rotate = require(\"plenary.vararg\").rotate\nlocal util = require(\"luassert.util\")\nlocal eq = assert.are.same\n";
+        let a = check(&LUA, "lua", "tests/rotate_spec.lua", lua);
+        // One import for the first line: the `require` call inside is the same.
+        assert_eq!(imports_of(&a), [import("plenary.vararg", &["rotate"]), import("luassert.util", &["util"])]);
+        assert_eq!(node(&a, "eq").kind, NodeKind::Variable);
+        assert!(refs(&a, RefKind::Calls).iter().all(|(_, t)| t != "require"), "an import is no call");
     }
 
     #[test]

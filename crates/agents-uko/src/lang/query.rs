@@ -17,6 +17,7 @@
 //! | `@import.path` | the module it names (quotes stripped; several captures are joined with `.`): the reference's target |
 //! | `@import.wildcard` | the import brings every name of the module (`import a.b._`): names `*` |
 //! | `@import.name` | a name it brings into scope (default: the path's last segment; `.` is `*`, `_` none) |
+//! | `@import.member` | the member of the module the statement takes (`const Pool = @import("pool.zig").Pool`, Lua `local f = require("m").f`): the name brought in is that member's, bound to `@import.name`; an import nested in such a statement (the `require` call) is the same import |
 //! | `@call` | a call; `@call.name` is the callee as written (`f`, `obj.m`) |
 //! | `@no_calls` | a region whose calls are none (Elixir's `@spec assign(t, atom) :: t` names types and the function it describes) |
 //!
@@ -173,6 +174,7 @@ struct Compiled {
     import_path: Option<u32>,
     import_name: Option<u32>,
     import_wildcard: Option<u32>,
+    import_member: Option<u32>,
     call: Option<u32>,
     call_name: Option<u32>,
     no_calls: Option<u32>,
@@ -282,6 +284,7 @@ fn compile(spec: &QueryLanguage) -> Result<Compiled, QueryLoadError> {
         import_path: index("import.path"),
         import_name: index("import.name"),
         import_wildcard: index("import.wildcard"),
+        import_member: index("import.member"),
         call: index("call"),
         call_name: index("call.name"),
         no_calls: index("no_calls"),
@@ -350,6 +353,8 @@ struct RawImport {
     names: Vec<(usize, String)>,
     /// The `@import.wildcard` text (`*`, `_`).
     wildcard: Option<String>,
+    /// The `@import.member` text.
+    member: Option<String>,
 }
 
 /// A call, or an `@inherits`/`@mentions` outside a declaration's own match.
@@ -385,7 +390,7 @@ impl Analyzer for QueryAnalyzer {
             _ => Vec::new(),
         };
         let (mut defs, raw_imports, mut refs) = self.collect_recovering(c, &tree, &pieces, text);
-        let imports = self.merge_imports(raw_imports);
+        let (imports, absorbed) = self.merge_imports(raw_imports);
         // The first pattern to claim a name node wins; then outer declarations first.
         defs.sort_by_key(|d| (d.name_id, d.pattern));
         let mut seen = HashSet::new();
@@ -398,6 +403,7 @@ impl Analyzer for QueryAnalyzer {
             .flat_map(|d| [Some(d.node_id), d.head_id])
             .flatten()
             .chain(imports.iter().map(|i| i.0))
+            .chain(absorbed)
             .collect();
         if self.spec.merge_clauses {
             merge_clauses(&mut defs);
@@ -577,8 +583,9 @@ impl QueryAnalyzer {
 
     /// Import statements from the import matches: of two patterns matching
     /// one statement the earlier wins, and one pattern's matches merge.
-    /// Returns (statement node id, import) in source order.
-    fn merge_imports(&self, mut raw: Vec<RawImport>) -> Vec<(usize, Import)> {
+    /// Returns (statement node id, import) in source order, and the node ids
+    /// of the imports nested in a statement's own (not calls either).
+    fn merge_imports(&self, mut raw: Vec<RawImport>) -> (Vec<(usize, Import)>, Vec<usize>) {
         // Statements never share a start with a different node of the same span.
         raw.sort_by_key(|i| (i.span.start_byte, i.span.end_byte, i.pattern));
         let mut merged: Vec<RawImport> = Vec::new();
@@ -595,6 +602,15 @@ impl QueryAnalyzer {
                 _ => merged.push(import),
             }
         }
+        // `local f = require("m").f`: the `require` call inside is the
+        // statement's own import, not a second one.
+        let taking: Vec<Span> = merged.iter().filter(|i| i.member.is_some()).map(|i| i.span).collect();
+        let nested = |i: &RawImport| {
+            i.member.is_none()
+                && taking.iter().any(|o| o.start_byte <= i.span.start_byte && i.span.end_byte <= o.end_byte)
+        };
+        let absorbed: Vec<usize> = merged.iter().filter(|i| nested(i)).map(|i| i.node_id).collect();
+        merged.retain(|i| !nested(i));
         let mut out = Vec::with_capacity(merged.len());
         for mut raw in merged {
             for list in [&mut raw.parts, &mut raw.names] {
@@ -617,12 +633,20 @@ impl QueryAnalyzer {
                 Some(".") => vec!["*".to_string()],
                 Some(_) => names,
             };
+            // The member taken, bound to the statement's name: `b as c`.
+            let names = match &raw.member {
+                Some(member) => names
+                    .into_iter()
+                    .map(|n| if n == *member || n == "*" { n } else { format!("{member} as {n}") })
+                    .collect(),
+                None => names,
+            };
             // A wildcard import's node is named as written (`a.b.*`, `a.b._`);
             // its target stays `a.b`.
             let name = raw.wildcard.as_ref().map_or_else(|| path.clone(), |w| format!("{path}.{w}"));
             out.push((raw.node_id, Import { name, path, names, signature: raw.signature, span: raw.span }));
         }
-        out
+        (out, absorbed)
     }
 
     /// [`Self::collect`] over the whole tree, or over the `pieces` of a file
@@ -761,6 +785,7 @@ impl QueryAnalyzer {
                     parts: captured(c.import_path, &|s| strip_quotes(s).trim().to_string()),
                     names: captured(c.import_name, &collapse),
                     wildcard: first(c.import_wildcard).map(|w| collapse(t(&w))),
+                    member: first(c.import_member).map(|w| collapse(t(&w))),
                 });
             } else if let Some(node) = first(c.no_calls) {
                 quiet.push(node.byte_range());

@@ -34,6 +34,17 @@
   (variable_declaration
     (variable_list . name: (_) @name)) @definition.variable)
 
+; `local f = require("a.b").f`: the module's `f`, bound to `f`.
+(variable_declaration
+  (assignment_statement
+    (variable_list . name: (identifier) @import.name)
+    (expression_list . value: (dot_index_expression
+      table: (function_call
+        name: (identifier) @_req
+        (#eq? @_req "require")
+        arguments: (arguments . (string content: (string_content) @import.path)))
+      field: (identifier) @import.member)))) @import
+
 ; `local x = require("a.b")`, `require "a.b"`
 (function_call
   name: (identifier) @_req

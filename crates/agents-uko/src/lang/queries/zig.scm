@@ -8,6 +8,16 @@
     (#eq? @_b "@import")
     (arguments . (string (string_content) @import.path)))) @import
 
+; `const Pool = @import("pool.zig").Pool;`
+(variable_declaration
+  (identifier) @import.name
+  (field_expression
+    object: (builtin_function
+      (builtin_identifier) @_b
+      (#eq? @_b "@import")
+      (arguments . (string (string_content) @import.path)))
+    member: (identifier) @import.member)) @import
+
 (variable_declaration
   (identifier) @name
   (struct_declaration) @body) @definition.struct
