@@ -1251,6 +1251,43 @@ mod graph_tests {
     }
 
     #[test]
+    fn a_name_read_through_a_package_binds_where_the_package_imports_it_from() {
+        let r = repo();
+        r.put("pkg/__init__.py", "from .utils import echo\n");
+        r.put("pkg/utils.py", "def echo(m):\n    return m\n\ndef style(t):\n    return t\n\ndef extra():\n    pass\n");
+        r.put(
+            "app.py",
+            "import pkg\nfrom pkg import style\n\ndef main():\n    pkg.echo(style('hi'))\n    pkg.extra()\n",
+        );
+        let idx = r.update();
+        let index_id = idx.metadata.index_id.clone();
+        let bound = |r: &Repo, target: &str| {
+            r.store
+                .uko_refs_within(&index_id, &r.uri("app.py#main"))
+                .unwrap()
+                .into_iter()
+                .find(|x| x.kind == "calls" && x.target == target)
+                .unwrap()
+                .resolved_uri
+        };
+        assert_eq!(bound(&r, "pkg.echo").as_deref(), Some(r.uri("pkg/utils.py#echo").as_str()));
+        // `style` is not imported by the package; the unique namesake rule finds it.
+        assert_eq!(bound(&r, "style").as_deref(), Some(r.uri("pkg/utils.py#style").as_str()));
+        assert_eq!(bound(&r, "pkg.extra"), None, "the package does not bring it in");
+        // Only the package's entry file changes: what it now brings in binds
+        // in the unchanged caller.
+        r.put("pkg/__init__.py", "from .utils import echo, extra\n");
+        let idx = r.update();
+        assert_eq!(report(&idx).graph.files_analyzed, 1);
+        assert_eq!(bound(&r, "pkg.extra").as_deref(), Some(r.uri("pkg/utils.py#extra").as_str()));
+        // Only the caller changes: the entry is read back from the store.
+        r.put("app.py", "import pkg\n\ndef main():\n    pkg.echo(1)\n    pkg.other()\n");
+        r.update();
+        assert_eq!(bound(&r, "pkg.echo").as_deref(), Some(r.uri("pkg/utils.py#echo").as_str()));
+        assert_eq!(bound(&r, "pkg.other"), None);
+    }
+
+    #[test]
     fn an_unparseable_file_is_still_indexed_with_a_warning() {
         let r = repo();
         r.put("src/broken.rs", "pub fn ok() {}\n\nfn broken( {\n    let x = ;\n}\n");

@@ -14,7 +14,9 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use agents_store::{IndexWrite, Rebinding, StoreError, UkoNode, UkoRef};
 use agents_uko::lang::analyzer_for;
 use agents_uko::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
-use agents_uko::resolve::{FileScope, ResolveContext, SymbolEntry, SymbolTable, imported_name, reference_name};
+use agents_uko::resolve::{
+    FileScope, ReExports, ResolveContext, SymbolEntry, SymbolTable, imported_name, reference_name,
+};
 use rayon::prelude::*;
 
 /// Stored docs are capped: depth 3 shows a summary line and depth 9 shows
@@ -86,6 +88,18 @@ impl PendingRefs {
             .collect();
         strings.shrink_to_fit();
         PendingRefs { path: path.to_string(), language: language.to_string(), strings, symbol_paths, refs, names }
+    }
+
+    /// Reference `i` (`r`) in the analyzers' form.
+    fn reference(&self, i: usize, r: &RawRef) -> Reference {
+        Reference {
+            from: r.from as usize,
+            kind: r.kind,
+            target: self.str(r.target).to_string(),
+            names: self.names(i).to_vec(),
+            system: r.system,
+            span: Span::default(),
+        }
     }
 
     fn str(&self, (start, len): (u32, u32)) -> &str {
@@ -215,8 +229,21 @@ impl Linker<'_> {
         if pending.is_empty() && changed_paths.is_empty() {
             return Ok((stats, Vec::new()));
         }
-        let affected =
-            if rebind_others { writer.refs_affected_by(changed_paths, introduced_names)? } else { Vec::new() };
+        let ctx = ResolveContext::new(self.files);
+        // What names a changed package entry file brings in may now bind
+        // (`click.echo` once `__init__.py` imports `echo`).
+        let mut introduced: Vec<String> = introduced_names.to_vec();
+        if rebind_others {
+            let mut entries = ReExports::default();
+            for file in pending.iter().filter(|f| ReExports::is_entry(&f.path)) {
+                self.add_entry_imports(&mut entries, file, &ctx);
+            }
+            introduced.extend(entries.local_names().map(str::to_string));
+            introduced.sort();
+            introduced.dedup();
+        }
+        let affected = if rebind_others { writer.refs_affected_by(changed_paths, &introduced)? } else { Vec::new() };
+        let reexports = std::sync::Arc::new(self.reexports(writer, &pending, &affected, &ctx)?);
         // The defined names of renamed imports (`b as c`) in the files of
         // affected references: their `c` binds to `b`.
         let mut renamed_originals: Vec<String> = Vec::new();
@@ -232,6 +259,7 @@ impl Linker<'_> {
         // Only the names references mention matter; for a small change they
         // are few and are read by name instead of reading every symbol.
         let mut wanted: BTreeSet<&str> = renamed_originals.iter().map(String::as_str).collect();
+        wanted.extend(reexports.originals());
         for file in &pending {
             for (i, r) in file.refs.iter().enumerate() {
                 if r.kind != RefKind::Import {
@@ -246,7 +274,6 @@ impl Linker<'_> {
             wanted.insert(reference_name(&r.target));
         }
         let table = self.symbol_table(writer, &wanted)?;
-        let ctx = ResolveContext::new(self.files);
         // Resolve a chunk of files in parallel, then write it, in path order;
         // each chunk's pending references are freed once written (a first
         // index of a large tree holds tens of megabytes of them).
@@ -256,7 +283,8 @@ impl Linker<'_> {
             if chunk.is_empty() {
                 break;
             }
-            let resolved: Vec<Vec<UkoRef>> = chunk.par_iter().map(|f| self.resolve_file(f, &ctx, &table)).collect();
+            let resolved: Vec<Vec<UkoRef>> =
+                chunk.par_iter().map(|f| self.resolve_file(f, &ctx, &table, &reexports)).collect();
             for (file, refs) in chunk.iter().zip(resolved) {
                 stats.references += refs.len() as u64;
                 stats.references_resolved += refs.iter().filter(|r| r.resolved_uri.is_some()).count() as u64;
@@ -268,7 +296,8 @@ impl Linker<'_> {
             let mut scopes: HashMap<String, FileScope> = HashMap::new();
             for (ref_id, r) in affected {
                 if !scopes.contains_key(&r.path) {
-                    let scope = self.stored_scope(writer, &r.path, &ctx)?;
+                    let mut scope = self.stored_scope(writer, &r.path, &ctx)?;
+                    scope.reexports = std::sync::Arc::clone(&reexports);
                     scopes.insert(r.path.clone(), scope);
                 }
                 let (uri, path) = self.resolve_stored(&r, &scopes[&r.path], &ctx, &table);
@@ -311,10 +340,101 @@ impl Linker<'_> {
         node_uri(self.resource_id, e.path, e.symbol_path)
     }
 
-    fn resolve_file(&self, file: &PendingRefs, ctx: &ResolveContext<'_>, table: &SymbolTable) -> Vec<UkoRef> {
+    /// What the package entry files that this run's files import bring in:
+    /// the entries among `pending` from memory, the others (imported by a
+    /// pending file or by the file of an affected reference) from the store;
+    /// entries imported by entries too, three levels deep.
+    fn reexports(
+        &self,
+        writer: &mut dyn IndexWrite,
+        pending: &[PendingRefs],
+        affected: &[(i64, UkoRef)],
+        ctx: &ResolveContext<'_>,
+    ) -> Result<ReExports, StoreError> {
+        let mut out = ReExports::default();
+        let pending_entries: HashMap<&str, &PendingRefs> =
+            pending.iter().filter(|f| ReExports::is_entry(&f.path)).map(|f| (f.path.as_str(), f)).collect();
+        for file in pending_entries.values() {
+            self.add_entry_imports(&mut out, file, ctx);
+        }
+        // Entries the store holds are read only when something imports them
+        // (none on a first index: every file is pending).
+        if !self.files.iter().any(|p| ReExports::is_entry(p) && !pending_entries.contains_key(p.as_str())) {
+            return Ok(out);
+        }
+        let mut wanted: BTreeSet<String> = BTreeSet::new();
+        for file in pending {
+            let analyzer = analyzer_for(&file.language);
+            for (i, r) in file.refs.iter().enumerate().filter(|(_, r)| r.kind == RefKind::Import) {
+                if let Some(target) = analyzer.resolve_import(ctx, &file.path, &file.reference(i, r)) {
+                    wanted.insert(target);
+                }
+            }
+        }
+        let affected_paths: BTreeSet<&str> = affected.iter().map(|(_, r)| r.path.as_str()).collect();
+        for path in affected_paths {
+            wanted.extend(self.stored_imports(writer, path, ctx)?.into_iter().map(|(target, _)| target));
+        }
+        let mut done: HashSet<String> = pending_entries.keys().map(|p| p.to_string()).collect();
+        for _ in 0..3 {
+            let next: Vec<String> =
+                wanted.iter().filter(|p| ReExports::is_entry(p) && !done.contains(p.as_str())).cloned().collect();
+            if next.is_empty() {
+                break;
+            }
+            wanted.clear();
+            for entry in next {
+                for (target, names) in self.stored_imports(writer, &entry, ctx)? {
+                    out.add(&entry, &target, &names);
+                    wanted.insert(target);
+                }
+                done.insert(entry);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Adds what the pending entry file `file` imports to `out`.
+    fn add_entry_imports(&self, out: &mut ReExports, file: &PendingRefs, ctx: &ResolveContext<'_>) {
+        let analyzer = analyzer_for(&file.language);
+        for (i, r) in file.refs.iter().enumerate().filter(|(_, r)| r.kind == RefKind::Import) {
+            if let Some(target) = analyzer.resolve_import(ctx, &file.path, &file.reference(i, r)) {
+                out.add(&file.path, &target, file.names(i));
+            }
+        }
+    }
+
+    /// The stored imports of `path` that resolve, with the names each brings.
+    fn stored_imports(
+        &self,
+        writer: &mut dyn IndexWrite,
+        path: &str,
+        ctx: &ResolveContext<'_>,
+    ) -> Result<Vec<(String, Vec<String>)>, StoreError> {
+        let language = self.languages.get(path).map(String::as_str).unwrap_or("unknown");
+        let analyzer = analyzer_for(language);
+        let mut out = Vec::new();
+        for (_, r) in writer.file_refs(path)? {
+            if r.kind == RefKind::Import.as_str()
+                && let Some(target) = analyzer.resolve_import(ctx, path, &stored_reference(&r))
+            {
+                out.push((target, r.names));
+            }
+        }
+        Ok(out)
+    }
+
+    fn resolve_file(
+        &self,
+        file: &PendingRefs,
+        ctx: &ResolveContext<'_>,
+        table: &SymbolTable,
+        reexports: &std::sync::Arc<ReExports>,
+    ) -> Vec<UkoRef> {
         let analyzer = analyzer_for(&file.language);
         // Imports first: they make the scope other references resolve in.
-        let mut scope = FileScope { path: file.path.clone(), ..FileScope::default() };
+        let mut scope =
+            FileScope { path: file.path.clone(), reexports: std::sync::Arc::clone(reexports), ..FileScope::default() };
         let import_targets: Vec<Option<String>> = file
             .refs
             .iter()
@@ -323,15 +443,7 @@ impl Linker<'_> {
                 if r.kind != RefKind::Import {
                     return None;
                 }
-                let reference = Reference {
-                    from: r.from as usize,
-                    kind: r.kind,
-                    target: file.str(r.target).to_string(),
-                    names: file.names(i).to_vec(),
-                    system: r.system,
-                    span: Span::default(),
-                };
-                let target = analyzer.resolve_import(ctx, &file.path, &reference);
+                let target = analyzer.resolve_import(ctx, &file.path, &file.reference(i, r));
                 if let Some(path) = &target {
                     add_import(&mut scope, path, file.names(i));
                 }

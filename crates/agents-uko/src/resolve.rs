@@ -169,6 +169,68 @@ pub struct FileScope {
     /// A class of this file (symbol path) -> its resolved bases (path,
     /// symbol path), in order: where `self.m()` finds an inherited `m`.
     pub bases: HashMap<String, Vec<(String, String)>>,
+    /// What the package entry files this file imports bring in (shared by
+    /// every file of a run).
+    pub reexports: std::sync::Arc<ReExports>,
+}
+
+/// What package entry files (`__init__.py`, `index.ts`) bring in through
+/// their own imports, for a name read through the package (`click.echo`,
+/// `from click import echo`) that the entry file imports rather than
+/// defines.
+#[derive(Clone, Debug, Default)]
+pub struct ReExports {
+    /// Entry path -> local name -> (path, name defined there).
+    names: HashMap<String, HashMap<String, (String, String)>>,
+    /// Entry path -> the paths it imports everything from (`import *`), in order.
+    everything: HashMap<String, Vec<String>>,
+}
+
+impl ReExports {
+    /// Whether `path` is a package's entry file, whose imports are the
+    /// package's names: Python's `__init__.py`, JavaScript's and
+    /// TypeScript's `index` files.
+    pub fn is_entry(path: &str) -> bool {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        name == "__init__.py"
+            || name.split_once('.').is_some_and(|(stem, ext)| {
+                stem == "index" && matches!(ext, "js" | "jsx" | "mjs" | "cjs" | "ts" | "tsx" | "mts" | "cts")
+            })
+    }
+
+    /// Records that `entry` imports `names` (as recorded: `b as c`, `*`) from `target`.
+    pub fn add(&mut self, entry: &str, target: &str, names: &[String]) {
+        for n in names {
+            if n == "*" {
+                let all = self.everything.entry(entry.to_string()).or_default();
+                if !all.iter().any(|p| p == target) {
+                    all.push(target.to_string());
+                }
+                continue;
+            }
+            let (original, local) = imported_name(n);
+            self.names
+                .entry(entry.to_string())
+                .or_default()
+                .entry(local.to_string())
+                .or_insert_with(|| (target.to_string(), original.to_string()));
+        }
+    }
+
+    /// Names the entries bring in (their local names), for re-resolving
+    /// what names them.
+    pub fn local_names(&self) -> impl Iterator<Item = &str> {
+        self.names.values().flat_map(|m| m.keys().map(String::as_str))
+    }
+
+    /// Names defined elsewhere that the entries bring in under another one.
+    pub fn originals(&self) -> impl Iterator<Item = &str> {
+        self.names.values().flat_map(|m| m.values().map(|(_, o)| o.as_str()))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty() && self.everything.is_empty()
+    }
 }
 
 impl SymbolTable {
@@ -305,13 +367,17 @@ impl SymbolTable {
         {
             // `c()` after `from m import b as c`: `b` of `m`.
             let found = self.in_file(path, original).iter().map(|&i| self.entry(i));
-            return unique(found.filter(|e| kind_fits(kind, e.kind) && !e.symbol_path.contains('.')));
+            let found = unique(found.filter(|e| kind_fits(kind, e.kind) && !e.symbol_path.contains('.')));
+            return found.or_else(|| self.reexported(scope, kind, path, original, &[]));
         }
         let is_call = kind == crate::model::RefKind::Calls;
         let family = family_of(&scope.path);
         let qualifier = (segments.len() > 1).then(|| segments[0]);
         let ids = self.named(name);
-        if ids.is_empty() {
+        // No symbol has the name, unless a package brings it in under
+        // another (`click.Cmd` for `Command`).
+        let via_entry = || scope.aliases.get(segments[0]).is_some_and(|p| ReExports::is_entry(p));
+        if ids.is_empty() && !via_entry() {
             return None;
         }
         let fits = |e: &SymbolEntry| kind_fits(kind, e.kind);
@@ -382,6 +448,10 @@ impl SymbolTable {
                 if let Some(e) = in_file(path).into_iter().find(|e| e.symbol_path == rest) {
                     return Some(e);
                 }
+                // `click.echo`: what the package's entry file imports.
+                if let Some(e) = self.reexported(scope, kind, path, segments[1], &segments[2..]) {
+                    return Some(e);
+                }
                 if family == Family::Go && family_of(path) == Family::Go {
                     return in_package(dir_of(path), &rest);
                 }
@@ -416,10 +486,14 @@ impl SymbolTable {
             // A recursive call: the name is the caller itself.
             return None;
         }
-        if let Some(path) = scope.aliases.get(name)
-            && let Some(found) = unique(in_file(path).into_iter())
-        {
-            return Some(found);
+        if let Some(path) = scope.aliases.get(name) {
+            if let Some(found) = unique(in_file(path).into_iter()) {
+                return Some(found);
+            }
+            // `from click import echo`: what the package's entry file imports.
+            if let Some(found) = self.reexported(scope, kind, path, name, &[]) {
+                return Some(found);
+            }
         }
         for path in &scope.imported_paths {
             if let Some(found) = top_level(path) {
@@ -458,6 +532,47 @@ impl SymbolTable {
 }
 
 impl SymbolTable {
+    /// `name` (with `rest`, a member path under it) read through the package
+    /// entry file `entry` that imports it: the symbol where it is defined,
+    /// through up to three entries (`pkg/__init__.py` importing from
+    /// `pkg/sub/__init__.py`).
+    fn reexported(
+        &self,
+        scope: &FileScope,
+        kind: crate::model::RefKind,
+        entry: &str,
+        name: &str,
+        rest: &[&str],
+    ) -> Option<SymbolEntry<'_>> {
+        let last = |first: &str| -> String { rest.last().map_or_else(|| first.to_string(), |l| (*l).to_string()) };
+        let symbol_path = |first: &str| -> String {
+            std::iter::once(first).chain(rest.iter().copied()).collect::<Vec<_>>().join(".")
+        };
+        let find = |path: &str, first: &str| -> Option<SymbolEntry<'_>> {
+            let wanted = symbol_path(first);
+            self.in_file(path, &last(first))
+                .iter()
+                .map(|&i| self.entry(i))
+                .find(|e| kind_fits(kind, e.kind) && e.symbol_path == wanted)
+        };
+        let (mut at, mut name) = (entry.to_string(), name.to_string());
+        for _ in 0..3 {
+            if let Some((path, original)) = scope.reexports.names.get(&at).and_then(|m| m.get(&name)) {
+                if let Some(found) = find(path, original) {
+                    return Some(found);
+                }
+                if !ReExports::is_entry(path) {
+                    return None;
+                }
+                (at, name) = (path.clone(), original.clone());
+                continue;
+            }
+            let all = scope.reexports.everything.get(&at)?;
+            return all.iter().find_map(|path| find(path, &name));
+        }
+        None
+    }
+
     /// `name` as a member of a base of the class enclosing `from` (bases of
     /// bases too, while they are classes of this file), first base first.
     fn inherited(
@@ -620,6 +735,7 @@ mod table_tests {
             aliases: HashMap::new(),
             renamed: HashMap::new(),
             bases: HashMap::new(),
+            reexports: Default::default(),
         }
     }
 
@@ -804,6 +920,41 @@ mod table_tests {
         s.renamed.insert("BufferPool".into(), "Pool".into());
         assert_eq!(t.resolve(&s, "run", RefKind::Calls, "BufferPool").unwrap().symbol_path, "Pool");
         assert_eq!(t.resolve(&s, "run", RefKind::Calls, "BufferPool.init").unwrap().symbol_path, "Pool.init");
+    }
+
+    #[test]
+    fn a_name_read_through_a_package_binds_where_its_entry_file_imports_it_from() {
+        let mut t = SymbolTable::default();
+        for e in [
+            entry("src/click/utils.py", "echo", NodeKind::Function),
+            entry("src/click/core.py", "Command", NodeKind::Class),
+            entry("src/click/core.py", "Command.invoke", NodeKind::Method),
+            entry("src/click/types.py", "Choice", NodeKind::Class),
+            entry("src/click/_compat.py", "echo", NodeKind::Function),
+        ] {
+            t.insert(e);
+        }
+        t.finish();
+        let mut reexports = ReExports::default();
+        reexports.add("src/click/__init__.py", "src/click/utils.py", &["echo".to_string()]);
+        reexports.add("src/click/__init__.py", "src/click/sub/__init__.py", &["Command as Cmd".to_string()]);
+        reexports.add("src/click/sub/__init__.py", "src/click/core.py", &["Command".to_string()]);
+        reexports.add("src/click/__init__.py", "src/click/types.py", &["*".to_string()]);
+        let mut s = scope("tests/test_basic.py", &["src/click/__init__.py"]);
+        s.aliases.insert("click".into(), "src/click/__init__.py".into());
+        s.aliases.insert("echo".into(), "src/click/__init__.py".into());
+        s.reexports = std::sync::Arc::new(reexports);
+        let bound = |target: &str| t.resolve(&s, "test_run", RefKind::Calls, target).map(|e| (e.path, e.symbol_path));
+        assert_eq!(bound("click.echo"), Some(("src/click/utils.py", "echo")));
+        assert_eq!(bound("echo"), Some(("src/click/utils.py", "echo")), "`from click import echo`");
+        // Through a second entry, renamed there, and a member under it.
+        assert_eq!(bound("click.Cmd"), Some(("src/click/core.py", "Command")));
+        assert_eq!(bound("click.Cmd.invoke"), Some(("src/click/core.py", "Command.invoke")));
+        // `from .types import *`.
+        assert_eq!(bound("click.Choice"), Some(("src/click/types.py", "Choice")));
+        assert_eq!(bound("click.missing"), None);
+        assert!(ReExports::is_entry("src/click/__init__.py") && ReExports::is_entry("packages/a/src/index.ts"));
+        assert!(!ReExports::is_entry("src/click/core.py") && !ReExports::is_entry("src/indexer.ts"));
     }
 
     #[test]
