@@ -189,10 +189,10 @@ pub struct ReExports {
 impl ReExports {
     /// Whether `path` is a package's entry file, whose imports are the
     /// package's names: Python's `__init__.py`, JavaScript's and
-    /// TypeScript's `index` files.
+    /// TypeScript's `index` files, Rust's `lib.rs` and `mod.rs` (`pub use`).
     pub fn is_entry(path: &str) -> bool {
         let name = path.rsplit('/').next().unwrap_or(path);
-        name == "__init__.py"
+        matches!(name, "__init__.py" | "lib.rs" | "mod.rs")
             || name.split_once('.').is_some_and(|(stem, ext)| {
                 stem == "index" && matches!(ext, "js" | "jsx" | "mjs" | "cjs" | "ts" | "tsx" | "mts" | "cts")
             })
@@ -954,6 +954,7 @@ mod table_tests {
         assert_eq!(bound("click.Choice"), Some(("src/click/types.py", "Choice")));
         assert_eq!(bound("click.missing"), None);
         assert!(ReExports::is_entry("src/click/__init__.py") && ReExports::is_entry("packages/a/src/index.ts"));
+        assert!(ReExports::is_entry("axum/src/routing/mod.rs") && ReExports::is_entry("axum/src/lib.rs"));
         assert!(!ReExports::is_entry("src/click/core.py") && !ReExports::is_entry("src/indexer.ts"));
     }
 
