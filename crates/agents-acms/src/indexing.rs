@@ -438,7 +438,13 @@ impl RepoIndexingService {
         let languages: HashMap<String, String> = files.iter().map(|f| (f.path.clone(), f.language.clone())).collect();
         let changed_paths: Vec<String> =
             pending.iter().map(|p| p.path.clone()).chain(removed.iter().cloned()).collect();
-        let linker = Linker { resource_id: &metadata.resource_id, files: &paths, languages: &languages };
+        let go_modules = go_modules(&candidates);
+        let linker = Linker {
+            resource_id: &metadata.resource_id,
+            files: &paths,
+            languages: &languages,
+            go_modules: &go_modules,
+        };
         let introduced: Vec<String> = introduced.into_iter().collect();
         let (stats, re_resolved) = linker.link(writer.as_mut(), pending, &changed_paths, &introduced, rebind_others)?;
         progress.finish();
@@ -573,6 +579,21 @@ impl LastRun {
 
 /// The walked files a run considers, in path order: filters and the
 /// total-size cap are decided from the walk alone, before anything is read.
+/// Each `go.mod`'s folder and the module path it declares (a few small
+/// files, read again by every run that links: Go imports of the module's own
+/// packages resolve through them).
+fn go_modules(candidates: &[WalkEntry]) -> Vec<(String, String)> {
+    candidates
+        .iter()
+        .filter(|e| agents_uko::model::file_name(&e.rel_path) == "go.mod")
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(&e.abs_path).ok()?;
+            let module = agents_uko::resolve::go_module_path(&text)?;
+            Some((agents_uko::resolve::dir_of(&e.rel_path).to_string(), module.to_string()))
+        })
+        .collect()
+}
+
 fn plan_candidates(
     walked: Vec<WalkEntry>,
     filter: &PathFilter,

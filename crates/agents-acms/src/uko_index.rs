@@ -210,6 +210,8 @@ pub struct Linker<'a> {
     pub files: &'a BTreeSet<String>,
     /// Language of every file after this run.
     pub languages: &'a HashMap<String, String>,
+    /// The resource's Go modules: each `go.mod`'s folder and module path.
+    pub go_modules: &'a [(String, String)],
 }
 
 impl Linker<'_> {
@@ -229,7 +231,7 @@ impl Linker<'_> {
         if pending.is_empty() && changed_paths.is_empty() {
             return Ok((stats, Vec::new()));
         }
-        let ctx = ResolveContext::new(self.files);
+        let ctx = ResolveContext::new(self.files).with_go_modules(self.go_modules.to_vec());
         // What names a changed package entry file brings in may now bind
         // (`click.echo` once `__init__.py` imports `echo`).
         let mut introduced: Vec<String> = introduced_names.to_vec();

@@ -16,6 +16,9 @@ use crate::model::file_name;
 pub struct ResolveContext<'a> {
     files: &'a BTreeSet<String>,
     by_name: HashMap<&'a str, Vec<&'a str>>,
+    /// The resource's Go modules: (the folder holding `go.mod`, the module
+    /// path it declares), longest module path first.
+    go_modules: Vec<(String, String)>,
 }
 
 impl<'a> ResolveContext<'a> {
@@ -25,7 +28,20 @@ impl<'a> ResolveContext<'a> {
         for path in files {
             by_name.entry(file_name(path)).or_default().push(path.as_str());
         }
-        ResolveContext { files, by_name }
+        ResolveContext { files, by_name, go_modules: Vec::new() }
+    }
+
+    /// The context with the resource's Go modules (each `go.mod`'s folder and
+    /// module path): a Go import under a module path is that module's folder.
+    pub fn with_go_modules(mut self, mut modules: Vec<(String, String)>) -> ResolveContext<'a> {
+        modules.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.cmp(b)));
+        self.go_modules = modules;
+        self
+    }
+
+    /// See [`ResolveContext::with_go_modules`].
+    pub fn go_modules(&self) -> &[(String, String)] {
+        &self.go_modules
     }
 
     pub fn exists(&self, path: &str) -> bool {
@@ -68,6 +84,15 @@ impl<'a> ResolveContext<'a> {
     pub fn files(&self) -> &'a BTreeSet<String> {
         self.files
     }
+}
+
+/// The module path a `go.mod` declares (`module github.com/gin-gonic/gin`).
+pub fn go_module_path(go_mod: &str) -> Option<&str> {
+    go_mod.lines().find_map(|line| {
+        let line = line.split("//").next().unwrap_or("").trim();
+        let path = line.strip_prefix("module")?.trim().trim_matches(['"', '`']);
+        (!path.is_empty() && !path.contains(char::is_whitespace)).then_some(path)
+    })
 }
 
 /// The directory part of a relative path (`""` at the root).
@@ -495,14 +520,19 @@ impl SymbolTable {
                 return Some(found);
             }
         }
+        // Go: another file of the same package, before any import (only a
+        // dot import brings bare names, and the package's own come first).
+        let go_bare = family == Family::Go && qualifier.is_none();
+        if go_bare && let Some(found) = in_package(dir_of(&scope.path), name) {
+            return Some(found);
+        }
         for path in &scope.imported_paths {
             if let Some(found) = top_level(path) {
                 return Some(found);
             }
         }
-        if family == Family::Go && qualifier.is_none() {
-            // Another file of the same package.
-            return in_package(dir_of(&scope.path), name);
+        if go_bare {
+            return None;
         }
         if is_call
             && self.in_file(&scope.path, name).iter().any(|&i| {
@@ -985,6 +1015,11 @@ mod table_tests {
         assert_eq!(t.resolve(&s, "New", RefKind::Calls, "render.isASCII").unwrap().path, "render/render.go");
         let found = t.resolve(&s, "New", RefKind::Calls, "render.JSON.Render").unwrap();
         assert_eq!((found.path, found.symbol_path), ("render/json.go", "JSON.Render"), "pkg.Type.M");
+        // A bare name is the package's own before an imported package's.
+        assert_eq!(
+            t.resolve(&scope("gin.go", &["render/render.go"]), "New", RefKind::Calls, "isASCII").unwrap().path,
+            "utils.go"
+        );
     }
 
     #[test]

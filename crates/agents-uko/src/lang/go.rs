@@ -762,6 +762,17 @@ fn resolve_go_import(ctx: &ResolveContext<'_>, from_path: &str, import: &str) ->
         let dir = join_normalized(dir_of(from_path), import)?;
         return first_go_file(files, &dir);
     }
+    // A package of one of the resource's own modules: its folder there.
+    for (dir, module) in ctx.go_modules() {
+        let Some(rest) = import.strip_prefix(module.as_str()) else { continue };
+        if rest.is_empty() || rest.starts_with('/') {
+            let rest = rest.trim_start_matches('/');
+            let folder = if rest.is_empty() { dir.clone() } else { join_path(dir, rest) };
+            if let Some(found) = first_go_file(files, &folder) {
+                return Some(found);
+            }
+        }
+    }
     let segs: Vec<&str> = import.split('/').filter(|s| !s.is_empty()).collect();
     let first = *segs.first()?;
     if !first.contains('.') && STD_ROOTS.contains(&first) {
@@ -1078,6 +1089,19 @@ func Testify() {}
         assert_eq!(r("main.go", "github.com/other/lib/store"), None);
         assert_eq!(r("main.go", "example.com/proj/util"), None);
         assert_eq!(r("main.go", "example.com/x/onlytests/x"), None);
+        // The resource's own module (`go.mod` at the root): a one-segment
+        // package under it, and the module's root package.
+        let with_module = ResolveContext::new(&set).with_go_modules(vec![(String::new(), "example.com/x".into())]);
+        let r = |target: &str| GoAnalyzer.resolve_import(&with_module, "main.go", &import(target));
+        assert_eq!(r("example.com/x/legacy").as_deref(), Some("legacy/old.go"));
+        assert_eq!(r("example.com/x").as_deref(), Some("main.go"));
+        assert_eq!(r("example.com/x/onlytests/x"), None, "a test-only package");
+        assert_eq!(r("example.com/xy/legacy"), None, "not under the module path");
+        assert_eq!(
+            crate::resolve::go_module_path("// c\nmodule github.com/gin-gonic/gin // x\n\ngo 1.21\n"),
+            Some("github.com/gin-gonic/gin")
+        );
+        assert_eq!(crate::resolve::go_module_path("go 1.21\n"), None);
         // Two packages with the same suffix above the importing file: ambiguous.
         let nested: BTreeSet<String> =
             ["pkg/util/u.go", "svc/pkg/util/u.go", "svc/main.go"].into_iter().map(String::from).collect();
