@@ -86,6 +86,16 @@ impl<'a> ResolveContext<'a> {
     }
 }
 
+/// The name a module file is imported by: its stem, or its folder's for a
+/// package entry (`pkg/sub/__init__.py` is `sub`).
+fn module_name(path: &str) -> &str {
+    let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
+    if ReExports::is_entry(path) {
+        return dir.rsplit('/').next().unwrap_or(dir);
+    }
+    file.split('.').next().unwrap_or(file)
+}
+
 /// The module path a `go.mod` declares (`module github.com/gin-gonic/gin`).
 pub fn go_module_path(go_mod: &str) -> Option<&str> {
     go_mod.lines().find_map(|line| {
@@ -574,31 +584,42 @@ impl SymbolTable {
         name: &str,
         rest: &[&str],
     ) -> Option<SymbolEntry<'_>> {
-        let last = |first: &str| -> String { rest.last().map_or_else(|| first.to_string(), |l| (*l).to_string()) };
-        let symbol_path = |first: &str| -> String {
-            std::iter::once(first).chain(rest.iter().copied()).collect::<Vec<_>>().join(".")
-        };
-        let find = |path: &str, first: &str| -> Option<SymbolEntry<'_>> {
-            let wanted = symbol_path(first);
-            self.in_file(path, &last(first))
+        // The symbol `path` defines at the symbol path `parts`.
+        let find = |path: &str, parts: &[&str]| -> Option<SymbolEntry<'_>> {
+            let wanted = parts.join(".");
+            self.in_file(path, parts.last()?)
                 .iter()
                 .map(|&i| self.entry(i))
                 .find(|e| kind_fits(kind, e.kind) && e.symbol_path == wanted)
         };
-        let (mut at, mut name) = (entry.to_string(), name.to_string());
+        let (mut at, mut name, mut rest) = (entry.to_string(), name.to_string(), rest);
         for _ in 0..3 {
-            if let Some((path, original)) = scope.reexports.names.get(&at).and_then(|m| m.get(&name)) {
-                if let Some(found) = find(path, original) {
+            let Some((path, original)) = scope.reexports.names.get(&at).and_then(|m| m.get(&name)) else {
+                let all = scope.reexports.everything.get(&at)?;
+                let parts: Vec<&str> = std::iter::once(name.as_str()).chain(rest.iter().copied()).collect();
+                return all.iter().find_map(|path| find(path, &parts));
+            };
+            let parts: Vec<&str> = std::iter::once(original.as_str()).chain(rest.iter().copied()).collect();
+            if let Some(found) = find(path, &parts) {
+                return Some(found);
+            }
+            if module_name(path) == original && !rest.is_empty() {
+                // `from . import dataclasses` in the entry: the name is that
+                // module itself, and what follows lies in it (or, for a
+                // subpackage, is read through it).
+                if let Some(found) = find(path, rest) {
                     return Some(found);
                 }
                 if !ReExports::is_entry(path) {
                     return None;
                 }
-                (at, name) = (path.clone(), original.clone());
+                (at, name, rest) = (path.clone(), rest[0].to_string(), &rest[1..]);
                 continue;
             }
-            let all = scope.reexports.everything.get(&at)?;
-            return all.iter().find_map(|path| find(path, &name));
+            if !ReExports::is_entry(path) {
+                return None;
+            }
+            (at, name) = (path.clone(), original.clone());
         }
         None
     }
@@ -970,6 +991,7 @@ mod table_tests {
         reexports.add("src/click/__init__.py", "src/click/sub/__init__.py", &["Command as Cmd".to_string()]);
         reexports.add("src/click/sub/__init__.py", "src/click/core.py", &["Command".to_string()]);
         reexports.add("src/click/__init__.py", "src/click/types.py", &["*".to_string()]);
+        reexports.add("src/click/__init__.py", "src/click/utils.py", &["utils".to_string()]);
         let mut s = scope("tests/test_basic.py", &["src/click/__init__.py"]);
         s.aliases.insert("click".into(), "src/click/__init__.py".into());
         s.aliases.insert("echo".into(), "src/click/__init__.py".into());
@@ -982,6 +1004,8 @@ mod table_tests {
         assert_eq!(bound("click.Cmd.invoke"), Some(("src/click/core.py", "Command.invoke")));
         // `from .types import *`.
         assert_eq!(bound("click.Choice"), Some(("src/click/types.py", "Choice")));
+        // `from . import utils` in the entry: `click.utils.echo`.
+        assert_eq!(bound("click.utils.echo"), Some(("src/click/utils.py", "echo")));
         assert_eq!(bound("click.missing"), None);
         assert!(ReExports::is_entry("src/click/__init__.py") && ReExports::is_entry("packages/a/src/index.ts"));
         assert!(ReExports::is_entry("axum/src/routing/mod.rs") && ReExports::is_entry("axum/src/lib.rs"));
