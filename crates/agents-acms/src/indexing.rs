@@ -577,8 +577,6 @@ impl LastRun {
     }
 }
 
-/// The walked files a run considers, in path order: filters and the
-/// total-size cap are decided from the walk alone, before anything is read.
 /// Each `go.mod`'s folder and the module path it declares (a few small
 /// files, read again by every run that links: Go imports of the module's own
 /// packages resolve through them).
@@ -594,6 +592,8 @@ fn go_modules(candidates: &[WalkEntry]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The walked files a run considers, in path order: filters and the
+/// total-size cap are decided from the walk alone, before anything is read.
 fn plan_candidates(
     walked: Vec<WalkEntry>,
     filter: &PathFilter,

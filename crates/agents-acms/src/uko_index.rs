@@ -232,20 +232,22 @@ impl Linker<'_> {
             return Ok((stats, Vec::new()));
         }
         let ctx = ResolveContext::new(self.files).with_go_modules(self.go_modules.to_vec());
+        // What the run's package entry files import, from memory.
+        let mut reexports = ReExports::default();
+        for file in pending.iter().filter(|f| ReExports::is_entry(&f.path)) {
+            self.add_entry_imports(&mut reexports, file, &ctx);
+        }
         // What names a changed package entry file brings in may now bind
         // (`click.echo` once `__init__.py` imports `echo`).
         let mut introduced: Vec<String> = introduced_names.to_vec();
         if rebind_others {
-            let mut entries = ReExports::default();
-            for file in pending.iter().filter(|f| ReExports::is_entry(&f.path)) {
-                self.add_entry_imports(&mut entries, file, &ctx);
-            }
-            introduced.extend(entries.local_names().map(str::to_string));
+            introduced.extend(reexports.local_names().map(str::to_string));
             introduced.sort();
             introduced.dedup();
         }
         let affected = if rebind_others { writer.refs_affected_by(changed_paths, &introduced)? } else { Vec::new() };
-        let reexports = std::sync::Arc::new(self.reexports(writer, &pending, &affected, &ctx)?);
+        self.add_stored_entries(writer, &mut reexports, &pending, &affected, &ctx)?;
+        let reexports = std::sync::Arc::new(reexports);
         // The defined names of renamed imports (`b as c`) in the files of
         // affected references: their `c` binds to `b`.
         let mut renamed_originals: Vec<String> = Vec::new();
@@ -342,42 +344,34 @@ impl Linker<'_> {
         node_uri(self.resource_id, e.path, e.symbol_path)
     }
 
-    /// What the package entry files that this run's files import bring in:
-    /// the entries among `pending` from memory, the others (imported by a
-    /// pending file or by the file of an affected reference) from the store;
-    /// entries imported by entries too, three levels deep.
-    fn reexports(
+    /// Adds to `out` (which holds the entries among `pending`) what the
+    /// other entry files bring in that a pending file, or the file of an
+    /// affected reference, imports: read from the store, entries imported by
+    /// entries too, three levels deep.
+    fn add_stored_entries(
         &self,
         writer: &mut dyn IndexWrite,
+        out: &mut ReExports,
         pending: &[PendingRefs],
         affected: &[(i64, UkoRef)],
         ctx: &ResolveContext<'_>,
-    ) -> Result<ReExports, StoreError> {
-        let mut out = ReExports::default();
-        let pending_entries: HashMap<&str, &PendingRefs> =
-            pending.iter().filter(|f| ReExports::is_entry(&f.path)).map(|f| (f.path.as_str(), f)).collect();
-        for file in pending_entries.values() {
-            self.add_entry_imports(&mut out, file, ctx);
-        }
+    ) -> Result<(), StoreError> {
+        let pending_entries: HashSet<&str> =
+            pending.iter().filter(|f| ReExports::is_entry(&f.path)).map(|f| f.path.as_str()).collect();
         // Entries the store holds are read only when something imports them
         // (none on a first index: every file is pending).
-        if !self.files.iter().any(|p| ReExports::is_entry(p) && !pending_entries.contains_key(p.as_str())) {
-            return Ok(out);
+        if !self.files.iter().any(|p| ReExports::is_entry(p) && !pending_entries.contains(p.as_str())) {
+            return Ok(());
         }
         let mut wanted: BTreeSet<String> = BTreeSet::new();
         for file in pending {
-            let analyzer = analyzer_for(&file.language);
-            for (i, r) in file.refs.iter().enumerate().filter(|(_, r)| r.kind == RefKind::Import) {
-                if let Some(target) = analyzer.resolve_import(ctx, &file.path, &file.reference(i, r)) {
-                    wanted.insert(target);
-                }
-            }
+            wanted.extend(pending_imports(file, ctx).map(|(target, _)| target));
         }
         let affected_paths: BTreeSet<&str> = affected.iter().map(|(_, r)| r.path.as_str()).collect();
         for path in affected_paths {
             wanted.extend(self.stored_imports(writer, path, ctx)?.into_iter().map(|(target, _)| target));
         }
-        let mut done: HashSet<String> = pending_entries.keys().map(|p| p.to_string()).collect();
+        let mut done: HashSet<String> = pending_entries.iter().map(|p| p.to_string()).collect();
         for _ in 0..3 {
             let next: Vec<String> =
                 wanted.iter().filter(|p| ReExports::is_entry(p) && !done.contains(p.as_str())).cloned().collect();
@@ -393,16 +387,13 @@ impl Linker<'_> {
                 done.insert(entry);
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Adds what the pending entry file `file` imports to `out`.
     fn add_entry_imports(&self, out: &mut ReExports, file: &PendingRefs, ctx: &ResolveContext<'_>) {
-        let analyzer = analyzer_for(&file.language);
-        for (i, r) in file.refs.iter().enumerate().filter(|(_, r)| r.kind == RefKind::Import) {
-            if let Some(target) = analyzer.resolve_import(ctx, &file.path, &file.reference(i, r)) {
-                out.add(&file.path, &target, file.names(i));
-            }
+        for (target, names) in pending_imports(file, ctx) {
+            out.add(&file.path, &target, names);
         }
     }
 
@@ -537,6 +528,17 @@ impl Linker<'_> {
             None => (None, None),
         }
     }
+}
+
+/// The imports of a pending file that resolve: (target path, names brought).
+fn pending_imports<'f>(
+    file: &'f PendingRefs,
+    ctx: &ResolveContext<'_>,
+) -> impl Iterator<Item = (String, &'f [String])> {
+    let analyzer = analyzer_for(&file.language);
+    file.refs.iter().enumerate().filter(|(_, r)| r.kind == RefKind::Import).filter_map(move |(i, r)| {
+        analyzer.resolve_import(ctx, &file.path, &file.reference(i, r)).map(|target| (target, file.names(i)))
+    })
 }
 
 fn add_import(scope: &mut FileScope, path: &str, names: &[String]) {

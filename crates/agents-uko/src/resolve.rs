@@ -262,10 +262,6 @@ impl ReExports {
     pub fn originals(&self) -> impl Iterator<Item = &str> {
         self.names.values().flat_map(|m| m.values().map(|(_, o)| o.as_str()))
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty() && self.everything.is_empty()
-    }
 }
 
 impl SymbolTable {
