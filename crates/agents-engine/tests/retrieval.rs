@@ -307,6 +307,25 @@ fn semantic_search_finds_code_by_a_word_it_does_not_contain() {
 }
 
 #[test]
+fn a_question_that_writes_a_function_as_code_gets_that_function() {
+    let fx = Fixture::new();
+    // Every other word of the question is about retrying; `strings.shout`
+    // names the helper in util/strings.py as the member of its module.
+    let v = fx.json(&["how does strings.shout differ from retrying calls with exponential backoff between attempts"]);
+    let shout = fragments(&v)
+        .iter()
+        .find(|f| f["uko_node"].as_str().unwrap().ends_with("/util/strings.py#shout"))
+        .unwrap_or_else(|| panic!("shout is not in the answer: {v:#}"));
+    assert_eq!(shout["metadata"]["name_match"], "1.000000", "{shout:#}");
+    assert_eq!(depth(shout), 9, "{shout:#}");
+    // Not its namesake: no other `shout` is written as `strings.shout`.
+    let v = fx.json(&["how does text.shout differ from retrying calls with exponential backoff between attempts"]);
+    for f in fragments(&v).iter().filter(|f| f["uko_node"].as_str().unwrap().ends_with("#shout")) {
+        assert_eq!(f["metadata"]["name_match"], "0.300000", "{f:#}");
+    }
+}
+
+#[test]
 fn temporal_archaeology_names_the_commit_that_matched() {
     let fx = Fixture::new();
     let v = fx.json(&["backoff between retries", "--strategy", "temporal-archaeology", "--temporal", "recent"]);
