@@ -326,6 +326,50 @@ fn a_question_that_writes_a_function_as_code_gets_that_function() {
 }
 
 #[test]
+fn tests_weigh_their_role_before_the_candidates_a_budget_allows_are_drawn() {
+    // The tests repeat the question's words more often than the code they
+    // test.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let (home, repo, model) = (root.join("home"), root.join("repo"), root.join("model"));
+    let files: [(&str, &str); 3] = [
+        (
+            "src/settings.py",
+            "def load_settings(text):\n    \"\"\"Read configuration text into settings.\"\"\"\n    return dict(parse_line(line) for line in text.splitlines())\n\n\ndef parse_line(line):\n    \"\"\"One line of configuration text as a setting.\"\"\"\n    return tuple(line.split('='))\n",
+        ),
+        (
+            "tests/test_settings.py",
+            "def test_load_settings_reads_configuration_text():\n    \"\"\"Configuration text becomes settings: read configuration text into settings.\"\"\"\n    assert load_settings('a=b') == {'a': 'b'}\n",
+        ),
+        (
+            "tests/test_more_settings.py",
+            "def test_settings_from_configuration_text():\n    \"\"\"Read configuration text into settings, configuration text again.\"\"\"\n    assert load_settings('') == {}\n",
+        ),
+    ];
+    for (path, content) in files {
+        std::fs::create_dir_all(repo.join(path).parent().unwrap()).unwrap();
+        std::fs::write(repo.join(path), content).unwrap();
+    }
+    let texts: Vec<&str> = files.iter().flat_map(|(path, content)| [*path, *content]).collect();
+    fixture_model::write(&model, &texts, &[]);
+    let mut config = ResolvedConfig::default();
+    let toml = format!("[context.backends]\nembedding-model = {:?}\n", model.display().to_string());
+    config.merge_file(&toml, home.join("config.toml")).unwrap();
+    let engine = Engine::open(Home::new(&home), config).unwrap();
+    let args = ["read configuration text into settings", "--strategy", "arce"];
+    let v = serde_json::to_value(engine.query(&options(&repo, &args)).unwrap().report()).unwrap();
+    // The tests match the words better, but weigh a test's prior (0.4):
+    // the code leads the strategy's own evidence, which the ranker reads.
+    let evidence = |suffix: &str| {
+        let f = fragments(&v).iter().find(|f| f["uko_node"].as_str().unwrap().ends_with(suffix));
+        let f = f.unwrap_or_else(|| panic!("no {suffix}: {v:#}"));
+        f["metadata"]["evidence"].as_str().unwrap().parse::<f64>().unwrap()
+    };
+    assert_eq!(evidence("/src/settings.py#load_settings"), 1.0, "{v:#}");
+    assert!(evidence("/tests/test_settings.py#test_load_settings_reads_configuration_text") < 0.6, "{v:#}");
+}
+
+#[test]
 fn temporal_archaeology_names_the_commit_that_matched() {
     let fx = Fixture::new();
     let v = fx.json(&["backoff between retries", "--strategy", "temporal-archaeology", "--temporal", "recent"]);

@@ -19,6 +19,6 @@ pub use packer::{
 };
 pub use piece::{
     DEPTH_STEPS, DepthRenderer, InlineRenderer, MIN_FRAGMENT_TOKENS, Piece, PieceRole, cost, file_uri, heading,
-    is_inside, line_span, names_member_of, own_name, source_inside, without_ordinal,
+    is_inside, line_span, names_member_of, own_name, source_inside, uri_path, without_ordinal,
 };
 pub use summary::{extractive_summary, summary_lines};

@@ -422,6 +422,12 @@ pub fn file_uri(uri: &str) -> &str {
     uri.split_once('#').map_or(uri, |(file, _)| file)
 }
 
+/// The path in its resource of the file `uri` lies in (`src/a.py` for
+/// `uko://R/src/a.py#A.b`); empty for what is not a node URI.
+pub fn uri_path(uri: &str) -> &str {
+    file_uri(uri).splitn(4, '/').nth(3).unwrap_or("")
+}
+
 /// Whether `uri` names a node inside the node `ancestor` (`file#A` is inside
 /// `file`, `file#A.b` inside `file#A`).
 pub fn is_inside(uri: &str, ancestor: &str) -> bool {
@@ -437,6 +443,9 @@ mod tests {
     fn containment_by_uri() {
         assert_eq!(file_uri("uko://r/a.py#A.b"), "uko://r/a.py");
         assert_eq!(file_uri("uko://r/a.py"), "uko://r/a.py");
+        assert_eq!(uri_path("uko://r/src/a.py#A.b"), "src/a.py");
+        assert_eq!(uri_path("uko://r/src/a.py"), "src/a.py");
+        assert_eq!(uri_path("src/a.py"), "");
         assert!(is_inside("uko://r/a.py#A", "uko://r/a.py"));
         assert!(is_inside("uko://r/a.py#A.b", "uko://r/a.py#A"));
         assert!(!is_inside("uko://r/a.py#AB", "uko://r/a.py#A"));
