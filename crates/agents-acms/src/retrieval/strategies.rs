@@ -337,8 +337,11 @@ impl ContextStrategy for BreadthDepthNavigator {
 }
 
 /// `arce`: text 40% + vector 40% + graph 20% (personalised PageRank seeded from the
-/// fused hits), merged per node; then up to `max_rounds` refinement rounds that add the
-/// best hits' identifiers to the query and fold the new hits in at a quarter weight.
+/// fused hits), merged per node, the definitions the query writes as code held at
+/// half the best ([`Arce::add_named`]); then up to `max_rounds` refinement rounds that
+/// add the best hits' identifiers to the query and fold the new hits in at a quarter
+/// weight; each node's score then weighs its file's role prior before the scores are
+/// scaled to the best.
 /// Beside the nodes, it ranks whole source files ([`is_whole_source_file`]) by BM25
 /// over their body alone and returns them as [`Candidate::whole_file`] evidence:
 /// a second file ranking that [`super::rank_paths`] fuses with the nodes' by
