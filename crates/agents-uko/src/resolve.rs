@@ -599,23 +599,21 @@ impl SymbolTable {
             if let Some(found) = find(path, &parts) {
                 return Some(found);
             }
-            if module_name(path) == original && !rest.is_empty() {
-                // `from . import dataclasses` in the entry: the name is that
-                // module itself, and what follows lies in it (or, for a
-                // subpackage, is read through it).
-                if let Some(found) = find(path, rest) {
-                    return Some(found);
-                }
-                if !ReExports::is_entry(path) {
-                    return None;
-                }
-                (at, name, rest) = (path.clone(), rest[0].to_string(), &rest[1..]);
-                continue;
+            // `from . import dataclasses` in the entry: the name is that
+            // module itself, and what follows lies in it (or, for a
+            // subpackage, is read through it).
+            let whole_module = module_name(path) == original && !rest.is_empty();
+            if whole_module && let Some(found) = find(path, rest) {
+                return Some(found);
             }
             if !ReExports::is_entry(path) {
                 return None;
             }
-            (at, name) = (path.clone(), original.clone());
+            if whole_module {
+                (at, name, rest) = (path.clone(), rest[0].to_string(), &rest[1..]);
+            } else {
+                (at, name) = (path.clone(), original.clone());
+            }
         }
         None
     }

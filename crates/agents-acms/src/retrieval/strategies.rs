@@ -394,11 +394,10 @@ impl Arce {
     fn add_named(
         &self,
         fused: &mut HashMap<String, (String, f32)>,
-        query: &RetrievalQuery<'_>,
+        text: &str,
         backends: &Backends<'_>,
     ) -> Result<(), StrategyError> {
-        let text = query.text();
-        let names = super::QueryNames::new(&text);
+        let names = super::QueryNames::new(text);
         let best = fused.values().map(|v| v.1).fold(0.0_f32, f32::max);
         for name in names.code_names() {
             let found = backends.store.uko_find(backends.index_id, &name)?;
@@ -505,7 +504,7 @@ impl ContextStrategy for Arce {
             || self.round(&text, query, backends),
         );
         let (whole_files, mut fused) = (whole_files?, first?);
-        self.add_named(&mut fused, query, backends)?;
+        self.add_named(&mut fused, &text, backends)?;
         let first_round = started.elapsed();
         // Graph: personalised PageRank from the first round's best hits (refined
         // hits weigh a quarter, so they seldom change the seeds), its walk on one
