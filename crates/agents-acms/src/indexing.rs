@@ -1309,6 +1309,35 @@ mod graph_tests {
     }
 
     #[test]
+    fn a_name_the_package_no_longer_brings_in_unbinds_as_a_fresh_index_leaves_it() {
+        let r = repo();
+        r.put("pkg/__init__.py", "from .utils import echo, extra\n");
+        r.put("pkg/utils.py", "def echo(m):\n    return m\n\ndef extra():\n    pass\n");
+        r.put("pkg/other.py", "def echo(m):\n    return m\n");
+        r.put("app.py", "import pkg\n\ndef main():\n    pkg.echo(1)\n    pkg.extra()\n");
+        let idx = r.update();
+        let index_id = idx.metadata.index_id.clone();
+        let bound = |r: &Repo, target: &str| {
+            r.store
+                .uko_refs_within(&index_id, &r.uri("app.py#main"))
+                .unwrap()
+                .into_iter()
+                .find(|x| x.kind == "calls" && x.target == target)
+                .unwrap()
+                .resolved_uri
+        };
+        assert_eq!(bound(&r, "pkg.extra").as_deref(), Some(r.uri("pkg/utils.py#extra").as_str()));
+        // Only the entry changes: it drops `extra` and takes `echo` from
+        // elsewhere. Both targets still exist, yet the unchanged caller's
+        // calls bind as a fresh index binds them.
+        r.put("pkg/__init__.py", "from .other import echo\n");
+        let idx = r.update();
+        assert_eq!(report(&idx).graph.files_analyzed, 1);
+        assert_eq!(bound(&r, "pkg.extra"), None, "the package does not bring it in any more");
+        assert_eq!(bound(&r, "pkg.echo").as_deref(), Some(r.uri("pkg/other.py#echo").as_str()));
+    }
+
+    #[test]
     fn an_unparseable_file_is_still_indexed_with_a_warning() {
         let r = repo();
         r.put("src/broken.rs", "pub fn ok() {}\n\nfn broken( {\n    let x = ;\n}\n");

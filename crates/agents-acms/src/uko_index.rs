@@ -9,7 +9,7 @@
 //! file defines, are resolved again, so edges stay right without
 //! re-reading the resource.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use agents_store::{IndexWrite, Rebinding, StoreError, UkoNode, UkoRef};
 use agents_uko::lang::analyzer_for;
@@ -245,7 +245,23 @@ impl Linker<'_> {
             introduced.sort();
             introduced.dedup();
         }
-        let affected = if rebind_others { writer.refs_affected_by(changed_paths, &introduced)? } else { Vec::new() };
+        let mut affected =
+            if rebind_others { writer.refs_affected_by(changed_paths, &introduced)? } else { Vec::new() };
+        // A changed (or removed) package entry may no longer bring in a name
+        // an unchanged file read through it, or bring it in from elsewhere:
+        // the targets still exist, so only resolving the importers' references
+        // again binds them as a fresh index would.
+        let entries: Vec<String> = changed_paths.iter().filter(|p| ReExports::is_entry(p)).cloned().collect();
+        if rebind_others && !entries.is_empty() {
+            let changed: HashSet<&str> = changed_paths.iter().map(String::as_str).collect();
+            let mut by_id: BTreeMap<i64, UkoRef> = affected.into_iter().collect();
+            for (id, r) in writer.refs_importing(&entries)? {
+                if !changed.contains(r.path.as_str()) {
+                    by_id.entry(id).or_insert(r);
+                }
+            }
+            affected = by_id.into_iter().collect();
+        }
         self.add_stored_entries(writer, &mut reexports, &pending, &affected, &ctx)?;
         let reexports = std::sync::Arc::new(reexports);
         // The defined names of renamed imports (`b as c`) in the files of

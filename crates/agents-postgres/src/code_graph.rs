@@ -428,6 +428,27 @@ pub(crate) fn refs_affected_by(
     Ok(out.into_iter().filter(|(_, r)| !excluded.contains(r.path.as_str())).collect())
 }
 
+/// The resolved references, imports aside, of the files outside `paths`
+/// that import one of `paths` (an import reference resolved to the file), by ref id.
+pub(crate) fn refs_importing(c: &mut Conn, index_id: &str, paths: &[String]) -> Result<Vec<(i64, UkoRef)>, StoreError> {
+    let Some(rid) = c
+        .query_opt("SELECT resource_id FROM repo_indexes WHERE index_id = $1", &[&index_id])?
+        .map(|r| r.get::<_, String>(0))
+    else {
+        return Ok(Vec::new());
+    };
+    let files: Vec<String> = paths.iter().map(|p| format!("uko://{rid}/{p}")).collect();
+    let found = query_refs(
+        c,
+        "index_id = $1 AND kind <> 'import' AND resolved_path IS NOT NULL AND path IN (SELECT i.path \
+         FROM uko_refs i WHERE i.index_id = $1 AND i.resolved_uri = ANY($2) AND i.kind = 'import')",
+        &[&index_id, &files],
+    )?;
+    let excluded: HashSet<&str> = paths.iter().map(String::as_str).collect();
+    let by_id: BTreeMap<i64, UkoRef> = found.into_iter().filter(|(_, r)| !excluded.contains(r.path.as_str())).collect();
+    Ok(by_id.into_iter().collect())
+}
+
 fn node_by_uri(c: &mut Conn, index_id: &str, uri: &str) -> Result<Option<UkoNodeRecord>, StoreError> {
     let sql = format!("SELECT {NODE_COLUMNS} FROM uko_nodes WHERE index_id = $1 AND uri = $2 AND is_current");
     Ok(c.query_opt(&sql, &[&index_id, &uri])?.map(|r| node_from_row(&r)))
@@ -573,6 +594,10 @@ impl CodeGraphStore for PostgresStore {
         names: &[String],
     ) -> Result<Vec<(i64, UkoRef)>, StoreError> {
         self.snapshot(|c| refs_affected_by(c, index_id, paths, names))
+    }
+
+    fn uko_refs_importing(&self, index_id: &str, paths: &[String]) -> Result<Vec<(i64, UkoRef)>, StoreError> {
+        self.snapshot(|c| refs_importing(c, index_id, paths))
     }
 
     fn uko_all_nodes(&self, index_id: &str) -> Result<Vec<UkoNodeRecord>, StoreError> {

@@ -433,6 +433,11 @@ impl IndexWrite for PgIndexWrite<'_> {
         uko::refs_affected_by(self.loaded()?, &index_id, paths, names)
     }
 
+    fn refs_importing(&mut self, paths: &[String]) -> Result<Vec<(i64, UkoRef)>, StoreError> {
+        let index_id = self.index_id.clone();
+        uko::refs_importing(self.loaded()?, &index_id, paths)
+    }
+
     fn finish(mut self: Box<Self>, commit: &IndexCommit) -> Result<IndexMetadata, StoreError> {
         validate_commit(commit)?;
         let (index_id, now) = (self.index_id.clone(), self.now.clone());

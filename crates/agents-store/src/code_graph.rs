@@ -189,6 +189,12 @@ pub trait CodeGraphStore: Send + Sync {
         paths: &[String],
         names: &[String],
     ) -> Result<Vec<(i64, UkoRef)>, StoreError>;
+    /// The resolved references, imports aside, of the files outside
+    /// `paths` that import one of `paths` (an import reference resolved to
+    /// the file), by id: what a changed package entry file (`__init__.py`,
+    /// `index.ts`, `mod.rs`) may have bound by the names it re-exported,
+    /// though their targets still exist.
+    fn uko_refs_importing(&self, index_id: &str, paths: &[String]) -> Result<Vec<(i64, UkoRef)>, StoreError>;
     /// Every current node, sorted by uri.
     fn uko_all_nodes(&self, index_id: &str) -> Result<Vec<UkoNodeRecord>, StoreError>;
     /// Every reference, sorted by path, line and target.

@@ -38,6 +38,8 @@ pub trait IndexWrite {
     fn file_refs(&mut self, path: &str) -> Result<Vec<(i64, UkoRef)>, StoreError>;
     /// See [`crate::CodeGraphStore::uko_refs_affected_by`], as the transaction sees it.
     fn refs_affected_by(&mut self, paths: &[String], names: &[String]) -> Result<Vec<(i64, UkoRef)>, StoreError>;
+    /// See [`crate::CodeGraphStore::uko_refs_importing`], as the transaction sees it.
+    fn refs_importing(&mut self, paths: &[String]) -> Result<Vec<(i64, UkoRef)>, StoreError>;
     /// Applies the rest of the commit, marks the index `ready` and commits.
     fn finish(self: Box<Self>, commit: &IndexCommit) -> Result<IndexMetadata, StoreError>;
 }

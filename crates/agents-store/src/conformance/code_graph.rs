@@ -271,6 +271,22 @@ pub fn refs_affected_by_a_change_are_found_and_rebound<S: Store>(make: &dyn Fn()
     assert!(store.uko_refs_affected_by(&index, &b_py, &[]).unwrap().is_empty());
 }
 
+/// `uko_refs_importing` finds the resolved references, imports aside, of the
+/// files that import one of `paths`, by id, leaving out those in `paths`.
+pub fn refs_importing_a_file_are_found<S: Store>(make: &dyn Fn() -> S) {
+    let (store, index, _) = graph(make);
+    let importing = |paths: &[&str]| -> Vec<(i64, String)> {
+        let paths: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+        store.uko_refs_importing(&index, &paths).unwrap().into_iter().map(|(id, r)| (id, r.target)).collect()
+    };
+    let from_a = importing(&["b.py"]);
+    let targets: Vec<&str> = from_a.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(targets, ["b.helper", "self.other"], "a.py imports b.py: its resolved calls, not its import or mention");
+    assert!(from_a.windows(2).all(|w| w[0].0 < w[1].0), "by id: {from_a:?}");
+    assert!(importing(&["a.py"]).is_empty(), "b.py's only import is unresolved");
+    assert!(importing(&["a.py", "b.py"]).is_empty(), "the importer is among the paths");
+}
+
 /// Counts of current nodes and of references (with how many resolved) by
 /// language and kind, sorted; the language of a reference is its file's.
 pub fn stats_count_by_language_and_kind<S: Store>(make: &dyn Fn() -> S) {
@@ -307,5 +323,6 @@ pub fn unknown_ids_read_as_nothing<S: Store>(make: &dyn Fn() -> S) {
     assert!(store.uko_all_nodes(nope).unwrap().is_empty());
     assert!(store.uko_all_refs(nope).unwrap().is_empty());
     assert!(store.uko_refs_affected_by(nope, &["a.py".to_owned()], &["Missing".to_owned()]).unwrap().is_empty());
+    assert!(store.uko_refs_importing(nope, &["b.py".to_owned()]).unwrap().is_empty());
     assert_eq!(store.uko_stats(nope).unwrap(), UkoStatsRows::default());
 }

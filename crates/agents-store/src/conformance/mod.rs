@@ -66,6 +66,7 @@ macro_rules! store_conformance {
                 neighbors_and_dependencies_equal_their_definitions,
                 a_changed_node_gets_a_new_revision,
                 refs_affected_by_a_change_are_found_and_rebound,
+                refs_importing_a_file_are_found,
                 stats_count_by_language_and_kind,
                 unknown_ids_read_as_nothing,
             }

@@ -73,6 +73,10 @@ impl CodeGraphStore for SqliteStore {
         self.read(|c| uko_sql::refs_affected_by(c, index_id, paths, names))
     }
 
+    fn uko_refs_importing(&self, index_id: &str, paths: &[String]) -> Result<Vec<(i64, UkoRef)>, StoreError> {
+        self.read(|c| uko_sql::refs_importing(c, index_id, paths))
+    }
+
     fn uko_all_nodes(&self, index_id: &str) -> Result<Vec<UkoNodeRecord>, StoreError> {
         self.read(|c| uko_sql::all_nodes(c, index_id))
     }

@@ -389,6 +389,10 @@ impl IndexWrite for SqliteIndexWrite<'_> {
         uko_sql::refs_affected_by(self.conn(), &self.index_id, paths, names).map_err(self.sql())
     }
 
+    fn refs_importing(&mut self, paths: &[String]) -> Result<Vec<(i64, UkoRef)>, StoreError> {
+        uko_sql::refs_importing(self.conn(), &self.index_id, paths).map_err(self.sql())
+    }
+
     fn finish(mut self: Box<Self>, commit: &IndexCommit) -> Result<IndexMetadata, StoreError> {
         validate_commit(commit)?;
         let result = {

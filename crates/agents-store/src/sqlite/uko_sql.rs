@@ -543,6 +543,26 @@ pub fn refs_affected_by(
     Ok(out.into_iter().filter(|(_, r)| !excluded.contains(r.path.as_str())).collect())
 }
 
+/// The resolved references, imports aside, of the files outside `paths`
+/// that import one of `paths` (an import reference resolved to it), by ref id.
+pub fn refs_importing(conn: &Connection, index_id: &str, paths: &[String]) -> rusqlite::Result<Vec<(i64, UkoRef)>> {
+    let Some(g) = Graph::find(conn, index_id)? else { return Ok(Vec::new()) };
+    let Some(import) = g.string_id(conn, "import")? else { return Ok(Vec::new()) };
+    let mut out = BTreeMap::new();
+    for p in paths {
+        let Some(path_id) = g.path_id(conn, p)? else { continue };
+        out.extend(refs(conn, &g, IMPORTERS_WHERE, &[&path_id, &import])?);
+    }
+    let excluded: HashSet<&str> = paths.iter().map(String::as_str).collect();
+    Ok(out.into_iter().filter(|(_, r)| !excluded.contains(r.path.as_str())).collect())
+}
+
+/// [`refs_importing`]'s references of the files whose import (kind `?2`)
+/// resolved to the path `?1`.
+const IMPORTERS_WHERE: &str = "r.path_id IN (SELECT i.path_id FROM uko_refs i \
+     WHERE i.to_path_id = ?1 AND i.to_symbol_id IS NOT NULL AND i.kind_id = ?2) \
+     AND r.kind_id != ?2 AND r.to_path_id IS NOT NULL";
+
 /// Calls `f(path, symbol_path, name, kind)` for every current node sorted
 /// by path, or for those named one of `names`.
 pub fn for_each_symbol(
@@ -1030,6 +1050,7 @@ mod tests {
             "r.target_name_id = ?1 AND r.to_symbol_id IS NULL",
             "r.to_path_id = ?1 AND r.to_symbol_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM uko_nodes n \
              WHERE n.path_id = r.to_path_id AND n.symbol_id = r.to_symbol_id AND n.is_current = 1)",
+            super::IMPORTERS_WHERE,
             "p.graph_id = ?1",
         ]
         .map(|w| format!("{REF_SELECT} WHERE {w} {REF_ORDER}"));

@@ -1126,6 +1126,14 @@ except ImportError:
     }
 
     #[test]
+    fn a_signature_ends_at_its_colon_not_at_a_comment_above_the_body() {
+        let text = "class A:\n    def __init__(\n        self, name: str,\n    ) -> None:\n        #: the name it has.\n        self.name = name\n";
+        let analysis = analyze(text);
+        let init = analysis.nodes.iter().find(|n| n.name == "__init__").unwrap();
+        assert_eq!(init.signature.as_deref(), Some("def __init__( self, name: str, ) -> None"));
+    }
+
+    #[test]
     fn deep_nesting_does_not_overflow() {
         let text = format!("x = {}1{}\n", "(".repeat(20_000), ")".repeat(20_000));
         let analysis = analyze(&text);
