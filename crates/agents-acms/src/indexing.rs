@@ -1271,6 +1271,17 @@ mod graph_tests {
         assert_eq!(call(&r).resolved_uri.as_deref(), Some(r.uri("src/util.rs#helper").as_str()));
     }
 
+    /// What the call to `target` in `app.py`'s `main` resolved to.
+    fn bound_in_main(r: &Repo, index_id: &str, target: &str) -> Option<String> {
+        r.store
+            .uko_refs_within(index_id, &r.uri("app.py#main"))
+            .unwrap()
+            .into_iter()
+            .find(|x| x.kind == "calls" && x.target == target)
+            .unwrap()
+            .resolved_uri
+    }
+
     #[test]
     fn a_name_read_through_a_package_binds_where_the_package_imports_it_from() {
         let r = repo();
@@ -1281,16 +1292,7 @@ mod graph_tests {
             "import pkg\nfrom pkg import style\n\ndef main():\n    pkg.echo(style('hi'))\n    pkg.extra()\n",
         );
         let idx = r.update();
-        let index_id = idx.metadata.index_id.clone();
-        let bound = |r: &Repo, target: &str| {
-            r.store
-                .uko_refs_within(&index_id, &r.uri("app.py#main"))
-                .unwrap()
-                .into_iter()
-                .find(|x| x.kind == "calls" && x.target == target)
-                .unwrap()
-                .resolved_uri
-        };
+        let bound = |r: &Repo, target: &str| bound_in_main(r, &idx.metadata.index_id, target);
         assert_eq!(bound(&r, "pkg.echo").as_deref(), Some(r.uri("pkg/utils.py#echo").as_str()));
         // `style` is not imported by the package; the unique namesake rule finds it.
         assert_eq!(bound(&r, "style").as_deref(), Some(r.uri("pkg/utils.py#style").as_str()));
@@ -1316,16 +1318,7 @@ mod graph_tests {
         r.put("pkg/other.py", "def echo(m):\n    return m\n");
         r.put("app.py", "import pkg\n\ndef main():\n    pkg.echo(1)\n    pkg.extra()\n");
         let idx = r.update();
-        let index_id = idx.metadata.index_id.clone();
-        let bound = |r: &Repo, target: &str| {
-            r.store
-                .uko_refs_within(&index_id, &r.uri("app.py#main"))
-                .unwrap()
-                .into_iter()
-                .find(|x| x.kind == "calls" && x.target == target)
-                .unwrap()
-                .resolved_uri
-        };
+        let bound = |r: &Repo, target: &str| bound_in_main(r, &idx.metadata.index_id, target);
         assert_eq!(bound(&r, "pkg.extra").as_deref(), Some(r.uri("pkg/utils.py#extra").as_str()));
         // Only the entry changes: it drops `extra` and takes `echo` from
         // elsewhere. Both targets still exist, yet the unchanged caller's
