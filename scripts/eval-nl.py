@@ -43,6 +43,9 @@ overall, per category and per repository:
     is then credited. DCG = sum gain_i / log2(i + 1); IDCG is the same sum over the spans'
     grades sorted descending (first 10). NDCG = DCG / IDCG.
   * chunk R@10: share of the case's spans overlapped by at least one of the 10 results.
+  * binary NDCG@10: the published peer benchmarks' scoring, for comparison with their figures:
+    each span marks the first of the 10 results that overlaps it, a marked result gains 1 (however
+    many spans mark it, whatever their grades), and IDCG is min(10, spans) gains of 1.
   * shown NDCG@10 / shown R@10: the same, except that a result overlaps a span only when it also
     shows at least half of the span's non-blank lines that lie inside its range (at least one;
     each line tested as for coverage below: its stripped text inside the fragment's `content`),
@@ -329,6 +332,18 @@ def chunk_metrics(results, spans, shows=None, prefix="chunk_"):
             prefix + "r10": len(hit_any) / len(spans) if spans else 0.0}, gains
 
 
+def binary_ndcg(results, spans):
+    """Binary NDCG@10: each span credits the first result overlapping it; a credited result gains 1."""
+    gains = [0] * min(K, len(results))
+    for s in spans:
+        for i, (path, rng, _frag) in enumerate(results[:K]):
+            if path == s["path"] and rng is not None and rng[0] <= s["lines"][1] and s["lines"][0] <= rng[1]:
+                gains[i] = 1
+                break
+    idcg = dcg([1] * min(K, len(spans)))
+    return {"binary_ndcg": dcg(gains) / idcg if idcg else 0.0}
+
+
 def span_lines(tree, spans):
     """Per span, its non-blank lines as [(line, stripped text)]."""
     out = []
@@ -364,7 +379,7 @@ def file_metrics(files, spans):
     return res
 
 
-METRICS = ("chunk_ndcg", "chunk_r10", "shown_ndcg", "shown_r10", "file_ndcg", "file_r1", "file_r5", "file_r10", "mrr")
+METRICS = ("chunk_ndcg", "chunk_r10", "binary_ndcg", "shown_ndcg", "shown_r10", "file_ndcg", "file_r1", "file_r5", "file_r10", "mrr")
 ZERO = dict.fromkeys(METRICS, 0.0)
 
 
@@ -471,7 +486,8 @@ class Runner:
                 cm, gains = chunk_metrics(results10, spans)
                 # A whole file shows every line: the "shown" variant equals the plain one.
                 sm, _ = chunk_metrics(results10, spans, prefix="shown_")
-                entry = {"metrics": {**cm, **sm, **file_metrics(ranked, spans)}, "error": None, "seconds": secs,
+                entry = {"metrics": {**cm, **binary_ndcg(results10, spans), **sm, **file_metrics(ranked, spans)},
+                         "error": None, "seconds": secs,
                          "top": [{"path": p, "lines": list(r), "gain": g} for (p, r, _), g in zip(results10, gains)],
                          "files": ranked[:20], "coverage": {}}
                 for b in budgets:
@@ -497,7 +513,7 @@ class Runner:
                     results10 = [(f["path"], f["range"], f) for f in frags[:K]]
                     cm, gains = chunk_metrics(results10, spans)
                     sm, sgains = chunk_metrics(results10, spans, shows=shows_half(per_span), prefix="shown_")
-                    entry["metrics"] = {**cm, **sm, **file_metrics(main["files"], spans)}
+                    entry["metrics"] = {**cm, **binary_ndcg(results10, spans), **sm, **file_metrics(main["files"], spans)}
                     entry["top"] = [{"path": f["path"] or f["raw_path"], "lines": list(f["range"]) if f["range"] else None,
                                      "score": f["score"], "depth": f["depth"], "tokens": f["tokens"],
                                      "whole_file": f["whole_file"], "strategy": f["strategy"], "gain": g,
@@ -596,9 +612,9 @@ def fmt(v, d=3):
 
 def metric_table(title, groups, report, note=""):
     lines = [f"## {title}", ""] + ([note, ""] if note else []) + [
-        "| group | system | queries | failed | chunk NDCG@10 | chunk R@10 | shown NDCG@10 | shown R@10 | "
-        "file NDCG@10 | file R@1 | file R@5 | file R@10 | MRR |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        "| group | system | queries | failed | chunk NDCG@10 | chunk R@10 | binary NDCG@10 | shown NDCG@10 | "
+        "shown R@10 | file NDCG@10 | file R@1 | file R@5 | file R@10 | MRR |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for g in groups:
         for s in report["systems"]:
             a = report["aggregates"][g].get(s)
