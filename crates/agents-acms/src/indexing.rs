@@ -1310,24 +1310,57 @@ mod graph_tests {
         assert_eq!(bound(&r, "pkg.other"), None);
     }
 
+    /// Every reference of the index as (file, line, kind, target, what it
+    /// resolved to without the resource's id), sorted.
+    fn bindings(r: &Repo, index_id: &str) -> Vec<(String, i64, String, String, Option<String>)> {
+        let local = |uri: String| uri.split_once(&format!("uko://{}/", r.resource_id)).map(|(_, rest)| rest.to_owned());
+        let mut out: Vec<_> = r
+            .store
+            .uko_all_refs(index_id)
+            .unwrap()
+            .into_iter()
+            .map(|x| (x.path, x.line, x.kind, x.target, x.resolved_uri.and_then(local)))
+            .collect();
+        out.sort();
+        out
+    }
+
     #[test]
-    fn a_name_the_package_no_longer_brings_in_unbinds_as_a_fresh_index_leaves_it() {
+    fn a_refreshed_package_entry_binds_its_importers_as_a_fresh_index_does() {
+        let files = |init: &str| {
+            [
+                ("pkg/__init__.py", init.to_owned()),
+                ("pkg/utils.py", "def echo(m):\n    return m\n\ndef extra():\n    pass\n".to_owned()),
+                ("pkg/other.py", "def echo(m):\n    return m\n".to_owned()),
+                ("app.py", "import pkg\n\ndef main():\n    pkg.echo(1)\n    pkg.extra()\n".to_owned()),
+                ("cli.py", "from pkg import echo\n\ndef run():\n    echo(2)\n".to_owned()),
+            ]
+        };
         let r = repo();
-        r.put("pkg/__init__.py", "from .utils import echo, extra\n");
-        r.put("pkg/utils.py", "def echo(m):\n    return m\n\ndef extra():\n    pass\n");
-        r.put("pkg/other.py", "def echo(m):\n    return m\n");
-        r.put("app.py", "import pkg\n\ndef main():\n    pkg.echo(1)\n    pkg.extra()\n");
+        for (path, text) in files("from .utils import echo, extra\n") {
+            r.put(path, &text);
+        }
         let idx = r.update();
-        let bound = |r: &Repo, target: &str| bound_in_main(r, &idx.metadata.index_id, target);
-        assert_eq!(bound(&r, "pkg.extra").as_deref(), Some(r.uri("pkg/utils.py#extra").as_str()));
+        assert_eq!(
+            bound_in_main(&r, &idx.metadata.index_id, "pkg.extra").as_deref(),
+            Some(r.uri("pkg/utils.py#extra").as_str())
+        );
         // Only the entry changes: it drops `extra` and takes `echo` from
-        // elsewhere. Both targets still exist, yet the unchanged caller's
-        // calls bind as a fresh index binds them.
-        r.put("pkg/__init__.py", "from .other import echo\n");
+        // elsewhere. The old targets still exist, yet the unchanged files'
+        // calls bind as a fresh index of the same tree binds them.
+        let after = "from .other import echo\n";
+        r.put("pkg/__init__.py", after);
         let idx = r.update();
         assert_eq!(report(&idx).graph.files_analyzed, 1);
-        assert_eq!(bound(&r, "pkg.extra"), None, "the package does not bring it in any more");
-        assert_eq!(bound(&r, "pkg.echo").as_deref(), Some(r.uri("pkg/other.py#echo").as_str()));
+        let index_id = idx.metadata.index_id.clone();
+        assert_eq!(bound_in_main(&r, &index_id, "pkg.extra"), None, "the package does not bring it in any more");
+        assert_eq!(bound_in_main(&r, &index_id, "pkg.echo").as_deref(), Some(r.uri("pkg/other.py#echo").as_str()));
+        let fresh = repo();
+        for (path, text) in files(after) {
+            fresh.put(path, &text);
+        }
+        let fresh_idx = fresh.update();
+        assert_eq!(bindings(&r, &index_id), bindings(&fresh, &fresh_idx.metadata.index_id));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use agents_store::{IndexWrite, Rebinding, StoreError, UkoNode, UkoRef};
 use agents_uko::lang::analyzer_for;
 use agents_uko::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use agents_uko::resolve::{
-    FileScope, ReExports, ResolveContext, SymbolEntry, SymbolTable, imported_name, reference_name,
+    FileScope, ReExports, ResolveContext, SymbolEntry, SymbolTable, imported_name, reference_head, reference_name,
 };
 use rayon::prelude::*;
 
@@ -108,6 +108,16 @@ impl PendingRefs {
 
     fn symbol_path(&self, node: u32) -> &str {
         self.str(self.symbol_paths[node as usize])
+    }
+
+    /// The file's imports as (target, names), sorted.
+    fn imports(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = (self.refs.iter().enumerate())
+            .filter(|(_, r)| r.kind == RefKind::Import)
+            .map(|(i, r)| (self.str(r.target).to_string(), self.names(i).to_vec()))
+            .collect();
+        out.sort();
+        out
     }
 
     fn names(&self, reference: usize) -> &[String] {
@@ -249,14 +259,38 @@ impl Linker<'_> {
             if rebind_others { writer.refs_affected_by(changed_paths, &introduced)? } else { Vec::new() };
         // A changed (or removed) package entry may no longer bring in a name
         // an unchanged file read through it, or bring it in from elsewhere:
-        // the targets still exist, so only resolving the importers' references
-        // again binds them as a fresh index would.
-        let entries: Vec<String> = changed_paths.iter().filter(|p| ReExports::is_entry(p)).cloned().collect();
-        if rebind_others && !entries.is_empty() {
+        // the targets still exist, so only resolving those references again
+        // binds them as a fresh index would. Only the references read through
+        // a name the importing file binds to the entry (`pkg` of `pkg.echo`,
+        // `echo` after `from pkg import echo`) can change.
+        // An entry whose imports are what the store holds brings in the same
+        // names (what it defines is the gone and introduced names' business).
+        let mut scopes: HashMap<String, FileScope> = HashMap::new();
+        let mut entries: Vec<String> = Vec::new();
+        for path in changed_paths.iter().filter(|p| rebind_others && ReExports::is_entry(p)) {
+            let now = pending.iter().find(|f| &f.path == path).map(PendingRefs::imports);
+            let mut before: Vec<(String, Vec<String>)> = (writer.file_refs(path)?.into_iter())
+                .filter(|(_, r)| r.kind == RefKind::Import.as_str())
+                .map(|(_, r)| (r.target, r.names))
+                .collect();
+            before.sort();
+            if now.as_ref() != Some(&before) {
+                entries.push(path.clone());
+            }
+        }
+        if !entries.is_empty() {
             let changed: HashSet<&str> = changed_paths.iter().map(String::as_str).collect();
             let mut by_id: BTreeMap<i64, UkoRef> = affected.into_iter().collect();
             for (id, r) in writer.refs_importing(&entries)? {
-                if !changed.contains(r.path.as_str()) {
+                if changed.contains(r.path.as_str()) {
+                    continue;
+                }
+                if !scopes.contains_key(&r.path) {
+                    let scope = self.stored_scope(writer, &r.path, &ctx)?;
+                    scopes.insert(r.path.clone(), scope);
+                }
+                let through = scopes[&r.path].aliases.get(reference_head(&r.target));
+                if through.is_some_and(|p| entries.contains(p)) {
                     by_id.entry(id).or_insert(r);
                 }
             }
@@ -313,7 +347,10 @@ impl Linker<'_> {
         }
         let mut re_resolved = Vec::new();
         if rebind_others {
-            let mut scopes: HashMap<String, FileScope> = HashMap::new();
+            // The importers' scopes read above, with this run's re-exports.
+            for scope in scopes.values_mut() {
+                scope.reexports = std::sync::Arc::clone(&reexports);
+            }
             for (ref_id, r) in affected {
                 if !scopes.contains_key(&r.path) {
                     let mut scope = self.stored_scope(writer, &r.path, &ctx)?;

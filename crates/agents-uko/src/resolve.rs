@@ -700,6 +700,12 @@ fn segments(target: &str) -> impl DoubleEndedIterator<Item = &str> {
     target.split(['.', ':', '>', '-']).filter(|s| !s.is_empty() && *s != "<")
 }
 
+/// The name a reference is read through: its first segment (`pkg` of
+/// `pkg.echo`, `Type` of `Type::new`).
+pub fn reference_head(target: &str) -> &str {
+    segments(target).next().unwrap_or("")
+}
+
 /// The simple name a by-name reference binds to: its last segment, without
 /// a macro's `!` (`os.path.join` -> `join`, `Type::new` -> `new`).
 pub fn reference_name(target: &str) -> &str {
