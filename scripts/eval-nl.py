@@ -312,6 +312,11 @@ def dcg(gains):
     return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
 
 
+def overlaps(path, rng, span):
+    """Whether a result at path with line range rng intersects span."""
+    return path == span["path"] and rng is not None and rng[0] <= span["lines"][1] and span["lines"][0] <= rng[1]
+
+
 def chunk_metrics(results, spans, shows=None, prefix="chunk_"):
     """results: [(path, (start, end), fragment)] in rank order; spans: [{"path", "lines", "grade"}].
 
@@ -319,11 +324,7 @@ def chunk_metrics(results, spans, shows=None, prefix="chunk_"):
     """
     credited, hit_any, gains = set(), set(), []
     for path, rng, frag in results[:K]:
-        hits = []
-        if path is not None and rng is not None:
-            hits = [j for j, s in enumerate(spans)
-                    if s["path"] == path and rng[0] <= s["lines"][1] and s["lines"][0] <= rng[1]
-                    and (shows is None or shows(frag, j))]
+        hits = [j for j, s in enumerate(spans) if overlaps(path, rng, s) and (shows is None or shows(frag, j))]
         gains.append(max((spans[j]["grade"] for j in hits if j not in credited), default=0))
         credited.update(hits)
         hit_any.update(hits)
@@ -337,7 +338,7 @@ def binary_ndcg(results, spans):
     gains = [0] * min(K, len(results))
     for s in spans:
         for i, (path, rng, _frag) in enumerate(results[:K]):
-            if path == s["path"] and rng is not None and rng[0] <= s["lines"][1] and s["lines"][0] <= rng[1]:
+            if overlaps(path, rng, s):
                 gains[i] = 1
                 break
     idcg = dcg([1] * min(K, len(spans)))

@@ -255,47 +255,19 @@ impl Linker<'_> {
             introduced.sort();
             introduced.dedup();
         }
-        let mut affected =
-            if rebind_others { writer.refs_affected_by(changed_paths, &introduced)? } else { Vec::new() };
-        // A changed (or removed) package entry may no longer bring in a name
-        // an unchanged file read through it, or bring it in from elsewhere:
-        // the targets still exist, so only resolving those references again
-        // binds them as a fresh index would. Only the references read through
-        // a name the importing file binds to the entry (`pkg` of `pkg.echo`,
-        // `echo` after `from pkg import echo`) can change.
-        // An entry whose imports are what the store holds brings in the same
-        // names (what it defines is the gone and introduced names' business).
+        // The importers' scopes read to find what they read through a changed
+        // entry, kept for resolving those references below.
         let mut scopes: HashMap<String, FileScope> = HashMap::new();
-        let mut entries: Vec<String> = Vec::new();
-        for path in changed_paths.iter().filter(|p| rebind_others && ReExports::is_entry(p)) {
-            let now = pending.iter().find(|f| &f.path == path).map(PendingRefs::imports);
-            let mut before: Vec<(String, Vec<String>)> = (writer.file_refs(path)?.into_iter())
-                .filter(|(_, r)| r.kind == RefKind::Import.as_str())
-                .map(|(_, r)| (r.target, r.names))
-                .collect();
-            before.sort();
-            if now.as_ref() != Some(&before) {
-                entries.push(path.clone());
+        let affected = if rebind_others {
+            let mut by_id: BTreeMap<i64, UkoRef> =
+                writer.refs_affected_by(changed_paths, &introduced)?.into_iter().collect();
+            for (id, r) in self.read_through_changed_entries(writer, &pending, changed_paths, &ctx, &mut scopes)? {
+                by_id.entry(id).or_insert(r);
             }
-        }
-        if !entries.is_empty() {
-            let changed: HashSet<&str> = changed_paths.iter().map(String::as_str).collect();
-            let mut by_id: BTreeMap<i64, UkoRef> = affected.into_iter().collect();
-            for (id, r) in writer.refs_importing(&entries)? {
-                if changed.contains(r.path.as_str()) {
-                    continue;
-                }
-                if !scopes.contains_key(&r.path) {
-                    let scope = self.stored_scope(writer, &r.path, &ctx)?;
-                    scopes.insert(r.path.clone(), scope);
-                }
-                let through = scopes[&r.path].aliases.get(reference_head(&r.target));
-                if through.is_some_and(|p| entries.contains(p)) {
-                    by_id.entry(id).or_insert(r);
-                }
-            }
-            affected = by_id.into_iter().collect();
-        }
+            by_id.into_iter().collect()
+        } else {
+            Vec::new()
+        };
         self.add_stored_entries(writer, &mut reexports, &pending, &affected, &ctx)?;
         let reexports = std::sync::Arc::new(reexports);
         // The defined names of renamed imports (`b as c`) in the files of
@@ -401,6 +373,54 @@ impl Linker<'_> {
     /// other entry files bring in that a pending file, or the file of an
     /// affected reference, imports: read from the store, entries imported by
     /// entries too, three levels deep.
+    /// The references of unchanged files read through a name they bind to a
+    /// changed (or removed) package entry whose imports changed (`pkg` of
+    /// `pkg.echo`, `echo` after `from pkg import echo`), by id: the entry may
+    /// no longer bring that name in, or bring it from elsewhere, though the
+    /// old target still exists, so only resolving them again binds them as a
+    /// fresh index would. An entry whose imports are what the store holds
+    /// brings in the same names (what it defines is the gone and introduced
+    /// names' business). The importers' scopes go to `scopes`.
+    fn read_through_changed_entries(
+        &self,
+        writer: &mut dyn IndexWrite,
+        pending: &[PendingRefs],
+        changed_paths: &[String],
+        ctx: &ResolveContext<'_>,
+        scopes: &mut HashMap<String, FileScope>,
+    ) -> Result<Vec<(i64, UkoRef)>, StoreError> {
+        let mut entries: Vec<String> = Vec::new();
+        for path in changed_paths.iter().filter(|p| ReExports::is_entry(p)) {
+            let now = pending.iter().find(|f| &f.path == path).map(PendingRefs::imports);
+            let mut before: Vec<(String, Vec<String>)> = (writer.file_refs(path)?.into_iter())
+                .filter(|(_, r)| r.kind == RefKind::Import.as_str())
+                .map(|(_, r)| (r.target, r.names))
+                .collect();
+            before.sort();
+            if now.as_ref() != Some(&before) {
+                entries.push(path.clone());
+            }
+        }
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let changed: HashSet<&str> = changed_paths.iter().map(String::as_str).collect();
+        let mut out = Vec::new();
+        for (id, r) in writer.refs_importing(&entries)? {
+            if changed.contains(r.path.as_str()) {
+                continue;
+            }
+            if !scopes.contains_key(&r.path) {
+                let scope = self.stored_scope(writer, &r.path, ctx)?;
+                scopes.insert(r.path.clone(), scope);
+            }
+            if scopes[&r.path].aliases.get(reference_head(&r.target)).is_some_and(|p| entries.contains(p)) {
+                out.push((id, r));
+            }
+        }
+        Ok(out)
+    }
+
     fn add_stored_entries(
         &self,
         writer: &mut dyn IndexWrite,
