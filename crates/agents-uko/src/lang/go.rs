@@ -599,12 +599,19 @@ fn type_param_names(node: Node<'_>, text: &str, out: &mut Vec<String>) {
 
 /// The receiver and parameters of a function or method (its function
 /// literals' too) whose declared type is a named type (`*Context` ->
-/// `Context`, `*gin.Context` -> `gin.Context`): name -> type. A name declared
-/// twice with different types, or (re)assigned by `:=`, `var` or `range`
-/// anywhere in the function, is left out: its type is not certain.
+/// `Context`, `*gin.Context` -> `gin.Context`), and the variables declared
+/// once with one (`var w Writer`, `e := &Engine{...}`, `n := new(node)`):
+/// name -> type. A parameter declared twice with different types, or
+/// declared again by `:=`, `var` or `range` anywhere in the function, and a
+/// variable declared more than once, are left out: their type is not
+/// certain.
 fn typed_names(function: Node<'_>, text: &str, generics: &[String]) -> HashMap<String, String> {
     let mut typed: HashMap<String, String> = HashMap::new();
     let mut unsure: HashSet<String> = HashSet::new();
+    let mut params: HashSet<String> = HashSet::new();
+    // Locals declared with a plain type, and how often each name is declared.
+    let mut locals: Vec<(String, String)> = Vec::new();
+    let mut declarations: HashMap<String, usize> = HashMap::new();
     let mut stack = vec![function];
     while let Some(n) = stack.pop() {
         match n.kind() {
@@ -620,6 +627,7 @@ fn typed_names(function: Node<'_>, text: &str, generics: &[String]) -> HashMap<S
                 let mut cursor = n.walk();
                 for name in n.children_by_field_name("name", &mut cursor) {
                     let name = node_text(&name, text).to_string();
+                    params.insert(name.clone());
                     match typed.get(&name) {
                         _ if !certain => {
                             unsure.insert(name);
@@ -643,15 +651,58 @@ fn typed_names(function: Node<'_>, text: &str, generics: &[String]) -> HashMap<S
                 for name in n.children_by_field_name("name", &mut cursor) {
                     ids.push(name);
                 }
-                unsure.extend(ids.iter().map(|id| node_text(id, text).to_string()));
+                ids.dedup_by(|a, b| a.id() == b.id());
+                let declared = match (n.kind(), ids.as_slice()) {
+                    ("short_var_declaration" | "var_spec", [one]) => declared_type(n, text)
+                        .filter(|ty| {
+                            let base = ty.rsplit('.').next().unwrap_or("");
+                            !generics.iter().any(|g| g == base) && !PREDECLARED_TYPES.contains(&base)
+                        })
+                        .map(|ty| (node_text(one, text).to_string(), ty)),
+                    _ => None,
+                };
+                for id in &ids {
+                    *declarations.entry(node_text(id, text).to_string()).or_default() += 1;
+                }
+                locals.extend(declared);
             }
             _ => {}
         }
         let mut cursor = n.walk();
         stack.extend(n.named_children(&mut cursor));
     }
-    typed.retain(|name, _| name != "_" && !unsure.contains(name));
+    typed.retain(|name, _| name != "_" && !unsure.contains(name) && !declarations.contains_key(name));
+    for (name, ty) in locals {
+        if declarations.get(&name) == Some(&1) && !unsure.contains(&name) && !params.contains(&name) && name != "_" {
+            typed.insert(name, ty);
+        }
+    }
     typed
+}
+
+/// The type a one-name declaration gives its variable plainly: `var x T`,
+/// `x := T{...}`, `x := &T{...}`, `x := new(T)`.
+fn declared_type(declaration: Node<'_>, text: &str) -> Option<String> {
+    if let Some(ty) = declaration.child_by_field_name("type") {
+        return Some(type_name(ty, text)).filter(|t| !t.is_empty());
+    }
+    let values = declaration.child_by_field_name("right").or_else(|| declaration.child_by_field_name("value"))?;
+    let mut value = match values.kind() {
+        "expression_list" if values.named_child_count() == 1 => values.named_child(0)?,
+        "expression_list" => return None,
+        _ => values,
+    };
+    if value.kind() == "unary_expression" && value.child_by_field_name("operator").is_some_and(|o| o.kind() == "&") {
+        value = value.child_by_field_name("operand")?;
+    }
+    let ty = match value.kind() {
+        "composite_literal" => type_name(value.child_by_field_name("type")?, text),
+        "call_expression" if value.child_by_field_name("function").is_some_and(|f| node_text(&f, text) == "new") => {
+            type_name(value.child_by_field_name("arguments")?.named_child(0)?, text)
+        }
+        _ => return None,
+    };
+    Some(ty).filter(|t| !t.is_empty())
 }
 
 /// The receiver's type name (`Store` for `(s *Store)` or `(l List[T])`),
@@ -954,6 +1005,27 @@ func Testify() {}
                 "c.Run",
                 "Params.Color",
                 "c.Abort"
+            ]
+        );
+    }
+
+    #[test]
+    fn calls_on_variables_declared_once_with_a_plain_type_are_written_against_it() {
+        let text = "package gin\n\nfunc New() *Engine {\n\tengine := &Engine{trees: nil}\n\tengine.Use()\n\tvar w responseWriter\n\tw.reset()\n\tn := new(node)\n\tn.addRoute()\n\tr := render.JSON{}\n\tr.Render()\n\tx := build()\n\tx.Run()\n\tt := T{}\n\tt, u := T{}, 1\n\tt.Do()\n\tvar i int\n\ti.Bad()\n\treturn engine\n}\n";
+        let analysis = analyze("gin.go", text);
+        let calls: Vec<&str> =
+            analysis.references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.as_str()).collect();
+        assert_eq!(
+            calls,
+            [
+                "Engine.Use",
+                "responseWriter.reset",
+                "node.addRoute",
+                "render.JSON.Render",
+                "build",
+                "x.Run",
+                "t.Do",
+                "i.Bad"
             ]
         );
     }

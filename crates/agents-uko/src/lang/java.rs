@@ -27,6 +27,7 @@
 //! - `Mentions` for types in fields, parameters, returns and `throws`,
 //!   without primitives, type parameters and `java.lang` basics (`String`).
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use tree_sitter::{Language, Node};
@@ -75,7 +76,7 @@ impl Analyzer for JavaAnalyzer {
             return builder.finish();
         };
         let root = tree.root_node();
-        let mut walker = Walker { text, b: builder, depth: 0 };
+        let mut walker = Walker { text, b: builder, depth: 0, fields: Vec::new() };
         let mut package = None;
         let mut cursor = root.walk();
         let children: Vec<Node<'_>> = root.named_children(&mut cursor).collect();
@@ -127,6 +128,9 @@ struct Walker<'t> {
     b: FileBuilder,
     /// Nesting of type declarations being walked.
     depth: usize,
+    /// The fields of the type declarations being walked (innermost last)
+    /// whose type is plain: name -> type.
+    fields: Vec<HashMap<String, String>>,
 }
 
 impl<'t> Walker<'t> {
@@ -222,6 +226,13 @@ impl<'t> Walker<'t> {
     }
 
     fn members(&mut self, body: Node<'_>, parent: usize, type_name: &str, generics: &[String]) {
+        let fields = field_types(body, self.text, generics);
+        self.fields.push(fields);
+        self.members_of(body, parent, type_name, generics);
+        self.fields.pop();
+    }
+
+    fn members_of(&mut self, body: Node<'_>, parent: usize, type_name: &str, generics: &[String]) {
         let mut cursor = body.walk();
         let members: Vec<Node<'_>> = body.named_children(&mut cursor).collect();
         for (i, &member) in members.iter().enumerate() {
@@ -235,8 +246,8 @@ impl<'t> Walker<'t> {
                     self.method(member, parent, Some(type_name), generics, prev)
                 }
                 "enum_constant" => self.enum_constant(member, parent, generics, prev),
-                "enum_body_declarations" => self.members(member, parent, type_name, generics),
-                "static_initializer" | "block" => self.body(member, parent, generics),
+                "enum_body_declarations" => self.members_of(member, parent, type_name, generics),
+                "static_initializer" | "block" => self.body(member, parent, generics, &HashMap::new()),
                 _ => {
                     self.declaration(member, parent, generics, prev);
                 }
@@ -261,7 +272,7 @@ impl<'t> Walker<'t> {
                 self.mention_types(idx, ty, generics);
             }
             if let Some(value) = declarator.child_by_field_name("value") {
-                self.body(value, idx, generics);
+                self.body(value, idx, generics, &HashMap::new());
             }
         }
     }
@@ -299,7 +310,8 @@ impl<'t> Walker<'t> {
             }
         }
         if let Some(body) = body {
-            self.body(body, idx, &generics);
+            let locals = typed_locals(node, self.text, &generics);
+            self.body(body, idx, &generics, &locals);
         }
     }
 
@@ -311,22 +323,36 @@ impl<'t> Walker<'t> {
         let doc = doc_of(node, prev, self.text);
         let idx = self.b.add(parent, NodeKind::Field, name, Span::of_node(&node), Some(sig), doc);
         if let Some(args) = node.child_by_field_name("arguments") {
-            self.body(args, idx, generics);
+            self.body(args, idx, generics, &HashMap::new());
         }
         if let Some(body) = body {
             self.members(body, idx, name, generics);
         }
     }
 
-    /// Calls in a body or initializer (and local types); iterative.
-    fn body(&mut self, node: Node<'_>, from: usize, generics: &[String]) {
+    /// Calls in a body or initializer (and local types); iterative. A call
+    /// on a local, a parameter or a field whose declared type is plain
+    /// (`doc.select()` with `Document doc`, `this.parser.parse()`) is written
+    /// against that type (`Document.select`), which resolution binds.
+    fn body(&mut self, node: Node<'_>, from: usize, generics: &[String], locals: &HashMap<String, Option<String>>) {
         let mut stack = vec![node];
         while let Some(n) = stack.pop() {
             match n.kind() {
                 "method_invocation" => {
                     let name = n.child_by_field_name("name").map_or("", |m| self.t(&m));
                     let target = match n.child_by_field_name("object") {
-                        Some(object) => format!("{}.{name}", callee(object, self.text, 0)),
+                        Some(object) => {
+                            let object = callee(object, self.text, 0);
+                            let field = |name: &str| self.fields.last().and_then(|f| f.get(name)).cloned();
+                            let typed = match object.strip_prefix("this.") {
+                                Some(member) => field(member),
+                                None => match locals.get(&object) {
+                                    Some(local) => local.clone(),
+                                    None => field(&object),
+                                },
+                            };
+                            format!("{}.{name}", typed.unwrap_or(object))
+                        }
                         None => name.to_string(),
                     };
                     self.b.reference(from, RefKind::Calls, target, Span::of_node(&n));
@@ -465,6 +491,114 @@ fn type_param_names(node: Node<'_>, text: &str, out: &mut Vec<String>) {
 }
 
 /// A type without type arguments: `Map<K, V>` -> `Map`, `a.b.C<T>` -> `a.b.C`.
+/// The plain type a declaration's `type` names: a class or interface, not
+/// a primitive, an array, `var` or a type parameter (`List<Item>` -> `List`).
+fn plain_type(ty: Node<'_>, text: &str, generics: &[String]) -> Option<String> {
+    let name = type_base_name(ty, text);
+    let last = name.rsplit('.').next().unwrap_or(&name);
+    (last.starts_with(|c: char| c.is_ascii_uppercase()) && !generics.iter().any(|g| g == last)).then_some(name)
+}
+
+/// The fields a type's body declares with a plain type: name -> type.
+fn field_types(body: Node<'_>, text: &str, generics: &[String]) -> HashMap<String, String> {
+    let mut fields = HashMap::new();
+    let mut cursor = body.walk();
+    for member in body.named_children(&mut cursor).filter(|m| m.kind() == "field_declaration") {
+        let Some(ty) = member.child_by_field_name("type").and_then(|t| plain_type(t, text, generics)) else { continue };
+        let mut inner = member.walk();
+        for declarator in member.children_by_field_name("declarator", &mut inner) {
+            if declarator.child_by_field_name("dimensions").is_none()
+                && let Some(name) = declarator.child_by_field_name("name")
+            {
+                fields.insert(node_text(&name, text).to_string(), ty.clone());
+            }
+        }
+    }
+    fields
+}
+
+/// The parameters and locals of a method or constructor: name -> its type
+/// when plain (`Document doc`, `var doc = new Document(..)`), `None` when it
+/// is not or when two declarations of the name (in sibling blocks) disagree.
+/// Every local, a lambda's parameters included, hides a field of its name.
+fn typed_locals(method: Node<'_>, text: &str, generics: &[String]) -> HashMap<String, Option<String>> {
+    let mut locals: HashMap<String, Option<String>> = HashMap::new();
+    let mut declare = |name: Node<'_>, ty: Option<String>| {
+        let name = node_text(&name, text).to_string();
+        match locals.get(&name) {
+            Some(known) if *known != ty => {
+                locals.insert(name, None);
+            }
+            Some(_) => {}
+            None => {
+                locals.insert(name, ty);
+            }
+        }
+    };
+    let mut stack = vec![method];
+    while let Some(n) = stack.pop() {
+        let ty = || n.child_by_field_name("type").and_then(|t| plain_type(t, text, generics));
+        match n.kind() {
+            "formal_parameter" | "enhanced_for_statement" | "resource" => {
+                if let Some(name) = n.child_by_field_name("name") {
+                    let ty = if n.child_by_field_name("dimensions").is_some() { None } else { ty() };
+                    declare(name, ty);
+                }
+            }
+            "spread_parameter" | "catch_formal_parameter" => {
+                let mut cursor = n.walk();
+                let names: Vec<Node<'_>> = n.named_children(&mut cursor).collect();
+                for part in names {
+                    if part.kind() == "variable_declarator" {
+                        if let Some(name) = part.child_by_field_name("name") {
+                            declare(name, None);
+                        }
+                    } else if part.kind() == "identifier" {
+                        declare(part, None);
+                    }
+                }
+            }
+            "local_variable_declaration" => {
+                let declared = n.child_by_field_name("type");
+                let is_var = declared.is_some_and(|t| node_text(&t, text) == "var");
+                let mut cursor = n.walk();
+                for declarator in n.children_by_field_name("declarator", &mut cursor) {
+                    let Some(name) = declarator.child_by_field_name("name") else { continue };
+                    let ty = if declarator.child_by_field_name("dimensions").is_some() {
+                        None
+                    } else if is_var {
+                        declarator
+                            .child_by_field_name("value")
+                            .filter(|v| v.kind() == "object_creation_expression")
+                            .and_then(|v| v.child_by_field_name("type"))
+                            .and_then(|t| plain_type(t, text, generics))
+                    } else {
+                        ty()
+                    };
+                    declare(name, ty);
+                }
+            }
+            "lambda_expression" => {
+                if let Some(params) = n.child_by_field_name("parameters") {
+                    if params.kind() == "identifier" {
+                        declare(params, None);
+                    } else if params.kind() == "inferred_parameters" {
+                        let mut cursor = params.walk();
+                        let names: Vec<Node<'_>> = params.named_children(&mut cursor).collect();
+                        for name in names {
+                            declare(name, None);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    locals
+}
+
 fn type_base_name(node: Node<'_>, text: &str) -> String {
     match node.kind() {
         "type_identifier" | "identifier" => node_text(&node, text).to_string(),
@@ -670,6 +804,60 @@ record Point(int x, int y) implements Shape {
                 || node.kind == NodeKind::Method;
             assert!(ok, "{} span starts with {:?}", node.symbol_path, &slice[..slice.len().min(20)]);
         }
+    }
+
+    #[test]
+    fn calls_on_names_of_a_plain_type_are_written_against_it() {
+        let text = r#"package org.jsoup.parser;
+
+class Parser<T> {
+    private final TreeBuilder treeBuilder;
+    private ParseErrorList errors;
+    private int count;
+    private T value;
+
+    Document parse(String html, Element context, int depth, T item) {
+        Document doc = treeBuilder.parse(html);
+        doc.select("a");
+        context.attr("x");
+        html.length();
+        this.errors.clear();
+        value.get();
+        item.get();
+        var reader = new CharacterReader(html);
+        reader.consume();
+        for (Node child : doc.childNodes()) {
+            child.remove();
+        }
+        list.forEach(errors -> errors.add());
+        Node[] nodes = doc.nodes();
+        nodes.clone();
+        return doc;
+    }
+}
+"#;
+        let calls: Vec<String> =
+            analyze(text).references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.clone()).collect();
+        assert_eq!(
+            calls,
+            [
+                "TreeBuilder.parse",
+                "Document.select",
+                "Element.attr",
+                "String.length",
+                "ParseErrorList.clear",
+                "value.get",
+                "item.get",
+                "CharacterReader",
+                "CharacterReader.consume",
+                "Document.childNodes",
+                "Node.remove",
+                "list.forEach",
+                "errors.add",
+                "Document.nodes",
+                "nodes.clone"
+            ]
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@
 //! `require()` and `import()` become an import reference from the enclosing
 //! node (the file, a function, a test) without an `Import` node.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use tree_sitter::{Node, TreeCursor};
 
@@ -55,6 +55,7 @@ impl Analyzer for JavaScriptAnalyzer {
             cursor: root.walk(),
             fields: HashSet::new(),
             frames: vec![Frame { parent: 0, names: Vec::new() }],
+            typed: HashMap::new(),
         };
         walker.run(root);
         walker.b.finish()
@@ -110,6 +111,8 @@ struct Walker<'t, 'tree> {
     /// (class, name) of fields already defined.
     fields: HashSet<(usize, String)>,
     frames: Vec<Frame>,
+    /// Per function: its names whose class is plain ([`typed_locals`]).
+    typed: HashMap<usize, HashMap<String, String>>,
 }
 
 impl<'t, 'tree> Walker<'t, 'tree> {
@@ -267,6 +270,10 @@ impl<'t, 'tree> Walker<'t, 'tree> {
 
     /// Queues a function's parameters, types and body inside node `index`.
     fn function_body(&mut self, function: Node<'tree>, index: usize, ctx: Ctx, ctor_of: Option<usize>) {
+        let typed = typed_locals(function, self.text);
+        if !typed.is_empty() {
+            self.typed.insert(index, typed);
+        }
         let frame = self.frame(function, ctx.frame);
         let inner = Ctx { parent: index, owner: index, scope: Scope::Function { ctor_of }, frame };
         self.push_children(function, inner);
@@ -685,11 +692,17 @@ impl<'t, 'tree> Walker<'t, 'tree> {
 
     /// A `Calls` reference from node `from` to the callee `function` of
     /// `call`, unless it is a builtin (`console.log`).
+    /// `session.request()` with `session: Session` (or `new Session()`) is
+    /// `Session.request`.
     fn callee(&mut self, from: usize, function: Node<'_>, call: Node<'_>) {
         if let Some(name) = dotted(function, self.text)
             && !is_builtin_call(&name)
         {
-            self.reference(from, RefKind::Calls, name, call);
+            let typed = name.split_once('.').and_then(|(object, member)| {
+                let ty = self.typed.get(&from)?.get(object)?;
+                (!member.contains('.')).then(|| format!("{ty}.{member}"))
+            });
+            self.reference(from, RefKind::Calls, typed.unwrap_or(name), call);
         }
     }
 
@@ -850,6 +863,131 @@ impl<'t, 'tree> Walker<'t, 'tree> {
 }
 
 /// Where a declaration's signature starts: after its decorators.
+/// The names of `function` whose class is plain, name -> class: parameters
+/// annotated with a class (`ctx: Context`, `ctx?: Context | undefined`)
+/// and constants or variables declared with one (`const s: Session = ...`)
+/// or by its constructor (`const session = new Session()`). A name declared
+/// or assigned more than once anywhere in the function (its callbacks'
+/// parameters and variables included, which may shadow it) is left out: its
+/// class is not certain. Functions and classes declared by name inside are
+/// nodes of their own, with their own names, and are not read.
+fn typed_locals(function: Node<'_>, text: &str) -> HashMap<String, String> {
+    let mut bindings: HashMap<&str, usize> = HashMap::new();
+    let mut classes: HashMap<&str, String> = HashMap::new();
+    let mut params = HashSet::new();
+    let list = function.child_by_field_name("parameters").or_else(|| function.child_by_field_name("parameter"));
+    for param in
+        list.into_iter().flat_map(|l| if l.kind() == "identifier" { vec![l] } else { named_children(l).collect() })
+    {
+        let mut names = Vec::new();
+        pattern_names(param.child_by_field_name("pattern").unwrap_or(param), text, &mut names);
+        params.extend(names.iter().copied());
+        if let ([name], Some(class)) =
+            (names.as_slice(), param.child_by_field_name("type").and_then(|t| annotation_class(t, text)))
+        {
+            classes.insert(name, class);
+        }
+    }
+    let mut stack: Vec<Node<'_>> = function.child_by_field_name("body").into_iter().collect();
+    while let Some(n) = stack.pop() {
+        let (bound, class) = match n.kind() {
+            "variable_declarator" => {
+                let class = n
+                    .child_by_field_name("type")
+                    .and_then(|t| annotation_class(t, text))
+                    .or_else(|| n.child_by_field_name("value").and_then(|v| constructor_class(v, text)));
+                (n.child_by_field_name("name"), class)
+            }
+            "assignment_expression" | "augmented_assignment_expression" => (n.child_by_field_name("left"), None),
+            "required_parameter" | "optional_parameter" => (n.child_by_field_name("pattern"), None),
+            "formal_parameters" => {
+                // A nested function's plain JavaScript parameters (TypeScript's
+                // are the parameter nodes below).
+                let mut names = Vec::new();
+                for p in named_children(n).filter(|p| !matches!(p.kind(), "required_parameter" | "optional_parameter"))
+                {
+                    pattern_names(p, text, &mut names);
+                }
+                for name in names {
+                    *bindings.entry(name).or_default() += 1;
+                }
+                (None, None)
+            }
+            "arrow_function" => (n.child_by_field_name("parameter"), None),
+            "catch_clause" => (n.child_by_field_name("parameter"), None),
+            "for_in_statement" => (n.child_by_field_name("left"), None),
+            _ => (None, None),
+        };
+        if let Some(bound) = bound {
+            let mut names = Vec::new();
+            pattern_names(bound, text, &mut names);
+            for name in &names {
+                *bindings.entry(name).or_default() += 1;
+            }
+            if let (Some(class), true) = (class, bound.kind() == "identifier") {
+                classes.insert(node_text(&bound, text), class);
+            }
+        }
+        // A function or class declared by name is a node with calls (and
+        // names) of its own; a callback's calls are this function's.
+        let own_node = matches!(
+            n.kind(),
+            "function_declaration"
+                | "generator_function_declaration"
+                | "class_declaration"
+                | "class"
+                | "method_definition"
+        ) || (n.kind() == "variable_declarator"
+            && n.child_by_field_name("value").is_some_and(is_function_value));
+        if !own_node {
+            stack.extend(named_children(n));
+        }
+    }
+    classes
+        .into_iter()
+        .filter(|(name, _)| bindings.get(name).copied().unwrap_or(0) == usize::from(!params.contains(name)))
+        .map(|(name, class)| (name.to_string(), class))
+        .collect()
+}
+
+/// The class a type annotation names plainly (`: Context`, `: ns.Context`,
+/// `: Context | undefined`), not a builtin type nor a generic one's argument.
+fn annotation_class(annotation: Node<'_>, text: &str) -> Option<String> {
+    let mut ty = annotation.named_child(0)?;
+    loop {
+        match ty.kind() {
+            "type_identifier" | "nested_type_identifier" => {
+                let name: String = node_text(&ty, text).split_whitespace().collect();
+                let last = name.rsplit('.').next().unwrap_or(&name);
+                return (last.starts_with(|c: char| c.is_ascii_uppercase()) && !is_builtin_type(last)).then_some(name);
+            }
+            "generic_type" => ty = ty.child_by_field_name("name")?,
+            "union_type" => {
+                let parts: Vec<Node<'_>> =
+                    named_children(ty).filter(|p| !matches!(node_text(p, text), "undefined" | "null")).collect();
+                match parts.as_slice() {
+                    [one] => ty = *one,
+                    _ => return None,
+                }
+            }
+            "parenthesized_type" => ty = ty.named_child(0)?,
+            _ => return None,
+        }
+    }
+}
+
+/// The class `new Session(...)` (or `new http.Session`) constructs.
+fn constructor_class(value: Node<'_>, text: &str) -> Option<String> {
+    let value = if value.kind() == "await_expression" { value.named_child(0)? } else { value };
+    if value.kind() != "new_expression" {
+        return None;
+    }
+    let name = dotted(value.child_by_field_name("constructor")?, text)?;
+    let last = name.rsplit('.').next().unwrap_or(&name);
+    (last.starts_with(|c: char| c.is_ascii_uppercase()) && !is_builtin_call(&name) && !is_builtin_type(last))
+        .then_some(name)
+}
+
 fn sig_start(node: Node<'_>) -> usize {
     let mut cursor = node.walk();
     node.children(&mut cursor)
@@ -1434,6 +1572,70 @@ defineGetter(exports, 'size', function size() {
                 ("send", vec![]),
             ]
         );
+    }
+
+    #[test]
+    fn calls_on_names_of_a_plain_class_are_written_against_it() {
+        let text = r#"
+export async function dev(settings: AstroSettings, ctx?: Context | undefined, n: number, list: Array<Item>) {
+  const contentLayer = new ContentLayer({ settings });
+  await contentLayer.sync();
+  ctx.fail();
+  n.toFixed();
+  list.push(1);
+  const store: DataStore = load();
+  store.get("a");
+  let twice = new Builder();
+  twice = other();
+  twice.build();
+  const map = new Map();
+  map.get("k");
+  items.forEach((settings) => settings.update());
+  const { a } = new Pair();
+  a.first();
+}
+class Server {
+  handle(req: Request) {
+    req.body();
+  }
+}
+"#;
+        let calls: Vec<String> = analyze("typescript", "src/dev.ts", text)
+            .references
+            .iter()
+            .filter(|r| r.kind == RefKind::Calls)
+            .map(|r| r.target.clone())
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                "ContentLayer",
+                "ContentLayer.sync",
+                "Context.fail",
+                "n.toFixed",
+                "list.push",
+                "load",
+                "DataStore.get",
+                "Builder",
+                "other",
+                "twice.build",
+                "map.get",
+                "items.forEach",
+                "settings.update",
+                "Pair",
+                "a.first",
+                "Request.body"
+            ]
+        );
+        // JavaScript: constructors only.
+        let text = "function send(body) {\n  const view = new View(name);\n  view.render(body);\n}\n";
+        let calls: Vec<String> = analyze("javascript", "lib/response.js", text)
+            .references
+            .iter()
+            .filter(|r| r.kind == RefKind::Calls)
+            .map(|r| r.target.clone())
+            .collect();
+        assert_eq!(calls, ["View", "View.render"]);
     }
 
     #[test]

@@ -203,7 +203,7 @@ impl<'t, 'tree> Walker<'t, 'tree> {
         let signature = signature_until(&def, body, self.text);
         let doc = body.and_then(|b| docstring(b, self.text));
         let index = self.b.add(ctx.parent, kind, name, Span::of_node(&outer), Some(signature), doc);
-        let typed = typed_parameters(def, self.text);
+        let typed = typed_locals(def, self.text);
         if !typed.is_empty() {
             self.typed.insert(index, typed);
         }
@@ -495,15 +495,29 @@ fn dotted(node: Node<'_>, text: &str) -> Option<String> {
     Some(parts.join("."))
 }
 
-/// Parameters of `def` annotated with a class (`ctx: Context`,
-/// `ctx: "Context"`, `ctx: Context | None`, `t.Optional[Context]`), except
-/// names the function rebinds anywhere (assignment, loop, `with ... as`,
-/// walrus, `global`/`nonlocal`): name -> type. A nested function has its
-/// own scope (and no typed parameters of the outer one).
-fn typed_parameters(def: Node<'_>, text: &str) -> HashMap<String, String> {
+/// The names of `def` whose class is plain, name -> type: parameters
+/// annotated with a class (`ctx: Context`, `ctx: "Context"`,
+/// `ctx: Context | None`, `t.Optional[Context]`) that the function never
+/// rebinds (assignment, loop, `with ... as`, walrus, `global`/`nonlocal`),
+/// and locals bound once only, by a class's constructor
+/// (`session = sessions.Session()`, `with Session() as session`) or with
+/// an annotation (`ctx: Context = make()`). A nested function has its own
+/// scope (and none of the outer one's names).
+fn typed_locals(def: Node<'_>, text: &str) -> HashMap<String, String> {
     let mut typed = HashMap::new();
-    let Some(params) = def.child_by_field_name("parameters") else { return typed };
-    for param in named_children(params) {
+    let mut params = HashSet::new();
+    if let Some(list) = def.child_by_field_name("parameters") {
+        for param in named_children(list) {
+            let mut names = HashSet::new();
+            let name = match param.kind() {
+                "typed_parameter" => param.named_child(0),
+                _ => param.child_by_field_name("name"),
+            };
+            bound_names(name.unwrap_or(param), text, &mut names, 0);
+            params.extend(names);
+        }
+    }
+    for param in def.child_by_field_name("parameters").into_iter().flat_map(named_children) {
         let name = match param.kind() {
             "typed_parameter" => param.named_child(0).filter(|n| n.kind() == "identifier"),
             "typed_default_parameter" => param.child_by_field_name("name"),
@@ -516,33 +530,68 @@ fn typed_parameters(def: Node<'_>, text: &str) -> HashMap<String, String> {
             typed.insert(node_text(&name, text).to_string(), ty);
         }
     }
-    if typed.is_empty() {
-        return typed;
-    }
-    let mut rebound = HashSet::new();
+    // How often the body binds each name, and the class of a binding that
+    // names one (the last one seen: a name bound twice keeps none).
+    let mut bindings: HashMap<&str, usize> = HashMap::new();
+    let mut constructed: HashMap<&str, String> = HashMap::new();
     if let Some(body) = def.child_by_field_name("body") {
         let mut stack = vec![body];
         while let Some(n) = stack.pop() {
-            let bound = match n.kind() {
-                "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => {
-                    n.child_by_field_name("left")
-                }
-                "as_pattern" => n.child_by_field_name("alias"),
-                "named_expression" => n.child_by_field_name("name"),
-                "global_statement" | "nonlocal_statement" => Some(n),
-                _ => None,
+            let (bound, value) = match n.kind() {
+                "assignment" => (n.child_by_field_name("left"), n.child_by_field_name("right")),
+                "augmented_assignment" | "for_statement" | "for_in_clause" => (n.child_by_field_name("left"), None),
+                "as_pattern" => (n.child_by_field_name("alias"), n.named_child(0)),
+                "named_expression" => (n.child_by_field_name("name"), n.child_by_field_name("value")),
+                // A lambda's calls are this function's; its parameters shadow.
+                "lambda_parameters" => (Some(n), None),
+                "global_statement" | "nonlocal_statement" => (Some(n), None),
+                _ => (None, None),
             };
             if let Some(bound) = bound {
-                bound_names(bound, text, &mut rebound, 0);
+                let mut names = HashSet::new();
+                bound_names(bound, text, &mut names, 0);
+                for name in &names {
+                    *bindings.entry(name).or_default() += 1;
+                }
+                let single = bound.kind() == "identifier"
+                    || (bound.kind() == "as_pattern_target"
+                        && bound.named_child(0).is_some_and(|c| c.kind() == "identifier"));
+                let class = n
+                    .child_by_field_name("type")
+                    .and_then(|t| annotation_class(t.named_child(0).unwrap_or(t), text, 0))
+                    .or_else(|| value.and_then(|v| constructor_class(v, text)));
+                if let (true, Some(class), [name]) = (single, class, names.into_iter().collect::<Vec<_>>().as_slice()) {
+                    constructed.insert(name, class);
+                }
             }
             // A nested function or class binds its names in its own scope.
-            if !matches!(n.kind(), "function_definition" | "lambda" | "class_definition") {
+            if !matches!(n.kind(), "function_definition" | "class_definition") {
                 stack.extend(named_children(n));
             }
         }
     }
-    typed.retain(|name, _| !rebound.contains(name.as_str()));
+    typed.retain(|name, _| !bindings.contains_key(name.as_str()));
+    for (name, class) in constructed {
+        if bindings.get(name) == Some(&1) && !params.contains(name) {
+            typed.insert(name.to_string(), class);
+        }
+    }
     typed
+}
+
+/// The class a constructor call names (`Session()`, `sessions.Session(...)`):
+/// a call of a plain dotted name whose last part is capitalised.
+fn constructor_class(value: Node<'_>, text: &str) -> Option<String> {
+    if value.kind() != "call" {
+        return None;
+    }
+    let callee = value.child_by_field_name("function")?;
+    if !matches!(callee.kind(), "identifier" | "attribute") {
+        return None;
+    }
+    let name = dotted(callee, text)?;
+    let last = name.rsplit('.').next().unwrap_or(&name);
+    last.starts_with(|c: char| c.is_ascii_uppercase()).then_some(name)
 }
 
 /// Identifiers a binding target binds (not those inside `a.b` or `a[i]`).
@@ -1051,6 +1100,65 @@ def handle(self, ctx: Context, cmd: "core.Command", opt: Context | None, o2: t.O
                 "ctx.obj.method",
                 "c2.fail",
                 "ctx.fail"
+            ]
+        );
+    }
+
+    #[test]
+    fn calls_on_a_local_bound_once_by_a_constructor_are_written_against_its_class() {
+        let text = r#"
+def request(method, url, **kwargs):
+    with sessions.Session() as session:
+        return session.request(method=method, url=url)
+
+def run(conn):
+    jar = RequestsCookieJar()
+    jar.set("a", 1)
+    parser: OptionParser = make_parser()
+    parser.parse_args()
+    twice = Builder()
+    twice = other()
+    twice.build()
+    conn = Connection()
+    conn.close()
+    lower = factory()
+    lower.make()
+    CONST = URL()
+    CONST.join()
+    a, b = Pair()
+    a.first()
+    cb = Callback()
+    cb.fire()
+    fn = lambda cb: cb.fire()
+
+    def inner():
+        jar.clear()
+"#;
+        let calls: Vec<String> =
+            analyze(text).references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.clone()).collect();
+        assert_eq!(
+            calls,
+            [
+                "sessions.Session",
+                "sessions.Session.request",
+                "RequestsCookieJar",
+                "RequestsCookieJar.set",
+                "make_parser",
+                "OptionParser.parse_args",
+                "Builder",
+                "other",
+                "twice.build",
+                "Connection",
+                "conn.close",
+                "factory",
+                "lower.make",
+                "URL",
+                "URL.join",
+                "Pair",
+                "a.first",
+                "Callback",
+                "cb.fire",
+                "jar.clear"
             ]
         );
     }

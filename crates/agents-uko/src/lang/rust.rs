@@ -32,7 +32,8 @@ use std::sync::LazyLock;
 use tree_sitter::{Language, Node};
 
 use crate::lang::{
-    Analyzer, FileBuilder, child_of_kind, clean_doc, join_path, node_text, parse_or_warn, signature_until,
+    Analyzer, FileBuilder, child_of_kind, clean_doc, join_path, named_children, node_text, parse_or_warn,
+    signature_until,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span, SymbolNode, file_name};
 use crate::resolve::{ResolveContext, dir_of};
@@ -63,7 +64,7 @@ impl Analyzer for RustAnalyzer {
         };
         let root = tree.root_node();
         builder.set_doc(0, inner_docs(root, text));
-        let mut walker = Walker { text, b: builder, types: HashMap::new(), renames: Vec::new() };
+        let mut walker = Walker { text, b: builder, types: HashMap::new(), renames: Vec::new(), typed: HashMap::new() };
         let ctx = Ctx { scope: 0, scope_chain: vec![0], mod_path: Vec::new(), self_type: None, generics: Vec::new() };
         walker.items(root, &ctx);
         let Walker { b, renames, .. } = walker;
@@ -97,6 +98,8 @@ struct Walker<'t> {
     types: HashMap<(usize, String), usize>,
     /// Final simple names for nodes whose builder name was qualified.
     renames: Vec<(usize, String)>,
+    /// Per function: its names whose type is plain ([`typed_locals`]).
+    typed: HashMap<usize, HashMap<String, String>>,
 }
 
 impl<'t> Walker<'t> {
@@ -197,6 +200,10 @@ impl<'t> Walker<'t> {
             self.mention_types(idx, where_clause, &generics);
         }
         if let Some(body) = body {
+            let typed = typed_locals(node, self.text, ctx.self_type.as_deref(), &generics);
+            if !typed.is_empty() {
+                self.typed.insert(idx, typed);
+            }
             let mut inner = ctx.clone();
             inner.scope = idx;
             inner.scope_chain.push(idx);
@@ -377,6 +384,10 @@ impl<'t> Walker<'t> {
                 }
             }
             if let Some(body_node) = body_node {
+                let typed = typed_locals(member, self.text, Some(type_name), &generics);
+                if !typed.is_empty() {
+                    self.typed.insert(idx, typed);
+                }
                 let mut inner = ctx.clone();
                 inner.scope = idx;
                 inner.scope_chain.push(idx);
@@ -463,7 +474,14 @@ impl<'t> Walker<'t> {
             match n.kind() {
                 "call_expression" => {
                     if let Some(function) = n.child_by_field_name("function") {
-                        let target = callee(function, self.text, ctx.self_type.as_deref(), 0);
+                        let mut target = callee(function, self.text, ctx.self_type.as_deref(), 0);
+                        // `router.route()` with `router: Router` is `Router.route`.
+                        if let Some((object, member)) = target.split_once('.')
+                            && !member.contains(['.', '(', ':'])
+                            && let Some(ty) = self.typed.get(&from).and_then(|t| t.get(object))
+                        {
+                            target = format!("{ty}.{member}");
+                        }
                         self.call(from, target, Span::of_node(&n));
                     }
                 }
@@ -749,6 +767,132 @@ fn strip_generics(path: &str) -> String {
 }
 
 /// The callee of a call as written: `f`, `Type::new`, `self.x`, `a.b().c`.
+/// The names of function `function` whose type is plain, name -> type:
+/// parameters of a named type (`router: Router<S>`, `req: &mut Request`),
+/// and variables bound once with one (`let r: Router = ..`,
+/// `let r = Router::new()`, `Router::default()`, `Router { .. }`, `Self::new()`
+/// in an impl). A name bound again anywhere in the function (a shadowing
+/// `let`, a closure's or a pattern's binding) is left out: its type is not
+/// certain.
+fn typed_locals(
+    function: Node<'_>,
+    text: &str,
+    self_type: Option<&str>,
+    generics: &[String],
+) -> HashMap<String, String> {
+    let plain = |ty: Node<'_>| -> Option<String> {
+        let mut ty = ty;
+        while matches!(ty.kind(), "reference_type" | "generic_type") {
+            ty = ty.child_by_field_name("type")?;
+        }
+        let name = match ty.kind() {
+            "type_identifier" => node_text(&ty, text),
+            "scoped_type_identifier" => node_text(&ty, text),
+            _ => return None,
+        };
+        let name: String = name.split_whitespace().collect();
+        let name = if name == "Self" { self_type?.to_string() } else { name };
+        let last = name.rsplit("::").next().unwrap_or(&name);
+        (last.starts_with(|c: char| c.is_ascii_uppercase())
+            && !generics.iter().any(|g| g == last)
+            && !STD_TYPES.contains(&last))
+        .then_some(name)
+    };
+    let mut params: HashMap<String, Option<String>> = HashMap::new();
+    if let Some(list) = function.child_by_field_name("parameters") {
+        for param in named_children(list).filter(|p| p.kind() == "parameter") {
+            if let Some(pattern) = param.child_by_field_name("pattern").filter(|p| p.kind() == "identifier") {
+                let ty = param.child_by_field_name("type").and_then(plain);
+                params.insert(node_text(&pattern, text).to_string(), ty);
+            }
+        }
+    }
+    let mut bindings: HashMap<&str, usize> = HashMap::new();
+    let mut locals: Vec<(&str, String)> = Vec::new();
+    let mut stack: Vec<Node<'_>> = function.child_by_field_name("body").into_iter().collect();
+    while let Some(n) = stack.pop() {
+        let pattern = match n.kind() {
+            "let_declaration" | "let_condition" | "for_expression" | "match_arm" => n.child_by_field_name("pattern"),
+            "closure_parameters" => Some(n),
+            _ => None,
+        };
+        if let Some(pattern) = pattern {
+            let mut ids = Vec::new();
+            let mut walk = vec![pattern];
+            while let Some(p) = walk.pop() {
+                match p.kind() {
+                    "identifier" => ids.push(node_text(&p, text)),
+                    // A path in a pattern (`Some(x)`, `Kind::A`) binds nothing itself.
+                    "scoped_identifier" | "type_identifier" => {}
+                    _ => walk.extend(named_children(p)),
+                }
+            }
+            for id in &ids {
+                *bindings.entry(id).or_default() += 1;
+            }
+            if n.kind() == "let_declaration"
+                && let [id] = ids.as_slice()
+                && pattern.kind() == "identifier"
+            {
+                let ty = n.child_by_field_name("type").and_then(plain).or_else(|| {
+                    let mut value = n.child_by_field_name("value")?;
+                    if value.kind() == "try_expression" {
+                        value = value.named_child(0)?;
+                    }
+                    match value.kind() {
+                        "struct_expression" => plain(value.child_by_field_name("name")?),
+                        "call_expression" => {
+                            let function = value.child_by_field_name("function")?;
+                            let path = function
+                                .child_by_field_name("path")
+                                .filter(|_| function.kind() == "scoped_identifier")?;
+                            let name = function.child_by_field_name("name").map(|n| node_text(&n, text))?;
+                            if !matches!(name, "new" | "default") {
+                                return None;
+                            }
+                            let path = match path.kind() {
+                                "identifier" => path,
+                                "scoped_identifier" => path,
+                                _ => return None,
+                            };
+                            let ty: String = node_text(&path, text).split_whitespace().collect();
+                            let ty = if ty == "Self" { self_type?.to_string() } else { ty };
+                            let last = ty.rsplit("::").next().unwrap_or(&ty);
+                            (last.starts_with(|c: char| c.is_ascii_uppercase()) && !STD_TYPES.contains(&last))
+                                .then_some(ty)
+                        }
+                        _ => None,
+                    }
+                });
+                if let Some(ty) = ty {
+                    locals.push((id, ty));
+                }
+            }
+        }
+        // A nested item is a node of its own; a closure's calls are this function's.
+        if !is_item(n.kind()) {
+            stack.extend(named_children(n));
+        }
+    }
+    let mut typed: HashMap<String, String> = params
+        .iter()
+        .filter(|(name, _)| !bindings.contains_key(name.as_str()))
+        .filter_map(|(name, ty)| Some((name.clone(), ty.clone()?)))
+        .collect();
+    for (name, ty) in locals {
+        if bindings.get(name) == Some(&1) && !params.contains_key(name) {
+            typed.insert(name.to_string(), ty);
+        }
+    }
+    typed
+}
+
+/// Types of the standard library a method call is not bound through.
+const STD_TYPES: &[&str] = &[
+    "Option", "Result", "Vec", "String", "Box", "Arc", "Rc", "HashMap", "HashSet", "BTreeMap", "BTreeSet", "VecDeque",
+    "Cow", "Mutex", "RwLock", "RefCell", "Cell", "Path", "PathBuf", "Duration", "Instant",
+];
+
 fn callee(node: Node<'_>, text: &str, self_type: Option<&str>, depth: usize) -> String {
     if depth > MAX_DEPTH {
         return "_".to_string();
@@ -1431,6 +1575,65 @@ vec_like! { 1, 2, 3 }
         assert_eq!(f.doc.as_deref(), Some("Block outer.\nAttr doc."));
         let g = analysis.nodes.iter().find(|n| n.name == "g").unwrap();
         assert_eq!(g.doc, None);
+    }
+
+    #[test]
+    fn calls_on_names_of_a_plain_type_are_written_against_it() {
+        let text = r#"
+impl Server {
+    fn serve(&self, router: Router<S>, req: &mut Request, n: usize, opt: Option<Config>) {
+        router.route("/");
+        req.body();
+        n.pow(2);
+        opt.unwrap();
+        let app = App::new();
+        app.run();
+        let me = Self::default();
+        me.stop();
+        let b = Builder { x: 1 };
+        b.build();
+        let s: Store = load()?;
+        s.get();
+        let v = Vec::new();
+        v.push(1);
+        let t = Twice::new();
+        let t = t.clone();
+        t.call();
+        items.iter().for_each(|conn| conn.poll());
+        if let Some(req) = next() {
+            req.body();
+        }
+    }
+}
+"#;
+        let calls: Vec<String> =
+            analyze(text).references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.clone()).collect();
+        assert_eq!(
+            calls,
+            [
+                "Router.route",
+                "req.body",
+                "n.pow",
+                "opt.unwrap",
+                "App::new",
+                "App.run",
+                "Server::default",
+                "Server.stop",
+                "Builder.build",
+                "load",
+                "Store.get",
+                "Vec::new",
+                "v.push",
+                "Twice::new",
+                "t.clone",
+                "t.call",
+                "items.iter().for_each",
+                "items.iter",
+                "conn.poll",
+                "next",
+                "req.body"
+            ]
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 ; Java for the query analyzer: the second proof against a hand-written
 ; analyzer (java.rs; see java_query_matches_the_hand_written_analyzer).
 ; java.rs stays: it writes mentions of types with generics left out, and
-; calls through `new T()` receivers as `T.m`.
+; calls through `new T()` receivers, and on locals, parameters and fields
+; of a declared type, as `T.m`.
 
 (import_declaration
   [(scoped_identifier) (identifier)] @import.path
