@@ -56,6 +56,8 @@ impl Analyzer for JavaScriptAnalyzer {
             fields: HashSet::new(),
             frames: vec![Frame { parent: 0, names: Vec::new() }],
             typed: HashMap::new(),
+            field_types: HashMap::new(),
+            method_of: HashMap::new(),
         };
         walker.run(root);
         walker.b.finish()
@@ -113,6 +115,10 @@ struct Walker<'t, 'tree> {
     frames: Vec<Frame>,
     /// Per function: its names whose class is plain ([`typed_locals`]).
     typed: HashMap<usize, HashMap<String, String>>,
+    /// Per class: its fields whose class is plain ([`field_classes`]).
+    field_types: HashMap<usize, HashMap<String, String>>,
+    /// Method node -> its class node.
+    method_of: HashMap<usize, usize>,
 }
 
 impl<'t, 'tree> Walker<'t, 'tree> {
@@ -290,6 +296,10 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             decorators.extend(named_children(outer).filter(|c| c.kind() == "decorator"));
         }
         self.decorators(index, &decorators);
+        let fields = body.map(|b| field_classes(b, self.text)).unwrap_or_default();
+        if !fields.is_empty() {
+            self.field_types.insert(index, fields);
+        }
         let frame = self.frame(node, ctx.frame);
         let inner = Ctx { parent: index, owner: index, scope: Scope::Class, frame };
         let heritage_ctx = Ctx { scope: NESTED, ..inner };
@@ -525,6 +535,9 @@ impl<'t, 'tree> Walker<'t, 'tree> {
         let doc = jsdoc(first, self.text);
         let index = self.b.add(ctx.parent, NodeKind::Method, name, span_between(first, node), Some(signature), doc);
         self.member_decorators(index, lead, node);
+        if ctx.scope == Scope::Class {
+            self.method_of.insert(index, ctx.parent);
+        }
         let ctor_of = (name == "constructor" && ctx.scope == Scope::Class).then_some(ctx.parent);
         if let Some(class) = ctor_of {
             self.parameter_properties(node, class);
@@ -693,15 +706,24 @@ impl<'t, 'tree> Walker<'t, 'tree> {
     /// A `Calls` reference from node `from` to the callee `function` of
     /// `call`, unless it is a builtin (`console.log`).
     /// `session.request()` with `session: Session` (or `new Session()`) is
-    /// `Session.request`.
+    /// `Session.request`; `this.store.get()` in a method, with the class's
+    /// field `store: DataStore`, is `DataStore.get`.
     fn callee(&mut self, from: usize, function: Node<'_>, call: Node<'_>) {
         if let Some(name) = dotted(function, self.text)
             && !is_builtin_call(&name)
         {
-            let typed = name.split_once('.').and_then(|(object, member)| {
-                let ty = self.typed.get(&from)?.get(object)?;
-                (!member.contains('.')).then(|| format!("{ty}.{member}"))
-            });
+            let typed = name
+                .split_once('.')
+                .and_then(|(object, member)| {
+                    let ty = self.typed.get(&from)?.get(object)?;
+                    (!member.contains('.')).then(|| format!("{ty}.{member}"))
+                })
+                .or_else(|| {
+                    // `this.store.get()` with `private store: DataStore`.
+                    let (field, member) = name.strip_prefix("this.")?.split_once('.')?;
+                    let ty = self.field_types.get(self.method_of.get(&from)?)?.get(field)?;
+                    (!member.contains('.')).then(|| format!("{ty}.{member}"))
+                });
             self.reference(from, RefKind::Calls, typed.unwrap_or(name), call);
         }
     }
@@ -948,6 +970,107 @@ fn typed_locals(function: Node<'_>, text: &str) -> HashMap<String, String> {
         .filter(|(name, _)| bindings.get(name).copied().unwrap_or(0) == usize::from(!params.contains(name)))
         .map(|(name, class)| (name.to_string(), class))
         .collect()
+}
+
+/// The fields of a class body whose class is plain, name -> class: declared
+/// with one (`private store: DataStore`, the constructor's
+/// `private readonly db: Db`), whatever is assigned to them, or else set
+/// (`store = new DataStore()`, `this.store = new DataStore()` in a method)
+/// only by that class's constructor or from a name of that class
+/// (`this.store = store` with `store: DataStore`). Another kind of assignment to an
+/// undeclared field (`this.store = load()`) leaves it out.
+fn field_classes(body: Node<'_>, text: &str) -> HashMap<String, String> {
+    fn note<'t>(name: &'t str, class: Option<String>, seen: &mut HashMap<&'t str, Option<String>>) {
+        match seen.get(name) {
+            Some(known) if *known != class => {
+                seen.insert(name, None);
+            }
+            Some(_) => {}
+            None => {
+                seen.insert(name, class);
+            }
+        }
+    }
+    let mut seen: HashMap<&str, Option<String>> = HashMap::new();
+    let mut declared: HashMap<&str, String> = HashMap::new();
+    for member in named_children(body) {
+        match member.kind() {
+            "public_field_definition" | "field_definition" => {
+                let Some(name) = member.child_by_field_name("name").or_else(|| member.child_by_field_name("property"))
+                else {
+                    continue;
+                };
+                let name = node_text(&name, text);
+                match member.child_by_field_name("type") {
+                    Some(t) => {
+                        if let Some(class) = annotation_class(t, text) {
+                            declared.insert(name, class);
+                        }
+                    }
+                    None => {
+                        let class = member.child_by_field_name("value").and_then(|v| constructor_class(v, text));
+                        note(name, class, &mut seen);
+                    }
+                }
+            }
+            "method_definition" => {
+                let constructor =
+                    member.child_by_field_name("name").is_some_and(|n| node_text(&n, text) == "constructor");
+                if constructor && let Some(params) = member.child_by_field_name("parameters") {
+                    for param in named_children(params) {
+                        let mut cursor = param.walk();
+                        let is_property = param
+                            .children(&mut cursor)
+                            .any(|c| matches!(c.kind(), "accessibility_modifier" | "readonly" | "override_modifier"));
+                        if let (true, Some(pattern)) =
+                            (is_property, param.child_by_field_name("pattern").filter(|p| p.kind() == "identifier"))
+                        {
+                            let class = param.child_by_field_name("type").and_then(|t| annotation_class(t, text));
+                            match class {
+                                Some(class) => {
+                                    declared.insert(node_text(&pattern, text), class);
+                                }
+                                None => note(node_text(&pattern, text), None, &mut seen),
+                            }
+                        }
+                    }
+                }
+                // `this.store = store` with `store: DataStore` (or a local of that class).
+                let locals = typed_locals(member, text);
+                let from_local = |value: Node<'_>| {
+                    (value.kind() == "identifier").then(|| locals.get(node_text(&value, text)).cloned()).flatten()
+                };
+                let mut stack: Vec<Node<'_>> = member.child_by_field_name("body").into_iter().collect();
+                while let Some(n) = stack.pop() {
+                    if matches!(n.kind(), "assignment_expression" | "augmented_assignment_expression")
+                        && let Some(left) = n.child_by_field_name("left").filter(|l| l.kind() == "member_expression")
+                        && left.child_by_field_name("object").is_some_and(|o| o.kind() == "this")
+                        && let Some(name) = left.child_by_field_name("property")
+                    {
+                        let class = (n.kind() == "assignment_expression")
+                            .then(|| {
+                                let value = n.child_by_field_name("right")?;
+                                constructor_class(value, text).or_else(|| from_local(value))
+                            })
+                            .flatten();
+                        note(node_text(&name, text), class, &mut seen);
+                    }
+                    if !matches!(
+                        n.kind(),
+                        "function_declaration" | "function_expression" | "class" | "class_declaration"
+                    ) {
+                        stack.extend(named_children(n));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // A declared type holds whatever is assigned.
+    for (name, class) in declared {
+        seen.insert(name, Some(class));
+    }
+    seen.into_iter().filter_map(|(name, class)| Some((name.to_string(), class?))).collect()
 }
 
 /// The class a type annotation names plainly (`: Context`, `: ns.Context`,
@@ -1636,6 +1759,60 @@ class Server {
             .map(|r| r.target.clone())
             .collect();
         assert_eq!(calls, ["View", "View.render"]);
+    }
+
+    #[test]
+    fn calls_on_fields_of_a_plain_class_are_written_against_it() {
+        let text = r#"
+export class ContentLayer {
+  #store: DataStore;
+  private logger: Logger;
+  watcher = new Watcher();
+  cache = new Cache();
+  plain = 1;
+  constructor(private settings: AstroSettings, readonly n: number, store: DataStore, cfg: Config) {
+    this.#store = store;
+    this.cfg = cfg;
+    this.logger = makeLogger();
+    this.queue = new Queue();
+    this.cache = load();
+  }
+  sync() {
+    this.#store.get();
+    this.logger.warn();
+    this.settings.config();
+    this.watcher.close();
+    this.queue.add();
+    this.cache.clear();
+    this.n.toFixed();
+    this.cfg.read();
+  }
+}
+"#;
+        let calls: Vec<String> = analyze("typescript", "src/content.ts", text)
+            .references
+            .iter()
+            .filter(|r| r.kind == RefKind::Calls)
+            .map(|r| r.target.clone())
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                "Watcher",
+                "Cache",
+                "makeLogger",
+                "Queue",
+                "load",
+                "DataStore.get",
+                "Logger.warn",
+                "AstroSettings.config",
+                "Watcher.close",
+                "Queue.add",
+                "this.cache.clear",
+                "this.n.toFixed",
+                "Config.read"
+            ]
+        );
     }
 
     #[test]

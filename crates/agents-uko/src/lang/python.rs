@@ -46,6 +46,8 @@ impl Analyzer for PythonAnalyzer {
             cursor: root.walk(),
             members: HashMap::new(),
             typed: HashMap::new(),
+            fields: HashMap::new(),
+            method_of: HashMap::new(),
         };
         walker.run(root);
         walker.b.finish()
@@ -85,9 +87,12 @@ struct Walker<'t, 'tree> {
     cursor: TreeCursor<'tree>,
     /// Names already defined as fields (per class) or variables (key 0).
     members: HashMap<usize, HashSet<String>>,
-    /// Per function node: parameters annotated with a class (`ctx: Context`)
-    /// and never rebound in it: name -> type.
+    /// Per function node: its names whose class is plain ([`typed_locals`]).
     typed: HashMap<usize, HashMap<String, String>>,
+    /// Per class node: its attributes whose class is plain ([`field_classes`]).
+    fields: HashMap<usize, HashMap<String, String>>,
+    /// Method node -> its class node.
+    method_of: HashMap<usize, usize>,
 }
 
 impl<'t, 'tree> Walker<'t, 'tree> {
@@ -176,11 +181,21 @@ impl<'t, 'tree> Walker<'t, 'tree> {
                     && let Some(name) = dotted(callee, self.text)
                     && !is_builtin_call(&name)
                 {
-                    // `ctx.fail()` with `ctx: Context` is `Context.fail`.
-                    let typed = name.split_once('.').and_then(|(object, member)| {
-                        let ty = self.typed.get(&ctx.parent)?.get(object)?;
-                        (!member.contains('.')).then(|| format!("{ty}.{member}"))
-                    });
+                    // `ctx.fail()` with `ctx: Context` is `Context.fail`;
+                    // `self.parser.parse_args()` with `self.parser = OptionParser()`
+                    // is `OptionParser.parse_args`.
+                    let typed = name
+                        .split_once('.')
+                        .and_then(|(object, member)| {
+                            let ty = self.typed.get(&ctx.parent)?.get(object)?;
+                            (!member.contains('.')).then(|| format!("{ty}.{member}"))
+                        })
+                        .or_else(|| {
+                            let (field, member) = name.strip_prefix("self.")?.split_once('.')?;
+                            let class = self.method_of.get(&ctx.parent)?;
+                            let ty = self.fields.get(class)?.get(field)?;
+                            (!member.contains('.')).then(|| format!("{ty}.{member}"))
+                        });
                     self.reference(ctx.parent, RefKind::Calls, typed.unwrap_or(name), node);
                 }
                 self.push_children(node, Ctx { in_type: false, ..ctx });
@@ -207,6 +222,9 @@ impl<'t, 'tree> Walker<'t, 'tree> {
         if !typed.is_empty() {
             self.typed.insert(index, typed);
         }
+        if matches!(ctx.scope, Scope::Class { .. }) {
+            self.method_of.insert(index, ctx.parent);
+        }
         self.decorators(index, decorators);
         let init_of = match ctx.scope {
             Scope::Class { .. } if name == "__init__" => Some(ctx.parent),
@@ -229,6 +247,10 @@ impl<'t, 'tree> Walker<'t, 'tree> {
         let doc = body.and_then(|b| docstring(b, self.text));
         let index = self.b.add(ctx.parent, NodeKind::Class, name, Span::of_node(&outer), Some(signature), doc);
         self.decorators(index, decorators);
+        let fields = body.map(|b| field_classes(b, self.text)).unwrap_or_default();
+        if !fields.is_empty() {
+            self.fields.insert(index, fields);
+        }
         let mut test = name.starts_with("Test");
         if let Some(bases) = def.child_by_field_name("superclasses") {
             for base in named_children(bases) {
@@ -577,6 +599,114 @@ fn typed_locals(def: Node<'_>, text: &str) -> HashMap<String, String> {
         }
     }
     typed
+}
+
+/// The attributes of a class whose class is plain, name -> class: annotated
+/// in the class body or on `self` in its methods (`parser: OptionParser`,
+/// `self.jar: CookieJar = ...`), whatever else is assigned to them, or else
+/// set there only by that class's constructor (`self.parser =
+/// OptionParser()`) or from a name of that class (`self.parser = parser`
+/// with `parser: OptionParser`). Another kind of assignment to an attribute without an
+/// annotation (`self.parser = None`, `self.a, self.b = ...`, `self.n += 1`)
+/// leaves it out.
+fn field_classes(body: Node<'_>, text: &str) -> HashMap<String, String> {
+    fn note<'t>(name: &'t str, class: Option<String>, seen: &mut HashMap<&'t str, Option<String>>) {
+        match seen.get(name) {
+            Some(known) if *known != class => {
+                seen.insert(name, None);
+            }
+            Some(_) => {}
+            None => {
+                seen.insert(name, class);
+            }
+        }
+    }
+    let mut seen: HashMap<&str, Option<String>> = HashMap::new();
+    let mut declared: HashMap<&str, String> = HashMap::new();
+    let annotated = |assignment: Node<'_>| {
+        let t = assignment.child_by_field_name("type")?;
+        annotation_class(t.named_child(0).unwrap_or(t), text, 0)
+    };
+    let constructed =
+        |assignment: Node<'_>| assignment.child_by_field_name("right").and_then(|v| constructor_class(v, text));
+    for statement in named_children(body) {
+        let statement = match statement.kind() {
+            "decorated_definition" => statement.child_by_field_name("definition").unwrap_or(statement),
+            _ => statement,
+        };
+        match statement.kind() {
+            "expression_statement" => {
+                if let Some(a) = statement.named_child(0).filter(|a| a.kind() == "assignment")
+                    && let Some(left) = a.child_by_field_name("left").filter(|l| l.kind() == "identifier")
+                {
+                    match annotated(a) {
+                        Some(class) => {
+                            declared.insert(node_text(&left, text), class);
+                        }
+                        None => note(node_text(&left, text), constructed(a), &mut seen),
+                    }
+                }
+            }
+            "function_definition" => {
+                // `self.parser = parser` with `parser: OptionParser` (or a local of that class).
+                let locals = typed_locals(statement, text);
+                let from_local = |assignment: Node<'_>| {
+                    let right = assignment.child_by_field_name("right").filter(|r| r.kind() == "identifier")?;
+                    locals.get(node_text(&right, text)).cloned()
+                };
+                let mut stack: Vec<Node<'_>> = statement.child_by_field_name("body").into_iter().collect();
+                while let Some(n) = stack.pop() {
+                    if matches!(n.kind(), "assignment" | "augmented_assignment") {
+                        let Some(left) = n.child_by_field_name("left") else { continue };
+                        let mut attributes = Vec::new();
+                        self_attributes(left, text, &mut attributes, 0);
+                        let single = left.kind() == "attribute";
+                        let plain = single && n.kind() == "assignment";
+                        for name in attributes {
+                            match plain.then(|| annotated(n)).flatten() {
+                                Some(class) => {
+                                    declared.insert(name, class);
+                                }
+                                None => note(
+                                    name,
+                                    plain.then(|| constructed(n).or_else(|| from_local(n))).flatten(),
+                                    &mut seen,
+                                ),
+                            }
+                        }
+                    }
+                    if !matches!(n.kind(), "function_definition" | "class_definition" | "lambda") {
+                        stack.extend(named_children(n));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // A declared type holds whatever is assigned.
+    for (name, class) in declared {
+        seen.insert(name, Some(class));
+    }
+    seen.into_iter().filter_map(|(name, class)| Some((name.to_string(), class?))).collect()
+}
+
+/// The `x` of each `self.x` a binding target assigns.
+fn self_attributes<'t>(node: Node<'_>, text: &'t str, out: &mut Vec<&'t str>, depth: usize) {
+    match node.kind() {
+        "attribute" => {
+            if node.child_by_field_name("object").is_some_and(|o| node_text(&o, text) == "self")
+                && let Some(name) = node.child_by_field_name("attribute")
+            {
+                out.push(node_text(&name, text));
+            }
+        }
+        "pattern_list" | "tuple_pattern" | "list_pattern" | "parenthesized_expression" if depth < 8 => {
+            for child in named_children(node) {
+                self_attributes(child, text, out, depth + 1);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The class a constructor call names (`Session()`, `sessions.Session(...)`):
@@ -1159,6 +1289,64 @@ def run(conn):
                 "Callback",
                 "cb.fire",
                 "jar.clear"
+            ]
+        );
+    }
+
+    #[test]
+    fn calls_on_an_attribute_only_ever_set_to_one_class_are_written_against_it() {
+        let text = r#"
+class Command:
+    formatter: HelpFormatter
+    jar: CookieJar = CookieJar()
+
+    def __init__(self, name, ctx2: Context):
+        self.ctx2 = ctx2
+        self.parser = OptionParser()
+        self.ctx: Context = make()
+        self.maybe = Builder()
+        self.count = 0
+        self.a, self.b = Pair(), Pair()
+
+    def reset(self):
+        self.maybe = None
+        self.count += 1
+        self.formatter = make_formatter()
+
+    def run(self):
+        self.parser.parse_args()
+        self.ctx.fail()
+        self.formatter.write()
+        self.jar.clear()
+        self.maybe.build()
+        self.a.first()
+        self.parser.inner.deep()
+        self.ctx2.exit()
+
+    def nested(self):
+        def helper():
+            self.parser.exit()
+"#;
+        let calls: Vec<String> =
+            analyze(text).references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.clone()).collect();
+        assert_eq!(
+            calls,
+            [
+                "CookieJar",
+                "OptionParser",
+                "make",
+                "Builder",
+                "Pair",
+                "make_formatter",
+                "OptionParser.parse_args",
+                "Context.fail",
+                "HelpFormatter.write",
+                "CookieJar.clear",
+                "self.maybe.build",
+                "self.a.first",
+                "self.parser.inner.deep",
+                "Context.exit",
+                "self.parser.exit"
             ]
         );
     }
