@@ -33,8 +33,8 @@ use std::sync::LazyLock;
 use tree_sitter::{Language, Node};
 
 use crate::lang::{
-    Analyzer, FileBuilder, clean_doc, collapse, node_text, parse_or_warn, plain_comment_doc, preceding_comments,
-    walk_preorder,
+    Analyzer, FileBuilder, clean_doc, collapse, node_text, note_class, parse_or_warn, plain_comment_doc,
+    preceding_comments, walk_preorder,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::ResolveContext;
@@ -523,18 +523,8 @@ fn field_types(body: Node<'_>, text: &str, generics: &[String]) -> HashMap<Strin
 /// Every local, a lambda's parameters included, hides a field of its name.
 fn typed_locals(method: Node<'_>, text: &str, generics: &[String]) -> HashMap<String, Option<String>> {
     let mut locals: HashMap<String, Option<String>> = HashMap::new();
-    let mut declare = |name: Node<'_>, ty: Option<String>| {
-        let name = node_text(&name, text).to_string();
-        match locals.get(&name) {
-            Some(known) if *known != ty => {
-                locals.insert(name, None);
-            }
-            Some(_) => {}
-            None => {
-                locals.insert(name, ty);
-            }
-        }
-    };
+    let mut declare =
+        |name: Node<'_>, ty: Option<String>| note_class(&mut locals, node_text(&name, text).to_string(), ty);
     let mut stack = vec![method];
     while let Some(n) = stack.pop() {
         let ty = || n.child_by_field_name("type").and_then(|t| plain_type(t, text, generics));

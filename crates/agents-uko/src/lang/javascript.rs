@@ -24,8 +24,8 @@ use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, TreeCursor};
 
 use crate::lang::{
-    Analyzer, FileBuilder, clean_doc, field_text, named_children, node_text, parse_or_warn, preceding_comments,
-    signature_until, strip_quotes,
+    Analyzer, FileBuilder, clean_doc, field_text, named_children, node_text, note_class, parse_or_warn,
+    preceding_comments, signature_until, strip_quotes,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of, join_normalized};
@@ -980,17 +980,6 @@ fn typed_locals(function: Node<'_>, text: &str) -> HashMap<String, String> {
 /// (`this.store = store` with `store: DataStore`). Another kind of assignment to an
 /// undeclared field (`this.store = load()`) leaves it out.
 fn field_classes(body: Node<'_>, text: &str) -> HashMap<String, String> {
-    fn note<'t>(name: &'t str, class: Option<String>, seen: &mut HashMap<&'t str, Option<String>>) {
-        match seen.get(name) {
-            Some(known) if *known != class => {
-                seen.insert(name, None);
-            }
-            Some(_) => {}
-            None => {
-                seen.insert(name, class);
-            }
-        }
-    }
     let mut seen: HashMap<&str, Option<String>> = HashMap::new();
     let mut declared: HashMap<&str, String> = HashMap::new();
     for member in named_children(body) {
@@ -1009,7 +998,7 @@ fn field_classes(body: Node<'_>, text: &str) -> HashMap<String, String> {
                     }
                     None => {
                         let class = member.child_by_field_name("value").and_then(|v| constructor_class(v, text));
-                        note(name, class, &mut seen);
+                        note_class(&mut seen, name, class);
                     }
                 }
             }
@@ -1030,7 +1019,7 @@ fn field_classes(body: Node<'_>, text: &str) -> HashMap<String, String> {
                                 Some(class) => {
                                     declared.insert(node_text(&pattern, text), class);
                                 }
-                                None => note(node_text(&pattern, text), None, &mut seen),
+                                None => note_class(&mut seen, node_text(&pattern, text), None),
                             }
                         }
                     }
@@ -1053,7 +1042,7 @@ fn field_classes(body: Node<'_>, text: &str) -> HashMap<String, String> {
                                 constructor_class(value, text).or_else(|| from_local(value))
                             })
                             .flatten();
-                        note(node_text(&name, text), class, &mut seen);
+                        note_class(&mut seen, node_text(&name, text), class);
                     }
                     if !matches!(
                         n.kind(),
@@ -1697,6 +1686,16 @@ defineGetter(exports, 'size', function size() {
         );
     }
 
+    /// The targets of a file's calls, in order.
+    fn calls_of(language: &str, path: &str, text: &str) -> Vec<String> {
+        analyze(language, path, text)
+            .references
+            .iter()
+            .filter(|r| r.kind == RefKind::Calls)
+            .map(|r| r.target.clone())
+            .collect()
+    }
+
     #[test]
     fn calls_on_names_of_a_plain_class_are_written_against_it() {
         let text = r#"
@@ -1723,12 +1722,7 @@ class Server {
   }
 }
 "#;
-        let calls: Vec<String> = analyze("typescript", "src/dev.ts", text)
-            .references
-            .iter()
-            .filter(|r| r.kind == RefKind::Calls)
-            .map(|r| r.target.clone())
-            .collect();
+        let calls = calls_of("typescript", "src/dev.ts", text);
         assert_eq!(
             calls,
             [
@@ -1752,12 +1746,7 @@ class Server {
         );
         // JavaScript: constructors only.
         let text = "function send(body) {\n  const view = new View(name);\n  view.render(body);\n}\n";
-        let calls: Vec<String> = analyze("javascript", "lib/response.js", text)
-            .references
-            .iter()
-            .filter(|r| r.kind == RefKind::Calls)
-            .map(|r| r.target.clone())
-            .collect();
+        let calls = calls_of("javascript", "lib/response.js", text);
         assert_eq!(calls, ["View", "View.render"]);
     }
 
@@ -1789,12 +1778,7 @@ export class ContentLayer {
   }
 }
 "#;
-        let calls: Vec<String> = analyze("typescript", "src/content.ts", text)
-            .references
-            .iter()
-            .filter(|r| r.kind == RefKind::Calls)
-            .map(|r| r.target.clone())
-            .collect();
+        let calls = calls_of("typescript", "src/content.ts", text);
         assert_eq!(
             calls,
             [

@@ -389,6 +389,21 @@ fn collect_errors(root: Node<'_>, out: &mut Vec<(usize, bool)>) {
 }
 
 /// Runs of whitespace collapsed to one space.
+/// Records that `name` is given a value of `class` (`None`: of no class the
+/// code states): a name keeps its class only while every binding agrees,
+/// which is what lets an analyzer write `x.m()` as `Class.m`.
+pub fn note_class<K: std::hash::Hash + Eq>(seen: &mut HashMap<K, Option<String>>, name: K, class: Option<String>) {
+    match seen.get(&name) {
+        Some(known) if *known != class => {
+            seen.insert(name, None);
+        }
+        Some(_) => {}
+        None => {
+            seen.insert(name, class);
+        }
+    }
+}
+
 pub fn collapse(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }

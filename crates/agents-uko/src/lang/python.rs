@@ -19,8 +19,8 @@ use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, TreeCursor};
 
 use crate::lang::{
-    Analyzer, FileBuilder, clean_doc, field_text, named_children, node_text, parse_or_warn, preceding_comments,
-    signature_until,
+    Analyzer, FileBuilder, clean_doc, field_text, named_children, node_text, note_class, parse_or_warn,
+    preceding_comments, signature_until,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of};
@@ -606,21 +606,10 @@ fn typed_locals(def: Node<'_>, text: &str) -> HashMap<String, String> {
 /// `self.jar: CookieJar = ...`), whatever else is assigned to them, or else
 /// set there only by that class's constructor (`self.parser =
 /// OptionParser()`) or from a name of that class (`self.parser = parser`
-/// with `parser: OptionParser`). Another kind of assignment to an attribute without an
-/// annotation (`self.parser = None`, `self.a, self.b = ...`, `self.n += 1`)
-/// leaves it out.
+/// with `parser: OptionParser`). Another kind of assignment to an attribute
+/// without an annotation (`self.parser = None`, `self.a, self.b = ...`,
+/// `self.n += 1`) leaves it out.
 fn field_classes(body: Node<'_>, text: &str) -> HashMap<String, String> {
-    fn note<'t>(name: &'t str, class: Option<String>, seen: &mut HashMap<&'t str, Option<String>>) {
-        match seen.get(name) {
-            Some(known) if *known != class => {
-                seen.insert(name, None);
-            }
-            Some(_) => {}
-            None => {
-                seen.insert(name, class);
-            }
-        }
-    }
     let mut seen: HashMap<&str, Option<String>> = HashMap::new();
     let mut declared: HashMap<&str, String> = HashMap::new();
     let annotated = |assignment: Node<'_>| {
@@ -643,7 +632,7 @@ fn field_classes(body: Node<'_>, text: &str) -> HashMap<String, String> {
                         Some(class) => {
                             declared.insert(node_text(&left, text), class);
                         }
-                        None => note(node_text(&left, text), constructed(a), &mut seen),
+                        None => note_class(&mut seen, node_text(&left, text), constructed(a)),
                     }
                 }
             }
@@ -667,10 +656,10 @@ fn field_classes(body: Node<'_>, text: &str) -> HashMap<String, String> {
                                 Some(class) => {
                                     declared.insert(name, class);
                                 }
-                                None => note(
+                                None => note_class(
+                                    &mut seen,
                                     name,
                                     plain.then(|| constructed(n).or_else(|| from_local(n))).flatten(),
-                                    &mut seen,
                                 ),
                             }
                         }
