@@ -40,7 +40,7 @@ use tree_sitter::{Language, Node};
 use crate::lang::rust::source_ordered;
 use crate::lang::{
     Analyzer, FileBuilder, child_of_kind, clean_doc, collapse, join_path, node_text, parse_or_warn, signature_until,
-    walk_preorder,
+    walk_preorder, written_against,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of, join_normalized};
@@ -459,13 +459,8 @@ impl<'t> Walker<'t> {
             if n.kind() == "call_expression"
                 && let Some(function) = n.child_by_field_name("function")
             {
-                let mut target = callee(function, text, 0);
-                if let Some((name, member)) = target.split_once('.')
-                    && !member.contains(['.', '('])
-                    && let Some(ty) = typed.get(name)
-                {
-                    target = format!("{ty}.{member}");
-                }
+                let written = callee(function, text, 0);
+                let target = written_against(&written, |name| typed.get(name)).unwrap_or(written);
                 let skip = target == "_"
                     || BUILTINS.contains(&target.as_str())
                     || PREDECLARED_TYPES.contains(&target.as_str());

@@ -25,7 +25,7 @@ use tree_sitter::{Node, TreeCursor};
 
 use crate::lang::{
     Analyzer, FileBuilder, clean_doc, field_text, named_children, node_text, note_class, parse_or_warn,
-    preceding_comments, signature_until, strip_quotes,
+    preceding_comments, signature_until, strip_quotes, written_against,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of, join_normalized};
@@ -712,18 +712,11 @@ impl<'t, 'tree> Walker<'t, 'tree> {
         if let Some(name) = dotted(function, self.text)
             && !is_builtin_call(&name)
         {
-            let typed = name
-                .split_once('.')
-                .and_then(|(object, member)| {
-                    let ty = self.typed.get(&from)?.get(object)?;
-                    (!member.contains('.')).then(|| format!("{ty}.{member}"))
-                })
-                .or_else(|| {
-                    // `this.store.get()` with `private store: DataStore`.
-                    let (field, member) = name.strip_prefix("this.")?.split_once('.')?;
-                    let ty = self.field_types.get(self.method_of.get(&from)?)?.get(field)?;
-                    (!member.contains('.')).then(|| format!("{ty}.{member}"))
-                });
+            let typed = written_against(&name, |object| self.typed.get(&from)?.get(object)).or_else(|| {
+                // `this.store.get()` with `private store: DataStore`.
+                let fields = self.field_types.get(self.method_of.get(&from)?)?;
+                written_against(name.strip_prefix("this.")?, |field| fields.get(field))
+            });
             self.reference(from, RefKind::Calls, typed.unwrap_or(name), call);
         }
     }

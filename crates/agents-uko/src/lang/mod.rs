@@ -404,6 +404,18 @@ pub fn note_class<K: std::hash::Hash + Eq>(seen: &mut HashMap<K, Option<String>>
     }
 }
 
+/// A call `object.member` written against the class `class_of(object)`
+/// names (`ctx.fail` with `ctx: Context` -> `Context.fail`), which
+/// resolution binds; `None` when the object's class is unknown or the
+/// member is itself a chain or a call (`ctx.obj.m`, `f().m`).
+pub fn written_against<'s>(target: &str, class_of: impl FnOnce(&str) -> Option<&'s String>) -> Option<String> {
+    let (object, member) = target.split_once('.')?;
+    if member.contains(['.', '(', ':']) {
+        return None;
+    }
+    Some(format!("{}.{member}", class_of(object)?))
+}
+
 pub fn collapse(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }

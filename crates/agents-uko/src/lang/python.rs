@@ -20,7 +20,7 @@ use tree_sitter::{Node, TreeCursor};
 
 use crate::lang::{
     Analyzer, FileBuilder, clean_doc, field_text, named_children, node_text, note_class, parse_or_warn,
-    preceding_comments, signature_until,
+    preceding_comments, signature_until, written_against,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of};
@@ -184,17 +184,10 @@ impl<'t, 'tree> Walker<'t, 'tree> {
                     // `ctx.fail()` with `ctx: Context` is `Context.fail`;
                     // `self.parser.parse_args()` with `self.parser = OptionParser()`
                     // is `OptionParser.parse_args`.
-                    let typed = name
-                        .split_once('.')
-                        .and_then(|(object, member)| {
-                            let ty = self.typed.get(&ctx.parent)?.get(object)?;
-                            (!member.contains('.')).then(|| format!("{ty}.{member}"))
-                        })
-                        .or_else(|| {
-                            let (field, member) = name.strip_prefix("self.")?.split_once('.')?;
-                            let class = self.method_of.get(&ctx.parent)?;
-                            let ty = self.fields.get(class)?.get(field)?;
-                            (!member.contains('.')).then(|| format!("{ty}.{member}"))
+                    let typed =
+                        written_against(&name, |object| self.typed.get(&ctx.parent)?.get(object)).or_else(|| {
+                            let fields = self.fields.get(self.method_of.get(&ctx.parent)?)?;
+                            written_against(name.strip_prefix("self.")?, |field| fields.get(field))
                         });
                     self.reference(ctx.parent, RefKind::Calls, typed.unwrap_or(name), node);
                 }

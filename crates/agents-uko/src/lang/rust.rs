@@ -33,7 +33,7 @@ use tree_sitter::{Language, Node};
 
 use crate::lang::{
     Analyzer, FileBuilder, child_of_kind, clean_doc, join_path, named_children, node_text, parse_or_warn,
-    signature_until,
+    signature_until, written_against,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span, SymbolNode, file_name};
 use crate::resolve::{ResolveContext, dir_of};
@@ -474,14 +474,10 @@ impl<'t> Walker<'t> {
             match n.kind() {
                 "call_expression" => {
                     if let Some(function) = n.child_by_field_name("function") {
-                        let mut target = callee(function, self.text, ctx.self_type.as_deref(), 0);
+                        let written = callee(function, self.text, ctx.self_type.as_deref(), 0);
                         // `router.route()` with `router: Router` is `Router.route`.
-                        if let Some((object, member)) = target.split_once('.')
-                            && !member.contains(['.', '(', ':'])
-                            && let Some(ty) = self.typed.get(&from).and_then(|t| t.get(object))
-                        {
-                            target = format!("{ty}.{member}");
-                        }
+                        let target =
+                            written_against(&written, |object| self.typed.get(&from)?.get(object)).unwrap_or(written);
                         self.call(from, target, Span::of_node(&n));
                     }
                 }
@@ -766,7 +762,6 @@ fn strip_generics(path: &str) -> String {
     out.trim_start_matches("::").trim_end_matches("::").to_string()
 }
 
-/// The callee of a call as written: `f`, `Type::new`, `self.x`, `a.b().c`.
 /// The names of function `function` whose type is plain, name -> type:
 /// parameters of a named type (`router: Router<S>`, `req: &mut Request`),
 /// and variables bound once with one (`let r: Router = ..`,
@@ -780,23 +775,23 @@ fn typed_locals(
     self_type: Option<&str>,
     generics: &[String],
 ) -> HashMap<String, String> {
-    let plain = |ty: Node<'_>| -> Option<String> {
-        let mut ty = ty;
-        while matches!(ty.kind(), "reference_type" | "generic_type") {
-            ty = ty.child_by_field_name("type")?;
-        }
-        let name = match ty.kind() {
-            "type_identifier" => node_text(&ty, text),
-            "scoped_type_identifier" => node_text(&ty, text),
-            _ => return None,
-        };
-        let name: String = name.split_whitespace().collect();
+    // A type's path as written (`Self` read as the impl's type), when it
+    // names a type of this code: not a generic parameter nor a std type.
+    let named = |path: Node<'_>| -> Option<String> {
+        let name: String = node_text(&path, text).split_whitespace().collect();
         let name = if name == "Self" { self_type?.to_string() } else { name };
         let last = name.rsplit("::").next().unwrap_or(&name);
         (last.starts_with(|c: char| c.is_ascii_uppercase())
             && !generics.iter().any(|g| g == last)
             && !STD_TYPES.contains(&last))
         .then_some(name)
+    };
+    let plain = |ty: Node<'_>| -> Option<String> {
+        let mut ty = ty;
+        while matches!(ty.kind(), "reference_type" | "generic_type") {
+            ty = ty.child_by_field_name("type")?;
+        }
+        matches!(ty.kind(), "type_identifier" | "scoped_type_identifier").then(|| named(ty)).flatten()
     };
     let mut params: HashMap<String, Option<String>> = HashMap::new();
     if let Some(list) = function.child_by_field_name("parameters") {
@@ -843,23 +838,12 @@ fn typed_locals(
                         "struct_expression" => plain(value.child_by_field_name("name")?),
                         "call_expression" => {
                             let function = value.child_by_field_name("function")?;
-                            let path = function
-                                .child_by_field_name("path")
-                                .filter(|_| function.kind() == "scoped_identifier")?;
+                            let path = function.child_by_field_name("path").filter(|p| {
+                                function.kind() == "scoped_identifier"
+                                    && matches!(p.kind(), "identifier" | "scoped_identifier")
+                            })?;
                             let name = function.child_by_field_name("name").map(|n| node_text(&n, text))?;
-                            if !matches!(name, "new" | "default") {
-                                return None;
-                            }
-                            let path = match path.kind() {
-                                "identifier" => path,
-                                "scoped_identifier" => path,
-                                _ => return None,
-                            };
-                            let ty: String = node_text(&path, text).split_whitespace().collect();
-                            let ty = if ty == "Self" { self_type?.to_string() } else { ty };
-                            let last = ty.rsplit("::").next().unwrap_or(&ty);
-                            (last.starts_with(|c: char| c.is_ascii_uppercase()) && !STD_TYPES.contains(&last))
-                                .then_some(ty)
+                            matches!(name, "new" | "default").then(|| named(path)).flatten()
                         }
                         _ => None,
                     }
@@ -893,6 +877,7 @@ const STD_TYPES: &[&str] = &[
     "Cow", "Mutex", "RwLock", "RefCell", "Cell", "Path", "PathBuf", "Duration", "Instant",
 ];
 
+/// The callee of a call as written: `f`, `Type::new`, `self.x`, `a.b().c`.
 fn callee(node: Node<'_>, text: &str, self_type: Option<&str>, depth: usize) -> String {
     if depth > MAX_DEPTH {
         return "_".to_string();
