@@ -1139,6 +1139,8 @@ mod tests {
                 "uko-cpp:Destructor",
                 "uko-cpp:OutOfLineDefinition",
                 "uko-go:ReceiverMethod",
+                "uko-lua:TableFunction",
+                "uko-lua:TableMethod",
                 "uko-rb:SingletonMethod",
                 "uko-swift:ExtensionMethod"
             ],

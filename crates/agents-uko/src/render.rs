@@ -43,6 +43,19 @@ pub struct NodeView<'a> {
 }
 
 impl NodeView<'_> {
+    /// How `child` is named under this node: its symbol path below this
+    /// one's (its name, unless it was written qualified: Lua's `M.new` in a
+    /// file), without the `~2` that tells overloads apart.
+    pub fn child_name<'c>(&self, child: &NodeView<'c>) -> &'c str {
+        let path = child.symbol_path.rsplit_once('~').map_or(child.symbol_path, |(path, _)| path);
+        let below = if self.symbol_path.is_empty() {
+            Some(path)
+        } else {
+            path.strip_prefix(self.symbol_path).and_then(|rest| rest.strip_prefix('.'))
+        };
+        below.filter(|below| below.ends_with(child.name)).unwrap_or(child.name)
+    }
+
     /// `class App`, `function helper`, `module src/app.py`.
     pub fn title(&self) -> String {
         let name = if self.symbol_path.is_empty() { self.path } else { self.symbol_path };
@@ -100,7 +113,7 @@ pub fn render(input: &RenderInput<'_>, depth: u8) -> String {
         }
         for child in &input.children {
             if let Some(summary) = child.summary() {
-                out.push_str(&format!("- {}: {summary}\n", child.name));
+                out.push_str(&format!("- {}: {summary}\n", input.node.child_name(child)));
             }
         }
     }
@@ -163,7 +176,7 @@ fn child_names(input: &RenderInput<'_>, depth: u8) -> Vec<String> {
         .children
         .iter()
         .filter(|c| !(imports_listed && c.kind == NodeKind::Import))
-        .map(|c| format!("{} {}", c.kind.as_str().replace('_', " "), c.name))
+        .map(|c| format!("{} {}", c.kind.as_str().replace('_', " "), input.node.child_name(c)))
         .collect()
 }
 

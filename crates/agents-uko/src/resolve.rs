@@ -440,6 +440,12 @@ impl SymbolTable {
                 if segments.len() != 2 {
                     return None;
                 }
+                if family == Family::Lua {
+                    // `self:m()` in `function Path:f()`: `Path:m` (or `Path.m`).
+                    let owner = lua_owner(from_symbol_path)?;
+                    let wanted = || lua_segments(owner).chain(std::iter::once(name));
+                    return same_file.iter().copied().find(|e| lua_segments(e.symbol_path).eq(wanted()));
+                }
                 // The type's own member shadows its bases' (the caller
                 // itself included: `resolve` drops that self-loop).
                 if let Some(found) = innermost(&same_file, from_symbol_path, true) {
@@ -472,11 +478,11 @@ impl SymbolTable {
                     Some(original) => format!("{original}.{}", segments[1..].join(".")),
                     None => member.clone(),
                 };
-                if let Some(e) = in_file(path).into_iter().find(|e| e.symbol_path == defined) {
+                if let Some(e) = in_file(path).into_iter().find(|e| same_symbol(family, e.symbol_path, &defined)) {
                     return Some(e);
                 }
                 let rest = segments[1..].join(".");
-                if let Some(e) = in_file(path).into_iter().find(|e| e.symbol_path == rest) {
+                if let Some(e) = in_file(path).into_iter().find(|e| same_symbol(family, e.symbol_path, &rest)) {
                     return Some(e);
                 }
                 // `click.echo`: what the package's entry file imports.
@@ -486,6 +492,12 @@ impl SymbolTable {
                 if family == Family::Go && family_of(path) == Family::Go {
                     return in_package(dir_of(path), &rest);
                 }
+                if family == Family::Lua && segments.len() == 2 {
+                    // `bit.lshift` after `local bit = require("plenary.bit")`:
+                    // the module's table (`M.lshift`), or its top-level
+                    // function, when one of the file's bears the name.
+                    return unique(in_file(path).into_iter().filter(|e| lua_segments(e.symbol_path).count() <= 2));
+                }
                 if segments.len() == 2 {
                     return top_level(path);
                 }
@@ -493,7 +505,7 @@ impl SymbolTable {
             }
             // `Type.method` / `Type::new` written against a type of this
             // file (or, in Go, of this package).
-            if let Some(e) = same_file.iter().copied().find(|e| e.symbol_path == member) {
+            if let Some(e) = same_file.iter().copied().find(|e| same_symbol(family, e.symbol_path, &member)) {
                 return Some(e);
             }
             if family == Family::Go
@@ -666,6 +678,7 @@ enum Family {
     Go,
     Java,
     C,
+    Lua,
     Other,
 }
 
@@ -685,8 +698,30 @@ fn family_of(path: &str) -> Family {
         "go" => Family::Go,
         "java" | "kt" | "scala" => Family::Java,
         "c" | "h" | "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" => Family::C,
+        "lua" => Family::Lua,
         _ => Family::Other,
     }
+}
+
+/// A Lua symbol path's segments: a function is named as written, a method
+/// with `:` (`Path:new`), a table's function with `.` (`M.channel.counter`).
+fn lua_segments(symbol_path: &str) -> impl Iterator<Item = &str> {
+    symbol_path.split(['.', ':'])
+}
+
+/// The table a Lua method belongs to, which `self` is inside it: `Path` of
+/// `Path:mkdir` (and of a function nested in it), `M` of `M.rshift`.
+fn lua_owner(from_symbol_path: &str) -> Option<&str> {
+    match from_symbol_path.split_once(':') {
+        Some((owner, _)) => Some(owner),
+        None => from_symbol_path.rsplit_once('.').map(|(owner, _)| owner),
+    }
+}
+
+/// Whether `symbol_path` is the member written `dotted` (`Path.new`): the
+/// same text, or in Lua the same segments (`Path:new`).
+fn same_symbol(family: Family, symbol_path: &str, dotted: &str) -> bool {
+    symbol_path == dotted || (family == Family::Lua && lua_segments(symbol_path).eq(dotted.split('.')))
 }
 
 /// An import name as recorded: `(original, local)`; a renamed import is
@@ -1065,5 +1100,45 @@ mod table_tests {
             "qualified by an unknown module"
         );
         assert!(t.resolve(&scope("a.py", &[]), "", RefKind::Inherits, "save").is_none(), "a function is not a base");
+    }
+
+    #[test]
+    fn lua_methods_bind_through_self_their_table_and_the_module_that_holds_it() {
+        // plenary.nvim: `function Path:new`, `function M.lshift`: members,
+        // each named by its last segment.
+        let mut t = SymbolTable::default();
+        for (path, symbol_path, kind) in [
+            ("lua/path.lua", "Path", NodeKind::Variable),
+            ("lua/path.lua", "Path:new", NodeKind::Method),
+            ("lua/path.lua", "Path:absolute", NodeKind::Method),
+            ("lua/path.lua", "Path:mkdir", NodeKind::Method),
+            ("lua/bit.lua", "M.lshift", NodeKind::Method),
+            ("lua/bit.lua", "M.rshift", NodeKind::Method),
+            ("lua/bit.lua", "band", NodeKind::Function),
+            ("lua/bit.lua", "band.inner", NodeKind::Function),
+        ] {
+            let name = symbol_path.rsplit(['.', ':']).next().unwrap();
+            t.insert(SymbolEntry { path, symbol_path, name, kind });
+        }
+        t.finish();
+        let bound = |s: &FileScope, from: &str, target: &str| {
+            t.resolve(s, from, RefKind::Calls, target).map(|e| format!("{}#{}", e.path, e.symbol_path))
+        };
+        let here = scope("lua/path.lua", &[]);
+        assert_eq!(bound(&here, "Path:mkdir", "self:absolute").as_deref(), Some("lua/path.lua#Path:absolute"));
+        assert_eq!(bound(&here, "Path:mkdir", "Path:new").as_deref(), Some("lua/path.lua#Path:new"));
+        assert_eq!(bound(&here, "Path:mkdir", "Path.new").as_deref(), Some("lua/path.lua#Path:new"));
+        // A table's function is never a bare name; a function nested in one is.
+        let bits = scope("lua/bit.lua", &[]);
+        assert_eq!(bound(&bits, "M.rshift", "lshift"), None);
+        assert_eq!(bound(&bits, "band", "inner").as_deref(), Some("lua/bit.lua#band.inner"));
+        // Through `local Path = require("path")` and `local bit = require("bit")`.
+        let mut spec = scope("tests/path_spec.lua", &["lua/path.lua", "lua/bit.lua"]);
+        spec.aliases.insert("Path".into(), "lua/path.lua".into());
+        spec.aliases.insert("bit".into(), "lua/bit.lua".into());
+        assert_eq!(bound(&spec, "", "Path:absolute").as_deref(), Some("lua/path.lua#Path:absolute"));
+        assert_eq!(bound(&spec, "", "bit.lshift").as_deref(), Some("lua/bit.lua#M.lshift"));
+        assert_eq!(bound(&spec, "", "self:absolute"), None, "no table around");
+        assert_eq!(bound(&spec, "", "p:absolute"), None, "an unknown value");
     }
 }

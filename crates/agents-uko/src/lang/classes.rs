@@ -83,8 +83,10 @@ pub fn language_class(node: &NodeFacts<'_>) -> Option<&'static str> {
         ("shell", K::Variable) => Some("uko-sh:ShellVariable"),
 
         ("lua", K::Function) if sig.starts_with("local ") => Some("uko-lua:LocalFunction"),
-        ("lua", K::Function) if node.name.contains(':') => Some("uko-lua:TableMethod"),
-        ("lua", K::Function) if node.name.contains('.') => Some("uko-lua:TableFunction"),
+        // A table's function (`function M.new`, `M.reset = function`) is a
+        // method; one declared with `:` takes `self`.
+        ("lua", K::Method) if sig.split('(').next().unwrap_or("").contains(':') => Some("uko-lua:TableMethod"),
+        ("lua", K::Method) => Some("uko-lua:TableFunction"),
         ("lua", K::Variable) if sig.starts_with("local ") => Some("uko-lua:LocalVariable"),
 
         ("csharp", K::Namespace) => Some("uko-cs:Namespace"),

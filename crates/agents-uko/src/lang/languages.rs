@@ -22,6 +22,7 @@ pub static RUBY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     haddock_docs: false,
     restarts: None,
     rewrite: None,
+    last_segment_names: false,
 });
 
 /// Bash: functions, top-level variables, `source`/`.` imports (relative to
@@ -42,6 +43,7 @@ pub static BASH: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     haddock_docs: false,
     restarts: Some(Restarts { starts: shell_function_start, comment: "#" }),
     rewrite: None,
+    last_segment_names: false,
 });
 
 /// Lua: functions (`function M.f`, `function M:m`, `local function f`, and
@@ -49,7 +51,8 @@ pub static BASH: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
 /// the top of the file),
 /// top-level variables, `require "a.b"` imports (`a/b.lua` or
 /// `a/b/init.lua` as a unique path suffix; `local f = require("a.b").f`
-/// imports `f`), calls.
+/// imports `f`), calls. A function is named by its last segment (`new` of
+/// `Path:new`), its symbol path as written.
 pub static LUA: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     languages: &["lua"],
     display: "Lua",
@@ -65,6 +68,7 @@ pub static LUA: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     haddock_docs: false,
     restarts: None,
     rewrite: None,
+    last_segment_names: true,
 });
 
 /// C#: namespaces (block and file-scoped), classes and records, structs,
@@ -88,6 +92,7 @@ pub static CSHARP: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     haddock_docs: false,
     restarts: None,
     rewrite: None,
+    last_segment_names: false,
 });
 
 /// PHP: namespaces, classes, interfaces, traits, enums and their cases,
@@ -111,6 +116,7 @@ pub static PHP: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     haddock_docs: false,
     restarts: None,
     rewrite: None,
+    last_segment_names: false,
 });
 
 /// Kotlin: classes, interfaces, enums with their entries, objects and named
@@ -133,6 +139,7 @@ pub static KOTLIN: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     haddock_docs: false,
     restarts: None,
     rewrite: Some(kotlin_constructor_below_header),
+    last_segment_names: false,
 });
 
 /// Kotlin's primary constructor on the line below its class header with a
@@ -212,6 +219,7 @@ pub static SCALA: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     haddock_docs: false,
     restarts: None,
     rewrite: None,
+    last_segment_names: false,
 });
 
 /// Swift: classes and actors, structs, enums with their cases, protocols,
@@ -234,6 +242,7 @@ pub static SWIFT: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     haddock_docs: false,
     restarts: None,
     rewrite: None,
+    last_segment_names: false,
 });
 
 /// Zig: container declarations (`const S = struct {..}` as structs, unions
@@ -257,6 +266,7 @@ pub static ZIG: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     haddock_docs: false,
     restarts: None,
     rewrite: None,
+    last_segment_names: false,
 });
 
 /// Haskell: data types (as enums, their constructors and record fields as
@@ -282,6 +292,7 @@ pub static HASKELL: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     haddock_docs: true,
     restarts: None,
     rewrite: None,
+    last_segment_names: false,
 });
 
 /// Elixir: modules, protocols and implementations (namespaces: `defimpl
@@ -305,6 +316,7 @@ pub static ELIXIR: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     haddock_docs: false,
     restarts: None,
     rewrite: None,
+    last_segment_names: false,
 });
 
 /// Go on the query analyzer: not registered (the hand-written
@@ -325,6 +337,7 @@ pub static GO_QUERY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     haddock_docs: false,
     restarts: None,
     rewrite: None,
+    last_segment_names: false,
 });
 
 /// Java on the query analyzer: not registered (the hand-written
@@ -345,6 +358,7 @@ pub static JAVA_QUERY: QueryAnalyzer = QueryAnalyzer::new(&QueryLanguage {
     haddock_docs: false,
     restarts: None,
     rewrite: None,
+    last_segment_names: false,
 });
 
 /// The differences between two analyses of one file, as sorted lines:
@@ -997,20 +1011,20 @@ end
     fn lua_fixture() {
         let a = check(&LUA, "lua", "app/store.lua", LUA_FIXTURE);
         let new = node(&a, "M.new");
-        assert_eq!((new.kind, new.signature.as_deref()), (NodeKind::Function, Some("function M.new(opts)")));
+        assert_eq!((new.kind, new.signature.as_deref()), (NodeKind::Method, Some("function M.new(opts)")));
         assert_eq!(new.doc.as_deref(), Some("Creates a store.\n@param opts table"));
         assert_eq!(node(&a, "M:save").doc.as_deref(), Some("Saves an item."));
         assert_eq!(node(&a, "helper").signature.as_deref(), Some("local function helper(x)"));
         assert_eq!(node(&a, "M").kind, NodeKind::Variable);
         // Functions bound to a name, directly or through a wrapper.
         let reset = node(&a, "M.reset");
-        assert_eq!((reset.kind, reset.signature.as_deref()), (NodeKind::Function, Some("M.reset = function(self)")));
+        assert_eq!((reset.kind, reset.signature.as_deref()), (NodeKind::Method, Some("M.reset = function(self)")));
         assert_eq!(reset.doc.as_deref(), Some("Empties the store."));
         assert_eq!(node(&a, "format").kind, NodeKind::Function);
         let load = node(&a, "M.load");
         assert_eq!(
             (load.kind, load.signature.as_deref()),
-            (NodeKind::Function, Some("M.load = async.wrap(function(path, callback)"))
+            (NodeKind::Method, Some("M.load = async.wrap(function(path, callback)"))
         );
         let imports: Vec<_> = a
             .references
@@ -1018,7 +1032,7 @@ end
             .filter(|r| r.kind == RefKind::Import)
             .map(|r| (r.target.as_str(), r.names.clone()))
             .collect();
-        assert_eq!(imports, [("cjson", vec!["cjson".to_string()]), ("app.util", vec!["util".to_string()])]);
+        assert_eq!(imports, [("cjson", vec!["json".to_string()]), ("app.util", vec!["util".to_string()])]);
         assert_eq!(
             refs(&a, RefKind::Calls),
             pairs(&[
@@ -1469,6 +1483,38 @@ end
         assert_eq!(imports_of(&a), [import("plenary.vararg", &["rotate"]), import("luassert.util", &["util"])]);
         assert_eq!(node(&a, "eq").kind, NodeKind::Variable);
         assert!(refs(&a, RefKind::Calls).iter().all(|(_, t)| t != "require"), "an import is no call");
+    }
+
+    #[test]
+    fn lua_calls_on_a_value_a_constructor_made_are_written_against_its_table() {
+        let lua = r#"local Path = require("plenary.path")
+
+it("removes", function()
+  local p = Path:new("a.lua")
+  local q = Path.new("b.lua")
+  p:rm()
+  q:exists()
+  local r = Path:new("c.lua")
+  r:rm()
+end)
+
+local function touch(r, s)
+  s:touch()
+  local s = vim.fn.expand("x")
+end
+"#;
+        let a = check(&LUA, "lua", "tests/path_spec.lua", lua);
+        assert_eq!(imports_of(&a), [import("plenary.path", &["Path"])]);
+        let calls: Vec<String> = refs(&a, RefKind::Calls).into_iter().map(|(_, t)| t).collect();
+        assert!(calls.contains(&"Path:rm".to_string()), "{calls:?}");
+        assert!(calls.contains(&"Path:exists".to_string()), "{calls:?}");
+        // `r` is also a parameter, `s` also something else: written as they are.
+        assert!(calls.contains(&"r:rm".to_string()), "{calls:?}");
+        assert!(calls.contains(&"s:touch".to_string()), "{calls:?}");
+        // The functions of a table are named by their last segment.
+        let store = check(&LUA, "lua", "app/store.lua", LUA_FIXTURE);
+        assert_eq!(node(&store, "M:save").name, "save");
+        assert_eq!(node(&store, "M.new").name, "new");
     }
 
     #[test]

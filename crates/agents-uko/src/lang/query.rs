@@ -20,6 +20,8 @@
 //! | `@import.member` | the member of the module the statement takes (`const Pool = @import("pool.zig").Pool`, Lua `local f = require("m").f`): the name brought in is that member's, bound to `@import.name`; an import nested in such a statement (the `require` call) is the same import |
 //! | `@call` | a call; `@call.name` is the callee as written (`f`, `obj.m`) |
 //! | `@no_calls` | a region whose calls are none (Elixir's `@spec assign(t, atom) :: t` names types and the function it describes) |
+//! | `@bind` | a name given a value (Lua's `local p = Path:new(...)`, a parameter, a loop variable); `@bind.name` is the name |
+//! | `@bind.class` | the class of the value given (`Path`); a name every `@bind` of the file gives one class has its calls written against it (`p:rm()` is `Path:rm`) |
 //!
 //! Captures whose names start with `_` are for predicates only.
 //!
@@ -41,7 +43,8 @@ use tree_sitter::{Language, Query, QueryCursor, StreamingIterator};
 
 use crate::lang::rust::source_ordered;
 use crate::lang::{
-    Analyzer, FileBuilder, clean_doc, collapse, parse_or_warn, plain_comment_doc, preceding_comments, strip_quotes,
+    Analyzer, FileBuilder, clean_doc, collapse, note_class, parse_or_warn, plain_comment_doc, preceding_comments,
+    strip_quotes, written_against,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of, join_normalized};
@@ -141,6 +144,12 @@ pub struct QueryLanguage {
     /// span found in it holds in the file), for a construct the grammar
     /// misreads; `None` from it: the file as it is.
     pub rewrite: Option<fn(&str) -> Option<String>>,
+    /// Whether a definition written qualified (Lua's `function M.f`,
+    /// `function Path:new`) is a member (a function: a method) named by its
+    /// last segment (`f`, `new`), its symbol path staying as written:
+    /// resolution looks symbols up by that name and never binds a bare name
+    /// to a member, as for every other language's members.
+    pub last_segment_names: bool,
 }
 
 /// Where a file that does not parse is cut into pieces ([`QueryLanguage::restarts`]).
@@ -178,6 +187,9 @@ struct Compiled {
     call: Option<u32>,
     call_name: Option<u32>,
     no_calls: Option<u32>,
+    bind: Option<u32>,
+    bind_name: Option<u32>,
+    bind_class: Option<u32>,
 }
 
 /// Why a query file does not load (a bug in the shipped `.scm`; the tests
@@ -288,6 +300,9 @@ fn compile(spec: &QueryLanguage) -> Result<Compiled, QueryLoadError> {
         call: index("call"),
         call_name: index("call.name"),
         no_calls: index("no_calls"),
+        bind: index("bind"),
+        bind_name: index("bind.name"),
+        bind_class: index("bind.class"),
         definition,
         language,
         query,
@@ -474,7 +489,17 @@ impl Analyzer for QueryAnalyzer {
                     NodeKind::Variable if member => NodeKind::Field,
                     kind => kind,
                 };
+                // Lua's `function M.f`, `function Path:new`: a member of the
+                // table, named by its last segment.
+                let last = name
+                    .rsplit_once(['.', ':'])
+                    .map(|(_, last)| last)
+                    .filter(|last| self.spec.last_segment_names && !last.is_empty());
+                let kind = if last.is_some() && kind == NodeKind::Function { NodeKind::Method } else { kind };
                 let idx = builder.add(parent, kind, &name, def.span, Some(def.signature.clone()), def.doc.clone());
+                if let Some(last) = last {
+                    builder.set_name(idx, last);
+                }
                 if name != def.name {
                     renames.push((idx, def.name.clone()));
                 }
@@ -602,12 +627,16 @@ impl QueryAnalyzer {
                 _ => merged.push(import),
             }
         }
-        // `local f = require("m").f`: the `require` call inside is the
-        // statement's own import, not a second one.
-        let taking: Vec<Span> = merged.iter().filter(|i| i.member.is_some()).map(|i| i.span).collect();
+        // `local f = require("m").f`, `local Path = require("m")`: the
+        // `require` call inside is the statement's own import, not a second one.
+        let taking: Vec<Span> =
+            merged.iter().filter(|i| i.member.is_some() || !i.names.is_empty()).map(|i| i.span).collect();
         let nested = |i: &RawImport| {
             i.member.is_none()
-                && taking.iter().any(|o| o.start_byte <= i.span.start_byte && i.span.end_byte <= o.end_byte)
+                && i.names.is_empty()
+                && taking
+                    .iter()
+                    .any(|o| *o != i.span && o.start_byte <= i.span.start_byte && i.span.end_byte <= o.end_byte)
         };
         let absorbed: Vec<usize> = merged.iter().filter(|i| nested(i)).map(|i| i.node_id).collect();
         merged.retain(|i| !nested(i));
@@ -680,6 +709,8 @@ impl QueryAnalyzer {
         let mut imports = Vec::new();
         let mut calls = Vec::new();
         let mut quiet: Vec<std::ops::Range<usize>> = Vec::new();
+        // (name node id, name, class) of each `@bind`.
+        let mut bound: Vec<(usize, String, Option<String>)> = Vec::new();
         let mut cursor = QueryCursor::new();
         cursor.set_max_start_depth(Some(MAX_START_DEPTH));
         let mut matches = cursor.matches(&c.query, tree.root_node(), text.as_bytes());
@@ -789,6 +820,11 @@ impl QueryAnalyzer {
                 });
             } else if let Some(node) = first(c.no_calls) {
                 quiet.push(node.byte_range());
+            } else if first(c.bind).is_some() {
+                if let Some(name) = first(c.bind_name) {
+                    let class = first(c.bind_class).map(|class| t(&class).to_string());
+                    bound.push((name.id(), t(&name).to_string(), class));
+                }
             } else if let Some(node) = first(c.call) {
                 let target: Vec<String> = m
                     .captures()
@@ -817,6 +853,7 @@ impl QueryAnalyzer {
         // `@no_calls` regions (typespecs) do not nest: the one starting last
         // before a call is the only one that can hold it.
         quiet.sort_by_key(|r| r.start);
+        rewrite_calls_on_bound_names(&mut calls, bound);
         calls.retain(|f| {
             let before = quiet.partition_point(|r| r.start <= f.start);
             f.kind != RefKind::Calls || before == 0 || !quiet[before - 1].contains(&f.start)
@@ -841,6 +878,27 @@ fn default_import_name(path: &str) -> &str {
         return file.split('.').find(|s| !s.is_empty()).unwrap_or(file);
     }
     path.rsplit(['.', ':']).find(|s| !s.is_empty()).unwrap_or(path)
+}
+
+/// Calls on a name every `@bind` of the file gives a value of one class
+/// (`@bind.class`; a binding without one states none) written against that
+/// class: `p:rm()` after `local p = Path:new(...)` is `Path:rm`, which
+/// resolution binds. One name node matched as both keeps its class.
+fn rewrite_calls_on_bound_names(calls: &mut [Found], mut bound: Vec<(usize, String, Option<String>)>) {
+    if bound.is_empty() {
+        return;
+    }
+    bound.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| b.2.is_some().cmp(&a.2.is_some())));
+    bound.dedup_by_key(|b| b.0);
+    let mut classes = HashMap::new();
+    for (_, name, class) in bound {
+        note_class(&mut classes, name, class);
+    }
+    for call in calls.iter_mut().filter(|f| f.kind == RefKind::Calls) {
+        if let Some(target) = written_against(&call.target, |object| classes.get(object).and_then(Option::as_ref)) {
+            call.target = target;
+        }
+    }
 }
 
 /// A callee as written with its inner calls' arguments, index expressions

@@ -45,7 +45,16 @@
         arguments: (arguments . (string content: (string_content) @import.path)))
       field: (identifier) @import.member)))) @import
 
-; `local x = require("a.b")`, `require "a.b"`
+; `local x = require("a.b")`: the module, bound to `x`.
+(variable_declaration
+  (assignment_statement
+    (variable_list . name: (identifier) @import.name)
+    (expression_list . value: (function_call
+      name: (identifier) @_req
+      (#eq? @_req "require")
+      arguments: (arguments . (string content: (string_content) @import.path)))))) @import
+
+; `require "a.b"` anywhere else
 (function_call
   name: (identifier) @_req
   (#eq? @_req "require")
@@ -53,3 +62,22 @@
 
 (function_call
   name: (_) @call.name) @call
+
+; Names given a value, for the calls on them: `local p = Path:new(...)` (or
+; `Path.new(...)`) gives `p` a `Path`, so `p:rm()` is `Path:rm`; any other
+; binding of the name (another value, a parameter, a loop variable) states
+; no class, and a name bound to two keeps its calls as written.
+(assignment_statement
+  (variable_list . name: (identifier) @bind.name .)
+  (expression_list . value: (function_call
+    name: [
+      (method_index_expression table: (identifier) @bind.class method: (identifier) @_new)
+      (dot_index_expression table: (identifier) @bind.class field: (identifier) @_new)
+    ]) .)
+  (#eq? @_new "new")) @bind
+
+(variable_list name: (identifier) @bind.name) @bind
+
+(parameters name: (identifier) @bind.name) @bind
+
+(for_numeric_clause name: (identifier) @bind.name) @bind
