@@ -489,6 +489,12 @@ impl SymbolTable {
                 if let Some(e) = self.reexported(scope, kind, path, segments[1], &segments[2..]) {
                     return Some(e);
                 }
+                // `Router::new` after `use axum::Router`: a type the entry
+                // file brings in, then its member.
+                let original = scope.renamed.get(q).map_or(q, String::as_str);
+                if let Some(e) = self.reexported(scope, kind, path, original, &segments[1..]) {
+                    return Some(e);
+                }
                 if family == Family::Go && family_of(path) == Family::Go {
                     return in_package(dir_of(path), &rest);
                 }
@@ -1030,6 +1036,7 @@ mod table_tests {
         let mut s = scope("tests/test_basic.py", &["src/click/__init__.py"]);
         s.aliases.insert("click".into(), "src/click/__init__.py".into());
         s.aliases.insert("echo".into(), "src/click/__init__.py".into());
+        s.aliases.insert("Cmd".into(), "src/click/__init__.py".into());
         s.reexports = std::sync::Arc::new(reexports);
         let bound = |target: &str| t.resolve(&s, "test_run", RefKind::Calls, target).map(|e| (e.path, e.symbol_path));
         assert_eq!(bound("click.echo"), Some(("src/click/utils.py", "echo")));
@@ -1042,6 +1049,10 @@ mod table_tests {
         // `from . import utils` in the entry: `click.utils.echo`.
         assert_eq!(bound("click.utils.echo"), Some(("src/click/utils.py", "echo")));
         assert_eq!(bound("click.missing"), None);
+        // `from click import Cmd` (`use axum::Router`): the name the entry
+        // brings in, read as a qualifier.
+        assert_eq!(bound("Cmd.invoke"), Some(("src/click/core.py", "Command.invoke")));
+        assert_eq!(bound("Cmd.missing"), None);
         assert!(ReExports::is_entry("src/click/__init__.py") && ReExports::is_entry("packages/a/src/index.ts"));
         assert!(ReExports::is_entry("axum/src/routing/mod.rs") && ReExports::is_entry("axum/src/lib.rs"));
         assert!(!ReExports::is_entry("src/click/core.py") && !ReExports::is_entry("src/indexer.ts"));

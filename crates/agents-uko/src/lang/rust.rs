@@ -475,9 +475,11 @@ impl<'t> Walker<'t> {
                 "call_expression" => {
                     if let Some(function) = n.child_by_field_name("function") {
                         let written = callee(function, self.text, ctx.self_type.as_deref(), 0);
-                        // `router.route()` with `router: Router` is `Router.route`.
-                        let target =
-                            written_against(&written, |object| self.typed.get(&from)?.get(object)).unwrap_or(written);
+                        // `router.route()` with `router: Router` is `Router.route`,
+                        // and so is `Router::new().route()`.
+                        let target = on_constructed(&written, &ctx.generics)
+                            .or_else(|| written_against(&written, |object| self.typed.get(&from)?.get(object)))
+                            .unwrap_or(written);
                         self.call(from, target, Span::of_node(&n));
                     }
                 }
@@ -876,6 +878,24 @@ const STD_TYPES: &[&str] = &[
     "Option", "Result", "Vec", "String", "Box", "Arc", "Rc", "HashMap", "HashSet", "BTreeMap", "BTreeSet", "VecDeque",
     "Cow", "Mutex", "RwLock", "RefCell", "Cell", "Path", "PathBuf", "Duration", "Instant",
 ];
+
+/// A call on what a type's `new()` or `default()` makes, written against
+/// that type as a local bound to it is (`Router::new().route` ->
+/// `Router.route`): the type a plain path of this code names (not a
+/// generic parameter nor a std type), the member a plain name. A longer
+/// chain (`Router::new().route().layer`) stays as written.
+fn on_constructed(written: &str, generics: &[String]) -> Option<String> {
+    ["::new().", "::default()."].iter().find_map(|constructor| {
+        let (ty, member) = written.split_once(constructor)?;
+        let last = ty.rsplit("::").next().unwrap_or(ty);
+        let plain_type = last.starts_with(|c: char| c.is_ascii_uppercase())
+            && !ty.contains(['.', '(', '<'])
+            && !generics.iter().any(|g| g == last)
+            && !STD_TYPES.contains(&last);
+        let plain_member = !member.is_empty() && !member.contains(['.', '(', ':']);
+        (plain_type && plain_member).then(|| format!("{ty}.{member}"))
+    })
+}
 
 /// The callee of a call as written: `f`, `Type::new`, `self.x`, `a.b().c`.
 fn callee(node: Node<'_>, text: &str, self_type: Option<&str>, depth: usize) -> String {
@@ -1563,6 +1583,18 @@ vec_like! { 1, 2, 3 }
     }
 
     #[test]
+    fn calls_on_what_a_constructor_makes_are_written_against_its_type() {
+        let generics = vec!["S".to_string()];
+        assert_eq!(on_constructed("Router::new().route", &generics).as_deref(), Some("Router.route"));
+        assert_eq!(on_constructed("axum::Router::default().layer", &generics).as_deref(), Some("axum::Router.layer"));
+        assert_eq!(on_constructed("Router::new().route().layer", &generics), None, "a longer chain");
+        assert_eq!(on_constructed("Vec::new().push", &generics), None, "a std type");
+        assert_eq!(on_constructed("S::default().get", &generics), None, "a generic parameter");
+        assert_eq!(on_constructed("router::new().route", &generics), None, "not a type");
+        assert_eq!(on_constructed("Router::with_state().route", &generics), None, "not a constructor");
+    }
+
+    #[test]
     fn calls_on_names_of_a_plain_type_are_written_against_it() {
         let text = r#"
 impl Server {
@@ -1588,6 +1620,8 @@ impl Server {
         if let Some(req) = next() {
             req.body();
         }
+        Router::new().route("/").layer(l);
+        Self::new().stop();
     }
 }
 "#;
@@ -1616,7 +1650,13 @@ impl Server {
                 "items.iter",
                 "conn.poll",
                 "next",
-                "req.body"
+                "req.body",
+                // What a constructor makes is of its type; a longer chain stays.
+                "Router::new().route().layer",
+                "Router.route",
+                "Router::new",
+                "Server.stop",
+                "Server::new"
             ]
         );
     }
