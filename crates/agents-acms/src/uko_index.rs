@@ -16,6 +16,7 @@ use agents_uko::lang::analyzer_for;
 use agents_uko::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use agents_uko::resolve::{
     FileScope, ReExports, ResolveContext, SymbolEntry, SymbolTable, imported_name, reference_head, reference_name,
+    result_of_call,
 };
 use rayon::prelude::*;
 
@@ -290,6 +291,7 @@ impl Linker<'_> {
             for (i, r) in file.refs.iter().enumerate() {
                 if r.kind != RefKind::Import {
                     wanted.insert(reference_name(file.str(r.target)));
+                    wanted.extend(result_of_call(file.str(r.target)));
                 } else {
                     // The defined name of a renamed import.
                     wanted.extend(file.names(i).iter().filter(|n| n.contains(" as ")).map(|n| imported_name(n).0));
@@ -298,6 +300,7 @@ impl Linker<'_> {
         }
         for (_, r) in &affected {
             wanted.insert(reference_name(&r.target));
+            wanted.extend(result_of_call(&r.target));
         }
         let table = self.symbol_table(writer, &wanted)?;
         // Resolve a chunk of files in parallel, then write it, in path order;
@@ -348,12 +351,19 @@ impl Linker<'_> {
         let by_name = wanted.len() <= NAMED_LOOKUP_LIMIT;
         let filter: HashSet<&str> = if by_name { HashSet::new() } else { wanted.iter().copied().collect() };
         let mut table = SymbolTable::default();
-        let mut add = |path: &str, symbol_path: &str, name: &str, kind: &str| {
+        let mut add = |path: &str, symbol_path: &str, name: &str, kind: &str, signature: &str| {
             if !by_name && !filter.contains(name) {
                 return;
             }
             let Some(kind) = NodeKind::parse(kind) else { return };
             table.insert(SymbolEntry { path, symbol_path, name, kind });
+            // What a Go function returns, for the calls on it (`New().Use`).
+            if kind == NodeKind::Function
+                && path.ends_with(".go")
+                && let Some(ty) = agents_uko::lang::go::result_type(signature)
+            {
+                table.set_result(path, symbol_path, &ty);
+            }
         };
         if by_name {
             let names: Vec<String> = wanted.iter().map(|s| s.to_string()).collect();

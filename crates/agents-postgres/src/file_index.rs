@@ -390,15 +390,15 @@ impl IndexWrite for PgIndexWrite<'_> {
         Ok(())
     }
 
-    fn for_each_symbol(&mut self, f: &mut dyn FnMut(&str, &str, &str, &str)) -> Result<(), StoreError> {
+    fn for_each_symbol(&mut self, f: &mut dyn FnMut(&str, &str, &str, &str, &str)) -> Result<(), StoreError> {
         let index_id = self.index_id.clone();
         let rows = self.loaded()?.query(
-            "SELECT path, symbol_path, name, kind FROM uko_nodes WHERE index_id = $1 AND is_current \
-             ORDER BY path",
+            "SELECT path, symbol_path, name, kind, coalesce(signature, '') FROM uko_nodes \
+             WHERE index_id = $1 AND is_current ORDER BY path",
             &[&index_id],
         )?;
         for row in &rows {
-            f(row.get(0), row.get(1), row.get(2), row.get(3));
+            f(row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
         }
         Ok(())
     }
@@ -406,18 +406,18 @@ impl IndexWrite for PgIndexWrite<'_> {
     fn for_each_symbol_named(
         &mut self,
         names: &[String],
-        f: &mut dyn FnMut(&str, &str, &str, &str),
+        f: &mut dyn FnMut(&str, &str, &str, &str, &str),
     ) -> Result<(), StoreError> {
         let index_id = self.index_id.clone();
         let c = self.loaded()?;
         for name in names {
             let rows = c.query(
-                "SELECT path, symbol_path, name, kind FROM uko_nodes \
+                "SELECT path, symbol_path, name, kind, coalesce(signature, '') FROM uko_nodes \
                  WHERE index_id = $1 AND name = $2 AND is_current",
                 &[&index_id, name],
             )?;
             for row in &rows {
-                f(row.get(0), row.get(1), row.get(2), row.get(3));
+                f(row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
             }
         }
         Ok(())

@@ -25,14 +25,15 @@ pub trait IndexWrite {
     fn write_refs(&mut self, path: &str, refs: &[UkoRef]) -> Result<(), StoreError>;
     /// Retires the nodes and deletes the references of files that left the index.
     fn retire_paths(&mut self, paths: &[String]) -> Result<(), StoreError>;
-    /// Calls `f(path, symbol_path, name, kind)` for every current node,
-    /// sorted by path, as the transaction sees them.
-    fn for_each_symbol(&mut self, f: &mut dyn FnMut(&str, &str, &str, &str)) -> Result<(), StoreError>;
+    /// Calls `f(path, symbol_path, name, kind, signature)` for every current
+    /// node (the signature empty when it has none), sorted by path, as the
+    /// transaction sees them.
+    fn for_each_symbol(&mut self, f: &mut dyn FnMut(&str, &str, &str, &str, &str)) -> Result<(), StoreError>;
     /// Like [`IndexWrite::for_each_symbol`], for current nodes named one of `names`.
     fn for_each_symbol_named(
         &mut self,
         names: &[String],
-        f: &mut dyn FnMut(&str, &str, &str, &str),
+        f: &mut dyn FnMut(&str, &str, &str, &str, &str),
     ) -> Result<(), StoreError>;
     /// References written in `path`, as the transaction sees them.
     fn file_refs(&mut self, path: &str) -> Result<Vec<(i64, UkoRef)>, StoreError>;

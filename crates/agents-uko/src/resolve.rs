@@ -187,6 +187,9 @@ pub struct SymbolTable {
     /// by binary search. Built by [`SymbolTable::finish`].
     by_name: Vec<u32>,
     by_file: Vec<u32>,
+    /// (path, symbol path) of a function -> the type it declares it returns
+    /// (Go's `func New() *Engine` -> `Engine`), for calls on what it returns.
+    results: HashMap<(Box<str>, Box<str>), Box<str>>,
 }
 
 /// What a file's imports bring into scope, for name resolution.
@@ -283,6 +286,13 @@ impl SymbolTable {
             name
         };
         self.symbols.push(Symbol { path, symbol_path, name, kind: entry.kind });
+    }
+
+    /// Records that the function `symbol_path` of `path` returns a `ty`
+    /// (a type of its own package): `New().m` and `r.m` after `r := New()`
+    /// are then `ty`'s `m`.
+    pub fn set_result(&mut self, path: &str, symbol_path: &str, ty: &str) {
+        self.results.insert((path.into(), symbol_path.into()), ty.into());
     }
 
     fn path_id(&mut self, path: &str) -> Option<u32> {
@@ -433,6 +443,18 @@ impl SymbolTable {
             )
         };
         let same_file = in_file(&scope.path);
+        // Go: `New().Use` (and `r.Use` after `r := New()`, which the analyzer
+        // writes so): a method of the type the function declares it returns,
+        // in that function's package.
+        if family == Family::Go
+            && let Some(at) = segments.iter().position(|s| s.ends_with("()"))
+        {
+            let function = segments[..=at].join(".");
+            let function = function.strip_suffix("()").filter(|f| at + 2 == segments.len() && !f.contains('('))?;
+            let found = self.bind(scope, from_symbol_path, crate::model::RefKind::Calls, function)?;
+            let ty = self.results.get(&(found.path.into(), found.symbol_path.into()))?;
+            return in_package(dir_of(found.path), &format!("{ty}.{name}"));
+        }
         if let Some(q) = qualifier {
             if matches!(q, "self" | "this" | "Self" | "cls") {
                 // `self.app.add_url_rule`: a member of a field, whose type
@@ -745,6 +767,12 @@ fn segments(target: &str) -> impl DoubleEndedIterator<Item = &str> {
 /// `pkg.echo`, `Type` of `Type::new`).
 pub fn reference_head(target: &str) -> &str {
     segments(target).next().unwrap_or("")
+}
+
+/// The function whose result a reference is read through (`New` of
+/// `New().Use` and `gin.New().Use`), which resolution looks up too.
+pub fn result_of_call(target: &str) -> Option<&str> {
+    segments(target).find_map(|s| s.strip_suffix("()")).filter(|f| !f.is_empty() && !f.contains(['(', ')']))
 }
 
 /// The simple name a by-name reference binds to: its last segment, without
@@ -1080,6 +1108,24 @@ mod table_tests {
         assert_eq!((found.path, found.symbol_path), ("context.go", "Context.Abort"));
         assert_eq!(t.resolve(&s, "Context.Header", RefKind::Calls, "isASCII").unwrap().path, "utils.go");
         assert!(t.resolve(&s, "Context.Header", RefKind::Calls, "w.Abort").is_none(), "not the receiver");
+        // What a function declares it returns: `New().Abort` after `r := New()`.
+        let mut t2 = SymbolTable::default();
+        t2.insert(entry("gin.go", "New", NodeKind::Function));
+        t2.insert(entry("context.go", "Context.Abort", NodeKind::Method));
+        t2.insert(entry("context.go", "Context", NodeKind::Struct));
+        t2.insert(entry("render/render.go", "New", NodeKind::Function));
+        t2.set_result("gin.go", "New", "Context");
+        t2.finish();
+        let found = t2.resolve(&scope("gin_test.go", &[]), "TestX", RefKind::Calls, "New().Abort").unwrap();
+        assert_eq!((found.path, found.symbol_path), ("context.go", "Context.Abort"));
+        assert!(t2.resolve(&scope("gin_test.go", &[]), "TestX", RefKind::Calls, "New().Abort().Abort").is_none());
+        let other = scope("render/json.go", &[]);
+        assert!(
+            t2.resolve(&other, "f", RefKind::Calls, "New().Abort").is_none(),
+            "that package's New returns nothing known"
+        );
+        assert_eq!(result_of_call("gin.New().Use"), Some("New"));
+        assert_eq!(result_of_call("c.Next"), None);
         let mut s = scope("gin.go", &["render/render.go"]);
         s.aliases.insert("render".into(), "render/render.go".into());
         assert_eq!(t.resolve(&s, "New", RefKind::Calls, "render.isASCII").unwrap().path, "render/render.go");

@@ -162,7 +162,7 @@ pub fn index_write_sees_its_own_rows_and_finish_publishes_them<S: Store>(make: &
         writer.write_refs(&f.path, &f.refs).unwrap();
     }
     let mut seen = Vec::new();
-    writer.for_each_symbol(&mut |path, symbol_path, _, _| seen.push(format!("{path}#{symbol_path}"))).unwrap();
+    writer.for_each_symbol(&mut |path, symbol_path, _, _, _| seen.push(format!("{path}#{symbol_path}"))).unwrap();
     let mut sorted = seen.clone();
     sorted.sort_by(|a, b| a.split('#').next().cmp(&b.split('#').next()));
     assert_eq!(seen, sorted, "sorted by path");
@@ -170,13 +170,29 @@ pub fn index_write_sees_its_own_rows_and_finish_publishes_them<S: Store>(make: &
     assert_eq!(seen.len(), expected);
     let mut named = Vec::new();
     writer
-        .for_each_symbol_named(&["helper".to_owned()], &mut |path, symbol_path, name, kind| {
-            named.push((path.to_owned(), symbol_path.to_owned(), name.to_owned(), kind.to_owned()))
+        .for_each_symbol_named(&["helper".to_owned()], &mut |path, symbol_path, name, kind, signature| {
+            named.push((
+                path.to_owned(),
+                symbol_path.to_owned(),
+                name.to_owned(),
+                kind.to_owned(),
+                signature.to_owned(),
+            ))
         })
         .unwrap();
-    assert_eq!(named, [("b.py".to_owned(), "helper".to_owned(), "helper".to_owned(), "function".to_owned())]);
+    let helper = files[1].nodes.iter().find(|n| n.symbol_path == "helper").and_then(|n| n.signature.clone());
+    assert_eq!(
+        named,
+        [(
+            "b.py".to_owned(),
+            "helper".to_owned(),
+            "helper".to_owned(),
+            "function".to_owned(),
+            helper.unwrap_or_default()
+        )]
+    );
     named.clear();
-    writer.for_each_symbol_named(&["nothing".to_owned()], &mut |_, _, _, _| named.push(Default::default())).unwrap();
+    writer.for_each_symbol_named(&["nothing".to_owned()], &mut |_, _, _, _, _| named.push(Default::default())).unwrap();
     assert!(named.is_empty());
     let refs: Vec<_> = writer.file_refs("a.py").unwrap().into_iter().map(|(_, r)| r).collect();
     assert_eq!(refs, files[0].refs);

@@ -369,14 +369,14 @@ impl IndexWrite for SqliteIndexWrite<'_> {
         Ok(())
     }
 
-    fn for_each_symbol(&mut self, f: &mut dyn FnMut(&str, &str, &str, &str)) -> Result<(), StoreError> {
+    fn for_each_symbol(&mut self, f: &mut dyn FnMut(&str, &str, &str, &str, &str)) -> Result<(), StoreError> {
         uko_sql::for_each_symbol(self.conn(), &self.index_id, None, f).map_err(self.sql())
     }
 
     fn for_each_symbol_named(
         &mut self,
         names: &[String],
-        f: &mut dyn FnMut(&str, &str, &str, &str),
+        f: &mut dyn FnMut(&str, &str, &str, &str, &str),
     ) -> Result<(), StoreError> {
         uko_sql::for_each_symbol(self.conn(), &self.index_id, Some(names), f).map_err(self.sql())
     }

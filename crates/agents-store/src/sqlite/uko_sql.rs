@@ -563,22 +563,22 @@ const IMPORTERS_WHERE: &str = "r.path_id IN (SELECT i.path_id FROM uko_refs i \
      WHERE i.to_path_id = ?1 AND i.to_symbol_id IS NOT NULL AND i.kind_id = ?2) \
      AND r.kind_id != ?2 AND r.to_path_id IS NOT NULL";
 
-/// Calls `f(path, symbol_path, name, kind)` for every current node sorted
-/// by path, or for those named one of `names`.
+/// Calls `f(path, symbol_path, name, kind, signature)` for every current
+/// node sorted by path, or for those named one of `names`.
 pub fn for_each_symbol(
     conn: &Connection,
     index_id: &str,
     names: Option<&[String]>,
-    f: &mut dyn FnMut(&str, &str, &str, &str),
+    f: &mut dyn FnMut(&str, &str, &str, &str, &str),
 ) -> rusqlite::Result<()> {
     let Some(g) = Graph::find(conn, index_id)? else { return Ok(()) };
-    const COLUMNS: &str = "SELECT p.path, s.text, nm.text, k.text";
+    const COLUMNS: &str = "SELECT p.path, s.text, nm.text, k.text, n.signature";
     const JOINS: &str = "JOIN uko_strings s ON s.string_id = n.symbol_id \
          JOIN uko_strings nm ON nm.string_id = n.name_id JOIN uko_strings k ON k.string_id = n.kind_id";
     let mut emit = |rows: &mut rusqlite::Rows<'_>| -> rusqlite::Result<()> {
         while let Some(row) = rows.next()? {
             let get = |i| row.get_ref(i).ok().and_then(|v| v.as_str().ok()).unwrap_or("");
-            f(get(0), get(1), get(2), get(3));
+            f(get(0), get(1), get(2), get(3), get(4));
         }
         Ok(())
     };
@@ -597,7 +597,7 @@ pub fn for_each_symbol(
             // looked up once (a refresh of a few files asks for hundreds of
             // names, some defined thousands of times).
             let mut st = conn.prepare_cached(
-                "SELECT p.path, s.text, n.kind_id FROM uko_nodes n INDEXED BY ix_uko_nodes_name \
+                "SELECT p.path, s.text, n.kind_id, n.signature FROM uko_nodes n INDEXED BY ix_uko_nodes_name \
                  JOIN uko_paths p ON p.path_id = n.path_id JOIN uko_strings s ON s.string_id = n.symbol_id \
                  WHERE n.name_id = ?1 AND n.is_current = 1",
             )?;
@@ -616,7 +616,7 @@ pub fn for_each_symbol(
                         }
                     };
                     let get = |i| row.get_ref(i).ok().and_then(|v| v.as_str().ok()).unwrap_or("");
-                    f(get(0), get(1), name, kind);
+                    f(get(0), get(1), name, kind, get(3));
                 }
             }
             Ok(())

@@ -646,8 +646,13 @@ fn typed_names(function: Node<'_>, text: &str, generics: &[String]) -> HashMap<S
                 for name in n.children_by_field_name("name", &mut cursor) {
                     ids.push(name);
                 }
+                // In source order: `r, err := New()` gives `r` the result.
+                ids.sort_by_key(|id| id.start_byte());
                 ids.dedup_by(|a, b| a.id() == b.id());
                 let declared = match (n.kind(), ids.as_slice()) {
+                    ("short_var_declaration", [first, _, ..]) => {
+                        first_result(n, text).map(|f| (node_text(first, text).to_string(), f))
+                    }
                     ("short_var_declaration" | "var_spec", [one]) => declared_type(n, text)
                         .filter(|ty| {
                             let base = ty.rsplit('.').next().unwrap_or("");
@@ -695,9 +700,85 @@ fn declared_type(declaration: Node<'_>, text: &str) -> Option<String> {
         "call_expression" if value.child_by_field_name("function").is_some_and(|f| node_text(&f, text) == "new") => {
             type_name(value.child_by_field_name("arguments")?.named_child(0)?, text)
         }
+        "call_expression" => return called_function(value, text),
         _ => return None,
     };
     Some(ty).filter(|t| !t.is_empty())
+}
+
+/// What a declaration of several names (`r, err := New()`) gives the first:
+/// the result of its one call, as [`called_function`] writes it.
+fn first_result(declaration: Node<'_>, text: &str) -> Option<String> {
+    let values = declaration.child_by_field_name("right")?;
+    let value = match values.kind() {
+        "expression_list" if values.named_child_count() == 1 => values.named_child(0)?,
+        "expression_list" => return None,
+        _ => values,
+    };
+    (value.kind() == "call_expression").then(|| called_function(value, text)).flatten()
+}
+
+/// A call of a function or of a package's function, written as what it
+/// returns: `New()`, `gin.New()` (resolution reads the type the function
+/// declares it returns: `New().Use` is `Engine.Use`; a method's call,
+/// `c.Copy()`, is written the same and binds nothing, `c` being no
+/// package). A builtin, a call of a call or of a literal is none.
+fn called_function(call: Node<'_>, text: &str) -> Option<String> {
+    let function = call.child_by_field_name("function")?;
+    let name = match function.kind() {
+        "identifier" => node_text(&function, text).to_string(),
+        "selector_expression" => {
+            let operand = function.child_by_field_name("operand").filter(|o| o.kind() == "identifier")?;
+            let field = function.child_by_field_name("field")?;
+            format!("{}.{}", node_text(&operand, text), node_text(&field, text))
+        }
+        _ => return None,
+    };
+    let base = name.rsplit('.').next().unwrap_or(&name);
+    (!PREDECLARED_TYPES.contains(&base) && !matches!(base, "new" | "make" | "len" | "cap" | "append"))
+        .then(|| format!("{name}()"))
+}
+
+/// The type a Go function's signature declares it returns first, when it
+/// is a plain type of the function's own package: `Engine` of `func New(opts
+/// ...OptionFunc) *Engine`, `Context` of `func CreateTestContext(w
+/// http.ResponseWriter) (c *Context, r *Engine)`; none for a predeclared,
+/// qualified, generic or composite type, or a generic function.
+pub fn result_type(signature: &str) -> Option<String> {
+    let rest = signature.strip_prefix("func")?.trim_start();
+    // After a balanced group opened at the start of `s`, what follows.
+    let after_group = |s: &str, open: char, close: char| -> Option<(String, String)> {
+        let mut depth = 0;
+        for (i, c) in s.char_indices() {
+            if c == open {
+                depth += 1;
+            } else if c == close {
+                depth -= 1;
+                if depth == 0 {
+                    return Some((s[1..i].to_string(), s[i + 1..].trim_start().to_string()));
+                }
+            }
+        }
+        None
+    };
+    let rest = if rest.starts_with('(') { after_group(rest, '(', ')')?.1 } else { rest.to_string() };
+    let at = rest.find(|c: char| !(c.is_alphanumeric() || c == '_'))?;
+    let rest = &rest[at..];
+    if !rest.starts_with('(') {
+        return None;
+    }
+    let results = after_group(rest, '(', ')')?.1;
+    let results = results.trim_end_matches('{').trim();
+    let first = if results.starts_with('(') {
+        let inside = after_group(results, '(', ')')?.0;
+        let first = inside.split(',').next()?.trim().to_string();
+        first.rsplit(' ').next()?.to_string()
+    } else {
+        results.to_string()
+    };
+    let ty = first.trim_start_matches('*');
+    let plain = !ty.is_empty() && ty.chars().all(|c| c.is_alphanumeric() || c == '_');
+    (plain && !PREDECLARED_TYPES.contains(&ty)).then(|| ty.to_string())
 }
 
 /// The receiver's type name (`Store` for `(s *Store)` or `(l List[T])`),
@@ -1006,7 +1087,7 @@ func Testify() {}
 
     #[test]
     fn calls_on_variables_declared_once_with_a_plain_type_are_written_against_it() {
-        let text = "package gin\n\nfunc New() *Engine {\n\tengine := &Engine{trees: nil}\n\tengine.Use()\n\tvar w responseWriter\n\tw.reset()\n\tn := new(node)\n\tn.addRoute()\n\tr := render.JSON{}\n\tr.Render()\n\tx := build()\n\tx.Run()\n\tt := T{}\n\tt, u := T{}, 1\n\tt.Do()\n\tvar i int\n\ti.Bad()\n\treturn engine\n}\n";
+        let text = "package gin\n\nfunc New() *Engine {\n\tengine := &Engine{trees: nil}\n\tengine.Use()\n\tvar w responseWriter\n\tw.reset()\n\tn := new(node)\n\tn.addRoute()\n\tr := render.JSON{}\n\tr.Render()\n\tx := build()\n\tx.Run()\n\tt := T{}\n\tt, u := T{}, 1\n\tt.Do()\n\tvar i int\n\ti.Bad()\n\tc, _ := CreateTestContext(w)\n\tc.Next()\n\tg := gin.New()\n\tg.Use()\n\tk, err := c.Copy(), 1\n\tk.Next()\n\treturn engine\n}\n";
         let analysis = analyze("gin.go", text);
         let calls: Vec<&str> =
             analysis.references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.as_str()).collect();
@@ -1018,11 +1099,40 @@ func Testify() {}
                 "node.addRoute",
                 "render.JSON.Render",
                 "build",
-                "x.Run",
+                // What a function returns: resolution reads its declared result type.
+                "build().Run",
                 "t.Do",
-                "i.Bad"
+                "i.Bad",
+                "CreateTestContext",
+                "CreateTestContext().Next",
+                "gin.New",
+                "gin.New().Use",
+                "CreateTestContext().Copy",
+                // Two values: neither is typed.
+                "k.Next"
             ]
         );
+    }
+
+    #[test]
+    fn a_function_returns_the_plain_type_its_signature_declares_first() {
+        assert_eq!(result_type("func New(opts ...OptionFunc) *Engine").as_deref(), Some("Engine"));
+        assert_eq!(result_type("func processAccounts(accounts Accounts) authPairs").as_deref(), Some("authPairs"));
+        let pair = "func CreateTestContext(w http.ResponseWriter) (c *Context, r *Engine)";
+        assert_eq!(result_type(pair).as_deref(), Some("Context"));
+        assert_eq!(result_type("func Load() (*Config, error) {").as_deref(), Some("Config"));
+        assert_eq!(result_type("func (e *Engine) allocateContext(n uint16) *Context").as_deref(), Some("Context"));
+        for none in [
+            "func (c *Context) Next()",
+            "func Name() string",
+            "func Get() (value any, exists bool)",
+            "func Default() *gin.Engine",
+            "func Map[K comparable](k K) *Tree",
+            "func Items() []Item",
+            "func Handler() func(*Context)",
+        ] {
+            assert_eq!(result_type(none), None, "{none}");
+        }
     }
 
     #[test]
