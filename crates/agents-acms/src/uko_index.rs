@@ -356,14 +356,7 @@ impl Linker<'_> {
                 return;
             }
             let Some(kind) = NodeKind::parse(kind) else { return };
-            table.insert(SymbolEntry { path, symbol_path, name, kind });
-            // What a Go function returns, for the calls on it (`New().Use`).
-            if kind == NodeKind::Function
-                && path.ends_with(".go")
-                && let Some(ty) = agents_uko::lang::go::result_type(signature)
-            {
-                table.set_result(path, symbol_path, &ty);
-            }
+            table.insert_signed(SymbolEntry { path, symbol_path, name, kind }, signature);
         };
         if by_name {
             let names: Vec<String> = wanted.iter().map(|s| s.to_string()).collect();

@@ -288,11 +288,17 @@ impl SymbolTable {
         self.symbols.push(Symbol { path, symbol_path, name, kind: entry.kind });
     }
 
-    /// Records that the function `symbol_path` of `path` returns a `ty`
-    /// (a type of its own package): `New().m` and `r.m` after `r := New()`
-    /// are then `ty`'s `m`.
-    pub fn set_result(&mut self, path: &str, symbol_path: &str, ty: &str) {
-        self.results.insert((path.into(), symbol_path.into()), ty.into());
+    /// [`SymbolTable::insert`], keeping what a Go function's `signature`
+    /// declares it returns ([`crate::lang::go::result_type`]): `New().m` and
+    /// `r.m` after `r := New()` are then that type's `m`.
+    pub fn insert_signed(&mut self, entry: SymbolEntry<'_>, signature: &str) {
+        if entry.kind == crate::model::NodeKind::Function
+            && family_of(entry.path) == Family::Go
+            && let Some(ty) = crate::lang::go::result_type(signature)
+        {
+            self.results.insert((entry.path.into(), entry.symbol_path.into()), ty.into());
+        }
+        self.insert(entry);
     }
 
     fn path_id(&mut self, path: &str) -> Option<u32> {
@@ -826,7 +832,7 @@ mod table_tests {
     use crate::model::{NodeKind, RefKind};
 
     fn entry<'a>(path: &'a str, symbol_path: &'a str, kind: NodeKind) -> SymbolEntry<'a> {
-        let name = symbol_path.rsplit('.').next().unwrap();
+        let name = symbol_path.rsplit(['.', ':']).next().unwrap();
         SymbolEntry { path, symbol_path, name, kind }
     }
 
@@ -1110,11 +1116,10 @@ mod table_tests {
         assert!(t.resolve(&s, "Context.Header", RefKind::Calls, "w.Abort").is_none(), "not the receiver");
         // What a function declares it returns: `New().Abort` after `r := New()`.
         let mut t2 = SymbolTable::default();
-        t2.insert(entry("gin.go", "New", NodeKind::Function));
+        t2.insert_signed(entry("gin.go", "New", NodeKind::Function), "func New() *Context");
         t2.insert(entry("context.go", "Context.Abort", NodeKind::Method));
         t2.insert(entry("context.go", "Context", NodeKind::Struct));
-        t2.insert(entry("render/render.go", "New", NodeKind::Function));
-        t2.set_result("gin.go", "New", "Context");
+        t2.insert_signed(entry("render/render.go", "New", NodeKind::Function), "func New() string");
         t2.finish();
         let found = t2.resolve(&scope("gin_test.go", &[]), "TestX", RefKind::Calls, "New().Abort").unwrap();
         assert_eq!((found.path, found.symbol_path), ("context.go", "Context.Abort"));
@@ -1174,8 +1179,7 @@ mod table_tests {
             ("lua/bit.lua", "band", NodeKind::Function),
             ("lua/bit.lua", "band.inner", NodeKind::Function),
         ] {
-            let name = symbol_path.rsplit(['.', ':']).next().unwrap();
-            t.insert(SymbolEntry { path, symbol_path, name, kind });
+            t.insert(entry(path, symbol_path, kind));
         }
         t.finish();
         let bound = |s: &FileScope, from: &str, target: &str| {

@@ -735,8 +735,7 @@ fn called_function(call: Node<'_>, text: &str) -> Option<String> {
         _ => return None,
     };
     let base = name.rsplit('.').next().unwrap_or(&name);
-    (!PREDECLARED_TYPES.contains(&base) && !matches!(base, "new" | "make" | "len" | "cap" | "append"))
-        .then(|| format!("{name}()"))
+    (!PREDECLARED_TYPES.contains(&base) && !BUILTINS.contains(&name.as_str())).then(|| format!("{name}()"))
 }
 
 /// The type a Go function's signature declares it returns first, when it
@@ -1066,8 +1065,7 @@ func Testify() {}
     fn calls_on_the_receiver_and_typed_parameters_are_written_against_their_type() {
         let text = "package gin\n\nfunc (c *Context) Next() {\n\tc.Abort()\n\tc.engine.Handle()\n\tother.Abort()\n}\n\nfunc free(c *Context, p *render.JSON, n int) {\n\tc.Abort()\n\tp.Render()\n\tn.Bad()\n}\n\nfunc shadow(c *Context) {\n\tc.Abort()\n\tgo func(c *Engine) { c.Run() }(nil)\n}\n\nvar formatter = func(p Params) string {\n\treturn p.Color()\n}\n\nfunc reassigned(c *Context) {\n\tfor _, c := range list {\n\t\tc.Abort()\n\t}\n}\n";
         let analysis = analyze("context.go", text);
-        let calls: Vec<&str> =
-            analysis.references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.as_str()).collect();
+        let calls = crate::lang::test_support::call_targets(&analysis);
         assert_eq!(
             calls,
             [
@@ -1089,8 +1087,7 @@ func Testify() {}
     fn calls_on_variables_declared_once_with_a_plain_type_are_written_against_it() {
         let text = "package gin\n\nfunc New() *Engine {\n\tengine := &Engine{trees: nil}\n\tengine.Use()\n\tvar w responseWriter\n\tw.reset()\n\tn := new(node)\n\tn.addRoute()\n\tr := render.JSON{}\n\tr.Render()\n\tx := build()\n\tx.Run()\n\tt := T{}\n\tt, u := T{}, 1\n\tt.Do()\n\tvar i int\n\ti.Bad()\n\tc, _ := CreateTestContext(w)\n\tc.Next()\n\tg := gin.New()\n\tg.Use()\n\tk, err := c.Copy(), 1\n\tk.Next()\n\treturn engine\n}\n";
         let analysis = analyze("gin.go", text);
-        let calls: Vec<&str> =
-            analysis.references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.as_str()).collect();
+        let calls = crate::lang::test_support::call_targets(&analysis);
         assert_eq!(
             calls,
             [

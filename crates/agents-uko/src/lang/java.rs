@@ -826,8 +826,8 @@ class Parser<T> {
     }
 }
 "#;
-        let calls: Vec<String> =
-            analyze(text).references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.clone()).collect();
+        let analysis = analyze(text);
+        let calls = crate::lang::test_support::call_targets(&analysis);
         assert_eq!(
             calls,
             [

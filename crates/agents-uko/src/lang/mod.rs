@@ -489,7 +489,7 @@ pub fn file_stem(path: &str) -> &str {
 /// Checks shared by the analyzers' tests.
 #[cfg(test)]
 pub(crate) mod test_support {
-    use crate::model::FileAnalysis;
+    use crate::model::{FileAnalysis, RefKind};
 
     /// Every span slices back to its declaration: non-empty, starting at a
     /// token boundary, containing the node's name.
@@ -506,6 +506,11 @@ pub(crate) mod test_support {
         for r in &analysis.references {
             assert!(!r.span.slice(text).is_empty(), "{r:?}");
         }
+    }
+
+    /// The targets of the analysis's calls, in order.
+    pub fn call_targets(analysis: &FileAnalysis) -> Vec<&str> {
+        analysis.references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.as_str()).collect()
     }
 }
 

@@ -1198,8 +1198,8 @@ def handle(self, ctx: Context, cmd: "core.Command", opt: Context | None, o2: t.O
     def inner(ctx):
         ctx.fail()
 "#;
-        let calls: Vec<String> =
-            analyze(text).references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.clone()).collect();
+        let analysis = analyze(text);
+        let calls = crate::lang::test_support::call_targets(&analysis);
         assert_eq!(
             calls,
             [
@@ -1246,8 +1246,8 @@ def run(conn):
     def inner():
         jar.clear()
 "#;
-        let calls: Vec<String> =
-            analyze(text).references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.clone()).collect();
+        let analysis = analyze(text);
+        let calls = crate::lang::test_support::call_targets(&analysis);
         assert_eq!(
             calls,
             [
@@ -1309,8 +1309,8 @@ class Command:
         def helper():
             self.parser.exit()
 "#;
-        let calls: Vec<String> =
-            analyze(text).references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.clone()).collect();
+        let analysis = analyze(text);
+        let calls = crate::lang::test_support::call_targets(&analysis);
         assert_eq!(
             calls,
             [

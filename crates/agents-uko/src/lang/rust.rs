@@ -782,11 +782,7 @@ fn typed_locals(
     let named = |path: Node<'_>| -> Option<String> {
         let name: String = node_text(&path, text).split_whitespace().collect();
         let name = if name == "Self" { self_type?.to_string() } else { name };
-        let last = name.rsplit("::").next().unwrap_or(&name);
-        (last.starts_with(|c: char| c.is_ascii_uppercase())
-            && !generics.iter().any(|g| g == last)
-            && !STD_TYPES.contains(&last))
-        .then_some(name)
+        names_code_type(&name, generics).then_some(name)
     };
     let plain = |ty: Node<'_>| -> Option<String> {
         let mut ty = ty;
@@ -879,6 +875,15 @@ const STD_TYPES: &[&str] = &[
     "Cow", "Mutex", "RwLock", "RefCell", "Cell", "Path", "PathBuf", "Duration", "Instant",
 ];
 
+/// Whether the type path `path` (`Router`, `crate::routing::Router`) names
+/// a type of this code: capitalised, not a generic parameter, not a std type.
+fn names_code_type(path: &str, generics: &[String]) -> bool {
+    let last = path.rsplit("::").next().unwrap_or(path);
+    last.starts_with(|c: char| c.is_ascii_uppercase())
+        && !generics.iter().any(|g| g == last)
+        && !STD_TYPES.contains(&last)
+}
+
 /// A call on what a type's `new()` or `default()` makes, written against
 /// that type as a local bound to it is (`Router::new().route` ->
 /// `Router.route`): the type a plain path of this code names (not a
@@ -887,11 +892,7 @@ const STD_TYPES: &[&str] = &[
 fn on_constructed(written: &str, generics: &[String]) -> Option<String> {
     ["::new().", "::default()."].iter().find_map(|constructor| {
         let (ty, member) = written.split_once(constructor)?;
-        let last = ty.rsplit("::").next().unwrap_or(ty);
-        let plain_type = last.starts_with(|c: char| c.is_ascii_uppercase())
-            && !ty.contains(['.', '(', '<'])
-            && !generics.iter().any(|g| g == last)
-            && !STD_TYPES.contains(&last);
+        let plain_type = !ty.contains(['.', '(', '<']) && names_code_type(ty, generics);
         let plain_member = !member.is_empty() && !member.contains(['.', '(', ':']);
         (plain_type && plain_member).then(|| format!("{ty}.{member}"))
     })
@@ -1625,8 +1626,8 @@ impl Server {
     }
 }
 "#;
-        let calls: Vec<String> =
-            analyze(text).references.iter().filter(|r| r.kind == RefKind::Calls).map(|r| r.target.clone()).collect();
+        let analysis = analyze(text);
+        let calls = crate::lang::test_support::call_targets(&analysis);
         assert_eq!(
             calls,
             [
