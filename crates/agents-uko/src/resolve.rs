@@ -288,14 +288,20 @@ impl SymbolTable {
         self.symbols.push(Symbol { path, symbol_path, name, kind: entry.kind });
     }
 
-    /// [`SymbolTable::insert`], keeping what a Go function's `signature`
-    /// declares it returns ([`crate::lang::go::result_type`]): `New().m` and
-    /// `r.m` after `r := New()` are then that type's `m`.
+    /// [`SymbolTable::insert`], keeping what a Go function's or a Python
+    /// function's or method's `signature` declares it returns
+    /// ([`crate::lang::go::result_type`], [`crate::lang::python::result_type`]):
+    /// `New().m` and `r.m` after `r := New()` are then that type's `m`.
     pub fn insert_signed(&mut self, entry: SymbolEntry<'_>, signature: &str) {
-        if entry.kind == crate::model::NodeKind::Function
-            && family_of(entry.path) == Family::Go
-            && let Some(ty) = crate::lang::go::result_type(signature)
-        {
+        use crate::model::NodeKind;
+        let ty = match family_of(entry.path) {
+            Family::Go if entry.kind == NodeKind::Function => crate::lang::go::result_type(signature),
+            Family::Python if matches!(entry.kind, NodeKind::Function | NodeKind::Method) => {
+                crate::lang::python::result_type(signature)
+            }
+            _ => None,
+        };
+        if let Some(ty) = ty {
             self.results.insert((entry.path.into(), entry.symbol_path.into()), ty.into());
         }
         self.insert(entry);
@@ -414,7 +420,7 @@ impl SymbolTable {
         {
             // `c()` after `from m import b as c`: `b` of `m`.
             let found = self.in_file(path, original).iter().map(|&i| self.entry(i));
-            let found = unique(found.filter(|e| kind_fits(kind, e.kind) && !e.symbol_path.contains('.')));
+            let found = last_definition(found.filter(|e| kind_fits(kind, e.kind) && !e.symbol_path.contains('.')));
             return found.or_else(|| self.reexported(scope, kind, path, original, &[]));
         }
         let is_call = kind == crate::model::RefKind::Calls;
@@ -435,7 +441,7 @@ impl SymbolTable {
             self.in_file(path, name).iter().map(|&i| self.entry(i)).filter(fits).collect()
         };
         let top_level = |path: &str| -> Option<SymbolEntry<'_>> {
-            unique(in_file(path).into_iter().filter(|e| !e.symbol_path.contains('.')))
+            last_definition(in_file(path).into_iter().filter(|e| !e.symbol_path.contains('.')))
         };
         // A Go package is its directory: the symbol of that package with
         // this exact symbol path.
@@ -451,15 +457,33 @@ impl SymbolTable {
         let same_file = in_file(&scope.path);
         // Go: `New().Use` (and `r.Use` after `r := New()`, which the analyzer
         // writes so): a method of the type the function declares it returns,
-        // in that function's package.
-        if family == Family::Go
+        // in that function's package. Python the same (`ctx.find_object`
+        // after `ctx = get_current_context()`), the class where the function
+        // is or else the one class of that name holding the method.
+        if matches!(family, Family::Go | Family::Python)
             && let Some(at) = segments.iter().position(|s| s.ends_with("()"))
         {
             let function = segments[..=at].join(".");
             let function = function.strip_suffix("()").filter(|f| at + 2 == segments.len() && !f.contains('('))?;
             let found = self.bind(scope, from_symbol_path, crate::model::RefKind::Calls, function)?;
             let ty = self.results.get(&(found.path.into(), found.symbol_path.into()))?;
-            return in_package(dir_of(found.path), &format!("{ty}.{name}"));
+            if family == Family::Go {
+                return in_package(dir_of(found.path), &format!("{ty}.{name}"));
+            }
+            // `-> Self`: the class of the method.
+            let ty = match &**ty {
+                "Self" if found.kind == crate::model::NodeKind::Method => found.symbol_path.rsplit_once('.')?.0,
+                "Self" => return None,
+                ty => ty,
+            };
+            let member = format!("{ty}.{name}");
+            let methods: Vec<SymbolEntry<'_>> = ids
+                .iter()
+                .map(|&i| self.entry(i))
+                .filter(|e| fits(e) && family_of(e.path) == Family::Python && base_symbol(e.symbol_path) == member)
+                .collect();
+            let in_own_file = methods.iter().copied().filter(|e| e.path == found.path);
+            return last_definition(in_own_file).or_else(|| last_definition(methods.into_iter()));
         }
         if let Some(q) = qualifier {
             if matches!(q, "self" | "this" | "Self" | "cls") {
@@ -564,7 +588,7 @@ impl SymbolTable {
             return None;
         }
         if let Some(path) = scope.aliases.get(name) {
-            if let Some(found) = unique(in_file(path).into_iter()) {
+            if let Some(found) = last_definition(in_file(path).into_iter()) {
                 return Some(found);
             }
             // `from click import echo`: what the package's entry file imports.
@@ -814,6 +838,30 @@ fn unique<'e>(mut it: impl Iterator<Item = SymbolEntry<'e>>) -> Option<SymbolEnt
     if it.next().is_some() { None } else { Some(first) }
 }
 
+/// A symbol path without the `~N` that marks a further definition of one
+/// symbol in one file (`get_current_context~2`).
+fn base_symbol(symbol_path: &str) -> &str {
+    match symbol_path.rsplit_once('~') {
+        Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => symbol_path,
+    }
+}
+
+/// The one symbol of `it`, or, when they are all definitions of one symbol
+/// in one file (`f`, `f~2`, `f~3`: Python's `@overload`s before the
+/// function, a redefinition, TypeScript's overload signatures), the last,
+/// which is the one that runs.
+fn last_definition<'e>(it: impl Iterator<Item = SymbolEntry<'e>>) -> Option<SymbolEntry<'e>> {
+    let all: Vec<SymbolEntry<'e>> = it.collect();
+    let first = *all.first()?;
+    let same = |e: &SymbolEntry| e.path == first.path && base_symbol(e.symbol_path) == base_symbol(first.symbol_path);
+    if !all.iter().all(same) {
+        return None;
+    }
+    let order = |e: &SymbolEntry| e.symbol_path.rsplit_once('~').and_then(|(_, n)| n.parse::<u32>().ok()).unwrap_or(1);
+    all.into_iter().max_by_key(order)
+}
+
 /// Whether a symbol of kind `target` can be what a reference of `kind` means.
 fn kind_fits(kind: crate::model::RefKind, target: crate::model::NodeKind) -> bool {
     use crate::model::{NodeKind as N, RefKind as R};
@@ -832,7 +880,8 @@ mod table_tests {
     use crate::model::{NodeKind, RefKind};
 
     fn entry<'a>(path: &'a str, symbol_path: &'a str, kind: NodeKind) -> SymbolEntry<'a> {
-        let name = symbol_path.rsplit(['.', ':']).next().unwrap();
+        // A further definition (`f~2`) is named as the first.
+        let name = base_symbol(symbol_path).rsplit(['.', ':']).next().unwrap();
         SymbolEntry { path, symbol_path, name, kind }
     }
 
@@ -1090,6 +1139,37 @@ mod table_tests {
         assert!(ReExports::is_entry("src/click/__init__.py") && ReExports::is_entry("packages/a/src/index.ts"));
         assert!(ReExports::is_entry("axum/src/routing/mod.rs") && ReExports::is_entry("axum/src/lib.rs"));
         assert!(!ReExports::is_entry("src/click/core.py") && !ReExports::is_entry("src/indexer.ts"));
+    }
+
+    #[test]
+    fn python_calls_on_what_a_function_returns_bind_to_its_declared_class() {
+        let mut t = SymbolTable::default();
+        // Two `@overload`s before the function that runs.
+        t.insert_signed(entry("click/globals.py", "get_current_context", NodeKind::Function), "def f() -> Context");
+        t.insert_signed(entry("click/globals.py", "get_current_context~2", NodeKind::Function), "def f() -> Context");
+        t.insert_signed(
+            entry("click/globals.py", "get_current_context~3", NodeKind::Function),
+            "def get_current_context(silent: bool = False) -> Context | None",
+        );
+        t.insert(entry("click/core.py", "Context", NodeKind::Class));
+        t.insert(entry("click/core.py", "Context.find_object", NodeKind::Method));
+        t.insert_signed(entry("click/core.py", "Context.scope", NodeKind::Method), "def scope(self) -> Self");
+        t.insert_signed(entry("click/core.py", "make", NodeKind::Function), "def make() -> Missing");
+        t.insert(entry("other/core.py", "Context", NodeKind::Class));
+        t.finish();
+        let mut s = scope("click/decorators.py", &["click/globals.py", "click/core.py"]);
+        s.aliases.insert("get_current_context".into(), "click/globals.py".into());
+        s.aliases.insert("make".into(), "click/core.py".into());
+        let bound = |target: &str| t.resolve(&s, "pass_obj", RefKind::Calls, target).map(|e| (e.path, e.symbol_path));
+        assert_eq!(bound("get_current_context"), Some(("click/globals.py", "get_current_context~3")), "the last");
+        assert_eq!(bound("get_current_context().find_object"), Some(("click/core.py", "Context.find_object")));
+        assert_eq!(bound("make().find_object"), None, "no class Missing");
+        assert_eq!(bound("get_current_context().missing"), None);
+        let inside = scope("click/core.py", &[]);
+        let found = t.resolve(&inside, "Context.invoke", RefKind::Calls, "self.scope().find_object").unwrap();
+        assert_eq!((found.path, found.symbol_path), ("click/core.py", "Context.find_object"), "`-> Self`");
+        assert_eq!(base_symbol("f~12"), "f");
+        assert_eq!(base_symbol("a~b"), "a~b");
     }
 
     #[test]

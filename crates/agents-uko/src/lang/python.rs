@@ -481,27 +481,37 @@ fn assigned_names<'t>(target: Node<'_>, in_init: bool, text: &'t str, out: &mut 
 
 /// `name` or `a.b.c` when `node` is an identifier or a chain of attribute
 /// accesses on one, without whitespace; `None` for anything else
-/// (`f().x`, `a[0].b`).
+/// (`a[0].b`). A call inside the chain names what it makes: `Store().save`
+/// is `Store.save` (a class's constructor), `get_current_context().find_object`
+/// keeps the call (a function's result, which resolution reads through its
+/// declared return type).
 fn dotted(node: Node<'_>, text: &str) -> Option<String> {
-    let mut parts = Vec::new();
+    let mut parts: Vec<String> = Vec::new();
     let mut current = node;
+    // The next name is a called function's (`f` of `f().x`).
+    let mut called = false;
+    let push = |parts: &mut Vec<String>, name: &str, called: &mut bool| {
+        // `super().__init__` reads the base class, as `super.__init__`.
+        let function = std::mem::take(called) && name != "super" && !is_class_name(name);
+        parts.push(if function { format!("{name}()") } else { name.to_string() });
+    };
     loop {
         match current.kind() {
             "identifier" => {
-                parts.push(node_text(&current, text));
+                push(&mut parts, node_text(&current, text), &mut called);
                 break;
             }
             "attribute" => {
-                parts.push(field_text(&current, "attribute", text)?);
+                push(&mut parts, field_text(&current, "attribute", text)?, &mut called);
                 current = current.child_by_field_name("object")?;
             }
-            // `Store().save` names `Store.save`: a method of what the call
-            // made. Only for a call of a plain (dotted) name.
+            // Only a call of a plain (dotted) name.
             "call" if !parts.is_empty() => {
                 current = current.child_by_field_name("function")?;
                 if !matches!(current.kind(), "identifier" | "attribute") {
                     return None;
                 }
+                called = true;
             }
             _ => return None,
         }
@@ -515,8 +525,9 @@ fn dotted(node: Node<'_>, text: &str) -> Option<String> {
 /// `ctx: Context | None`, `t.Optional[Context]`) that the function never
 /// rebinds (assignment, loop, `with ... as`, walrus, `global`/`nonlocal`),
 /// and locals bound once only, by a class's constructor
-/// (`session = sessions.Session()`, `with Session() as session`) or with
-/// an annotation (`ctx: Context = make()`). A nested function has its own
+/// (`session = sessions.Session()`, `with Session() as session`), with
+/// an annotation (`ctx: Context = make()`), or by a function's result
+/// (`ctx = get_current_context()`: the call, [`call_result`]). A nested function has its own
 /// scope (and none of the outer one's names).
 fn typed_locals(def: Node<'_>, text: &str) -> HashMap<String, String> {
     let mut typed = HashMap::new();
@@ -571,10 +582,14 @@ fn typed_locals(def: Node<'_>, text: &str) -> HashMap<String, String> {
                 let single = bound.kind() == "identifier"
                     || (bound.kind() == "as_pattern_target"
                         && bound.named_child(0).is_some_and(|c| c.kind() == "identifier"));
+                // `with f() as x` binds what `__enter__` returns, which a
+                // function's own result type does not say.
+                let returned = matches!(n.kind(), "assignment" | "named_expression");
                 let class = n
                     .child_by_field_name("type")
                     .and_then(|t| annotation_class(t.named_child(0).unwrap_or(t), text, 0))
-                    .or_else(|| value.and_then(|v| constructor_class(v, text)));
+                    .or_else(|| value.and_then(|v| constructor_class(v, text)))
+                    .or_else(|| value.filter(|_| returned).and_then(|v| call_result(v, text)));
                 if let (true, Some(class), [name]) = (single, class, names.into_iter().collect::<Vec<_>>().as_slice()) {
                     constructed.insert(name, class);
                 }
@@ -692,7 +707,8 @@ fn self_attributes<'t>(node: Node<'_>, text: &'t str, out: &mut Vec<&'t str>, de
 }
 
 /// The class a constructor call names (`Session()`, `sessions.Session(...)`):
-/// a call of a plain dotted name whose last part is capitalised.
+/// a call of a plain dotted name whose last part is capitalised
+/// ([`is_class_name`]).
 fn constructor_class(value: Node<'_>, text: &str) -> Option<String> {
     if value.kind() != "call" {
         return None;
@@ -703,7 +719,7 @@ fn constructor_class(value: Node<'_>, text: &str) -> Option<String> {
     }
     let name = dotted(callee, text)?;
     let last = name.rsplit('.').next().unwrap_or(&name);
-    last.starts_with(|c: char| c.is_ascii_uppercase()).then_some(name)
+    is_class_name(last).then_some(name)
 }
 
 /// Identifiers a binding target binds (not those inside `a.b` or `a[i]`).
@@ -722,30 +738,33 @@ fn bound_names<'t>(node: Node<'_>, text: &'t str, out: &mut HashSet<&'t str>, de
     }
 }
 
+/// `typing`'s names and the like, which an annotation names without naming
+/// a class of the code.
+const TYPING: &[&str] = &[
+    "Any",
+    "Callable",
+    "Optional",
+    "Union",
+    "Iterable",
+    "Iterator",
+    "Sequence",
+    "Mapping",
+    "MutableMapping",
+    "Type",
+    "Dict",
+    "List",
+    "Tuple",
+    "Set",
+    "FrozenSet",
+    "Awaitable",
+    "Coroutine",
+    "Generator",
+    "Self",
+    "IO",
+];
+
 /// The class an annotation names, if it names one plainly.
 fn annotation_class(node: Node<'_>, text: &str, depth: usize) -> Option<String> {
-    const TYPING: &[&str] = &[
-        "Any",
-        "Callable",
-        "Optional",
-        "Union",
-        "Iterable",
-        "Iterator",
-        "Sequence",
-        "Mapping",
-        "MutableMapping",
-        "Type",
-        "Dict",
-        "List",
-        "Tuple",
-        "Set",
-        "FrozenSet",
-        "Awaitable",
-        "Coroutine",
-        "Generator",
-        "Self",
-        "IO",
-    ];
     if depth > 8 {
         return None;
     }
@@ -786,6 +805,69 @@ fn annotation_class(node: Node<'_>, text: &str, depth: usize) -> Option<String> 
         }
         _ => None,
     }
+}
+
+/// The class a Python function's signature declares it returns, as
+/// written: `Context` of `def f() -> Context`, `-> "Context"`, `-> Context |
+/// None`, `-> t.Optional[Context]`, `-> core.Context`, `-> type['Context']`
+/// (the class itself); `Self` for `-> Self`
+/// (the class of the method, which resolution knows); none for a builtin, a
+/// generic (`list[Context]`, `Iterator[Context]`), a union of two classes or
+/// another of `typing`'s names. Calls on what the function returns
+/// (`get_current_context().find_object`, and `ctx.find_object` after `ctx =
+/// get_current_context()`) are then that class's.
+pub fn result_type(signature: &str) -> Option<String> {
+    let (_, ret) = signature.rsplit_once("->")?;
+    // A forward reference: `"Context"`, `'Context | None'`.
+    let unquoted = |s: &str| {
+        let s = s.trim();
+        ['"', '\'']
+            .iter()
+            .find_map(|&q| s.strip_prefix(q)?.strip_suffix(q))
+            .map_or(s.to_string(), |inner| inner.trim().to_string())
+    };
+    let ret = unquoted(ret.trim().trim_end_matches(':'));
+    let parts: Vec<String> = ret.split('|').map(unquoted).filter(|p| p != "None").collect();
+    let [one] = parts.as_slice() else { return None };
+    // `Optional[C]`; and `type[C]`, the class itself, whose class methods
+    // are called on it.
+    let one = ["Optional[", "t.Optional[", "typing.Optional[", "type[", "Type[", "t.Type[", "typing.Type["]
+        .iter()
+        .find_map(|prefix| one.strip_prefix(prefix)?.strip_suffix(']'))
+        .map_or(one.clone(), unquoted);
+    let one = one.as_str();
+    if !is_dotted_name(one) {
+        return None;
+    }
+    let last = one.rsplit('.').next().unwrap_or(one);
+    if last == "Self" {
+        return Some("Self".to_string());
+    }
+    (is_class_name(last) && !TYPING.contains(&last)).then(|| last.to_string())
+}
+
+/// What a call of a function returns, written as the call (`get_current_context()`
+/// for `get_current_context(silent=True)`, `self.make_context()`): a call of
+/// a plain dotted name whose last part is not capitalised (a capitalised one
+/// is a class's constructor, [`constructor_class`]), which resolution reads
+/// through the function's declared result ([`result_type`]).
+fn call_result(value: Node<'_>, text: &str) -> Option<String> {
+    if value.kind() != "call" {
+        return None;
+    }
+    let callee = value.child_by_field_name("function")?;
+    if !matches!(callee.kind(), "identifier" | "attribute") {
+        return None;
+    }
+    let name = dotted(callee, text)?;
+    let last = name.rsplit('.').next().unwrap_or(&name);
+    (!is_class_name(last)).then(|| format!("{name}()"))
+}
+
+/// Whether a name is written as a class's: capitalised, after any leading
+/// underscores (`Session`, `_ApplyInferredDiscriminator`).
+fn is_class_name(name: &str) -> bool {
+    name.trim_start_matches('_').starts_with(|c: char| c.is_ascii_uppercase())
 }
 
 /// `a . b` -> `a.b`; `..pkg` stays.
@@ -1263,7 +1345,7 @@ def run(conn):
                 "Connection",
                 "conn.close",
                 "factory",
-                "lower.make",
+                "factory().make",
                 "URL",
                 "URL.join",
                 "Pair",
@@ -1273,6 +1355,68 @@ def run(conn):
                 "jar.clear"
             ]
         );
+    }
+
+    #[test]
+    fn calls_on_what_a_function_returns_keep_the_call() {
+        let text = r#"
+def decorator(f):
+    ctx = get_current_context()
+    ctx.find_object(object_type)
+    get_current_context().ensure_object(dict)
+    cmd = self.resolve_command(ctx, args)
+    cmd.make_context(name)
+    Store().save()
+    _Apply(schema).apply(s)
+    super().__init__(message)
+    with make_session() as session:
+        session.close()
+"#;
+        let analysis = analyze(text);
+        let calls = crate::lang::test_support::call_targets(&analysis);
+        assert_eq!(
+            calls,
+            [
+                "get_current_context",
+                "get_current_context().find_object",
+                "get_current_context().ensure_object",
+                "self.resolve_command",
+                "self.resolve_command().make_context",
+                "Store.save",
+                "Store",
+                "_Apply.apply",
+                "_Apply",
+                "super.__init__",
+                "make_session",
+                "session.close"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_signature_declares_the_class_its_function_returns() {
+        let r = |s: &str| super::result_type(s);
+        assert_eq!(r("def get_current_context(silent: bool = False) -> Context | None").as_deref(), Some("Context"));
+        assert_eq!(r("def f() -> \"Context\"").as_deref(), Some("Context"));
+        assert_eq!(r("def f() -> 'Context | None'").as_deref(), Some("Context"));
+        assert_eq!(r("def f() -> None | core.Context").as_deref(), Some("Context"));
+        assert_eq!(r("def f() -> t.Optional[Context]").as_deref(), Some("Context"));
+        assert_eq!(r("def f(self) -> Self").as_deref(), Some("Self"));
+        assert_eq!(r("def import_cached_field_info() -> type['FieldInfo']").as_deref(), Some("FieldInfo"));
+        assert_eq!(r("def f() -> _Private").as_deref(), Some("_Private"));
+        assert_eq!(r("async def f(x: Callable[[int], str] = g) -> Response:").as_deref(), Some("Response"));
+        for none in [
+            "def f()",
+            "def f() -> None",
+            "def f() -> str",
+            "def f() -> list[Context]",
+            "def f() -> Iterator[Context]",
+            "def f() -> A | B",
+            "def f() -> Any",
+            "def f() -> t.Any",
+        ] {
+            assert_eq!(r(none), None, "{none}");
+        }
     }
 
     #[test]
