@@ -466,24 +466,45 @@ impl SymbolTable {
             let function = segments[..=at].join(".");
             let function = function.strip_suffix("()").filter(|f| at + 2 == segments.len() && !f.contains('('))?;
             let found = self.bind(scope, from_symbol_path, crate::model::RefKind::Calls, function)?;
-            let ty = self.results.get(&(found.path.into(), found.symbol_path.into()))?;
             if family == Family::Go {
+                let ty = self.results.get(&(found.path.into(), found.symbol_path.into()))?;
                 return in_package(dir_of(found.path), &format!("{ty}.{name}"));
             }
-            // `-> Self`: the class of the method.
-            let ty = match &**ty {
-                "Self" if found.kind == crate::model::NodeKind::Method => found.symbol_path.rsplit_once('.')?.0,
-                "Self" => return None,
-                ty => ty,
-            };
-            let member = format!("{ty}.{name}");
-            let methods: Vec<SymbolEntry<'_>> = ids
+            // Python: what the function that runs declares, else what one
+            // of its `@overload`s before it does (the function itself often
+            // returns a type variable, `-> type[ModelT]`, where an overload
+            // says `-> type[BaseModel]`).
+            let mut definitions: Vec<SymbolEntry<'_>> = self
+                .in_file(found.path, found.name)
                 .iter()
                 .map(|&i| self.entry(i))
-                .filter(|e| fits(e) && family_of(e.path) == Family::Python && base_symbol(e.symbol_path) == member)
+                .filter(|e| base_symbol(e.symbol_path) == base_symbol(found.symbol_path))
                 .collect();
-            let in_own_file = methods.iter().copied().filter(|e| e.path == found.path);
-            return last_definition(in_own_file).or_else(|| last_definition(methods.into_iter()));
+            definitions.sort_by_key(|e| std::cmp::Reverse(definition_order(e)));
+            for definition in definitions {
+                let Some(ty) = self.results.get(&(definition.path.into(), definition.symbol_path.into())) else {
+                    continue;
+                };
+                // `-> Self`: the class of the method.
+                let ty = match &**ty {
+                    "Self" if definition.kind == crate::model::NodeKind::Method => {
+                        definition.symbol_path.rsplit_once('.').map_or("", |(class, _)| class)
+                    }
+                    "Self" => continue,
+                    ty => ty,
+                };
+                let member = format!("{ty}.{name}");
+                let methods: Vec<SymbolEntry<'_>> = ids
+                    .iter()
+                    .map(|&i| self.entry(i))
+                    .filter(|e| fits(e) && family_of(e.path) == Family::Python && base_symbol(e.symbol_path) == member)
+                    .collect();
+                let in_own_file = methods.iter().copied().filter(|e| e.path == found.path);
+                if let Some(method) = last_definition(in_own_file).or_else(|| last_definition(methods.into_iter())) {
+                    return Some(method);
+                }
+            }
+            return None;
         }
         if let Some(q) = qualifier {
             if matches!(q, "self" | "this" | "Self" | "cls") {
@@ -530,11 +551,15 @@ impl SymbolTable {
                     Some(original) => format!("{original}.{}", segments[1..].join(".")),
                     None => member.clone(),
                 };
-                if let Some(e) = in_file(path).into_iter().find(|e| same_symbol(family, e.symbol_path, &defined)) {
+                if let Some(e) =
+                    last_definition(in_file(path).into_iter().filter(|e| same_symbol(family, e.symbol_path, &defined)))
+                {
                     return Some(e);
                 }
                 let rest = segments[1..].join(".");
-                if let Some(e) = in_file(path).into_iter().find(|e| same_symbol(family, e.symbol_path, &rest)) {
+                if let Some(e) =
+                    last_definition(in_file(path).into_iter().filter(|e| same_symbol(family, e.symbol_path, &rest)))
+                {
                     return Some(e);
                 }
                 // `click.echo`: what the package's entry file imports.
@@ -563,7 +588,9 @@ impl SymbolTable {
             }
             // `Type.method` / `Type::new` written against a type of this
             // file (or, in Go, of this package).
-            if let Some(e) = same_file.iter().copied().find(|e| same_symbol(family, e.symbol_path, &member)) {
+            if let Some(e) = last_definition(
+                same_file.iter().copied().filter(|e| not_self(e) && same_symbol(family, e.symbol_path, &member)),
+            ) {
                 return Some(e);
             }
             if family == Family::Go
@@ -653,10 +680,12 @@ impl SymbolTable {
         // The symbol `path` defines at the symbol path `parts`.
         let find = |path: &str, parts: &[&str]| -> Option<SymbolEntry<'_>> {
             let wanted = parts.join(".");
-            self.in_file(path, parts.last()?)
-                .iter()
-                .map(|&i| self.entry(i))
-                .find(|e| kind_fits(kind, e.kind) && e.symbol_path == wanted)
+            last_definition(
+                self.in_file(path, parts.last()?)
+                    .iter()
+                    .map(|&i| self.entry(i))
+                    .filter(|e| kind_fits(kind, e.kind) && redefined_as(family_of(path), e.symbol_path) == wanted),
+            )
         };
         let (mut at, mut name, mut rest) = (entry.to_string(), name.to_string(), rest);
         for _ in 0..3 {
@@ -779,7 +808,8 @@ fn lua_owner(from_symbol_path: &str) -> Option<&str> {
 /// Whether `symbol_path` is the member written `dotted` (`Path.new`): the
 /// same text, or in Lua the same segments (`Path:new`).
 fn same_symbol(family: Family, symbol_path: &str, dotted: &str) -> bool {
-    symbol_path == dotted || (family == Family::Lua && lua_segments(symbol_path).eq(dotted.split('.')))
+    redefined_as(family, symbol_path) == dotted
+        || (family == Family::Lua && lua_segments(symbol_path).eq(dotted.split('.')))
 }
 
 /// An import name as recorded: `(original, local)`; a renamed import is
@@ -847,6 +877,14 @@ fn base_symbol(symbol_path: &str) -> &str {
     }
 }
 
+/// The symbol a definition defines again where the last definition is the
+/// one that runs (Python, JavaScript and TypeScript: `f~2` is `f`); in
+/// other languages a further definition is an overload or a variant in its
+/// own right, named as written.
+fn redefined_as(family: Family, symbol_path: &str) -> &str {
+    if matches!(family, Family::Python | Family::Js) { base_symbol(symbol_path) } else { symbol_path }
+}
+
 /// The one symbol of `it`, or, when they are all definitions of one symbol
 /// in one file (`f`, `f~2`, `f~3`: Python's `@overload`s before the
 /// function, a redefinition, TypeScript's overload signatures), the last,
@@ -858,8 +896,13 @@ fn last_definition<'e>(it: impl Iterator<Item = SymbolEntry<'e>>) -> Option<Symb
     if !all.iter().all(same) {
         return None;
     }
-    let order = |e: &SymbolEntry| e.symbol_path.rsplit_once('~').and_then(|(_, n)| n.parse::<u32>().ok()).unwrap_or(1);
-    all.into_iter().max_by_key(order)
+    all.into_iter().max_by_key(definition_order)
+}
+
+/// Which definition of its symbol in its file a symbol is: 1 for `f`, 2
+/// for `f~2`.
+fn definition_order(e: &SymbolEntry) -> u32 {
+    e.symbol_path.rsplit_once('~').and_then(|(_, n)| n.parse::<u32>().ok()).unwrap_or(1)
 }
 
 /// Whether a symbol of kind `target` can be what a reference of `kind` means.
@@ -1156,14 +1199,28 @@ mod table_tests {
         t.insert_signed(entry("click/core.py", "Context.scope", NodeKind::Method), "def scope(self) -> Self");
         t.insert_signed(entry("click/core.py", "make", NodeKind::Function), "def make() -> Missing");
         t.insert(entry("other/core.py", "Context", NodeKind::Class));
+        t.insert_signed(entry("click/types.py", "convert_type", NodeKind::Function), "def f(ty: None) -> StringType");
+        t.insert_signed(entry("click/types.py", "convert_type~2", NodeKind::Function), "def f(ty) -> ParamType[t.Any]");
+        t.insert(entry("click/types.py", "ParamType.to_info_dict", NodeKind::Method));
+        t.insert_signed(entry("click/types.py", "create_model", NodeKind::Function), "def f() -> type[BaseModel]");
+        t.insert_signed(entry("click/types.py", "create_model~2", NodeKind::Function), "def f() -> type[ModelT]");
+        t.insert(entry("click/types.py", "BaseModel.model_rebuild", NodeKind::Method));
         t.finish();
         let mut s = scope("click/decorators.py", &["click/globals.py", "click/core.py"]);
+        s.aliases.insert("types".into(), "click/types.py".into());
         s.aliases.insert("get_current_context".into(), "click/globals.py".into());
         s.aliases.insert("make".into(), "click/core.py".into());
         let bound = |target: &str| t.resolve(&s, "pass_obj", RefKind::Calls, target).map(|e| (e.path, e.symbol_path));
         assert_eq!(bound("get_current_context"), Some(("click/globals.py", "get_current_context~3")), "the last");
         assert_eq!(bound("get_current_context().find_object"), Some(("click/core.py", "Context.find_object")));
         assert_eq!(bound("make().find_object"), None, "no class Missing");
+        assert_eq!(bound("types.convert_type"), Some(("click/types.py", "convert_type~2")), "module.f: the last");
+        assert_eq!(bound("types.convert_type().to_info_dict"), Some(("click/types.py", "ParamType.to_info_dict")));
+        assert_eq!(
+            bound("types.create_model().model_rebuild"),
+            Some(("click/types.py", "BaseModel.model_rebuild")),
+            "an overload's class when the function returns a type variable"
+        );
         assert_eq!(bound("get_current_context().missing"), None);
         let inside = scope("click/core.py", &[]);
         let found = t.resolve(&inside, "Context.invoke", RefKind::Calls, "self.scope().find_object").unwrap();

@@ -624,8 +624,12 @@ fn field_classes(body: Node<'_>, text: &str) -> HashMap<String, String> {
         let t = assignment.child_by_field_name("type")?;
         annotation_class(t.named_child(0).unwrap_or(t), text, 0)
     };
-    let constructed =
-        |assignment: Node<'_>| assignment.child_by_field_name("right").and_then(|v| constructor_class(v, text));
+    // A constructor's class, or what a function returns (`self.session =
+    // make_session()`: [`call_result`]).
+    let constructed = |assignment: Node<'_>| {
+        let value = assignment.child_by_field_name("right")?;
+        constructor_class(value, text).or_else(|| call_result(value, text))
+    };
     for statement in named_children(body) {
         let statement = match statement.kind() {
             "decorated_definition" => statement.child_by_field_name("definition").unwrap_or(statement),
@@ -763,6 +767,40 @@ const TYPING: &[&str] = &[
     "IO",
 ];
 
+/// Capitalised generic containers and protocols of `typing`,
+/// `collections.abc` and `collections` beyond [`TYPING`]: a function
+/// returning one of them returns no class of the code.
+const GENERIC_CONTAINERS: &[&str] = &[
+    "AbstractSet",
+    "Annotated",
+    "AsyncGenerator",
+    "AsyncIterable",
+    "AsyncIterator",
+    "ChainMap",
+    "ClassVar",
+    "Collection",
+    "Container",
+    "ContextManager",
+    "AbstractContextManager",
+    "AsyncContextManager",
+    "Counter",
+    "DefaultDict",
+    "Deque",
+    "Final",
+    "ItemsView",
+    "KeysView",
+    "Literal",
+    "Match",
+    "MutableSequence",
+    "MutableSet",
+    "OrderedDict",
+    "Pattern",
+    "Reversible",
+    "TypeGuard",
+    "TypeIs",
+    "ValuesView",
+];
+
 /// The class an annotation names, if it names one plainly.
 fn annotation_class(node: Node<'_>, text: &str, depth: usize) -> Option<String> {
     if depth > 8 {
@@ -835,7 +873,19 @@ pub fn result_type(signature: &str) -> Option<String> {
         .iter()
         .find_map(|prefix| one.strip_prefix(prefix)?.strip_suffix(']'))
         .map_or(one.clone(), unquoted);
-    let one = one.as_str();
+    // A generic class of the code (`ParamType[t.Any]`): the class; a
+    // container or `typing`'s own (`Iterator[C]`, `Deque[C]`) says nothing
+    // of what is called on it.
+    let one = match one.split_once('[') {
+        Some((base, _)) if one.ends_with(']') => {
+            let last = base.rsplit('.').next().unwrap_or(base);
+            if TYPING.contains(&last) || GENERIC_CONTAINERS.contains(&last) {
+                return None;
+            }
+            base
+        }
+        _ => one.as_str(),
+    };
     if !is_dotted_name(one) {
         return None;
     }
@@ -1404,6 +1454,7 @@ def decorator(f):
         assert_eq!(r("def f(self) -> Self").as_deref(), Some("Self"));
         assert_eq!(r("def import_cached_field_info() -> type['FieldInfo']").as_deref(), Some("FieldInfo"));
         assert_eq!(r("def f() -> _Private").as_deref(), Some("_Private"));
+        assert_eq!(r("def convert_type(ty: t.Any) -> ParamType[t.Any]").as_deref(), Some("ParamType"));
         assert_eq!(r("async def f(x: Callable[[int], str] = g) -> Response:").as_deref(), Some("Response"));
         for none in [
             "def f()",
@@ -1411,6 +1462,8 @@ def decorator(f):
             "def f() -> str",
             "def f() -> list[Context]",
             "def f() -> Iterator[Context]",
+            "def f() -> t.Deque[Context]",
+            "def f() -> dict[str, Context]",
             "def f() -> A | B",
             "def f() -> Any",
             "def f() -> t.Any",
@@ -1433,6 +1486,7 @@ class Command:
         self.maybe = Builder()
         self.count = 0
         self.a, self.b = Pair(), Pair()
+        self.session = requests.session()
 
     def reset(self):
         self.maybe = None
@@ -1448,6 +1502,7 @@ class Command:
         self.a.first()
         self.parser.inner.deep()
         self.ctx2.exit()
+        self.session.get(url)
 
     def nested(self):
         def helper():
@@ -1463,6 +1518,7 @@ class Command:
                 "make",
                 "Builder",
                 "Pair",
+                "requests.session",
                 "make_formatter",
                 "OptionParser.parse_args",
                 "Context.fail",
@@ -1472,6 +1528,7 @@ class Command:
                 "self.a.first",
                 "self.parser.inner.deep",
                 "Context.exit",
+                "requests.session().get",
                 "self.parser.exit"
             ]
         );
