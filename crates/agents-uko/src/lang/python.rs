@@ -714,6 +714,12 @@ fn self_attributes<'t>(node: Node<'_>, text: &'t str, out: &mut Vec<&'t str>, de
 /// a call of a plain dotted name whose last part is capitalised
 /// ([`is_class_name`]).
 fn constructor_class(value: Node<'_>, text: &str) -> Option<String> {
+    plain_callee(value, text).filter(|name| is_class_name(name.rsplit('.').next().unwrap_or(name)))
+}
+
+/// The callee of a call of a plain dotted name (`sessions.Session`,
+/// `self.make_context`), or `None` for another expression.
+fn plain_callee(value: Node<'_>, text: &str) -> Option<String> {
     if value.kind() != "call" {
         return None;
     }
@@ -721,9 +727,7 @@ fn constructor_class(value: Node<'_>, text: &str) -> Option<String> {
     if !matches!(callee.kind(), "identifier" | "attribute") {
         return None;
     }
-    let name = dotted(callee, text)?;
-    let last = name.rsplit('.').next().unwrap_or(&name);
-    is_class_name(last).then_some(name)
+    dotted(callee, text)
 }
 
 /// Identifiers a binding target binds (not those inside `a.b` or `a[i]`).
@@ -902,16 +906,8 @@ pub fn result_type(signature: &str) -> Option<String> {
 /// is a class's constructor, [`constructor_class`]), which resolution reads
 /// through the function's declared result ([`result_type`]).
 fn call_result(value: Node<'_>, text: &str) -> Option<String> {
-    if value.kind() != "call" {
-        return None;
-    }
-    let callee = value.child_by_field_name("function")?;
-    if !matches!(callee.kind(), "identifier" | "attribute") {
-        return None;
-    }
-    let name = dotted(callee, text)?;
-    let last = name.rsplit('.').next().unwrap_or(&name);
-    (!is_class_name(last)).then(|| format!("{name}()"))
+    let name = plain_callee(value, text)?;
+    (!is_class_name(name.rsplit('.').next().unwrap_or(&name))).then(|| format!("{name}()"))
 }
 
 /// Whether a name is written as a class's: capitalised, after any leading
