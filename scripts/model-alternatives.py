@@ -30,8 +30,7 @@ skipped, by default the Python dev repositories' own); the summary is what the e
 embeds for a function without its docstring: kind, name split into words, the
 definition's first line, the path split into words and up to 48 distinct identifiers of
 the body after the docstring, the names it calls first (crates/agents-acms/src/query.rs,
-`embedding_text`). Measured on 2026-12-06 (docs/benchmarks.md): on the installed Python
-tree, 1,000 steps of 512 pairs in about 40 s.
+`embedding_text`). Measured on 2026-12-06 (docs/benchmarks.md).
 """
 
 from __future__ import annotations
