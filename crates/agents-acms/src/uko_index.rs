@@ -292,6 +292,9 @@ impl Linker<'_> {
                 if r.kind != RefKind::Import {
                     wanted.insert(reference_name(file.str(r.target)));
                     wanted.extend(result_of_call(file.str(r.target)));
+                    // The type a call is written against (`Engine` of
+                    // `Engine.GET`), whose embedded types may hold it.
+                    wanted.insert(reference_head(file.str(r.target)));
                 } else {
                     // The defined name of a renamed import.
                     wanted.extend(file.names(i).iter().filter(|n| n.contains(" as ")).map(|n| imported_name(n).0));
@@ -301,6 +304,7 @@ impl Linker<'_> {
         for (_, r) in &affected {
             wanted.insert(reference_name(&r.target));
             wanted.extend(result_of_call(&r.target));
+            wanted.insert(reference_head(&r.target));
         }
         let table = self.symbol_table(writer, &wanted)?;
         // Resolve a chunk of files in parallel, then write it, in path order;
@@ -351,18 +355,31 @@ impl Linker<'_> {
         let by_name = wanted.len() <= NAMED_LOOKUP_LIMIT;
         let filter: HashSet<&str> = if by_name { HashSet::new() } else { wanted.iter().copied().collect() };
         let mut table = SymbolTable::default();
-        let mut add = |path: &str, symbol_path: &str, name: &str, kind: &str, signature: &str| {
-            if !by_name && !filter.contains(name) {
+        // Go structs always: resolution reads what they embed.
+        let add = |table: &mut SymbolTable, path: &str, symbol_path: &str, name: &str, kind: &str, signature: &str| {
+            let go_struct = kind == "struct" && path.ends_with(".go");
+            if !(by_name || go_struct || filter.contains(name)) {
                 return;
             }
             let Some(kind) = NodeKind::parse(kind) else { return };
             table.insert_signed(SymbolEntry { path, symbol_path, name, kind }, signature);
         };
         if by_name {
-            let names: Vec<String> = wanted.iter().map(|s| s.to_string()).collect();
-            writer.for_each_symbol_named(&names, &mut add)?;
+            let mut names: Vec<String> = wanted.iter().map(|s| s.to_string()).collect();
+            let mut read: BTreeSet<String> = BTreeSet::new();
+            // Then the types what was read refers to (what a function
+            // returns, what a struct embeds), and theirs, as a full read
+            // would have them.
+            for _ in 0..4 {
+                writer.for_each_symbol_named(&names, &mut |p, sp, n, k, sig| add(&mut table, p, sp, n, k, sig))?;
+                read.extend(names);
+                names = table.referenced_types().into_iter().filter(|t| !read.contains(t)).collect();
+                if names.is_empty() {
+                    break;
+                }
+            }
         } else {
-            writer.for_each_symbol(&mut add)?;
+            writer.for_each_symbol(&mut |p, sp, n, k, sig| add(&mut table, p, sp, n, k, sig))?;
         }
         table.finish();
         Ok(table)

@@ -189,8 +189,14 @@ pub struct SymbolTable {
     by_file: Vec<u32>,
     /// (path, symbol path) of a function -> the type it declares it returns
     /// (Go's `func New() *Engine` -> `Engine`), for calls on what it returns.
-    results: HashMap<(Box<str>, Box<str>), Box<str>>,
+    results: HashMap<SymbolKey, Box<str>>,
+    /// (path, symbol path) of a Go struct -> the types of its package it
+    /// embeds (`Engine` -> `RouterGroup`), whose methods are its own.
+    embeds: HashMap<SymbolKey, Vec<Box<str>>>,
 }
+
+/// A symbol by (path, symbol path).
+type SymbolKey = (Box<str>, Box<str>);
 
 /// What a file's imports bring into scope, for name resolution.
 #[derive(Clone, Debug, Default)]
@@ -304,7 +310,61 @@ impl SymbolTable {
         if let Some(ty) = ty {
             self.results.insert((entry.path.into(), entry.symbol_path.into()), ty.into());
         }
+        if entry.kind == NodeKind::Struct && family_of(entry.path) == Family::Go {
+            let embedded = crate::lang::go::embedded_types(signature);
+            if !embedded.is_empty() {
+                let embedded = embedded.into_iter().map(String::into_boxed_str).collect();
+                self.embeds.insert((entry.path.into(), entry.symbol_path.into()), embedded);
+            }
+        }
         self.insert(entry);
+    }
+
+    /// The type names what the table holds refers to: what functions
+    /// return and what structs embed. A table read by name reads these too,
+    /// so resolution finds the types (and their embeddings) a small change's
+    /// references read through.
+    pub fn referenced_types(&self) -> BTreeSet<String> {
+        let returned = self.results.values().map(|t| t.to_string());
+        returned.chain(self.embeds.values().flatten().map(|t| t.to_string())).collect()
+    }
+
+    /// `name` as a method of a type that the Go struct `ty` of the package
+    /// in `dir` embeds, through up to three embeddings (`Engine.GET`:
+    /// `RouterGroup.GET`), first embedded first.
+    fn promoted<'s>(
+        &'s self,
+        dir: &str,
+        ty: &str,
+        name: &str,
+        in_package: &dyn Fn(&str, &str) -> Option<SymbolEntry<'s>>,
+    ) -> Option<SymbolEntry<'s>> {
+        let mut queue: std::collections::VecDeque<(String, usize)> =
+            std::collections::VecDeque::from([(ty.to_string(), 0)]);
+        let mut seen: Vec<String> = Vec::new();
+        while let Some((ty, depth)) = queue.pop_front() {
+            if depth > 3 || seen.contains(&ty) {
+                continue;
+            }
+            seen.push(ty.clone());
+            let structs = self.named(&ty).iter().map(|&i| self.entry(i)).filter(|e| {
+                e.kind == crate::model::NodeKind::Struct
+                    && family_of(e.path) == Family::Go
+                    && dir_of(e.path) == dir
+                    && e.symbol_path == ty
+            });
+            for s in structs.collect::<Vec<_>>() {
+                for embedded in self.embeds.get(&(s.path.into(), s.symbol_path.into())).into_iter().flatten() {
+                    if depth > 0 || embedded.as_ref() != ty {
+                        if let Some(found) = in_package(dir, &format!("{embedded}.{name}")) {
+                            return Some(found);
+                        }
+                        queue.push_back((embedded.to_string(), depth + 1));
+                    }
+                }
+            }
+        }
+        None
     }
 
     fn path_id(&mut self, path: &str) -> Option<u32> {
@@ -468,7 +528,8 @@ impl SymbolTable {
             let found = self.bind(scope, from_symbol_path, crate::model::RefKind::Calls, function)?;
             if family == Family::Go {
                 let ty = self.results.get(&(found.path.into(), found.symbol_path.into()))?;
-                return in_package(dir_of(found.path), &format!("{ty}.{name}"));
+                let dir = dir_of(found.path);
+                return in_package(dir, &format!("{ty}.{name}")).or_else(|| self.promoted(dir, ty, name, &in_package));
             }
             // Python: what the function that runs declares, else what one
             // of its `@overload`s before it does (the function itself often
@@ -594,7 +655,9 @@ impl SymbolTable {
                 return Some(e);
             }
             if family == Family::Go
-                && let Some(e) = in_package(dir_of(&scope.path), &member)
+                && let Some(e) = in_package(dir_of(&scope.path), &member).or_else(|| {
+                    (segments.len() == 2).then(|| self.promoted(dir_of(&scope.path), q, name, &in_package))?
+                })
             {
                 return Some(e);
             }
@@ -1182,6 +1245,34 @@ mod table_tests {
         assert!(ReExports::is_entry("src/click/__init__.py") && ReExports::is_entry("packages/a/src/index.ts"));
         assert!(ReExports::is_entry("axum/src/routing/mod.rs") && ReExports::is_entry("axum/src/lib.rs"));
         assert!(!ReExports::is_entry("src/click/core.py") && !ReExports::is_entry("src/indexer.ts"));
+    }
+
+    #[test]
+    fn go_methods_of_an_embedded_struct_are_the_embedding_ones() {
+        let mut t = SymbolTable::default();
+        t.insert_signed(entry("gin.go", "Engine", NodeKind::Struct), "type Engine struct { RouterGroup; sync.Mutex }");
+        t.insert_signed(entry("gin.go", "New", NodeKind::Function), "func New() *Engine");
+        t.insert(entry("gin.go", "Engine.Run", NodeKind::Method));
+        t.insert_signed(entry("routergroup.go", "RouterGroup", NodeKind::Struct), "type RouterGroup struct { *Base }");
+        t.insert(entry("routergroup.go", "RouterGroup.GET", NodeKind::Method));
+        t.insert_signed(entry("base.go", "Base", NodeKind::Struct), "type Base struct");
+        t.insert(entry("base.go", "Base.Deep", NodeKind::Method));
+        t.insert(entry("other/x.go", "RouterGroup.POST", NodeKind::Method));
+        t.finish();
+        let s = scope("gin_test.go", &[]);
+        let bound = |target: &str| t.resolve(&s, "TestX", RefKind::Calls, target).map(|e| (e.path, e.symbol_path));
+        assert_eq!(bound("Engine.GET"), Some(("routergroup.go", "RouterGroup.GET")));
+        assert_eq!(bound("New().GET"), Some(("routergroup.go", "RouterGroup.GET")));
+        assert_eq!(bound("Engine.Deep"), Some(("base.go", "Base.Deep")), "two embeddings deep");
+        assert_eq!(bound("Engine.Run"), Some(("gin.go", "Engine.Run")), "its own first");
+        assert_eq!(bound("Engine.POST"), None, "another package's RouterGroup");
+        assert_eq!(
+            crate::lang::go::embedded_types("type E struct { *RouterGroup; sync.Mutex; List[T] }"),
+            ["RouterGroup", "List"]
+        );
+        assert!(crate::lang::go::embedded_types("type E struct").is_empty());
+        let types: Vec<String> = t.referenced_types().into_iter().collect();
+        assert_eq!(types, ["Base", "Engine", "RouterGroup"], "what functions return and structs embed");
     }
 
     #[test]

@@ -318,7 +318,21 @@ impl<'t> Walker<'t> {
                 Some("struct_type") if spec.kind() == "type_spec" => {
                     let ty = ty.unwrap_or(spec);
                     let list = child_of_kind(ty, "field_declaration_list");
-                    let sig = format!("type {}", signature_until(&spec, list, self.text));
+                    // The embedded types, whose methods the struct's own are
+                    // (`type Engine struct { RouterGroup }`), as a class's
+                    // bases are in its declaration line.
+                    let embedded: Vec<String> = list
+                        .map(named_children)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter(|f| f.kind() == "field_declaration" && f.child_by_field_name("name").is_none())
+                        .filter_map(|f| f.child_by_field_name("type"))
+                        .map(|t| collapse(self.t(&t)))
+                        .collect();
+                    let mut sig = format!("type {}", signature_until(&spec, list, self.text));
+                    if !embedded.is_empty() {
+                        sig = format!("{sig} {{ {} }}", embedded.join("; "));
+                    }
                     let idx = self.b.add(0, NodeKind::Struct, name, span, Some(sig), doc);
                     self.types.insert(name.to_string(), idx);
                     if let Some(list) = list {
@@ -778,6 +792,21 @@ pub fn result_type(signature: &str) -> Option<String> {
     let ty = first.trim_start_matches('*');
     let plain = !ty.is_empty() && ty.chars().all(|c| c.is_alphanumeric() || c == '_');
     (plain && !PREDECLARED_TYPES.contains(&ty)).then(|| ty.to_string())
+}
+
+/// The types a Go struct's signature says it embeds, when they are plain
+/// types of its own package: `RouterGroup` of `type Engine struct {
+/// RouterGroup; *sync.Mutex }` (a qualified one is another package's).
+pub fn embedded_types(signature: &str) -> Vec<String> {
+    let Some((_, inside)) = signature.split_once("struct {") else { return Vec::new() };
+    let inside = inside.trim_end().strip_suffix('}').unwrap_or(inside);
+    inside
+        .split(';')
+        .map(|t| t.trim().trim_start_matches('*'))
+        .map(|t| t.split_once('[').map_or(t, |(base, _)| base))
+        .filter(|t| !t.is_empty() && t.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The receiver's type name (`Store` for `(s *Store)` or `(l List[T])`),
