@@ -9,7 +9,9 @@
 //!   skipped: `gopkg.in/yaml.v3` -> `yaml`); a dot import has names `["*"]`,
 //!   a blank import `_` none.
 //! - `type X struct` is a `Struct` with a `Field` per field name; embedded
-//!   fields are `Inherits` references. `type X interface` is an `Interface`
+//!   fields are `Inherits` references, and the struct's signature lists
+//!   them (`type Engine struct { RouterGroup }`) for resolution to bind
+//!   their methods as the struct's own. `type X interface` is an `Interface`
 //!   with its method specs as `Method`s; embedded interfaces are `Inherits`.
 //!   Other `type X Y` and `type X = Y` are `TypeAlias`es.
 //! - Methods go under the receiver type's node when it is declared in the
