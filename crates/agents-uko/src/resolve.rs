@@ -300,22 +300,21 @@ impl SymbolTable {
     /// `New().m` and `r.m` after `r := New()` are then that type's `m`.
     pub fn insert_signed(&mut self, entry: SymbolEntry<'_>, signature: &str) {
         use crate::model::NodeKind;
-        let ty = match family_of(entry.path) {
-            Family::Go if entry.kind == NodeKind::Function => crate::lang::go::result_type(signature),
-            Family::Python if matches!(entry.kind, NodeKind::Function | NodeKind::Method) => {
-                crate::lang::python::result_type(signature)
+        let key = || (entry.path.into(), entry.symbol_path.into());
+        let returned = match (family_of(entry.path), entry.kind) {
+            (Family::Go, NodeKind::Function) => crate::lang::go::result_type(signature),
+            (Family::Python, NodeKind::Function | NodeKind::Method) => crate::lang::python::result_type(signature),
+            (Family::Go, NodeKind::Struct) => {
+                let embedded = crate::lang::go::embedded_types(signature);
+                if !embedded.is_empty() {
+                    self.embeds.insert(key(), embedded.into_iter().map(String::into_boxed_str).collect());
+                }
+                None
             }
             _ => None,
         };
-        if let Some(ty) = ty {
-            self.results.insert((entry.path.into(), entry.symbol_path.into()), ty.into());
-        }
-        if entry.kind == NodeKind::Struct && family_of(entry.path) == Family::Go {
-            let embedded = crate::lang::go::embedded_types(signature);
-            if !embedded.is_empty() {
-                let embedded = embedded.into_iter().map(String::into_boxed_str).collect();
-                self.embeds.insert((entry.path.into(), entry.symbol_path.into()), embedded);
-            }
+        if let Some(ty) = returned {
+            self.results.insert(key(), ty.into());
         }
         self.insert(entry);
     }
@@ -329,8 +328,58 @@ impl SymbolTable {
         returned.chain(self.embeds.values().flatten().map(|t| t.to_string())).collect()
     }
 
+    /// `name` as a method of the class the Python function `found` declares
+    /// it returns: what the function that runs declares, else what one of
+    /// its `@overload`s before it does (the function itself often returns a
+    /// type variable, `-> type[ModelT]`, where an overload says `->
+    /// type[BaseModel]`); the class in the function's file first, else the
+    /// one class of that name anywhere holding the method.
+    fn python_returned(
+        &self,
+        found: SymbolEntry<'_>,
+        name: &str,
+        kind: crate::model::RefKind,
+    ) -> Option<SymbolEntry<'_>> {
+        let mut definitions: Vec<SymbolEntry<'_>> = self
+            .in_file(found.path, found.name)
+            .iter()
+            .map(|&i| self.entry(i))
+            .filter(|e| base_symbol(e.symbol_path) == base_symbol(found.symbol_path))
+            .collect();
+        definitions.sort_by_key(|e| std::cmp::Reverse(definition_order(e)));
+        for definition in definitions {
+            let Some(ty) = self.results.get(&(definition.path.into(), definition.symbol_path.into())) else {
+                continue;
+            };
+            // `-> Self`: the class of the method.
+            let ty = match &**ty {
+                "Self" if definition.kind == crate::model::NodeKind::Method => {
+                    definition.symbol_path.rsplit_once('.').map_or("", |(class, _)| class)
+                }
+                "Self" => continue,
+                ty => ty,
+            };
+            let member = format!("{ty}.{name}");
+            let methods: Vec<SymbolEntry<'_>> = self
+                .named(name)
+                .iter()
+                .map(|&i| self.entry(i))
+                .filter(|e| {
+                    kind_fits(kind, e.kind)
+                        && family_of(e.path) == Family::Python
+                        && base_symbol(e.symbol_path) == member
+                })
+                .collect();
+            let in_own_file = methods.iter().copied().filter(|e| e.path == found.path);
+            if let Some(method) = last_definition(in_own_file).or_else(|| last_definition(methods.into_iter())) {
+                return Some(method);
+            }
+        }
+        None
+    }
+
     /// `name` as a method of a type that the Go struct `ty` of the package
-    /// in `dir` embeds, through up to three embeddings (`Engine.GET`:
+    /// in `dir` embeds, through up to four embeddings (`Engine.GET`:
     /// `RouterGroup.GET`), first embedded first.
     fn promoted<'s>(
         &'s self,
@@ -339,30 +388,32 @@ impl SymbolTable {
         name: &str,
         in_package: &dyn Fn(&str, &str) -> Option<SymbolEntry<'s>>,
     ) -> Option<SymbolEntry<'s>> {
-        let mut queue: std::collections::VecDeque<(String, usize)> =
-            std::collections::VecDeque::from([(ty.to_string(), 0)]);
-        let mut seen: Vec<String> = Vec::new();
-        while let Some((ty, depth)) = queue.pop_front() {
-            if depth > 3 || seen.contains(&ty) {
-                continue;
-            }
-            seen.push(ty.clone());
-            let structs = self.named(&ty).iter().map(|&i| self.entry(i)).filter(|e| {
-                e.kind == crate::model::NodeKind::Struct
-                    && family_of(e.path) == Family::Go
-                    && dir_of(e.path) == dir
-                    && e.symbol_path == ty
-            });
-            for s in structs.collect::<Vec<_>>() {
-                for embedded in self.embeds.get(&(s.path.into(), s.symbol_path.into())).into_iter().flatten() {
-                    if depth > 0 || embedded.as_ref() != ty {
+        // Breadth first: a shallower embedding's method wins, as in Go.
+        let mut level: Vec<&str> = vec![ty];
+        let mut seen: Vec<&str> = Vec::new();
+        for _ in 0..4 {
+            let mut next = Vec::new();
+            for ty in level {
+                if seen.contains(&ty) {
+                    continue;
+                }
+                seen.push(ty);
+                let structs = self.named(ty).iter().map(|&i| self.entry(i)).filter(|e| {
+                    e.kind == crate::model::NodeKind::Struct
+                        && family_of(e.path) == Family::Go
+                        && dir_of(e.path) == dir
+                        && e.symbol_path == ty
+                });
+                for s in structs {
+                    for embedded in self.embeds.get(&(s.path.into(), s.symbol_path.into())).into_iter().flatten() {
                         if let Some(found) = in_package(dir, &format!("{embedded}.{name}")) {
                             return Some(found);
                         }
-                        queue.push_back((embedded.to_string(), depth + 1));
+                        next.push(&**embedded);
                     }
                 }
             }
+            level = next;
         }
         None
     }
@@ -531,41 +582,7 @@ impl SymbolTable {
                 let dir = dir_of(found.path);
                 return in_package(dir, &format!("{ty}.{name}")).or_else(|| self.promoted(dir, ty, name, &in_package));
             }
-            // Python: what the function that runs declares, else what one
-            // of its `@overload`s before it does (the function itself often
-            // returns a type variable, `-> type[ModelT]`, where an overload
-            // says `-> type[BaseModel]`).
-            let mut definitions: Vec<SymbolEntry<'_>> = self
-                .in_file(found.path, found.name)
-                .iter()
-                .map(|&i| self.entry(i))
-                .filter(|e| base_symbol(e.symbol_path) == base_symbol(found.symbol_path))
-                .collect();
-            definitions.sort_by_key(|e| std::cmp::Reverse(definition_order(e)));
-            for definition in definitions {
-                let Some(ty) = self.results.get(&(definition.path.into(), definition.symbol_path.into())) else {
-                    continue;
-                };
-                // `-> Self`: the class of the method.
-                let ty = match &**ty {
-                    "Self" if definition.kind == crate::model::NodeKind::Method => {
-                        definition.symbol_path.rsplit_once('.').map_or("", |(class, _)| class)
-                    }
-                    "Self" => continue,
-                    ty => ty,
-                };
-                let member = format!("{ty}.{name}");
-                let methods: Vec<SymbolEntry<'_>> = ids
-                    .iter()
-                    .map(|&i| self.entry(i))
-                    .filter(|e| fits(e) && family_of(e.path) == Family::Python && base_symbol(e.symbol_path) == member)
-                    .collect();
-                let in_own_file = methods.iter().copied().filter(|e| e.path == found.path);
-                if let Some(method) = last_definition(in_own_file).or_else(|| last_definition(methods.into_iter())) {
-                    return Some(method);
-                }
-            }
-            return None;
+            return self.python_returned(found, name, kind);
         }
         if let Some(q) = qualifier {
             if matches!(q, "self" | "this" | "Self" | "cls") {

@@ -327,8 +327,7 @@ impl<'t> Walker<'t> {
                         .map(named_children)
                         .unwrap_or_default()
                         .into_iter()
-                        .filter(|f| f.kind() == "field_declaration" && f.child_by_field_name("name").is_none())
-                        .filter_map(|f| f.child_by_field_name("type"))
+                        .filter_map(embedded_field)
                         .map(|t| collapse(self.t(&t)))
                         .collect();
                     let mut sig = format!("type {}", signature_until(&spec, list, self.text));
@@ -371,16 +370,16 @@ impl<'t> Walker<'t> {
             if field.kind() != "field_declaration" {
                 continue;
             }
-            let Some(ty) = field.child_by_field_name("type") else { continue };
-            let mut cursor = field.walk();
-            let names: Vec<Node<'_>> = field.children_by_field_name("name", &mut cursor).collect();
-            if names.is_empty() {
+            if let Some(ty) = embedded_field(field) {
                 let target = type_name(ty, self.text);
                 if !target.is_empty() {
                     self.b.reference(parent, RefKind::Inherits, target, Span::of_node(&field));
                 }
                 continue;
             }
+            let Some(ty) = field.child_by_field_name("type") else { continue };
+            let mut cursor = field.walk();
+            let names: Vec<Node<'_>> = field.children_by_field_name("name", &mut cursor).collect();
             let ty_text = collapse(self.t(&ty));
             let at = At { list: &siblings, i };
             let doc = go_doc(at, self.text).or_else(|| trailing_comment(at, self.text));
@@ -794,6 +793,13 @@ pub fn result_type(signature: &str) -> Option<String> {
     let ty = first.trim_start_matches('*');
     let plain = !ty.is_empty() && ty.chars().all(|c| c.is_alphanumeric() || c == '_');
     (plain && !PREDECLARED_TYPES.contains(&ty)).then(|| ty.to_string())
+}
+
+/// The type of an embedded field (`RouterGroup`, `*sync.Mutex`): a field
+/// declaration with a type and no name.
+fn embedded_field(field: Node<'_>) -> Option<Node<'_>> {
+    let embedded = field.kind() == "field_declaration" && field.child_by_field_name("name").is_none();
+    embedded.then(|| field.child_by_field_name("type")).flatten()
 }
 
 /// The types a Go struct's signature says it embeds, when they are plain
