@@ -376,7 +376,7 @@ impl RepoIndexingService {
         let mut commit = IndexCommit::default();
         let mut files: Vec<FileRecord> = Vec::with_capacity(candidates.len());
         let mut pending = Vec::new();
-        let mut introduced: BTreeSet<String> = BTreeSet::new();
+        let mut reshaped: BTreeSet<agents_store::Reshaped> = BTreeSet::new();
         let mut graph = GraphReport::default();
         // A first index has no other files whose references could rebind;
         // a re-analysis resolves every file's references afresh.
@@ -414,7 +414,7 @@ impl RepoIndexingService {
                     files: &mut files,
                     graph: &mut graph,
                     pending: &mut pending,
-                    introduced: &mut introduced,
+                    reshaped: &mut reshaped,
                     rebind_others,
                 };
                 sink.absorb(chunk, outcomes, writer.as_mut())?;
@@ -426,6 +426,14 @@ impl RepoIndexingService {
         let mut removed: Vec<String> = stored.keys().filter(|p| !kept.contains(p.as_str())).cloned().collect();
         removed.sort();
         report.removed = removed.len() as u64;
+        if rebind_others {
+            // What a removed file defined may have kept other files'
+            // references from binding (two definitions of one name), or
+            // bound them through it.
+            for path in &removed {
+                reshaped.extend(writer.write_nodes(path, &[])?);
+            }
+        }
         writer.retire_paths(&removed)?;
         tracing::info!(
             elapsed_ms = started.elapsed().as_millis() as u64,
@@ -445,8 +453,18 @@ impl RepoIndexingService {
             languages: &languages,
             go_modules: &go_modules,
         };
-        let introduced: Vec<String> = introduced.into_iter().collect();
-        let (stats, re_resolved) = linker.link(writer.as_mut(), pending, &changed_paths, &introduced, rebind_others)?;
+        let reshaped: Vec<agents_store::Reshaped> = reshaped.into_iter().collect();
+        // Files added or removed, and manifests changed, may move where
+        // imports lead (a module's file, a package's entry, a Go module path).
+        let manifest = |p: &str| matches!(p.rsplit('/').next(), Some("go.mod" | "Cargo.toml" | "package.json"));
+        let came_or_went: Vec<String> = (commit.upserts.iter())
+            .filter(|f| !stored.contains_key(&f.path) || manifest(&f.path))
+            .map(|f| f.path.clone())
+            .chain(removed.iter().cloned())
+            .collect();
+        let changes =
+            uko_index::RunChanges { changed_paths: &changed_paths, reshaped: &reshaped, came_or_went: &came_or_went };
+        let (stats, re_resolved) = linker.link(writer.as_mut(), pending, &changes, rebind_others)?;
         progress.finish();
         graph.references = stats.references;
         graph.references_resolved = stats.references_resolved;
@@ -628,10 +646,11 @@ struct Sink<'a> {
     files: &'a mut Vec<FileRecord>,
     graph: &'a mut GraphReport,
     pending: &'a mut Vec<uko_index::PendingRefs>,
-    /// Names of symbols that changed files did not define before.
-    introduced: &'a mut BTreeSet<String>,
+    /// Symbols that changed files define anew, no longer define, or define
+    /// with another signature.
+    reshaped: &'a mut BTreeSet<agents_store::Reshaped>,
     /// Whether references of unchanged files will be re-bound (then
-    /// `introduced` is gathered).
+    /// `reshaped` is gathered).
     rebind_others: bool,
 }
 
@@ -674,12 +693,12 @@ impl Sink<'_> {
                     } else {
                         self.report.added += 1;
                     }
-                    let introduced = writer.write_nodes(&analyzed.path, &analyzed.nodes)?;
-                    // Only other files' references rebind to new names, and
-                    // a first index has none (nor does a re-analysis: every
-                    // file's references are resolved afresh).
+                    let reshaped = writer.write_nodes(&analyzed.path, &analyzed.nodes)?;
+                    // Only other files' references rebind, and a first index
+                    // has none (nor does a re-analysis: every file's
+                    // references are resolved afresh).
                     if self.rebind_others {
-                        self.introduced.extend(introduced);
+                        self.reshaped.extend(reshaped);
                     }
                     self.graph.files_analyzed += 1;
                     self.graph.nodes += analyzed.nodes.len() as u64;
@@ -1120,6 +1139,7 @@ mod graph_tests {
 
     use super::tests::{Fixture as Repo, fixture as repo};
     use agents_store::CodeGraphStore;
+    use std::collections::BTreeMap;
 
     impl Repo {
         fn put(&self, rel: &str, text: &str) {
@@ -1361,6 +1381,169 @@ mod graph_tests {
         }
         let fresh_idx = fresh.update();
         assert_eq!(bindings(&r, &index_id), bindings(&fresh, &fresh_idx.metadata.index_id));
+    }
+
+    /// Runs `steps` over `start` (each a list of writes, `None` removing the
+    /// file), refreshing after each; after every step the refreshed graph's
+    /// bindings must be a fresh index's of the same files. Returns the
+    /// binding of `(file, target)` after each step.
+    fn refresh_as_fresh(
+        start: &[(&str, &str)],
+        steps: &[&[(&str, Option<&str>)]],
+        watch: (&str, &str),
+    ) -> Vec<Option<String>> {
+        let r = repo();
+        let mut files: BTreeMap<String, String> = BTreeMap::new();
+        for (path, text) in start {
+            r.put(path, text);
+            files.insert(path.to_string(), text.to_string());
+        }
+        r.update();
+        let mut seen = Vec::new();
+        for (i, step) in steps.iter().enumerate() {
+            for (path, text) in step.iter() {
+                match text {
+                    Some(text) => {
+                        r.put(path, text);
+                        files.insert(path.to_string(), text.to_string());
+                    }
+                    None => {
+                        std::fs::remove_file(r.repo.path().join(path)).unwrap();
+                        files.remove(*path);
+                    }
+                }
+            }
+            let idx = r.update();
+            let fresh = repo();
+            for (path, text) in &files {
+                fresh.put(path, text);
+            }
+            let fresh_idx = fresh.update();
+            let refreshed = bindings(&r, &idx.metadata.index_id);
+            assert_eq!(refreshed, bindings(&fresh, &fresh_idx.metadata.index_id), "step {}", i + 1);
+            let watched = refreshed.iter().find(|b| b.0 == watch.0 && b.3 == watch.1);
+            seen.push(watched.and_then(|b| b.4.clone()));
+        }
+        seen
+    }
+
+    #[test]
+    fn a_refresh_binds_as_a_fresh_index_when_a_namesake_comes_and_goes() {
+        let echo = "def echo(m):\n    return m\n";
+        let seen = refresh_as_fresh(
+            &[("a.py", echo), ("b.py", echo), ("app.py", "def main():\n    echo(1)\n")],
+            &[&[("b.py", Some("def other(m):\n    return m\n"))], &[("b.py", Some(echo))], &[("b.py", None)]],
+            ("app.py", "echo"),
+        );
+        // Two definitions bind nothing; one binds it.
+        assert_eq!(seen, [Some("a.py#echo".to_owned()), None, Some("a.py#echo".to_owned())]);
+    }
+
+    #[test]
+    fn a_refresh_binds_as_a_fresh_index_when_a_declared_result_changes() {
+        let m = |result: &str| {
+            format!(
+                "class A:\n    def run(self):\n        pass\n\n\nclass B:\n    def run(self):\n        pass\n\n\n\
+                 def make() -> {result}:\n    return {result}()\n"
+            )
+        };
+        let (to_a, to_b) = (m("A"), format!("# now B\n{}", m("B")));
+        let seen = refresh_as_fresh(
+            &[("m.py", &to_a), ("app.py", "from m import make\n\ndef main():\n    make().run()\n")],
+            &[&[("m.py", Some(&to_b))], &[("m.py", Some(&to_a))]],
+            ("app.py", "make().run"),
+        );
+        assert_eq!(seen, [Some("m.py#B.run".to_owned()), Some("m.py#A.run".to_owned())]);
+    }
+
+    #[test]
+    fn a_refresh_binds_as_a_fresh_index_when_a_struct_stops_embedding() {
+        let engine = |field: &str| {
+            format!(
+                "package g\n\ntype Engine struct {{\n\t{field}\n}}\n\nfunc New() *Engine {{\n\treturn &Engine{{}}\n}}\n"
+            )
+        };
+        let seen = refresh_as_fresh(
+            &[
+                ("go.mod", "module example.com/g\n"),
+                ("engine.go", &engine("RouterGroup")),
+                ("group.go", "package g\n\ntype RouterGroup struct{}\n\nfunc (g *RouterGroup) GET() {}\n"),
+                ("app.go", "package g\n\nfunc run() {\n\tNew().GET()\n}\n"),
+            ],
+            &[&[("engine.go", Some(&engine("name string")))], &[("engine.go", Some(&engine("RouterGroup")))]],
+            ("app.go", "New().GET"),
+        );
+        assert_eq!(seen, [None, Some("group.go#RouterGroup.GET".to_owned())]);
+    }
+
+    #[test]
+    fn a_refresh_binds_as_a_fresh_index_when_an_imported_file_goes_and_comes_back() {
+        let util = "def helper():\n    pass\n";
+        let seen = refresh_as_fresh(
+            &[("pkg/util.py", util), ("app.py", "from pkg.util import helper\n\ndef main():\n    helper()\n")],
+            &[&[("pkg/util.py", None)], &[("pkg/util.py", Some(util))]],
+            ("app.py", "pkg.util"),
+        );
+        assert_eq!(seen, [None, Some("pkg/util.py".to_owned())]);
+    }
+
+    #[test]
+    fn a_refresh_binds_as_a_fresh_index_when_a_base_class_comes_and_goes() {
+        let base = "class Base:\n    def send(self):\n        pass\n";
+        let seen = refresh_as_fresh(
+            &[
+                ("base.py", base),
+                ("app.py", "from base import Base\n\nclass Sub(Base):\n    def go(self):\n        self.send()\n"),
+            ],
+            &[&[("base.py", Some("class Other:\n    def send(self):\n        pass\n"))], &[("base.py", Some(base))]],
+            ("app.py", "self.send"),
+        );
+        assert_eq!(seen, [None, Some("base.py#Base.send".to_owned())]);
+        // Only the base binds anew (a namesake class goes): the subclass's
+        // `self.send` follows, though no `send` changed.
+        let seen = refresh_as_fresh(
+            &[
+                ("base.py", base),
+                ("other.py", "class Base:\n    def other(self):\n        pass\n"),
+                ("app.py", "class Sub(Base):\n    def go(self):\n        self.send()\n"),
+            ],
+            &[&[("other.py", Some("class Thing:\n    def other(self):\n        pass\n"))]],
+            ("app.py", "self.send"),
+        );
+        assert_eq!(seen, [Some("base.py#Base.send".to_owned())]);
+    }
+
+    #[test]
+    fn a_refresh_binds_as_a_fresh_index_when_a_package_module_comes_back() {
+        let module = "class X:\n    pass\n";
+        let seen = refresh_as_fresh(
+            &[("pkg/__init__.py", "VERSION = 1\n"), ("pkg/mod.py", module), ("app.py", "from pkg.mod import X\n")],
+            &[&[("pkg/mod.py", None)], &[("pkg/mod.py", Some(module))]],
+            ("app.py", "pkg.mod"),
+        );
+        assert_eq!(seen[1].as_deref(), Some("pkg/mod.py"));
+    }
+
+    #[test]
+    fn a_refresh_binds_as_a_fresh_index_when_a_crate_root_or_a_renamed_import_changes() {
+        let main = "mod util;\nmod other;\n\nfn main() {\n    util::helper();\n}\n";
+        let seen = refresh_as_fresh(
+            &[
+                ("src/main.rs", main),
+                ("src/util.rs", "pub fn helper() {}\n"),
+                ("src/other.rs", "use crate::util::helper;\n\npub fn run() {\n    helper();\n}\n"),
+            ],
+            &[&[("src/main.rs", None)], &[("src/main.rs", Some(main))]],
+            ("src/other.rs", "helper"),
+        );
+        assert_eq!(seen.last().cloned().flatten().as_deref(), Some("src/util.rs#helper"));
+        let getchar = "def getchar():\n    pass\n";
+        let seen = refresh_as_fresh(
+            &[("m.py", getchar), ("app.py", "from m import getchar as f\n\ndef main():\n    f()\n")],
+            &[&[("m.py", Some("def other():\n    pass\n"))], &[("m.py", Some(getchar))]],
+            ("app.py", "f"),
+        );
+        assert_eq!(seen, [None, Some("m.py#getchar".to_owned())]);
     }
 
     #[test]

@@ -11,12 +11,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use agents_store::{IndexWrite, Rebinding, StoreError, UkoNode, UkoRef};
+use agents_store::{Change, IndexWrite, Naming, Rebinding, Reshaped, StoreError, UkoNode, UkoRef};
 use agents_uko::lang::analyzer_for;
 use agents_uko::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use agents_uko::resolve::{
-    FileScope, ReExports, ResolveContext, SymbolEntry, SymbolTable, imported_name, reference_head, reference_name,
-    result_of_call,
+    FileScope, ReExports, ResolveContext, SymbolEntry, SymbolTable, declared, imported_name, reference_head,
+    reference_name, result_of_call,
 };
 use rayon::prelude::*;
 
@@ -225,6 +225,18 @@ pub struct Linker<'a> {
     pub go_modules: &'a [(String, String)],
 }
 
+/// What a run changed, for [`Linker::link`].
+#[derive(Clone, Copy, Debug)]
+pub struct RunChanges<'a> {
+    /// Files analysed again, and files removed.
+    pub changed_paths: &'a [String],
+    /// What those files define anew, no longer, or with another signature
+    /// ([`IndexWrite::write_nodes`]).
+    pub reshaped: &'a [Reshaped],
+    /// Files added or removed, and manifests changed.
+    pub came_or_went: &'a [String],
+}
+
 impl Linker<'_> {
     /// Writes resolved references for `pending` files and re-resolves
     /// affected references elsewhere (when `rebind_others`). Nodes of every
@@ -234,12 +246,11 @@ impl Linker<'_> {
         &self,
         writer: &mut dyn IndexWrite,
         pending: Vec<PendingRefs>,
-        changed_paths: &[String],
-        introduced_names: &[String],
+        changes: &RunChanges<'_>,
         rebind_others: bool,
     ) -> Result<(UkoStats, Vec<Rebinding>), StoreError> {
         let mut stats = UkoStats::default();
-        if pending.is_empty() && changed_paths.is_empty() {
+        if pending.is_empty() && changes.changed_paths.is_empty() {
             return Ok((stats, Vec::new()));
         }
         let ctx = ResolveContext::new(self.files).with_go_modules(self.go_modules.to_vec());
@@ -248,24 +259,11 @@ impl Linker<'_> {
         for file in pending.iter().filter(|f| ReExports::is_entry(&f.path)) {
             self.add_entry_imports(&mut reexports, file, &ctx);
         }
-        // What names a changed package entry file brings in may now bind
-        // (`click.echo` once `__init__.py` imports `echo`).
-        let mut introduced: Vec<String> = introduced_names.to_vec();
-        if rebind_others {
-            introduced.extend(reexports.local_names().map(str::to_string));
-            introduced.sort();
-            introduced.dedup();
-        }
         // The importers' scopes read to find what they read through a changed
         // entry, kept for resolving those references below.
         let mut scopes: HashMap<String, FileScope> = HashMap::new();
         let affected = if rebind_others {
-            let mut by_id: BTreeMap<i64, UkoRef> =
-                writer.refs_affected_by(changed_paths, &introduced)?.into_iter().collect();
-            for (id, r) in self.read_through_changed_entries(writer, &pending, changed_paths, &ctx, &mut scopes)? {
-                by_id.entry(id).or_insert(r);
-            }
-            by_id.into_iter().collect()
+            self.to_rebind(writer, &pending, changes, &reexports, &ctx, &mut scopes)?
         } else {
             Vec::new()
         };
@@ -324,26 +322,176 @@ impl Linker<'_> {
                 writer.write_refs(&file.path, &refs)?;
             }
         }
-        let mut re_resolved = Vec::new();
-        if rebind_others {
-            // The importers' scopes read above, with this run's re-exports.
-            for scope in scopes.values_mut() {
-                scope.reexports = std::sync::Arc::clone(&reexports);
-            }
-            for (ref_id, r) in affected {
-                if !scopes.contains_key(&r.path) {
-                    let mut scope = self.stored_scope(writer, &r.path, &ctx)?;
-                    scope.reexports = std::sync::Arc::clone(&reexports);
-                    scopes.insert(r.path.clone(), scope);
-                }
-                let (uri, path) = self.resolve_stored(&r, &scopes[&r.path], &ctx, &table);
-                if uri != r.resolved_uri || path != r.resolved_path {
-                    re_resolved.push((ref_id, uri, path));
-                }
-            }
-            stats.re_resolved = re_resolved.len() as u64;
-        }
+        let re_resolved = self.rebind(writer, affected, &mut scopes, &ctx, &table, &reexports)?;
+        stats.re_resolved = re_resolved.len() as u64;
         Ok((stats, re_resolved))
+    }
+
+    /// The references of unchanged files whose binding this run's changes
+    /// may move (docs/retrieval.md has the table), by ref id; `scopes` gets
+    /// the scopes read on the way.
+    fn to_rebind(
+        &self,
+        writer: &mut dyn IndexWrite,
+        pending: &[PendingRefs],
+        changes: &RunChanges<'_>,
+        reexports: &ReExports,
+        ctx: &ResolveContext<'_>,
+        scopes: &mut HashMap<String, FileScope>,
+    ) -> Result<Vec<(i64, UkoRef)>, StoreError> {
+        let RunChanges { changed_paths, came_or_went, .. } = *changes;
+        // An import is no definition others bind to.
+        let reshaped: Vec<&Reshaped> =
+            changes.reshaped.iter().filter(|r| r.kind != NodeKind::Import.as_str()).collect();
+        // Gone targets, and what a changed package entry file brings in
+        // (`click.echo` once `__init__.py` imports `echo`).
+        let brought: Vec<String> = reexports.local_names().map(str::to_string).collect();
+        let mut by_id: BTreeMap<i64, UkoRef> = writer.refs_affected_by(changed_paths, &brought)?.into_iter().collect();
+        for (id, r) in self.read_through_changed_entries(writer, pending, changed_paths, ctx, scopes)? {
+            by_id.entry(id).or_insert(r);
+        }
+        // Every reference by a name defined anew (a name defined twice
+        // binds nothing), those by a name no longer defined that bind
+        // nothing (once defined binds that one), and those read through
+        // a function or type that changed shape; the imports that may
+        // lead to a file that came or went (`./mod.js` for `mod.js`).
+        let of = |change: Change| -> Vec<String> {
+            let names: BTreeSet<String> =
+                reshaped.iter().filter(|r| r.change == change).map(|r| r.name.clone()).collect();
+            names.into_iter().collect()
+        };
+        let (names, unbound_names) = (of(Change::Added), of(Change::Removed));
+        let through = read_through(writer, &reshaped)?;
+        let stems: BTreeSet<String> = came_or_went.iter().map(|p| file_stem(p).to_string()).collect();
+        let stems: Vec<String> = stems.into_iter().collect();
+        let naming =
+            Naming { names: &names, unbound_names: &unbound_names, through: &through, imports_holding: &stems };
+        let changed: HashSet<&str> = changed_paths.iter().map(String::as_str).collect();
+        let named: HashSet<&str> = names.iter().map(String::as_str).collect();
+        // The local names of renamed imports of those names, by file:
+        // what is read through them binds anew too (`f()` after
+        // `from m import getchar as f`).
+        let mut aliases: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (id, r) in writer.refs_naming(&naming)? {
+            if changed.contains(r.path.as_str()) {
+                continue;
+            }
+            if r.kind == RefKind::Import.as_str() {
+                for (original, local) in r.names.iter().map(|n| imported_name(n)) {
+                    if original != local && named.contains(original) {
+                        aliases.entry(r.path.clone()).or_default().insert(local.to_string());
+                    }
+                }
+            }
+            by_id.entry(id).or_insert(r);
+        }
+        for (path, locals) in &aliases {
+            for (id, r) in writer.file_refs(path)? {
+                let reads = |n: &str| locals.contains(n);
+                if r.kind != RefKind::Import.as_str()
+                    && (reads(reference_name(&r.target)) || reads(reference_head(&r.target)))
+                {
+                    by_id.entry(id).or_insert(r);
+                }
+            }
+        }
+        // Where an import leads depends on the files there are: one that
+        // leads elsewhere now changes what its file reads through it, so
+        // all of that file's references are resolved again. A package
+        // entry, a crate root or a manifest that came, went or changed
+        // (`__init__.py`, `main.rs`, `go.mod`) may move any import: then
+        // every import is checked.
+        let imports: Vec<(i64, UkoRef)> = if came_or_went.iter().any(|p| shapes_imports(p)) {
+            writer.import_refs()?
+        } else {
+            by_id.iter().filter(|(_, r)| r.kind == RefKind::Import.as_str()).map(|(id, r)| (*id, r.clone())).collect()
+        };
+        let mut rescoped: BTreeSet<String> = BTreeSet::new();
+        for (_, r) in imports.iter().filter(|(_, r)| !changed.contains(r.path.as_str())) {
+            let language = self.languages.get(&r.path).map(String::as_str).unwrap_or("unknown");
+            if analyzer_for(language).resolve_import(ctx, &r.path, &stored_reference(r)) != r.resolved_path {
+                rescoped.insert(r.path.clone());
+            }
+        }
+        for path in &rescoped {
+            by_id.extend(writer.file_refs(path)?);
+        }
+        // A class whose base may bind anew: its own references too
+        // (`self.m()` finds an inherited `m` through its bases).
+        let classes: BTreeSet<(String, String)> = by_id
+            .values()
+            .filter(|r| r.kind == RefKind::Inherits.as_str())
+            .map(|r| (r.path.clone(), symbol_path_of(&r.from_uri).to_string()))
+            .collect();
+        for (path, class) in &classes {
+            for (id, r) in writer.file_refs(path)? {
+                if r.kind != RefKind::Import.as_str() && within(symbol_path_of(&r.from_uri), class) {
+                    by_id.entry(id).or_insert(r);
+                }
+            }
+        }
+        Ok(by_id.into_iter().collect())
+    }
+
+    /// `affected` resolved again, bases first (what the others find through
+    /// them): the bindings that changed.
+    fn rebind(
+        &self,
+        writer: &mut dyn IndexWrite,
+        affected: Vec<(i64, UkoRef)>,
+        scopes: &mut HashMap<String, FileScope>,
+        ctx: &ResolveContext<'_>,
+        table: &SymbolTable,
+        reexports: &std::sync::Arc<ReExports>,
+    ) -> Result<Vec<Rebinding>, StoreError> {
+        let mut re_resolved = Vec::new();
+        // The importers' scopes read above, with this run's re-exports.
+        for scope in scopes.values_mut() {
+            scope.reexports = std::sync::Arc::clone(reexports);
+        }
+        for (_, r) in &affected {
+            if !scopes.contains_key(&r.path) {
+                let mut scope = self.stored_scope(writer, &r.path, ctx)?;
+                scope.reexports = std::sync::Arc::clone(reexports);
+                scopes.insert(r.path.clone(), scope);
+            }
+        }
+        // Bases first: what the others find through them.
+        let (bases, others): (Vec<_>, Vec<_>) =
+            affected.into_iter().partition(|(_, r)| r.kind == RefKind::Inherits.as_str());
+        let mut rebased: BTreeMap<(String, String), Vec<(String, String)>> = BTreeMap::new();
+        for (ref_id, r) in &bases {
+            let (uri, path) = self.resolve_stored(r, &scopes[&r.path], ctx, table);
+            rebased.entry((r.path.clone(), symbol_path_of(&r.from_uri).to_string())).or_default();
+            if uri != r.resolved_uri || path != r.resolved_path {
+                re_resolved.push((*ref_id, uri, path));
+            }
+        }
+        let new_binding: HashMap<i64, (Option<String>, Option<String>)> =
+            re_resolved.iter().map(|(id, uri, path)| (*id, (uri.clone(), path.clone()))).collect();
+        for ((file, class), bases) in rebased.iter_mut() {
+            for (id, r) in writer.file_refs(file)? {
+                if r.kind == RefKind::Inherits.as_str() && symbol_path_of(&r.from_uri) == class {
+                    let (uri, path) = new_binding.get(&id).cloned().unwrap_or((r.resolved_uri, r.resolved_path));
+                    if let (Some(uri), Some(path)) = (uri, path) {
+                        bases.push((path, symbol_path_of(&uri).to_string()));
+                    }
+                }
+            }
+            let scope = scopes.get_mut(file).expect("every affected file has its scope");
+            if bases.is_empty() {
+                scope.bases.remove(class);
+            } else {
+                scope.bases.insert(class.clone(), bases.clone());
+            }
+        }
+        for (ref_id, r) in others {
+            let (uri, path) = self.resolve_stored(&r, &scopes[&r.path], ctx, table);
+            if uri != r.resolved_uri || path != r.resolved_path {
+                re_resolved.push((ref_id, uri, path));
+            }
+        }
+        Ok(re_resolved)
     }
 
     /// The current symbols (as the open transaction sees them) named one of
@@ -621,6 +769,66 @@ impl Linker<'_> {
             None => (None, None),
         }
     }
+}
+
+/// A file name's stem (`mod` of `src/mod.rs`, `cJSON` of `cJSON.h`).
+fn file_stem(path: &str) -> &str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.split('.').next().filter(|s| !s.is_empty()).unwrap_or(name)
+}
+
+/// Whether the file at `path` decides where imports of other files lead: a
+/// package entry (`__init__.py`, `index.ts`, `mod.rs`), a crate root
+/// (`main.rs`, `lib.rs`) or a manifest (`go.mod`, `Cargo.toml`, `package.json`).
+fn shapes_imports(path: &str) -> bool {
+    ReExports::is_entry(path)
+        || matches!(path.rsplit('/').next(), Some("main.rs" | "lib.rs" | "go.mod" | "Cargo.toml" | "package.json"))
+}
+
+/// Whether `symbol` is `scope` or inside it (`C.m` in `C`).
+fn within(symbol: &str, scope: &str) -> bool {
+    symbol.strip_prefix(scope).is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+}
+
+/// The names through which a reference's binding may have changed with
+/// `reshaped`: the functions and types among them (`f` of `f().m`, `Engine`
+/// of `Engine.GET`), and the functions whose signature names one of those
+/// types (`New` of `New().GET`, which returns `*Engine`): a reference read
+/// through them binds to a member of the type resolution finds there. A
+/// signature change counts only when what resolution reads of it changed
+/// ([`declared`]: the declared result, a Go struct's embeddings).
+fn read_through(writer: &mut dyn IndexWrite, reshaped: &[&Reshaped]) -> Result<Vec<String>, StoreError> {
+    let kind = |r: &Reshaped| NodeKind::parse(&r.kind);
+    let counts = |r: &&&Reshaped| match (&r.change, kind(r)) {
+        (Change::Signature { before, after }, Some(k)) => {
+            let read = |s: &Option<String>| declared(&r.path, k, s.as_deref().unwrap_or(""));
+            read(before) != read(after)
+        }
+        (Change::Signature { .. }, None) => false,
+        _ => true,
+    };
+    let reshaped: Vec<&Reshaped> = reshaped.iter().filter(counts).copied().collect();
+    let is_type = |k: Option<NodeKind>| {
+        matches!(
+            k,
+            Some(
+                NodeKind::Class
+                    | NodeKind::Struct
+                    | NodeKind::Interface
+                    | NodeKind::Trait
+                    | NodeKind::Enum
+                    | NodeKind::TypeAlias
+            )
+        )
+    };
+    let types: Vec<String> = reshaped.iter().filter(|r| is_type(kind(r))).map(|r| r.name.clone()).collect();
+    let mut names: BTreeSet<String> = reshaped
+        .iter()
+        .filter(|r| is_type(kind(r)) || matches!(kind(r), Some(NodeKind::Function | NodeKind::Method)))
+        .map(|r| r.name.clone())
+        .collect();
+    names.extend(writer.functions_mentioning(&types)?);
+    Ok(names.into_iter().collect())
 }
 
 /// The imports of a pending file that resolve: (target path, names brought).

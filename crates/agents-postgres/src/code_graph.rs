@@ -8,9 +8,12 @@
 //! pointing at it; a node that disappeared is retired. A file's new rows go
 //! in with one statement (arrays unnested), not one round trip per row.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use agents_store::{CodeGraphStore, StoreError, UkoCommit, UkoNode, UkoNodeRecord, UkoRef, UkoStatsRows, UkoSymbol};
+use agents_store::{
+    Change, CodeGraphStore, Naming, RefFacts, Reshaped, StoreError, UkoCommit, UkoNode, UkoNodeRecord, UkoRef,
+    UkoStatsRows, UkoSymbol,
+};
 use postgres::Row;
 use postgres::types::Type;
 
@@ -283,30 +286,44 @@ pub(crate) fn copy_refs(c: &mut Conn, index_id: &str, refs: &[UkoRef]) -> Result
 }
 
 /// Replaces the current nodes of one file, keeping revisions (module docs).
-/// Returns the names of symbols the file did not define before.
+/// Returns the symbols it defines anew, no longer defines, or defines with
+/// another signature ([`agents_store::IndexWrite::write_nodes`]).
 pub(crate) fn write_nodes(
     c: &mut Conn,
     index_id: &str,
     path: &str,
     nodes: &[UkoNode],
     now: &str,
-) -> Result<Vec<String>, StoreError> {
-    let old: HashMap<String, (i64, String)> = c
+) -> Result<Vec<Reshaped>, StoreError> {
+    // uri -> (node id, content hash, signature, the symbol unless it is the file's own node)
+    let old: HashMap<String, (i64, String, Option<String>, Option<Reshaped>)> = c
         .query(
-            "SELECT node_id, uri, content_hash FROM uko_nodes WHERE index_id = $1 AND path = $2 AND is_current",
+            "SELECT node_id, uri, content_hash, signature, name, kind, symbol_path FROM uko_nodes \
+             WHERE index_id = $1 AND path = $2 AND is_current",
             &[&index_id, &path],
         )?
         .iter()
-        .map(|r| (r.get::<_, String>(1), (r.get(0), r.get(2))))
+        .map(|r| {
+            let symbol_path: String = r.get(6);
+            let symbol = (!symbol_path.is_empty()).then(|| Reshaped {
+                name: r.get(4),
+                kind: r.get(5),
+                path: path.to_owned(),
+                change: Change::Removed,
+            });
+            (r.get::<_, String>(1), (r.get(0), r.get(2), r.get(3), symbol))
+        })
         .collect();
     let mut seen = HashSet::new();
-    let mut introduced = Vec::new();
+    let mut reshaped = BTreeSet::new();
     let mut retired = Vec::new();
     let mut inserts = Vec::new();
     for n in nodes {
         seen.insert(n.uri.as_str());
-        match old.get(&n.uri) {
-            Some((id, hash)) if *hash == n.content_hash => {
+        let was = old.get(&n.uri);
+        reshaped.extend(Reshaped::of_node(n, was.map(|(_, _, signature, _)| signature)));
+        match was {
+            Some((id, hash, ..)) if *hash == n.content_hash => {
                 c.execute(
                     "UPDATE uko_nodes SET parent_uri = $2, start_byte = $3, end_byte = $4, start_line = $5, \
                      start_col = $6, end_line = $7, end_col = $8, signature = $9, doc = $10, kind = $11, \
@@ -328,19 +345,19 @@ pub(crate) fn write_nodes(
                     ],
                 )?;
             }
-            Some((id, _)) => {
+            Some((id, ..)) => {
                 retired.push(*id);
                 inserts.push((n, Some(*id)));
             }
-            None => {
-                if !n.symbol_path.is_empty() {
-                    introduced.push(n.name.clone());
-                }
-                inserts.push((n, None));
-            }
+            None => inserts.push((n, None)),
         }
     }
-    retired.extend(old.iter().filter(|(uri, _)| !seen.contains(uri.as_str())).map(|(_, (id, _))| *id));
+    for (uri, (id, _, _, symbol)) in &old {
+        if !seen.contains(uri.as_str()) {
+            retired.push(*id);
+            reshaped.extend(symbol.clone());
+        }
+    }
     if !retired.is_empty() {
         c.execute(
             "UPDATE uko_nodes SET is_current = false, valid_until = $2 WHERE node_id = ANY($1) AND is_current",
@@ -348,7 +365,7 @@ pub(crate) fn write_nodes(
         )?;
     }
     insert_node_rows(c, index_id, &inserts, now)?;
-    Ok(introduced)
+    Ok(reshaped.into_iter().collect())
 }
 
 /// Replaces the references written in one file.
@@ -426,6 +443,52 @@ pub(crate) fn refs_affected_by(
     }
     let excluded: HashSet<&str> = paths.iter().map(String::as_str).collect();
     Ok(out.into_iter().filter(|(_, r)| !excluded.contains(r.path.as_str())).collect())
+}
+
+/// The references a [`Naming`] asks for, by ref id: one pass over the
+/// index's targets, then the matches read whole.
+pub(crate) fn refs_naming(c: &mut Conn, index_id: &str, naming: &Naming<'_>) -> Result<Vec<(i64, UkoRef)>, StoreError> {
+    if naming.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sets = naming.sets();
+    let ids: Vec<i64> = c
+        .query(
+            "SELECT ref_id, kind, target, target_name, names, resolved_uri IS NOT NULL FROM uko_refs \
+             WHERE index_id = $1",
+            &[&index_id],
+        )?
+        .iter()
+        .filter(|r| {
+            let kind: &str = r.get(1);
+            let names: Vec<String> =
+                if kind == "import" { serde_json::from_str(r.get(4)).unwrap_or_default() } else { Vec::new() };
+            let facts = RefFacts { kind, target: r.get(2), target_name: r.get(3), bound: r.get(5), names: &names };
+            naming.matches(&sets, facts)
+        })
+        .map(|r| r.get(0))
+        .collect();
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    query_refs(c, "index_id = $1 AND ref_id = ANY($2)", &[&index_id, &ids])
+}
+
+/// Names of the current functions and methods whose signature names one of
+/// `words` ([`agents_store::names_word`]), sorted, each once.
+pub(crate) fn functions_mentioning(c: &mut Conn, index_id: &str, words: &[String]) -> Result<Vec<String>, StoreError> {
+    if words.is_empty() {
+        return Ok(Vec::new());
+    }
+    let wanted: HashSet<&str> = words.iter().map(String::as_str).collect();
+    let rows = c.query(
+        "SELECT name, signature FROM uko_nodes WHERE index_id = $1 AND is_current \
+         AND signature IS NOT NULL AND kind IN ('function', 'method')",
+        &[&index_id],
+    )?;
+    let names: BTreeSet<String> =
+        rows.iter().filter(|r| agents_store::names_word(r.get(1), &wanted)).map(|r| r.get(0)).collect();
+    Ok(names.into_iter().collect())
 }
 
 /// The resolved references, imports aside, of the files outside `paths`

@@ -3,8 +3,10 @@
 
 use agents_core::ids::{from_iso, new_ulid, now_utc, to_iso};
 use agents_core::indexing::{FileRecord, IndexMetadata, IndexReport, IndexStatus};
-use agents_store::{FileIndexStore, IndexCommit, IndexWrite, SkippedFile, StoreError, UkoNode, UkoRef};
-use std::collections::{BTreeMap, HashSet};
+use agents_store::{
+    FileIndexStore, IndexCommit, IndexWrite, Naming, Reshaped, SkippedFile, StoreError, UkoNode, UkoRef,
+};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use postgres::Row;
 
@@ -358,13 +360,14 @@ impl PgIndexWrite<'_> {
 }
 
 impl IndexWrite for PgIndexWrite<'_> {
-    fn write_nodes(&mut self, path: &str, nodes: &[UkoNode]) -> Result<Vec<String>, StoreError> {
+    fn write_nodes(&mut self, path: &str, nodes: &[UkoNode]) -> Result<Vec<Reshaped>, StoreError> {
         let (index_id, now, has_nodes) = (self.index_id.clone(), self.now.clone(), self.has_nodes);
         if !has_nodes {
             self.conn()?;
             self.bulk.nodes.extend_from_slice(nodes);
             self.load_if_full()?;
-            return Ok(nodes.iter().filter(|n| !n.symbol_path.is_empty()).map(|n| n.name.clone()).collect());
+            let reshaped: BTreeSet<Reshaped> = nodes.iter().filter_map(|n| Reshaped::of_node(n, None)).collect();
+            return Ok(reshaped.into_iter().collect());
         }
         let c = self.conn()?;
         uko::write_nodes(c, &index_id, path, nodes, &now)
@@ -436,6 +439,21 @@ impl IndexWrite for PgIndexWrite<'_> {
     fn refs_importing(&mut self, paths: &[String]) -> Result<Vec<(i64, UkoRef)>, StoreError> {
         let index_id = self.index_id.clone();
         uko::refs_importing(self.loaded()?, &index_id, paths)
+    }
+
+    fn refs_naming(&mut self, naming: &Naming<'_>) -> Result<Vec<(i64, UkoRef)>, StoreError> {
+        let index_id = self.index_id.clone();
+        uko::refs_naming(self.loaded()?, &index_id, naming)
+    }
+
+    fn import_refs(&mut self) -> Result<Vec<(i64, UkoRef)>, StoreError> {
+        let index_id = self.index_id.clone();
+        uko::query_refs(self.loaded()?, "index_id = $1 AND kind = 'import'", &[&index_id])
+    }
+
+    fn functions_mentioning(&mut self, words: &[String]) -> Result<Vec<String>, StoreError> {
+        let index_id = self.index_id.clone();
+        uko::functions_mentioning(self.loaded()?, &index_id, words)
     }
 
     fn finish(mut self: Box<Self>, commit: &IndexCommit) -> Result<IndexMetadata, StoreError> {

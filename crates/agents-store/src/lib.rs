@@ -49,7 +49,10 @@ pub use code_graph::{
     neighbors_from_parts,
 };
 pub use error::StoreError;
-pub use file_index::{FileIndexStore, IndexCommit, IndexWrite, SkippedFile};
+pub use file_index::{
+    Change, FileIndexStore, IndexCommit, IndexWrite, Naming, NamingSets, RefFacts, Reshaped, SkippedFile, brings,
+    names_word, reads_through,
+};
 pub use plans::{Plan, PlanDecision, PlanStore};
 pub use projects::{Project, ProjectStore, Resource};
 pub use search_state::SearchStateStore;

@@ -299,21 +299,12 @@ impl SymbolTable {
     /// ([`crate::lang::go::result_type`], [`crate::lang::python::result_type`]):
     /// `New().m` and `r.m` after `r := New()` are then that type's `m`.
     pub fn insert_signed(&mut self, entry: SymbolEntry<'_>, signature: &str) {
-        use crate::model::NodeKind;
         let key = || (entry.path.into(), entry.symbol_path.into());
-        let returned = match (family_of(entry.path), entry.kind) {
-            (Family::Go, NodeKind::Function) => crate::lang::go::result_type(signature),
-            (Family::Python, NodeKind::Function | NodeKind::Method) => crate::lang::python::result_type(signature),
-            (Family::Go, NodeKind::Struct) => {
-                let embedded = crate::lang::go::embedded_types(signature);
-                if !embedded.is_empty() {
-                    self.embeds.insert(key(), embedded.into_iter().map(String::into_boxed_str).collect());
-                }
-                None
-            }
-            _ => None,
-        };
-        if let Some(ty) = returned {
+        let Declared { returns, embeds } = declared(entry.path, entry.kind, signature);
+        if !embeds.is_empty() {
+            self.embeds.insert(key(), embeds.into_iter().map(String::into_boxed_str).collect());
+        }
+        if let Some(ty) = returns {
             self.results.insert(key(), ty.into());
         }
         self.insert(entry);
@@ -853,6 +844,33 @@ impl Family {
     /// Whether a type's members are in scope by bare name inside its methods.
     fn implicit_members(self) -> bool {
         matches!(self, Family::Java | Family::C | Family::Other)
+    }
+}
+
+/// What resolution reads of a definition's signature
+/// ([`SymbolTable::insert_signed`]): the type a Go function or a Python
+/// function or method declares it returns, the types a Go struct embeds.
+/// A signature change that leaves it the same binds nothing anew.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Declared {
+    pub returns: Option<String>,
+    pub embeds: Vec<String>,
+}
+
+/// What a definition of `kind` in the file at `path` declares in `signature`.
+pub fn declared(path: &str, kind: crate::model::NodeKind, signature: &str) -> Declared {
+    use crate::model::NodeKind;
+    match (family_of(path), kind) {
+        (Family::Go, NodeKind::Function) => {
+            Declared { returns: crate::lang::go::result_type(signature), ..Declared::default() }
+        }
+        (Family::Python, NodeKind::Function | NodeKind::Method) => {
+            Declared { returns: crate::lang::python::result_type(signature), ..Declared::default() }
+        }
+        (Family::Go, NodeKind::Struct) => {
+            Declared { embeds: crate::lang::go::embedded_types(signature), ..Declared::default() }
+        }
+        _ => Declared::default(),
     }
 }
 

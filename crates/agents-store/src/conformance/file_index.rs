@@ -4,7 +4,7 @@ use agents_core::indexing::{FileRecord, IndexReport, IndexStatus, SkipReason};
 
 use super::code_graph::two_files;
 use super::{commit_of, file, indexed};
-use crate::{FileIndexStore, IndexCommit, ProjectStore, SkippedFile, Store, StoreError};
+use crate::{Change, FileIndexStore, IndexCommit, Naming, ProjectStore, Reshaped, SkippedFile, Store, StoreError};
 
 const NOPE: &str = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
 
@@ -157,7 +157,8 @@ pub fn index_write_sees_its_own_rows_and_finish_publishes_them<S: Store>(make: &
     let mut writer = store.begin_index_write(&meta.index_id).unwrap();
     for f in files.iter().rev() {
         let introduced = writer.write_nodes(&f.path, &f.nodes).unwrap();
-        let symbols: Vec<_> = f.nodes.iter().filter(|n| !n.symbol_path.is_empty()).map(|n| n.name.clone()).collect();
+        let mut symbols: Vec<_> = f.nodes.iter().filter(|n| !n.symbol_path.is_empty()).map(reshaped).collect();
+        symbols.sort();
         assert_eq!(introduced, symbols, "a first index introduces every symbol of {}", f.path);
         writer.write_refs(&f.path, &f.refs).unwrap();
     }
@@ -208,8 +209,77 @@ pub fn index_write_sees_its_own_rows_and_finish_publishes_them<S: Store>(make: &
     let mut writer = store.begin_index_write(&meta.index_id).unwrap();
     assert!(writer.write_nodes("a.py", &files[0].nodes).unwrap().is_empty());
     let introduced = writer.write_nodes("b.py", &files[1].nodes).unwrap();
-    assert_eq!(introduced, ["helper", "run"], "b.py's symbols were retired, so they are new again");
+    let names: Vec<&str> = introduced.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["helper", "run"], "b.py's symbols were retired, so they are new again");
     writer.finish(&commit_of(vec![file("a.py", 'a', 7), file("b.py", 'b', 5)])).unwrap();
+}
+
+fn reshaped(n: &crate::UkoNode) -> Reshaped {
+    Reshaped { name: n.name.clone(), kind: n.kind.clone(), path: n.path.clone(), change: Change::Added }
+}
+
+/// A later run's `write_nodes` returns the symbols a file defines anew, no
+/// longer defines, or defines with another signature (not those whose body
+/// alone changed; with no nodes, all it defined); the transaction finds the
+/// references by last name or read through a name (`refs_naming`), every
+/// import, and the functions whose signature names a word.
+pub fn index_write_reports_reshaped_symbols_and_finds_what_reads_them<S: Store>(make: &dyn Fn() -> S) {
+    let store = make();
+    let (r, meta) = indexed(&store, "/src/demo");
+    let mut files = two_files(&r.resource_id);
+    let mut writer = store.begin_index_write(&meta.index_id).unwrap();
+    for f in &files {
+        writer.write_nodes(&f.path, &f.nodes).unwrap();
+        writer.write_refs(&f.path, &f.refs).unwrap();
+    }
+    writer.finish(&commit_of(vec![file("a.py", 'a', 7), file("b.py", 'b', 5)])).unwrap();
+
+    let mut writer = store.begin_index_write(&meta.index_id).unwrap();
+    // a.py: A.run's body changes, B's signature changes, a class C is new.
+    let a = &mut files[0].nodes;
+    a[2].content_hash = "another body".into();
+    a[3].content_hash = "another B".into();
+    a[3].signature = Some("class B(A)".into());
+    let mut c = a[3].clone();
+    (c.uri, c.symbol_path, c.name) = (c.uri.replace("#B", "#C"), "C".into(), "C".into());
+    a.push(c);
+    let got = writer.write_nodes("a.py", &files[0].nodes).unwrap();
+    let names: Vec<(&str, &str, &str, &Change)> =
+        got.iter().map(|r| (r.name.as_str(), r.kind.as_str(), r.path.as_str(), &r.change)).collect();
+    let resigned = Change::Signature { before: Some("def B()".into()), after: Some("class B(A)".into()) };
+    assert_eq!(names, [("B", "class", "a.py", &resigned), ("C", "class", "a.py", &Change::Added)]);
+    // b.py: `run` goes.
+    files[1].nodes.pop();
+    let got = writer.write_nodes("b.py", &files[1].nodes).unwrap();
+    let run = Reshaped { name: "run".into(), kind: "function".into(), path: "b.py".into(), change: Change::Removed };
+    assert_eq!(got, [run]);
+    let gone: Vec<String> = writer.write_nodes("b.py", &[]).unwrap().into_iter().map(|r| r.name).collect();
+    assert_eq!(gone, ["helper"], "with no nodes, every symbol it still defined");
+    writer.write_nodes("b.py", &files[1].nodes).unwrap();
+
+    let targets = |found: Vec<(i64, crate::UkoRef)>| found.into_iter().map(|(_, r)| r.target).collect::<Vec<_>>();
+    // By last name (`helper` of `b.helper`), and through a first name (`self`).
+    let (helper, this) = (["helper".to_owned()], ["self".to_owned()]);
+    let found = writer.refs_naming(&Naming { names: &helper, through: &this, ..Naming::default() }).unwrap();
+    assert_eq!(targets(found), ["b.helper", "self.other"]);
+    let through = ["b".to_owned(), "other".to_owned()];
+    let found = writer.refs_naming(&Naming { through: &through, ..Naming::default() }).unwrap();
+    assert_eq!(targets(found), ["b.helper"]);
+    // By a last name, only unbound ones.
+    let unbound = ["Missing".to_owned(), "helper".to_owned()];
+    let found = writer.refs_naming(&Naming { unbound_names: &unbound, ..Naming::default() }).unwrap();
+    assert_eq!(targets(found), ["Missing"]);
+    // Imports bringing a name in, or whose target holds a word.
+    let (b, o) = (["b".to_owned()], ["o".to_owned()]);
+    assert_eq!(targets(writer.refs_naming(&Naming { names: &b, ..Naming::default() }).unwrap()), ["b"]);
+    let found = writer.refs_naming(&Naming { imports_holding: &o, ..Naming::default() }).unwrap();
+    assert_eq!(targets(found), ["os"]);
+    assert!(writer.refs_naming(&Naming::default()).unwrap().is_empty());
+    assert_eq!(targets(writer.import_refs().unwrap()), ["b", "os"]);
+    // Signatures: `def helper()`, `def run()` (a method), `class B(A)` (not a function).
+    assert_eq!(writer.functions_mentioning(&["helper".to_owned(), "A".to_owned()]).unwrap(), ["helper"]);
+    assert!(writer.functions_mentioning(&["def".to_owned()]).unwrap().contains(&"run".to_owned()));
+    assert!(writer.functions_mentioning(&["hel".to_owned()]).unwrap().is_empty(), "whole words only");
 }
 
 /// A reader running while a run writes sees the state before the run or

@@ -58,6 +58,7 @@ macro_rules! store_conformance {
                 remove_index_deletes_files_and_report,
                 index_write_dropped_without_finish_leaves_nothing,
                 index_write_sees_its_own_rows_and_finish_publishes_them,
+                index_write_reports_reshaped_symbols_and_finds_what_reads_them,
                 readers_never_see_half_a_run,
             }
             code_graph {

@@ -11,7 +11,9 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::uko_sql::{self, GraphWriter};
 use super::{SqliteStore, classify};
-use crate::{FileIndexStore, IndexCommit, IndexWrite, SkippedFile, StoreError, UkoCommit, UkoNode, UkoRef};
+use crate::{
+    FileIndexStore, IndexCommit, IndexWrite, Naming, Reshaped, SkippedFile, StoreError, UkoCommit, UkoNode, UkoRef,
+};
 
 const INDEX_COLUMNS: &str = "index_id, resource_id, indexed_at, file_count, token_estimate, \
      primary_language, status, error_message, created_at";
@@ -346,7 +348,7 @@ impl SqliteIndexWrite<'_> {
 }
 
 impl IndexWrite for SqliteIndexWrite<'_> {
-    fn write_nodes(&mut self, path: &str, nodes: &[UkoNode]) -> Result<Vec<String>, StoreError> {
+    fn write_nodes(&mut self, path: &str, nodes: &[UkoNode]) -> Result<Vec<Reshaped>, StoreError> {
         let db = self.store.path.clone();
         let (conn, graph) = self.parts()?;
         // A first index has no old revisions to look up.
@@ -391,6 +393,18 @@ impl IndexWrite for SqliteIndexWrite<'_> {
 
     fn refs_importing(&mut self, paths: &[String]) -> Result<Vec<(i64, UkoRef)>, StoreError> {
         uko_sql::refs_importing(self.conn(), &self.index_id, paths).map_err(self.sql())
+    }
+
+    fn refs_naming(&mut self, naming: &Naming<'_>) -> Result<Vec<(i64, UkoRef)>, StoreError> {
+        uko_sql::refs_naming(self.conn(), &self.index_id, naming).map_err(self.sql())
+    }
+
+    fn import_refs(&mut self) -> Result<Vec<(i64, UkoRef)>, StoreError> {
+        uko_sql::import_refs(self.conn(), &self.index_id).map_err(self.sql())
+    }
+
+    fn functions_mentioning(&mut self, words: &[String]) -> Result<Vec<String>, StoreError> {
+        uko_sql::functions_mentioning(self.conn(), &self.index_id, words).map_err(self.sql())
     }
 
     fn finish(mut self: Box<Self>, commit: &IndexCommit) -> Result<IndexMetadata, StoreError> {

@@ -21,7 +21,7 @@
 //! database only on a map miss in a graph that already had strings (never
 //! during a first index).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 use agents_core::ValidationError;
@@ -31,7 +31,9 @@ use rustc_hash::FxHashMap;
 
 use super::classify;
 use super::hashes::{hash_from, hash_value};
-use crate::{StoreError, UkoCommit, UkoNode, UkoNodeRecord, UkoRef, UkoStatsRows, UkoSymbol};
+use crate::{
+    Change, Naming, RefFacts, Reshaped, StoreError, UkoCommit, UkoNode, UkoNodeRecord, UkoRef, UkoStatsRows, UkoSymbol,
+};
 
 /// A failed graph write: SQLite's error, or a row that breaks the URI scheme
 /// the graph derives URIs from.
@@ -543,6 +545,134 @@ pub fn refs_affected_by(
     Ok(out.into_iter().filter(|(_, r)| !excluded.contains(r.path.as_str())).collect())
 }
 
+/// The references a [`Naming`] asks for, by ref id: one pass over the
+/// graph's targets, then each match read whole.
+pub fn refs_naming(conn: &Connection, index_id: &str, naming: &Naming<'_>) -> rusqlite::Result<Vec<(i64, UkoRef)>> {
+    let Some(g) = Graph::find(conn, index_id)? else { return Ok(Vec::new()) };
+    if naming.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sets = naming.sets();
+    let import = g.string_id(conn, "import")?;
+    let ids_of = |names: &[String]| -> rusqlite::Result<HashSet<i64>> {
+        let mut ids = HashSet::new();
+        for n in names {
+            ids.extend(g.string_id(conn, n)?);
+        }
+        Ok(ids)
+    };
+    let (name_ids, unbound_ids) = (ids_of(naming.names)?, ids_of(naming.unbound_names)?);
+    // SQLite narrows the pass where it can (a name's id, a word a target
+    // or an import's names hold: each a superset of what is asked); the
+    // rows left are tested exactly here. Past a few dozen words the plain
+    // pass is cheaper than the long condition.
+    let list = |ids: &HashSet<i64>| ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+    let mut words: Vec<String> = Vec::new();
+    let mut filter: Vec<String> = Vec::new();
+    if !name_ids.is_empty() {
+        filter.push(format!("r.target_name_id IN ({})", list(&name_ids)));
+    }
+    if !unbound_ids.is_empty() {
+        filter.push(format!("(r.to_symbol_id IS NULL AND r.target_name_id IN ({}))", list(&unbound_ids)));
+    }
+    for w in naming.through {
+        words.push(w.clone());
+        filter.push(format!("instr(r.target, ?{}) > 0", words.len() + 1));
+    }
+    if let Some(import) = import {
+        for n in naming.names {
+            words.push(format!("\"{n}"));
+            filter.push(format!("(r.kind_id = {import} AND instr(r.names, ?{}) > 0)", words.len() + 1));
+        }
+        let loose = |x: &str| format!("replace(replace(lower({x}), '_', ''), '-', '')");
+        for w in naming.imports_holding {
+            words.push(w.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect());
+            let k = words.len() + 1;
+            filter.push(format!(
+                "(r.kind_id = {import} AND (instr({}, ?{k}) > 0 OR instr({}, ?{k}) > 0))",
+                loose("r.target"),
+                loose("r.names")
+            ));
+        }
+    }
+    if filter.is_empty() {
+        // Names the graph never interned, and no import to bring them.
+        return Ok(Vec::new());
+    }
+    let narrowed = filter.len() <= 48;
+    let sql = format!(
+        "SELECT r.ref_id, r.target_name_id, r.target, r.kind_id, r.names, r.to_symbol_id IS NOT NULL \
+         FROM uko_paths p JOIN uko_refs r ON r.path_id = p.path_id WHERE p.graph_id = ?1{}",
+        if narrowed { format!(" AND ({})", filter.join(" OR ")) } else { String::new() }
+    );
+    let mut params: Vec<&dyn rusqlite::ToSql> = vec![&g.id];
+    if narrowed {
+        params.extend(words.iter().map(|w| w as &dyn rusqlite::ToSql));
+    }
+    let mut ids = Vec::new();
+    {
+        let mut st = conn.prepare(&sql)?;
+        let mut rows = st.query(params.as_slice())?;
+        while let Some(row) = rows.next()? {
+            let name_id: i64 = row.get(1)?;
+            let bound: bool = row.get(5)?;
+            // The cheap tests first: most references match none. The last
+            // name is tested by id here.
+            let found = name_ids.contains(&name_id) || (!bound && unbound_ids.contains(&name_id)) || {
+                let is_import = Some(row.get::<_, i64>(3)?) == import;
+                let names: Vec<String> = if is_import && !(naming.names.is_empty() && naming.imports_holding.is_empty())
+                {
+                    row.get_ref(4)?.as_str_or_null()?.and_then(|n| serde_json::from_str(n).ok()).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                let target = row.get_ref(2)?.as_str().unwrap_or("");
+                let kind = if is_import { "import" } else { "" };
+                naming.matches(&sets, RefFacts { kind, target, target_name: "", bound, names: &names })
+            };
+            if found {
+                ids.push(row.get::<_, i64>(0)?);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    for id in ids {
+        out.extend(refs(conn, &g, "r.ref_id = ?1", &[&id])?);
+    }
+    Ok(out.into_iter().collect())
+}
+
+/// Every import reference of the graph, by ref id.
+pub fn import_refs(conn: &Connection, index_id: &str) -> rusqlite::Result<Vec<(i64, UkoRef)>> {
+    let Some(g) = Graph::find(conn, index_id)? else { return Ok(Vec::new()) };
+    let Some(import) = g.string_id(conn, "import")? else { return Ok(Vec::new()) };
+    refs(conn, &g, "p.graph_id = ?1 AND r.kind_id = ?2", &[&g.id, &import])
+}
+
+/// Names of the current functions and methods whose signature names one of
+/// `words` ([`crate::file_index::names_word`]), sorted, each once.
+pub fn functions_mentioning(conn: &Connection, index_id: &str, words: &[String]) -> rusqlite::Result<Vec<String>> {
+    let Some(g) = Graph::find(conn, index_id)? else { return Ok(Vec::new()) };
+    if words.is_empty() {
+        return Ok(Vec::new());
+    }
+    let wanted: HashSet<&str> = words.iter().map(String::as_str).collect();
+    let mut out = BTreeSet::new();
+    let mut st = conn.prepare_cached(
+        "SELECT nm.text, n.signature FROM uko_paths p JOIN uko_nodes n ON n.path_id = p.path_id \
+         JOIN uko_strings k ON k.string_id = n.kind_id JOIN uko_strings nm ON nm.string_id = n.name_id \
+         WHERE p.graph_id = ?1 AND n.is_current = 1 AND n.signature IS NOT NULL AND k.text IN ('function', 'method')",
+    )?;
+    let mut rows = st.query([g.id])?;
+    while let Some(row) = rows.next()? {
+        let signature = row.get_ref(1)?.as_str().unwrap_or("");
+        if crate::file_index::names_word(signature, &wanted) {
+            out.insert(row.get::<_, String>(0)?);
+        }
+    }
+    Ok(out.into_iter().collect())
+}
+
 /// The resolved references, imports aside, of the files outside `paths`
 /// that import one of `paths` (an import reference resolved to it), by ref id.
 pub fn refs_importing(conn: &Connection, index_id: &str, paths: &[String]) -> rusqlite::Result<Vec<(i64, UkoRef)>> {
@@ -852,39 +982,57 @@ impl GraphWriter {
 
     /// Inserts the nodes of a file into a graph that had none (a first
     /// index: no revisions to look up). Returns the names of the symbols.
-    pub fn insert_nodes(&mut self, conn: &Connection, nodes: &[UkoNode]) -> WriteResult<Vec<String>> {
-        let mut names = Vec::with_capacity(nodes.len());
+    pub fn insert_nodes(&mut self, conn: &Connection, nodes: &[UkoNode]) -> WriteResult<Vec<Reshaped>> {
+        let mut names = BTreeSet::new();
         for n in nodes {
             let ids = self.node_ids(conn, n)?;
             self.insert_node(conn, n, ids, None)?;
-            if !n.symbol_path.is_empty() {
-                names.push(n.name.clone());
-            }
+            names.extend(Reshaped::of_node(n, None));
         }
-        Ok(names)
+        Ok(names.into_iter().collect())
     }
 
     /// Replaces the current nodes of one file, keeping revisions (module
-    /// docs). Returns the names of symbols the file did not define before.
-    pub fn write_nodes(&mut self, conn: &Connection, path: &str, nodes: &[UkoNode]) -> WriteResult<Vec<String>> {
-        let mut old: HashMap<i64, (i64, String)> = HashMap::new();
+    /// docs). Returns the names of the symbols whose definition changed
+    /// shape: those the file did not define before, those it no longer
+    /// defines, and those whose signature changed (sorted, once each).
+    pub fn write_nodes(&mut self, conn: &Connection, path: &str, nodes: &[UkoNode]) -> WriteResult<Vec<Reshaped>> {
+        // symbol id -> (node id, content hash, signature, the symbol, unless
+        // it is the file's own node)
+        let mut old: HashMap<i64, (i64, String, Option<String>, Option<Reshaped>)> = HashMap::new();
         if let Some(&path_id) = self.paths.get(path) {
             let mut st = conn.prepare_cached(
-                "SELECT symbol_id, node_id, content_hash FROM uko_nodes WHERE path_id = ?1 AND is_current = 1",
+                "SELECT n.symbol_id, n.node_id, n.content_hash, n.signature, nm.text, k.text, sp.text = '' \
+                 FROM uko_nodes n JOIN uko_strings nm ON nm.string_id = n.name_id \
+                 JOIN uko_strings k ON k.string_id = n.kind_id JOIN uko_strings sp ON sp.string_id = n.symbol_id \
+                 WHERE n.path_id = ?1 AND n.is_current = 1",
             )?;
             let mut rows = st.query([path_id])?;
             while let Some(row) = rows.next()? {
-                old.insert(row.get(0)?, (row.get(1)?, hash_from(row.get_ref(2)?)));
+                let own: bool = row.get(6)?;
+                let symbol = if own {
+                    None
+                } else {
+                    Some(Reshaped {
+                        name: row.get(4)?,
+                        kind: row.get(5)?,
+                        path: path.to_owned(),
+                        change: Change::Removed,
+                    })
+                };
+                old.insert(row.get(0)?, (row.get(1)?, hash_from(row.get_ref(2)?), row.get(3)?, symbol));
             }
         }
         let mut seen = HashSet::new();
-        let mut introduced = Vec::new();
+        let mut reshaped = BTreeSet::new();
         for n in nodes {
             let ids = self.node_ids(conn, n)?;
             let [_, symbol_id, name_id, kind_id, language_id, parent_id] = ids;
             let symbol_id = symbol_id.unwrap_or_default();
             seen.insert(symbol_id);
-            let revision_of = match old.get(&symbol_id) {
+            let was = old.get(&symbol_id);
+            reshaped.extend(Reshaped::of_node(n, was.map(|(_, _, signature, _)| signature)));
+            let revision_of = match was.map(|(id, hash, ..)| (id, hash)) {
                 Some((id, hash)) if *hash == n.content_hash => {
                     conn.prepare_cached(
                         "UPDATE uko_nodes SET parent_id = ?2, start_byte = ?3, end_byte = ?4, start_line = ?5, \
@@ -912,21 +1060,17 @@ impl GraphWriter {
                     self.retire(conn, *id)?;
                     Some(*id)
                 }
-                None => {
-                    if !n.symbol_path.is_empty() {
-                        introduced.push(n.name.clone());
-                    }
-                    None
-                }
+                None => None,
             };
             self.insert_node(conn, n, ids, revision_of)?;
         }
-        for (symbol_id, (id, _)) in &old {
+        for (symbol_id, (id, _, _, symbol)) in &old {
             if !seen.contains(symbol_id) {
                 self.retire(conn, *id)?;
+                reshaped.extend(symbol.clone());
             }
         }
-        Ok(introduced)
+        Ok(reshaped.into_iter().collect())
     }
 
     fn retire(&mut self, conn: &Connection, node_id: i64) -> WriteResult<()> {
@@ -1052,10 +1196,15 @@ mod tests {
              WHERE n.path_id = r.to_path_id AND n.symbol_id = r.to_symbol_id AND n.is_current = 1)",
             super::IMPORTERS_WHERE,
             "p.graph_id = ?1",
+            "p.graph_id = ?1 AND r.kind_id = ?2",
+            "r.ref_id = ?1",
         ]
         .map(|w| format!("{REF_SELECT} WHERE {w} {REF_ORDER}"));
         let writes = [
-            "SELECT symbol_id, node_id, content_hash FROM uko_nodes WHERE path_id = ?1 AND is_current = 1",
+            "SELECT n.symbol_id, n.node_id, n.content_hash, n.signature, nm.text, k.text, sp.text = '' \
+             FROM uko_nodes n JOIN uko_strings nm ON nm.string_id = n.name_id \
+             JOIN uko_strings k ON k.string_id = n.kind_id JOIN uko_strings sp ON sp.string_id = n.symbol_id \
+             WHERE n.path_id = ?1 AND n.is_current = 1",
             "UPDATE uko_nodes SET is_current = 0, valid_until = ?2 WHERE path_id = ?1 AND is_current = 1",
             "DELETE FROM uko_refs WHERE path_id = ?1",
             "SELECT string_id FROM uko_strings WHERE graph_id = ?1 AND text = ?2",
