@@ -446,17 +446,29 @@ pub(crate) fn refs_affected_by(
 }
 
 /// The references a [`Naming`] asks for, by ref id: one pass over the
-/// index's targets, then the matches read whole.
+/// index's references, narrowed by the server, then the matches read whole.
 pub(crate) fn refs_naming(c: &mut Conn, index_id: &str, naming: &Naming<'_>) -> Result<Vec<(i64, UkoRef)>, StoreError> {
     if naming.is_empty() {
         return Ok(Vec::new());
     }
     let sets = naming.sets();
+    // The server narrows the pass (each test a superset of what is asked);
+    // the rows left are tested exactly here.
+    let quoted: Vec<String> = naming.names.iter().map(|n| format!("\"{n}")).collect();
+    let loose: Vec<String> = (naming.imports_holding.iter())
+        .map(|w| w.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect())
+        .collect();
     let ids: Vec<i64> = c
         .query(
             "SELECT ref_id, kind, target, target_name, names, resolved_uri IS NOT NULL FROM uko_refs \
-             WHERE index_id = $1",
-            &[&index_id],
+             WHERE index_id = $1 AND (target_name = ANY($2) \
+             OR (resolved_uri IS NULL AND target_name = ANY($3)) \
+             OR EXISTS (SELECT 1 FROM unnest($4::text[]) w WHERE strpos(target, w) > 0) \
+             OR (kind = 'import' AND (EXISTS (SELECT 1 FROM unnest($5::text[]) w WHERE strpos(names, w) > 0) \
+             OR EXISTS (SELECT 1 FROM unnest($6::text[]) w \
+             WHERE strpos(replace(replace(lower(target), '_', ''), '-', ''), w) > 0 \
+             OR strpos(replace(replace(lower(names), '_', ''), '-', ''), w) > 0))))",
+            &[&index_id, &naming.names, &naming.unbound_names, &naming.through, &quoted, &loose],
         )?
         .iter()
         .filter(|r| {
