@@ -457,32 +457,31 @@ impl Linker<'_> {
             }
         }
         // Bases first: what the others find through them.
-        let (bases, others): (Vec<_>, Vec<_>) =
+        let (mut bases, others): (Vec<_>, Vec<_>) =
             affected.into_iter().partition(|(_, r)| r.kind == RefKind::Inherits.as_str());
+        // `to_rebind` takes a class whole, so every base of a class with one
+        // affected base is here: its bases are rebuilt from them, in the
+        // order the stored scope reads them.
+        bases.sort_by(|(a_id, a), (b_id, b)| {
+            (&a.path, a.line, &a.target, a_id).cmp(&(&b.path, b.line, &b.target, b_id))
+        });
         let mut rebased: BTreeMap<(String, String), Vec<(String, String)>> = BTreeMap::new();
-        for (ref_id, r) in &bases {
-            let (uri, path) = self.resolve_stored(r, &scopes[&r.path], ctx, table);
-            rebased.entry((r.path.clone(), symbol_path_of(&r.from_uri).to_string())).or_default();
+        for (ref_id, r) in bases {
+            let (uri, path) = self.resolve_stored(&r, &scopes[&r.path], ctx, table);
+            let class_bases = rebased.entry((r.path.clone(), symbol_path_of(&r.from_uri).to_string())).or_default();
+            if let (Some(uri), Some(path)) = (&uri, &path) {
+                class_bases.push((path.clone(), symbol_path_of(uri).to_string()));
+            }
             if uri != r.resolved_uri || path != r.resolved_path {
-                re_resolved.push((*ref_id, uri, path));
+                re_resolved.push((ref_id, uri, path));
             }
         }
-        let new_binding: HashMap<i64, (Option<String>, Option<String>)> =
-            re_resolved.iter().map(|(id, uri, path)| (*id, (uri.clone(), path.clone()))).collect();
-        for ((file, class), bases) in rebased.iter_mut() {
-            for (id, r) in writer.file_refs(file)? {
-                if r.kind == RefKind::Inherits.as_str() && symbol_path_of(&r.from_uri) == class {
-                    let (uri, path) = new_binding.get(&id).cloned().unwrap_or((r.resolved_uri, r.resolved_path));
-                    if let (Some(uri), Some(path)) = (uri, path) {
-                        bases.push((path, symbol_path_of(&uri).to_string()));
-                    }
-                }
-            }
-            let scope = scopes.get_mut(file).expect("every affected file has its scope");
+        for ((file, class), bases) in rebased {
+            let scope = scopes.get_mut(&file).expect("every affected file has its scope");
             if bases.is_empty() {
-                scope.bases.remove(class);
+                scope.bases.remove(&class);
             } else {
-                scope.bases.insert(class.clone(), bases.clone());
+                scope.bases.insert(class, bases);
             }
         }
         for (ref_id, r) in others {

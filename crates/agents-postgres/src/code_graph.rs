@@ -455,9 +455,7 @@ pub(crate) fn refs_naming(c: &mut Conn, index_id: &str, naming: &Naming<'_>) -> 
     // The server narrows the pass (each test a superset of what is asked);
     // the rows left are tested exactly here.
     let quoted: Vec<String> = naming.names.iter().map(|n| format!("\"{n}")).collect();
-    let loose: Vec<String> = (naming.imports_holding.iter())
-        .map(|w| w.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect())
-        .collect();
+    let loose: Vec<String> = (naming.imports_holding.iter()).map(|w| agents_store::loose(w)).collect();
     let ids: Vec<i64> = c
         .query(
             "SELECT ref_id, kind, target, target_name, names, resolved_uri IS NOT NULL FROM uko_refs \

@@ -136,7 +136,7 @@ pub struct NamingSets<'a> {
 
 /// `s` lowercased, without `_` and `-`: how a file's stem and the module
 /// names importing it are compared (`basic_auth` in `Plug.BasicAuth`).
-fn loose(s: &str) -> String {
+pub fn loose(s: &str) -> String {
     s.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect()
 }
 

@@ -51,7 +51,7 @@ pub use code_graph::{
 pub use error::StoreError;
 pub use file_index::{
     Change, FileIndexStore, IndexCommit, IndexWrite, Naming, NamingSets, RefFacts, Reshaped, SkippedFile, brings,
-    names_word, reads_through,
+    loose, names_word, reads_through,
 };
 pub use plans::{Plan, PlanDecision, PlanStore};
 pub use projects::{Project, ProjectStore, Resource};

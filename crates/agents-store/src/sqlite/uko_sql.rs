@@ -586,7 +586,7 @@ pub fn refs_naming(conn: &Connection, index_id: &str, naming: &Naming<'_>) -> ru
         }
         let loose = |x: &str| format!("replace(replace(lower({x}), '_', ''), '-', '')");
         for w in naming.imports_holding {
-            words.push(w.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect());
+            words.push(crate::file_index::loose(w));
             let k = words.len() + 1;
             filter.push(format!(
                 "(r.kind_id = {import} AND (instr({}, ?{k}) > 0 OR instr({}, ?{k}) > 0))",
