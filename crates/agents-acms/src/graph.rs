@@ -7,7 +7,7 @@ use std::sync::Arc;
 use agents_core::tokens::TokenCounter;
 use agents_store::{Store, StoreError, UkoNodeRecord, UkoRef};
 use agents_uko::model::{NodeKind, Point, RefKind, Span};
-use agents_uko::render::{EdgeView, NodeView, RenderInput, render_all};
+use agents_uko::render::{EdgeView, NodeView, RenderInput, ShownElsewhere, render_all};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GraphError {
@@ -202,6 +202,14 @@ impl NodeContext {
             self.edges = Some(refs.iter().filter_map(edge_view).collect());
         }
         Ok(())
+    }
+
+    /// `node`'s complete source save the lines `shown` (after
+    /// [`NodeContext::load`] at depth 9): [`agents_uko::render::render_around`].
+    pub fn render_around(&self, node: &UkoNodeRecord, file_text: &str, shown: &[ShownElsewhere]) -> String {
+        let edges = self.edges.clone().unwrap_or_default();
+        let input = render_input(node, self.children.as_deref().unwrap_or_default(), &[], edges, file_text);
+        agents_uko::render::render_around(&input, shown)
     }
 
     /// `node` at `depth` (after [`NodeContext::load`] for that depth).

@@ -1244,7 +1244,8 @@ impl Engine {
             None => Vec::new(),
         };
         self.with_backends(outcome, |backends, sync, served| {
-            let renderer = StoreRenderer::new(backends.root, backends.index_id, self.store.as_ref(), &self.graph);
+            let renderer = StoreRenderer::new(backends.root, backends.index_id, self.store.as_ref(), &self.graph)
+                .within(&options.filter);
             let facts = FsFacts::new(backends.root);
             let deps = StoreDependencies { store: self.store.as_ref(), index_id: backends.index_id };
             let assembly = self.pipeline.assemble_request(RequestInput {

@@ -385,7 +385,8 @@ impl Engine {
             .collect::<Vec<_>>()
             .join(" ");
         let root = PathBuf::from(&outcome.resource.path);
-        let renderer = StoreRenderer::new(&root, &outcome.index.metadata.index_id, self.store.as_ref(), &self.graph);
+        let renderer = StoreRenderer::new(&root, &outcome.index.metadata.index_id, self.store.as_ref(), &self.graph)
+            .within(&assemble.filter);
         let text = self.pipeline.fit(&mut assembly, options.format, query_text.trim(), &renderer, &self.tokenizer)?;
         Ok(QueryRun { request, assembly, derivation, backends, sync, outcome, phase, text })
     }

@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use agents_core::tokens::TokenCounter;
 use serde::Serialize;
 
-use crate::piece::{DEPTH_STEPS, DepthRenderer, MIN_FRAGMENT_TOKENS, Piece, PieceRole, names_member_of, source_inside};
+use crate::piece::{
+    DEPTH_STEPS, DepthRenderer, MIN_FRAGMENT_TOKENS, Piece, PieceRole, file_uri, names_member_of, source_inside,
+};
 
 /// Files of the best standing that always get a piece in the candidates (and
 /// room kept for it by the [`GreedyPacker`]).
@@ -113,6 +115,9 @@ pub struct PackOutcome {
     pub omitted: usize,
     /// Pieces packed shallower than they were resolved to.
     pub downgraded: usize,
+    /// Pieces the packer brought in beside those it was given: the rest of a
+    /// file, around its pieces ([`BEST_FILE_SHARE`], the deepen pass).
+    pub added: usize,
 }
 
 /// 7. Fits scored pieces into the budget.
@@ -249,8 +254,11 @@ impl BudgetPacker for GreedyPacker {
                 let _ = place(item, &mut out, false, &mut reserved, leader_room(rank, budget));
             }
         }
+        let mut added = usize::from(best_file_whole(&mut out, budget, renderer, tokenizer));
         deepen(&mut out, budget, renderer, tokenizer);
-        out.omitted = total - out.packed.len();
+        added += rest_of_files(&mut out, budget, renderer, tokenizer);
+        out.added = added;
+        out.omitted = (total + added).saturating_sub(out.packed.len());
         out
     }
 }
@@ -275,11 +283,198 @@ fn with_named_members(scored: &[ScoredFragment]) -> HashSet<String> {
         .collect()
 }
 
+/// The depth of the complete source.
+const FULL_SOURCE: u8 = DEPTH_STEPS[0];
+
+/// Budget divisor for the best file delivered whole ([`best_file_whole`]): half.
+pub const BEST_FILE_SHARE: usize = 2;
+
+/// The file of the best-scored piece, delivered whole when its complete
+/// source fits a [`BEST_FILE_SHARE`] of the budget: its module node comes
+/// around the file's pieces packed with their source
+/// ([`DepthRenderer::render_around`], at [`AROUND_DEPTH`]; at 9 when none
+/// is), so no line comes twice and the pieces keep their places. Room is
+/// made by leaving out the worst-scored pieces of other files. A module node
+/// that was not among the pieces is added, scored below every other piece:
+/// the rest of the best file closes the answer. Whether one was added.
+fn best_file_whole(
+    out: &mut PackOutcome,
+    budget: usize,
+    renderer: &dyn DepthRenderer,
+    tokenizer: &dyn TokenCounter,
+) -> bool {
+    let stored = |s: &ScoredFragment| !s.piece.inline && s.piece.role == PieceRole::Context && !s.piece.path.is_empty();
+    let Some(best) = out
+        .packed
+        .iter()
+        .filter(|s| stored(s))
+        .max_by(|a, b| a.score.total_cmp(&b.score).then_with(|| b.piece.uko_node.cmp(&a.piece.uko_node)))
+    else {
+        return false;
+    };
+    let cap = budget / BEST_FILE_SHARE;
+    let file = file_uri(&best.piece.uko_node).to_owned();
+    // Only where the request asks for the source: of the best piece, and of
+    // the file's node when it is among the pieces (the depth gradient may ask
+    // less of it).
+    if best.piece.requested_depth < FULL_SOURCE
+        || out
+            .packed
+            .iter()
+            .any(|s| s.piece.uko_node == file && (s.piece.depth >= 5 || s.piece.requested_depth < FULL_SOURCE))
+        || renderer.source_bytes(&file).is_some_and(|b| b > cap * MAX_BYTES_PER_TOKEN)
+    {
+        return false;
+    }
+    let existing = out.packed.iter().position(|s| s.piece.uko_node == file);
+    let whole = match existing {
+        Some(i) => at_depth(&out.packed[i].piece, 9, renderer, tokenizer),
+        None => renderer.piece(&file, 9).map(|mut p| {
+            p.measure(tokenizer);
+            p
+        }),
+    };
+    let Some(whole) = whole.filter(|w| w.tokens <= cap) else { return false };
+    let shown: Vec<&Piece> = out
+        .packed
+        .iter()
+        .map(|s| &s.piece)
+        .filter(|p| p.depth >= 5 && source_inside(&p.uko_node, &p.source_range, &file, &whole.source_range))
+        .collect();
+    let piece = if shown.is_empty() {
+        whole
+    } else {
+        let Some(content) = renderer.render_around(&whole, &shown) else { return false };
+        let mut around = Piece { depth: AROUND_DEPTH, content, ..whole };
+        around.measure(tokenizer);
+        around
+    };
+    let held = existing.map_or(0, |i| out.packed[i].piece.tokens);
+    let cost = piece.tokens.saturating_sub(held);
+    // The worst-scored pieces of other files make the room, when they can.
+    let mut others: Vec<usize> = (0..out.packed.len())
+        .filter(|i| stored(&out.packed[*i]) && file_uri(&out.packed[*i].piece.uko_node) != file)
+        .collect();
+    others.sort_by(|a, b| {
+        let (a, b) = (&out.packed[*a], &out.packed[*b]);
+        a.score.total_cmp(&b.score).then_with(|| b.piece.uko_node.cmp(&a.piece.uko_node))
+    });
+    let mut free = budget.saturating_sub(out.tokens);
+    let mut leave = Vec::new();
+    for i in others {
+        if free >= cost {
+            break;
+        }
+        free += out.packed[i].piece.tokens;
+        leave.push(i);
+    }
+    if free < cost {
+        return false;
+    }
+    let floor = out.packed.iter().map(|s| s.score).fold(f64::INFINITY, f64::min);
+    match existing {
+        Some(i) => out.packed[i].piece = piece,
+        None => out.packed.push(ScoredFragment {
+            score: if floor.is_finite() { floor / 2.0 } else { 0.0 },
+            parts: ScoreParts::default(),
+            piece: Piece { strategies: best.piece.strategies.clone(), ..piece },
+        }),
+    }
+    let mut at = 0;
+    out.packed.retain(|_| {
+        at += 1;
+        !leave.contains(&(at - 1))
+    });
+    out.tokens = out.packed.iter().map(|s| s.piece.tokens).sum();
+    existing.is_none()
+}
+
+/// What the deepen pass left goes to the rest of the answer's files, best
+/// first: each file whose module node is not packed comes around its pieces
+/// ([`DepthRenderer::render_around`]) when that fits what is left, scored
+/// below every piece before it. How many were added.
+fn rest_of_files(
+    out: &mut PackOutcome,
+    budget: usize,
+    renderer: &dyn DepthRenderer,
+    tokenizer: &dyn TokenCounter,
+) -> usize {
+    let mut order: Vec<&ScoredFragment> = out
+        .packed
+        .iter()
+        .filter(|s| !s.piece.inline && s.piece.role == PieceRole::Context && !s.piece.path.is_empty())
+        .collect();
+    order.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.piece.uko_node.cmp(&b.piece.uko_node)));
+    let mut files: Vec<(String, &ScoredFragment)> = Vec::new();
+    for s in order {
+        let file = file_uri(&s.piece.uko_node);
+        if !files.iter().any(|(f, _)| f == file) {
+            files.push((file.to_owned(), s));
+        }
+    }
+    // The strategies of the file's best piece, when the request asked it at full source.
+    let files: Vec<(String, Vec<String>)> = files
+        .into_iter()
+        .filter(|(_, best)| best.piece.requested_depth >= FULL_SOURCE)
+        .map(|(file, best)| (file, best.piece.strategies.clone()))
+        .collect();
+    let mut added = 0;
+    for (file, strategies) in files {
+        let left = budget.saturating_sub(out.tokens);
+        if left < MIN_FRAGMENT_TOKENS {
+            break;
+        }
+        if out.packed.iter().any(|s| s.piece.uko_node == file) {
+            continue;
+        }
+        let shown: Vec<&Piece> = out
+            .packed
+            .iter()
+            .map(|s| &s.piece)
+            .filter(|p| p.depth >= 5 && file_uri(&p.uko_node) == file && p.uko_node != file)
+            .collect();
+        let freed: usize = shown.iter().map(|p| p.tokens).sum();
+        if renderer.source_bytes(&file).is_some_and(|b| b > (left + freed) * MAX_BYTES_PER_TOKEN) {
+            continue;
+        }
+        let Some(template) = renderer.piece(&file, 4) else { continue };
+        let shown: Vec<&Piece> = shown
+            .into_iter()
+            .filter(|p| source_inside(&p.uko_node, &p.source_range, &file, &template.source_range))
+            .collect();
+        let Some(content) = renderer.render_around(&template, &shown) else { continue };
+        let mut piece =
+            Piece { depth: if shown.is_empty() { 9 } else { AROUND_DEPTH }, content, strategies, ..template };
+        piece.measure(tokenizer);
+        if piece.tokens > left {
+            continue;
+        }
+        let floor = out.packed.iter().map(|s| s.score).fold(f64::INFINITY, f64::min);
+        out.tokens += piece.tokens;
+        out.packed.push(ScoredFragment {
+            score: if floor.is_finite() { floor / 2.0 } else { 0.0 },
+            parts: ScoreParts::default(),
+            piece,
+        });
+        added += 1;
+    }
+    added
+}
+
+/// The depth of a container delivered around its members
+/// ([`DepthRenderer::render_around`]): its source, save what other fragments
+/// show; the deepest of the spec's partial-source depths (5-8).
+pub const AROUND_DEPTH: u8 = 8;
+
 /// The deepen pass: what the packing left of the budget goes to the packed
 /// pieces, best first, each re-rendered at the deepest depth that fits what is
 /// left, up to the depth it was asked for (the request's depth, less the depth
 /// gradient's cut for pieces further out). A piece with packed members inside
-/// it goes no deeper than 4, so no source is delivered twice.
+/// it, asked for with its source, comes around them
+/// ([`DepthRenderer::render_around`], at [`AROUND_DEPTH`]) when that fits:
+/// its source with the members shown whole left out, so no line is delivered
+/// twice; otherwise it goes no deeper than 4. A piece inside one that carries
+/// its source is not deepened.
 fn deepen(out: &mut PackOutcome, budget: usize, renderer: &dyn DepthRenderer, tokenizer: &dyn TokenCounter) {
     for i in 0..out.packed.len() {
         let left = budget.saturating_sub(out.tokens);
@@ -290,12 +485,33 @@ fn deepen(out: &mut PackOutcome, budget: usize, renderer: &dyn DepthRenderer, to
         if piece.inline || piece.role != PieceRole::Context {
             continue;
         }
-        let has_members = out
-            .packed
-            .iter()
-            .any(|s| source_inside(&s.piece.uko_node, &s.piece.source_range, &piece.uko_node, &piece.source_range));
+        let inside = |inner: &Piece, outer: &Piece| {
+            source_inside(&inner.uko_node, &inner.source_range, &outer.uko_node, &outer.source_range)
+        };
+        if out.packed.iter().any(|s| s.piece.depth >= 5 && inside(piece, &s.piece)) {
+            continue;
+        }
+        let members: Vec<&Piece> = out.packed.iter().map(|s| &s.piece).filter(|m| inside(m, piece)).collect();
         let cap = piece.requested_depth;
-        let top = if has_members { cap.min(4) } else { cap };
+        if !members.is_empty() && cap >= AROUND_DEPTH && piece.depth < 5 {
+            let shown: Vec<&Piece> = members.iter().copied().filter(|m| m.depth >= 5).collect();
+            // The members' tokens bound the source they take out of the text.
+            let room = piece.tokens + left;
+            let freed: usize = shown.iter().map(|m| m.tokens).sum();
+            let could_fit =
+                renderer.source_bytes(&piece.uko_node).is_none_or(|b| b <= (room + freed) * MAX_BYTES_PER_TOKEN);
+            let around = could_fit.then(|| renderer.render_around(piece, &shown)).flatten().map(|content| {
+                let mut around = Piece { depth: AROUND_DEPTH, content, ..piece.clone() };
+                around.measure(tokenizer);
+                around
+            });
+            if let Some(around) = around.filter(|a| a.tokens <= room) {
+                out.tokens = out.tokens - piece.tokens + around.tokens;
+                out.packed[i].piece = around;
+                continue;
+            }
+        }
+        let top = if members.is_empty() { cap } else { cap.min(4) };
         if top <= piece.depth {
             continue;
         }
@@ -343,7 +559,7 @@ fn leading_file_reserve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::piece::InlineRenderer;
+    use crate::piece::{InlineRenderer, line_span};
     use agents_core::tokens::{Encoding, Tokenizer};
 
     fn tok() -> Tokenizer {
@@ -502,6 +718,197 @@ mod tests {
         assert_eq!(out.packed[0].piece.content, Bodies::full("u:f00"));
         assert!(out.packed.iter().skip(PACK_LEADERS).all(|s| s.piece.depth == 4));
         assert!(out.packed.len() < n, "the leaders' bodies take the room of the last pieces");
+    }
+
+    /// Stored nodes over numbered lines: `(uri, path, first line, last line)`.
+    /// A node renders each of its lines as `path:N` from depth 5, its first
+    /// line alone below; around its members, each run of theirs as one
+    /// `... path:A-B` line.
+    struct Lines(Vec<(&'static str, &'static str, u32, u32)>);
+
+    impl Lines {
+        fn node(&self, uri: &str) -> Option<(&'static str, &'static str, u32, u32)> {
+            self.0.iter().copied().find(|n| n.0 == uri)
+        }
+
+        fn text(&self, uri: &str, depth: u8, shown: &[&Piece]) -> Option<String> {
+            let (_, path, first, last) = self.node(uri)?;
+            let last = if depth >= 5 { last } else { first };
+            let mut out = String::new();
+            let mut line = first;
+            while line <= last {
+                match shown.iter().filter_map(|p| line_span(&p.source_range)).find(|(a, b)| *a <= line && line <= *b) {
+                    Some((a, b)) => {
+                        out.push_str(&format!("... {path}:{a}-{b}\n"));
+                        line = b + 1;
+                    }
+                    None => {
+                        out.push_str(&format!("{path}:{line}\n"));
+                        line += 1;
+                    }
+                }
+            }
+            Some(out)
+        }
+
+        fn stored(&self, uri: &str, depth: u8, relevance: f64) -> Piece {
+            let mut p = self.piece(uri, depth).expect("a stored node");
+            p.relevance = relevance;
+            p.requested_depth = 9;
+            p.strategies = vec!["s".to_owned()];
+            p
+        }
+    }
+
+    impl DepthRenderer for Lines {
+        fn render(&self, piece: &Piece, depth: u8) -> Option<String> {
+            self.text(&piece.uko_node, depth, &[])
+        }
+
+        fn render_around(&self, piece: &Piece, shown: &[&Piece]) -> Option<String> {
+            self.text(&piece.uko_node, AROUND_DEPTH, shown)
+        }
+
+        fn piece(&self, uri: &str, depth: u8) -> Option<Piece> {
+            let (uri, path, first, last) = self.node(uri)?;
+            let mut p = Piece {
+                source_range: format!("{first}:0-{last}:9"),
+                start_line: first,
+                ..Piece::new(uri, if uri.contains('#') { "function" } else { "module" }, path, "", depth)
+            };
+            p.content = self.text(uri, depth, &[])?;
+            p.measure(&tok());
+            Some(p)
+        }
+
+        fn source_bytes(&self, uri: &str) -> Option<usize> {
+            self.node(uri).map(|(_, path, first, last)| (last - first + 1) as usize * (path.len() + 4))
+        }
+    }
+
+    /// Every `path:N` line the packed pieces deliver, with how many times.
+    fn delivered(out: &PackOutcome) -> BTreeMap<String, usize> {
+        let mut lines = BTreeMap::new();
+        for s in &out.packed {
+            for line in s.piece.content.lines().filter(|l| !l.starts_with("...")) {
+                *lines.entry(line.to_owned()).or_insert(0) += 1;
+            }
+        }
+        lines
+    }
+
+    #[test]
+    fn a_container_comes_around_its_members_with_what_is_left() {
+        let files = Lines(vec![
+            ("uko://r/big.py", "big.py", 1, 400),
+            ("uko://r/a.py", "a.py", 1, 30),
+            ("uko://r/a.py#f", "a.py", 5, 12),
+            ("uko://r/a.py#g", "a.py", 20, 24),
+        ]);
+        // The best piece's file is too big to come whole: the module of a.py,
+        // packed as its first line, comes around f and g once they are packed.
+        let big = files.stored("uko://r/big.py", 4, 1.0);
+        let f = files.stored("uko://r/a.py#f", 9, 0.9);
+        let g = files.stored("uko://r/a.py#g", 9, 0.8);
+        let module = files.stored("uko://r/a.py", 0, 0.7);
+        let budget = 2_000;
+        let out = GreedyPacker.pack(scored(vec![big, f, g, module]), budget, &[], &files, &tok());
+        assert!(out.tokens <= budget);
+        let module = out.packed.iter().find(|s| s.piece.uko_node == "uko://r/a.py").expect("packed");
+        assert_eq!(module.piece.depth, AROUND_DEPTH);
+        assert!(module.piece.content.contains("... a.py:5-12\n") && module.piece.content.contains("... a.py:20-24\n"));
+        let lines = delivered(&out);
+        assert!((1..=30).all(|n| lines.get(&format!("a.py:{n}")) == Some(&1)), "every line of a.py once: {lines:?}");
+        // Without the room, the module stays an outline.
+        let (f, g) = (files.stored("uko://r/a.py#f", 9, 0.9), files.stored("uko://r/a.py#g", 9, 0.8));
+        let module = files.stored("uko://r/a.py", 0, 0.7);
+        let tight = f.tokens + g.tokens + module.tokens + 5;
+        let out = GreedyPacker.pack(scored(vec![f, g, module]), tight, &[], &files, &tok());
+        assert!(out.packed.iter().all(|s| s.piece.depth != AROUND_DEPTH), "{:?}", out.packed);
+    }
+
+    #[test]
+    fn the_best_file_comes_whole_when_it_fits_half_the_budget() {
+        let files = Lines(vec![
+            ("uko://r/a.py", "a.py", 1, 40),
+            ("uko://r/a.py#f", "a.py", 5, 12),
+            ("uko://r/b.py#g", "b.py", 1, 25),
+            ("uko://r/c.py#h", "c.py", 1, 25),
+        ]);
+        let pieces = || {
+            vec![
+                files.stored("uko://r/a.py#f", 9, 1.0),
+                files.stored("uko://r/b.py#g", 9, 0.6),
+                files.stored("uko://r/c.py#h", 9, 0.3),
+            ]
+        };
+        let whole = files.piece("uko://r/a.py", 9).unwrap().tokens;
+        let all: usize = pieces().iter().map(|p| p.tokens).sum();
+        // Every piece fits, and a.py fits half the budget but not what the
+        // pieces leave: c.py's piece, the worst, makes way for a.py, which
+        // comes around f, scored last.
+        let budget = 2 * whole;
+        assert!(all <= budget && budget - all < whole - 30);
+        let out = GreedyPacker.pack(scored(pieces()), budget, &[], &files, &tok());
+        assert!(out.tokens <= budget);
+        let uris: Vec<&str> = out.packed.iter().map(|s| s.piece.uko_node.as_str()).collect();
+        assert_eq!(uris, ["uko://r/a.py#f", "uko://r/b.py#g", "uko://r/a.py"], "{budget}");
+        let module = &out.packed[2];
+        assert_eq!(module.piece.depth, AROUND_DEPTH);
+        assert!(module.score < out.packed[1].score);
+        let lines = delivered(&out);
+        assert!((1..=40).all(|n| lines.get(&format!("a.py:{n}")) == Some(&1)), "{lines:?}");
+        assert_eq!(out.omitted, 1);
+        // More than half the budget: the pieces stay as they are.
+        let out = GreedyPacker.pack(scored(pieces()), budget - 1, &[], &files, &tok());
+        assert_eq!(out.packed.len(), 3);
+        assert!(out.packed.iter().all(|s| s.piece.uko_node != "uko://r/a.py"));
+        // A request for signatures gets no whole file.
+        let mut shallow = pieces();
+        for p in &mut shallow {
+            p.requested_depth = 4;
+        }
+        let out = GreedyPacker.pack(scored(shallow), all + whole, &[], &files, &tok());
+        assert!(out.packed.iter().all(|s| s.piece.uko_node != "uko://r/a.py"));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// Whatever the pieces and the budget, the packed tokens add up, stay
+        /// within the budget, and no source line is delivered twice.
+        #[test]
+        fn packing_stays_in_budget_and_delivers_each_line_once(
+            picks in proptest::collection::vec((0usize..7, 0.0f64..1.0, proptest::prop_oneof![proptest::strategy::Just(0u8), proptest::strategy::Just(4u8), proptest::strategy::Just(9u8)]), 1..7),
+            budget in 20usize..1_500,
+        ) {
+            let files = Lines(vec![
+                ("uko://r/a.py", "a.py", 1, 60),
+                ("uko://r/a.py#A", "a.py", 10, 50),
+                ("uko://r/a.py#A.m", "a.py", 12, 20),
+                ("uko://r/a.py#A.n", "a.py", 30, 49),
+                ("uko://r/a.py#f", "a.py", 52, 60),
+                ("uko://r/b.py", "b.py", 1, 25),
+                ("uko://r/b.py#g", "b.py", 3, 9),
+            ]);
+            let mut pieces: Vec<Piece> = Vec::new();
+            for (node, relevance, depth) in picks {
+                let uri = files.0[node].0;
+                if !pieces.iter().any(|p| p.uko_node == uri) {
+                    pieces.push(files.stored(uri, depth, relevance));
+                }
+            }
+            let out = GreedyPacker.pack(scored(pieces), budget, &[], &files, &tok());
+            proptest::prop_assert!(out.tokens <= budget);
+            proptest::prop_assert_eq!(out.tokens, out.packed.iter().map(|s| s.piece.tokens).sum::<usize>());
+            // Shallow renderings repeat a node's first line; source never repeats.
+            let deep = PackOutcome {
+                packed: out.packed.iter().filter(|s| s.piece.depth >= 5).cloned().collect(),
+                ..PackOutcome::default()
+            };
+            let twice: Vec<(String, usize)> = delivered(&deep).into_iter().filter(|(_, n)| *n > 1).collect();
+            proptest::prop_assert!(twice.is_empty(), "{:?}", twice);
+        }
     }
 
     #[test]

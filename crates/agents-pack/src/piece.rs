@@ -256,8 +256,17 @@ pub trait DepthRenderer: Sync {
     /// The node of `piece` at `depth`, or `None` when it cannot be rendered.
     fn render(&self, piece: &Piece, depth: u8) -> Option<String>;
 
+    /// The node of `piece` at full source save the lines of `shown` (pieces
+    /// inside it that the answer delivers whole), each run of them left as
+    /// one line naming it; `None` when it cannot be rendered so (inline
+    /// content, no store). What a container adds to members already packed.
+    fn render_around(&self, _piece: &Piece, _shown: &[&Piece]) -> Option<String> {
+        None
+    }
+
     /// A new piece for the stored node `uri` at `depth`; `None` when this renderer
-    /// has no store or the node is gone.
+    /// has no store, the node is gone, or it lies outside what the request
+    /// restricts the answer to (its paths and kinds).
     fn piece(&self, _uri: &str, _depth: u8) -> Option<Piece> {
         None
     }

@@ -7,7 +7,7 @@
 //! | 2 | key relationships? | `dependsOn` / `references` edges |
 //! | 3 | purpose? | one-line summaries (doc first lines) of the node and children |
 //! | 4 | structural shape? | signatures with types (a container child's members' too), size metadata |
-//! | 5-8 | how does it work? | the source, 25 / 50 / 75 / 90 % of its lines |
+//! | 5-8 | how does it work? | the source, 25 / 50 / 75 / 90 % of its lines; at 8, also a container's whole source around its members that other fragments of the answer show ([`render_around`]) |
 //! | 9 | everything | the complete source |
 //!
 //! Each depth's text is the previous depth's text with more appended (for
@@ -210,6 +210,57 @@ fn render_complete(input: &RenderInput<'_>) -> String {
     out
 }
 
+/// Lines of a node's file that another fragment of the same answer shows
+/// whole ([`render_around`]): 1-based, both ends included.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShownElsewhere {
+    pub first_line: u32,
+    pub last_line: u32,
+    /// How the marker names them: `function stale`, `method Group.invoke`.
+    pub title: String,
+}
+
+/// The node's complete source, laid out as at depth 9, save the lines that
+/// other fragments of the answer show whole (`shown`: a container's members
+/// packed at full source): each such run is one line, indented as its first
+/// line, naming what it holds and where it is. What a container adds to its
+/// members once they are delivered (a module's top-level code, a class's
+/// fields and the members left out), without delivering any line twice.
+pub fn render_around(input: &RenderInput<'_>, shown: &[ShownElsewhere]) -> String {
+    let mut out = input.node.title();
+    out.push('\n');
+    out.push_str(&relationships(input, true));
+    let source = source_lines(input);
+    if let Some(summary) = input.node.summary()
+        && !source.iter().any(|line| line.contains(summary))
+    {
+        out.push_str(&format!("summary: {summary}\n"));
+    }
+    let mut shown: Vec<&ShownElsewhere> = shown.iter().collect();
+    shown.sort_by_key(|s| (s.first_line, std::cmp::Reverse(s.last_line)));
+    out.push_str("```\n");
+    let mut skip_to = 0;
+    for (i, line) in source.iter().enumerate() {
+        let number = input.node.span.start.line + i as u32;
+        if number <= skip_to {
+            continue;
+        }
+        if let Some(part) = shown.iter().find(|s| s.first_line <= number && number <= s.last_line) {
+            let indent = &line[..line.len() - line.trim_start().len()];
+            out.push_str(&format!(
+                "{indent}... ({}, lines {}-{}: in its own fragment)\n",
+                part.title, part.first_line, part.last_line
+            ));
+            skip_to = part.last_line;
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str("```\n");
+    out
+}
+
 /// Depth 2's lines: the `dependsOn` edges an agent can follow and the
 /// references, one file's symbols of one kind grouped
 /// (`src/utils.py#{quote, unquote} (calls)`); edges to the node's own
@@ -409,6 +460,24 @@ mod tests {
         let d9 = render(&i, 9);
         assert!(d9.contains(FILE[FILE.find("class App").unwrap()..].trim_end()));
         assert!(!d9.contains("more lines"));
+    }
+
+    #[test]
+    fn around_its_members_a_node_shows_the_rest_of_its_source() {
+        let i = input();
+        // `run` (lines 6-8) is shown by a fragment of its own.
+        let run = ShownElsewhere { first_line: 6, last_line: 8, title: "method App.run".to_owned() };
+        let around = render_around(&i, std::slice::from_ref(&run));
+        assert_eq!(
+            around,
+            "class App\ndepends on: src/base.py#Base (inherits)\n```\nclass App(Base):\n    \"\"\"Runs the service.\"\"\"\n\n    ... (method App.run, lines 6-8: in its own fragment)\n\n    def stop(self):\n        os.exit(0)\n```\n"
+        );
+        // Nothing shown elsewhere: the complete source, as at depth 9.
+        assert_eq!(render_around(&i, &[]), render(&i, 9));
+        // Nested runs: the outer one names them all.
+        let class = ShownElsewhere { first_line: 3, last_line: 11, title: "class App".to_owned() };
+        let all = render_around(&i, &[run, class]);
+        assert!(all.contains("```\n... (class App, lines 3-11: in its own fragment)\n```\n"), "{all}");
     }
 
     #[test]

@@ -356,7 +356,8 @@ pub struct Assembly {
     pub runs: Vec<StrategyRun>,
     /// What the project's policy excluded or summarised.
     pub enforcement: Vec<Enforcement>,
-    /// Candidates the strategies proposed, and how many the packer left out.
+    /// Candidates the strategies proposed (with the files the packer brought
+    /// in whole, around their pieces), and how many the packer left out.
     pub candidates: usize,
     pub omitted: usize,
     /// Candidates left out because their relevance is below
@@ -1407,6 +1408,7 @@ impl Pipeline {
         );
         tracer.detail(format!("{} omitted, {} downgraded", outcome.omitted, outcome.downgraded));
         let omitted = outcome.omitted;
+        let added = outcome.added;
         let mut packed = outcome.packed;
         // The view's size limits hold for what is delivered: what the packer
         // deepened is checked again, best first.
@@ -1506,7 +1508,7 @@ impl Pipeline {
             allocations: extra.allocations,
             runs: extra.runs,
             enforcement,
-            candidates: extra.candidates,
+            candidates: extra.candidates + added,
             omitted,
             below_min_relevance: extra.below_min_relevance,
             rendered_tokens,
@@ -1666,7 +1668,8 @@ impl dyn ContextStrategy + '_ {
         plan: Option<&PlanContext>,
     ) -> Result<PackOutcome, StrategyError> {
         let candidates = self.retrieve(query, backends, plan)?;
-        let renderer = StoreRenderer::new(backends.root, backends.index_id, backends.store, backends.search.graph());
+        let renderer = StoreRenderer::new(backends.root, backends.index_id, backends.store, backends.search.graph())
+            .within(&query.filter);
         let quality = self.capabilities().quality_score;
         let pieces = candidates
             .iter()

@@ -11,7 +11,9 @@ pub use agents_pack::piece::{
     DEPTH_STEPS, DepthRenderer, InlineRenderer, MIN_FRAGMENT_TOKENS, Piece, PieceRole, cost, heading, is_inside,
     line_span, source_inside,
 };
+use agents_search::SearchFilter;
 use agents_store::{Store, UkoNodeRecord, UkoRef};
+use agents_uko::render::ShownElsewhere;
 
 use crate::graph::{CodeGraph, read_source, source_range};
 
@@ -34,6 +36,9 @@ pub struct StoreRenderer<'a> {
     /// The nodes of each file asked about, read once: the member proposals
     /// read the leading files' and the callee proposals a caller's.
     file_nodes: Mutex<HashMap<String, std::sync::Arc<Vec<UkoNodeRecord>>>>,
+    /// The request's restriction of paths and kinds: a new piece
+    /// ([`DepthRenderer::piece`]) is never made of a node outside it.
+    filter: agents_search::SearchFilter,
 }
 
 /// The node kinds a call reaches: what [`DepthRenderer::callees`] lists.
@@ -51,7 +56,22 @@ impl<'a> StoreRenderer<'a> {
             contexts: Mutex::new(HashMap::new()),
             refs: Mutex::new(HashMap::new()),
             file_nodes: Mutex::new(HashMap::new()),
+            filter: agents_search::SearchFilter::default(),
         }
+    }
+
+    /// The renderer makes new pieces only of nodes within `filter`'s paths
+    /// and kinds (the request's `--under` and `--kind`): the packer brings in
+    /// a whole file only where the request looks.
+    pub fn within(mut self, filter: &agents_search::SearchFilter) -> StoreRenderer<'a> {
+        self.filter = agents_search::SearchFilter { body_only: false, ..filter.clone() };
+        self
+    }
+
+    fn admits(&self, node: &UkoNodeRecord) -> bool {
+        let SearchFilter { paths_prefix, kinds, .. } = &self.filter;
+        (paths_prefix.is_empty() || paths_prefix.iter().any(|p| node.node.path.starts_with(p.as_str())))
+            && (kinds.is_empty() || kinds.contains(&node.node.kind))
     }
 
     /// The stored node `uri`, read once.
@@ -93,7 +113,7 @@ impl<'a> StoreRenderer<'a> {
     }
 
     fn new_piece(&self, uri: &str, depth: u8) -> Option<Piece> {
-        let node = self.node(uri)?;
+        let node = self.node(uri).filter(|node| self.admits(node))?;
         let content = self.render_node(&node, depth)?;
         let start_line = u32::try_from(node.node.start_line).unwrap_or(0);
         Some(Piece {
@@ -101,6 +121,14 @@ impl<'a> StoreRenderer<'a> {
             start_line,
             ..Piece::new(node.node.uri.clone(), node.node.kind.clone(), node.node.path.clone(), content, depth)
         })
+    }
+
+    fn render_node_around(&self, node: &UkoNodeRecord, shown: &[ShownElsewhere]) -> Option<String> {
+        let source = self.source(&node.node.path)?;
+        let mut contexts = self.contexts.lock().unwrap_or_else(|e| e.into_inner());
+        let context = contexts.entry(node.node.uri.clone()).or_default();
+        context.load(self.graph, self.index_id, node, agents_uko::render::MAX_DEPTH).ok()?;
+        Some(context.render_around(node, &source, shown))
     }
 
     fn render_node(&self, node: &UkoNodeRecord, depth: u8) -> Option<String> {
@@ -183,6 +211,18 @@ fn has_interfaces(path: &str) -> bool {
 
 /// `symbol` without the ordinals that tell apart a name defined again in
 /// one scope (`Cache.Insert~2` -> `Cache.Insert`).
+/// The lines `piece` shows, as a container's source leaves them out
+/// ([`DepthRenderer::render_around`]): a range ending at column 0 of a line
+/// holds none of it.
+fn shown_elsewhere(piece: &Piece) -> Option<ShownElsewhere> {
+    let (_, end) = piece.source_range.split_once('-')?;
+    let (first_line, last_line) = line_span(&piece.source_range)?;
+    let ends_at_column_0 = end.split_once(':').is_some_and(|(_, column)| column == "0");
+    let last_line = if ends_at_column_0 && last_line > first_line { last_line - 1 } else { last_line };
+    let symbol = piece.uko_node.split_once('#').map_or(piece.path.as_str(), |(_, symbol)| symbol);
+    Some(ShownElsewhere { first_line, last_line, title: format!("{} {}", piece.kind, strip_ordinals(symbol)) })
+}
+
 fn strip_ordinals(symbol: &str) -> String {
     symbol.split('.').map(crate::retrieval::without_ordinal).collect::<Vec<_>>().join(".")
 }
@@ -225,6 +265,15 @@ impl DepthRenderer for StoreRenderer<'_> {
 
     fn piece(&self, uri: &str, depth: u8) -> Option<Piece> {
         self.new_piece(uri, depth)
+    }
+
+    fn render_around(&self, piece: &Piece, shown: &[&Piece]) -> Option<String> {
+        if piece.inline {
+            return None;
+        }
+        let node = self.node(&piece.uko_node)?;
+        let shown: Vec<ShownElsewhere> = shown.iter().filter_map(|p| shown_elsewhere(p)).collect();
+        self.render_node_around(&node, &shown)
     }
 
     fn source_bytes(&self, uri: &str) -> Option<usize> {
