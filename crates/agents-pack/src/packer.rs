@@ -286,6 +286,12 @@ fn with_named_members(scored: &[ScoredFragment]) -> HashSet<String> {
 /// The depth of the complete source.
 const FULL_SOURCE: u8 = DEPTH_STEPS[0];
 
+/// Whether `s` is a retrieved piece of a stored file (not inline content, not
+/// a parent plan's skeleton): what may make room for a whole file, or be one.
+fn of_a_file(s: &ScoredFragment) -> bool {
+    !s.piece.inline && s.piece.role == PieceRole::Context && !s.piece.path.is_empty()
+}
+
 /// The share of the budget the best file may take whole ([`best_file_whole`]).
 /// Measured on the 466 questions at 8,000 tokens (relevant lines delivered,
 /// the ten dev repositories): a half 0.8668, 0.58 and 0.65 0.8684, 0.72
@@ -309,11 +315,10 @@ fn best_file_whole(
     renderer: &dyn DepthRenderer,
     tokenizer: &dyn TokenCounter,
 ) -> bool {
-    let stored = |s: &ScoredFragment| !s.piece.inline && s.piece.role == PieceRole::Context && !s.piece.path.is_empty();
     let Some(best) = out
         .packed
         .iter()
-        .filter(|s| stored(s))
+        .filter(|s| of_a_file(s))
         .max_by(|a, b| a.score.total_cmp(&b.score).then_with(|| b.piece.uko_node.cmp(&a.piece.uko_node)))
     else {
         return false;
@@ -360,7 +365,7 @@ fn best_file_whole(
     let held = existing.map_or(0, |i| out.packed[i].piece.tokens);
     let cost = piece.tokens.saturating_sub(held);
     let mut others: Vec<usize> = (0..out.packed.len())
-        .filter(|i| stored(&out.packed[*i]) && file_uri(&out.packed[*i].piece.uko_node) != file)
+        .filter(|i| of_a_file(&out.packed[*i]) && file_uri(&out.packed[*i].piece.uko_node) != file)
         .collect();
     others.sort_by(|a, b| {
         let (a, b) = (&out.packed[*a], &out.packed[*b]);
@@ -393,6 +398,7 @@ fn best_file_whole(
     if free < cost {
         return false;
     }
+    out.downgraded += shallower.len();
     for (i, p) in shallower {
         out.packed[i].piece = p;
     }
@@ -424,11 +430,7 @@ fn rest_of_files(
     renderer: &dyn DepthRenderer,
     tokenizer: &dyn TokenCounter,
 ) -> usize {
-    let mut order: Vec<&ScoredFragment> = out
-        .packed
-        .iter()
-        .filter(|s| !s.piece.inline && s.piece.role == PieceRole::Context && !s.piece.path.is_empty())
-        .collect();
+    let mut order: Vec<&ScoredFragment> = out.packed.iter().filter(|s| of_a_file(s)).collect();
     order.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.piece.uko_node.cmp(&b.piece.uko_node)));
     let mut files: Vec<(String, &ScoredFragment)> = Vec::new();
     for s in order {

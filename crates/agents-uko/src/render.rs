@@ -197,17 +197,7 @@ fn push_source(out: &mut String, lines: &[&str], more: usize) {
 /// lines do not hold it (a doc comment above a Go or Rust function), and the
 /// complete source.
 fn render_complete(input: &RenderInput<'_>) -> String {
-    let mut out = input.node.title();
-    out.push('\n');
-    out.push_str(&relationships(input, true));
-    let source = source_lines(input);
-    if let Some(summary) = input.node.summary()
-        && !source.iter().any(|line| line.contains(summary))
-    {
-        out.push_str(&format!("summary: {summary}\n"));
-    }
-    push_source(&mut out, &source, 0);
-    out
+    render_around(input, &[])
 }
 
 /// Lines of a node's file that another fragment of the same answer shows
@@ -220,8 +210,9 @@ pub struct ShownElsewhere {
     pub title: String,
 }
 
-/// The node's complete source, laid out as at depth 9, save the lines that
-/// other fragments of the answer show whole (`shown`: a container's members
+/// The node's complete source, laid out as at depth 9 (which is this with
+/// nothing shown elsewhere), save the lines that other fragments of the
+/// answer show whole (`shown`: a container's members
 /// packed at full source): each such run is one line, indented as its first
 /// line, naming what it holds and where it is. What a container adds to its
 /// members once they are delivered (a module's top-level code, a class's
