@@ -903,6 +903,36 @@ mod tests {
         assert!(out.packed.iter().all(|s| s.piece.uko_node != "uko://r/a.py"));
     }
 
+    #[test]
+    fn what_is_left_brings_the_rest_of_the_other_files() {
+        let files = Lines(vec![
+            ("uko://r/big.py", "big.py", 1, 400),
+            ("uko://r/big.py#x", "big.py", 10, 20),
+            ("uko://r/b.py", "b.py", 1, 30),
+            ("uko://r/b.py#g", "b.py", 5, 9),
+        ]);
+        let pieces = vec![files.stored("uko://r/big.py#x", 9, 1.0), files.stored("uko://r/b.py#g", 9, 0.5)];
+        // big.py is too big for its share and for what is left; b.py's rest fits.
+        let budget = 1_000;
+        assert!(files.piece("uko://r/big.py", 9).unwrap().tokens > budget);
+        let out = GreedyPacker.pack(scored(pieces), budget, &[], &files, &tok());
+        assert!(out.tokens <= budget);
+        let uris: Vec<(&str, u8)> = out.packed.iter().map(|s| (s.piece.uko_node.as_str(), s.piece.depth)).collect();
+        assert_eq!(uris, [("uko://r/big.py#x", 9), ("uko://r/b.py#g", 9), ("uko://r/b.py", AROUND_DEPTH)]);
+        assert!(out.packed[2].score < out.packed[1].score);
+        assert!(out.packed[2].piece.content.contains("... b.py:5-9\n"));
+        let lines = delivered(&out);
+        assert!((1..=30).all(|n| lines.get(&format!("b.py:{n}")) == Some(&1)), "{lines:?}");
+        assert_eq!(out.added, 1);
+        // A request for signatures brings no file.
+        let mut shallow = vec![files.stored("uko://r/big.py#x", 9, 1.0), files.stored("uko://r/b.py#g", 9, 0.5)];
+        for p in &mut shallow {
+            p.requested_depth = 4;
+        }
+        let out = GreedyPacker.pack(scored(shallow), budget, &[], &files, &tok());
+        assert_eq!(out.added, 0);
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
 
