@@ -38,7 +38,7 @@ pub struct StoreRenderer<'a> {
     file_nodes: Mutex<HashMap<String, std::sync::Arc<Vec<UkoNodeRecord>>>>,
     /// The request's restriction of paths and kinds: a new piece
     /// ([`DepthRenderer::piece`]) is never made of a node outside it.
-    filter: agents_search::SearchFilter,
+    filter: SearchFilter,
 }
 
 /// The node kinds a call reaches: what [`DepthRenderer::callees`] lists.
@@ -56,15 +56,15 @@ impl<'a> StoreRenderer<'a> {
             contexts: Mutex::new(HashMap::new()),
             refs: Mutex::new(HashMap::new()),
             file_nodes: Mutex::new(HashMap::new()),
-            filter: agents_search::SearchFilter::default(),
+            filter: SearchFilter::default(),
         }
     }
 
     /// The renderer makes new pieces only of nodes within `filter`'s paths
     /// and kinds (the request's `--under` and `--kind`): the packer brings in
     /// a whole file only where the request looks.
-    pub fn within(mut self, filter: &agents_search::SearchFilter) -> StoreRenderer<'a> {
-        self.filter = agents_search::SearchFilter { body_only: false, ..filter.clone() };
+    pub fn within(mut self, filter: &SearchFilter) -> StoreRenderer<'a> {
+        self.filter = SearchFilter { body_only: false, ..filter.clone() };
         self
     }
 
@@ -209,8 +209,6 @@ fn has_interfaces(path: &str) -> bool {
     )
 }
 
-/// `symbol` without the ordinals that tell apart a name defined again in
-/// one scope (`Cache.Insert~2` -> `Cache.Insert`).
 /// The lines `piece` shows, as a container's source leaves them out
 /// ([`DepthRenderer::render_around`]): a range ending at column 0 of a line
 /// holds none of it.
@@ -223,6 +221,8 @@ fn shown_elsewhere(piece: &Piece) -> Option<ShownElsewhere> {
     Some(ShownElsewhere { first_line, last_line, title: format!("{} {}", piece.kind, strip_ordinals(symbol)) })
 }
 
+/// `symbol` without the ordinals that tell apart a name defined again in
+/// one scope (`Cache.Insert~2` -> `Cache.Insert`).
 fn strip_ordinals(symbol: &str) -> String {
     symbol.split('.').map(crate::retrieval::without_ordinal).collect::<Vec<_>>().join(".")
 }
