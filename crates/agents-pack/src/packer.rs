@@ -464,7 +464,8 @@ fn rest_of_files(
         if renderer.source_bytes(&file).is_some_and(|b| b > (left + freed) * MAX_BYTES_PER_TOKEN) {
             continue;
         }
-        let Some(template) = renderer.piece(&file, 4) else { continue };
+        // Only its place is read: the cheapest rendering will do.
+        let Some(template) = renderer.piece(&file, 0) else { continue };
         let shown: Vec<&Piece> = shown
             .into_iter()
             .filter(|p| source_inside(&p.uko_node, &p.source_range, &file, &template.source_range))
