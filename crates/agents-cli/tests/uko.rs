@@ -260,10 +260,10 @@ fn show_depths_grow_from_the_name_to_the_full_source() {
     for (d, text) in content.iter().enumerate().take(9).skip(5) {
         assert!(text.contains("```\nclass Store(Base):\n"), "depth {d}: {text}");
     }
-    // Depth 9: the title, the relationships and the whole class, exactly as
-    // written (its signature, members and docstring are in it).
+    // Depth 9: the title, where the names it uses live, and the whole class,
+    // exactly as written (its signature, members and docstring are in it).
     let full = format!("```\n{}\n```\n", store_class());
-    assert_eq!(content[9], format!("class Store\ndepends on: pkg/base.py#Base (inherits)\n{full}"));
+    assert_eq!(content[9], format!("class Store\ndepends on: pkg/base.py#Base\n{full}"));
     assert!(!content[9].contains("more lines"), "{}", content[9]);
 
     // The source range slices back to the class text.

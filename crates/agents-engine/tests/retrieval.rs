@@ -326,6 +326,47 @@ fn a_question_that_writes_a_function_as_code_gets_that_function() {
 }
 
 #[test]
+fn a_look_up_of_a_qualified_name_gets_the_definition_before_a_wrapper_calling_it() {
+    // `Parser.run_effects` writes the qualified name in its body; the
+    // definition holds `Runner` only as its class's name.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let (home, repo, model) = (root.join("home"), root.join("repo"), root.join("model"));
+    let files: [(&str, &str); 2] = [
+        (
+            "src/runner.py",
+            "class Runner:\n    @staticmethod\n    def run_effects(effects):\n        for effect in effects:\n            effect.apply()\n",
+        ),
+        (
+            "src/parser.py",
+            "from .runner import Runner\n\n\nclass Parser:\n    def run_effects(self, effects):\n        return Runner.run_effects(effects)\n",
+        ),
+    ];
+    for (path, content) in files {
+        std::fs::create_dir_all(repo.join(path).parent().unwrap()).unwrap();
+        std::fs::write(repo.join(path), content).unwrap();
+    }
+    let texts: Vec<&str> = files.iter().flat_map(|(path, content)| [*path, *content]).collect();
+    fixture_model::write(&model, &texts, &[]);
+    let mut config = ResolvedConfig::default();
+    let toml = format!("[context.backends]\nembedding-model = {:?}\n", model.display().to_string());
+    config.merge_file(&toml, home.join("config.toml")).unwrap();
+    let engine = Engine::open(Home::new(&home), config).unwrap();
+    let v = serde_json::to_value(engine.query(&options(&repo, &["Runner.run_effects"])).unwrap().report()).unwrap();
+    let find = |suffix: &str| {
+        let f = fragments(&v).iter().find(|f| f["uko_node"].as_str().unwrap().ends_with(suffix));
+        f.unwrap_or_else(|| panic!("no {suffix}: {v:#}")).clone()
+    };
+    let (definition, wrapper) = (find("/src/runner.py#Runner.run_effects"), find("/src/parser.py#Parser.run_effects"));
+    // The look-up names the definition by its class too: every word met.
+    let terms = definition["metadata"]["terms"].as_str().unwrap();
+    let (met, of) = terms.split_once('/').unwrap();
+    assert_eq!(met, of, "{definition:#}");
+    let score = |f: &serde_json::Value| f["relevance_score"].as_f64().unwrap();
+    assert!(score(&definition) > score(&wrapper), "{v:#}");
+}
+
+#[test]
 fn tests_weigh_their_role_before_the_candidates_a_budget_allows_are_drawn() {
     // The tests repeat the question's words more often than the code they
     // test.

@@ -62,8 +62,18 @@ impl NodeView<'_> {
         format!("{} {}", self.kind.as_str().replace('_', " "), name)
     }
 
+    /// The doc comment's first line, unless that is already one of its
+    /// tags (`:rtype: str`, `@param name`): a doc of tags only has no summary.
     fn summary(&self) -> Option<&str> {
-        self.doc.and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty()))
+        let first = self.doc?.lines().map(str::trim).find(|l| !l.is_empty())?;
+        // A reST field (`:returns: the text`), not a role (`:class:\`App\``).
+        let field = first.strip_prefix(':').and_then(|rest| rest.split_once(':')).is_some_and(|(name, value)| {
+            !name.is_empty()
+                && name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == ' ')
+                && (value.is_empty() || value.starts_with(char::is_whitespace))
+        });
+        let tag = first.strip_prefix('@').is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_alphabetic()));
+        (!field && !tag).then_some(first)
     }
 }
 
@@ -256,9 +266,11 @@ pub fn render_around(input: &RenderInput<'_>, shown: &[ShownElsewhere]) -> Strin
 /// references, one file's symbols of one kind grouped
 /// (`src/utils.py#{quote, unquote} (calls)`); edges to the node's own
 /// members (a class's method calling another) are left out: its children
-/// list them. With the `complete` source below them, unresolved targets
-/// (external imports, bases and type names) are left out too: each is a
-/// name the node's own text shows, and only a resolved one adds where to go.
+/// list them. With the `complete` source below them, only what that source
+/// cannot show is kept: where each name it uses lives in other files
+/// (`src/utils.py#{quote, unquote}`, one file's targets together, the use
+/// left to the source); unresolved targets (external imports, bases, type
+/// names) and targets in the node's own file are names the source shows.
 fn relationships(input: &RenderInput<'_>, complete: bool) -> String {
     let node = &input.node;
     let own = if node.symbol_path.is_empty() {
@@ -269,6 +281,7 @@ fn relationships(input: &RenderInput<'_>, complete: bool) -> String {
     // A class naming itself (a constructor's return type, a classmethod's
     // `cls`) is no relationship either.
     let itself = own.strip_suffix('.').unwrap_or("");
+    let same_file = format!("{}#", node.path);
     let mut edges: Vec<&EdgeView> =
         input.edges.iter().filter(|e| e.external || !(e.target.starts_with(&own) || e.target == itself)).collect();
     edges.sort();
@@ -279,11 +292,33 @@ fn relationships(input: &RenderInput<'_>, complete: bool) -> String {
         // tokens and tells an agent nothing it can open: only resolved calls,
         // and (without the complete source) external imports and bases, are kept.
         .filter(|e| !(e.external && (complete || e.kind == RefKind::Calls)))
+        // Under the complete source, a target in the node's own file is a
+        // name that source shows, in the file the fragment names: only other
+        // files' targets add where to go.
+        .filter(|e| !(complete && e.target.starts_with(&same_file)))
         .partition(|e| e.kind == RefKind::Mentions);
     let mut out = String::new();
     if !depends.is_empty() {
-        let grouped =
-            grouped(&depends, |e| format!(" ({}{})", e.kind.as_str(), if e.external { ", external" } else { "" }));
+        let grouped = if complete {
+            // How each is used (called, inherited, imported) the source shows;
+            // one file's targets are listed together, whatever the use.
+            // A file imported whole is named by its symbols when some are used.
+            let mut depends: Vec<&EdgeView> = depends
+                .iter()
+                .filter(|e| {
+                    e.target.contains('#')
+                        || !depends
+                            .iter()
+                            .any(|d| d.target.strip_prefix(e.target.as_str()).is_some_and(|s| s.starts_with('#')))
+                })
+                .copied()
+                .collect();
+            depends.sort_by(|a, b| a.target.cmp(&b.target));
+            depends.dedup_by(|a, b| a.target == b.target);
+            grouped(&depends, |_| String::new())
+        } else {
+            grouped(&depends, |e| format!(" ({}{})", e.kind.as_str(), if e.external { ", external" } else { "" }))
+        };
         out.push_str(&format!("depends on: {grouped}\n"));
     }
     if !mentions.is_empty() {
@@ -436,6 +471,24 @@ mod tests {
     }
 
     #[test]
+    fn a_doc_opening_with_a_tag_has_no_summary() {
+        let mut i = input();
+        for (doc, summary) in [
+            (":rtype: str", None),
+            ("\n  :param n: how many\n  :returns: the text", None),
+            ("@param n how many", None),
+            (":class:`App` runs the service.", Some(":class:`App` runs the service.")),
+            ("@ 2x speed", Some("@ 2x speed")),
+            ("Runs the service.\n:rtype: str", Some("Runs the service.")),
+        ] {
+            i.node.doc = Some(doc);
+            assert_eq!(i.node.summary(), summary, "{doc:?}");
+        }
+        i.node.doc = Some(":rtype: str");
+        assert!(!render(&i, 3).contains("summary:"), "{}", render(&i, 3));
+    }
+
+    #[test]
     fn depths_add_detail_as_the_table_says() {
         let i = input();
         assert_eq!(render(&i, 0), "class App\n");
@@ -461,7 +514,7 @@ mod tests {
         let around = render_around(&i, std::slice::from_ref(&run));
         assert_eq!(
             around,
-            "class App\ndepends on: src/base.py#Base (inherits)\n```\nclass App(Base):\n    \"\"\"Runs the service.\"\"\"\n\n    ... (method App.run, lines 6-8: in its own fragment)\n\n    def stop(self):\n        os.exit(0)\n```\n"
+            "class App\ndepends on: src/base.py#Base\n```\nclass App(Base):\n    \"\"\"Runs the service.\"\"\"\n\n    ... (method App.run, lines 6-8: in its own fragment)\n\n    def stop(self):\n        os.exit(0)\n```\n"
         );
         // Nothing shown elsewhere: the complete source, as at depth 9.
         assert_eq!(render_around(&i, &[]), render(&i, 9));
@@ -476,6 +529,8 @@ mod tests {
         let mut i = input();
         i.edges.extend([
             EdgeView { kind: RefKind::Calls, target: "src/app.py#App.stop".into(), external: false },
+            EdgeView { kind: RefKind::Calls, target: "src/app.py#helper".into(), external: false },
+            EdgeView { kind: RefKind::Import, target: "src/util.py".into(), external: false },
             EdgeView { kind: RefKind::Calls, target: "src/util.py#quote".into(), external: false },
             EdgeView { kind: RefKind::Calls, target: "src/util.py#unquote".into(), external: false },
             EdgeView { kind: RefKind::Mentions, target: "src/util.py#Token".into(), external: false },
@@ -493,11 +548,16 @@ mod tests {
         {
             assert!(!d9.contains(repeated), "`{repeated}` is in the source shown: {d9}");
         }
-        // One file's symbols of one kind grouped; the class's own methods
-        // are its children, not its dependencies.
-        assert!(d9.contains("depends on: src/base.py#Base (inherits), src/util.py#{quote, unquote} (calls)\n"), "{d9}");
+        // Other files' targets only, one file's together whatever their use
+        // (a file imported whole named by the symbols used from it); the
+        // class's own methods are its children, and `helper`, in its own
+        // file, a name its source shows.
+        assert!(d9.contains("depends on: src/base.py#Base, src/util.py#{quote, unquote}\n"), "{d9}");
         assert!(d9.contains("references: src/util.py#Token\n"), "{d9}");
-        assert!(!d9.contains("App.stop"), "{d9}");
+        let header = &d9[..d9.find("```").unwrap()];
+        assert!(!header.contains("App.stop") && !header.contains("helper"), "{d9}");
+        // An outline names every use, its own file's too.
+        assert!(d4.contains("src/app.py#helper (calls)") && d4.contains("src/util.py (import)"), "{d4}");
         // A summary the source does not hold (a doc comment above a Rust or Go
         // function lies outside its span) is kept.
         i.node.doc = Some("Serves the requests.");

@@ -1178,10 +1178,18 @@ impl Pipeline {
                         if let Some(declaration) = declared.get(&piece.uko_node) {
                             input.renderer.with_node_text(declaration, &mut |doc, _| declaration_doc = doc.to_owned());
                         }
+                        // A look-up naming the node (`ORunner.runEffects`) names
+                        // it by its enclosing names too, which its own text need
+                        // not hold (a wrapper calling it does).
+                        let symbol = if !question && piece.name_match > 0.0 {
+                            piece.uko_node.split_once('#').map_or("", |(_, symbol)| symbol)
+                        } else {
+                            ""
+                        };
                         let mut near = 0;
                         let mut words = Vec::new();
                         let counted = input.renderer.with_node_text(&piece.uko_node, &mut |doc, text| {
-                            words = terms.words_met(&[if callable { doc } else { "" }, &declaration_doc, text]);
+                            words = terms.words_met(&[if callable { doc } else { "" }, &declaration_doc, text, symbol]);
                             met = words.iter().filter(|&&w| w).count();
                             if question {
                                 near = terms.nearest(text, components::NEAR_WINDOW);
