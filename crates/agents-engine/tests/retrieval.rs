@@ -119,6 +119,25 @@ fn options(repo: &Path, args: &[&str]) -> QueryOptions {
     options
 }
 
+/// An engine over a repository of `files` (path, text), with the fixture
+/// model made from their words; the directory lives as long as the first value.
+fn engine_over(files: &[(&str, &str)]) -> (tempfile::TempDir, Engine, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let (home, repo, model) = (root.join("home"), root.join("repo"), root.join("model"));
+    for (path, content) in files {
+        std::fs::create_dir_all(repo.join(path).parent().unwrap()).unwrap();
+        std::fs::write(repo.join(path), content).unwrap();
+    }
+    let texts: Vec<&str> = files.iter().flat_map(|(path, content)| [*path, *content]).collect();
+    fixture_model::write(&model, &texts, &[]);
+    let mut config = ResolvedConfig::default();
+    let toml = format!("[context.backends]\nembedding-model = {:?}\n", model.display().to_string());
+    config.merge_file(&toml, home.join("config.toml")).unwrap();
+    let engine = Engine::open(Home::new(&home), config).unwrap();
+    (tmp, engine, repo)
+}
+
 fn fragments(v: &Value) -> &Vec<Value> {
     v["fragments"].as_array().unwrap()
 }
@@ -329,9 +348,6 @@ fn a_question_that_writes_a_function_as_code_gets_that_function() {
 fn a_look_up_of_a_qualified_name_gets_the_definition_before_a_wrapper_calling_it() {
     // `Parser.run_effects` writes the qualified name in its body; the
     // definition holds `Runner` only as its class's name.
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    let (home, repo, model) = (root.join("home"), root.join("repo"), root.join("model"));
     let files: [(&str, &str); 2] = [
         (
             "src/runner.py",
@@ -342,16 +358,7 @@ fn a_look_up_of_a_qualified_name_gets_the_definition_before_a_wrapper_calling_it
             "from .runner import Runner\n\n\nclass Parser:\n    def run_effects(self, effects):\n        return Runner.run_effects(effects)\n",
         ),
     ];
-    for (path, content) in files {
-        std::fs::create_dir_all(repo.join(path).parent().unwrap()).unwrap();
-        std::fs::write(repo.join(path), content).unwrap();
-    }
-    let texts: Vec<&str> = files.iter().flat_map(|(path, content)| [*path, *content]).collect();
-    fixture_model::write(&model, &texts, &[]);
-    let mut config = ResolvedConfig::default();
-    let toml = format!("[context.backends]\nembedding-model = {:?}\n", model.display().to_string());
-    config.merge_file(&toml, home.join("config.toml")).unwrap();
-    let engine = Engine::open(Home::new(&home), config).unwrap();
+    let (_tmp, engine, repo) = engine_over(&files);
     let v = serde_json::to_value(engine.query(&options(&repo, &["Runner.run_effects"])).unwrap().report()).unwrap();
     let find = |suffix: &str| {
         let f = fragments(&v).iter().find(|f| f["uko_node"].as_str().unwrap().ends_with(suffix));
@@ -370,9 +377,6 @@ fn a_look_up_of_a_qualified_name_gets_the_definition_before_a_wrapper_calling_it
 fn tests_weigh_their_role_before_the_candidates_a_budget_allows_are_drawn() {
     // The tests repeat the question's words more often than the code they
     // test.
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    let (home, repo, model) = (root.join("home"), root.join("repo"), root.join("model"));
     let files: [(&str, &str); 3] = [
         (
             "src/settings.py",
@@ -387,16 +391,7 @@ fn tests_weigh_their_role_before_the_candidates_a_budget_allows_are_drawn() {
             "def test_settings_from_configuration_text():\n    \"\"\"Read configuration text into settings, configuration text again.\"\"\"\n    assert load_settings('') == {}\n",
         ),
     ];
-    for (path, content) in files {
-        std::fs::create_dir_all(repo.join(path).parent().unwrap()).unwrap();
-        std::fs::write(repo.join(path), content).unwrap();
-    }
-    let texts: Vec<&str> = files.iter().flat_map(|(path, content)| [*path, *content]).collect();
-    fixture_model::write(&model, &texts, &[]);
-    let mut config = ResolvedConfig::default();
-    let toml = format!("[context.backends]\nembedding-model = {:?}\n", model.display().to_string());
-    config.merge_file(&toml, home.join("config.toml")).unwrap();
-    let engine = Engine::open(Home::new(&home), config).unwrap();
+    let (_tmp, engine, repo) = engine_over(&files);
     let args = ["read configuration text into settings", "--strategy", "arce"];
     let v = serde_json::to_value(engine.query(&options(&repo, &args)).unwrap().report()).unwrap();
     // The tests match the words better, but weigh a test's prior (0.4):
