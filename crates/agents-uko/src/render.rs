@@ -297,24 +297,10 @@ fn relationships(input: &RenderInput<'_>, complete: bool) -> String {
         // files' targets add where to go.
         .filter(|e| !(complete && e.target.starts_with(&same_file)))
         .partition(|e| e.kind == RefKind::Mentions);
+    let (depends, mentions) = if complete { complete_targets(depends, mentions) } else { (depends, mentions) };
     let mut out = String::new();
     if !depends.is_empty() {
         let grouped = if complete {
-            // How each is used (called, inherited, imported) the source shows;
-            // one file's targets are listed together, whatever the use.
-            // A file imported whole is named by its symbols when some are used.
-            let mut depends: Vec<&EdgeView> = depends
-                .iter()
-                .filter(|e| {
-                    e.target.contains('#')
-                        || !depends
-                            .iter()
-                            .any(|d| d.target.strip_prefix(e.target.as_str()).is_some_and(|s| s.starts_with('#')))
-                })
-                .copied()
-                .collect();
-            depends.sort_by(|a, b| a.target.cmp(&b.target));
-            depends.dedup_by(|a, b| a.target == b.target);
             grouped(&depends, |_| String::new())
         } else {
             grouped(&depends, |e| format!(" ({}{})", e.kind.as_str(), if e.external { ", external" } else { "" }))
@@ -325,6 +311,26 @@ fn relationships(input: &RenderInput<'_>, complete: bool) -> String {
         out.push_str(&format!("references: {}\n", grouped(&mentions, |_| String::new())));
     }
     out
+}
+
+/// The targets a complete source's header lists, each once: how each is used
+/// (called, inherited, imported) the source shows, so one file's targets are
+/// listed together whatever the use, a target depended on is not referenced
+/// again, and a file imported whole is named by its symbols when some are
+/// depended on or referenced.
+fn complete_targets<'e>(
+    depends: Vec<&'e EdgeView>,
+    mentions: Vec<&'e EdgeView>,
+) -> (Vec<&'e EdgeView>, Vec<&'e EdgeView>) {
+    let named_inside = |file: &str| {
+        depends.iter().chain(&mentions).any(|d| d.target.strip_prefix(file).is_some_and(|s| s.starts_with('#')))
+    };
+    let mut kept: Vec<&EdgeView> =
+        depends.iter().filter(|e| e.target.contains('#') || !named_inside(&e.target)).copied().collect();
+    kept.sort_by(|a, b| a.target.cmp(&b.target));
+    kept.dedup_by(|a, b| a.target == b.target);
+    let mentions = mentions.into_iter().filter(|m| !kept.iter().any(|d| d.target == m.target)).collect();
+    (kept, mentions)
 }
 
 /// Sorted edges as `file#symbol` targets, consecutive ones of one file and
@@ -534,6 +540,9 @@ mod tests {
             EdgeView { kind: RefKind::Calls, target: "src/util.py#quote".into(), external: false },
             EdgeView { kind: RefKind::Calls, target: "src/util.py#unquote".into(), external: false },
             EdgeView { kind: RefKind::Mentions, target: "src/util.py#Token".into(), external: false },
+            EdgeView { kind: RefKind::Mentions, target: "src/base.py#Base".into(), external: false },
+            EdgeView { kind: RefKind::Import, target: "src/kinds.py".into(), external: false },
+            EdgeView { kind: RefKind::Mentions, target: "src/kinds.py#Kind".into(), external: false },
             EdgeView { kind: RefKind::Mentions, target: "_t.CertType".into(), external: true },
             EdgeView { kind: RefKind::Inherits, target: "Generic".into(), external: true },
         ]);
@@ -541,7 +550,7 @@ mod tests {
         // Unresolved names are in the source shown; an outline keeps them.
         assert!(!d9.contains("CertType") && !d9.contains("Generic"), "{d9}");
         let d4 = render(&i, 4);
-        assert!(d4.contains("references: _t.CertType, src/util.py#Token\n"), "{d4}");
+        assert!(d4.contains("references: _t.CertType, src/base.py#Base, src/kinds.py#Kind, src/util.py#Token\n"), "{d4}");
         assert!(d4.contains("Generic (inherits, external)"), "{d4}");
         assert!(d9.starts_with("class App\ndepends on: "), "{d9}");
         for repeated in ["contains:", "signature:", "size:", "summary:", "- run:", "\n  def run(self, n: int) -> str\n"]
@@ -552,8 +561,10 @@ mod tests {
         // (a file imported whole named by the symbols used from it); the
         // class's own methods are its children, and `helper`, in its own
         // file, a name its source shows.
+        // Each target once: `Base`, depended on, is not referenced again, and
+        // `src/kinds.py`, imported whole, is named by the `Kind` referenced.
         assert!(d9.contains("depends on: src/base.py#Base, src/util.py#{quote, unquote}\n"), "{d9}");
-        assert!(d9.contains("references: src/util.py#Token\n"), "{d9}");
+        assert!(d9.contains("references: src/kinds.py#Kind, src/util.py#Token\n"), "{d9}");
         let header = &d9[..d9.find("```").unwrap()];
         assert!(!header.contains("App.stop") && !header.contains("helper"), "{d9}");
         // An outline names every use, its own file's too.
