@@ -297,7 +297,13 @@ fn relationships(input: &RenderInput<'_>, complete: bool) -> String {
         // files' targets add where to go.
         .filter(|e| !(complete && e.target.starts_with(&same_file)))
         .partition(|e| e.kind == RefKind::Mentions);
-    let (depends, mentions) = if complete { complete_targets(depends, mentions) } else { (depends, mentions) };
+    let (depends, mentions) = if complete {
+        complete_targets(depends, mentions)
+    } else {
+        // A target depended on (a base class) is not referenced again.
+        let mentions = mentions.into_iter().filter(|m| !depends.iter().any(|d| d.target == m.target)).collect();
+        (depends, mentions)
+    };
     let mut out = String::new();
     if !depends.is_empty() {
         let grouped = if complete {
@@ -550,7 +556,7 @@ mod tests {
         // Unresolved names are in the source shown; an outline keeps them.
         assert!(!d9.contains("CertType") && !d9.contains("Generic"), "{d9}");
         let d4 = render(&i, 4);
-        assert!(d4.contains("references: _t.CertType, src/base.py#Base, src/kinds.py#Kind, src/util.py#Token\n"), "{d4}");
+        assert!(d4.contains("references: _t.CertType, src/kinds.py#Kind, src/util.py#Token\n"), "{d4}");
         assert!(d4.contains("Generic (inherits, external)"), "{d4}");
         assert!(d9.starts_with("class App\ndepends on: "), "{d9}");
         for repeated in ["contains:", "signature:", "size:", "summary:", "- run:", "\n  def run(self, n: int) -> str\n"]
