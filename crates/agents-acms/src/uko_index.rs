@@ -210,7 +210,7 @@ pub fn node_uri(resource_id: &str, path: &str, symbol_path: &str) -> String {
 }
 
 /// The symbol path part of a node URI (empty for a file).
-fn symbol_path_of(uri: &str) -> &str {
+pub(crate) fn symbol_path_of(uri: &str) -> &str {
     uri.split_once('#').map_or("", |(_, s)| s)
 }
 

@@ -297,13 +297,10 @@ fn relationships(input: &RenderInput<'_>, complete: bool) -> String {
         // files' targets add where to go.
         .filter(|e| !(complete && e.target.starts_with(&same_file)))
         .partition(|e| e.kind == RefKind::Mentions);
-    let (depends, mentions) = if complete {
-        complete_targets(depends, mentions)
-    } else {
-        // A target depended on (a base class) is not referenced again.
-        let mentions = mentions.into_iter().filter(|m| !depends.iter().any(|d| d.target == m.target)).collect();
-        (depends, mentions)
-    };
+    let depends = if complete { complete_depends(depends, &mentions) } else { depends };
+    // A target depended on (a base class) is not referenced again.
+    let mentions: Vec<&EdgeView> =
+        mentions.into_iter().filter(|m| !depends.iter().any(|d| d.target == m.target)).collect();
     let mut out = String::new();
     if !depends.is_empty() {
         let grouped = if complete {
@@ -319,24 +316,19 @@ fn relationships(input: &RenderInput<'_>, complete: bool) -> String {
     out
 }
 
-/// The targets a complete source's header lists, each once: how each is used
-/// (called, inherited, imported) the source shows, so one file's targets are
-/// listed together whatever the use, a target depended on is not referenced
-/// again, and a file imported whole is named by its symbols when some are
-/// depended on or referenced.
-fn complete_targets<'e>(
-    depends: Vec<&'e EdgeView>,
-    mentions: Vec<&'e EdgeView>,
-) -> (Vec<&'e EdgeView>, Vec<&'e EdgeView>) {
+/// The targets a complete source's header depends on, each once: how each
+/// is used (called, inherited, imported) the source shows, so one file's
+/// targets are listed together whatever the use, and a file imported whole
+/// is named by its symbols when some are depended on or `mentions`ed.
+fn complete_depends<'e>(depends: Vec<&'e EdgeView>, mentions: &[&EdgeView]) -> Vec<&'e EdgeView> {
     let named_inside = |file: &str| {
-        depends.iter().chain(&mentions).any(|d| d.target.strip_prefix(file).is_some_and(|s| s.starts_with('#')))
+        depends.iter().chain(mentions).any(|d| d.target.strip_prefix(file).is_some_and(|s| s.starts_with('#')))
     };
     let mut kept: Vec<&EdgeView> =
         depends.iter().filter(|e| e.target.contains('#') || !named_inside(&e.target)).copied().collect();
     kept.sort_by(|a, b| a.target.cmp(&b.target));
     kept.dedup_by(|a, b| a.target == b.target);
-    let mentions = mentions.into_iter().filter(|m| !kept.iter().any(|d| d.target == m.target)).collect();
-    (kept, mentions)
+    kept
 }
 
 /// Sorted edges as `file#symbol` targets, consecutive ones of one file and

@@ -1182,7 +1182,7 @@ impl Pipeline {
                         // it by its enclosing names too, which its own text need
                         // not hold (a wrapper calling it does).
                         let symbol = if !question && piece.name_match > 0.0 {
-                            piece.uko_node.split_once('#').map_or("", |(_, symbol)| symbol)
+                            crate::uko_index::symbol_path_of(&piece.uko_node)
                         } else {
                             ""
                         };
