@@ -234,12 +234,16 @@ fn show_depths_grow_from_the_name_to_the_full_source() {
     }
     let content: Vec<&str> = shown.iter().map(|v| v["content"].as_str().unwrap()).collect();
 
-    // Depths 0-4 each append to the previous; 5-8 append a prefix of the
-    // source to depth 4, unless the complete source (depth 9, which leaves
-    // out the header lines its source repeats) costs no more.
+    // Depths 0-3 each append to the previous; 4 appends the outline, whose
+    // signatures name the members `contains:` named; 5-8 append a prefix of
+    // the source to depth 4, unless the complete source (depth 9, which
+    // leaves out the header lines its source repeats) costs no more.
     assert_eq!(content[0], "class Store\n");
-    for d in 1..=4 {
+    for d in 1..=3 {
         assert!(content[d].starts_with(content[d - 1]), "depth {d} does not extend depth {}:\n{}", d - 1, content[d]);
+    }
+    for line in content[3].lines().filter(|l| !l.starts_with("contains: ")) {
+        assert!(content[4].contains(line), "depth 4 lacks `{line}`:\n{}", content[4]);
     }
     for d in 5..=8 {
         assert!(
@@ -250,7 +254,7 @@ fn show_depths_grow_from_the_name_to_the_full_source() {
     }
     assert!(content[1].contains("contains: method save, method load\n"), "{}", content[1]);
     assert!(!content[1].contains("depends on"), "{}", content[1]);
-    assert!(content[2].contains("depends on: pkg/base.py#Base (inherits)"), "{}", content[2]);
+    assert!(content[2].contains("depends on: inherits pkg/base.py#Base"), "{}", content[2]);
     assert!(content[3].contains("summary: Keeps items in memory.\n"), "{}", content[3]);
     assert!(content[3].contains("- save: Save one item.\n- load: Load every item.\n"), "{}", content[3]);
     assert!(content[4].contains("signature: class Store(Base)\n"), "{}", content[4]);
@@ -366,14 +370,16 @@ fn show_finds_files_symbol_paths_names_and_uris() {
     // Relationships across files and languages, at depth 2.
     let main = fx.show("main", "2");
     // `Store().save(1)`: the constructor call and the method of what it made.
-    assert_eq!(main["content"], "function main\ndepends on: pkg/models.py#{Store, Store.save} (calls)\n");
+    assert_eq!(main["content"], "function main\ndepends on: calls pkg/models.py#{Store, Store.save}\n");
+    // The module imported whole is named by the symbols used from it.
     let app = fx.show("pkg/app.py", "2")["content"].as_str().unwrap().to_string();
-    assert!(app.contains("depends on: pkg/models.py (import), pkg/models.py#{Store, Store.save} (calls)"), "{app}");
-    assert_eq!(fx.show("run", "2")["content"], "function run\ndepends on: src/util.rs#helper (calls)\n");
+    assert!(app.contains("depends on: calls pkg/models.py#{Store, Store.save}\n"), "{app}");
+    assert_eq!(fx.show("run", "2")["content"], "function run\ndepends on: calls src/util.rs#helper\n");
     let lib = fx.show("src/lib.rs", "2")["content"].as_str().unwrap().to_string();
-    // From depth 2 its imports are in `depends on` alone, resolved to a file.
+    // From depth 2 its imports are in `depends on` alone, resolved to a file
+    // (here named by the symbol used from it).
     assert!(lib.contains("contains: function run\n"), "{lib}");
-    assert!(lib.contains("src/util.rs (import)"), "{lib}");
+    assert!(lib.contains("depends on: calls src/util.rs#helper\n"), "{lib}");
     let readme = fx.show("README.md", "1")["content"].as_str().unwrap().to_string();
     assert!(readme.contains("contains: section Demo"), "{readme}");
 }
@@ -771,7 +777,7 @@ fn renamed_imports_bind_and_stay_bound_after_their_module_changes() {
         "pkg/check.py",
         "from .kinds import is_prepared as _is_prepared\n\n\ndef check(x):\n    return _is_prepared(x)\n",
     );
-    let edge = "pkg/kinds.py#is_prepared (calls)";
+    let edge = "calls pkg/kinds.py#is_prepared";
     let content = fx.show("pkg/check.py#check", "2")["content"].as_str().unwrap().to_string();
     assert!(content.contains(edge), "{content}");
     // A refresh re-resolves the references into the changed module.

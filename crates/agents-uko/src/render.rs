@@ -13,7 +13,8 @@
 //! Each depth's text is the previous depth's text with more appended (for
 //! 5-8, a longer prefix of the same source), save that from depth 2 the
 //! imports leave `contains:` for `depends on:`, which lists each resolved to
-//! its file or as an external name (one list of them, not two). Depth 9
+//! its file or as an external name (one list of them, not two), and from
+//! depth 4 the children the outline's signatures name leave it. Depth 9
 //! shows the complete source under the title and the relationships, and
 //! leaves out what the source itself shows (the children's names, summaries and signatures, the
 //! node's signature and size, a summary its own lines hold): the whole
@@ -176,16 +177,19 @@ pub fn render(input: &RenderInput<'_>, depth: u8) -> String {
 /// The `contains:` entries at `depth` (none at 0): each child as `kind name`,
 /// in source order. From depth 2 on, imports are left out when the edges
 /// hold them: `depends on` lists each import, resolved to its file or
-/// external by name.
+/// external by name; from depth 4, children whose signature (which names
+/// them) the outline lists.
 fn child_names(input: &RenderInput<'_>, depth: u8) -> Vec<String> {
     if depth == 0 {
         return Vec::new();
     }
     let imports_listed = depth >= 2 && input.edges.iter().any(|e| e.kind == RefKind::Import);
+    // From depth 4 a child whose signature names it is listed by that line.
+    let outlined = |c: &NodeView<'_>| depth >= 4 && c.signature.is_some_and(|sig| sig.contains(c.name));
     input
         .children
         .iter()
-        .filter(|c| !(imports_listed && c.kind == NodeKind::Import))
+        .filter(|c| !(outlined(c) || imports_listed && c.kind == NodeKind::Import))
         .map(|c| format!("{} {}", c.kind.as_str().replace('_', " "), input.node.child_name(c)))
         .collect()
 }
@@ -262,9 +266,10 @@ pub fn render_around(input: &RenderInput<'_>, shown: &[ShownElsewhere]) -> Strin
     out
 }
 
-/// Depth 2's lines: the `dependsOn` edges an agent can follow and the
-/// references, one file's symbols of one kind grouped
-/// (`src/utils.py#{quote, unquote} (calls)`); edges to the node's own
+/// Depth 2's lines: the `dependsOn` edges an agent can follow, by use
+/// (`import src/utils.py; import external os; calls src/utils.py#{quote,
+/// unquote}`, one file's symbols grouped; a file imported whole not named
+/// again when its symbols are), and the references; edges to the node's own
 /// members (a class's method calling another) are left out: its children
 /// list them. With the `complete` source below them, only what that source
 /// cannot show is kept: where each name it uses lives in other files
@@ -297,63 +302,81 @@ fn relationships(input: &RenderInput<'_>, complete: bool) -> String {
         // files' targets add where to go.
         .filter(|e| !(complete && e.target.starts_with(&same_file)))
         .partition(|e| e.kind == RefKind::Mentions);
-    let depends = if complete { complete_depends(depends, &mentions) } else { depends };
+    let depends = named_by_symbols(depends, &mentions);
+    let depends = if complete { complete_depends(depends) } else { depends };
     // A target depended on (a base class) is not referenced again.
     let mentions: Vec<&EdgeView> =
         mentions.into_iter().filter(|m| !depends.iter().any(|d| d.target == m.target)).collect();
     let mut out = String::new();
     if !depends.is_empty() {
-        let grouped = if complete {
-            grouped(&depends, |_| String::new())
-        } else {
-            grouped(&depends, |e| format!(" ({}{})", e.kind.as_str(), if e.external { ", external" } else { "" }))
-        };
-        out.push_str(&format!("depends on: {grouped}\n"));
+        let listed = if complete { grouped(&depends) } else { by_use(&depends) };
+        out.push_str(&format!("depends on: {listed}\n"));
     }
     if !mentions.is_empty() {
-        out.push_str(&format!("references: {}\n", grouped(&mentions, |_| String::new())));
+        out.push_str(&format!("references: {}\n", grouped(&mentions)));
     }
     out
 }
 
-/// The targets a complete source's header depends on, each once: how each
-/// is used (called, inherited, imported) the source shows, so one file's
-/// targets are listed together whatever the use, and a file imported whole
-/// is named by its symbols when some are depended on or `mentions`ed.
-fn complete_depends<'e>(depends: Vec<&'e EdgeView>, mentions: &[&EdgeView]) -> Vec<&'e EdgeView> {
+/// `depends` without the files imported whole whose symbols are depended
+/// on or `mentions`ed: those name where to look inside the file.
+fn named_by_symbols<'e>(depends: Vec<&'e EdgeView>, mentions: &[&EdgeView]) -> Vec<&'e EdgeView> {
     let named_inside = |file: &str| {
         depends.iter().chain(mentions).any(|d| d.target.strip_prefix(file).is_some_and(|s| s.starts_with('#')))
     };
-    let mut kept: Vec<&EdgeView> =
-        depends.iter().filter(|e| e.target.contains('#') || !named_inside(&e.target)).copied().collect();
+    depends.iter().filter(|e| e.external || e.target.contains('#') || !named_inside(&e.target)).copied().collect()
+}
+
+/// The targets a complete source's header depends on, each once: how each
+/// is used (called, inherited, imported) the source shows, so one file's
+/// targets are listed together whatever the use.
+fn complete_depends(mut kept: Vec<&EdgeView>) -> Vec<&EdgeView> {
     kept.sort_by(|a, b| a.target.cmp(&b.target));
     kept.dedup_by(|a, b| a.target == b.target);
     kept
 }
 
-/// Sorted edges as `file#symbol` targets, consecutive ones of one file and
-/// one `suffix` (their kind) grouped as `file#{a, b}`.
-fn grouped(edges: &[&EdgeView], suffix: impl Fn(&EdgeView) -> String) -> String {
-    let mut groups: Vec<(&str, Vec<&str>, String)> = Vec::new();
+/// Sorted edges by use, each use named once before its targets
+/// (`import src/util.py; import external os, sys; calls src/util.py#{quote,
+/// unquote}`): the resolved targets of one kind, then its external ones.
+fn by_use(edges: &[&EdgeView]) -> String {
+    let mut uses: Vec<(RefKind, bool, Vec<&EdgeView>)> = Vec::new();
+    for e in edges {
+        match uses.iter_mut().find(|(kind, external, _)| *kind == e.kind && *external == e.external) {
+            Some((_, _, of_use)) => of_use.push(e),
+            None => uses.push((e.kind, e.external, vec![e])),
+        }
+    }
+    uses.sort_by_key(|(kind, external, _)| (*kind, *external));
+    let shown: Vec<String> = uses
+        .iter()
+        .map(|(kind, external, of_use)| {
+            format!("{}{} {}", kind.as_str(), if *external { " external" } else { "" }, grouped(of_use))
+        })
+        .collect();
+    shown.join("; ")
+}
+
+/// Sorted edges as `file#symbol` targets, consecutive ones of one file
+/// grouped as `file#{a, b}`.
+fn grouped(edges: &[&EdgeView]) -> String {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
     for e in edges {
         let (file, symbol) = match e.target.split_once('#') {
             Some((file, symbol)) if !e.external => (file, Some(symbol)),
             _ => (e.target.as_str(), None),
         };
-        let tail = suffix(e);
         match (groups.last_mut(), symbol) {
-            (Some((f, symbols, t)), Some(symbol)) if *f == file && *t == tail && !symbols.is_empty() => {
-                symbols.push(symbol)
-            }
-            _ => groups.push((file, symbol.into_iter().collect(), tail)),
+            (Some((f, symbols)), Some(symbol)) if *f == file && !symbols.is_empty() => symbols.push(symbol),
+            _ => groups.push((file, symbol.into_iter().collect())),
         }
     }
     let shown: Vec<String> = groups
         .into_iter()
-        .map(|(file, symbols, tail)| match symbols.as_slice() {
-            [] => format!("{file}{tail}"),
-            [one] => format!("{file}#{one}{tail}"),
-            many => format!("{file}#{{{}}}{tail}", many.join(", ")),
+        .map(|(file, symbols)| match symbols.as_slice() {
+            [] => file.to_string(),
+            [one] => format!("{file}#{one}"),
+            many => format!("{file}#{{{}}}", many.join(", ")),
         })
         .collect();
     shown.join(", ")
@@ -498,7 +521,7 @@ mod tests {
         assert_eq!(render(&i, 0), "class App\n");
         assert!(render(&i, 1).contains("contains: method run, method stop"));
         assert!(!render(&i, 1).contains("depends on"));
-        assert!(render(&i, 2).contains("depends on: src/base.py#Base (inherits)\n"), "{}", render(&i, 2));
+        assert!(render(&i, 2).contains("depends on: inherits src/base.py#Base\n"), "{}", render(&i, 2));
         assert!(!render(&i, 2).contains("os.exit"), "unresolved calls are left out: {}", render(&i, 2));
         assert!(render(&i, 3).contains("summary: Runs the service.\n- run: Run n times."));
         let d4 = render(&i, 4);
@@ -549,7 +572,7 @@ mod tests {
         assert!(!d9.contains("CertType") && !d9.contains("Generic"), "{d9}");
         let d4 = render(&i, 4);
         assert!(d4.contains("references: _t.CertType, src/kinds.py#Kind, src/util.py#Token\n"), "{d4}");
-        assert!(d4.contains("Generic (inherits, external)"), "{d4}");
+        assert!(d4.contains("; inherits external Generic;"), "{d4}");
         assert!(d9.starts_with("class App\ndepends on: "), "{d9}");
         for repeated in ["contains:", "signature:", "size:", "summary:", "- run:", "\n  def run(self, n: int) -> str\n"]
         {
@@ -565,8 +588,10 @@ mod tests {
         assert!(d9.contains("references: src/kinds.py#Kind, src/util.py#Token\n"), "{d9}");
         let header = &d9[..d9.find("```").unwrap()];
         assert!(!header.contains("App.stop") && !header.contains("helper"), "{d9}");
-        // An outline names every use, its own file's too.
-        assert!(d4.contains("src/app.py#helper (calls)") && d4.contains("src/util.py (import)"), "{d4}");
+        // An outline names every use, by use, its own file's too; a file
+        // imported whole is named by the symbols used from it.
+        assert!(d4.contains("calls src/app.py#helper, src/util.py#{quote, unquote}\n"), "{d4}");
+        assert!(!d4.contains("import src/util.py"), "{d4}");
         // A summary the source does not hold (a doc comment above a Rust or Go
         // function lies outside its span) is kept.
         i.node.doc = Some("Serves the requests.");
@@ -600,7 +625,14 @@ mod tests {
         );
         let d2 = render(&module, 2);
         assert!(d2.contains("contains: function load, function load, class App\n"), "{d2}");
-        assert!(d2.contains("depends on: os (import, external), src/util.py (import)\n"), "{d2}");
+        assert!(d2.contains("depends on: import src/util.py; import external os\n"), "{d2}");
+        // From depth 4 the outline names `App` by its signature; the
+        // `load`s, whose signature does not name them, stay listed.
+        let d4 = render(&module, 4);
+        assert!(
+            d4.contains("contains: function load, function load\n") && d4.contains("\n  class App(Base)\n"),
+            "{d4}"
+        );
         let imports_only = RenderInput { children: module.children[..2].to_vec(), ..module.clone() };
         assert!(!render(&imports_only, 2).contains("contains"), "{}", render(&imports_only, 2));
         // Without the import edges (a caller that supplies none) the
@@ -648,9 +680,22 @@ mod tests {
             let ((d0, _, t0), (d1, _, t1)) = (&pair[0], &pair[1]);
             assert!(t0 <= t1, "tokens({d0})={t0} > tokens({d1})={t1}");
         }
-        for d in 0..4u8 {
+        for d in 0..3u8 {
             assert!(render(&i, d + 1).starts_with(render(&i, d).trim_end_matches('\n')));
         }
+        // At 4 the outline's signatures name the children `contains:` named.
+        let (d3, d4) = (render(&i, 3), render(&i, 4));
+        for line in d3.lines() {
+            match line.strip_prefix("contains: ") {
+                Some(names) => {
+                    for name in names.split(", ").map(|n| n.rsplit(' ').next().unwrap()) {
+                        assert!(d4.lines().any(|l| l.starts_with("  ") && l.contains(name)), "{name}: {d4}");
+                    }
+                }
+                None => assert!(d4.contains(line), "{line}: {d4}"),
+            }
+        }
+        assert!(!d4.contains("contains:"), "{d4}");
     }
 
     #[test]
