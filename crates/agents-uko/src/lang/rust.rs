@@ -433,6 +433,12 @@ impl<'t> Walker<'t> {
         use_tree(arg, "", self.text, &mut out, 0);
         for (target, names) in out {
             let target = relative_to_file(&target, &ctx.mod_path);
+            // An inline module's glob of its file (`mod tests { use
+            // super::*; }`) imports nothing from elsewhere: the file's own
+            // names bind as its names do.
+            if target == "self" {
+                continue;
+            }
             self.b.import(idx, target, names, false, Span::of_node(&node));
         }
     }
@@ -1806,6 +1812,18 @@ impl Server {
         assert_eq!(r("src/store.rs", "self::Store"), None);
         assert_eq!(r("src/lib.rs", "crate::Config"), None);
         assert_eq!(r("src/lib.rs", "super::super::super::x"), None);
+    }
+
+    #[test]
+    fn a_test_modules_glob_of_its_file_is_no_import() {
+        let text = "use std::io;\n\nfn run() {}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n    use super::run as go;\n}\n";
+        let a = analyze(text);
+        let targets: Vec<&str> =
+            a.references.iter().filter(|r| r.kind == RefKind::Import).map(|r| r.target.as_str()).collect();
+        // `super::run` names an item of the file and stays; the glob of the
+        // file itself (`self` once rewritten) is not an import of anything.
+        assert_eq!(targets, ["std::io", "self::run"], "{targets:?}");
+        assert!(a.nodes.iter().any(|n| n.kind == NodeKind::Import && n.name == "super::*"), "the use stays a node");
     }
 
     #[test]
