@@ -601,8 +601,10 @@ impl RolesAsked {
 /// defined again (`field_validator~4`) is ignored; 0.3 for a plain name of 4 characters or more alone
 /// (`decorator`, `send`: many nodes share such words);
 /// 0.5 when every word of a two-or-more-word name (`merge_settings`,
-/// `mergeSettings`) is a word of the query. Short names (`get`, `run`) and
-/// file nodes never match: too many things share them.
+/// `mergeSettings`) is a word of the query. Short names (`get`, `run`)
+/// match only written, case and all, as the member of what holds them
+/// (`res.get`, `Data.Graph scc`): alone too many things share them. File
+/// nodes never match.
 pub fn name_match(query: &str, uri: &str) -> f64 {
     QueryNames::new(query).of(uri)
 }
@@ -882,7 +884,20 @@ impl QueryNames {
                         .any(|(q, member)| !member && q.is_some_and(|q| qualifies(q, path, &segments)));
                 return if outer || qualified { 1.0 } else { 0.3 };
             }
-            return 0.0;
+            // A short name (`scc`, `get`) only where the query writes it
+            // qualified by what holds it (`Data.Graph scc`, `res.get`).
+            let path = agents_pack::uri_path(uri);
+            // Written as itself, case and all: `Data.Map` writes a module,
+            // not the function `map`.
+            let written = |w: &String| w.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|part| part == name);
+            let qualified = segments.len() == 1
+                && name.len() >= 2
+                && self.original.iter().any(written)
+                && self
+                    .occurrences(&lower)
+                    .iter()
+                    .any(|(q, member)| !member && q.is_some_and(|q| qualifies(q, path, &segments)));
+            return if qualified { 1.0 } else { 0.0 };
         }
         let parts = agents_search::code_tokens(name);
         let parts: Vec<&String> = parts.iter().filter(|p| **p != lower).collect();
@@ -1195,6 +1210,15 @@ mod tests {
         assert_eq!(name_match("decode a character", "uko://R/Token.java#Token.Character.Character"), 0.3);
         assert_eq!(name_match("get the value", "uko://R/d.py#get"), 0.0);
         assert_eq!(name_match("sessions", "uko://R/src/sessions.py"), 0.0);
+        // A short name written qualified by what holds it names it.
+        let scc = "uko://R/containers/src/Data/Graph.hs#scc";
+        assert_eq!(name_match("Data.Graph scc strongly connected components", scc), 1.0);
+        assert_eq!(name_match("scc strongly connected components", scc), 0.0);
+        assert_eq!(name_match("Data.Map scc", scc), 0.0);
+        assert_eq!(name_match("res.get a header", "uko://R/lib/response.js#get"), 1.0);
+        assert_eq!(name_match("req.get a header", "uko://R/lib/response.js#get"), 0.0);
+        // A module path is not its last segment's function, nor a plural.
+        assert_eq!(name_match("union of two Data.Map maps", "uko://R/containers/src/Data/Map/Internal.hs#map"), 0.0);
     }
 
     #[test]
