@@ -866,38 +866,33 @@ impl QueryNames {
                 let only_of_other = found.iter().all(|(q, _)| q.is_some_and(|q| !qualifies(q, path, &segments)));
                 return if !found.is_empty() && (only_qualifier || only_of_other) { 0.5 } else { 1.0 };
             }
+            // Written as a member of what holds it: `res.download` for
+            // lib/response.js's `download`, `Data.Map insert` (a top-level
+            // node only, in the case the query writes it). Measured over the
+            // 466 questions, in look-ups alone and in every query: chunk
+            // NDCG@10 0.7418 and 0.7422.
+            let as_member = |written: &dyn Fn(&String) -> bool| {
+                let path = agents_pack::uri_path(uri);
+                segments.len() == 1
+                    && self.original.iter().any(written)
+                    && self
+                        .occurrences(&lower)
+                        .iter()
+                        .any(|(q, member)| !member && q.is_some_and(|q| qualifies(q, path, &segments)))
+            };
             if name.len() >= 4 {
                 // An enclosing name the query holds too; a constructor's
                 // (`Range.Range`) is its own name, not a second word.
                 let outer =
                     segments.iter().rev().skip(1).any(|s| s.len() >= 3 && !s.eq_ignore_ascii_case(name) && has(s));
-                // Written as a member of what holds it: `res.download` for
-                // lib/response.js's `download`, `Data.Map insert`. Measured
-                // over the 466 questions, in look-ups alone and in every
-                // query: chunk NDCG@10 0.7418 and 0.7422.
-                let path = agents_pack::uri_path(uri);
-                let qualified = segments.len() == 1
-                    && self.original.iter().any(|w| w.contains(name))
-                    && self
-                        .occurrences(&lower)
-                        .iter()
-                        .any(|(q, member)| !member && q.is_some_and(|q| qualifies(q, path, &segments)));
-                return if outer || qualified { 1.0 } else { 0.3 };
+                return if outer || as_member(&|w| w.contains(name)) { 1.0 } else { 0.3 };
             }
-            // A short name (`scc`, `get`) only where the query writes it
-            // qualified by what holds it (`Data.Graph scc`, `res.get`).
-            let path = agents_pack::uri_path(uri);
-            // Written as itself, case and all: `Data.Map` writes a module,
-            // not the function `map`.
-            let written = |w: &String| w.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|part| part == name);
-            let qualified = segments.len() == 1
-                && name.len() >= 2
-                && self.original.iter().any(written)
-                && self
-                    .occurrences(&lower)
-                    .iter()
-                    .any(|(q, member)| !member && q.is_some_and(|q| qualifies(q, path, &segments)));
-            return if qualified { 1.0 } else { 0.0 };
+            // A short name (`scc`, `get`) names nothing alone; written as the
+            // member of what holds it (`Data.Graph scc`, `res.get`), as
+            // itself, case and all (`Data.Map` writes a module, not the
+            // function `map`), it names the node.
+            let itself = |w: &String| w.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|part| part == name);
+            return if name.len() >= 2 && as_member(&itself) { 1.0 } else { 0.0 };
         }
         let parts = agents_search::code_tokens(name);
         let parts: Vec<&String> = parts.iter().filter(|p| **p != lower).collect();
