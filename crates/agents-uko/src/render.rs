@@ -321,10 +321,12 @@ fn relationships(input: &RenderInput<'_>, complete: bool) -> String {
 /// `depends` without the files imported whole whose symbols are depended
 /// on or `mentions`ed: those name where to look inside the file.
 fn named_by_symbols<'e>(depends: Vec<&'e EdgeView>, mentions: &[&EdgeView]) -> Vec<&'e EdgeView> {
-    let named_inside = |file: &str| {
-        depends.iter().chain(mentions).any(|d| d.target.strip_prefix(file).is_some_and(|s| s.starts_with('#')))
-    };
-    depends.iter().filter(|e| e.external || e.target.contains('#') || !named_inside(&e.target)).copied().collect()
+    let named_inside: std::collections::HashSet<&str> =
+        depends.iter().chain(mentions).filter_map(|d| d.target.split_once('#').map(|(file, _)| file)).collect();
+    depends
+        .into_iter()
+        .filter(|e| e.external || e.target.contains('#') || !named_inside.contains(e.target.as_str()))
+        .collect()
 }
 
 /// The targets a complete source's header depends on, each once: how each
