@@ -209,11 +209,12 @@ impl Piece {
 
     /// The Markdown heading the piece is delivered under.
     pub fn heading(&self) -> String {
-        let kind = match self.role {
-            PieceRole::Skeleton => format!("{}, from the parent plan", self.kind),
-            PieceRole::Context => self.kind.clone(),
-        };
-        heading(&self.path, &self.source_range, &kind, self.depth, &self.uko_node, self.note.as_deref())
+        if self.path.is_empty() {
+            // Inline content (a decision record): named by its id and why it is here.
+            return format!("## {} ({})\n", self.uko_node, self.note.as_deref().unwrap_or(&self.kind));
+        }
+        let from = (self.role == PieceRole::Skeleton).then_some("from the parent plan");
+        heading(&self.path, &self.source_range, self.depth, from)
     }
 
     /// The piece as delivered: heading, content, blank line.
@@ -230,12 +231,13 @@ impl Piece {
     }
 }
 
-/// Heading of a fragment: path, line range, UKO type and depth.
-pub fn heading(path: &str, range: &str, kind: &str, depth: u8, uri: &str, note: Option<&str>) -> String {
-    if path.is_empty() {
-        // Inline content (a decision record): named by its id and why it is here.
-        return format!("## {uri} ({})\n", note.unwrap_or(kind));
-    }
+/// Heading of a fragment of a file: its path and line range, then, in
+/// parentheses, where it comes from when that is not the answer itself
+/// (`from`) and its depth when it is not the complete source. The kind and
+/// name open the content below it (`method Session.send`), so the heading
+/// does not repeat them: each heading of an 8,000-token answer is then about
+/// five tokens shorter, which the answer spends on source.
+pub fn heading(path: &str, range: &str, depth: u8, from: Option<&str>) -> String {
     let lines = match range.split_once('-') {
         Some((start, end)) => {
             let line = |s: &str| s.split(':').next().unwrap_or(s).to_owned();
@@ -243,7 +245,18 @@ pub fn heading(path: &str, range: &str, kind: &str, depth: u8, uri: &str, note: 
         }
         None => range.to_owned(),
     };
-    format!("## {path} {lines} ({kind}, depth {depth})\n")
+    let depth = (depth < DEPTH_STEPS[0]).then(|| format!("depth {depth}"));
+    let notes: Vec<&str> = from.into_iter().chain(depth.as_deref()).collect();
+    let mut out = format!("## {path}");
+    if !lines.is_empty() {
+        out.push(' ');
+        out.push_str(&lines);
+    }
+    if !notes.is_empty() {
+        out.push_str(&format!(" ({})", notes.join(", ")));
+    }
+    out.push('\n');
+    out
 }
 
 /// Tokens a fragment costs in the rendered output.
@@ -495,9 +508,16 @@ mod tests {
     }
 
     #[test]
-    fn headings_name_path_lines_type_and_depth() {
-        assert_eq!(heading("src/a.py", "3:0-9:4", "function", 9, "u", None), "## src/a.py L3-9 (function, depth 9)\n");
-        assert_eq!(heading("", "", "note", 9, "plan://1/d", Some("decision")), "## plan://1/d (decision)\n");
+    fn headings_name_path_lines_and_a_depth_short_of_the_source() {
+        assert_eq!(heading("src/a.py", "3:0-9:4", 9, None), "## src/a.py L3-9\n");
+        assert_eq!(heading("src/a.py", "3:0-9:4", 4, None), "## src/a.py L3-9 (depth 4)\n");
+        assert_eq!(heading("src/a.py", "", 0, None), "## src/a.py (depth 0)\n");
+        assert_eq!(
+            heading("src/a.py", "3:0-9:4", 2, Some("from the parent plan")),
+            "## src/a.py L3-9 (from the parent plan, depth 2)\n"
+        );
+        let note = Piece { note: Some("decision".to_owned()), ..Piece::new("plan://1/d", "note", "", "text", 9) };
+        assert_eq!(note.heading(), "## plan://1/d (decision)\n");
     }
 
     #[test]

@@ -2291,8 +2291,19 @@ mod tests {
             .collect();
         let roomy =
             pipeline().assemble("p", &short, ContextBudget::new(4000, 0).unwrap(), "relevance", &tok()).unwrap();
-        // What one fragment costs in the Markdown (heading included).
-        let one = roomy.pieces.iter().map(|s| s.piece.tokens).max().unwrap();
+        // What one fragment costs in the Markdown (heading included) at the
+        // depth a tight budget resolves it to (its content stays whole).
+        let one = roomy
+            .pieces
+            .iter()
+            .map(|s| {
+                let mut p = s.piece.clone();
+                p.depth = 0;
+                p.measure(&tok());
+                p.tokens
+            })
+            .max()
+            .unwrap();
         let available = ((one * 25) as f64 / 9.0).ceil() as u64;
         let small = PipelineBuilder::new()
             .build(
