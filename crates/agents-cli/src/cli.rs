@@ -48,7 +48,7 @@ pub enum Command {
     /// packed into the budget, each at the requested depth or, when it does not
     /// fit, a shallower one (4, 2, 0), then ordered by file and dependency.
     /// Prints Markdown (a preamble, then each fragment headed by path, line
-    /// range, UKO type and depth), --format xml, or --format json (the spec's
+    /// range and, short of the full source, depth), --format xml, or --format json (the spec's
     /// AssembledContext), each within the budget; --json prints the run's
     /// report; --explain shows what each component did.
     Query(Box<QueryArgs>),

@@ -407,7 +407,8 @@ impl Assembly {
     }
 
     /// The context as agents read it: the preamble, then each fragment under a
-    /// heading naming its path, line range, UKO type and depth.
+    /// heading naming its path, line range and, short of the complete source,
+    /// its depth ([`agents_pack::heading`]); its type and name open its content.
     pub fn to_markdown(&self) -> String {
         render_text(self.context.preamble(), &self.pieces)
     }

@@ -440,7 +440,7 @@ impl ContextServer {
     /// repository is indexed on first use and refreshed when it changed.
     #[tool(
         name = "request_context",
-        description = "Get the context for a task: the code of a repository that matches a Context Request (CRP), packed under a hard token budget (max_tokens, default 8000). Returns Markdown (a preamble, then fragments headed by path, line range, UKO type and depth) or format json/xml; the structured result says how many tokens were used and which files are covered."
+        description = "Get the context for a task: the code of a repository that matches a Context Request (CRP), packed under a hard token budget (max_tokens, default 8000). Returns Markdown (a preamble, then fragments headed by path, line range and, short of the full source, depth; each opens with its UKO type and name) or format json/xml; the structured result says how many tokens were used and which files are covered."
     )]
     async fn request_context(
         &self,
