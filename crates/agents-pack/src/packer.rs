@@ -50,16 +50,24 @@ pub const PIECE_SHARE: usize = 12;
 /// Pieces from this rank on (from 0, by score) are the long tail: each comes
 /// with its source when that fits, else by name only (depth 0), never as an
 /// outline or a signature; what those would have taken goes to the deepen
-/// pass, which renders the better pieces deeper first. Measured at 8,000
-/// tokens (the share of the relevant lines delivered, the 320 questions of the
-/// ten dev repositories): 0.874 -> 0.878 with the tail from the tenth piece,
-/// from the sixth 0.876, the eighth 0.878; chunk NDCG@10 0.7480 -> 0.7476.
+/// pass, which renders the better pieces deeper first. A larger budget starts
+/// the tail later: at one piece per [`TAIL_TOKENS`] of it when that is more.
+/// Measured at 8,000 tokens (the share of the relevant lines delivered, the
+/// 320 questions of the ten dev repositories): 0.874 -> 0.878 with the tail
+/// from the tenth piece, from the sixth 0.876, the eighth 0.878; chunk
+/// NDCG@10 0.7480 -> 0.7476.
 pub const TAIL_FROM: usize = 10;
+/// Budget tokens per piece before the tail ([`TAIL_FROM`] at least). At
+/// 32,000 tokens (all 466 questions, with the shorter headings): the tail
+/// from the tenth piece 0.9586, from the 20th / 40th / 80th 0.9590 / 0.9593
+/// / 0.9590.
+pub const TAIL_TOKENS: usize = 800;
 
-/// Whether a piece ranked `rank` may be packed at `depth`: any depth among the
-/// first [`TAIL_FROM`], then only its source or its name.
-fn tail_allows(rank: usize, depth: u8) -> bool {
-    rank < TAIL_FROM || depth >= 5 || depth == 0
+/// Whether a piece ranked `rank` may be packed at `depth` within `budget`:
+/// any depth before the tail ([`TAIL_FROM`], [`TAIL_TOKENS`]), then only its
+/// source or its name.
+fn tail_allows(rank: usize, depth: u8, budget: usize) -> bool {
+    rank < TAIL_FROM.max(budget / TAIL_TOKENS) || depth >= 5 || depth == 0
 }
 
 /// The most tokens the piece ranked `rank` (from 0) may take when the packer
@@ -151,7 +159,8 @@ pub trait BudgetPacker: Send + Sync {
 /// and a 10-token minimum. The [`PACK_LEADERS`] first try the depth they were
 /// asked for ([`Piece::requested_depth`]) when it is deeper, within their
 /// share of the budget ([`leader_room`]: half for the first three, a sixth
-/// for the rest). Pieces past the first [`TAIL_FROM`] come with their source
+/// for the rest). Pieces past the first [`TAIL_FROM`] (more in a larger
+/// budget: [`TAIL_TOKENS`]) come with their source
 /// or by name, never as an outline or a signature, so what is left goes to
 /// the deepen pass, best first. A strategy past its allocation waits for a second pass
 /// that spends what the others left. A node inside one already packed with its
@@ -237,7 +246,7 @@ impl BudgetPacker for GreedyPacker {
             } else {
                 remaining
             };
-            for depth in depth_ladder(top).filter(|d| tail_allows(rank, *d)) {
+            for depth in depth_ladder(top).filter(|d| tail_allows(rank, *d, budget)) {
                 let Some(candidate) = at_depth(piece, depth, renderer, tokenizer) else { continue };
                 // Deeper than it came: only within the leader's share.
                 let room = if depth > piece.depth { room.min(lead.unwrap_or(0)) } else { room };
