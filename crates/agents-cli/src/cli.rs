@@ -48,9 +48,10 @@ pub enum Command {
     /// packed into the budget, each at the requested depth or, when it does not
     /// fit, a shallower one (4, 2, 0), then ordered by file and dependency.
     /// Prints Markdown (a preamble, then each fragment headed by path, line
-    /// range and, short of the full source, depth), --format xml, or --format json (the spec's
-    /// AssembledContext), each within the budget; --json prints the run's
-    /// report; --explain shows what each component did.
+    /// range and, short of the full source, depth), --format xml, or
+    /// --format json (the spec's AssembledContext), each within the budget;
+    /// --json prints the run's report; --explain shows what each component
+    /// did.
     Query(Box<QueryArgs>),
     /// Index a directory (default: the current one), or refresh its index.
     ///

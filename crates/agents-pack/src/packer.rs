@@ -160,10 +160,10 @@ pub trait BudgetPacker: Send + Sync {
 /// asked for ([`Piece::requested_depth`]) when it is deeper, within their
 /// share of the budget ([`leader_room`]: half for the first three, a sixth
 /// for the rest). Pieces past the first [`TAIL_FROM`] (more in a larger
-/// budget: [`TAIL_TOKENS`]) come with their source
-/// or by name, never as an outline or a signature, so what is left goes to
-/// the deepen pass, best first. A strategy past its allocation waits for a second pass
-/// that spends what the others left. A node inside one already packed with its
+/// budget: [`TAIL_TOKENS`]) come with their source or by name, never as an
+/// outline or a signature, so what is left goes to the deepen pass, best
+/// first. A strategy past its allocation waits for a second pass that spends
+/// what the others left. A node inside one already packed with its
 /// source (depth >= 5) is skipped; one with parts already packed, or with a
 /// member among the [`PACK_LEADERS`] that the query names outright
 /// ([`names_member_of`]), gets at most depth 4, so that member comes whole on
