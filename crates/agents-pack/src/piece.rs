@@ -245,18 +245,13 @@ pub fn heading(path: &str, range: &str, depth: u8, from: Option<&str>) -> String
         }
         None => range.to_owned(),
     };
-    let depth = (depth < DEPTH_STEPS[0]).then(|| format!("depth {depth}"));
-    let notes: Vec<&str> = from.into_iter().chain(depth.as_deref()).collect();
-    let mut out = format!("## {path}");
-    if !lines.is_empty() {
-        out.push(' ');
-        out.push_str(&lines);
+    let lines = if lines.is_empty() { lines } else { format!(" {lines}") };
+    match (from, depth < DEPTH_STEPS[0]) {
+        (Some(from), true) => format!("## {path}{lines} ({from}, depth {depth})\n"),
+        (Some(from), false) => format!("## {path}{lines} ({from})\n"),
+        (None, true) => format!("## {path}{lines} (depth {depth})\n"),
+        (None, false) => format!("## {path}{lines}\n"),
     }
-    if !notes.is_empty() {
-        out.push_str(&format!(" ({})", notes.join(", ")));
-    }
-    out.push('\n');
-    out
 }
 
 /// Tokens a fragment costs in the rendered output.
