@@ -12,3 +12,4 @@ pub mod ontology;
 pub mod rdf;
 pub mod render;
 pub mod resolve;
+pub mod role;

@@ -11,6 +11,7 @@ use std::collections::{BTreeSet, HashMap};
 use agents_core::text_arena::{TextArena, TextSpan};
 
 use crate::model::file_name;
+use crate::role::FileRole;
 
 /// The files of a resource, for resolving import specifiers.
 pub struct ResolveContext<'a> {
@@ -535,7 +536,11 @@ impl SymbolTable {
         if ids.is_empty() && !via_entry() {
             return None;
         }
-        let fits = |e: &SymbolEntry| kind_fits(kind, e.kind);
+        // `format!(..)`: a Rust macro invocation is a macro's, never a
+        // function's of the same name (a test `fn format`).
+        let macro_call = target.ends_with('!');
+        let fits =
+            |e: &SymbolEntry| kind_fits(kind, e.kind) && (!macro_call || e.kind == crate::model::NodeKind::Macro);
         let not_self = |e: &SymbolEntry| !(e.path == scope.path && e.symbol_path == from_symbol_path);
         // Symbols of one file with this name (files hold few; names can be
         // shared by thousands across a resource).
@@ -721,14 +726,20 @@ impl SymbolTable {
         }
         if qualifier.is_none() || !is_call {
             // Top-level symbols only: a nested function is not visible
-            // outside the function that holds it.
+            // outside the function that holds it. Nor, from the code a
+            // project runs, a test's or a fixture's: the code never imports
+            // them, and the guess bound `Pair` to a test folder's
+            // `android/util/Pair.java`, `malloc` to a test framework's
+            // override header.
+            let from_tests = FileRole::of(&scope.path) == FileRole::Test;
             return unique(
                 ids.iter()
                     .map(|&i| self.entry(i))
                     .filter(fits)
                     .filter(in_scope)
                     .filter(|e| family_of(e.path) == family)
-                    .filter(|e| kind != crate::model::RefKind::Calls || !e.symbol_path.contains('.')),
+                    .filter(|e| kind != crate::model::RefKind::Calls || !e.symbol_path.contains('.'))
+                    .filter(|e| from_tests || FileRole::of(e.path) != FileRole::Test),
             );
         }
         None
@@ -1053,6 +1064,37 @@ mod table_tests {
             bases: HashMap::new(),
             reexports: Default::default(),
         }
+    }
+
+    #[test]
+    fn a_macro_invocation_binds_a_macro_never_a_function_of_its_name() {
+        let mut t = SymbolTable::default();
+        t.insert(entry("src/text.rs", "format", NodeKind::Function));
+        t.insert(entry("src/lib.rs", "square", NodeKind::Macro));
+        t.finish();
+        let s = scope("src/main.rs", &[]);
+        assert!(t.resolve(&s, "main", RefKind::Calls, "format!").is_none(), "`fn format` is no `format!`");
+        assert_eq!(t.resolve(&s, "main", RefKind::Calls, "format").map(|e| e.path), Some("src/text.rs"));
+        assert_eq!(t.resolve(&s, "main", RefKind::Calls, "square!").map(|e| e.path), Some("src/lib.rs"));
+    }
+
+    #[test]
+    fn the_code_a_project_runs_binds_no_name_of_a_test_by_a_guess() {
+        let mut t = SymbolTable::default();
+        t.insert(entry("src/test/java/android/util/Pair.java", "Pair", NodeKind::Class));
+        t.insert(entry("tests/helpers.py", "make_app", NodeKind::Function));
+        t.insert(entry("app/factory.py", "make_app", NodeKind::Function));
+        t.finish();
+        let s = scope("src/main/java/com/x/Json.java", &[]);
+        assert!(t.resolve(&s, "f", RefKind::Calls, "Pair").is_none());
+        // The source's namesake is then the one.
+        let s = scope("app/main.py", &[]);
+        assert_eq!(t.resolve(&s, "f", RefKind::Calls, "make_app").map(|e| e.path), Some("app/factory.py"));
+        // A test binds either way; an import is no guess.
+        let s = scope("tests/test_x.py", &[]);
+        assert!(t.resolve(&s, "f", RefKind::Calls, "make_app").is_none(), "two namesakes");
+        let s = scope("app/main.py", &["tests/helpers.py"]);
+        assert_eq!(t.resolve(&s, "f", RefKind::Calls, "make_app").map(|e| e.path), Some("tests/helpers.py"));
     }
 
     #[test]

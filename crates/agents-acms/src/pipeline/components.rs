@@ -987,7 +987,7 @@ fn calibrate(scored: &mut [ScoredFragment]) {
 pub const NAME_BOOST: f64 = 1.0;
 
 /// What a piece's score is multiplied by for where it lives and what it is
-/// named: its file's role prior ([`crate::retrieval::FileRole::prior`]: tests,
+/// named: its file's role prior ([`crate::retrieval::prior_of`]: tests,
 /// examples, docs, stubs and generated code after source), times `1 +
 /// NAME_BOOST x name_match`; the prior is 1 for a role the query asks for
 /// ([`crate::retrieval::RolesAsked`]). Kept to six places. ([`diversify`]

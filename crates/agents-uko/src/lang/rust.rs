@@ -68,7 +68,9 @@ impl Analyzer for RustAnalyzer {
         let ctx = Ctx { scope: 0, scope_chain: vec![0], mod_path: Vec::new(), self_type: None, generics: Vec::new() };
         walker.items(root, &ctx);
         let Walker { b, renames, .. } = walker;
-        source_ordered(b.finish(), &renames)
+        let mut analysis = b.finish();
+        local_self_imports(&mut analysis);
+        source_ordered(analysis, &renames)
     }
 
     fn resolve_import(&self, ctx: &ResolveContext<'_>, from_path: &str, reference: &Reference) -> Option<String> {
@@ -1015,6 +1017,67 @@ fn use_tree(node: Node<'_>, prefix: &str, text: &str, out: &mut Vec<(String, Vec
     }
 }
 
+/// `use self::X::*` (or `use self::X`) where `X` is no `mod X;` of the
+/// file: an item of the file itself or a name another `use` of the file
+/// brings in (`use self::PagingMode::*` in a function, after `use
+/// crate::paging::PagingMode`). The first imports nothing from elsewhere and
+/// is dropped, as `use super::*` in a file's inline `mod tests` is; the
+/// second is read through that `use` (`crate::paging::PagingMode`). Left as
+/// written, neither names a module file, and both showed as external.
+fn local_self_imports(analysis: &mut FileAnalysis) {
+    let declared: Vec<&str> = analysis
+        .nodes
+        .iter()
+        .skip(1)
+        .filter(|n| n.parent == Some(0) && n.kind != NodeKind::Import)
+        .map(|n| n.name.as_str())
+        .collect();
+    let is_mod_declaration = |r: &Reference| {
+        analysis.nodes.get(r.from).is_some_and(|n| {
+            n.kind == NodeKind::Import
+                && n.signature.as_deref().is_some_and(|s| s.split_whitespace().any(|w| w == "mod"))
+        })
+    };
+    let modules: Vec<&str> = analysis
+        .references
+        .iter()
+        .filter(|r| r.kind == RefKind::Import && is_mod_declaration(r))
+        .filter_map(|r| r.target.strip_prefix("self::"))
+        .collect();
+    // Each name a `use` not starting at `self` brings in, and its full path.
+    let mut imported: HashMap<&str, String> = HashMap::new();
+    for r in &analysis.references {
+        if r.kind != RefKind::Import || r.target == "self" || r.target.starts_with("self::") {
+            continue;
+        }
+        for name in r.names.iter().filter(|n| *n != "*") {
+            let full = if last_segment(&r.target) == name { r.target.clone() } else { format!("{}::{name}", r.target) };
+            imported.entry(name.as_str()).or_insert(full);
+        }
+    }
+    let mut rewritten: Vec<(usize, Option<String>)> = Vec::new();
+    for (i, r) in analysis.references.iter().enumerate() {
+        let Some(rest) = r.target.strip_prefix("self::").filter(|_| r.kind == RefKind::Import) else { continue };
+        let (first, tail) = rest.split_once("::").map_or((rest, None), |(f, t)| (f, Some(t)));
+        if modules.contains(&first) {
+            continue;
+        }
+        if declared.contains(&first) {
+            rewritten.push((i, None));
+        } else if let Some(full) = imported.get(first) {
+            rewritten.push((i, Some(tail.map_or_else(|| full.clone(), |t| format!("{full}::{t}")))));
+        }
+    }
+    for (i, target) in rewritten.into_iter().rev() {
+        match target {
+            Some(target) => analysis.references[i].target = target,
+            None => {
+                analysis.references.remove(i);
+            }
+        }
+    }
+}
+
 fn last_segment(path: &str) -> &str {
     path.rsplit("::").next().unwrap_or(path)
 }
@@ -1820,10 +1883,26 @@ impl Server {
         let a = analyze(text);
         let targets: Vec<&str> =
             a.references.iter().filter(|r| r.kind == RefKind::Import).map(|r| r.target.as_str()).collect();
-        // `super::run` names an item of the file and stays; the glob of the
-        // file itself (`self` once rewritten) is not an import of anything.
-        assert_eq!(targets, ["std::io", "self::run"], "{targets:?}");
+        // Neither the glob of the file itself (`self` once rewritten) nor
+        // `super::run`, an item of the file, imports anything from elsewhere.
+        assert_eq!(targets, ["std::io"], "{targets:?}");
         assert!(a.nodes.iter().any(|n| n.kind == NodeKind::Import && n.name == "super::*"), "the use stays a node");
+    }
+
+    #[test]
+    fn a_self_path_to_a_name_the_file_imports_reads_through_that_import() {
+        let text = "use crate::paging::PagingMode;\nmod output;\n\nenum Local { A }\n\nfn run() {\n    use self::PagingMode::*;\n    use self::Local::*;\n    use self::output::Out;\n}\n";
+        let a = analyze(text);
+        let mut targets: Vec<&str> =
+            a.references.iter().filter(|r| r.kind == RefKind::Import).map(|r| r.target.as_str()).collect();
+        targets.sort_unstable();
+        // Through `use crate::paging::PagingMode`; `Local` is the file's own
+        // (no import); `output` is a `mod output;`, its file.
+        assert_eq!(
+            targets,
+            ["crate::paging::PagingMode", "crate::paging::PagingMode", "self::output", "self::output::Out"],
+            "{targets:?}"
+        );
     }
 
     #[test]
