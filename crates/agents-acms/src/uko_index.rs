@@ -677,8 +677,9 @@ impl Linker<'_> {
                     return None;
                 }
                 let target = analyzer.resolve_import(ctx, &file.path, &file.reference(i, r));
-                if let Some(path) = &target {
-                    add_import(&mut scope, path, file.names(i));
+                match &target {
+                    Some(path) => add_import(&mut scope, path, file.names(i)),
+                    None => scope.add_external(file.str(r.target), file.names(i)),
                 }
                 target
             })
@@ -735,10 +736,11 @@ impl Linker<'_> {
         let mut scope = FileScope { path: path.to_string(), ..FileScope::default() };
         let language = self.languages.get(path).map(String::as_str).unwrap_or("unknown");
         for (_, r) in writer.file_refs(path)? {
-            if r.kind == RefKind::Import.as_str()
-                && let Some(target) = analyzer_for(language).resolve_import(ctx, path, &stored_reference(&r))
-            {
-                add_import(&mut scope, &target, &r.names);
+            if r.kind == RefKind::Import.as_str() {
+                match analyzer_for(language).resolve_import(ctx, path, &stored_reference(&r)) {
+                    Some(target) => add_import(&mut scope, &target, &r.names),
+                    None => scope.add_external(&r.target, &r.names),
+                }
             }
             if r.kind == RefKind::Inherits.as_str()
                 && let (Some(uri), Some(base_path)) = (&r.resolved_uri, &r.resolved_path)

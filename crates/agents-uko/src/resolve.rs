@@ -217,6 +217,57 @@ pub struct FileScope {
     /// What the package entry files this file imports bring in (shared by
     /// every file of a run).
     pub reexports: std::sync::Arc<ReExports>,
+    /// Local name -> the module specifier of an import that brings it in
+    /// and resolves to no file of the resource (`from pathlib import Path`,
+    /// `import node from '@astrojs/node'`): a guess binds such a name only
+    /// to a symbol whose path names that module ([`names_module`]).
+    pub external: HashMap<String, String>,
+}
+
+impl FileScope {
+    /// Records an import of `module` that resolved to no file, bringing `names`.
+    pub fn add_external(&mut self, module: &str, names: &[String]) {
+        for n in names.iter().filter(|n| n.as_str() != "*") {
+            let (_, local) = imported_name(n);
+            self.external.entry(local.to_string()).or_insert_with(|| module.to_string());
+        }
+    }
+}
+
+/// Whether `path` names the module an unresolved import was written
+/// against. A path-like specifier (`astro/config`, `@astrojs/mdx`,
+/// `../dist/content/content-layer.js`, `astro:middleware`): one of its
+/// words is a folder or the file's stem. A dotted or Rust one
+/// (`pydantic_core`, `com.squareup.moshi.JsonAdapter`, `bat::input::Input`):
+/// its package (a class name last and a Rust crate name first left aside)
+/// is consecutive folders, or the file's stem last. A runtime's own modules
+/// (`node:path`) name none. What the tree holds under a package's name (a
+/// monorepo's packages, a build's sources) is found so; a standard or
+/// third-party module (`pathlib`, `linkedom`, `typing_extensions`,
+/// `org.w3c.dom.Document`) has no namesake in the tree.
+pub fn names_module(module: &str, path: &str) -> bool {
+    if module.starts_with("node:") {
+        return false;
+    }
+    let stem = |w: &str| w.rsplit_once('.').map_or(w, |(stem, _)| stem).to_string();
+    let parts: Vec<String> = path.split('/').map(stem).collect();
+    if module.contains('/') || (module.contains(':') && !module.contains("::")) {
+        let generic =
+            |w: &str| matches!(w, "" | "." | ".." | "src" | "lib" | "index" | "dist" | "js" | "ts" | "mjs" | "cjs");
+        return module
+            .split(['/', ':'])
+            .map(|w| stem(w.trim_start_matches('@')))
+            .filter(|w| !generic(w))
+            .any(|w| parts.contains(&w));
+    }
+    let mut package: Vec<&str> = module.split(['.', ':']).filter(|s| !s.is_empty()).collect();
+    if module.contains("::") && package.len() > 1 {
+        package.remove(0);
+    }
+    if package.len() > 1 && package.last().is_some_and(|s| s.starts_with(char::is_uppercase)) {
+        package.pop();
+    }
+    !package.is_empty() && parts.windows(package.len()).any(|w| w.iter().zip(&package).all(|(p, s)| p == s))
 }
 
 /// What package entry files (`__init__.py`, `index.ts`) bring in through
@@ -705,7 +756,11 @@ impl SymbolTable {
         if go_bare && let Some(found) = in_package(dir_of(&scope.path), name) {
             return Some(found);
         }
-        for path in &scope.imported_paths {
+        // A name the file imports from outside is not a namesake in a file
+        // it imports otherwise (`from typing_extensions import Self` beside
+        // `from ._internal import _generics`).
+        let external = scope.external.get(qualifier.unwrap_or(name));
+        for path in scope.imported_paths.iter().filter(|p| external.is_none_or(|m| names_module(m, p))) {
             if let Some(found) = top_level(path) {
                 return Some(found);
             }
@@ -739,7 +794,8 @@ impl SymbolTable {
                     .filter(in_scope)
                     .filter(|e| family_of(e.path) == family)
                     .filter(|e| kind != crate::model::RefKind::Calls || !e.symbol_path.contains('.'))
-                    .filter(|e| from_tests || FileRole::of(e.path) != FileRole::Test),
+                    .filter(|e| from_tests || FileRole::of(e.path) != FileRole::Test)
+                    .filter(|e| external.is_none_or(|module| names_module(module, e.path))),
             );
         }
         None
@@ -1063,6 +1119,7 @@ mod table_tests {
             renamed: HashMap::new(),
             bases: HashMap::new(),
             reexports: Default::default(),
+            external: HashMap::new(),
         }
     }
 
@@ -1076,6 +1133,37 @@ mod table_tests {
         assert!(t.resolve(&s, "main", RefKind::Calls, "format!").is_none(), "`fn format` is no `format!`");
         assert_eq!(t.resolve(&s, "main", RefKind::Calls, "format").map(|e| e.path), Some("src/text.rs"));
         assert_eq!(t.resolve(&s, "main", RefKind::Calls, "square!").map(|e| e.path), Some("src/lib.rs"));
+    }
+
+    #[test]
+    fn a_name_imported_from_outside_binds_only_where_its_module_is() {
+        let mut t = SymbolTable::default();
+        t.insert(entry("src/click/types.py", "Path", NodeKind::Class));
+        t.insert(entry("packages/astro/src/config/index.ts", "defineConfig", NodeKind::Function));
+        t.finish();
+        let mut s = scope("src/click/_termui_impl.py", &[]);
+        s.add_external("pathlib", &["Path".to_string()]);
+        assert!(t.resolve(&s, "f", RefKind::Calls, "Path").is_none(), "pathlib's Path is not click's");
+        let mut s = scope("examples/app/astro.config.mjs", &[]);
+        s.add_external("astro/config", &["defineConfig".to_string()]);
+        let found = t.resolve(&s, "", RefKind::Calls, "defineConfig").map(|e| e.path);
+        assert_eq!(found, Some("packages/astro/src/config/index.ts"), "the monorepo's own package");
+        assert!(names_module("../../../dist/content/content-layer.js", "packages/astro/src/content/content-layer.ts"));
+        assert!(names_module("pydantic_core", "pydantic-core/python/pydantic_core/_pydantic_core.pyi"));
+        assert!(names_module("@astrojs/mdx", "packages/integrations/mdx/src/index.ts"));
+        assert!(!names_module("node:path", "packages/internal-helpers/src/path.ts"));
+        assert!(!names_module("Control.Monad.Zip", "containers/src/Data/Sequence/Internal.hs"));
+        assert!(!names_module("org.w3c.dom.Document", "src/main/java/org/jsoup/nodes/Document.java"));
+        assert!(names_module(
+            "com.squareup.moshi.JsonAdapter",
+            "moshi/src/main/java/com/squareup/moshi/JsonAdapter.kt"
+        ));
+        assert!(names_module("bat::input::Input", "src/input.rs"));
+        assert!(names_module("astro:middleware", "packages/astro/src/core/middleware/index.ts"));
+        // Imported otherwise, a file does not lend the name either.
+        let mut s = scope("pydantic/main.py", &["src/click/types.py"]);
+        s.add_external("typing_extensions", &["Path".to_string()]);
+        assert!(t.resolve(&s, "f", RefKind::Mentions, "Path").is_none());
     }
 
     #[test]
