@@ -22,10 +22,10 @@
 //! decreasing with depth. Rendering is pure: the caller supplies the node,
 //! its children, its resolved edges and the file text.
 
-use crate::role::FileRole;
 use agents_core::tokens::TokenCounter;
 
 use crate::model::{NodeKind, RefKind, Span};
+use crate::role::FileRole;
 
 /// The deepest detail level.
 pub const MAX_DEPTH: u8 = 9;
