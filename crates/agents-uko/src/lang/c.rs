@@ -66,9 +66,12 @@
 //! enumerators also take a trailing same-line comment (`int x; /**< x */`).
 //!
 //! Preprocessor directives are not expanded, so a file's tree can be
-//! partial (a warning says where): notably the C grammar reports the usual
-//! `#ifdef __cplusplus` / `extern "C" {` / `#endif` guard as a missing
-//! `#endif`, with every declaration still found.
+//! partial (a warning says where). A file whose tree has errors is parsed
+//! again with its conditional directives blanked, every branch's code in
+//! place, and that tree is kept when its errors cover fewer bytes: the
+//! usual `#ifdef __cplusplus` / `extern "C" {` / `#endif` then balances,
+//! and an `#if` inside a constructor's initializer list no longer turns the
+//! rest of the file into one broken class.
 //!
 //! `.h` is detected as C. A header that does not parse cleanly as C but
 //! contains C++ markers (`class `, `namespace `, `template<`) is parsed again
@@ -97,7 +100,21 @@ impl Analyzer for CAnalyzer {
             analysis.warnings.push(format!("{language}: the grammar could not parse this file"));
             return analysis;
         };
+        // A conditional the grammar cannot place (an `#if` inside a
+        // constructor's initializer list) can turn the rest of the file into
+        // one broken class; read without the directives, every branch's code
+        // in place, when that loses less of the file.
+        let flat = if tree.root_node().has_error() { blank_conditionals(text) } else { None };
+        let flat_tree = flat
+            .as_deref()
+            .and_then(|flat| parse_c_family(language, path, flat))
+            .filter(|flat_tree| error_extent(flat_tree) < error_extent(&tree));
+        let (tree, text, guard) = match (flat_tree, flat.as_deref()) {
+            (Some(flat_tree), Some(flat)) => (flat_tree, flat, include_guard(text)),
+            _ => (tree, text, None),
+        };
         let mut walker = Walker::new(path, text);
+        walker.guards.extend(guard);
         walker.builder.syntax_warnings(&tree);
         walker.items(tree.root_node(), 0, Ctx::File);
         walker.finish()
@@ -181,11 +198,9 @@ fn blank_annotation_macros(text: &str) -> Option<String> {
         let end = at + bytes[at..].iter().take_while(|&&b| ident(b)).count();
         let word = &text[at..end];
         let name = word.strip_prefix("ABSL_").unwrap_or(word);
-        // Is it one, and not on a preprocessor line (its `#define`)?
-        let is_use = ANNOTATION_MACROS.contains(&name) && {
-            let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-            !text[line_start..at].trim_start().starts_with('#')
-        };
+        // Is it one, and not on a preprocessor line (its `#define`, or a
+        // line that continues one)?
+        let is_use = ANNOTATION_MACROS.contains(&name) && !in_directive(text, at);
         if !is_use {
             at = end;
             continue;
@@ -250,6 +265,82 @@ pub(crate) fn parse_c_family(language: &str, path: &str, text: &str) -> Option<T
         }
     }
     Some(tree)
+}
+
+/// Whether byte `at` of `text` lies on a preprocessor directive's line or on
+/// a line that a `\` at the end of the one before continues.
+fn in_directive(text: &str, at: usize) -> bool {
+    let mut line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    loop {
+        if text[line_start..].trim_start().starts_with('#') {
+            return true;
+        }
+        if line_start == 0 || !text[..line_start - 1].trim_end_matches('\r').ends_with('\\') {
+            return false;
+        }
+        line_start = text[..line_start - 1].rfind('\n').map_or(0, |i| i + 1);
+    }
+}
+
+/// `text` with every conditional directive (`#if`, `#ifdef`, `#ifndef`,
+/// `#elif`, `#elifdef`, `#elifndef`, `#else`, `#endif`, with its continued
+/// lines) turned to spaces, line breaks kept: the code of every branch
+/// stays where it is in the file. `None` when there is none.
+fn blank_conditionals(text: &str) -> Option<String> {
+    const DIRECTIVES: [&str; 8] = ["if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif"];
+    let mut out = text.as_bytes().to_vec();
+    let mut any = false;
+    let mut continued = false;
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        let end = start + line.len();
+        let body = line.trim_end_matches(['\n', '\r']);
+        let blank = continued || {
+            let rest = body.trim_start();
+            rest.strip_prefix('#').is_some_and(|after| {
+                let after = after.trim_start_matches([' ', '\t']);
+                let word = after.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').next().unwrap_or("");
+                DIRECTIVES.contains(&word)
+            })
+        };
+        if blank {
+            any = true;
+            for b in &mut out[start..start + body.len()] {
+                *b = b' ';
+            }
+            continued = body.ends_with('\\');
+        }
+        start = end;
+    }
+    // Only whole lines' bytes before their break became ASCII spaces.
+    if any { String::from_utf8(out).ok() } else { None }
+}
+
+/// The include guard's name: the file's first directive is `#ifndef X` and
+/// its next `#define X`.
+fn include_guard(text: &str) -> Option<String> {
+    let mut directives = text.lines().map(str::trim).filter(|l| l.starts_with('#'));
+    let first = directives.next()?.strip_prefix('#')?.trim_start().strip_prefix("ifndef")?.trim();
+    let second = directives.next()?.strip_prefix('#')?.trim_start().strip_prefix("define")?.trim();
+    (!first.is_empty() && first == second).then(|| first.to_string())
+}
+
+/// How much of a tree its errors take: the bytes under its outermost ERROR
+/// nodes, then the count of ERROR and MISSING nodes.
+fn error_extent(tree: &Tree) -> (usize, usize) {
+    let (mut bytes, mut count) = (0, 0);
+    preorder(tree.root_node(), |n| {
+        if n.is_error() {
+            bytes += n.end_byte() - n.start_byte();
+            count += 1;
+            return false;
+        }
+        if n.is_missing() {
+            count += 1;
+        }
+        n.has_error()
+    });
+    (bytes, count)
 }
 
 fn looks_like_cpp(text: &str) -> bool {
@@ -1577,6 +1668,39 @@ struct Pair : Named {
         // Nothing to blank, or only a definition of the macro: the file as it is.
         assert_eq!(blank_annotation_macros("int f(void) { return 0; }\n"), None);
         assert_eq!(blank_annotation_macros("#define GUARDED_BY(x) __attribute__((guarded_by(x)))\n"), None);
+        // Nor one a definition continues onto its next line.
+        let continued =
+            "#define ACQUIRED_AFTER(...) \\\n  THREAD_ANNOTATION_ATTRIBUTE__(acquired_after(__VA_ARGS__))\n";
+        assert_eq!(blank_annotation_macros(continued), None);
+        assert!(in_directive("#define A \\\r\n  B\nC", 14) && !in_directive("#define A \\\n  B\nC", 16));
+    }
+
+    #[test]
+    fn a_conditional_inside_an_initializer_list_does_not_swallow_the_file() {
+        // leveldb's env_posix.cc: the grammar cannot place an `#if` between
+        // a constructor's initializers, and read every class after it as
+        // part of `Limiter`.
+        let text = "class Limiter {\n Limiter(int max)\n  :\n#if !defined(NDEBUG)\n  max_(max),\n#endif\n  allowed_(max) {}\n};\nclass PosixWritableFile final : public WritableFile {\n public:\n  // Appends data.\n  int Append(const char* data) {\n#ifdef _WIN32\n    return 0;\n#else\n    return write(data);\n#endif\n  }\n};\n";
+        let analysis = analyze("cpp", "util/env.h", text);
+        let paths: Vec<&str> = analysis.nodes.iter().map(|n| n.symbol_path.as_str()).collect();
+        for wanted in ["Limiter", "PosixWritableFile", "PosixWritableFile.Append"] {
+            assert!(paths.contains(&wanted), "{wanted} in {paths:?}");
+        }
+        assert!(!paths.iter().any(|p| p.contains("Limiter.PosixWritableFile")), "{paths:?}");
+        // Spans and docs read the file.
+        let append = analysis.nodes.iter().find(|n| n.symbol_path == "PosixWritableFile.Append").unwrap();
+        assert_eq!((append.span.start.line, append.doc.as_deref()), (12, Some("Appends data.")));
+        assert!(append.span.slice(text).contains("#ifdef _WIN32"), "spans read the file");
+        // A file that parses keeps its tree; the blanking keeps every line.
+        assert_eq!(blank_conditionals("int f(void) { return 0; }\n"), None);
+        let blanked = blank_conditionals("#if A \\\n  && B\nint x;\n#endif\n").unwrap();
+        assert_eq!(blanked.lines().map(str::trim).collect::<Vec<_>>(), ["", "", "int x;", ""]);
+        // Read without its directives, a header still has no macro for its guard.
+        let guarded = format!("#ifndef APP_ENV_H_\n#define APP_ENV_H_\n{text}#endif  // APP_ENV_H_\n");
+        assert_eq!(include_guard(&guarded).as_deref(), Some("APP_ENV_H_"));
+        let guarded = analyze("cpp", "util/env.h", &guarded);
+        assert!(guarded.nodes.iter().all(|n| n.name != "APP_ENV_H_"), "{:?}", guarded.nodes);
+        assert_eq!(include_guard("#if X\n#define X\n"), None);
     }
 
     #[test]
