@@ -46,6 +46,12 @@ impl FileRole {
             "vendored",
             "third_party",
             "third-party",
+            "thirdparty",
+            "3rdparty",
+            // A C or C++ library's copy of another (spdlog's `fmt/bundled/`,
+            // redis's `deps/`).
+            "bundled",
+            "deps",
             "node_modules",
             "dist",
             "generated",
@@ -66,10 +72,12 @@ impl FileRole {
         // `testing/`) and a library's test utilities, code its users import,
         // inside a package (`channels/testing/`, `numpy/testing/`).
         // Fuzzing harnesses (cJSON's `fuzzing/`) drive the code as tests do.
-        let is_test =
-            in_dir(&["test", "tests", "__tests__", "spec", "specs", "fixtures", "testdata", "e2e", "fuzz", "fuzzing"])
+        let is_test = in_dir(&["test", "tests", "__tests__", "spec", "specs", "fixtures", "testdata", "e2e", "fuzz", "fuzzing"])
                 || lower.starts_with("testing/")
                 || name.starts_with("test_")
+                // A test program or test helpers named for it alone (cJSON's
+                // and hiredis's `test.c`, leveldb's `util/testutil.h`).
+                || matches!(name.split_once('.').map(|(stem, _)| stem), Some("test" | "tests" | "testutil" | "testutils"))
                 || name == "conftest.py"
                 || ends(&[
                     "_test.go",
@@ -156,16 +164,27 @@ mod tests {
         assert_eq!(FileRole::of("benchmark/packages/timer/index.js"), FileRole::Example);
         assert_eq!(FileRole::of("profiling/dict_model.py"), FileRole::Example);
         assert_eq!(FileRole::of("vendor/lib/x.go"), FileRole::Generated);
+        assert_eq!(FileRole::of("include/spdlog/fmt/bundled/format.h"), FileRole::Generated);
+        assert_eq!(FileRole::of("deps/jemalloc/src/arena.c"), FileRole::Generated);
         assert_eq!(FileRole::of("static/app.min.js"), FileRole::Generated);
         assert_eq!(FileRole::of("pydantic/main.pyi"), FileRole::Stub);
         // Tests beside the code by their names, in each language's way.
-        for test in ["db/db_test.cc", "util/cache_unittest.cpp", "fuzzing/afl.c", "lib/plug/conn_test.exs"] {
+        for test in [
+            "db/db_test.cc",
+            "util/cache_unittest.cpp",
+            "fuzzing/afl.c",
+            "lib/plug/conn_test.exs",
+            "test.c",
+            "util/testutil.h",
+        ] {
             assert_eq!(FileRole::of(test), FileRole::Test, "{test}");
         }
         for test in ["src/RouterTest.java", "Sources/SessionTests.swift", "src/ParserIT.java", "src/MapSpec.hs"] {
             assert_eq!(FileRole::of(test), FileRole::Test, "{test}");
         }
-        for source in ["src/KeySpec.java", "src/Contest.java", "src/IT.java", "db/db_impl.cc", "src/latest.c"] {
+        for source in
+            ["src/KeySpec.java", "src/Contest.java", "src/IT.java", "db/db_impl.cc", "src/latest.c", "src/testing.c"]
+        {
             assert_eq!(FileRole::of(source), FileRole::Source, "{source}");
         }
     }

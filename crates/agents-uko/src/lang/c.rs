@@ -75,7 +75,9 @@
 //!
 //! `.h` is detected as C. A header that does not parse cleanly as C but
 //! contains C++ markers (`class `, `namespace `, `template<`) is parsed again
-//! as C++, and the tree with fewer error nodes is kept (C on a tie).
+//! as C++, and the tree whose errors cover fewer bytes is kept (C on a
+//! tie): one ERROR over a whole C++ header in C (spdlog's
+//! `pattern_formatter-inl.h`) loses to a few small ones in C++.
 
 use std::collections::HashMap;
 
@@ -257,9 +259,9 @@ pub(crate) fn parse_c_family(language: &str, path: &str, text: &str) -> Option<T
     let tree = parse(&tree_sitter_c::LANGUAGE.into(), text)?;
     let is_h = path.rsplit_once('.').is_some_and(|(_, ext)| ext.eq_ignore_ascii_case("h"));
     if is_h && tree.root_node().has_error() && looks_like_cpp(text) {
-        let c_errors = error_count(&tree);
+        let c_errors = error_extent(&tree);
         if let Some(cpp_tree) = parse(&cpp_language, text)
-            && error_count(&cpp_tree) < c_errors
+            && error_extent(&cpp_tree) < c_errors
         {
             return Some(cpp_tree);
         }
@@ -345,18 +347,6 @@ fn error_extent(tree: &Tree) -> (usize, usize) {
 
 fn looks_like_cpp(text: &str) -> bool {
     text.contains("class ") || text.contains("namespace ") || text.contains("template<") || text.contains("template <")
-}
-
-/// ERROR and MISSING nodes in a tree (only subtrees with errors are visited).
-fn error_count(tree: &Tree) -> usize {
-    let mut count = 0;
-    preorder(tree.root_node(), |n| {
-        if n.is_error() || n.is_missing() {
-            count += 1;
-        }
-        n.has_error()
-    });
-    count
 }
 
 /// Visits `root` and its descendants in order; `visit` returns whether to
@@ -1602,6 +1592,21 @@ struct Pair : Named {
         let c = analyze("c", "x.h", "int f(void) { return 1 }\n");
         assert_eq!(c.nodes[1].kind, NodeKind::Function);
         assert!(!c.warnings.is_empty());
+    }
+
+    #[test]
+    fn a_cpp_header_the_c_grammar_loses_whole_is_read_as_cpp() {
+        // A header like spdlog's backtracer.h: C reads it as one ERROR (one
+        // error node), C++ with two small ones (an export macro, a
+        // `noexcept` macro); the bytes they cover decide.
+        let text = "#pragma once\n\n#include <logs/details/ring.h>\n#include <logs/details/message_buffer.h>\n\n#include <atomic>\n#include <functional>\n#include <mutex>\n\n\nnamespace logs {\nnamespace details {\nclass LOGS_API recorder {\n    mutable std::mutex mutex_;\n    std::atomic<bool> enabled_{false};\n    ring<message_buffer> messages_;\n\npublic:\n    recorder() = default;\n    recorder(const recorder &other);\n\n    recorder(recorder &&other) LOGS_NOEXCEPT;\n    recorder &operator=(recorder other);\n\n    void enable(size_t size);\n    void disable();\n    bool enabled() const;\n    void push_back(const message &msg);\n    bool empty() const;\n\n    // Pops every message and applies fun to it.\n    void foreach_pop(std::function<void(const details::message &)> fun);\n};\n\n}  // namespace details\n}  // namespace logs\n\n#ifdef LOGS_HEADER_ONLY\n    #include \"recorder-inl.h\"\n#endif\n";
+        let tree = parse_c_family("c", "include/logs/details/recorder.h", text).unwrap();
+        assert!(error_extent(&tree).0 < 100, "{:?}", error_extent(&tree));
+        let analysis = analyze("c", "include/logs/details/recorder.h", text);
+        let paths: Vec<&str> = analysis.nodes.iter().map(|n| n.symbol_path.as_str()).collect();
+        for wanted in ["logs.details.recorder", "logs.details.recorder.enable", "logs.details.recorder.foreach_pop"] {
+            assert!(paths.contains(&wanted), "{wanted} in {paths:?}");
+        }
     }
 
     #[test]

@@ -271,8 +271,22 @@ impl<'t> Walker<'t> {
             if let Some(ty) = ty {
                 self.mention_types(idx, ty, generics);
             }
-            if let Some(value) = declarator.child_by_field_name("value") {
-                self.body(value, idx, generics, &HashMap::new());
+            let Some(value) = declarator.child_by_field_name("value") else { continue };
+            match anonymous_class_body(value) {
+                // `X = new TypeAdapter<T>() { read.. write.. }`: the class's
+                // members under the field, as an enum constant's body; the
+                // call of its type and its arguments' calls from the field.
+                Some(class_body) => {
+                    if let Some(ty) = value.child_by_field_name("type") {
+                        let target = type_base_name(ty, self.text);
+                        self.b.reference(idx, RefKind::Calls, target, Span::of_node(&value));
+                    }
+                    if let Some(args) = value.child_by_field_name("arguments") {
+                        self.body(args, idx, generics, &HashMap::new());
+                    }
+                    self.members(class_body, idx, name, generics);
+                }
+                None => self.body(value, idx, generics, &HashMap::new()),
             }
         }
     }
@@ -415,6 +429,16 @@ impl<'t> Walker<'t> {
             _ => true,
         });
     }
+}
+
+/// The body of an anonymous class a field is initialised with (`new T() {
+/// ... }`), when the value is one.
+fn anonymous_class_body(value: Node<'_>) -> Option<Node<'_>> {
+    if value.kind() != "object_creation_expression" {
+        return None;
+    }
+    let mut cursor = value.walk();
+    value.named_children(&mut cursor).find(|c| c.kind() == "class_body")
 }
 
 /// Where a declaration's signature starts: after its annotations.
@@ -861,6 +885,52 @@ class Parser<T> {
         assert_eq!(of.doc.as_deref(), Some("Builds a list."));
         assert!(of.span.slice(FIXTURE).starts_with("@SafeVarargs"));
         insta::assert_snapshot!(analysis.outline());
+    }
+
+    #[test]
+    fn an_anonymous_class_a_field_holds_brings_its_methods() {
+        let text = r#"package com.google.gson.internal.bind;
+
+public final class TypeAdapters {
+  public static final TypeAdapter<InetAddress> INET_ADDRESS =
+      new TypeAdapter<InetAddress>() {
+        private final Pattern ipAddressPattern = Pattern.compile(".*:.*");
+
+        @Override
+        public InetAddress read(JsonReader in) throws IOException {
+          return InetAddress.getByName(in.nextString());
+        }
+
+        @Override
+        public void write(JsonWriter out, InetAddress value) throws IOException {
+          out.value(value.getHostAddress());
+        }
+      };
+
+  public static final TypeAdapterFactory INET_ADDRESS_FACTORY = newFactory(InetAddress.class, INET_ADDRESS);
+}
+"#;
+        let analysis = analyze(text);
+        let node = |path: &str| analysis.nodes.iter().position(|n| n.symbol_path == path);
+        let read = node("TypeAdapters.INET_ADDRESS.read").expect("read under its field");
+        assert!(
+            node("TypeAdapters.INET_ADDRESS.write").is_some()
+                && node("TypeAdapters.INET_ADDRESS.ipAddressPattern").is_some()
+        );
+        assert_eq!(analysis.nodes[read].kind, NodeKind::Method);
+        assert_eq!(analysis.nodes[read].span.start.line, 8, "from its annotations");
+        // Calls count once, from the innermost declaration.
+        let from = |target: &str| {
+            analysis
+                .references
+                .iter()
+                .filter(|r| r.kind == RefKind::Calls && r.target == target)
+                .map(|r| r.from)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(from("InetAddress.getByName"), [read]);
+        assert_eq!(from("TypeAdapter"), [node("TypeAdapters.INET_ADDRESS").unwrap()]);
+        assert_eq!(from("newFactory"), [node("TypeAdapters.INET_ADDRESS_FACTORY").unwrap()]);
     }
 
     #[test]
