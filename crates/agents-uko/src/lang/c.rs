@@ -103,17 +103,28 @@ impl Analyzer for CAnalyzer {
             return analysis;
         };
         // A conditional the grammar cannot place (an `#if` inside a
-        // constructor's initializer list) can turn the rest of the file into
-        // one broken class; read without the directives, every branch's code
-        // in place, when that loses less of the file.
-        let flat = if tree.root_node().has_error() { blank_conditionals(text) } else { None };
-        let flat_tree = flat
-            .as_deref()
-            .and_then(|flat| parse_c_family(language, path, flat))
-            .filter(|flat_tree| error_extent(flat_tree) < error_extent(&tree));
-        let (tree, text, guard) = match (flat_tree, flat.as_deref()) {
-            (Some(flat_tree), Some(flat)) => (flat_tree, flat, include_guard(text)),
-            _ => (tree, text, None),
+        // constructor's initializer list) or a macro that opens a namespace
+        // (`FMT_BEGIN_NAMESPACE`) can turn the rest of the file into one
+        // broken declaration; read without them, every branch's code in
+        // place, when that loses less of the file.
+        let flat: Vec<String> = if tree.root_node().has_error() {
+            [false, true].into_iter().filter_map(|macros| blank_lines(text, macros)).collect()
+        } else {
+            Vec::new()
+        };
+        let mut best: Option<(Tree, &str)> = None;
+        let mut extent = error_extent(&tree);
+        for flat in flat.iter().map(String::as_str) {
+            if let Some(flat_tree) = parse_c_family(language, path, flat)
+                && error_extent(&flat_tree) < extent
+            {
+                extent = error_extent(&flat_tree);
+                best = Some((flat_tree, flat));
+            }
+        }
+        let (tree, text, guard) = match best {
+            Some((flat_tree, flat)) => (flat_tree, flat, include_guard(text)),
+            None => (tree, text, None),
         };
         let mut walker = Walker::new(path, text);
         walker.guards.extend(guard);
@@ -287,8 +298,10 @@ fn in_directive(text: &str, at: usize) -> bool {
 /// `text` with every conditional directive (`#if`, `#ifdef`, `#ifndef`,
 /// `#elif`, `#elifdef`, `#elifndef`, `#else`, `#endif`, with its continued
 /// lines) turned to spaces, line breaks kept: the code of every branch
-/// stays where it is in the file. `None` when there is none.
-fn blank_conditionals(text: &str) -> Option<String> {
+/// stays where it is in the file. With `macros`, also every line at the left
+/// margin that is one upper-case macro name alone ([`is_bare_macro_line`]).
+/// `None` when nothing changed.
+fn blank_lines(text: &str, macros: bool) -> Option<String> {
     const DIRECTIVES: [&str; 8] = ["if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif"];
     let mut out = text.as_bytes().to_vec();
     let mut any = false;
@@ -297,7 +310,7 @@ fn blank_conditionals(text: &str) -> Option<String> {
     for line in text.split_inclusive('\n') {
         let end = start + line.len();
         let body = line.trim_end_matches(['\n', '\r']);
-        let blank = continued || {
+        let directive = continued || {
             let rest = body.trim_start();
             rest.strip_prefix('#').is_some_and(|after| {
                 let after = after.trim_start_matches([' ', '\t']);
@@ -305,17 +318,28 @@ fn blank_conditionals(text: &str) -> Option<String> {
                 DIRECTIVES.contains(&word)
             })
         };
-        if blank {
+        continued = directive && body.ends_with('\\');
+        if directive || (macros && is_bare_macro_line(body)) {
             any = true;
             for b in &mut out[start..start + body.len()] {
                 *b = b' ';
             }
-            continued = body.ends_with('\\');
         }
         start = end;
     }
     // Only whole lines' bytes before their break became ASCII spaces.
     if any { String::from_utf8(out).ok() } else { None }
+}
+
+/// A line that is only a macro the grammar cannot expand: an upper-case
+/// name with an underscore at the left margin, perhaps a `;` and a `//`
+/// comment after it (`FMT_BEGIN_NAMESPACE`, `SPDLOG_NAMESPACE_END`).
+fn is_bare_macro_line(line: &str) -> bool {
+    let code = line.split("//").next().unwrap_or("").trim_end();
+    let code = code.strip_suffix(';').unwrap_or(code).trim_end();
+    code.starts_with(|c: char| c.is_ascii_uppercase())
+        && code.contains('_')
+        && code.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// The include guard's name: the file's first directive is `#ifndef X` and
@@ -1595,6 +1619,26 @@ struct Pair : Named {
     }
 
     #[test]
+    fn a_macro_line_that_opens_a_namespace_is_read_as_blank() {
+        // fmt's `FMT_BEGIN_NAMESPACE`: the grammar read what follows as one
+        // ERROR, its enumerators each spanning the enum and a function.
+        let text = "#include \"base.h\"\n\nLIB_BEGIN_NAMESPACE\nLIB_EXPORT_BEGIN\n\nenum class shade : uint32_t {\n  light = 0xF0F8FF,  // a comment\n  dark = 0x000000,\n};\n\ninline style fg(shade s) noexcept {\n  return style(true, s);\n}\n\nLIB_EXPORT_END\nLIB_END_NAMESPACE\n";
+        let analysis = analyze("cpp", "include/lib/color.h", text);
+        let span = |path: &str| {
+            let node = analysis.nodes.iter().find(|n| n.symbol_path == path).unwrap_or_else(|| panic!("{path}"));
+            (node.kind, node.span.start.line, node.span.end.line)
+        };
+        assert_eq!(span("shade"), (NodeKind::Enum, 6, 9));
+        assert_eq!(span("shade.light"), (NodeKind::Field, 7, 7));
+        assert_eq!(span("fg"), (NodeKind::Function, 11, 13));
+        assert!(analysis.nodes.iter().all(|n| !n.name.starts_with("LIB_")), "{:?}", analysis.nodes);
+        assert!(is_bare_macro_line("FMT_END_NAMESPACE  // fmt") && is_bare_macro_line("Q_OBJECT;"));
+        for not_one in ["  INDENTED_MACRO", "FOO", "FOO_BAR(x)", "Foo_Bar", "FOO_BAR = 1,"] {
+            assert!(!is_bare_macro_line(not_one), "{not_one}");
+        }
+    }
+
+    #[test]
     fn a_cpp_header_the_c_grammar_loses_whole_is_read_as_cpp() {
         // A header like spdlog's backtracer.h: C reads it as one ERROR (one
         // error node), C++ with two small ones (an export macro, a
@@ -1697,8 +1741,8 @@ struct Pair : Named {
         assert_eq!((append.span.start.line, append.doc.as_deref()), (12, Some("Appends data.")));
         assert!(append.span.slice(text).contains("#ifdef _WIN32"), "spans read the file");
         // A file that parses keeps its tree; the blanking keeps every line.
-        assert_eq!(blank_conditionals("int f(void) { return 0; }\n"), None);
-        let blanked = blank_conditionals("#if A \\\n  && B\nint x;\n#endif\n").unwrap();
+        assert_eq!(blank_lines("int f(void) { return 0; }\n", true), None);
+        let blanked = blank_lines("#if A \\\n  && B\nint x;\n#endif\n", false).unwrap();
         assert_eq!(blanked.lines().map(str::trim).collect::<Vec<_>>(), ["", "", "int x;", ""]);
         // Read without its directives, a header still has no macro for its guard.
         let guarded = format!("#ifndef APP_ENV_H_\n#define APP_ENV_H_\n{text}#endif  // APP_ENV_H_\n");

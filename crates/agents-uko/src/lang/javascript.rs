@@ -157,6 +157,34 @@ impl<'t, 'tree> Walker<'t, 'tree> {
         }
     }
 
+    /// Queues an object literal's members: its methods and the properties
+    /// whose values are functions as members of `variable` (a class body's
+    /// scope), the rest as the variable's value (`ctx`).
+    fn push_object_members(&mut self, object: Node<'tree>, variable: usize, ctx: Ctx) {
+        let members = Ctx { parent: variable, owner: variable, scope: Scope::Class, ..ctx };
+        let start = self.stack.len();
+        for child in named_children(object) {
+            let is_function = child.kind() == "method_definition"
+                || (child.kind() == "pair" && child.child_by_field_name("value").is_some_and(is_function_value));
+            self.stack.push((child, if is_function { members } else { ctx }, None));
+        }
+        self.stack[start..].reverse();
+    }
+
+    /// `parse: (s) => {..}` in an object literal a variable holds: a method.
+    fn pair_method(&mut self, node: Node<'tree>, ctx: Ctx) {
+        let (Some(key), Some(value)) = (node.child_by_field_name("key"), node.child_by_field_name("value")) else {
+            return self.push_children(node, ctx);
+        };
+        let name = strip_quotes(node_text(&key, self.text));
+        let body = value.child_by_field_name("body").map_or(value.end_byte(), |b| b.start_byte());
+        let signature = header(self.text, node.start_byte(), body);
+        let doc = jsdoc(node, self.text);
+        let index = self.b.add(ctx.parent, NodeKind::Method, name, Span::of_node(&node), Some(signature), doc);
+        self.method_of.insert(index, ctx.parent);
+        self.function_body(value, index, ctx, None);
+    }
+
     /// Queues the members of a class body or interface, each with its
     /// leading decorators.
     fn push_members(&mut self, body: Node<'tree>, ctx: Ctx) {
@@ -215,6 +243,7 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             {
                 self.method(node, lead, ctx)
             }
+            "pair" if ctx.scope == Scope::Class => self.pair_method(node, ctx),
             "public_field_definition" | "field_definition" | "property_signature"
                 if matches!(ctx.scope, Scope::Class | Scope::Interface) =>
             {
@@ -519,7 +548,16 @@ impl<'t, 'tree> Walker<'t, 'tree> {
                         continue;
                     }
                     let typed = Ctx { owner, ..ctx };
-                    self.push_all(&[(declarator.child_by_field_name("type"), typed), (value, typed)]);
+                    // `export const service = { validate(o) {..}, parse: (s) => {..} }`:
+                    // the object's functions are the variable's methods.
+                    let object = value.map(unwrap_value).filter(|v| v.kind() == "object" && has_function_member(*v));
+                    match object {
+                        Some(object) if owner != ctx.owner => {
+                            self.push_all(&[(declarator.child_by_field_name("type"), typed)]);
+                            self.push_object_members(object, owner, typed);
+                        }
+                        _ => self.push_all(&[(declarator.child_by_field_name("type"), typed), (value, typed)]),
+                    }
                 }
             }
         }
@@ -1214,6 +1252,26 @@ fn literal_string<'t>(node: Node<'_>, text: &'t str) -> Option<&'t str> {
 /// `describe`, `it`, `test` (Jest, Mocha, Vitest, Playwright), with
 /// modifiers (`it.only`, `test.describe.serial`) and tables (`test.each(t)`).
 /// A value that makes what it is bound to a function.
+/// A value without the TypeScript around it (`{..} satisfies T`, `{..} as
+/// T`, parentheses).
+fn unwrap_value(mut node: Node<'_>) -> Node<'_> {
+    while matches!(node.kind(), "satisfies_expression" | "as_expression" | "parenthesized_expression") {
+        match node.named_child(0) {
+            Some(inner) => node = inner,
+            None => break,
+        }
+    }
+    node
+}
+
+/// Whether an object literal holds a method or a property whose value is a function.
+fn has_function_member(object: Node<'_>) -> bool {
+    named_children(object).any(|c| {
+        c.kind() == "method_definition"
+            || (c.kind() == "pair" && c.child_by_field_name("value").is_some_and(is_function_value))
+    })
+}
+
 fn is_function_value(node: Node<'_>) -> bool {
     matches!(node.kind(), "arrow_function" | "function_expression" | "generator_function")
 }
@@ -1922,6 +1980,29 @@ class Holder {
                 }
             }
         }
+    }
+
+    #[test]
+    fn an_object_a_variable_holds_brings_its_functions() {
+        let text = "import { verify } from './verify';\n\n/** The service every image goes through. */\nexport const baseService: ImageService = {\n\tpropertiesToHash: ['src'],\n\t/** Checks the options. */\n\tvalidateOptions(options) {\n\t\tverify(options);\n\t\treturn this.normalize(options);\n\t},\n\tgetURL: (options) => {\n\t\treturn encode(options.src);\n\t},\n\tlabel: format('x'),\n} satisfies Partial<ImageService>;\n\nconst plain = { a: 1, b: compute() };\n";
+        let a = analyze("typescript", "src/assets/service.ts", text);
+        let node = |path: &str| a.nodes.iter().position(|n| n.symbol_path == path).unwrap_or_else(|| panic!("{path}"));
+        let validate = node("baseService.validateOptions");
+        let get_url = node("baseService.getURL");
+        assert_eq!((a.nodes[validate].kind, a.nodes[validate].span.start.line), (NodeKind::Method, 7));
+        assert_eq!(a.nodes[validate].doc.as_deref(), Some("Checks the options."));
+        assert_eq!((a.nodes[get_url].kind, a.nodes[get_url].span.end.line), (NodeKind::Method, 13));
+        assert_eq!(a.nodes[get_url].signature.as_deref(), Some("getURL: (options)"));
+        assert_eq!(a.nodes[node("baseService")].kind, NodeKind::Variable);
+        // Calls come from the method that makes them; a value's stay the module's.
+        let from =
+            |target: &str| a.references.iter().filter(|r| r.target == target).map(|r| r.from).collect::<Vec<_>>();
+        assert_eq!(from("verify"), [validate]);
+        assert_eq!(from("encode"), [get_url]);
+        assert_eq!(from("format"), [0]);
+        // An object without functions stays a plain variable.
+        assert!(a.nodes.iter().all(|n| !n.symbol_path.starts_with("plain.")), "{:?}", a.nodes);
+        assert_eq!(from("compute"), [0]);
     }
 
     #[test]
