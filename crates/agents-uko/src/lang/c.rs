@@ -95,6 +95,7 @@ impl Analyzer for CAnalyzer {
     }
 
     fn analyze(&self, language: &str, path: &str, text: &str) -> FileAnalysis {
+        let file = text;
         let blanked = blank_annotation_macros(text);
         let text = blanked.as_deref().unwrap_or(text);
         let Some(tree) = parse_c_family(language, path, text) else {
@@ -103,12 +104,16 @@ impl Analyzer for CAnalyzer {
             return analysis;
         };
         // A conditional the grammar cannot place (an `#if` inside a
-        // constructor's initializer list) or a macro that opens a namespace
-        // (`FMT_BEGIN_NAMESPACE`) can turn the rest of the file into one
-        // broken declaration; read without them, every branch's code in
-        // place, when that loses less of the file.
+        // constructor's initializer list), a macro that opens a namespace
+        // (`FMT_BEGIN_NAMESPACE`) or one before a definition
+        // (`SPDLOG_INLINE void logger::flush()`) can turn the rest of the
+        // file into one broken declaration; read without them, every
+        // branch's code in place, when that loses less of the file.
         let flat: Vec<String> = if tree.root_node().has_error() {
-            [false, true].into_iter().filter_map(|macros| blank_lines(text, macros)).collect()
+            [(true, false), (true, true), (false, true)]
+                .into_iter()
+                .filter_map(|(conditionals, macros)| blank_lines(text, conditionals, macros))
+                .collect()
         } else {
             Vec::new()
         };
@@ -130,7 +135,11 @@ impl Analyzer for CAnalyzer {
         walker.guards.extend(guard);
         walker.builder.syntax_warnings(&tree);
         walker.items(tree.root_node(), 0, Ctx::File);
-        walker.finish()
+        let mut analysis = walker.finish();
+        if text != file {
+            reach_back_over_blanks(&mut analysis, text, file);
+        }
+        analysis
     }
 
     /// `<x.h>`: the one file ending with `include/x.h`, else unresolved (a
@@ -295,13 +304,32 @@ fn in_directive(text: &str, at: usize) -> bool {
     }
 }
 
-/// `text` with every conditional directive (`#if`, `#ifdef`, `#ifndef`,
-/// `#elif`, `#elifdef`, `#elifndef`, `#else`, `#endif`, with its continued
-/// lines) turned to spaces, line breaks kept: the code of every branch
-/// stays where it is in the file. With `macros`, also every line at the left
-/// margin that is one upper-case macro name alone ([`is_bare_macro_line`]).
-/// `None` when nothing changed.
-fn blank_lines(text: &str, macros: bool) -> Option<String> {
+/// A node that starts where a blanked macro ended (`SPDLOG_INLINE void
+/// f()` read as `              void f()`) starts at the macro instead: what
+/// lies before it on its line was blank only in `read`, the text the
+/// grammar read, not in `file`.
+fn reach_back_over_blanks(analysis: &mut FileAnalysis, read: &str, file: &str) {
+    for node in analysis.nodes.iter_mut().skip(1) {
+        let start = node.span.start_byte;
+        let line_start = file.get(..start).and_then(|before| before.rfind('\n')).map_or(0, |i| i + 1);
+        let (Some(was), Some(is)) = (read.get(line_start..start), file.get(line_start..start)) else { continue };
+        if was.trim().is_empty() && !is.trim().is_empty() {
+            let indent = is.len() - is.trim_start().len();
+            node.span.start_byte = line_start + indent;
+            node.span.start.column = indent as u32;
+        }
+    }
+}
+
+/// `text` with, turned to spaces (line breaks kept, so every span stays
+/// where it is in the file): with `conditionals`, every conditional
+/// directive (`#if`, `#ifdef`, `#ifndef`, `#elif`, `#elifdef`, `#elifndef`,
+/// `#else`, `#endif`, with its continued lines), the code of every branch
+/// left in place; with `macros`, every line that is one upper-case macro
+/// name alone ([`is_bare_macro_line`]) and the macro name that opens a
+/// line before more of the declaration ([`leading_macro`]). `None` when
+/// nothing changed.
+fn blank_lines(text: &str, conditionals: bool, macros: bool) -> Option<String> {
     const DIRECTIVES: [&str; 8] = ["if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif"];
     let mut out = text.as_bytes().to_vec();
     let mut any = false;
@@ -310,18 +338,26 @@ fn blank_lines(text: &str, macros: bool) -> Option<String> {
     for line in text.split_inclusive('\n') {
         let end = start + line.len();
         let body = line.trim_end_matches(['\n', '\r']);
-        let directive = continued || {
-            let rest = body.trim_start();
-            rest.strip_prefix('#').is_some_and(|after| {
-                let after = after.trim_start_matches([' ', '\t']);
-                let word = after.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').next().unwrap_or("");
-                DIRECTIVES.contains(&word)
-            })
-        };
+        let directive = conditionals
+            && (continued || {
+                let rest = body.trim_start();
+                rest.strip_prefix('#').is_some_and(|after| {
+                    let after = after.trim_start_matches([' ', '\t']);
+                    let word = after.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').next().unwrap_or("");
+                    DIRECTIVES.contains(&word)
+                })
+            });
         continued = directive && body.ends_with('\\');
-        if directive || (macros && is_bare_macro_line(body)) {
+        let blank = if directive || (macros && is_bare_macro_line(body)) {
+            Some(0..body.len())
+        } else if macros {
+            leading_macro(body)
+        } else {
+            None
+        };
+        if let Some(range) = blank {
             any = true;
-            for b in &mut out[start..start + body.len()] {
+            for b in &mut out[start + range.start..start + range.end] {
                 *b = b' ';
             }
         }
@@ -329,6 +365,23 @@ fn blank_lines(text: &str, macros: bool) -> Option<String> {
     }
     // Only whole lines' bytes before their break became ASCII spaces.
     if any { String::from_utf8(out).ok() } else { None }
+}
+
+/// The bytes of a line's opening macro name when more of a declaration
+/// follows it (`SPDLOG_INLINE void logger::flush()`, `LEVELDB_EXPORT
+/// Status DestroyDB(...)`): an upper-case name with an underscore, after the
+/// indentation, then blanks and a name (or `~`, `::`).
+fn leading_macro(line: &str) -> Option<std::ops::Range<usize>> {
+    let start = line.len() - line.trim_start_matches([' ', '\t']).len();
+    let rest = &line[start..];
+    let len = rest.bytes().take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_').count();
+    let name = &rest[..len];
+    let after = &rest[len..];
+    let next = after.trim_start_matches([' ', '\t']);
+    let is_macro = name.starts_with(|c: char| c.is_ascii_uppercase()) && name.contains('_');
+    let then_code =
+        next.len() < after.len() && next.starts_with(|c: char| c.is_ascii_alphabetic() || "_~:".contains(c));
+    (is_macro && then_code).then_some(start..start + len)
 }
 
 /// A line that is only a macro the grammar cannot expand: an upper-case
@@ -1639,6 +1692,25 @@ struct Pair : Named {
     }
 
     #[test]
+    fn a_macro_before_a_definition_is_read_as_blank() {
+        // spdlog's `SPDLOG_INLINE`: the constructor read as a declaration of
+        // variables `name_` and `level_`, and the methods lost their macro.
+        let text = "#pragma once\n\nnamespace logs {\n\nLOGS_INLINE recorder::recorder(const recorder &other)\n    : name_(other.name_),\n      level_(other.level_.load()) {}\n\nLOGS_INLINE void recorder::flush() { flush_(); }\n\nLOGS_INLINE bool recorder::should_log(level lvl) const {\n    return lvl >= level_.load(std::memory_order_relaxed);\n}\n\n}  // namespace logs\n";
+        let analysis = analyze("cpp", "include/logs/recorder-inl.h", text);
+        let found = |path: &str| analysis.nodes.iter().find(|n| n.symbol_path == path).map(|n| n.span.start.line);
+        assert_eq!(found("logs.recorder.recorder"), Some(5));
+        assert_eq!(found("logs.recorder.flush"), Some(9));
+        assert_eq!(found("logs.recorder.should_log"), Some(11));
+        assert!(found("logs.name_").is_none(), "{:?}", analysis.nodes);
+        let flush = analysis.nodes.iter().find(|n| n.symbol_path == "logs.recorder.flush").unwrap();
+        assert!(flush.span.slice(text).starts_with("LOGS_INLINE void recorder::flush()"), "spans read the file");
+        assert_eq!(leading_macro("  API_EXPORT Status Open();"), Some(2..12));
+        for not_one in ["FOO_BAR(x) y;", "FOO_BAR = 1,", "CONST x;", "FOO_BAR", "Foo_Bar x;", "FOO_BAR // note"] {
+            assert_eq!(leading_macro(not_one), None, "{not_one}");
+        }
+    }
+
+    #[test]
     fn a_cpp_header_the_c_grammar_loses_whole_is_read_as_cpp() {
         // A header like spdlog's backtracer.h: C reads it as one ERROR (one
         // error node), C++ with two small ones (an export macro, a
@@ -1741,8 +1813,8 @@ struct Pair : Named {
         assert_eq!((append.span.start.line, append.doc.as_deref()), (12, Some("Appends data.")));
         assert!(append.span.slice(text).contains("#ifdef _WIN32"), "spans read the file");
         // A file that parses keeps its tree; the blanking keeps every line.
-        assert_eq!(blank_lines("int f(void) { return 0; }\n", true), None);
-        let blanked = blank_lines("#if A \\\n  && B\nint x;\n#endif\n", false).unwrap();
+        assert_eq!(blank_lines("int f(void) { return 0; }\n", true, true), None);
+        let blanked = blank_lines("#if A \\\n  && B\nint x;\n#endif\n", true, false).unwrap();
         assert_eq!(blanked.lines().map(str::trim).collect::<Vec<_>>(), ["", "", "int x;", ""]);
         // Read without its directives, a header still has no macro for its guard.
         let guarded = format!("#ifndef APP_ENV_H_\n#define APP_ENV_H_\n{text}#endif  // APP_ENV_H_\n");
