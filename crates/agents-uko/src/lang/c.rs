@@ -81,7 +81,7 @@
 
 use std::collections::HashMap;
 
-use tree_sitter::{Node, Tree};
+use tree_sitter::{InputEdit, Node, Parser, Tree};
 
 use crate::lang::{Analyzer, FileBuilder, collapse, node_text, parse, preceding_comments, signature_until};
 use crate::model::{FileAnalysis, NodeKind, Point, RefKind, Reference, Span};
@@ -109,7 +109,7 @@ impl Analyzer for CAnalyzer {
         // (`SPDLOG_INLINE void logger::flush()`) can turn the rest of the
         // file into one broken declaration; read without them, every
         // branch's code in place, when that loses less of the file.
-        let flat: Vec<String> = if tree.root_node().has_error() {
+        let flat: Vec<Blanked> = if tree.root_node().has_error() {
             [(true, false), (true, true), (false, true)]
                 .into_iter()
                 .filter_map(|(conditionals, macros)| blank_lines(text, conditionals, macros))
@@ -119,12 +119,12 @@ impl Analyzer for CAnalyzer {
         };
         let mut best: Option<(Tree, &str)> = None;
         let mut extent = error_extent(&tree);
-        for flat in flat.iter().map(String::as_str) {
-            if let Some(flat_tree) = parse_c_family(language, path, flat)
+        for flat in &flat {
+            if let Some(flat_tree) = reparse_blanked(&tree, text, flat)
                 && error_extent(&flat_tree) < extent
             {
                 extent = error_extent(&flat_tree);
-                best = Some((flat_tree, flat));
+                best = Some((flat_tree, flat.text.as_str()));
             }
         }
         let (tree, text, guard) = match best {
@@ -329,10 +329,10 @@ fn reach_back_over_blanks(analysis: &mut FileAnalysis, read: &str, file: &str) {
 /// name alone ([`is_bare_macro_line`]) and the macro name that opens a
 /// line before more of the declaration ([`leading_macro`]). `None` when
 /// nothing changed.
-fn blank_lines(text: &str, conditionals: bool, macros: bool) -> Option<String> {
+fn blank_lines(text: &str, conditionals: bool, macros: bool) -> Option<Blanked> {
     const DIRECTIVES: [&str; 8] = ["if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif"];
     let mut out = text.as_bytes().to_vec();
-    let mut any = false;
+    let mut ranges = Vec::new();
     let mut continued = false;
     let mut start = 0;
     for line in text.split_inclusive('\n') {
@@ -355,16 +355,55 @@ fn blank_lines(text: &str, conditionals: bool, macros: bool) -> Option<String> {
         } else {
             None
         };
-        if let Some(range) = blank {
-            any = true;
+        if let Some(range) = blank.filter(|r| !r.is_empty()) {
             for b in &mut out[start + range.start..start + range.end] {
                 *b = b' ';
             }
+            ranges.push(start + range.start..start + range.end);
         }
         start = end;
     }
-    // Only whole lines' bytes before their break became ASCII spaces.
-    if any { String::from_utf8(out).ok() } else { None }
+    if ranges.is_empty() {
+        return None;
+    }
+    // Only bytes of lines, never their breaks, became ASCII spaces.
+    String::from_utf8(out).ok().map(|text| Blanked { text, ranges })
+}
+
+/// A text with byte ranges turned to spaces, each inside one line.
+struct Blanked {
+    text: String,
+    ranges: Vec<std::ops::Range<usize>>,
+}
+
+/// `tree` (of `text`) parsed again for `blanked`, told which ranges
+/// changed, so tree-sitter reuses what the blanks left alone: a file with
+/// hundreds of directives costs a fraction of a fresh parse per try.
+fn reparse_blanked(tree: &Tree, text: &str, blanked: &Blanked) -> Option<Tree> {
+    let mut old = tree.clone();
+    let (mut row, mut line_start, mut scanned) = (0, 0, 0);
+    for range in &blanked.ranges {
+        for (i, b) in text.as_bytes()[scanned..range.start].iter().enumerate() {
+            if *b == b'\n' {
+                row += 1;
+                line_start = scanned + i + 1;
+            }
+        }
+        scanned = range.start;
+        let start = tree_sitter::Point { row, column: range.start - line_start };
+        let end = tree_sitter::Point { row, column: range.end - line_start };
+        old.edit(&InputEdit {
+            start_byte: range.start,
+            old_end_byte: range.end,
+            new_end_byte: range.end,
+            start_position: start,
+            old_end_position: end,
+            new_end_position: end,
+        });
+    }
+    let mut parser = Parser::new();
+    parser.set_language(&tree.language()).ok()?;
+    parser.parse(&blanked.text, Some(&old))
 }
 
 /// The bytes of a line's opening macro name when more of a declaration
@@ -1813,9 +1852,18 @@ struct Pair : Named {
         assert_eq!((append.span.start.line, append.doc.as_deref()), (12, Some("Appends data.")));
         assert!(append.span.slice(text).contains("#ifdef _WIN32"), "spans read the file");
         // A file that parses keeps its tree; the blanking keeps every line.
-        assert_eq!(blank_lines("int f(void) { return 0; }\n", true, true), None);
+        assert!(blank_lines("int f(void) { return 0; }\n", true, true).is_none());
         let blanked = blank_lines("#if A \\\n  && B\nint x;\n#endif\n", true, false).unwrap();
-        assert_eq!(blanked.lines().map(str::trim).collect::<Vec<_>>(), ["", "", "int x;", ""]);
+        assert_eq!(blanked.ranges, [0..7, 8..14, 22..28]);
+        // The reparse told what changed reads as a fresh parse of the blanks.
+        let cpp: tree_sitter::Language = tree_sitter_cpp::LANGUAGE.into();
+        for (conditionals, macros) in [(true, false), (true, true), (false, true)] {
+            let Some(flat) = blank_lines(text, conditionals, macros) else { continue };
+            let tree = parse(&cpp, text).unwrap();
+            let again = reparse_blanked(&tree, text, &flat).unwrap();
+            assert_eq!(again.root_node().to_sexp(), parse(&cpp, &flat.text).unwrap().root_node().to_sexp());
+        }
+        assert_eq!(blanked.text.lines().map(str::trim).collect::<Vec<_>>(), ["", "", "int x;", ""]);
         // Read without its directives, a header still has no macro for its guard.
         let guarded = format!("#ifndef APP_ENV_H_\n#define APP_ENV_H_\n{text}#endif  // APP_ENV_H_\n");
         assert_eq!(include_guard(&guarded).as_deref(), Some("APP_ENV_H_"));
