@@ -98,38 +98,54 @@ impl Analyzer for CAnalyzer {
         let file = text;
         let blanked = blank_annotation_macros(text);
         let text = blanked.as_deref().unwrap_or(text);
-        let Some(tree) = parse_c_family(language, path, text) else {
+        let mut trees = parses_c_family(language, path, text).into_iter();
+        let Some(first) = trees.next() else {
             let mut analysis = FileAnalysis::file_only(NodeKind::Module, path, text);
             analysis.warnings.push(format!("{language}: the grammar could not parse this file"));
             return analysis;
         };
         // A conditional the grammar cannot place (an `#if` inside a
         // constructor's initializer list), a macro that opens a namespace
-        // (`FMT_BEGIN_NAMESPACE`) or one before a definition
+        // (`FMT_BEGIN_NAMESPACE`) or one among a definition's words
         // (`SPDLOG_INLINE void logger::flush()`) can turn the rest of the
         // file into one broken declaration; read without them, every
-        // branch's code in place, when that loses less of the file.
-        let flat: Vec<Blanked> = if tree.root_node().has_error() {
-            [(true, false), (true, true), (false, true)]
-                .into_iter()
-                .filter_map(|(conditionals, macros)| blank_lines(text, conditionals, macros))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let mut best: Option<(Tree, &str)> = None;
-        let mut extent = error_extent(&tree);
-        for flat in &flat {
-            if let Some(flat_tree) = reparse_blanked(&tree, text, flat)
-                && error_extent(&flat_tree) < extent
-            {
-                extent = error_extent(&flat_tree);
-                best = Some((flat_tree, flat.text.as_str()));
+        // branch's code in place, in each grammar the file may be written in,
+        // when that loses less of the file.
+        let others: Vec<Tree> = trees.collect();
+        let mut extent = error_extent(&first);
+        let mut best: Option<(Tree, String)> = None;
+        // In each grammar: the conditionals read as blanks, then the macros
+        // on top of the better of the two readings, and both at once when
+        // the conditionals alone lost; each try reparses from the reading it
+        // changes. The other grammar only when the first one's keep errors.
+        for tree in std::iter::once(&first).chain(&others) {
+            if extent.0 == 0 && (best.is_some() || extent.1 == 0) {
+                break;
+            }
+            let mut keep = |read: Option<(Tree, String)>| {
+                let read = read?;
+                let read_extent = error_extent(&read.0);
+                if read_extent < extent {
+                    extent = read_extent;
+                    best = Some(read.clone());
+                }
+                Some((read, read_extent))
+            };
+            let original = (tree.clone(), text.to_owned());
+            let conditionals = keep(try_blanked(&original, true, false)).filter(|(_, e)| *e < error_extent(tree));
+            match conditionals {
+                Some((read, _)) => {
+                    keep(try_blanked(&read, false, true));
+                }
+                None => {
+                    keep(try_blanked(&original, false, true));
+                    keep(try_blanked(&original, true, true));
+                }
             }
         }
-        let (tree, text, guard) = match best {
-            Some((flat_tree, flat)) => (flat_tree, flat, include_guard(text)),
-            None => (tree, text, None),
+        let (tree, text, guard) = match &best {
+            Some((flat_tree, flat)) => (flat_tree.clone(), flat.as_str(), include_guard(text)),
+            None => (first, text, None),
         };
         let mut walker = Walker::new(path, text);
         walker.guards.extend(guard);
@@ -272,21 +288,28 @@ fn blank_annotation_macros(text: &str) -> Option<String> {
 
 /// Parses with the grammar of `language`, re-parsing a C++-looking `.h` as C++.
 pub(crate) fn parse_c_family(language: &str, path: &str, text: &str) -> Option<Tree> {
+    parses_c_family(language, path, text).into_iter().next()
+}
+
+/// The trees of `text` in each grammar it may be written in, the one whose
+/// errors cover the fewest bytes first (C on a tie): C++ for `"cpp"`; C
+/// for `"c"`, and C++ too for a `.h` that does not parse cleanly as C and
+/// [`looks_like_cpp`].
+fn parses_c_family(language: &str, path: &str, text: &str) -> Vec<Tree> {
     let cpp_language: tree_sitter::Language = tree_sitter_cpp::LANGUAGE.into();
     if language == "cpp" {
-        return parse(&cpp_language, text);
+        return parse(&cpp_language, text).into_iter().collect();
     }
-    let tree = parse(&tree_sitter_c::LANGUAGE.into(), text)?;
+    let Some(tree) = parse(&tree_sitter_c::LANGUAGE.into(), text) else { return Vec::new() };
     let is_h = path.rsplit_once('.').is_some_and(|(_, ext)| ext.eq_ignore_ascii_case("h"));
-    if is_h && tree.root_node().has_error() && looks_like_cpp(text) {
-        let c_errors = error_extent(&tree);
-        if let Some(cpp_tree) = parse(&cpp_language, text)
-            && error_extent(&cpp_tree) < c_errors
-        {
-            return Some(cpp_tree);
-        }
+    if is_h
+        && tree.root_node().has_error()
+        && looks_like_cpp(text)
+        && let Some(cpp_tree) = parse(&cpp_language, text)
+    {
+        return if error_extent(&cpp_tree) < error_extent(&tree) { vec![cpp_tree, tree] } else { vec![tree, cpp_tree] };
     }
-    Some(tree)
+    vec![tree]
 }
 
 /// Whether byte `at` of `text` lies on a preprocessor directive's line or on
@@ -326,36 +349,38 @@ fn reach_back_over_blanks(analysis: &mut FileAnalysis, read: &str, file: &str) {
 /// directive (`#if`, `#ifdef`, `#ifndef`, `#elif`, `#elifdef`, `#elifndef`,
 /// `#else`, `#endif`, with its continued lines), the code of every branch
 /// left in place; with `macros`, every line that is one upper-case macro
-/// name alone ([`is_bare_macro_line`]) and the macro name that opens a
-/// line before more of the declaration ([`leading_macro`]). `None` when
+/// name alone and every macro word among a declaration's words
+/// ([`macro_words`]). `None` when
 /// nothing changed.
 fn blank_lines(text: &str, conditionals: bool, macros: bool) -> Option<Blanked> {
     const DIRECTIVES: [&str; 8] = ["if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif"];
     let mut out = text.as_bytes().to_vec();
     let mut ranges = Vec::new();
-    let mut continued = false;
+    // Whether the line before ended a conditional, or any directive, with `\`.
+    let (mut continued, mut continued_directive) = (false, false);
     let mut start = 0;
     for line in text.split_inclusive('\n') {
         let end = start + line.len();
         let body = line.trim_end_matches(['\n', '\r']);
-        let directive = conditionals
-            && (continued || {
-                let rest = body.trim_start();
-                rest.strip_prefix('#').is_some_and(|after| {
+        let rest = body.trim_start();
+        let in_directive = continued_directive || rest.starts_with('#');
+        let conditional = conditionals
+            && (continued
+                || rest.strip_prefix('#').is_some_and(|after| {
                     let after = after.trim_start_matches([' ', '\t']);
                     let word = after.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').next().unwrap_or("");
                     DIRECTIVES.contains(&word)
-                })
-            });
-        continued = directive && body.ends_with('\\');
-        let blank = if directive || (macros && is_bare_macro_line(body)) {
-            Some(0..body.len())
-        } else if macros {
-            leading_macro(body)
+                }));
+        continued = conditional && body.ends_with('\\');
+        continued_directive = in_directive && body.ends_with('\\');
+        let blank = if conditional {
+            vec![0..body.len()]
+        } else if macros && !in_directive {
+            macro_words(body)
         } else {
-            None
+            Vec::new()
         };
-        if let Some(range) = blank.filter(|r| !r.is_empty()) {
+        for range in blank.into_iter().filter(|r| !r.is_empty()) {
             for b in &mut out[start + range.start..start + range.end] {
                 *b = b' ';
             }
@@ -368,6 +393,14 @@ fn blank_lines(text: &str, conditionals: bool, macros: bool) -> Option<Blanked> 
     }
     // Only bytes of lines, never their breaks, became ASCII spaces.
     String::from_utf8(out).ok().map(|text| Blanked { text, ranges })
+}
+
+/// `read` (a tree and its text) with [`blank_lines`] applied, reparsed;
+/// `None` when nothing was blanked.
+fn try_blanked(read: &(Tree, String), conditionals: bool, macros: bool) -> Option<(Tree, String)> {
+    let flat = blank_lines(&read.1, conditionals, macros)?;
+    let tree = reparse_blanked(&read.0, &read.1, &flat)?;
+    Some((tree, flat.text))
 }
 
 /// A text with byte ranges turned to spaces, each inside one line.
@@ -406,32 +439,47 @@ fn reparse_blanked(tree: &Tree, text: &str, blanked: &Blanked) -> Option<Tree> {
     parser.parse(&blanked.text, Some(&old))
 }
 
-/// The bytes of a line's opening macro name when more of a declaration
-/// follows it (`SPDLOG_INLINE void logger::flush()`, `LEVELDB_EXPORT
-/// Status DestroyDB(...)`): an upper-case name with an underscore, after the
-/// indentation, then blanks and a name (or `~`, `::`).
-fn leading_macro(line: &str) -> Option<std::ops::Range<usize>> {
-    let start = line.len() - line.trim_start_matches([' ', '\t']).len();
-    let rest = &line[start..];
-    let len = rest.bytes().take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_').count();
-    let name = &rest[..len];
-    let after = &rest[len..];
-    let next = after.trim_start_matches([' ', '\t']);
-    let is_macro = name.starts_with(|c: char| c.is_ascii_uppercase()) && name.contains('_');
-    let then_code =
-        next.len() < after.len() && next.starts_with(|c: char| c.is_ascii_alphabetic() || "_~:".contains(c));
-    (is_macro && then_code).then_some(start..start + len)
-}
+/// Words before which an upper-case word is a name, not a macro the
+/// grammar cannot expand (`struct FOO_BAR {`, `case FOO_BAR:`).
+const BEFORE_NAMES: [&str; 10] =
+    ["struct", "class", "enum", "union", "typedef", "return", "case", "goto", "sizeof", "namespace"];
 
-/// A line that is only a macro the grammar cannot expand: an upper-case
-/// name with an underscore at the left margin, perhaps a `;` and a `//`
-/// comment after it (`FMT_BEGIN_NAMESPACE`, `SPDLOG_NAMESPACE_END`).
-fn is_bare_macro_line(line: &str) -> bool {
-    let code = line.split("//").next().unwrap_or("").trim_end();
-    let code = code.strip_suffix(';').unwrap_or(code).trim_end();
-    code.starts_with(|c: char| c.is_ascii_uppercase())
-        && code.contains('_')
-        && code.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+/// The byte ranges of a code line's macro words the grammar would misread:
+/// an upper-case name with an underscore that stands among a declaration's
+/// words, after the line's start, a word (not [`BEFORE_NAMES`]), `*`, `&`
+/// or `>`, and before a word, `~` or `::` (`SPDLOG_INLINE void
+/// logger::flush()`, `void SPDLOG_INLINE thread_pool::post_log(`), or alone
+/// on its line, perhaps before `{`, `;` or a comment (`FMT_BEGIN_NAMESPACE`,
+/// `SPDLOG_TRY {`).
+fn macro_words(line: &str) -> Vec<std::ops::Range<usize>> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(offset) = line[at..].find(ident) {
+        let begin = at + offset;
+        let end = begin + line[begin..].find(|c: char| !ident(c)).unwrap_or(line.len() - begin);
+        at = end;
+        let word = &line[begin..end];
+        let is_macro = word.starts_with(|c: char| c.is_ascii_uppercase())
+            && word.contains('_')
+            && word.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+        if !is_macro {
+            continue;
+        }
+        let before = line[..begin].trim_end();
+        let after = line[end..].trim_start();
+        let alone = before.is_empty();
+        let previous = before.rsplit(|c: char| !ident(c)).next().unwrap_or("");
+        let after_words =
+            alone || before.ends_with(['*', '&', '>']) || (!previous.is_empty() && !BEFORE_NAMES.contains(&previous));
+        let before_words = after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '~')
+            || after.starts_with("::")
+            || (alone && (after.is_empty() || after == ";" || after.starts_with('{') || after.starts_with("//")));
+        if after_words && before_words {
+            out.push(begin..end);
+        }
+    }
+    out
 }
 
 /// The include guard's name: the file's first directive is `#ifndef X` and
@@ -1724,28 +1772,42 @@ struct Pair : Named {
         assert_eq!(span("shade.light"), (NodeKind::Field, 7, 7));
         assert_eq!(span("fg"), (NodeKind::Function, 11, 13));
         assert!(analysis.nodes.iter().all(|n| !n.name.starts_with("LIB_")), "{:?}", analysis.nodes);
-        assert!(is_bare_macro_line("FMT_END_NAMESPACE  // fmt") && is_bare_macro_line("Q_OBJECT;"));
-        for not_one in ["  INDENTED_MACRO", "FOO", "FOO_BAR(x)", "Foo_Bar", "FOO_BAR = 1,"] {
-            assert!(!is_bare_macro_line(not_one), "{not_one}");
-        }
+        assert_eq!(macro_words("FMT_END_NAMESPACE  // fmt"), [0..17]);
+        assert_eq!(macro_words("  Q_OBJECT;"), [2..10]);
+        assert_eq!(macro_words("    SPDLOG_TRY {"), [4..14]);
     }
 
     #[test]
     fn a_macro_before_a_definition_is_read_as_blank() {
         // spdlog's `SPDLOG_INLINE`: the constructor read as a declaration of
         // variables `name_` and `level_`, and the methods lost their macro.
-        let text = "#pragma once\n\nnamespace logs {\n\nLOGS_INLINE recorder::recorder(const recorder &other)\n    : name_(other.name_),\n      level_(other.level_.load()) {}\n\nLOGS_INLINE void recorder::flush() { flush_(); }\n\nLOGS_INLINE bool recorder::should_log(level lvl) const {\n    return lvl >= level_.load(std::memory_order_relaxed);\n}\n\n}  // namespace logs\n";
+        let text = "#pragma once\n\nnamespace logs {\n\nLOGS_INLINE recorder::recorder(const recorder &other)\n    : name_(other.name_),\n      level_(other.level_.load()) {}\n\nLOGS_INLINE void recorder::flush() { flush_(); }\n\nLOGS_INLINE bool recorder::should_log(level lvl) const {\n    return lvl >= level_.load(std::memory_order_relaxed);\n}\n\nLOGS_INLINE recorder::~recorder() {\n    LOGS_TRY {\n        flush_();\n    }\n    LOGS_CATCH_STD\n}\n\nvoid LOGS_INLINE recorder::post(int n) { queue_.push(n); }\n\n}  // namespace logs\n";
         let analysis = analyze("cpp", "include/logs/recorder-inl.h", text);
         let found = |path: &str| analysis.nodes.iter().find(|n| n.symbol_path == path).map(|n| n.span.start.line);
         assert_eq!(found("logs.recorder.recorder"), Some(5));
         assert_eq!(found("logs.recorder.flush"), Some(9));
         assert_eq!(found("logs.recorder.should_log"), Some(11));
+        assert_eq!(found("logs.recorder.~recorder"), Some(15));
+        assert_eq!(found("logs.recorder.post"), Some(22));
         assert!(found("logs.name_").is_none(), "{:?}", analysis.nodes);
         let flush = analysis.nodes.iter().find(|n| n.symbol_path == "logs.recorder.flush").unwrap();
         assert!(flush.span.slice(text).starts_with("LOGS_INLINE void recorder::flush()"), "spans read the file");
-        assert_eq!(leading_macro("  API_EXPORT Status Open();"), Some(2..12));
-        for not_one in ["FOO_BAR(x) y;", "FOO_BAR = 1,", "CONST x;", "FOO_BAR", "Foo_Bar x;", "FOO_BAR // note"] {
-            assert_eq!(leading_macro(not_one), None, "{not_one}");
+        assert_eq!(macro_words("  API_EXPORT Status Open();"), [2..12]);
+        assert_eq!(macro_words("void LOGS_INLINE pool::post(int n) {"), [5..16]);
+        assert_eq!(macro_words("int *FOO_BAR x"), [5..12]);
+        assert_eq!(macro_words("const FOO_API Bar& NO_DISCARD get()"), [6..13, 19..29]);
+        for not_one in [
+            "FOO_BAR(x) y;",
+            "FOO_BAR = 1,",
+            "CONST x;",
+            "Foo_Bar x;",
+            "struct FOO_BAR {",
+            "case FOO_BAR: return;",
+            "return FOO_BAR;",
+            "x = FOO_BAR + y;",
+            "f(FOO_BAR, y);",
+        ] {
+            assert!(macro_words(not_one).is_empty(), "{not_one}");
         }
     }
 
