@@ -1486,6 +1486,19 @@ end
     }
 
     #[test]
+    fn lua_functions_of_a_returned_or_bound_table() {
+        let lua = "local M = {\n  -- Makes one.\n  new = function(opts)\n    return setmetatable(opts, M)\n  end,\n  size = 3,\n}\n\nreturn {\n  lt = function(a, b)\n    return a < b\n  end,\n  le = function(a, b) return compare(a, b) <= 0 end,\n}\n";
+        let a = check(&LUA, "lua", "lua/ops.lua", lua);
+        let new = node(&a, "M.new");
+        assert_eq!((new.kind, new.span.start.line, new.doc.as_deref()), (NodeKind::Function, 3, Some("Makes one.")));
+        assert_eq!((node(&a, "lt").kind, node(&a, "lt").span.start.line), (NodeKind::Function, 10));
+        assert_eq!(node(&a, "le").signature.as_deref(), Some("le = function(a, b)"));
+        assert!(a.nodes.iter().all(|n| !n.symbol_path.ends_with("size")), "{:?}", a.nodes);
+        let le = a.nodes.iter().position(|n| n.symbol_path == "le").unwrap();
+        assert!(a.references.iter().any(|r| r.from == le && r.target == "compare"), "{:?}", a.references);
+    }
+
+    #[test]
     fn lua_calls_on_a_value_a_constructor_made_are_written_against_its_table() {
         let lua = r#"local Path = require("plenary.path")
 

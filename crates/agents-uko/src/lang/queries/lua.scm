@@ -24,6 +24,21 @@
     (variable_list . name: (_) @name)
     (expression_list . value: (function_call arguments: (arguments (function_definition body: (_)? @body))))) @definition.function)
 
+; The functions of a table the file returns or binds at its top: `return {
+; lt = function(a, b) ... end }`, `local M = { new = function() ... end }`.
+(chunk
+  (return_statement
+    (expression_list
+      (table_constructor
+        (field name: (identifier) @name value: (function_definition body: (_)? @body)) @definition.function))))
+
+(chunk
+  (variable_declaration
+    (assignment_statement
+      (expression_list
+        (table_constructor
+          (field name: (identifier) @name value: (function_definition body: (_)? @body)) @definition.function)))))
+
 ; `local M = {}`, `M = {}` at the top of the file.
 (chunk
   (variable_declaration
