@@ -68,10 +68,12 @@
 //! Preprocessor directives are not expanded, so a file's tree can be
 //! partial (a warning says where). A file whose tree has errors is parsed
 //! again with its conditional directives blanked, every branch's code in
-//! place, and that tree is kept when its errors cover fewer bytes: the
-//! usual `#ifdef __cplusplus` / `extern "C" {` / `#endif` then balances,
-//! and an `#if` inside a constructor's initializer list no longer turns the
-//! rest of the file into one broken class.
+//! place, and with the upper-case macros a grammar cannot expand blanked
+//! (`FMT_BEGIN_NAMESPACE`, `SPDLOG_INLINE`), and the reading whose errors
+//! cover the fewest bytes is kept: the usual `#ifdef __cplusplus` /
+//! `extern "C" {` / `#endif` then balances, and an `#if` inside a
+//! constructor's initializer list no longer turns the rest of the file into
+//! one broken class.
 //!
 //! `.h` is detected as C. A header that does not parse cleanly as C but
 //! contains C++ markers (`class `, `namespace `, `template<`) is parsed again
@@ -108,16 +110,16 @@ impl Analyzer for CAnalyzer {
         // constructor's initializer list), a macro that opens a namespace
         // (`FMT_BEGIN_NAMESPACE`) or one among a definition's words
         // (`SPDLOG_INLINE void logger::flush()`) can turn the rest of the
-        // file into one broken declaration; read without them, every
-        // branch's code in place, in each grammar the file may be written in,
-        // when that loses less of the file.
+        // file into one broken declaration. So, in each grammar the file may
+        // be written in (the second only while the first keeps errors), it
+        // is read with the conditionals as blanks, every branch's code in
+        // place, then with the macros blanked on top of the better of the
+        // two readings (and both at once when the conditionals alone lost),
+        // each try reparsing from the reading it changes; the reading whose
+        // errors cover the fewest bytes is kept.
         let others: Vec<Tree> = trees.collect();
         let mut extent = error_extent(&first);
         let mut best: Option<(Tree, String)> = None;
-        // In each grammar: the conditionals read as blanks, then the macros
-        // on top of the better of the two readings, and both at once when
-        // the conditionals alone lost; each try reparses from the reading it
-        // changes. The other grammar only when the first one's keep errors.
         for tree in std::iter::once(&first).chain(&others) {
             if extent.0 == 0 && (best.is_some() || extent.1 == 0) {
                 break;
@@ -350,8 +352,7 @@ fn reach_back_over_blanks(analysis: &mut FileAnalysis, read: &str, file: &str) {
 /// `#else`, `#endif`, with its continued lines), the code of every branch
 /// left in place; with `macros`, every line that is one upper-case macro
 /// name alone and every macro word among a declaration's words
-/// ([`macro_words`]). `None` when
-/// nothing changed.
+/// ([`macro_words`]). `None` when nothing changed.
 fn blank_lines(text: &str, conditionals: bool, macros: bool) -> Option<Blanked> {
     const DIRECTIVES: [&str; 8] = ["if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif"];
     let mut out = text.as_bytes().to_vec();
@@ -450,7 +451,8 @@ const BEFORE_NAMES: [&str; 10] =
 /// or `>`, and before a word, `~` or `::` (`SPDLOG_INLINE void
 /// logger::flush()`, `void SPDLOG_INLINE thread_pool::post_log(`), or alone
 /// on its line, perhaps before `{`, `;` or a comment (`FMT_BEGIN_NAMESPACE`,
-/// `SPDLOG_TRY {`).
+/// `SPDLOG_TRY {`), or between `if` and its condition (`if FMT_CONSTEXPR20
+/// (...)`).
 fn macro_words(line: &str) -> Vec<std::ops::Range<usize>> {
     let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let mut out = Vec::new();
@@ -475,7 +477,9 @@ fn macro_words(line: &str) -> Vec<std::ops::Range<usize>> {
         let before_words = after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '~')
             || after.starts_with("::")
             || (alone && (after.is_empty() || after == ";" || after.starts_with('{') || after.starts_with("//")));
-        if after_words && before_words {
+        // `if FMT_CONSTEXPR20 (x)`: a macro standing for `constexpr`.
+        let in_if = previous == "if" && after.starts_with('(');
+        if (after_words && before_words) || in_if {
             out.push(begin..end);
         }
     }
@@ -1798,6 +1802,7 @@ struct Pair : Named {
         assert_eq!(words("void LOGS_INLINE pool::post(int n) {"), [(5, 16)]);
         assert_eq!(words("int *FOO_BAR x"), [(5, 12)]);
         assert_eq!(words("const FOO_API Bar& NO_DISCARD get()"), [(6, 13), (19, 29)]);
+        assert_eq!(words("    if LIB_CONSTEXPR20 (need_copy<T>::value) {"), [(7, 22)]);
         for not_one in [
             "FOO_BAR(x) y;",
             "FOO_BAR = 1,",
