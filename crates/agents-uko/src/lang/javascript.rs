@@ -486,6 +486,9 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             let name_node = declarator.child_by_field_name("name");
             let value = declarator.child_by_field_name("value");
             let simple_name = name_node.filter(|n| n.kind() == "identifier").map(|n| node_text(&n, self.text));
+            // `export const $ZodUnion = core.$constructor("$ZodUnion", (inst, def) => {..})`,
+            // `const handler = wrap(async (req) => {..})`: the function a call wraps.
+            let wrapped = value.map(unwrap_value).and_then(wrapped_function).filter(|_| module_level);
             match (simple_name, value) {
                 (Some(name), Some(value)) if is_function_value(value) => {
                     let body = value.child_by_field_name("body").map_or(value.end_byte(), |b| b.start_byte());
@@ -501,6 +504,22 @@ impl<'t, 'tree> Walker<'t, 'tree> {
                     let inner = Ctx { parent: index, owner: index, ..ctx };
                     self.function_body(value, index, ctx, None);
                     self.push_all(&[(declarator.child_by_field_name("type"), inner)]);
+                }
+                (Some(name), Some(value)) if wrapped.is_some() => {
+                    let function = wrapped.unwrap_or(value);
+                    let body = function.child_by_field_name("body").map_or(function.end_byte(), |b| b.start_byte());
+                    let signature = format!("{head} {}", header(self.text, declarator.start_byte(), body));
+                    let index = self.b.add(
+                        ctx.parent,
+                        NodeKind::Function,
+                        name,
+                        Span::of_node(&span_node),
+                        Some(signature),
+                        doc.clone(),
+                    );
+                    // The wrapping call and everything in it, the function's body included, from the node.
+                    let inner = Ctx { parent: index, owner: index, scope: NESTED, ..ctx };
+                    self.push_all(&[(declarator.child_by_field_name("type"), inner), (Some(value), inner)]);
                 }
                 (Some(name), Some(value)) if value.kind() == "class" => {
                     let from = if single { sig_start(outer) } else { declarator.start_byte() };
@@ -1264,6 +1283,15 @@ fn unwrap_value(mut node: Node<'_>) -> Node<'_> {
     node
 }
 
+/// The function literal a call passes as an argument (`wrap(fn)`,
+/// `$constructor("name", (inst, def) => {..})`), when the value is such a call.
+fn wrapped_function(value: Node<'_>) -> Option<Node<'_>> {
+    if value.kind() != "call_expression" {
+        return None;
+    }
+    named_children(value.child_by_field_name("arguments")?).find(|a| is_function_value(*a))
+}
+
 /// Whether an object literal holds a method or a property whose value is a function.
 fn has_function_member(object: Node<'_>) -> bool {
     named_children(object).any(|c| {
@@ -1980,6 +2008,28 @@ class Holder {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_function_a_top_level_call_wraps_is_the_variable() {
+        let text = "/** The union of its options. */\nexport const $Union: Ctor<$Union> = core.$constructor(\"$Union\", (inst, def) => {\n  inst.parse = (payload, ctx) => handleResults(payload, ctx);\n});\n\nconst limit = Math.max(1, 2);\n\nfunction inner() {\n  const local = wrap(() => 1);\n}\n";
+        let a = analyze("typescript", "src/core/schemas.ts", text);
+        let union = a.nodes.iter().position(|n| n.symbol_path == "$Union").unwrap();
+        let node = &a.nodes[union];
+        assert_eq!((node.kind, node.span.start.line, node.span.end.line), (NodeKind::Function, 2, 4));
+        assert_eq!(node.doc.as_deref(), Some("The union of its options."));
+        assert_eq!(
+            node.signature.as_deref(),
+            Some("export const $Union: Ctor<$Union> = core.$constructor(\"$Union\", (inst, def)")
+        );
+        let from =
+            |target: &str| a.references.iter().filter(|r| r.target == target).map(|r| r.from).collect::<Vec<_>>();
+        assert_eq!(from("core.$constructor"), [union]);
+        assert_eq!(from("handleResults"), [union]);
+        // A call without a function stays a variable; inside a function nothing is bound.
+        let limit = a.nodes.iter().find(|n| n.symbol_path == "limit").unwrap();
+        assert_eq!(limit.kind, NodeKind::Variable);
+        assert!(a.nodes.iter().all(|n| !n.symbol_path.ends_with("local")), "{:?}", a.nodes);
     }
 
     #[test]
