@@ -677,10 +677,7 @@ impl Linker<'_> {
                     return None;
                 }
                 let target = analyzer.resolve_import(ctx, &file.path, &file.reference(i, r));
-                match &target {
-                    Some(path) => add_import(&mut scope, path, file.names(i)),
-                    None => scope.add_external(file.str(r.target), file.names(i)),
-                }
+                scope_import(&mut scope, target.as_deref(), file.str(r.target), file.names(i));
                 target
             })
             .collect();
@@ -737,10 +734,8 @@ impl Linker<'_> {
         let language = self.languages.get(path).map(String::as_str).unwrap_or("unknown");
         for (_, r) in writer.file_refs(path)? {
             if r.kind == RefKind::Import.as_str() {
-                match analyzer_for(language).resolve_import(ctx, path, &stored_reference(&r)) {
-                    Some(target) => add_import(&mut scope, &target, &r.names),
-                    None => scope.add_external(&r.target, &r.names),
-                }
+                let target = analyzer_for(language).resolve_import(ctx, path, &stored_reference(&r));
+                scope_import(&mut scope, target.as_deref(), &r.target, &r.names);
             }
             if r.kind == RefKind::Inherits.as_str()
                 && let (Some(uri), Some(base_path)) = (&r.resolved_uri, &r.resolved_path)
@@ -841,6 +836,15 @@ fn pending_imports<'f>(
     file.refs.iter().enumerate().filter(|(_, r)| r.kind == RefKind::Import).filter_map(move |(i, r)| {
         analyzer.resolve_import(ctx, &file.path, &file.reference(i, r)).map(|target| (target, file.names(i)))
     })
+}
+
+/// An import in a file's scope: its names bound to the file of the tree it
+/// resolved to, else noted as coming from `module`, a module outside the tree.
+fn scope_import(scope: &mut FileScope, resolved: Option<&str>, module: &str, names: &[String]) {
+    match resolved {
+        Some(path) => add_import(scope, path, names),
+        None => scope.add_external(module, names),
+    }
 }
 
 fn add_import(scope: &mut FileScope, path: &str, names: &[String]) {

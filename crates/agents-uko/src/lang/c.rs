@@ -133,15 +133,14 @@ impl Analyzer for CAnalyzer {
                 }
                 Some((read, read_extent))
             };
-            let original = (tree.clone(), text.to_owned());
-            let conditionals = keep(try_blanked(&original, true, false)).filter(|(_, e)| *e < error_extent(tree));
+            let conditionals = keep(try_blanked(tree, text, true, false)).filter(|(_, e)| *e < error_extent(tree));
             match conditionals {
-                Some((read, _)) => {
-                    keep(try_blanked(&read, false, true));
+                Some(((read, read_text), _)) => {
+                    keep(try_blanked(&read, &read_text, false, true));
                 }
                 None => {
-                    keep(try_blanked(&original, false, true));
-                    keep(try_blanked(&original, true, true));
+                    keep(try_blanked(tree, text, false, true));
+                    keep(try_blanked(tree, text, true, true));
                 }
             }
         }
@@ -396,11 +395,11 @@ fn blank_lines(text: &str, conditionals: bool, macros: bool) -> Option<Blanked> 
     String::from_utf8(out).ok().map(|text| Blanked { text, ranges })
 }
 
-/// `read` (a tree and its text) with [`blank_lines`] applied, reparsed;
+/// `text` (parsed as `tree`) with [`blank_lines`] applied, reparsed;
 /// `None` when nothing was blanked.
-fn try_blanked(read: &(Tree, String), conditionals: bool, macros: bool) -> Option<(Tree, String)> {
-    let flat = blank_lines(&read.1, conditionals, macros)?;
-    let tree = reparse_blanked(&read.0, &read.1, &flat)?;
+fn try_blanked(tree: &Tree, text: &str, conditionals: bool, macros: bool) -> Option<(Tree, String)> {
+    let flat = blank_lines(text, conditionals, macros)?;
+    let tree = reparse_blanked(tree, text, &flat)?;
     Some((tree, flat.text))
 }
 

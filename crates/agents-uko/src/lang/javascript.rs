@@ -489,24 +489,10 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             // `export const $ZodUnion = core.$constructor("$ZodUnion", (inst, def) => {..})`,
             // `const handler = wrap(async (req) => {..})`: the function a call wraps.
             let wrapped = value.map(unwrap_value).and_then(wrapped_function).filter(|_| module_level);
+            let function = value.filter(|v| is_function_value(*v)).or(wrapped);
             match (simple_name, value) {
-                (Some(name), Some(value)) if is_function_value(value) => {
-                    let body = value.child_by_field_name("body").map_or(value.end_byte(), |b| b.start_byte());
-                    let signature = format!("{head} {}", header(self.text, declarator.start_byte(), body));
-                    let index = self.b.add(
-                        ctx.parent,
-                        NodeKind::Function,
-                        name,
-                        Span::of_node(&span_node),
-                        Some(signature),
-                        doc.clone(),
-                    );
-                    let inner = Ctx { parent: index, owner: index, ..ctx };
-                    self.function_body(value, index, ctx, None);
-                    self.push_all(&[(declarator.child_by_field_name("type"), inner)]);
-                }
-                (Some(name), Some(value)) if wrapped.is_some() => {
-                    let function = wrapped.unwrap_or(value);
+                (Some(name), Some(value)) if function.is_some() => {
+                    let function = function.unwrap_or(value);
                     let body = function.child_by_field_name("body").map_or(function.end_byte(), |b| b.start_byte());
                     let signature = format!("{head} {}", header(self.text, declarator.start_byte(), body));
                     let index = self.b.add(
@@ -517,9 +503,15 @@ impl<'t, 'tree> Walker<'t, 'tree> {
                         Some(signature),
                         doc.clone(),
                     );
-                    // The wrapping call and everything in it, the function's body included, from the node.
-                    let inner = Ctx { parent: index, owner: index, scope: NESTED, ..ctx };
-                    self.push_all(&[(declarator.child_by_field_name("type"), inner), (Some(value), inner)]);
+                    let kind = declarator.child_by_field_name("type");
+                    if function == value {
+                        self.function_body(value, index, ctx, None);
+                        self.push_all(&[(kind, Ctx { parent: index, owner: index, ..ctx })]);
+                    } else {
+                        // The wrapping call and everything in it, the function's body included, from the node.
+                        let inner = Ctx { parent: index, owner: index, scope: NESTED, ..ctx };
+                        self.push_all(&[(kind, inner), (Some(value), inner)]);
+                    }
                 }
                 (Some(name), Some(value)) if value.kind() == "class" => {
                     let from = if single { sig_start(outer) } else { declarator.start_byte() };
