@@ -35,6 +35,25 @@ fn is_test_class_file(name: &str) -> bool {
             || (matches!(ext, "scala" | "groovy" | "hs") && stem.ends_with("Spec")))
 }
 
+/// Whether a file lies in a documentation folder (`docs/`, `doc/`,
+/// `documentation/`, `docs_src/`). A folder so named below a source root
+/// (`src/`, `lib/`) is code named for what it does (astro's
+/// `src/cli/docs/`, the `astro docs` command), and a Go file's folder is
+/// its package (cobra's `doc/` generates man pages and Markdown): neither
+/// is documentation.
+fn in_docs_dir(lower: &str, name: &str) -> bool {
+    if name.ends_with(".go") {
+        return false;
+    }
+    let mut parts = lower.split('/').rev().skip(1).collect::<Vec<_>>();
+    parts.reverse();
+    let Some(first_docs) = parts.iter().position(|part| matches!(*part, "docs" | "doc" | "documentation" | "docs_src"))
+    else {
+        return false;
+    };
+    !parts[..first_docs].iter().any(|part| matches!(*part, "src" | "lib"))
+}
+
 impl FileRole {
     pub fn of(path: &str) -> FileRole {
         let lower = path.to_ascii_lowercase();
@@ -132,7 +151,7 @@ impl FileRole {
         ]) {
             return FileRole::Example;
         }
-        if in_dir(&["docs", "doc", "documentation", "docs_src"])
+        if in_docs_dir(&lower, name)
             || ends(&[".md", ".mdx", ".rst", ".txt", ".adoc"])
             || name.starts_with("changelog")
             || name.starts_with("history")
@@ -159,6 +178,12 @@ mod tests {
         assert_eq!(FileRole::of("testing/conftest_helpers.py"), FileRole::Test);
         assert_eq!(FileRole::of("channels/testing/websocket.py"), FileRole::Source);
         assert_eq!(FileRole::of("docs/api.md"), FileRole::Doc);
+        assert_eq!(FileRole::of("docs/conf.py"), FileRole::Doc);
+        assert_eq!(FileRole::of("packages/docs/components/tabs.tsx"), FileRole::Doc);
+        // Code named for documentation it produces or opens.
+        assert_eq!(FileRole::of("doc/md_docs.go"), FileRole::Source);
+        assert_eq!(FileRole::of("packages/astro/src/cli/docs/core/open-docs.ts"), FileRole::Source);
+        assert_eq!(FileRole::of("packages/astro/src/cli/docs/README.md"), FileRole::Doc);
         assert_eq!(FileRole::of("examples/hello/main.rs"), FileRole::Example);
         assert_eq!(FileRole::of("samples/App.Examples/Runner.cs"), FileRole::Example);
         assert_eq!(FileRole::of("benchmark/packages/timer/index.js"), FileRole::Example);

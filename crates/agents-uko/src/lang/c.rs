@@ -133,14 +133,20 @@ impl Analyzer for CAnalyzer {
                 }
                 Some((read, read_extent))
             };
-            let conditionals = keep(try_blanked(tree, text, true, false)).filter(|(_, e)| *e < error_extent(tree));
+            let all = keep(try_blanked(tree, text, Conditionals::AllBranches, false));
+            let first = match &all {
+                Some((_, e)) if *e == (0, 0) => None,
+                _ => keep(try_blanked(tree, text, Conditionals::AlternativeHeaders, false)),
+            };
+            let conditionals =
+                [all, first].into_iter().flatten().filter(|(_, e)| *e < error_extent(tree)).min_by_key(|(_, e)| *e);
             match conditionals {
                 Some(((read, read_text), _)) => {
-                    keep(try_blanked(&read, &read_text, false, true));
+                    keep(try_blanked(&read, &read_text, Conditionals::Keep, true));
                 }
                 None => {
-                    keep(try_blanked(tree, text, false, true));
-                    keep(try_blanked(tree, text, true, true));
+                    keep(try_blanked(tree, text, Conditionals::Keep, true));
+                    keep(try_blanked(tree, text, Conditionals::AllBranches, true));
                 }
             }
         }
@@ -293,9 +299,12 @@ pub(crate) fn parse_c_family(language: &str, path: &str, text: &str) -> Option<T
 }
 
 /// The trees of `text` in each grammar it may be written in, the one whose
-/// errors cover the fewest bytes first (C on a tie): C++ for `"cpp"`; C
-/// for `"c"`, and C++ too for a `.h` that does not parse cleanly as C and
-/// [`looks_like_cpp`].
+/// errors cover the fewest bytes first: C++ for `"cpp"`; C for `"c"`, and
+/// C++ too for a `.h` that does not parse cleanly as C and
+/// [`looks_like_cpp`], or that opens a C++ construct on a line of its own
+/// ([`opens_cpp_construct`]). The C grammar reads `namespace leveldb {`
+/// without an error, as a function of that name (leveldb's
+/// `util/crc32c.h`), so such a header is C++ on a tie; any other is C.
 fn parses_c_family(language: &str, path: &str, text: &str) -> Vec<Tree> {
     let cpp_language: tree_sitter::Language = tree_sitter_cpp::LANGUAGE.into();
     if language == "cpp" {
@@ -303,14 +312,30 @@ fn parses_c_family(language: &str, path: &str, text: &str) -> Vec<Tree> {
     }
     let Some(tree) = parse(&tree_sitter_c::LANGUAGE.into(), text) else { return Vec::new() };
     let is_h = path.rsplit_once('.').is_some_and(|(_, ext)| ext.eq_ignore_ascii_case("h"));
-    if is_h
-        && tree.root_node().has_error()
-        && looks_like_cpp(text)
+    if !is_h {
+        return vec![tree];
+    }
+    let cpp_first = opens_cpp_construct(text);
+    if (cpp_first || (tree.root_node().has_error() && looks_like_cpp(text)))
         && let Some(cpp_tree) = parse(&cpp_language, text)
     {
-        return if error_extent(&cpp_tree) < error_extent(&tree) { vec![cpp_tree, tree] } else { vec![tree, cpp_tree] };
+        let (cpp, c) = (error_extent(&cpp_tree), error_extent(&tree));
+        return if cpp < c || (cpp_first && cpp == c) { vec![cpp_tree, tree] } else { vec![tree, cpp_tree] };
     }
     vec![tree]
+}
+
+/// Whether a line of `text` opens a namespace, a class or a template: the
+/// first word of the line, followed by a name (or `<`).
+fn opens_cpp_construct(text: &str) -> bool {
+    text.lines().any(|line| {
+        let line = line.trim_start();
+        ["namespace ", "class ", "template<", "template <"].iter().any(|word| {
+            line.strip_prefix(word).is_some_and(|rest| {
+                word.ends_with('<') || rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            })
+        })
+    })
 }
 
 /// Whether byte `at` of `text` lies on a preprocessor directive's line or on
@@ -345,35 +370,48 @@ fn reach_back_over_blanks(analysis: &mut FileAnalysis, read: &str, file: &str) {
     }
 }
 
+/// How a reading of a C or C++ file treats its conditional directives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Conditionals {
+    /// Left as written.
+    Keep,
+    /// Blanked, the code of every branch left in place.
+    AllBranches,
+    /// Blanked, and where each branch of a conditional opens (or closes)
+    /// the same number of braces, one spelling per branch of a definition's
+    /// header (hiredis's libuv adapter's `redisLibuvTimeout`: two headers,
+    /// one body), the code of every branch but the first blanked too, so
+    /// the definition opens once ([`alternative_headers`]).
+    AlternativeHeaders,
+}
+
 /// `text` with, turned to spaces (line breaks kept, so every span stays
-/// where it is in the file): with `conditionals`, every conditional
-/// directive (`#if`, `#ifdef`, `#ifndef`, `#elif`, `#elifdef`, `#elifndef`,
-/// `#else`, `#endif`, with its continued lines), the code of every branch
-/// left in place; with `macros`, every line that is one upper-case macro
-/// name alone and every macro word among a declaration's words
-/// ([`macro_words`]). `None` when nothing changed.
-fn blank_lines(text: &str, conditionals: bool, macros: bool) -> Option<Blanked> {
-    const DIRECTIVES: [&str; 8] = ["if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif"];
+/// where it is in the file): every conditional directive (`#if`, `#ifdef`,
+/// `#ifndef`, `#elif`, `#elifdef`, `#elifndef`, `#else`, `#endif`, with its
+/// continued lines) unless `conditionals` keeps them, and for
+/// [`Conditionals::AlternativeHeaders`] the code of the later spellings of
+/// a header ([`alternative_headers`]); with `macros`, every
+/// line that is one upper-case macro name alone and every macro word among
+/// a declaration's words ([`macro_words`]). `None` when nothing changed.
+fn blank_lines(text: &str, conditionals: Conditionals, macros: bool) -> Option<Blanked> {
     let mut out = text.as_bytes().to_vec();
     let mut ranges = Vec::new();
     // Whether the line before ended a conditional, or any directive, with `\`.
     let (mut continued, mut continued_directive) = (false, false);
+    let dead_lines =
+        if conditionals == Conditionals::AlternativeHeaders { alternative_headers(text) } else { Vec::new() };
     let mut start = 0;
-    for line in text.split_inclusive('\n') {
+    for (index, line) in text.split_inclusive('\n').enumerate() {
         let end = start + line.len();
         let body = line.trim_end_matches(['\n', '\r']);
         let rest = body.trim_start();
         let in_directive = continued_directive || rest.starts_with('#');
-        let conditional = conditionals
-            && (continued
-                || rest.strip_prefix('#').is_some_and(|after| {
-                    let after = after.trim_start_matches([' ', '\t']);
-                    let word = after.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').next().unwrap_or("");
-                    DIRECTIVES.contains(&word)
-                }));
+        let directive = if continued { None } else { conditional_directive(rest) };
+        let conditional = conditionals != Conditionals::Keep && (continued || directive.is_some());
+        let dead = !conditional && dead_lines.get(index).copied().unwrap_or(false);
         continued = conditional && body.ends_with('\\');
         continued_directive = in_directive && body.ends_with('\\');
-        let blank = if conditional {
+        let blank = if conditional || dead {
             std::iter::once(0..body.len()).collect()
         } else if macros && !in_directive {
             macro_words(body)
@@ -395,9 +433,102 @@ fn blank_lines(text: &str, conditionals: bool, macros: bool) -> Option<Blanked> 
     String::from_utf8(out).ok().map(|text| Blanked { text, ranges })
 }
 
+/// The conditional directive a line opens, continues or closes
+/// (`"if"`, `"elif"`, `"else"`, `"endif"`, ...), if any.
+fn conditional_directive(line: &str) -> Option<&'static str> {
+    const DIRECTIVES: [&str; 8] = ["if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif"];
+    let after = line.trim_start().strip_prefix('#')?.trim_start_matches([' ', '\t']);
+    let word = after.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').next().unwrap_or("");
+    DIRECTIVES.iter().find(|d| **d == word).copied()
+}
+
+/// For each line of `text`, whether it is code of a later branch of a
+/// conditional whose branches all open (or all close) the same number of
+/// braces, more than none: alternative spellings of one header (`#if` old
+/// API: `void f(a, int status) {` `#else` `void f(a) {` `#endif`, one
+/// body). Read with every branch, such a definition opens twice and never
+/// closes; a conditional whose branches balance (`#ifdef _WIN32` one set of
+/// functions `#else` another) is left whole. Braces are counted outside
+/// strings, character literals and `//` comments, on lines that are not
+/// directives.
+fn alternative_headers(text: &str) -> Vec<bool> {
+    struct Branch {
+        first_line: usize,
+        braces: i64,
+    }
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut dead = vec![false; lines.len()];
+    // Each open conditional's branches so far.
+    let mut open: Vec<Vec<Branch>> = Vec::new();
+    let mut continued = false;
+    for (index, line) in lines.iter().enumerate() {
+        let body = line.trim_end_matches('\r');
+        let directive_line = continued || body.trim_start().starts_with('#');
+        continued = directive_line && body.ends_with('\\');
+        if !directive_line {
+            if let Some(branch) = open.last_mut().and_then(|branches| branches.last_mut()) {
+                branch.braces += brace_balance(body);
+            }
+            continue;
+        }
+        match conditional_directive(body) {
+            Some("if" | "ifdef" | "ifndef") => open.push(vec![Branch { first_line: index + 1, braces: 0 }]),
+            Some("endif") => {
+                let Some(branches) = open.pop() else { continue };
+                let first = branches[0].braces;
+                if branches.len() > 1 && first != 0 && branches.iter().all(|b| b.braces == first) {
+                    for (k, branch) in branches.iter().enumerate().skip(1) {
+                        let end = branches.get(k + 1).map_or(index, |next| next.first_line - 1);
+                        dead[branch.first_line..end].fill(true);
+                    }
+                }
+                // The enclosing branch reads this conditional as its first branch.
+                if let Some(branch) = open.last_mut().and_then(|branches| branches.last_mut()) {
+                    branch.braces += first;
+                }
+            }
+            Some(_) => {
+                if let Some(branches) = open.last_mut() {
+                    branches.push(Branch { first_line: index + 1, braces: 0 });
+                }
+            }
+            None => {}
+        }
+    }
+    dead
+}
+
+/// Braces a code line opens less those it closes, outside string and
+/// character literals and a `//` comment.
+fn brace_balance(line: &str) -> i64 {
+    let (mut balance, mut quote, mut escaped) = (0, None, false);
+    let bytes = line.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if b == b'\\' {
+                    escaped = true;
+                } else if b == q {
+                    quote = None;
+                }
+            }
+            None => match b {
+                b'"' | b'\'' => quote = Some(b),
+                b'/' if bytes.get(i + 1) == Some(&b'/') => break,
+                b'{' => balance += 1,
+                b'}' => balance -= 1,
+                _ => {}
+            },
+        }
+    }
+    balance
+}
+
 /// `text` (parsed as `tree`) with [`blank_lines`] applied, reparsed;
 /// `None` when nothing was blanked.
-fn try_blanked(tree: &Tree, text: &str, conditionals: bool, macros: bool) -> Option<(Tree, String)> {
+fn try_blanked(tree: &Tree, text: &str, conditionals: Conditionals, macros: bool) -> Option<(Tree, String)> {
     let flat = blank_lines(text, conditionals, macros)?;
     let tree = reparse_blanked(tree, text, &flat)?;
     Some((tree, flat.text))
@@ -478,7 +609,16 @@ fn macro_words(line: &str) -> Vec<std::ops::Range<usize>> {
             || (alone && (after.is_empty() || after == ";" || after.starts_with('{') || after.starts_with("//")));
         // `if FMT_CONSTEXPR20 (x)`: a macro standing for `constexpr`.
         let in_if = previous == "if" && after.starts_with('(');
-        if (after_words && before_words) || in_if {
+        // `std::tm localtime() SPDLOG_NOEXCEPT {`: a specifier after a
+        // parameter list, which the grammar reads as the declarator's name
+        // when the list is empty.
+        let specifier = (before.ends_with(')') || previous == "const")
+            && (after.is_empty()
+                || after.starts_with(['{', ';', '='])
+                || after.starts_with("//")
+                || after.starts_with("->")
+                || (after.starts_with(':') && !after.starts_with("::")));
+        if (after_words && before_words) || in_if || specifier {
             out.push(begin..end);
         }
     }
@@ -1802,6 +1942,22 @@ struct Pair : Named {
         assert_eq!(words("int *FOO_BAR x"), [(5, 12)]);
         assert_eq!(words("const FOO_API Bar& NO_DISCARD get()"), [(6, 13), (19, 29)]);
         assert_eq!(words("    if LIB_CONSTEXPR20 (need_copy<T>::value) {"), [(7, 22)]);
+        // A specifier after the parameters: with none, the grammar read the
+        // macro as the function's name (spdlog's `os::localtime()`).
+        assert_eq!(words("std::tm localtime() LOGS_NOEXCEPT {"), [(20, 33)]);
+        assert_eq!(words("size_t size() const LOGS_NOEXCEPT;"), [(20, 33)]);
+        let specified = analyze(
+            "cpp",
+            "os-inl.h",
+            "namespace os {\nstd::tm localtime() LOGS_NOEXCEPT {\n    return now();\n}\n}\n",
+        );
+        let localtime = specified.nodes.iter().find(|n| n.symbol_path == "os.localtime");
+        assert_eq!(
+            localtime.map(|n| (n.kind, n.span.start.line)),
+            Some((NodeKind::Function, 2)),
+            "{:?}",
+            specified.nodes
+        );
         for not_one in [
             "FOO_BAR(x) y;",
             "FOO_BAR = 1,",
@@ -1812,6 +1968,7 @@ struct Pair : Named {
             "return FOO_BAR;",
             "x = FOO_BAR + y;",
             "f(FOO_BAR, y);",
+            "f(x) + FOO_BAR;",
         ] {
             assert!(macro_words(not_one).is_empty(), "{not_one}");
         }
@@ -1920,12 +2077,17 @@ struct Pair : Named {
         assert_eq!((append.span.start.line, append.doc.as_deref()), (12, Some("Appends data.")));
         assert!(append.span.slice(text).contains("#ifdef _WIN32"), "spans read the file");
         // A file that parses keeps its tree; the blanking keeps every line.
-        assert!(blank_lines("int f(void) { return 0; }\n", true, true).is_none());
-        let blanked = blank_lines("#if A \\\n  && B\nint x;\n#endif\n", true, false).unwrap();
+        assert!(blank_lines("int f(void) { return 0; }\n", Conditionals::AllBranches, true).is_none());
+        let blanked = blank_lines("#if A \\\n  && B\nint x;\n#endif\n", Conditionals::AllBranches, false).unwrap();
         assert_eq!(blanked.ranges, [0..7, 8..14, 22..28]);
         // The reparse told what changed reads as a fresh parse of the blanks.
         let cpp: tree_sitter::Language = tree_sitter_cpp::LANGUAGE.into();
-        for (conditionals, macros) in [(true, false), (true, true), (false, true)] {
+        for (conditionals, macros) in [
+            (Conditionals::AllBranches, false),
+            (Conditionals::AlternativeHeaders, false),
+            (Conditionals::AllBranches, true),
+            (Conditionals::Keep, true),
+        ] {
             let Some(flat) = blank_lines(text, conditionals, macros) else { continue };
             let tree = parse(&cpp, text).unwrap();
             let again = reparse_blanked(&tree, text, &flat).unwrap();
@@ -1938,6 +2100,41 @@ struct Pair : Named {
         let guarded = analyze("cpp", "util/env.h", &guarded);
         assert!(guarded.nodes.iter().all(|n| n.name != "APP_ENV_H_"), "{:?}", guarded.nodes);
         assert_eq!(include_guard("#if X\n#define X\n"), None);
+    }
+
+    #[test]
+    fn a_header_that_parses_as_c_but_opens_a_namespace_is_cpp() {
+        // leveldb's util/crc32c.h: the C grammar reads the namespaces as
+        // functions without an error.
+        let text = "#ifndef CRC_H_\n#define CRC_H_\nnamespace leveldb {\nnamespace crc32c {\n// Returns the crc.\ninline uint32_t Value(const char* data, size_t n) { return Extend(0, data, n); }\n}  // namespace crc32c\n}  // namespace leveldb\n#endif\n";
+        let analysis = analyze("c", "util/crc32c.h", text);
+        let paths: Vec<&str> = analysis.nodes.iter().map(|n| n.symbol_path.as_str()).collect();
+        assert!(paths.contains(&"leveldb.crc32c.Value"), "{paths:?}");
+        // A C header stays C; a comment's words open nothing.
+        assert!(!opens_cpp_construct("/* the class of errors\n * namespace of keys */\nint f(void);\n"));
+        assert!(opens_cpp_construct("template <typename T>\nT max(T a, T b);\n"));
+    }
+
+    #[test]
+    fn a_header_spelled_once_per_branch_opens_one_definition() {
+        // hiredis's adapters/libuv.h: one header per libuv version, one body.
+        let text = "#if (UV_VERSION_MAJOR == 0) || \\\n    (UV_VERSION_MINOR < 11)\nstatic void on_timeout(uv_timer_t *timer, int status) {\n    (void)status;\n#else\nstatic void on_timeout(uv_timer_t *timer) {\n#endif\n    handle(timer);\n}\n\nstatic void set_timeout(void *privdata) {\n    start(privdata);\n}\n";
+        let analysis = analyze("c", "adapters/libuv.h", text);
+        let names: Vec<(&str, u32)> =
+            analysis.nodes.iter().skip(1).map(|n| (n.name.as_str(), n.span.start.line)).collect();
+        assert!(names.contains(&("on_timeout", 3)) && names.contains(&("set_timeout", 11)), "{names:?}");
+        // Only the later spellings of a header go: branches that balance
+        // their braces stay whole, a nested header counts as its first
+        // spelling, braces in strings and comments do not count; the lines
+        // stay where they were.
+        let nested = "#ifdef _WIN32\nint a(void) { return 0; }\n#else\nint b(void) { return 1; }\n#endif\n#if A\n#ifdef B\nint c(int x) { // {\n#else\nint d(int x) {\n#endif\n#elif C\nint e(void) { char *s = \"}\";\n#else\nint f(void) {\n#endif\n  return 0;\n}\n";
+        let flat = blank_lines(nested, Conditionals::AlternativeHeaders, false).unwrap();
+        let kept: Vec<&str> = flat.text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        assert_eq!(
+            kept,
+            ["int a(void) { return 0; }", "int b(void) { return 1; }", "int c(int x) { // {", "return 0;", "}"]
+        );
+        assert_eq!(flat.text.lines().count(), nested.lines().count());
     }
 
     #[test]
