@@ -618,7 +618,20 @@ fn macro_words(line: &str) -> Vec<std::ops::Range<usize>> {
                 || after.starts_with("//")
                 || after.starts_with("->")
                 || (after.starts_with(':') && !after.starts_with("::")));
-        if (after_words && before_words) || in_if || specifier {
+        // `class LEVELDB_EXPORT DB {`, `class SPDLOG_API async_logger final
+        // : public logger {`: an export macro between the keyword and the
+        // class's name, which the grammar reads as the name.
+        let export = matches!(previous, "class" | "struct" | "union") && {
+            let name_end = after.find(|c: char| !ident(c)).unwrap_or(after.len());
+            let rest = after[name_end..].trim_start();
+            name_end > 0
+                && after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && (rest.is_empty()
+                    || rest.starts_with('{')
+                    || (rest.starts_with(':') && !rest.starts_with("::"))
+                    || rest.starts_with("final"))
+        };
+        if (after_words && before_words) || in_if || specifier || export {
             out.push(begin..end);
         }
     }
@@ -1946,6 +1959,20 @@ struct Pair : Named {
         // macro as the function's name (spdlog's `os::localtime()`).
         assert_eq!(words("std::tm localtime() LOGS_NOEXCEPT {"), [(20, 33)]);
         assert_eq!(words("size_t size() const LOGS_NOEXCEPT;"), [(20, 33)]);
+        // An export macro before a class's name (leveldb's `class
+        // LEVELDB_EXPORT DB`): the grammar took the macro for the name.
+        assert_eq!(words("class DB_EXPORT DB {"), [(6, 15)]);
+        assert_eq!(words("class LOGS_API async_logger final : public logger {"), [(6, 14)]);
+        assert_eq!(words("struct LOGS_API options"), [(7, 15)]);
+        let exported = analyze(
+            "cpp",
+            "db.h",
+            "namespace db {\nclass DB_EXPORT DB {\n public:\n  DB() = default;\n  virtual ~DB();\n  // Opens the database.\n  static Status Open(const Options& options, DB** dbptr);\n};\n}  // namespace db\n",
+        );
+        let found =
+            |path: &str| exported.nodes.iter().find(|n| n.symbol_path == path).map(|n| (n.kind, n.span.start.line));
+        assert_eq!(found("db.DB"), Some((NodeKind::Class, 2)), "{:?}", exported.nodes);
+        assert_eq!(found("db.DB.Open").map(|(_, line)| line), Some(7), "{:?}", exported.nodes);
         let specified = analyze(
             "cpp",
             "os-inl.h",
@@ -1964,6 +1991,8 @@ struct Pair : Named {
             "CONST x;",
             "Foo_Bar x;",
             "struct FOO_BAR {",
+            "struct FOO_BAR x;",
+            "class FOO_BAR::Inner {",
             "case FOO_BAR: return;",
             "return FOO_BAR;",
             "x = FOO_BAR + y;",
