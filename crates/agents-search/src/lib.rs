@@ -39,6 +39,7 @@
 //!   (plain string prefixes: add a trailing `/` to mean a directory) and to the given
 //!   kinds; filters never change scores.
 
+mod abbrev;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 mod fts5_backend;
@@ -50,6 +51,7 @@ pub mod vector;
 
 use std::path::{Path, PathBuf};
 
+pub use abbrev::{ShortForm, short_forms};
 /// The kinds of text backend, defined with the configuration that names them.
 pub use agents_core::config::TextBackendKind;
 pub use tokenize::{code_tokens, identifiers, search_tokens};
@@ -252,12 +254,15 @@ pub fn query_tokens(query: &str) -> Vec<String> {
 /// English stem, so that how many of them a piece of text contains can be
 /// counted ([`QueryTerms::met`]). A word and its inflections are one word
 /// (`retries` meets `retry`); the words two spellings share (`parse`,
-/// `parsing`) count once. The chunk ranker weighs a piece by the share of
+/// `parsing`) count once; a word of prose is met by the short forms code
+/// writes for it too ([`short_forms`]: `args` meets "arguments", `stdout`
+/// "standard output"). The chunk ranker weighs a piece by the share of
 /// the question it speaks to, which its BM25 evidence (dominated by the
 /// rarest word) does not tell.
 #[derive(Clone, Debug, Default)]
 pub struct QueryTerms {
-    /// Each token that meets a word (the word, its stem) -> the word's number.
+    /// Each token that meets a word (the word, its stem, its short forms) ->
+    /// the word's number.
     keys: std::collections::HashMap<String, usize>,
     words: usize,
 }
@@ -277,6 +282,15 @@ impl QueryTerms {
             keys.insert(token.to_owned(), word);
             keys.insert(root, word);
         });
+        // A prose word is met by the short forms code writes for it too.
+        // Searching them too (every `req` and `res` of an Express app)
+        // measured no better: they only count towards the share a piece
+        // holds, docs/benchmarks.md.
+        for form in short_forms(query) {
+            if let Some(&word) = keys.get(&form.word) {
+                keys.entry(form.short.to_owned()).or_insert(word);
+            }
+        }
         QueryTerms { words: by_root.len(), keys }
     }
 
@@ -486,5 +500,16 @@ mod query_tests {
         assert_eq!(query_tokens("Return the path of a file"), ["return", "path", "file"]);
         assert_eq!(query_tokens("to be or not"), ["not"]);
         assert_eq!(query_tokens("to be"), ["to", "be"]);
+    }
+
+    #[test]
+    fn a_prose_word_is_met_by_its_short_forms() {
+        let terms = QueryTerms::new("where is the configuration printed to standard output");
+        // configuration, printed, standard, output
+        assert_eq!(terms.len(), 4);
+        assert_eq!(terms.met("fn show(cfg: &Config) { println!(\"{cfg}\"); io::stdout(); }"), 2);
+        assert_eq!(terms.met("write(sys.stdout, conf)"), 2);
+        // A name the query writes is not prose.
+        assert_eq!(QueryTerms::new("RequestContext").met("req ctx"), 0);
     }
 }
