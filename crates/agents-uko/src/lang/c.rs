@@ -392,7 +392,9 @@ enum Conditionals {
 /// [`Conditionals::AlternativeHeaders`] the code of the later spellings of
 /// a header ([`alternative_headers`]); with `macros`, every
 /// line that is one upper-case macro name alone and every macro word among
-/// a declaration's words ([`macro_words`]). `None` when nothing changed.
+/// a declaration's words ([`macro_words`]). `None` when nothing changed,
+/// or, for [`Conditionals::AlternativeHeaders`], when no header is spelled
+/// twice (the text would be [`Conditionals::AllBranches`]' reading).
 fn blank_lines(text: &str, conditionals: Conditionals, macros: bool) -> Option<Blanked> {
     let mut out = text.as_bytes().to_vec();
     let mut ranges = Vec::new();
@@ -400,6 +402,10 @@ fn blank_lines(text: &str, conditionals: Conditionals, macros: bool) -> Option<B
     let (mut continued, mut continued_directive) = (false, false);
     let dead_lines =
         if conditionals == Conditionals::AlternativeHeaders { alternative_headers(text) } else { Vec::new() };
+    if conditionals == Conditionals::AlternativeHeaders && !dead_lines.contains(&true) {
+        // No header is spelled twice: the reading of every branch is this one.
+        return None;
+    }
     let mut start = 0;
     for (index, line) in text.split_inclusive('\n').enumerate() {
         let end = start + line.len();
@@ -2164,6 +2170,10 @@ struct Pair : Named {
             ["int a(void) { return 0; }", "int b(void) { return 1; }", "int c(int x) { // {", "return 0;", "}"]
         );
         assert_eq!(flat.text.lines().count(), nested.lines().count());
+        // With no header spelled twice, there is no reading of its own.
+        assert!(
+            blank_lines("#ifdef A\nint a;\n#else\nint b;\n#endif\n", Conditionals::AlternativeHeaders, false).is_none()
+        );
     }
 
     #[test]
