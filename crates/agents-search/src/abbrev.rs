@@ -96,6 +96,10 @@ const PHRASES: [(&str, &str, &[&str]); 7] = [
 static BY_STEM: LazyLock<HashMap<String, &'static [&'static str]>> =
     LazyLock::new(|| WORDS.iter().map(|(word, short)| (stem(word), *short)).collect());
 
+/// [`PHRASES`] by the stems of their words.
+static PHRASE_STEMS: LazyLock<Vec<(String, String, &'static [&'static str])>> =
+    LazyLock::new(|| PHRASES.iter().map(|(first, second, short)| (stem(first), stem(second), *short)).collect());
+
 fn stem(word: &str) -> String {
     let mut root = word.to_owned();
     crate::tokenize::with_search_stem(word, |stem| root = stem.to_owned());
@@ -113,32 +117,30 @@ pub struct ShortForm {
 /// The short forms of the prose words of `query` ([`WORDS`], [`PHRASES`]),
 /// in query order, each once.
 pub fn short_forms(query: &str) -> Vec<ShortForm> {
-    // Each identifier of the query, or "" where it is not a prose word.
-    let prose: Vec<&str> = crate::tokenize::identifiers(query)
+    // Each identifier of the query: a prose word and its stem, or `None`.
+    let words: Vec<Option<(&str, String)>> = crate::tokenize::identifiers(query)
         .map(|range| &query[range])
-        .map(|word| if word.bytes().all(|b| b.is_ascii_lowercase()) { word } else { "" })
+        .map(|word| word.bytes().all(|b| b.is_ascii_lowercase()).then(|| (word, stem(word))))
         .collect();
     let mut out: Vec<ShortForm> = Vec::new();
-    let mut push = |word: &str, short: &'static str| {
-        if !out.iter().any(|f| f.short == short) {
-            out.push(ShortForm { word: word.to_owned(), short });
+    let mut push = |word: &str, shorts: &[&'static str]| {
+        for &short in shorts {
+            if short != word && !out.iter().any(|f| f.short == short) {
+                out.push(ShortForm { word: word.to_owned(), short });
+            }
         }
     };
-    for (i, word) in prose.iter().enumerate() {
-        if word.is_empty() {
-            continue;
-        }
-        if i > 0 {
-            let before = stem(prose[i - 1]);
-            let this = stem(word);
-            for (first, second, short) in PHRASES {
-                if !prose[i - 1].is_empty() && before == stem(first) && this == stem(second) {
-                    short.iter().for_each(|s| push(word, s));
+    for (i, entry) in words.iter().enumerate() {
+        let Some((word, root)) = entry else { continue };
+        if let Some(Some((_, before))) = i.checked_sub(1).map(|j| &words[j]) {
+            for (first, second, shorts) in PHRASE_STEMS.iter() {
+                if before == first && root == second {
+                    push(word, shorts);
                 }
             }
         }
-        if let Some(short) = BY_STEM.get(&stem(word)) {
-            short.iter().filter(|s| **s != *word).for_each(|s| push(word, s));
+        if let Some(shorts) = BY_STEM.get(root) {
+            push(word, shorts);
         }
     }
     out

@@ -45,13 +45,15 @@ fn in_docs_dir(lower: &str, name: &str) -> bool {
     if name.ends_with(".go") {
         return false;
     }
-    let mut parts = lower.split('/').rev().skip(1).collect::<Vec<_>>();
-    parts.reverse();
-    let Some(first_docs) = parts.iter().position(|part| matches!(*part, "docs" | "doc" | "documentation" | "docs_src"))
-    else {
-        return false;
-    };
-    !parts[..first_docs].iter().any(|part| matches!(*part, "src" | "lib"))
+    let Some((folders, _)) = lower.rsplit_once('/') else { return false };
+    for folder in folders.split('/') {
+        match folder {
+            "src" | "lib" => return false,
+            "docs" | "doc" | "documentation" | "docs_src" => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 impl FileRole {

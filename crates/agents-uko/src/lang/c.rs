@@ -113,8 +113,10 @@ impl Analyzer for CAnalyzer {
         // file into one broken declaration. So, in each grammar the file may
         // be written in (the second only while the first keeps errors), it
         // is read with the conditionals as blanks, every branch's code in
-        // place, then with the macros blanked on top of the better of the
-        // two readings (and both at once when the conditionals alone lost),
+        // place, and, while that keeps errors, with only the first spelling
+        // of a header written once per branch ([`alternative_headers`]);
+        // then with the macros blanked on top of the better of those
+        // readings (and both at once when the conditionals alone lost),
         // each try reparsing from the reading it changes; the reading whose
         // errors cover the fewest bytes is kept.
         let others: Vec<Tree> = trees.collect();
@@ -134,12 +136,13 @@ impl Analyzer for CAnalyzer {
                 Some((read, read_extent))
             };
             let all = keep(try_blanked(tree, text, Conditionals::AllBranches, false));
-            let first = match &all {
+            let alternatives = match &all {
                 Some((_, e)) if *e == (0, 0) => None,
                 _ => keep(try_blanked(tree, text, Conditionals::AlternativeHeaders, false)),
             };
+            let own = error_extent(tree);
             let conditionals =
-                [all, first].into_iter().flatten().filter(|(_, e)| *e < error_extent(tree)).min_by_key(|(_, e)| *e);
+                [all, alternatives].into_iter().flatten().filter(|(_, e)| *e < own).min_by_key(|(_, e)| *e);
             match conditionals {
                 Some(((read, read_text), _)) => {
                     keep(try_blanked(&read, &read_text, Conditionals::Keep, true));
@@ -618,25 +621,21 @@ fn macro_words(line: &str) -> Vec<std::ops::Range<usize>> {
         // `std::tm localtime() SPDLOG_NOEXCEPT {`: a specifier after a
         // parameter list, which the grammar reads as the declarator's name
         // when the list is empty.
+        // What may follow a definition's head: its body, an initializer or
+        // base list, or the line's end (the brace on the next one).
+        let opens =
+            |rest: &str| rest.is_empty() || rest.starts_with('{') || (rest.starts_with(':') && !rest.starts_with("::"));
         let specifier = (before.ends_with(')') || previous == "const")
-            && (after.is_empty()
-                || after.starts_with(['{', ';', '='])
-                || after.starts_with("//")
-                || after.starts_with("->")
-                || (after.starts_with(':') && !after.starts_with("::")));
+            && (opens(after) || after.starts_with([';', '=']) || after.starts_with("//") || after.starts_with("->"));
         // `class LEVELDB_EXPORT DB {`, `class SPDLOG_API async_logger final
         // : public logger {`: an export macro between the keyword and the
         // class's name, which the grammar reads as the name.
-        let export = matches!(previous, "class" | "struct" | "union") && {
-            let name_end = after.find(|c: char| !ident(c)).unwrap_or(after.len());
-            let rest = after[name_end..].trim_start();
-            name_end > 0
-                && after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-                && (rest.is_empty()
-                    || rest.starts_with('{')
-                    || (rest.starts_with(':') && !rest.starts_with("::"))
-                    || rest.starts_with("final"))
-        };
+        let export = matches!(previous, "class" | "struct" | "union")
+            && after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && {
+                let rest = after[after.find(|c: char| !ident(c)).unwrap_or(after.len())..].trim_start();
+                opens(rest) || rest.starts_with("final")
+            };
         if (after_words && before_words) || in_if || specifier || export {
             out.push(begin..end);
         }
