@@ -174,6 +174,11 @@ impl Span {
         }
     }
 
+    /// From this span's start to the end of `last`.
+    pub fn through(self, last: Span) -> Span {
+        Span { end_byte: last.end_byte, end: last.end, ..self }
+    }
+
     /// `line:col-line:col`, the `sourceRange` of the ontology (lines 1-based,
     /// columns 0-based bytes, end exclusive).
     pub fn source_range(&self) -> String {

@@ -1303,9 +1303,7 @@ impl<'t> Walker<'t> {
         if name.is_empty() {
             return;
         }
-        let start = Span::of_node(&call_stmt);
-        let end = Span::of_node(&block);
-        let span = Span { start_byte: start.start_byte, start: start.start, end_byte: end.end_byte, end: end.end };
+        let span = Span::of_node(&call_stmt).through(Span::of_node(&block));
         let signature = collapse(self.text_of(&call));
         let doc = self.doc(&call_stmt);
         let index = self.builder.add(parent, NodeKind::Test, &name, span, Some(signature), doc);

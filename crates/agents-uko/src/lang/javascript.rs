@@ -297,9 +297,14 @@ impl<'t, 'tree> Walker<'t, 'tree> {
 
     fn function(&mut self, node: Node<'tree>, outer: Node<'tree>, name: &str, ctx: Ctx) {
         let body = node.child_by_field_name("body");
+        if body.is_none() && implemented_below(outer, name, self.text) {
+            return; // an overload: its lines open the implementation's node
+        }
+        let first = first_overload(outer, name, self.text);
         let signature = header(self.text, sig_start(outer), body.map_or(node.end_byte(), |b| b.start_byte()));
-        let doc = jsdoc(outer, self.text);
-        let index = self.b.add(ctx.parent, NodeKind::Function, name, Span::of_node(&outer), Some(signature), doc);
+        let doc = first.and_then(|f| jsdoc(f, self.text)).or_else(|| jsdoc(outer, self.text));
+        let span = first.map_or_else(|| Span::of_node(&outer), |f| span_between(f, outer));
+        let index = self.b.add(ctx.parent, NodeKind::Function, name, span, Some(signature), doc);
         self.function_body(node, index, ctx, None);
     }
 
@@ -578,11 +583,16 @@ impl<'t, 'tree> Walker<'t, 'tree> {
         let Some(name) = node.child_by_field_name("name").map(|n| strip_quotes(node_text(&n, self.text))) else {
             return self.push_children(node, ctx);
         };
-        let first = lead.unwrap_or(node);
         let body = node.child_by_field_name("body");
+        if body.is_none() && ctx.scope == Scope::Class && implemented_below(node, name, self.text) {
+            return; // an overload: its lines open the implementation's node
+        }
+        let own = lead.unwrap_or(node);
+        let first = first_overload(own, name, self.text);
         let signature = signature_until(&node, body, self.text);
-        let doc = jsdoc(first, self.text);
-        let index = self.b.add(ctx.parent, NodeKind::Method, name, span_between(first, node), Some(signature), doc);
+        let doc = first.and_then(|f| jsdoc(f, self.text)).or_else(|| jsdoc(own, self.text));
+        let span = span_between(first.unwrap_or(own), node);
+        let index = self.b.add(ctx.parent, NodeKind::Method, name, span, Some(signature), doc);
         self.member_decorators(index, lead, node);
         if ctx.scope == Scope::Class {
             self.method_of.insert(index, ctx.parent);
@@ -1176,9 +1186,57 @@ fn jsdoc(node: Node<'_>, text: &str) -> Option<String> {
     (gap.trim().is_empty() && gap.matches('\n').count() <= 2).then(|| clean_doc(node_text(&prev, text))).flatten()
 }
 
+/// The name a TypeScript overload signature (`function f(a: string): T;`,
+/// a class's `m(a: string): T;`) or a definition (`function f(a) {..}`,
+/// `m(a) {..}`) declares, `export` unwrapped, and whether it has a body.
+fn overload_part<'t>(node: Node<'_>, text: &'t str) -> Option<(&'t str, bool)> {
+    let decl = if node.kind() == "export_statement" { node.child_by_field_name("declaration")? } else { node };
+    match decl.kind() {
+        "function_signature" | "function_declaration" | "method_signature" | "method_definition" => {
+            Some((field_text(&decl, "name", text)?, decl.child_by_field_name("body").is_some()))
+        }
+        _ => None,
+    }
+}
+
+/// Whether the overload signature `outer` of `name` is followed, through
+/// further signatures of it and comments, by its implementation.
+fn implemented_below(outer: Node<'_>, name: &str, text: &str) -> bool {
+    let mut next = outer.next_named_sibling();
+    while let Some(node) = next {
+        if node.kind() != "comment" {
+            match overload_part(node, text) {
+                Some((n, true)) if n == name => return true,
+                Some((n, false)) if n == name => {}
+                _ => return false,
+            }
+        }
+        next = node.next_named_sibling();
+    }
+    false
+}
+
+/// The first of the overload signatures of `name` right above the
+/// definition `outer` (comments between them allowed), whose lines, doc and
+/// all, belong to the definition's node: one function, not one node per
+/// signature (zod's `flatten(): ..; flatten<U>(..): ..; flatten(..) {..}`).
+fn first_overload<'t>(outer: Node<'t>, name: &str, text: &str) -> Option<Node<'t>> {
+    let mut first = None;
+    let mut prev = outer.prev_named_sibling();
+    while let Some(node) = prev {
+        if node.kind() != "comment" {
+            match overload_part(node, text) {
+                Some((n, false)) if n == name => first = Some(node),
+                _ => break,
+            }
+        }
+        prev = node.prev_named_sibling();
+    }
+    first
+}
+
 fn span_between(first: Node<'_>, last: Node<'_>) -> Span {
-    let (a, b) = (Span::of_node(&first), Span::of_node(&last));
-    Span { start_byte: a.start_byte, start: a.start, end_byte: b.end_byte, end: b.end }
+    Span::of_node(&first).through(Span::of_node(&last))
 }
 
 /// `name`, `a.b.c`, `this.x`, `super.m` when `node` is an identifier or a
@@ -1608,6 +1666,14 @@ export default class Widget<T extends Shape<T>> extends BaseWidget<T> implements
     this.count = v;
   }
 
+  /** Flattens. */
+  flatten(): string[];
+  // the depth form
+  flatten(depth: number): string[];
+  flatten(depth?: number): string[] {
+    return this.items(depth);
+  }
+
   handler = (e: Event): void => {
     this.render(e as RenderOptions);
   };
@@ -1623,6 +1689,7 @@ export function identity<U>(x: U): U {
   return x;
 }
 
+/** Overloaded. */
 export function overload(a: string): void;
 export function overload(a: number): void;
 export function overload(a: unknown): void {}
@@ -2045,6 +2112,26 @@ class Holder {
         // An object without functions stays a plain variable.
         assert!(a.nodes.iter().all(|n| !n.symbol_path.starts_with("plain.")), "{:?}", a.nodes);
         assert_eq!(from("compute"), [0]);
+    }
+
+    #[test]
+    fn overload_signatures_open_their_implementation() {
+        let analysis = analyze("typescript", "src/widget.ts", TS);
+        let find = |path: &str| analysis.nodes.iter().find(|n| n.symbol_path == path).unwrap();
+        for (path, first, last) in [
+            ("overload", "export function overload(a: string): void;", "export function overload(a: unknown): void {}"),
+            ("Widget.flatten", "flatten(): string[];", "return this.items(depth);\n  }"),
+        ] {
+            let node = find(path);
+            assert!(node.span.slice(TS).starts_with(first), "{path}: {}", node.span.slice(TS));
+            assert!(node.span.slice(TS).ends_with(last), "{path}: {}", node.span.slice(TS));
+            assert!(!analysis.nodes.iter().any(|n| n.symbol_path == format!("{path}~2")), "{path}");
+        }
+        assert_eq!(find("overload").doc.as_deref(), Some("Overloaded."));
+        assert_eq!(find("Widget.flatten").doc.as_deref(), Some("Flattens."));
+        // Signatures with no implementation below stay nodes of their own.
+        assert!(analysis.nodes.iter().any(|n| n.symbol_path.ends_with("bar")));
+        assert!(analysis.nodes.iter().any(|n| n.symbol_path == "Shape.area"));
     }
 
     #[test]

@@ -207,10 +207,18 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             Scope::Module if is_test_name(name) => NodeKind::Test,
             _ => NodeKind::Function,
         };
+        if overload_part(outer, self.text) == Some((name, true)) && implemented_below(outer, name, self.text) {
+            // A `typing.overload` stub above its implementation is no node of
+            // its own: the implementation is the function (its docstring and
+            // body), and the stubs, often longer than it (pydantic's six
+            // forms of `Field`, 245 lines), only restate its parameters.
+            return;
+        }
+        let span = Span::of_node(&outer);
         let body = def.child_by_field_name("body");
         let signature = signature_until(&def, body, self.text);
         let doc = body.and_then(|b| docstring(b, self.text));
-        let index = self.b.add(ctx.parent, kind, name, Span::of_node(&outer), Some(signature), doc);
+        let index = self.b.add(ctx.parent, kind, name, span, Some(signature), doc);
         let typed = typed_locals(def, self.text);
         if !typed.is_empty() {
             self.typed.insert(index, typed);
@@ -411,6 +419,43 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             self.reference(from, RefKind::Mentions, name, node);
         }
     }
+}
+
+/// The name a function definition declares and whether it is a
+/// `typing.overload` stub (`@overload`, `@t.overload`, `@typing.overload`).
+fn overload_part<'t>(node: Node<'_>, text: &'t str) -> Option<(&'t str, bool)> {
+    let def = if node.kind() == "decorated_definition" { node.child_by_field_name("definition")? } else { node };
+    if def.kind() != "function_definition" {
+        return None;
+    }
+    let stub = node.kind() == "decorated_definition"
+        && named_children(node).any(|d| {
+            d.kind() == "decorator"
+                && d.named_child(0)
+                    .and_then(|e| dotted(e, text))
+                    .is_some_and(|n| n.rsplit('.').next() == Some("overload"))
+        });
+    Some((field_text(&def, "name", text)?, stub))
+}
+
+/// Whether the overload stub `outer` of `name` is followed, through further
+/// stubs of it and comments, by its implementation.
+fn implemented_below(outer: Node<'_>, name: &str, text: &str) -> bool {
+    let mut next = outer.next_named_sibling();
+    while let Some(node) = next {
+        if !is_comment(&node) {
+            match overload_part(node, text) {
+                Some((n, stub)) if n == name => {
+                    if !stub {
+                        return true;
+                    }
+                }
+                _ => return false,
+            }
+        }
+        next = node.next_named_sibling();
+    }
+    false
 }
 
 fn is_comment(node: &Node<'_>) -> bool {
@@ -1528,6 +1573,52 @@ class Command:
                 "self.parser.exit"
             ]
         );
+    }
+
+    #[test]
+    fn overload_stubs_above_their_implementation_are_no_nodes() {
+        let text = r#"import typing as t
+from typing import overload
+
+
+@t.overload
+def pick(x: int) -> int: ...
+
+
+# the str form
+@overload
+def pick(x: str) -> str: ...
+
+
+def pick(x):
+    """Picks."""
+    return x
+
+
+class Box:
+    @overload
+    def get(self, i: int) -> int: ...
+    @overload
+    def get(self, i: slice) -> list: ...
+    def get(self, i):
+        return self.items[i]
+
+
+@overload
+def only_stubs(x: int) -> int: ...
+@overload
+def only_stubs(x: str) -> str: ...
+"#;
+        let analysis = analyze(text);
+        let find = |path: &str| analysis.nodes.iter().find(|n| n.symbol_path == path).unwrap();
+        let pick = find("pick");
+        assert!(pick.span.slice(text).starts_with("def pick(x):"), "{}", pick.span.slice(text));
+        assert_eq!(pick.doc.as_deref(), Some("Picks."));
+        assert!(find("Box.get").span.slice(text).starts_with("def get(self, i):"));
+        let paths: Vec<&str> = analysis.nodes.iter().map(|n| n.symbol_path.as_str()).collect();
+        assert!(!paths.iter().any(|p| p.starts_with("pick~") || p.starts_with("Box.get~")), "{paths:?}");
+        // Stubs with no implementation below (a `.pyi` file's) stay nodes.
+        assert!(paths.contains(&"only_stubs") && paths.contains(&"only_stubs~2"), "{paths:?}");
     }
 
     #[test]
