@@ -78,6 +78,10 @@ pub struct Piece {
     /// (`agents_search::QueryTerms`), of [`Piece::query_words`]; 0 when unknown.
     #[serde(default)]
     pub terms_met: u32,
+    /// Which of the query's words those are: bit `i` for word `i` (the first
+    /// 64); 0 when unknown.
+    #[serde(default)]
+    pub terms_mask: u64,
     /// The most of the query's words a short passage of the node's text holds
     /// (`agents_search::QueryTerms::nearest`); 0 when unknown.
     #[serde(default)]
@@ -162,6 +166,7 @@ impl Piece {
             boost: 1.0,
             name_match: 0.0,
             terms_met: 0,
+            terms_mask: 0,
             terms_near: 0,
             file_terms_near: 0,
             caller_terms: 0,

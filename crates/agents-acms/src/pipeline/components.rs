@@ -1084,6 +1084,79 @@ pub fn spread_over_files(packed: &mut Vec<ScoredFragment>) {
     make_strict(packed, 1.0);
 }
 
+/// The most a piece of a how-question's answer gains over its score
+/// ([`cover_question_words`]): when it holds every word of the question that
+/// no piece above it holds.
+pub const NEW_WORDS_GAIN: f64 = 0.25;
+
+/// For a question asking how something works ([`Piece::asks_how`]), whose
+/// answer is several pieces each covering a part of it (gin's route
+/// registration: the router group's `handle`, the engine's `addRoute`, the
+/// radix tree's `addRoute`), the delivered ranking is taken again greedily:
+/// each round takes the piece whose score, times `1 +` [`NEW_WORDS_GAIN`]
+/// times the weighted share of the question's words it holds that no piece
+/// taken before holds ([`Piece::terms_mask`]), is highest, and gives it that
+/// score. A word weighs `ln(1 + n / (1 + pieces holding it))` over the `n`
+/// packed pieces, so a word every piece holds adds little. Pieces below the
+/// relevance floor stay after the others; scores are then scaled so the best
+/// is 1 and made strict. Any other query keeps its order. Measured offline on
+/// the delivered answers of the 646 questions: architecture 0.588 -> 0.596,
+/// all 0.7209 -> 0.7229, in the dev set and outside it alike.
+pub fn cover_question_words(packed: &mut Vec<ScoredFragment>) {
+    if !packed.iter().any(|s| s.piece.asks_how) {
+        return;
+    }
+    let n = packed.len() as f64;
+    let weights: Vec<f64> = (0..64)
+        .map(|bit| {
+            let holding = packed.iter().filter(|s| s.piece.terms_mask >> bit & 1 == 1).count() as f64;
+            if holding == 0.0 { 0.0 } else { (1.0 + n / (1.0 + holding)).ln() }
+        })
+        .collect();
+    let total: f64 = weights.iter().sum();
+    if total <= 0.0 {
+        return;
+    }
+    let gain = |mut mask: u64| -> f64 {
+        let mut sum = 0.0;
+        while mask != 0 {
+            sum += weights[mask.trailing_zeros() as usize];
+            mask &= mask - 1;
+        }
+        1.0 + NEW_WORDS_GAIN * sum / total
+    };
+    let rest = std::mem::take(packed);
+    let (above, below): (Vec<_>, Vec<_>) = rest.into_iter().partition(|s| !s.piece.below_floor);
+    let mut covered = 0u64;
+    for mut group in [above, below] {
+        sort_scored(&mut group);
+        while !group.is_empty() {
+            let adjusted = |s: &ScoredFragment| s.score * gain(s.piece.terms_mask & !covered);
+            let most = gain(!covered);
+            let mut best = 0;
+            let mut best_score = adjusted(&group[0]);
+            for (i, s) in group.iter().enumerate().skip(1) {
+                // Sorted best first: once a score at the most it could gain
+                // is no higher than the best, no piece after it can win.
+                if s.score * most <= best_score {
+                    break;
+                }
+                let a = adjusted(s);
+                if a > best_score {
+                    best = i;
+                    best_score = a;
+                }
+            }
+            let mut s = group.remove(best);
+            s.score = best_score;
+            covered |= s.piece.terms_mask;
+            packed.push(s);
+        }
+    }
+    let scale = packed.first().map_or(1.0, |s| if s.score > 0.0 { 1.0 / s.score } else { 1.0 });
+    make_strict(packed, scale);
+}
+
 /// A packed container whose member the query names outright, packed on its own
 /// ([`agents_pack::names_member_of`]), ranks just below the best such member:
 /// the member is the answer, the container (its outline, as the packer left
@@ -1661,6 +1734,39 @@ pub(crate) mod tests {
         spread_over_files(&mut equal);
         assert_eq!(equal[0].piece.uko_node, "uko://r/a.py#x");
         assert!(equal[0].score > equal[1].score);
+    }
+
+    #[test]
+    fn a_how_question_ranks_next_the_piece_holding_words_no_piece_above_holds() {
+        let with = |uri: &str, score: f64, mask: u64, asks_how: bool| {
+            let mut piece = code_piece(uri, "a.py", 0.5, 1);
+            piece.terms_mask = mask;
+            piece.asks_how = asks_how;
+            ScoredFragment { piece, score, parts: ScoreParts::default() }
+        };
+        // Words 0-2: `route` (every piece holds it), `group`, `tree`.
+        let packed = |asks_how| {
+            vec![
+                with("uko://r/a.py#group", 1.0, 0b011, asks_how),
+                with("uko://r/a.py#any", 0.95, 0b011, asks_how),
+                with("uko://r/a.py#tree", 0.9, 0b101, asks_how),
+                with("uko://r/a.py#other", 0.5, 0b001, asks_how),
+            ]
+        };
+        let mut how = packed(true);
+        cover_question_words(&mut how);
+        // Weights over four pieces: route ln(1 + 4/5), group and tree
+        // ln(1 + 4/3) each. `tree` gains 0.25 x 0.37 of its score, `any`
+        // nothing: `group` above it holds its words.
+        assert_eq!(order(&how), ["group", "tree", "any", "other"]);
+        let scores: Vec<f64> = how.iter().map(|s| s.score).collect();
+        assert_eq!(scores[0], 1.0);
+        assert!(scores.windows(2).all(|w| w[0] > w[1]), "{scores:?}");
+        // Any other query keeps its order and scores.
+        let mut other = packed(false);
+        cover_question_words(&mut other);
+        assert_eq!(order(&other), ["group", "any", "tree", "other"]);
+        assert_eq!(other.iter().map(|s| s.score).collect::<Vec<_>>(), [1.0, 0.95, 0.9, 0.5]);
     }
 
     #[test]

@@ -1196,13 +1196,16 @@ impl Pipeline {
                                 near = terms.nearest(text, components::NEAR_WINDOW);
                             }
                         });
+                        if !counted {
+                            words = terms.words_met(&[&piece.content]);
+                            met = words.iter().filter(|&&w| w).count();
+                        }
+                        piece.terms_met = u32::try_from(met).unwrap_or(u32::MAX);
+                        piece.terms_mask =
+                            words.iter().take(64).enumerate().fold(0, |m, (i, &w)| m | (u64::from(w) << i));
                         if question && callable && counted {
                             callable_words.insert(pieces.len(), words);
                         }
-                        if !counted {
-                            met = terms.met(&piece.content);
-                        }
-                        piece.terms_met = u32::try_from(met).unwrap_or(u32::MAX);
                         piece.terms_near = u32::try_from(near).unwrap_or(u32::MAX);
                         if question {
                             piece.file_terms_near = *file_near.entry(piece.path.clone()).or_insert_with(|| {
@@ -1437,6 +1440,7 @@ impl Pipeline {
         // spreads over files; what was packed stays.
         named_members_first(&mut packed);
         spread_over_files(&mut packed);
+        cover_question_words(&mut packed);
         // A node the packer kept is not repeated by the skeleton.
         let packed_nodes: std::collections::HashSet<String> = packed.iter().map(|s| s.piece.uko_node.clone()).collect();
         packed.extend(
