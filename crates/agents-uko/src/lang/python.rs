@@ -214,11 +214,10 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             // forms of `Field`, 245 lines), only restate its parameters.
             return;
         }
-        let span = Span::of_node(&outer);
         let body = def.child_by_field_name("body");
         let signature = signature_until(&def, body, self.text);
         let doc = body.and_then(|b| docstring(b, self.text));
-        let index = self.b.add(ctx.parent, kind, name, span, Some(signature), doc);
+        let index = self.b.add(ctx.parent, kind, name, Span::of_node(&outer), Some(signature), doc);
         let typed = typed_locals(def, self.text);
         if !typed.is_empty() {
             self.typed.insert(index, typed);
@@ -445,11 +444,8 @@ fn implemented_below(outer: Node<'_>, name: &str, text: &str) -> bool {
     while let Some(node) = next {
         if !is_comment(&node) {
             match overload_part(node, text) {
-                Some((n, stub)) if n == name => {
-                    if !stub {
-                        return true;
-                    }
-                }
+                Some((n, false)) if n == name => return true,
+                Some((n, true)) if n == name => {}
                 _ => return false,
             }
         }
