@@ -24,8 +24,8 @@ use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, TreeCursor};
 
 use crate::lang::{
-    Analyzer, FileBuilder, clean_doc, field_text, named_children, node_text, note_class, parse_or_warn,
-    preceding_comments, signature_until, strip_quotes, written_against,
+    Analyzer, FileBuilder, clean_doc, field_text, implemented_below, named_children, node_text, note_class,
+    parse_or_warn, preceding_comments, signature_until, strip_quotes, written_against,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of, join_normalized};
@@ -297,7 +297,7 @@ impl<'t, 'tree> Walker<'t, 'tree> {
 
     fn function(&mut self, node: Node<'tree>, outer: Node<'tree>, name: &str, ctx: Ctx) {
         let body = node.child_by_field_name("body");
-        if body.is_none() && implemented_below(outer, name, self.text) {
+        if body.is_none() && implemented_below(outer, name, |n| overload_part(n, self.text)) {
             return; // an overload: its lines open the implementation's node
         }
         let first = first_overload(outer, name, self.text);
@@ -584,7 +584,8 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             return self.push_children(node, ctx);
         };
         let body = node.child_by_field_name("body");
-        if body.is_none() && ctx.scope == Scope::Class && implemented_below(node, name, self.text) {
+        if body.is_none() && ctx.scope == Scope::Class && implemented_below(node, name, |n| overload_part(n, self.text))
+        {
             return; // an overload: its lines open the implementation's node
         }
         let own = lead.unwrap_or(node);
@@ -1197,23 +1198,6 @@ fn overload_part<'t>(node: Node<'_>, text: &'t str) -> Option<(&'t str, bool)> {
         }
         _ => None,
     }
-}
-
-/// Whether the overload signature `outer` of `name` is followed, through
-/// further signatures of it and comments, by its implementation.
-fn implemented_below(outer: Node<'_>, name: &str, text: &str) -> bool {
-    let mut next = outer.next_named_sibling();
-    while let Some(node) = next {
-        if node.kind() != "comment" {
-            match overload_part(node, text) {
-                Some((n, true)) if n == name => return true,
-                Some((n, false)) if n == name => {}
-                _ => return false,
-            }
-        }
-        next = node.next_named_sibling();
-    }
-    false
 }
 
 /// The first of the overload signatures of `name` right above the

@@ -260,6 +260,30 @@ pub fn plain_comment_doc(cleaned: &str) -> Option<String> {
     Some(lines.join("\n").trim().to_owned())
 }
 
+/// Whether `outer`, a declaration of `name` with no body (a TypeScript
+/// overload signature, a Python `typing.overload` stub), is followed,
+/// through further such declarations of it and comments, by its
+/// implementation. `part` reads a sibling as the name it declares and
+/// whether it has a body; `None` for anything else.
+pub fn implemented_below<'t, 's>(
+    outer: Node<'t>,
+    name: &str,
+    part: impl Fn(Node<'t>) -> Option<(&'s str, bool)>,
+) -> bool {
+    let mut next = outer.next_named_sibling();
+    while let Some(node) = next {
+        if node.kind() != "comment" {
+            match part(node) {
+                Some((n, true)) if n == name => return true,
+                Some((n, false)) if n == name => {}
+                _ => return false,
+            }
+        }
+        next = node.next_named_sibling();
+    }
+    false
+}
+
 /// Builds a [`FileAnalysis`]: node 0 is the file; [`FileBuilder::add`]
 /// computes unique symbol paths.
 pub struct FileBuilder {

@@ -19,8 +19,8 @@ use std::collections::{HashMap, HashSet};
 use tree_sitter::{Node, TreeCursor};
 
 use crate::lang::{
-    Analyzer, FileBuilder, clean_doc, field_text, named_children, node_text, note_class, parse_or_warn,
-    preceding_comments, signature_until, written_against,
+    Analyzer, FileBuilder, clean_doc, field_text, implemented_below, named_children, node_text, note_class,
+    parse_or_warn, preceding_comments, signature_until, written_against,
 };
 use crate::model::{FileAnalysis, NodeKind, RefKind, Reference, Span};
 use crate::resolve::{ResolveContext, dir_of};
@@ -207,7 +207,9 @@ impl<'t, 'tree> Walker<'t, 'tree> {
             Scope::Module if is_test_name(name) => NodeKind::Test,
             _ => NodeKind::Function,
         };
-        if overload_part(outer, self.text) == Some((name, true)) && implemented_below(outer, name, self.text) {
+        if overload_part(outer, self.text) == Some((name, false))
+            && implemented_below(outer, name, |n| overload_part(n, self.text))
+        {
             // A `typing.overload` stub above its implementation is no node of
             // its own: the implementation is the function (its docstring and
             // body), and the stubs, often longer than it (pydantic's six
@@ -420,8 +422,9 @@ impl<'t, 'tree> Walker<'t, 'tree> {
     }
 }
 
-/// The name a function definition declares and whether it is a
-/// `typing.overload` stub (`@overload`, `@t.overload`, `@typing.overload`).
+/// The name a function definition declares and whether it is an
+/// implementation, not a `typing.overload` stub (`@overload`,
+/// `@t.overload`, `@typing.overload`).
 fn overload_part<'t>(node: Node<'_>, text: &'t str) -> Option<(&'t str, bool)> {
     let def = if node.kind() == "decorated_definition" { node.child_by_field_name("definition")? } else { node };
     if def.kind() != "function_definition" {
@@ -434,24 +437,7 @@ fn overload_part<'t>(node: Node<'_>, text: &'t str) -> Option<(&'t str, bool)> {
                     .and_then(|e| dotted(e, text))
                     .is_some_and(|n| n.rsplit('.').next() == Some("overload"))
         });
-    Some((field_text(&def, "name", text)?, stub))
-}
-
-/// Whether the overload stub `outer` of `name` is followed, through further
-/// stubs of it and comments, by its implementation.
-fn implemented_below(outer: Node<'_>, name: &str, text: &str) -> bool {
-    let mut next = outer.next_named_sibling();
-    while let Some(node) = next {
-        if !is_comment(&node) {
-            match overload_part(node, text) {
-                Some((n, false)) if n == name => return true,
-                Some((n, true)) if n == name => {}
-                _ => return false,
-            }
-        }
-        next = node.next_named_sibling();
-    }
-    false
+    Some((field_text(&def, "name", text)?, !stub))
 }
 
 fn is_comment(node: &Node<'_>) -> bool {
