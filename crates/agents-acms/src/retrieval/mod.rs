@@ -456,6 +456,93 @@ impl RolesAsked {
     }
 }
 
+/// What a file in an older copy of the code counts against the current one
+/// when its candidates are scored ([`LegacyCopies`]).
+pub const LEGACY_PRIOR: f32 = 0.3;
+
+/// The folders of the candidates that hold an older major version of code the
+/// tree also holds in its current form, as a project keeps its previous
+/// version inside the package (pydantic's `pydantic/v1/` beside
+/// `pydantic/`, zod's `src/v3/` beside `src/v4/`): both copies define the
+/// same names in the same words, and a question means the current one. A
+/// folder named `v<N>` is an older copy when the candidates hold a sibling
+/// `v<M>` with `M > N`, or, for `v1`, when a file of its parent folder has the
+/// name of one of its own files (Go's `v2/` module folder beside the root is
+/// the newer copy, and is left alone). Read from the candidates' paths alone,
+/// so only where both copies answer; a folder the query names (`v1`) is
+/// never one.
+#[derive(Clone, Debug, Default)]
+pub struct LegacyCopies {
+    folders: Vec<String>,
+}
+
+impl LegacyCopies {
+    pub fn of<'a>(paths: impl IntoIterator<Item = &'a str>, query: &str) -> LegacyCopies {
+        let named: std::collections::HashSet<String> =
+            query.split(|c: char| !c.is_alphanumeric()).map(str::to_ascii_lowercase).collect();
+        let version =
+            |segment: &str| segment.strip_prefix('v').filter(|d| !d.is_empty()).and_then(|d| d.parse::<u32>().ok());
+        // Per parent folder, the versions found under it; per parent folder,
+        // the names of the files it holds itself.
+        let mut versions: BTreeMap<&str, std::collections::BTreeSet<u32>> = BTreeMap::new();
+        let mut files_in: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+        let mut v1_files: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+        for path in paths {
+            let (folder, file) = path.rsplit_once('/').unwrap_or(("", path));
+            files_in.entry(folder).or_default().insert(file);
+            let mut at = 0;
+            for segment in path.split('/') {
+                let end = at + segment.len();
+                if end >= path.len() {
+                    break; // the file name
+                }
+                if let Some(n) = version(segment) {
+                    let parent = path[..at].trim_end_matches('/');
+                    versions.entry(parent).or_default().insert(n);
+                    if n == 1 && folder == &path[..end] {
+                        v1_files.entry(parent).or_default().insert(file);
+                    }
+                }
+                at = end + 1;
+            }
+        }
+        let join = |parent: &str, n: u32| if parent.is_empty() { format!("v{n}") } else { format!("{parent}/v{n}") };
+        let mut folders = Vec::new();
+        for (parent, found) in &versions {
+            let newest = found.iter().max().copied().unwrap_or(0);
+            for &n in found.iter().filter(|&&n| n < newest) {
+                folders.push(join(parent, n));
+            }
+        }
+        for (parent, own) in &v1_files {
+            if versions.get(parent).is_some_and(|v| v.iter().any(|&n| n > 1)) {
+                continue; // already decided by its siblings
+            }
+            if files_in.get(parent).is_some_and(|theirs| own.iter().any(|f| theirs.contains(f))) {
+                folders.push(join(parent, 1));
+            }
+        }
+        folders.retain(|f| !named.contains(&f.rsplit('/').next().unwrap_or(f).to_ascii_lowercase()));
+        folders.sort();
+        folders.dedup();
+        LegacyCopies { folders }
+    }
+
+    /// Whether `path` lies in an older copy.
+    pub fn holds(&self, path: &str) -> bool {
+        self.folders.iter().any(|f| path.strip_prefix(f.as_str()).is_some_and(|rest| rest.starts_with('/')))
+    }
+
+    /// [`LEGACY_PRIOR`] for a path in an older copy, else 1.
+    pub fn prior(&self, path: &str) -> f32 {
+        if self.holds(path) { LEGACY_PRIOR } else { 1.0 }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.folders.is_empty()
+    }
+}
+
 /// How strongly the query names the node `uri` (`uko://R/path#Outer.name`), in
 /// [0, 1]: 1 when the query holds its qualified name (`Outer.name`,
 /// `Outer::name`), or an identifier-like name of its own (one with `_` or an
@@ -496,12 +583,16 @@ pub struct QueryNames {
 /// (`Router::nest`, `res.download`), a call (`sequence()`), or an
 /// identifier with `_` or in camel case (`build_walker`, `getRssString`).
 fn is_identifier_like(word: &str) -> bool {
-    let word = word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_' || c == '(' || c == ')'));
+    let word = word.trim_matches(|c: char| !(is_name_char(c) || c == '(' || c == ')'));
     let core = word.trim_end_matches("()");
-    if core.is_empty() || !core.starts_with(|c: char| c.is_alphabetic() || c == '_') {
+    if core.is_empty() || !core.starts_with(|c: char| c.is_alphabetic() || c == '_' || c == '$') {
         return false;
     }
-    let ident = |s: &str| s.len() >= 2 && s.chars().all(|c| c.is_alphanumeric() || c == '_');
+    let ident = |s: &str| s.len() >= 2 && s.chars().all(is_name_char);
+    // A name marked with `$` (JavaScript's `$constructor`, `$ZodType`) is code.
+    if core.starts_with('$') && ident(core) && core.chars().nth(1).is_some_and(|c| c.is_alphabetic() || c == '_') {
+        return true;
+    }
     let segments: Vec<&str> = core.split("::").flat_map(|s| s.split('.')).collect();
     if segments.len() >= 2 && segments.iter().all(|s| ident(s)) {
         return true;
@@ -566,11 +657,18 @@ fn qualifies(qualifier: &str, path: &str, symbol: &[&str]) -> bool {
     wanted.peek().is_none()
 }
 
+/// A character of a name as code writes it: JavaScript's names may hold `$`
+/// (`$constructor`, `$ZodType`).
+fn is_name_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '$'
+}
+
 impl QueryNames {
     pub fn new(query: &str) -> QueryNames {
+        // A word with `$` is one name (`$constructor` is not `constructor`).
         let words = query
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .filter(|w| !w.is_empty())
+            .split(|c: char| !is_name_char(c))
+            .filter(|w| !w.is_empty() && *w != "$")
             .map(str::to_lowercase)
             .collect();
         let compact = query.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_lowercase();
@@ -629,7 +727,7 @@ impl QueryNames {
     /// insertWith`), and whether it qualifies a member itself (`lower.y`,
     /// `lower::y`).
     fn occurrences(&self, lower: &str) -> Vec<(Option<&str>, bool)> {
-        let ident = |c: char| c.is_alphanumeric() || c == '_';
+        let ident = is_name_char;
         let mut found = Vec::new();
         for (i, token) in self.tokens.iter().enumerate() {
             let mut from = 0;
@@ -662,7 +760,7 @@ impl QueryNames {
     /// identifier path: `printer::print_line` is not in
     /// `interactiveprinter::print_line`, nor `a.run` in `a.run_all`.
     fn holds_identifier(&self, needle: &str) -> bool {
-        let ident = |c: char| c.is_alphanumeric() || c == '_';
+        let ident = is_name_char;
         self.compact.match_indices(needle).any(|(at, _)| {
             !self.compact[..at].ends_with(ident) && !self.compact[at + needle.len()..].starts_with(ident)
         })
@@ -674,7 +772,7 @@ impl QueryNames {
     pub fn code_names(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for word in self.original.iter().filter(|w| is_identifier_like(w)) {
-            let core = word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_' || c == '(' || c == ')'));
+            let core = word.trim_matches(|c: char| !(is_name_char(c) || c == '(' || c == ')'));
             let core = core.trim_end_matches("()");
             if let Some(name) = core.rsplit(['.', ':']).next().filter(|n| n.len() >= 3)
                 && !out.iter().any(|o| o == name)
@@ -723,7 +821,7 @@ impl QueryNames {
         }
         if self.words.contains(&lower) {
             // An identifier, not a word: `version_option`, `HTTPAdapter`, `isTTY`.
-            let distinctive = name.contains('_') || name.chars().skip(1).any(char::is_uppercase);
+            let distinctive = name.contains(['_', '$']) || name.chars().skip(1).any(char::is_uppercase);
             if distinctive {
                 // Named only to qualify a member (`InteractivePrinter::print_line`
                 // asks for the method, not the struct), or only as the member
@@ -1082,6 +1180,35 @@ mod tests {
         assert_eq!(name_match("req.get a header", "uko://R/lib/response.js#get"), 0.0);
         // A module path is not its last segment's function, nor a plural.
         assert_eq!(name_match("union of two Data.Map maps", "uko://R/containers/src/Data/Map/Internal.hs#map"), 0.0);
+        // A name marked with `$` is that name, not the plain word.
+        assert_eq!(name_match("$constructor", "uko://R/core.ts#$constructor~2"), 1.0);
+        assert_eq!(name_match("$constructor", "uko://R/core.ts#Doc.constructor"), 0.0);
+        assert_eq!(name_match("$ZodRegistry class", "uko://R/registries.ts#$ZodRegistry"), 1.0);
+        assert_eq!(name_match("the constructor", "uko://R/core.ts#$constructor"), 0.0);
+    }
+
+    #[test]
+    fn an_older_copy_of_the_code_is_found_beside_the_current_one() {
+        // Sibling versions: the lower is the older copy, at any depth below.
+        let zod = ["src/v3/types.ts", "src/v4/core/schemas.ts", "src/v4/classic/parse.ts", "src/index.ts"];
+        let legacy = LegacyCopies::of(zod, "how is a value parsed");
+        assert!(legacy.holds("src/v3/types.ts"));
+        assert!(!legacy.holds("src/v4/core/schemas.ts") && !legacy.holds("src/index.ts"));
+        assert_eq!(legacy.prior("src/v3/types.ts"), LEGACY_PRIOR);
+        assert_eq!(legacy.prior("src/v4/core/schemas.ts"), 1.0);
+        // A `v1` folder repeating its parent's file names.
+        let pydantic = ["pydantic/v1/fields.py", "pydantic/fields.py", "pydantic/main.py"];
+        assert!(LegacyCopies::of(pydantic, "fields").holds("pydantic/v1/fields.py"));
+        // Not when the parent holds none of its names, nor for a newer
+        // version folder beside the root (Go's `v2/` module).
+        assert!(LegacyCopies::of(["api/v1/users.go", "api/server.go"], "users").is_empty());
+        assert!(LegacyCopies::of(["v2/client.go", "client.go"], "client").is_empty());
+        // One copy alone is no older copy; a version the query names is none.
+        assert!(LegacyCopies::of(["src/v3/types.ts"], "types").is_empty());
+        assert!(LegacyCopies::of(zod, "safeParse in zod v3").is_empty());
+        assert!(LegacyCopies::of(pydantic, "the V1 fields").is_empty());
+        // A version is a folder, not a file, nor a word with more after it.
+        assert!(LegacyCopies::of(["src/v1", "src/v2/a.ts", "src/v1beta1/b.ts"], "a").is_empty());
     }
 
     #[test]
@@ -1092,6 +1219,7 @@ mod tests {
         assert!(QueryNames::new("how are blueprints registered on the app").code_names().is_empty());
         // A name of fewer than three characters is no name to look up.
         assert!(QueryNames::new("where is a.b").code_names().is_empty());
+        assert_eq!(QueryNames::new("$constructor and $").code_names(), ["$constructor"]);
     }
 
     #[test]

@@ -453,6 +453,12 @@ impl Arce {
     }
 }
 
+/// A fused entry's path: its own, or its URI's when it came without one (a
+/// node the graph walk reached).
+fn path_of<'a>(uri: &'a str, path: &'a str) -> &'a str {
+    if path.is_empty() { agents_pack::uri_path(uri) } else { path }
+}
+
 /// The best entries of a fused map, sorted by score then URI.
 fn best_of(fused: &HashMap<String, (String, f32)>, n: usize) -> Vec<(String, f32)> {
     let mut all: Vec<(String, f32)> = fused.iter().map(|(uri, (_, s))| (uri.clone(), *s)).collect();
@@ -539,10 +545,22 @@ impl ContextStrategy for Arce {
         // tokens 0.831 -> 0.845; commit set R@10 0.898 -> 0.902
         // (docs/benchmarks.md).
         let roles = super::RolesAsked::of(&query.text());
+        // An older copy of the code the tree holds too (pydantic's `v1/`)
+        // weighs [`super::LEGACY_PRIOR`] the same way.
+        let legacy = super::LegacyCopies::of(
+            fused.iter().map(|(uri, (path, _))| path_of(uri, path)).chain(whole_files.iter().map(|h| h.1.as_str())),
+            &query.text(),
+        );
         for (uri, (path, score)) in fused.iter_mut() {
-            let path = if path.is_empty() { agents_pack::uri_path(uri) } else { path.as_str() };
-            *score *= roles.prior(path);
+            *score *= roles.prior(path_of(uri, path)) * legacy.prior(path_of(uri, path));
         }
+        let whole_files: Vec<(String, String, f32)> = whole_files
+            .into_iter()
+            .map(|(uri, path, score)| {
+                let prior = legacy.prior(&path);
+                (uri, path, score * prior)
+            })
+            .collect();
         let best = fused.values().map(|v| v.1).fold(f32::MIN_POSITIVE, f32::max);
         let mut candidates: Vec<Candidate> = fused
             .into_iter()
