@@ -406,6 +406,40 @@ fn tests_weigh_their_role_before_the_candidates_a_budget_allows_are_drawn() {
 }
 
 #[test]
+fn an_older_copy_of_the_code_weighs_less_than_the_current_one() {
+    // The package keeps its previous major version inside it (`pkg/v1/`),
+    // whose copy of the function matches the question's words better.
+    let files: [(&str, &str); 3] = [
+        (
+            "pkg/settings.py",
+            "def load_settings(text):\n    \"\"\"Read configuration text into settings.\"\"\"\n    return dict(line.split('=') for line in text.splitlines())\n",
+        ),
+        (
+            "pkg/v1/settings.py",
+            "def load_settings(text):\n    \"\"\"Read configuration text into settings: configuration text read into settings.\"\"\"\n    return dict(line.split('=') for line in text.splitlines())\n",
+        ),
+        ("pkg/main.py", "def main():\n    return 0\n"),
+    ];
+    let (_tmp, engine, repo) = engine_over(&files);
+    let ask = |query: &str| {
+        let args = [query, "--strategy", "arce"];
+        serde_json::to_value(engine.query(&options(&repo, &args)).unwrap().report()).unwrap()
+    };
+    let evidence = |v: &serde_json::Value, suffix: &str| {
+        let f = fragments(v).iter().find(|f| f["uko_node"].as_str().unwrap().ends_with(suffix));
+        let f = f.unwrap_or_else(|| panic!("no {suffix}: {v:#}"));
+        f["metadata"]["evidence"].as_str().unwrap().parse::<f64>().unwrap()
+    };
+    let v = ask("read configuration text into settings");
+    assert_eq!(evidence(&v, "/pkg/settings.py#load_settings"), 1.0, "{v:#}");
+    assert!(evidence(&v, "/pkg/v1/settings.py#load_settings") < 0.5, "{v:#}");
+    assert_eq!(source_path(best(&v)), "pkg/settings.py", "{v:#}");
+    // A question that names the version asks for the old copy.
+    let v = ask("read configuration text into settings in v1");
+    assert_eq!(evidence(&v, "/pkg/v1/settings.py#load_settings"), 1.0, "{v:#}");
+}
+
+#[test]
 fn temporal_archaeology_names_the_commit_that_matched() {
     let fx = Fixture::new();
     let v = fx.json(&["backoff between retries", "--strategy", "temporal-archaeology", "--temporal", "recent"]);
