@@ -523,8 +523,6 @@ impl LegacyCopies {
             }
         }
         folders.retain(|f| !named.contains(&f.rsplit('/').next().unwrap_or(f).to_ascii_lowercase()));
-        folders.sort();
-        folders.dedup();
         LegacyCopies { folders }
     }
 

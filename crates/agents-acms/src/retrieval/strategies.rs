@@ -509,7 +509,7 @@ impl ContextStrategy for Arce {
             || whole_file_scores(self.name(), &text, query, backends),
             || self.round(&text, query, backends),
         );
-        let (whole_files, mut fused) = (whole_files?, first?);
+        let (mut whole_files, mut fused) = (whole_files?, first?);
         self.add_named(&mut fused, &text, backends)?;
         let first_round = started.elapsed();
         // Graph: personalised PageRank from the first round's best hits (refined
@@ -544,23 +544,21 @@ impl ContextStrategy for Arce {
         // questions: chunk NDCG@10 0.7425 -> 0.7453, relevant lines at 8,000
         // tokens 0.831 -> 0.845; commit set R@10 0.898 -> 0.902
         // (docs/benchmarks.md).
-        let roles = super::RolesAsked::of(&query.text());
+        let asked = query.text();
+        let roles = super::RolesAsked::of(&asked);
         // An older copy of the code the tree holds too (pydantic's `v1/`)
         // weighs [`super::LEGACY_PRIOR`] the same way.
         let legacy = super::LegacyCopies::of(
             fused.iter().map(|(uri, (path, _))| path_of(uri, path)).chain(whole_files.iter().map(|h| h.1.as_str())),
-            &query.text(),
+            &asked,
         );
         for (uri, (path, score)) in fused.iter_mut() {
-            *score *= roles.prior(path_of(uri, path)) * legacy.prior(path_of(uri, path));
+            let path = path_of(uri, path);
+            *score *= roles.prior(path) * legacy.prior(path);
         }
-        let whole_files: Vec<(String, String, f32)> = whole_files
-            .into_iter()
-            .map(|(uri, path, score)| {
-                let prior = legacy.prior(&path);
-                (uri, path, score * prior)
-            })
-            .collect();
+        for (_, path, score) in &mut whole_files {
+            *score *= legacy.prior(path);
+        }
         let best = fused.values().map(|v| v.1).fold(f32::MIN_POSITIVE, f32::max);
         let mut candidates: Vec<Candidate> = fused
             .into_iter()
