@@ -405,7 +405,14 @@ fn a_c_prototype_brings_its_definition_with_the_headers_words() {
     if let Some(prototype) = of("include/journal.h#journal_sync") {
         assert!(score(definition) > score(prototype), "{v:#}");
     }
-    assert_eq!(v["ranked_files"][0], "src/journal.c", "{v:#}");
+    // The header, whose comments hold the question's words, stands nearly as
+    // high as the source file: the two lead the answer, the definition among
+    // its first two pieces.
+    let files: Vec<&str> = v["ranked_files"].as_array().unwrap().iter().take(2).filter_map(Value::as_str).collect();
+    assert!(files.contains(&"src/journal.c") && files.contains(&"include/journal.h"), "{v:#}");
+    let mut by_score: Vec<&Value> = fragments.iter().collect();
+    by_score.sort_by(|a, b| score(b).total_cmp(&score(a)));
+    assert!(by_score.iter().take(2).any(|f| std::ptr::eq(*f, definition)), "{v:#}");
 }
 
 #[test]

@@ -955,8 +955,9 @@ impl Pipeline {
         let min_relevance = self.settings.min_relevance;
         let relevant = |c: &&crate::retrieval::Candidate| c.hops.is_some() || f64::from(c.score) >= min_relevance;
         // Each file's standing over every candidate of every run (evidence-only
-        // ones included): the order `ranked_files` gives them, as a share of the best.
-        let ranked = crate::retrieval::rank_paths_named(
+        // ones included), in the order `ranked_files` gives them: its fused
+        // evidence as a share of the best file's (`components::fused_standing`).
+        let fused = crate::retrieval::fuse_paths_named(
             runs.iter()
                 .flat_map(|r| &r.candidates)
                 .filter(|c| !c.path.is_empty() && allowed(c))
@@ -969,8 +970,16 @@ impl Pipeline {
                 }),
             roles,
         );
-        let standing: std::collections::HashMap<&str, f64> =
-            ranked.iter().enumerate().map(|(i, p)| (p.as_str(), 1.0 / (1.0 + i as f64 / 3.0))).collect();
+        let best_fused = fused.first().map_or(0.0, |(_, s)| f64::from(*s));
+        let standing: std::collections::HashMap<&str, f64> = fused
+            .iter()
+            .enumerate()
+            .map(|(place, (path, s))| {
+                let share = if best_fused > 0.0 { f64::from(*s) / best_fused } else { 1.0 };
+                (path.as_str(), components::fused_standing(place, share, names.asks_how()))
+            })
+            .collect();
+        let ranked: Vec<String> = fused.iter().map(|(path, _)| path.clone()).collect();
         // The best `limit` of each run, plus, for each of the best-standing files
         // none of those come from, its best candidate (its file node when all its
         // evidence is imports or fields): the files that matter most are all

@@ -921,6 +921,17 @@ pub fn rank_paths_named<'a>(
     scored: impl IntoIterator<Item = (&'a str, f32, bool, f64)>,
     roles: RolesAsked,
 ) -> Vec<String> {
+    fuse_paths_named(scored, roles).into_iter().map(|(path, _)| path).collect()
+}
+
+/// [`rank_paths_named`]'s files with their fused scores, best first: the sum
+/// over the lists of `weight / (RRF_K + r + 1)` (a single list of nodes
+/// scores its own place the same way), so a file the head of every list
+/// names stands well clear of one that only a single list puts first.
+pub fn fuse_paths_named<'a>(
+    scored: impl IntoIterator<Item = (&'a str, f32, bool, f64)>,
+    roles: RolesAsked,
+) -> Vec<(String, f32)> {
     let (mut nodes, mut files, mut named) = (Vec::new(), Vec::new(), Vec::new());
     for (path, score, whole_file, name) in scored {
         if whole_file {
@@ -934,7 +945,11 @@ pub fn rank_paths_named<'a>(
     }
     let by_nodes = path_evidence_asked(nodes, roles);
     if files.is_empty() && named.is_empty() {
-        return by_nodes.into_iter().map(|(path, _)| path).collect();
+        return by_nodes
+            .into_iter()
+            .enumerate()
+            .map(|(rank, (path, _))| (path, 1.0 / (RRF_K + rank as f32 + 1.0)))
+            .collect();
     }
     let mut fused: std::collections::HashMap<String, f32> = std::collections::HashMap::new();
     let lists = [
@@ -949,7 +964,7 @@ pub fn rank_paths_named<'a>(
     }
     let mut ranked: Vec<(String, f32)> = fused.into_iter().collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    ranked.into_iter().map(|(path, _)| path).collect()
+    ranked
 }
 
 /// The most words a query may have to read as a look-up ([`QueryNames::is_lookup`]).
