@@ -970,13 +970,14 @@ impl Pipeline {
                 }),
             roles,
         );
+        let asks_how = names.asks_how();
         let best_fused = fused.first().map_or(0.0, |(_, s)| f64::from(*s));
         let standing: std::collections::HashMap<&str, f64> = fused
             .iter()
             .enumerate()
             .map(|(place, (path, s))| {
                 let share = if best_fused > 0.0 { f64::from(*s) / best_fused } else { 1.0 };
-                (path.as_str(), components::fused_standing(place, share, names.asks_how()))
+                (path.as_str(), components::fused_standing(place, share, asks_how))
             })
             .collect();
         let ranked: Vec<String> = fused.iter().map(|(path, _)| path.clone()).collect();
@@ -1133,7 +1134,6 @@ impl Pipeline {
         // together: neither passage is counted for it.
         let mut file_near: HashMap<String, u32> = HashMap::new();
         let question = !names.is_lookup();
-        let asks_how = names.asks_how();
         // The query's words each function or method holds, by its place in
         // `pieces` (questions only): what its callers add to them.
         let mut callable_words: BTreeMap<usize, Vec<bool>> = BTreeMap::new();
