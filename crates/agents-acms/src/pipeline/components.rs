@@ -825,9 +825,10 @@ pub mod ranker {
 /// How steeply a file's standing falls with its share of the best file's
 /// fused evidence ([`fused_standing`]). Measured over all 646 questions
 /// against the standing by place alone (0.7267): 1.5, 2 and 2.5 gave chunk
-/// NDCG@10 0.7299, 0.7301 and 0.7282 (how-questions by place; 2 for them
-/// too, 0.7287); the commit messages' MRR 0.724 -> 0.720 at 2, R@10 0.905
-/// either way, docs/benchmarks.md.
+/// NDCG@10 0.7299, 0.7301 and 0.7282 (how-questions by place; by the
+/// squared share too, 0.7294, by the share itself, 0.7287: architecture
+/// -0.004 and -0.007); the commit messages' MRR 0.724 -> 0.720 at 2, R@10
+/// 0.905 either way, docs/benchmarks.md.
 pub const STANDING_POWER: f64 = 2.0;
 
 /// The standing of a file, the [`ranker`]'s prior for its pieces: the file at
