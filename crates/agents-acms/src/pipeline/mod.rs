@@ -980,7 +980,7 @@ impl Pipeline {
                 (path.as_str(), components::fused_standing(place, share, asks_how))
             })
             .collect();
-        let ranked: Vec<String> = fused.iter().map(|(path, _)| path.clone()).collect();
+        let ranked = || fused.iter().map(|(path, _)| path);
         // The best `limit` of each run, plus, for each of the best-standing files
         // none of those come from, its best candidate (its file node when all its
         // evidence is imports or fields): the files that matter most are all
@@ -999,7 +999,7 @@ impl Pipeline {
             chosen.extend(usable.into_iter().filter(relevant).map(|c| (c, quality)));
         }
         let mut file_nodes: Vec<crate::retrieval::Candidate> = Vec::new();
-        for path in ranked.iter().take(REPRESENTED_FILES) {
+        for path in ranked().take(REPRESENTED_FILES) {
             if chosen.iter().any(|(c, _)| c.path == *path) {
                 continue;
             }
@@ -1044,8 +1044,7 @@ impl Pipeline {
         let with_pieces: std::collections::HashSet<&str> = chosen.iter().map(|(c, _)| c.path.as_str()).collect();
         let whole_text: std::collections::HashSet<&str> =
             runs.iter().flat_map(|r| &r.candidates).filter(|c| c.whole_file).map(|c| c.path.as_str()).collect();
-        let leading: Vec<LeadingFile> = ranked
-            .iter()
+        let leading: Vec<LeadingFile> = ranked()
             .enumerate()
             .filter_map(|(i, path)| {
                 let by_text_only = !with_pieces.contains(path.as_str());
