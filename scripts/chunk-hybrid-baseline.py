@@ -8,16 +8,17 @@ with none is cut into 100-line windows every 80 lines); each chunk is ranked by
 
     BM25(chunk) / best BM25  +  W * max(0, cosine) / best cosine
 
-(BM25 over stemmed identifier parts of the path and text, k1 1.2, b 0.75; the cosine of the
-bundled static model's mean token vectors over "kind, name words, path words, text" against the
-query's), times 0.5 for a test, document or example file, times 1.5 when every word of the
-chunk's name is a word of the query; the ten results are taken greedily with 0.8 per chunk of
-a file already taken. Chunk NDCG@10 as scripts/eval-nl.py scores it (graded spans, each
+(the whole-file baseline's BM25 of scripts/eval-retrieval.py over the path and text of each
+chunk: identifiers and their parts, k1 1.2, b 0.75; the cosine of the bundled static model's mean
+token vectors over "kind, name words, path words, text" against the query's), times 0.5 outside
+source files (the engine's file roles, as scripts/fit-chunk-ranker.py writes them), times 1.5
+when every word of the chunk's name is a word of the query; the ten results are taken greedily
+with 0.8 per chunk of a file already taken. Chunk NDCG@10 as scripts/eval-nl.py scores it (graded spans, each
 credited once), next to the engine's own from the same run.
 
 The chunks are the engine's own nodes, read from the SQLite store of the home the run used
-(so both rankings see the same boundaries); the trees are the run's. Needs numpy,
-snowballstemmer, tokenizers and safetensors.
+(so both rankings see the same boundaries); the trees are the run's. Needs numpy, tokenizers
+and safetensors.
 
     scripts/chunk-hybrid-baseline.py RUN.json --home HOME --trees /tmp/ev/trees
                                      [--repos owner/name,...] [--weights 0,0.5,1,2]
@@ -27,50 +28,38 @@ import argparse
 import collections
 import importlib.util
 import json
-import math
 import os
 import re
 import sqlite3
 import sys
 
 import numpy as np
-import snowballstemmer
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, "..", "crates", "agents-search", "model", "minilm-code-static")
-_spec = importlib.util.spec_from_file_location("eval_nl", os.path.join(HERE, "eval-nl.py"))
-eval_nl = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(eval_nl)
 
-STOP = set(
-    "a an the of to in on for and or is are be by with from into as at it its this that what which how does do "
-    "when where why who get gets can could should would will may might must not no than then there their they "
-    "them these those each every so if else while about after before up down out over under again also only "
-    "just via using used use uses has have had being been was were".split()
-)
+
+def _load(name, file):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, file))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+eval_nl = _load("eval_nl", "eval-nl.py")
+fit = _load("fit_chunk_ranker", "fit-chunk-ranker.py")
+bm25 = eval_nl.er  # scripts/eval-retrieval.py: the whole-file baseline's tokenizer and BM25
 CALLABLE = ("function", "method", "test", "macro")
 CONTAINER = ("class", "struct", "interface", "trait", "enum", "impl", "type", "type_alias", "protocol", "record",
              "object", "namespace")
-_stemmer = snowballstemmer.stemmer("english")
-_stems = {}
 
 
 def split_ident(text):
     text = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
     text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", text)
     return re.findall(r"[a-z0-9]+", text.lower())
-
-
-def stem(word):
-    if word not in _stems:
-        _stems[word] = _stemmer.stemWord(word)
-    return _stems[word]
-
-
-def words(text):
-    return [stem(w) for w in split_ident(text) if len(w) > 1 and w not in STOP]
 
 
 class Model:
@@ -87,15 +76,6 @@ class Model:
                 n = np.linalg.norm(v)
                 out[i] = v / n if n > 0 else v
         return out
-
-
-def file_role(path):
-    p = path.lower()
-    if re.search(r"(^|/)(tests?|spec|__tests__|testing)(/|$)|_test\.|test_|\.test\.|\.spec\.", p):
-        return "test"
-    if re.search(r"(^|/)(docs?|examples?|benchmarks?|bench)(/|$)", p) or p.endswith((".md", ".rst", ".txt")):
-        return "doc"
-    return "source"
 
 
 class Repo:
@@ -130,30 +110,23 @@ class Repo:
             for kind, name, start, end in nodes:
                 self.chunks.append((path, kind, name, start, end))
                 texts.append("\n".join(lines[start - 1:end]))
-        self.tf = [collections.Counter(words(c[0] + " " + t)) for c, t in zip(self.chunks, texts)]
-        self.length = np.array([sum(t.values()) for t in self.tf], dtype=float)
-        self.df = collections.Counter()
-        for t in self.tf:
-            self.df.update(t.keys())
+        self.docs = {}
+        for i, (chunk, text) in enumerate(zip(self.chunks, texts)):
+            tokens = bm25.tokenize(chunk[0] + " " + text)
+            self.docs[i] = (len(tokens), collections.Counter(tokens))
         self.vectors = model.embed(
             [f"{k} {' '.join(split_ident(n))} {' '.join(split_ident(p))}\n{t}" for (p, k, n, _, _), t in
              zip(self.chunks, texts)])
 
     def rank(self, query, model, weight):
-        n = len(self.chunks)
-        bm25 = np.zeros(n)
-        avg = self.length.mean()
-        for w in dict.fromkeys(words(query)):
-            if not self.df[w]:
-                continue
-            idf = math.log(1 + (n - self.df[w] + 0.5) / (self.df[w] + 0.5))
-            f = np.array([t[w] for t in self.tf], dtype=float)
-            bm25 += idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * self.length / avg))
+        lexical = np.zeros(len(self.chunks))
+        for i, s in bm25.bm25_scores(self.docs, query).items():
+            lexical[i] = s
         cos = self.vectors @ model.embed([query])[0]
-        score = bm25 / (bm25.max() or 1) + weight * np.clip(cos, 0, None) / (cos.max() or 1)
+        score = lexical / (lexical.max() or 1) + weight * np.clip(cos, 0, None) / (cos.max() or 1)
         asked = set(split_ident(query))
         for i, (path, _, name, _, _) in enumerate(self.chunks):
-            if file_role(path) != "source":
+            if fit.file_role(path) != "source":
                 score[i] *= 0.5
             parts = split_ident(name)
             if len(name) > 2 and parts and all(p in asked for p in parts):
@@ -176,10 +149,20 @@ def main():
     ap.add_argument("--repos", help="comma-separated owner/name (default: every repository of the run)")
     ap.add_argument("--weights", default="0,0.5,1,2", help="cosine weights W to try (default 0,0.5,1,2)")
     args = ap.parse_args()
-    run = json.load(open(args.run))
+    store = os.path.join(args.home, "agents.db")
+    for path, what in ((args.run, "run JSON"), (store, "agents store"), (args.trees, "trees directory")):
+        if not os.path.exists(path):
+            sys.exit(f"{path}: no such {what}")
+    try:
+        with open(args.run) as f:
+            run = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"{args.run}: not a JSON run of scripts/eval-nl.py ({e})")
+    if "results" not in run:
+        sys.exit(f"{args.run}: no `results` (not written by scripts/eval-nl.py --out)")
     weights = [float(w) for w in args.weights.split(",")]
     wanted = set(args.repos.split(",")) if args.repos else None
-    db = sqlite3.connect(f"file:{os.path.join(args.home, 'agents.db')}?mode=ro", uri=True)
+    db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
     model = Model(MODEL)
     repos = {}
     scores = collections.defaultdict(lambda: collections.defaultdict(list))

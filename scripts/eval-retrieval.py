@@ -159,10 +159,17 @@ class TreeDocs:
 
 
 def bm25_rank(docs, query, k1=1.2, b=0.75, only=None):
+    scored = sorted((-s, path) for path, s in bm25_scores(docs, query, k1, b, only).items())
+    return [p for _, p in scored]
+
+
+def bm25_scores(docs, query, k1=1.2, b=0.75, only=None):
+    """BM25 of each document of `docs` ({key: (length, Counter of tokenize())}) that meets
+    a term of `query`, {key: score}; `only(key)` keeps a subset."""
     items = [(p, d) for p, d in docs.items() if only is None or only(p)]
     n = len(items)
     if n == 0:
-        return []
+        return {}
     avgdl = sum(d[0] for _, d in items) / n or 1.0
     terms = sorted(set(tokenize(query)))
     df = {t: 0 for t in terms}
@@ -171,7 +178,7 @@ def bm25_rank(docs, query, k1=1.2, b=0.75, only=None):
             if t in tf:
                 df[t] += 1
     idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms if df[t]}
-    scored = []
+    scores = {}
     for path, (dl, tf) in items:
         s = 0.0
         for t, w in idf.items():
@@ -179,9 +186,8 @@ def bm25_rank(docs, query, k1=1.2, b=0.75, only=None):
             if f:
                 s += w * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl))
         if s > 0:
-            scored.append((-s, path))
-    scored.sort()
-    return [p for _, p in scored]
+            scores[path] = s
+    return scores
 
 
 def is_source_path(path):

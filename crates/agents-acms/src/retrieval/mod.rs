@@ -925,9 +925,8 @@ pub fn rank_paths_named<'a>(
 }
 
 /// [`rank_paths_named`]'s files with their fused scores, best first: the sum
-/// over the lists of `weight / (RRF_K + r + 1)` (a single list of nodes
-/// scores its own place the same way), so a file the head of every list
-/// names stands well clear of one that only a single list puts first.
+/// over the lists of `weight / (RRF_K + r + 1)`, so a file the head of every
+/// list names stands well clear of one that only a single list puts first.
 pub fn fuse_paths_named<'a>(
     scored: impl IntoIterator<Item = (&'a str, f32, bool, f64)>,
     roles: RolesAsked,
@@ -944,13 +943,6 @@ pub fn fuse_paths_named<'a>(
         }
     }
     let by_nodes = path_evidence_asked(nodes, roles);
-    if files.is_empty() && named.is_empty() {
-        return by_nodes
-            .into_iter()
-            .enumerate()
-            .map(|(rank, (path, _))| (path, 1.0 / (RRF_K + rank as f32 + 1.0)))
-            .collect();
-    }
     let mut fused: std::collections::HashMap<String, f32> = std::collections::HashMap::new();
     let lists = [
         (1.0, by_nodes),
